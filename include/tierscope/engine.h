@@ -1,0 +1,109 @@
+// The public engine API: load a Hugging Face BERT directory and run the encoder.
+#ifndef TIERSCOPE_ENGINE_H_
+#define TIERSCOPE_ENGINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tierscope/dtype.h"
+#include "tierscope/status.h"
+
+namespace tierscope {
+
+// The fields of a Hugging Face BertConfig that the encoder uses, with HF's defaults.
+struct BertConfig {
+  std::string model_type = "bert";
+  int64_t vocab_size = 30522;
+  int64_t hidden_size = 768;
+  int64_t num_hidden_layers = 12;
+  int64_t num_attention_heads = 12;
+  int64_t intermediate_size = 3072;
+  std::string hidden_act = "gelu";
+  int64_t max_position_embeddings = 512;
+  int64_t type_vocab_size = 2;
+  double layer_norm_eps = 1e-12;
+  int64_t pad_token_id = 0;
+  std::string position_embedding_type = "absolute";
+};
+
+// Parses config.json text; `source` names the file in errors.
+StatusOr<BertConfig> ParseBertConfig(const std::string& json_text, const std::string& source);
+StatusOr<BertConfig> LoadBertConfig(const std::string& path);
+
+struct EngineOptions {
+  DType dtype = DType::kF32;  // precision of weights and activations
+  int threads = 0;            // 0: all hardware threads
+};
+
+// Token ids for a [batch, seq_len] batch, row-major. attention_mask and token_type_ids
+// may be empty (all ones / all zeros).
+struct BatchInput {
+  int64_t batch = 0;
+  int64_t seq_len = 0;
+  std::vector<int64_t> input_ids;
+  std::vector<int64_t> attention_mask;
+  std::vector<int64_t> token_type_ids;
+};
+
+struct ForwardOptions {
+  bool pooler = false;         // also compute pooler_output
+  bool hidden_states = false;  // also return the embeddings and every layer's output
+};
+
+// Outputs in FP32 on the host.
+struct ForwardOutput {
+  int64_t batch = 0, seq_len = 0, hidden = 0;
+  std::vector<float> last_hidden_state;           // [batch, seq_len, hidden]
+  std::vector<float> pooler_output;               // [batch, hidden] when asked
+  std::vector<std::vector<float>> hidden_states;  // layers+1 x [batch, seq_len, hidden]
+};
+
+struct EngineMemory {
+  int64_t live_bytes = 0;
+  int64_t peak_bytes = 0;
+  int64_t weight_bytes = 0;
+};
+
+class BertModel;
+class Backend;
+
+class BertEngine {
+ public:
+  // Loads config.json and model.safetensors (or pytorch_model.bin) from `model_dir`.
+  static StatusOr<std::unique_ptr<BertEngine>> Load(const std::string& model_dir,
+                                                    const EngineOptions& options);
+  ~BertEngine();
+
+  const BertConfig& config() const;
+  DType dtype() const;
+  int threads() const;
+  const std::string& model_dir() const { return model_dir_; }
+  std::string device_name() const;
+
+  // Checks shapes, ids and masks of `input` against the model.
+  Status Validate(const BatchInput& input) const;
+  StatusOr<ForwardOutput> Forward(const BatchInput& input, const ForwardOptions& options);
+
+  EngineMemory memory() const;
+  void ResetPeakMemory();
+
+  // Internal access for the lab drivers.
+  BertModel& model() { return *model_; }
+  Backend& backend() { return *backend_; }
+
+ private:
+  BertEngine() = default;
+  std::string model_dir_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<BertModel> model_;
+};
+
+// The directory of the built-in default model (bert_uncased_L-2_H-128_A-2's shape with
+// deterministic synthetic weights), written on first use under the user's cache dir.
+StatusOr<std::string> EnsureDefaultModel();
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_ENGINE_H_

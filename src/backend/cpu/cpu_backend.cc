@@ -1,0 +1,142 @@
+// CpuBackend: accounting allocator, thread pool, launches, and the Kernels table that
+// forwards each op family to its file.
+#include "backend/cpu/cpu_backend.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <string>
+
+namespace tierscope {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+std::string CpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto pos = line.find(':');
+      if (pos != std::string::npos) return line.substr(pos + 2);
+    }
+  }
+  return "unknown CPU";
+}
+
+class CpuKernels : public Kernels {
+ public:
+  explicit CpuKernels(CpuBackend& be) : be_(be) {}
+  StatusOr<std::unique_ptr<PackedWeight>> PackWeight(const HostTensor& w, DType dtype) override {
+    return CpuPackWeight(be_, w, dtype);
+  }
+  Status Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
+                const Tensor* bias, Epilogue epilogue, Tensor& y) override {
+    return CpuLinear(be_, x, rows, x_row_stride, w, bias, epilogue, y);
+  }
+  Status EmbeddingSum(const Tensor& ids, const Tensor& type_ids, const Tensor& word,
+                      const Tensor& pos, const Tensor& type, Tensor& out) override {
+    return CpuEmbeddingSum(be_, ids, type_ids, word, pos, type, out);
+  }
+  Status LayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma,
+                   const Tensor& beta, float eps, Tensor& out) override {
+    return CpuLayerNorm(be_, x, residual, gamma, beta, eps, out);
+  }
+  Status Attention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out) override {
+    return CpuAttention(be_, qkv, mask, heads, out);
+  }
+  Status CopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset) override {
+    return CpuCopyInto(be_, src, dst, dst_byte_offset);
+  }
+
+ private:
+  CpuBackend& be_;
+};
+
+}  // namespace
+
+const char* DTypeTag(DType t) {
+  switch (t) {
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
+    default: return "f32";
+  }
+}
+
+CpuBackend::CpuBackend(int threads)
+    : pool_(threads <= 0 ? ThreadPool::HardwareThreads() : threads),
+      kernels_(std::make_unique<CpuKernels>(*this)) {
+  props_.kind = "cpu";
+  props_.compute_units = pool_.num_threads();
+  props_.name = "cpu: " + CpuModelName() + " (" + std::to_string(pool_.num_threads()) +
+                " threads)";
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page_size > 0) props_.total_memory = int64_t{pages} * page_size;
+  scratch_.resize(pool_.num_threads());
+}
+
+CpuBackend::~CpuBackend() = default;
+
+StatusOr<void*> CpuBackend::Allocate(size_t bytes) {
+  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded == 0) rounded = kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (p == nullptr) {
+    return ResourceExhausted("cpu backend: cannot allocate " + std::to_string(bytes) + " bytes");
+  }
+  int64_t live = live_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
+  int64_t peak = peak_.load();
+  while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
+  }
+  allocations_.fetch_add(1);
+  return p;
+}
+
+void CpuBackend::Deallocate(void* ptr, size_t bytes) {
+  if (ptr == nullptr) return;
+  std::free(ptr);
+  live_.fetch_sub(static_cast<int64_t>(bytes));
+  frees_.fetch_add(1);
+}
+
+MemoryStats CpuBackend::memory_stats() const {
+  return MemoryStats{live_.load(), peak_.load(), allocations_.load(), frees_.load()};
+}
+
+void CpuBackend::ResetPeakMemory() { peak_.store(live_.load()); }
+
+Status CpuBackend::CopyHostToDevice(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+  return OkStatus();
+}
+
+Status CpuBackend::CopyDeviceToHost(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+  return OkStatus();
+}
+
+Status CpuBackend::Launch(const LaunchDesc& desc, TaskFn fn) {
+  int64_t tasks = desc.grid.count();
+  if (tasks <= 0) {
+    return InvalidArgument("launch of " + std::string(desc.kernel) + " with an empty grid");
+  }
+  pool_.ParallelFor(tasks, fn);
+  return OkStatus();
+}
+
+void CpuBackend::EnsureScratch(size_t floats) {
+  if (floats <= scratch_floats_) return;
+  for (auto& s : scratch_) s.resize(floats);
+  scratch_floats_ = floats;
+}
+
+StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(int threads) {
+  if (threads < 0) return InvalidArgument("threads must be >= 0, got " + std::to_string(threads));
+  return std::unique_ptr<Backend>(new CpuBackend(threads));
+}
+
+}  // namespace tierscope

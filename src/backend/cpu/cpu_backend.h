@@ -1,0 +1,94 @@
+// CpuBackend: host memory with live/peak accounting, a backend-owned thread pool, and
+// Launch, which runs a kernel as a parallel-for over its grid of tasks.
+#ifndef TIERSCOPE_BACKEND_CPU_CPU_BACKEND_H_
+#define TIERSCOPE_BACKEND_CPU_CPU_BACKEND_H_
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/kernels.h"
+#include "core/function_ref.h"
+#include "core/thread_pool.h"
+
+namespace tierscope {
+
+// The body of one task: (task index in [0, grid.count()), worker index).
+using TaskFn = FunctionRef<void(int64_t, int)>;
+
+class CpuBackend : public Backend {
+ public:
+  explicit CpuBackend(int threads);
+  ~CpuBackend() override;
+
+  // Allocator.
+  StatusOr<void*> Allocate(size_t bytes) override;
+  void Deallocate(void* ptr, size_t bytes) override;
+  MemoryStats memory_stats() const override;
+  void ResetPeakMemory() override;
+
+  // Backend.
+  const DeviceProps& props() const override { return props_; }
+  Status CopyHostToDevice(void* dst, const void* src, size_t bytes) override;
+  Status CopyDeviceToHost(void* dst, const void* src, size_t bytes) override;
+  Status Synchronize() override { return OkStatus(); }  // launches are synchronous
+  Kernels& kernels() override { return *kernels_; }
+
+  // Runs `fn` once per task of desc.grid on the pool. Returns when all tasks are done.
+  Status Launch(const LaunchDesc& desc, TaskFn fn);
+
+  int num_workers() const { return pool_.num_threads(); }
+  // Per-worker FP32 scratch of at least `floats` elements. Call EnsureScratch before
+  // the launch whose tasks use it, so no task allocates.
+  void EnsureScratch(size_t floats);
+  float* scratch(int worker) { return scratch_[worker].data(); }
+
+ private:
+  DeviceProps props_;
+  ThreadPool pool_;
+  std::unique_ptr<Kernels> kernels_;
+  std::vector<std::vector<float>> scratch_;
+  size_t scratch_floats_ = 0;
+  std::atomic<int64_t> live_{0};
+  std::atomic<int64_t> peak_{0};
+  std::atomic<int64_t> allocations_{0};
+  std::atomic<int64_t> frees_{0};
+};
+
+// The CPU implementations of each op family (one file each).
+Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
+                 const PackedWeight& w, const Tensor* bias, Epilogue epilogue, Tensor& y);
+StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const HostTensor& w,
+                                                      DType dtype);
+Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids,
+                       const Tensor& word, const Tensor& pos, const Tensor& type,
+                       Tensor& out);
+Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual,
+                    const Tensor& gamma, const Tensor& beta, float eps, Tensor& out);
+Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int heads,
+                    Tensor& out);
+Status CpuCopyInto(CpuBackend& be, const Tensor& src, Tensor& dst, size_t dst_byte_offset);
+
+// Loads element i of a float tensor (F32/F16/BF16) as float, and stores one.
+inline float LoadF(DType t, const void* p, int64_t i) {
+  switch (t) {
+    case DType::kF16: return HalfToFloat(static_cast<const uint16_t*>(p)[i]);
+    case DType::kBF16: return BF16ToFloat(static_cast<const uint16_t*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
+}
+inline void StoreF(DType t, void* p, int64_t i, float v) {
+  switch (t) {
+    case DType::kF16: static_cast<uint16_t*>(p)[i] = FloatToHalf(v); break;
+    case DType::kBF16: static_cast<uint16_t*>(p)[i] = FloatToBF16(v); break;
+    default: static_cast<float*>(p)[i] = v;
+  }
+}
+
+// "f32", "f16", "bf16" — the dtype tag used in kernel names.
+const char* DTypeTag(DType t);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_BACKEND_CPU_CPU_BACKEND_H_

@@ -1,0 +1,55 @@
+// CPU embedding lookup: word + position + token-type rows summed per token.
+#include <algorithm>
+#include <string>
+
+#include "backend/cpu/cpu_backend.h"
+
+namespace tierscope {
+namespace {
+constexpr int64_t kTokensPerTask = 32;
+}  // namespace
+
+Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids,
+                       const Tensor& word, const Tensor& pos, const Tensor& type, Tensor& out) {
+  if (ids.shape().size() != 2 || ids.dtype() != DType::kI32 || type_ids.dtype() != DType::kI32 ||
+      type_ids.numel() != ids.numel() || out.shape().size() != 3) {
+    return InvalidArgument("EmbeddingSum: ids must be I32 [B, S] and out [B, S, H]");
+  }
+  const int64_t B = ids.dim(0), S = ids.dim(1), H = out.dim(2);
+  const DType t = out.dtype();
+  if (out.dim(0) != B || out.dim(1) != S || word.dim(1) != H || pos.dim(1) != H ||
+      type.dim(1) != H || pos.dim(0) < S || word.dtype() != t || pos.dtype() != t ||
+      type.dtype() != t) {
+    return InvalidArgument("EmbeddingSum: inconsistent shapes");
+  }
+  const int32_t* id = ids.data_as<int32_t>();
+  const int32_t* tt = type_ids.data_as<int32_t>();
+  const int64_t tokens = B * S;
+  const size_t es = DTypeSize(t);
+  LaunchDesc desc;
+  static const char* kNames[3] = {"cpu_embedding_sum_f32", "cpu_embedding_sum_f16",
+                                  "cpu_embedding_sum_bf16"};
+  desc.kernel = kNames[t == DType::kF16 ? 1 : t == DType::kBF16 ? 2 : 0];
+  desc.grid = Dim3{(tokens + kTokensPerTask - 1) / kTokensPerTask, 1, 1};
+  desc.block = Dim3{kTokensPerTask, H, 1};
+  desc.flops = 2.0 * tokens * H;
+  desc.bytes_read = 3.0 * es * tokens * H + 8.0 * tokens;
+  desc.bytes_written = static_cast<double>(es) * tokens * H;
+  be.EnsureScratch(static_cast<size_t>(4 * H));
+  return be.Launch(desc, [&](int64_t task, int worker) {
+    float* acc = be.scratch(worker);
+    float* tmp = acc + H;
+    const int64_t end = std::min(tokens, (task + 1) * kTokensPerTask);
+    for (int64_t i = task * kTokensPerTask; i < end; ++i) {
+      const int64_t s = i % S;
+      ToFloat(t, static_cast<const std::byte*>(word.data()) + id[i] * H * es, acc, H);
+      ToFloat(t, static_cast<const std::byte*>(pos.data()) + s * H * es, tmp, H);
+      for (int64_t h = 0; h < H; ++h) acc[h] += tmp[h];
+      ToFloat(t, static_cast<const std::byte*>(type.data()) + tt[i] * H * es, tmp, H);
+      for (int64_t h = 0; h < H; ++h) acc[h] += tmp[h];
+      FromFloat(acc, t, static_cast<std::byte*>(out.data()) + i * H * es, H);
+    }
+  });
+}
+
+}  // namespace tierscope

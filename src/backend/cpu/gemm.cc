@@ -1,0 +1,281 @@
+// CPU GEMM for Linear: y = epilogue(x . W^T + bias), FP32 accumulation for F32, F16 and
+// BF16 operands. Weights are pre-packed at load into 16-column panels [N/16][K][16];
+// each task computes one 48x64 tile of y with a 6x16 register-blocked micro-kernel,
+// converting F16/BF16 operands to FP32 per 256-deep K block.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include <immintrin.h>
+
+#include "backend/cpu/cpu_backend.h"
+
+namespace tierscope {
+namespace {
+
+constexpr int kNR = 16;   // columns of a panel / of the micro-kernel
+constexpr int kMR = 6;    // rows of the micro-kernel
+constexpr int kMB = 48;   // rows of one task's tile
+constexpr int kNB = 64;   // columns of one task's tile
+constexpr int kPanelsPerTask = kNB / kNR;
+constexpr int kKC = 256;  // depth of one K block
+constexpr size_t kScratchFloats = kMB * kNB + kMB * kKC + kPanelsPerTask * kKC * kNR;
+
+class CpuPackedWeight : public PackedWeight {
+ public:
+  CpuPackedWeight(int64_t n, int64_t k, DType dtype, Tensor panels)
+      : PackedWeight(n, k, dtype), panels_(std::move(panels)) {}
+  const Tensor& panels() const { return panels_; }
+  int64_t num_panels() const { return (n() + kNR - 1) / kNR; }
+
+ private:
+  Tensor panels_;  // [num_panels][K][16] in dtype, zero-padded past N
+};
+
+// c[r][0..16) += sum_k a[r*lda + k] * b[k*16 .. +16) for r < MR.
+using MicroKernelFn = void (*)(int64_t kc, const float* a, int64_t lda, const float* b,
+                               float* c, int64_t ldc);
+
+template <int MR>
+__attribute__((target("avx2,fma"))) void MicroKernelAvx2(int64_t kc, const float* a,
+                                                        int64_t lda, const float* b, float* c,
+                                                        int64_t ldc) {
+  __m256 c0[MR], c1[MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    c0[r] = _mm256_loadu_ps(c + r * ldc);
+    c1[r] = _mm256_loadu_ps(c + r * ldc + 8);
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m256 b0 = _mm256_loadu_ps(b + k * kNR);
+    const __m256 b1 = _mm256_loadu_ps(b + k * kNR + 8);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
+      c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+      c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    _mm256_storeu_ps(c + r * ldc, c0[r]);
+    _mm256_storeu_ps(c + r * ldc + 8, c1[r]);
+  }
+}
+
+template <int MR>
+__attribute__((target("avx512f"))) void MicroKernelAvx512(int64_t kc, const float* a,
+                                                         int64_t lda, const float* b, float* c,
+                                                         int64_t ldc) {
+  __m512 acc[MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) acc[r] = _mm512_loadu_ps(c + r * ldc);
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 bv = _mm512_loadu_ps(b + k * kNR);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k]), bv, acc[r]);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) _mm512_storeu_ps(c + r * ldc, acc[r]);
+}
+
+template <int MR>
+void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
+                       int64_t ldc) {
+  for (int r = 0; r < MR; ++r) {
+    for (int64_t k = 0; k < kc; ++k) {
+      const float av = a[r * lda + k];
+      for (int j = 0; j < kNR; ++j) c[r * ldc + j] += av * b[k * kNR + j];
+    }
+  }
+}
+
+struct MicroKernels {
+  MicroKernelFn by_rows[kMR + 1];
+};
+
+MicroKernels SelectMicroKernels() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) {
+    return {{nullptr, MicroKernelAvx512<1>, MicroKernelAvx512<2>, MicroKernelAvx512<3>,
+             MicroKernelAvx512<4>, MicroKernelAvx512<5>, MicroKernelAvx512<6>}};
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    return {{nullptr, MicroKernelAvx2<1>, MicroKernelAvx2<2>, MicroKernelAvx2<3>,
+             MicroKernelAvx2<4>, MicroKernelAvx2<5>, MicroKernelAvx2<6>}};
+  }
+  return {{nullptr, MicroKernelScalar<1>, MicroKernelScalar<2>, MicroKernelScalar<3>,
+           MicroKernelScalar<4>, MicroKernelScalar<5>, MicroKernelScalar<6>}};
+}
+
+const MicroKernels& GetMicroKernels() {
+  static const MicroKernels k = SelectMicroKernels();
+  return k;
+}
+
+struct GemmParams {
+  const void* x;
+  int64_t x_stride;
+  DType dtype;
+  int64_t m, n, k;
+  const CpuPackedWeight* w;
+  const void* bias;
+  Epilogue epilogue;
+  void* y;
+  int64_t n_blocks;
+};
+
+inline float ApplyEpilogue(Epilogue e, float v) {
+  switch (e) {
+    case Epilogue::kGelu: return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
+    case Epilogue::kTanh: return std::tanh(v);
+    case Epilogue::kNone: break;
+  }
+  return v;
+}
+
+void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
+  const MicroKernels& mk = GetMicroKernels();
+  const int64_t mb = task / p.n_blocks, nb = task % p.n_blocks;
+  const int64_t m0 = mb * kMB, p0 = nb * kPanelsPerTask;
+  const int64_t rows = std::min<int64_t>(kMB, p.m - m0);
+  const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
+  float* ctile = scratch;
+  float* abuf = ctile + kMB * kNB;
+  float* bbuf = abuf + kMB * kKC;
+  std::memset(ctile, 0, sizeof(float) * kMB * kNB);
+  const size_t esize = DTypeSize(p.dtype);
+  const auto* wbase = static_cast<const std::byte*>(p.w->panels().data());
+
+  for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
+    const int64_t kc = std::min<int64_t>(kKC, p.k - k0);
+    const float* a;
+    int64_t lda;
+    const auto* xrow0 = static_cast<const std::byte*>(p.x) + (m0 * p.x_stride + k0) * esize;
+    if (p.dtype == DType::kF32) {
+      a = reinterpret_cast<const float*>(xrow0);
+      lda = p.x_stride;
+    } else {
+      for (int64_t r = 0; r < rows; ++r) {
+        ToFloat(p.dtype, xrow0 + r * p.x_stride * esize, abuf + r * kc, kc);
+      }
+      a = abuf;
+      lda = kc;
+    }
+    const float* b[kPanelsPerTask];
+    for (int64_t pp = 0; pp < panels; ++pp) {
+      const std::byte* src = wbase + ((p0 + pp) * p.k + k0) * kNR * esize;
+      if (p.dtype == DType::kF32) {
+        b[pp] = reinterpret_cast<const float*>(src);
+      } else {
+        float* dst = bbuf + pp * kKC * kNR;
+        ToFloat(p.dtype, src, dst, kc * kNR);
+        b[pp] = dst;
+      }
+    }
+    for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
+      const int64_t mr = std::min<int64_t>(kMR, rows - r0);
+      for (int64_t pp = 0; pp < panels; ++pp) {
+        const float* ar = a + r0 * lda;
+        float* c = ctile + r0 * kNB + pp * kNR;
+        mk.by_rows[mr](kc, ar, lda, b[pp], c, kNB);
+      }
+    }
+  }
+  // Epilogue: bias, activation, conversion to y's dtype.
+  const int64_t n0 = p0 * kNR;
+  const int64_t cols = std::min<int64_t>(panels * kNR, p.n - n0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* c = ctile + r * kNB;
+    const int64_t yrow = (m0 + r) * p.n + n0;
+    for (int64_t j = 0; j < cols; ++j) {
+      float v = c[j];
+      if (p.bias != nullptr) v += LoadF(p.dtype, p.bias, n0 + j);
+      StoreF(p.dtype, p.y, yrow + j, ApplyEpilogue(p.epilogue, v));
+    }
+  }
+}
+
+const char* GemmKernelName(DType t, bool bias, Epilogue e) {
+  // Names carry operation, dtype, layout, tile and fusion, like vendor GEMM names.
+  static const char* kNames[3][2][3] = {
+      {{"cpu_sgemm_nt_f32_48x64", "cpu_sgemm_nt_f32_48x64_gelu", "cpu_sgemm_nt_f32_48x64_tanh"},
+       {"cpu_sgemm_nt_f32_48x64_bias", "cpu_sgemm_nt_f32_48x64_bias_gelu",
+        "cpu_sgemm_nt_f32_48x64_bias_tanh"}},
+      {{"cpu_hgemm_nt_f16_48x64", "cpu_hgemm_nt_f16_48x64_gelu", "cpu_hgemm_nt_f16_48x64_tanh"},
+       {"cpu_hgemm_nt_f16_48x64_bias", "cpu_hgemm_nt_f16_48x64_bias_gelu",
+        "cpu_hgemm_nt_f16_48x64_bias_tanh"}},
+      {{"cpu_bgemm_nt_bf16_48x64", "cpu_bgemm_nt_bf16_48x64_gelu",
+        "cpu_bgemm_nt_bf16_48x64_tanh"},
+       {"cpu_bgemm_nt_bf16_48x64_bias", "cpu_bgemm_nt_bf16_48x64_bias_gelu",
+        "cpu_bgemm_nt_bf16_48x64_bias_tanh"}}};
+  int ti = t == DType::kF16 ? 1 : t == DType::kBF16 ? 2 : 0;
+  return kNames[ti][bias ? 1 : 0][static_cast<int>(e)];
+}
+
+bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+}  // namespace
+
+StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const HostTensor& w,
+                                                      DType dtype) {
+  if (w.shape.size() != 2) {
+    return InvalidArgument("PackWeight: expected a 2-D weight, got shape " +
+                           ShapeString(w.shape));
+  }
+  if (!IsFloat(w.dtype) || !IsFloat(dtype)) {
+    return InvalidArgument("PackWeight: unsupported dtype " + std::string(DTypeName(w.dtype)));
+  }
+  const int64_t n = w.shape[0], k = w.shape[1];
+  const int64_t panels = (n + kNR - 1) / kNR;
+  TS_ASSIGN_OR_RETURN(Tensor packed, Tensor::Empty(be, dtype, {panels, k, kNR}));
+  std::vector<float> row(static_cast<size_t>(k));
+  std::vector<float> panel(static_cast<size_t>(k * kNR));
+  const size_t src_esize = DTypeSize(w.dtype), dst_esize = DTypeSize(dtype);
+  for (int64_t p = 0; p < panels; ++p) {
+    std::fill(panel.begin(), panel.end(), 0.0f);
+    for (int64_t j = 0; j < kNR && p * kNR + j < n; ++j) {
+      ToFloat(w.dtype, w.data + (p * kNR + j) * k * src_esize, row.data(), k);
+      for (int64_t kk = 0; kk < k; ++kk) panel[kk * kNR + j] = row[kk];
+    }
+    FromFloat(panel.data(), dtype, static_cast<std::byte*>(packed.data()) + p * k * kNR * dst_esize,
+              k * kNR);
+  }
+  return std::unique_ptr<PackedWeight>(new CpuPackedWeight(n, k, dtype, std::move(packed)));
+}
+
+Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
+                 const PackedWeight& w, const Tensor* bias, Epilogue epilogue, Tensor& y) {
+  const auto& pw = static_cast<const CpuPackedWeight&>(w);
+  const int64_t n = w.n(), k = w.k();
+  const DType t = x.dtype();
+  if (w.dtype() != t || y.dtype() != t || (bias && bias->dtype() != t)) {
+    return InvalidArgument("Linear: operands must share one dtype");
+  }
+  if (rows <= 0 || x_row_stride < k || (rows - 1) * x_row_stride + k > x.numel()) {
+    return InvalidArgument("Linear: input " + ShapeString(x.shape()) + " too small for " +
+                           std::to_string(rows) + " rows of " + std::to_string(k));
+  }
+  if (y.numel() != rows * n) {
+    return InvalidArgument("Linear: output " + ShapeString(y.shape()) + " is not [" +
+                           std::to_string(rows) + ", " + std::to_string(n) + "]");
+  }
+  if (bias && bias->numel() != n) return InvalidArgument("Linear: bias size mismatch");
+  GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
+               bias ? bias->data() : nullptr, epilogue, y.data(), (n + kNB - 1) / kNB};
+  const double es = static_cast<double>(DTypeSize(t));
+  LaunchDesc desc;
+  desc.kernel = GemmKernelName(t, bias != nullptr, epilogue);
+  desc.grid = Dim3{p.n_blocks, (rows + kMB - 1) / kMB, 1};
+  desc.block = Dim3{kNB, kMB, 1};
+  desc.flops = 2.0 * rows * n * k;
+  desc.bytes_read = es * (rows * k + n * k + (bias ? n : 0));
+  desc.bytes_written = es * rows * n;
+  be.EnsureScratch(kScratchFloats);
+  return be.Launch(desc, [&](int64_t task, int worker) {
+    GemmTile(p, task, be.scratch(worker));
+  });
+}
+
+}  // namespace tierscope

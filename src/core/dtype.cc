@@ -1,0 +1,132 @@
+// DType names and FP16/BF16 conversions.
+#include "tierscope/dtype.h"
+
+#include <string>
+
+namespace tierscope {
+
+size_t DTypeSize(DType t) {
+  switch (t) {
+    case DType::kF32: return 4;
+    case DType::kF16: return 2;
+    case DType::kBF16: return 2;
+    case DType::kF64: return 8;
+    case DType::kI64: return 8;
+    case DType::kI32: return 4;
+    case DType::kI16: return 2;
+    case DType::kI8: return 1;
+    case DType::kU8: return 1;
+    case DType::kBool: return 1;
+  }
+  return 0;
+}
+
+std::string_view DTypeName(DType t) {
+  switch (t) {
+    case DType::kF32: return "float32";
+    case DType::kF16: return "float16";
+    case DType::kBF16: return "bfloat16";
+    case DType::kF64: return "float64";
+    case DType::kI64: return "int64";
+    case DType::kI32: return "int32";
+    case DType::kI16: return "int16";
+    case DType::kI8: return "int8";
+    case DType::kU8: return "uint8";
+    case DType::kBool: return "bool";
+  }
+  return "unknown";
+}
+
+StatusOr<DType> ParseFloatDType(std::string_view s) {
+  if (s == "fp32" || s == "float32" || s == "f32") return DType::kF32;
+  if (s == "fp16" || s == "float16" || s == "f16" || s == "half") return DType::kF16;
+  if (s == "bf16" || s == "bfloat16") return DType::kBF16;
+  return InvalidArgument("unknown dtype '" + std::string(s) +
+                         "' (valid: fp32, fp16, bf16)");
+}
+
+float HalfToFloat(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t u;
+  if (exp == 0) {
+    if (mant == 0) {
+      u = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while ((mant & 0x400u) == 0);
+      mant &= 0x3ffu;
+      u = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | (mant << 13);
+    }
+  } else if (exp == 0x1f) {
+    u = sign | 0x7f800000u | (mant << 13);
+  } else {
+    u = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  uint32_t sign = (u >> 16) & 0x8000u;
+  uint32_t abs = u & 0x7fffffffu;
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // inf
+  if (abs < 0x38800000u) {  // result is subnormal or zero
+    if (abs < 0x33000000u) return static_cast<uint16_t>(sign);  // < 2^-25
+    uint32_t exp = abs >> 23;                                 // 102..112
+    uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126 - exp;                               // 14..24
+    uint32_t half_mant = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1);
+    uint32_t halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (half_mant & 1u))) ++half_mant;
+    return static_cast<uint16_t>(sign | half_mant);
+  }
+  uint32_t exp = (abs >> 23) - 127 + 15;
+  uint32_t mant = abs & 0x7fffffu;
+  uint32_t h = (exp << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into exp: fine
+  return static_cast<uint16_t>(sign | h);
+}
+
+void HalfToFloat(const uint16_t* src, float* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = HalfToFloat(src[i]);
+}
+void FloatToHalf(const float* src, uint16_t* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
+}
+void BF16ToFloat(const uint16_t* src, float* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = BF16ToFloat(src[i]);
+}
+void FloatToBF16(const float* src, uint16_t* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = FloatToBF16(src[i]);
+}
+
+void ToFloat(DType t, const void* src, float* dst, size_t n) {
+  switch (t) {
+    case DType::kF32: std::memcpy(dst, src, n * 4); return;
+    case DType::kF16: HalfToFloat(static_cast<const uint16_t*>(src), dst, n); return;
+    case DType::kBF16: BF16ToFloat(static_cast<const uint16_t*>(src), dst, n); return;
+    default: assert(false && "ToFloat: not a float dtype");
+  }
+}
+
+void FromFloat(const float* src, DType t, void* dst, size_t n) {
+  switch (t) {
+    case DType::kF32: std::memcpy(dst, src, n * 4); return;
+    case DType::kF16: FloatToHalf(src, static_cast<uint16_t*>(dst), n); return;
+    case DType::kBF16: FloatToBF16(src, static_cast<uint16_t*>(dst), n); return;
+    default: assert(false && "FromFloat: not a float dtype");
+  }
+}
+
+}  // namespace tierscope

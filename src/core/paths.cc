@@ -1,0 +1,76 @@
+// File-system helpers.
+#include "core/paths.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace tierscope {
+
+StatusOr<std::string> CacheDir() {
+  if (const char* d = std::getenv("TIERSCOPE_CACHE_DIR"); d && *d) return std::string(d);
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/tierscope";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/tierscope";
+  return FailedPrecondition("no cache directory: set TIERSCOPE_CACHE_DIR or HOME");
+}
+
+Status MakeDirs(const std::string& path) {
+  if (path.empty()) return OkStatus();
+  std::string cur;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    cur = path.substr(0, pos);
+    if (cur.empty()) continue;
+    if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+      return FailedPrecondition("cannot create directory " + cur + ": " + std::strerror(errno));
+    }
+  }
+  if (!IsDirectory(path)) return FailedPrecondition(path + " is not a directory");
+  return OkStatus();
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool IsRegularFile(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(path + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return DataLoss(path + ": read error");
+  return ss.str();
+}
+
+Status WriteFileAtomic(const std::string& path, const std::string& contents) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return FailedPrecondition(tmp + ": cannot create");
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return DataLoss(tmp + ": write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return FailedPrecondition("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+  }
+  return OkStatus();
+}
+
+}  // namespace tierscope

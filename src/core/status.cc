@@ -1,0 +1,31 @@
+// Status formatting.
+#include "tierscope/status.h"
+
+namespace tierscope {
+
+const char* StatusCodeName(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kInvalidArgument: return "invalid argument";
+    case StatusCode::kNotFound: return "not found";
+    case StatusCode::kOutOfRange: return "out of range";
+    case StatusCode::kDataLoss: return "data loss";
+    case StatusCode::kUnimplemented: return "unimplemented";
+    case StatusCode::kResourceExhausted: return "resource exhausted";
+    case StatusCode::kFailedPrecondition: return "failed precondition";
+    case StatusCode::kInternal: return "internal";
+  }
+  return "unknown";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "ok";
+  return std::string(StatusCodeName(code_)) + ": " + message_;
+}
+
+Status Status::WithContext(const std::string& prefix) const {
+  if (ok()) return *this;
+  return Status(code_, prefix + ": " + message_);
+}
+
+}  // namespace tierscope

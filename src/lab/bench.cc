@@ -1,0 +1,191 @@
+// The no-profiler benchmark (the study's Step 0).
+#include "lab/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "backend/backend.h"
+#include "core/paths.h"
+#include "model/bert.h"
+#include "tierscope/version.h"
+
+namespace tierscope {
+
+StatusOr<BenchMode> ParseBenchMode(const std::string& mode) {
+  if (mode == "serial-fp32") return BenchMode{true, DType::kF32};
+  if (mode == "batch-fp32") return BenchMode{false, DType::kF32};
+  if (mode == "batch-fp16") return BenchMode{false, DType::kF16};
+  if (mode == "batch-bf16") return BenchMode{false, DType::kBF16};
+  return InvalidArgument("unknown mode '" + mode +
+                         "' (valid: serial-fp32, batch-fp32, batch-fp16, batch-bf16)");
+}
+
+Status ValidateBenchOptions(const BenchOptions& o) {
+  TS_RETURN_IF_ERROR(ParseBenchMode(o.mode).status());
+  if (o.batch_size < 1) return InvalidArgument("--batch-size must be >= 1, got " + std::to_string(o.batch_size));
+  if (o.seq_len < 1) return InvalidArgument("--seq-len must be >= 1, got " + std::to_string(o.seq_len));
+  if (o.warmup < 0) return InvalidArgument("--warmup must be >= 0, got " + std::to_string(o.warmup));
+  if (o.iterations < 1) return InvalidArgument("--iterations must be >= 1, got " + std::to_string(o.iterations));
+  if (o.threads < 0) return InvalidArgument("--threads must be >= 0, got " + std::to_string(o.threads));
+  if (!(o.pre_delay_s >= 0) || o.pre_delay_s > 86400) {
+    return InvalidArgument("--pre-delay must be between 0 and 86400 seconds");
+  }
+  if (!o.model_dir.empty() && !IsDirectory(o.model_dir)) {
+    return InvalidArgument("--model " + o.model_dir + ": no such directory");
+  }
+  return OkStatus();
+}
+
+StatusOr<std::string> ResolveModelDir(const std::string& model_dir) {
+  if (model_dir.empty()) return EnsureDefaultModel();
+  if (!IsDirectory(model_dir)) return InvalidArgument("--model " + model_dir + ": no such directory");
+  return model_dir;
+}
+
+std::vector<int64_t> BenchInputIds(uint64_t seed, int64_t batch, int64_t seq_len,
+                                   int64_t vocab_size) {
+  // splitmix64 with rejection sampling: uniform and identical on every platform.
+  uint64_t state = seed;
+  auto next = [&state] {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  const int64_t lo = std::min<int64_t>(100, vocab_size - 1);
+  const uint64_t range = static_cast<uint64_t>(vocab_size - lo);
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % range;
+  std::vector<int64_t> ids(static_cast<size_t>(batch * seq_len));
+  for (auto& id : ids) {
+    uint64_t r;
+    do {
+      r = next();
+    } while (r >= limit);
+    id = lo + static_cast<int64_t>(r % range);
+  }
+  return ids;
+}
+
+StatusOr<nlohmann::json> RunBench(const BenchOptions& o) {
+  TS_RETURN_IF_ERROR(ValidateBenchOptions(o));
+  TS_ASSIGN_OR_RETURN(BenchMode mode, ParseBenchMode(o.mode));
+  TS_ASSIGN_OR_RETURN(std::string dir, ResolveModelDir(o.model_dir));
+  EngineOptions eo;
+  eo.dtype = mode.dtype;
+  eo.threads = o.threads;
+  TS_ASSIGN_OR_RETURN(auto engine, BertEngine::Load(dir, eo));
+  const BertConfig& cfg = engine->config();
+  if (o.seq_len > cfg.max_position_embeddings) {
+    return InvalidArgument("--seq-len " + std::to_string(o.seq_len) +
+                           " exceeds the model's max_position_embeddings " +
+                           std::to_string(cfg.max_position_embeddings));
+  }
+  BertModel& model = engine->model();
+  Backend& backend = engine->backend();
+  const int64_t B = o.batch_size, S = o.seq_len, H = cfg.hidden_size;
+  const std::vector<int64_t> ids = BenchInputIds(o.seed, B, S, cfg.vocab_size);
+
+  // Inputs go to the device before timing: one batch, or one batch-1 slice per sample.
+  std::vector<BertModel::Inputs> inputs;
+  if (mode.serial) {
+    for (int64_t i = 0; i < B; ++i) {
+      BatchInput in{1, S, std::vector<int64_t>(ids.begin() + i * S, ids.begin() + (i + 1) * S), {}, {}};
+      TS_ASSIGN_OR_RETURN(BertModel::Inputs d, model.Upload(in));
+      inputs.push_back(std::move(d));
+    }
+  } else {
+    BatchInput in{B, S, ids, {}, {}};
+    TS_ASSIGN_OR_RETURN(BertModel::Inputs d, model.Upload(in));
+    inputs.push_back(std::move(d));
+  }
+
+  // One work unit: 64 samples through the model, serially or as one batch.
+  auto work_unit = [&]() -> StatusOr<Tensor> {
+    if (!mode.serial) return model.Forward(inputs[0]);
+    TS_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(backend, mode.dtype, {B, S, H}));
+    const size_t slice = static_cast<size_t>(S * H) * DTypeSize(mode.dtype);
+    for (int64_t i = 0; i < B; ++i) {
+      TS_ASSIGN_OR_RETURN(Tensor y, model.Forward(inputs[i]));
+      TS_RETURN_IF_ERROR(backend.kernels().CopyInto(y, out, static_cast<size_t>(i) * slice));
+    }
+    return out;
+  };
+
+  if (o.pre_delay_s > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.pre_delay_s));
+  }
+  for (int64_t i = 0; i < o.warmup; ++i) {
+    TS_RETURN_IF_ERROR(work_unit().status());
+  }
+  TS_RETURN_IF_ERROR(backend.Synchronize());
+  engine->ResetPeakMemory();
+
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> iter_ms;
+  Tensor last;
+  TS_RETURN_IF_ERROR(backend.Synchronize());
+  const auto t0 = Clock::now();
+  for (int64_t i = 0; i < o.iterations; ++i) {
+    const auto s = Clock::now();
+    TS_ASSIGN_OR_RETURN(last, work_unit());
+    TS_RETURN_IF_ERROR(backend.Synchronize());
+    iter_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
+  }
+  TS_RETURN_IF_ERROR(backend.Synchronize());
+  const double total_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const int64_t peak = engine->memory().peak_bytes;
+
+  std::vector<std::byte> raw(last.bytes());
+  TS_RETURN_IF_ERROR(backend.CopyDeviceToHost(raw.data(), last.data(), raw.size()));
+  std::vector<float> out(static_cast<size_t>(last.numel()));
+  ToFloat(last.dtype(), raw.data(), out.data(), out.size());
+  double sum = 0;
+  for (float v : out) sum += v;
+  const double checksum = sum / static_cast<double>(out.size());
+  if (!std::isfinite(checksum)) {
+    return Internal("the output has non-finite values (checksum " + std::to_string(checksum) + ")");
+  }
+
+  std::vector<double> sorted = iter_ms;
+  std::sort(sorted.begin(), sorted.end());
+  auto pct = [&](double p) {
+    const double idx = p / 100.0 * static_cast<double>(sorted.size() - 1);
+    const size_t lo = static_cast<size_t>(std::floor(idx));
+    const size_t hi = std::min(sorted.size() - 1, lo + 1);
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (idx - static_cast<double>(lo));
+  };
+  nlohmann::json r;
+  r["model"] = o.model_dir.empty() ? "builtin:bert_uncased_L-2_H-128_A-2-synthetic" : o.model_dir;
+  r["model_dir"] = dir;
+  r["mode"] = o.mode;
+  r["dtype"] = std::string(DTypeName(mode.dtype));
+  r["batch_size"] = B;
+  r["seq_len"] = S;
+  r["warmup"] = o.warmup;
+  r["iterations"] = o.iterations;
+  r["seed"] = o.seed;
+  r["threads"] = engine->threads();
+  r["device"] = engine->device_name();
+  r["total_s"] = total_s;
+  r["batch_latency_ms"] = total_s * 1000.0 / static_cast<double>(o.iterations);
+  r["sample_latency_ms"] = total_s * 1000.0 / static_cast<double>(o.iterations * B);
+  r["samples_per_s"] = static_cast<double>(o.iterations * B) / total_s;
+  r["latency_p50_ms"] = pct(50);
+  r["latency_p95_ms"] = pct(95);
+  r["latency_p99_ms"] = pct(99);
+  r["latency_min_ms"] = sorted.front();
+  r["latency_max_ms"] = sorted.back();
+  r["checksum"] = checksum;
+  r["max_memory_mb"] = static_cast<double>(peak) / (1024.0 * 1024.0);
+  r["weight_memory_mb"] = static_cast<double>(engine->memory().weight_bytes) / (1024.0 * 1024.0);
+  r["version"] = TIERSCOPE_VERSION;
+  return r;
+}
+
+std::string FormatResultLine(const nlohmann::json& result) {
+  return "RESULT_JSON=" + result.dump();  // nlohmann::json objects keep keys sorted
+}
+
+}  // namespace tierscope

@@ -1,0 +1,53 @@
+// `tierscope bench`: the study's bert_infer.py in C++. Times serial (a loop of batch-1
+// forwards) or batched forwards without any profiler, and reports RESULT_JSON.
+#ifndef TIERSCOPE_LAB_BENCH_H_
+#define TIERSCOPE_LAB_BENCH_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tierscope/engine.h"
+#include "tierscope/status.h"
+
+namespace tierscope {
+
+struct BenchOptions {
+  std::string model_dir;  // empty: the built-in default model
+  std::string mode = "batch-fp32";
+  int64_t batch_size = 64;
+  int64_t seq_len = 128;
+  int64_t warmup = 3;
+  int64_t iterations = 10;
+  uint64_t seed = 2026;
+  double pre_delay_s = 0;
+  int threads = 0;
+};
+
+struct BenchMode {
+  bool serial = false;
+  DType dtype = DType::kF32;
+};
+
+// Parses "serial-fp32", "batch-fp32", "batch-fp16", "batch-bf16".
+StatusOr<BenchMode> ParseBenchMode(const std::string& mode);
+// Checks the options that do not need the model (InvalidArgument on a bad value).
+Status ValidateBenchOptions(const BenchOptions& options);
+// Resolves options.model_dir (the default model when empty) to a directory.
+StatusOr<std::string> ResolveModelDir(const std::string& model_dir);
+
+// input_ids uniform in [100, vocab) from a generator seeded by `seed`, [batch, seq].
+std::vector<int64_t> BenchInputIds(uint64_t seed, int64_t batch, int64_t seq_len,
+                                   int64_t vocab_size);
+
+// Runs the benchmark; returns the RESULT_JSON object.
+StatusOr<nlohmann::json> RunBench(const BenchOptions& options);
+
+// "RESULT_JSON={...}" with sorted keys.
+std::string FormatResultLine(const nlohmann::json& result);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_LAB_BENCH_H_

@@ -1,0 +1,66 @@
+// BertModel: the BERT encoder (embeddings, post-LN transformer layers, pooler) built
+// from a Checkpoint on a Backend, holding its weights in the run's precision.
+#ifndef TIERSCOPE_MODEL_BERT_H_
+#define TIERSCOPE_MODEL_BERT_H_
+
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/kernels.h"
+#include "model/checkpoint.h"
+#include "tierscope/engine.h"
+
+namespace tierscope {
+
+class BertModel {
+ public:
+  // Device-side inputs, I32 [B, S] each.
+  struct Inputs {
+    Tensor ids, type_ids, mask;
+    int64_t batch = 0, seq_len = 0;
+  };
+
+  static StatusOr<std::unique_ptr<BertModel>> Create(Backend& backend, const BertConfig& config,
+                                                     const Checkpoint& checkpoint, DType dtype);
+
+  const BertConfig& config() const { return config_; }
+  DType dtype() const { return dtype_; }
+  bool has_pooler() const { return pooler_w_ != nullptr; }
+  int64_t weight_bytes() const { return weight_bytes_; }
+
+  // Checks `input` against the model (shapes, id ranges, mask values).
+  Status Validate(const BatchInput& input) const;
+  // Validates and copies `input` to the device.
+  StatusOr<Inputs> Upload(const BatchInput& input);
+  // last_hidden_state [B, S, H]. When `hidden_states` is given it receives the
+  // embedding output and each layer's output, as HF's output_hidden_states does.
+  StatusOr<Tensor> Forward(const Inputs& in, std::vector<Tensor>* hidden_states = nullptr);
+  // pooler_output [B, H] = tanh(dense(last_hidden[:, 0])).
+  StatusOr<Tensor> Pooler(const Tensor& last_hidden);
+
+ private:
+  struct Layer {
+    std::unique_ptr<PackedWeight> qkv_w, attn_out_w, inter_w, out_w;
+    Tensor qkv_b, attn_out_b, attn_ln_g, attn_ln_b, inter_b, out_b, out_ln_g, out_ln_b;
+  };
+  BertModel(Backend& backend, const BertConfig& config, DType dtype)
+      : backend_(backend), kernels_(backend.kernels()), config_(config), dtype_(dtype) {}
+  StatusOr<Tensor> Upload(const HostTensor& t);
+  StatusOr<Tensor> Empty(Shape shape) { return Tensor::Empty(backend_, dtype_, std::move(shape)); }
+  StatusOr<Tensor> RunLayer(const Layer& layer, const Tensor& x, const Tensor& mask);
+
+  Backend& backend_;
+  Kernels& kernels_;
+  BertConfig config_;
+  DType dtype_;
+  Tensor word_emb_, pos_emb_, type_emb_, emb_ln_g_, emb_ln_b_;
+  std::vector<Layer> layers_;
+  std::unique_ptr<PackedWeight> pooler_w_;
+  Tensor pooler_b_;
+  int64_t weight_bytes_ = 0;
+};
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_MODEL_BERT_H_

@@ -1,0 +1,43 @@
+// TensorMap: named host tensors read from a checkpoint file, viewing memory that the
+// map keeps alive (an mmap of a safetensors file, or storages read from a zip archive).
+#ifndef TIERSCOPE_MODEL_TENSOR_MAP_H_
+#define TIERSCOPE_MODEL_TENSOR_MAP_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tierscope/dtype.h"
+
+namespace tierscope {
+
+// A contiguous, row-major tensor in host memory owned by the TensorMap that holds it.
+struct HostTensor {
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  const std::byte* data = nullptr;
+  size_t bytes = 0;
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
+struct TensorMap {
+  std::string source;  // the file the tensors came from, for error messages
+  std::map<std::string, HostTensor> tensors;
+  // Keeps the memory that `tensors` point into alive (type-erased owner).
+  std::shared_ptr<const void> storage;
+};
+
+// "[2, 128]"
+std::string ShapeToString(const std::vector<int64_t>& shape);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_MODEL_TENSOR_MAP_H_

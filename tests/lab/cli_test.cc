@@ -1,0 +1,131 @@
+// The tierscope binary end to end: bench's RESULT_JSON, exit codes for bad flags, run.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace tierscope {
+namespace {
+
+using testing::Contains;
+
+struct Result {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+Result RunCli(const std::string& args) {
+  const std::string cmd = std::string(TIERSCOPE_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cache_ = new testing::TempDir();
+    setenv("TIERSCOPE_CACHE_DIR", cache_->path().c_str(), 1);
+  }
+  static void TearDownTestSuite() {
+    unsetenv("TIERSCOPE_CACHE_DIR");
+    delete cache_;
+  }
+  static testing::TempDir* cache_;
+};
+testing::TempDir* CliTest::cache_ = nullptr;
+
+TEST_F(CliTest, BenchSmokeTestPrintsEveryStudyKey) {
+  Result r = RunCli("bench --mode batch-fp32 --batch-size 4 --seq-len 32 --warmup 1 --iterations 1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const size_t pos = r.out.find("RESULT_JSON=");
+  ASSERT_NE(pos, std::string::npos) << r.out;
+  const std::string line = r.out.substr(pos + 12, r.out.find('\n', pos) - pos - 12);
+  auto j = nlohmann::json::parse(line);
+  for (const char* key : {"model", "mode", "dtype", "batch_size", "seq_len", "iterations", "total_s",
+                          "batch_latency_ms", "sample_latency_ms", "samples_per_s", "checksum",
+                          "max_memory_mb", "threads"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["mode"], "batch-fp32");
+  EXPECT_EQ(j["batch_size"], 4);
+  EXPECT_EQ(j["seq_len"], 32);
+  EXPECT_TRUE(std::isfinite(j["checksum"].get<double>()));
+  EXPECT_GT(j["samples_per_s"].get<double>(), 0);
+  EXPECT_GT(j["max_memory_mb"].get<double>(), 16.0);  // the weights alone are ~16.7 MiB
+  // Keys come out sorted.
+  std::string prev;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    EXPECT_LT(prev, it.key());
+    prev = it.key();
+  }
+}
+
+TEST_F(CliTest, SerialAndBatchedBenchesReportTheSameChecksum) {
+  Result s = RunCli("bench --mode serial-fp32 --batch-size 3 --seq-len 16 --warmup 0 --iterations 1");
+  Result b = RunCli("bench --mode batch-fp32 --batch-size 3 --seq-len 16 --warmup 0 --iterations 1");
+  ASSERT_EQ(s.code, 0) << s.out;
+  ASSERT_EQ(b.code, 0) << b.out;
+  auto js = nlohmann::json::parse(s.out.substr(s.out.find('=') + 1));
+  auto jb = nlohmann::json::parse(b.out.substr(b.out.find('=') + 1));
+  EXPECT_NEAR(js["checksum"].get<double>(), jb["checksum"].get<double>(), 1e-7);
+}
+
+TEST_F(CliTest, BadFlagValuesExitTwoWithOneLine) {
+  for (const char* args : {"bench --batch-size 0", "bench --seq-len 513 --iterations 1 --warmup 0",
+                           "bench --mode turbo", "bench --model /nonexistent/dir",
+                           "bench --batch-size abc", "bench --no-such-flag"}) {
+    Result r = RunCli(args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    EXPECT_TRUE(Contains(r.out, "tierscope: error: ")) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
+  }
+}
+
+TEST_F(CliTest, VersionAndHelpExitZero) {
+  Result v = RunCli("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_TRUE(Contains(v.out, "tierscope 0."));
+  Result h = RunCli("bench --help");
+  EXPECT_EQ(h.code, 0);
+  EXPECT_TRUE(Contains(h.out, "--batch-size"));
+}
+
+TEST_F(CliTest, RunWritesNpyAndJsonOutputs) {
+  testing::TempDir dir;
+  testing::WriteBytes(dir.file("in.json"),
+                      R"({"input_ids": [[101, 2000, 102, 0]], "attention_mask": [[1, 1, 1, 0]]})");
+  Result r = RunCli("run --inputs " + dir.file("in.json") + " --output " + dir.file("out.npy") + " --pooler");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::string npy = testing::ReadBytes(dir.file("out.npy"));
+  EXPECT_TRUE(Contains(npy, "'shape': (1, 4, 128)"));
+  EXPECT_TRUE(Contains(testing::ReadBytes(dir.file("out.pooler_output.npy")), "'shape': (1, 128)"));
+  Result j = RunCli("run --inputs " + dir.file("in.json") + " --output " + dir.file("out.json"));
+  ASSERT_EQ(j.code, 0) << j.out;
+  auto out = nlohmann::json::parse(testing::ReadBytes(dir.file("out.json")));
+  ASSERT_EQ(out["last_hidden_state"].size(), 1u);
+  ASSERT_EQ(out["last_hidden_state"][0].size(), 4u);
+  EXPECT_EQ(out["last_hidden_state"][0][0].size(), 128u);
+}
+
+TEST_F(CliTest, RunRejectsIdsOutsideTheVocabulary) {
+  testing::TempDir dir;
+  testing::WriteBytes(dir.file("in.json"), R"({"input_ids": [[101, 99999]]})");
+  Result r = RunCli("run --inputs " + dir.file("in.json") + " --output " + dir.file("o.npy"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(Contains(r.out, "input_ids[0][1] = 99999")) << r.out;
+}
+
+}  // namespace
+}  // namespace tierscope

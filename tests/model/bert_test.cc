@@ -1,0 +1,203 @@
+// The BERT engine on the built-in default model: the default directory, serial vs
+// batched agreement, masking, precisions, pooler, and input validation.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+
+#include "core/paths.h"
+#include "lab/bench.h"
+#include "tierscope/engine.h"
+#include "test_util.h"
+
+namespace tierscope {
+namespace {
+
+using testing::Contains;
+
+class BertEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cache_ = new testing::TempDir();
+    setenv("TIERSCOPE_CACHE_DIR", cache_->path().c_str(), 1);
+    auto dir = EnsureDefaultModel();
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    dir_ = new std::string(*dir);
+  }
+  static void TearDownTestSuite() {
+    delete cache_;
+    delete dir_;
+    unsetenv("TIERSCOPE_CACHE_DIR");
+  }
+  static std::unique_ptr<BertEngine> Load(DType t) {
+    EngineOptions o;
+    o.dtype = t;
+    o.threads = 2;
+    auto e = BertEngine::Load(*dir_, o);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? std::move(e).value() : nullptr;
+  }
+  static BatchInput Inputs(int64_t batch, int64_t seq) {
+    return BatchInput{batch, seq, BenchInputIds(11, batch, seq, 30522), {}, {}};
+  }
+  static testing::TempDir* cache_;
+  static std::string* dir_;
+};
+testing::TempDir* BertEngineTest::cache_ = nullptr;
+std::string* BertEngineTest::dir_ = nullptr;
+
+double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ab += double{a[i]} * b[i];
+    aa += double{a[i]} * a[i];
+    bb += double{b[i]} * b[i];
+  }
+  return ab / std::sqrt(aa * bb);
+}
+
+TEST_F(BertEngineTest, DefaultModelIsARealHuggingFaceDirectoryWrittenOnce) {
+  EXPECT_TRUE(Contains(*dir_, cache_->path()));
+  auto cfg = LoadBertConfig(*dir_ + "/config.json");
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->num_hidden_layers, 2);
+  EXPECT_EQ(cfg->hidden_size, 128);
+  EXPECT_EQ(cfg->num_attention_heads, 2);
+  EXPECT_EQ(cfg->intermediate_size, 512);
+  EXPECT_EQ(cfg->vocab_size, 30522);
+  std::ifstream vocab(*dir_ + "/vocab.txt");
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(vocab, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 30522u);
+  EXPECT_EQ(lines[0], "[PAD]");
+  EXPECT_EQ(lines[100], "[UNK]");
+  EXPECT_EQ(lines[101], "[CLS]");
+  EXPECT_EQ(lines[102], "[SEP]");
+  EXPECT_EQ(lines[103], "[MASK]");
+  struct stat before, after;
+  ASSERT_EQ(stat((*dir_ + "/model.safetensors").c_str(), &before), 0);
+  auto again = EnsureDefaultModel();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *dir_);
+  ASSERT_EQ(stat((*dir_ + "/model.safetensors").c_str(), &after), 0);
+  EXPECT_EQ(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec);
+  EXPECT_EQ(before.st_ino, after.st_ino);
+}
+
+TEST_F(BertEngineTest, SerialAndBatchedForwardsAgreeInFp32) {
+  auto e = Load(DType::kF32);
+  ASSERT_NE(e, nullptr);
+  const int64_t B = 4, S = 32, H = 128;
+  BatchInput batch = Inputs(B, S);
+  auto all = e->Forward(batch, {});
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  double max_diff = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    BatchInput one{1, S, std::vector<int64_t>(batch.input_ids.begin() + b * S,
+                                              batch.input_ids.begin() + (b + 1) * S), {}, {}};
+    auto single = e->Forward(one, {});
+    ASSERT_TRUE(single.ok());
+    for (int64_t i = 0; i < S * H; ++i) {
+      max_diff = std::max<double>(max_diff, std::fabs(single->last_hidden_state[i] -
+                                                      all->last_hidden_state[b * S * H + i]));
+    }
+  }
+  EXPECT_LE(max_diff, 1e-5);
+}
+
+TEST_F(BertEngineTest, PaddingAfterTheMaskDoesNotChangeRealTokens) {
+  auto e = Load(DType::kF32);
+  ASSERT_NE(e, nullptr);
+  const int64_t S = 24, real = 15, H = 128;
+  BatchInput padded = Inputs(1, S);
+  padded.attention_mask.assign(S, 1);
+  for (int64_t s = real; s < S; ++s) {
+    padded.attention_mask[s] = 0;
+    padded.input_ids[s] = 0;
+  }
+  BatchInput trimmed{1, real, std::vector<int64_t>(padded.input_ids.begin(), padded.input_ids.begin() + real), {}, {}};
+  auto a = e->Forward(padded, {});
+  auto b = e->Forward(trimmed, {});
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (int64_t i = 0; i < real * H; ++i) {
+    ASSERT_NEAR(a->last_hidden_state[i], b->last_hidden_state[i], 1e-5) << i;
+  }
+}
+
+TEST_F(BertEngineTest, TokenTypesChangeTheOutput) {
+  auto e = Load(DType::kF32);
+  ASSERT_NE(e, nullptr);
+  BatchInput a = Inputs(1, 8), b = Inputs(1, 8);
+  b.token_type_ids.assign(8, 1);
+  auto ra = e->Forward(a, {});
+  auto rb = e->Forward(b, {});
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  EXPECT_NE(ra->last_hidden_state, rb->last_hidden_state);
+}
+
+TEST_F(BertEngineTest, HalfPrecisionsStayCloseToFp32AndHalveMemory) {
+  auto f32 = Load(DType::kF32);
+  auto f16 = Load(DType::kF16);
+  auto bf16 = Load(DType::kBF16);
+  ASSERT_TRUE(f32 && f16 && bf16);
+  BatchInput in = Inputs(2, 64);
+  auto r32 = f32->Forward(in, {});
+  auto r16 = f16->Forward(in, {});
+  auto rb16 = bf16->Forward(in, {});
+  ASSERT_TRUE(r32.ok() && r16.ok() && rb16.ok());
+  EXPECT_GE(Cosine(r32->last_hidden_state, r16->last_hidden_state), 0.9999);
+  EXPECT_GE(Cosine(r32->last_hidden_state, rb16->last_hidden_state), 0.999);
+  EXPECT_LT(f16->memory().weight_bytes, f32->memory().weight_bytes * 0.55);
+}
+
+TEST_F(BertEngineTest, HiddenStatesAndPoolerHaveHuggingFaceShapes) {
+  auto e = Load(DType::kF32);
+  ASSERT_NE(e, nullptr);
+  ForwardOptions fo;
+  fo.pooler = true;
+  fo.hidden_states = true;
+  auto r = e->Forward(Inputs(3, 10), fo);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->hidden_states.size(), 3u);  // embeddings + 2 layers
+  EXPECT_EQ(r->hidden_states.back(), r->last_hidden_state);
+  ASSERT_EQ(r->pooler_output.size(), 3u * 128);
+  for (float v : r->pooler_output) EXPECT_LE(std::fabs(v), 1.0f);
+}
+
+TEST_F(BertEngineTest, InvalidInputsAreRejectedWithTheirPosition) {
+  auto e = Load(DType::kF32);
+  ASSERT_NE(e, nullptr);
+  BatchInput bad_id = Inputs(2, 4);
+  bad_id.input_ids[5] = 30522;
+  auto s = e->Validate(bad_id);
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
+  EXPECT_TRUE(Contains(s.message(), "input_ids[1][1] = 30522")) << s.message();
+  EXPECT_TRUE(Contains(e->Validate(Inputs(1, 513)).message(), "max_position_embeddings 512"));
+  BatchInput bad_type = Inputs(1, 4);
+  bad_type.token_type_ids = {0, 0, 2, 0};
+  EXPECT_TRUE(Contains(e->Validate(bad_type).message(), "token_type_ids[0][2] = 2"));
+  BatchInput bad_mask = Inputs(1, 4);
+  bad_mask.attention_mask = {1, 1, 2, 0};
+  EXPECT_FALSE(e->Validate(bad_mask).ok());
+  BatchInput short_ids = Inputs(1, 4);
+  short_ids.input_ids.pop_back();
+  EXPECT_FALSE(e->Forward(short_ids, {}).ok());
+}
+
+TEST_F(BertEngineTest, TruncatedWeightsFileFailsToLoadNamingTheFile) {
+  testing::TempDir dir;
+  for (const char* f : {"config.json", "vocab.txt"}) {
+    testing::WriteBytes(dir.file(f), testing::ReadBytes(*dir_ + "/" + f));
+  }
+  std::string weights = testing::ReadBytes(*dir_ + "/model.safetensors");
+  testing::WriteBytes(dir.file("model.safetensors"), weights.substr(0, weights.size() / 2));
+  auto e = BertEngine::Load(dir.path(), {});
+  ASSERT_FALSE(e.ok());
+  EXPECT_TRUE(Contains(e.status().message(), dir.file("model.safetensors")));
+}
+
+}  // namespace
+}  // namespace tierscope
