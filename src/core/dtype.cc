@@ -3,6 +3,10 @@
 
 #include <string>
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 namespace tierscope {
 
 size_t DTypeSize(DType t) {
@@ -99,11 +103,27 @@ uint16_t FloatToHalf(float f) {
 }
 
 void HalfToFloat(const uint16_t* src, float* dst, size_t n) {
-  for (size_t i = 0; i < n; ++i) dst[i] = HalfToFloat(src[i]);
+  size_t i = 0;
+#if defined(__F16C__) && defined(__AVX__)
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = HalfToFloat(src[i]);
 }
+
 void FloatToHalf(const float* src, uint16_t* dst, size_t n) {
-  for (size_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
+  size_t i = 0;
+#if defined(__F16C__) && defined(__AVX__)
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+#endif
+  for (; i < n; ++i) dst[i] = FloatToHalf(src[i]);
 }
+
 void BF16ToFloat(const uint16_t* src, float* dst, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = BF16ToFloat(src[i]);
 }

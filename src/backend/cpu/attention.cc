@@ -1,16 +1,23 @@
 // CPU multi-head self-attention: one task per (query block of 32 rows, head, sample).
-// Scores, mask and softmax stay in FP32 scratch; the S x S matrix never reaches memory.
+// Per task, K and V of the head are packed into 16-column panels and both products
+// (Q.K^T and P.V) run on the shared FP32 micro-kernel; the key mask and the softmax
+// stay in FP32 scratch, so the S x S score matrix never reaches memory.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/micro_kernel.h"
+#include "backend/cpu/vec_math.h"
 
 namespace tierscope {
 namespace {
 
 constexpr int64_t kQueryBlock = 32;
+
+int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 struct AttnParams {
   const void* qkv;
@@ -21,54 +28,75 @@ struct AttnParams {
   int64_t q_blocks;
 };
 
+// Scratch floats one task needs.
+size_t ScratchFloats(int64_t S, int64_t D) {
+  const int64_t Sp = RoundUp(S, kNR), Dp = RoundUp(D, kNR);
+  return static_cast<size_t>(Sp * D + Dp * S + kQueryBlock * (D + Sp + Dp) + D);
+}
+
 void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
   const int64_t qb = task % p.q_blocks;
   const int64_t h = (task / p.q_blocks) % p.heads;
   const int64_t b = task / (p.q_blocks * p.heads);
   const int64_t S = p.seq, D = p.head_dim, H = p.hidden;
-  float* kf = scratch;        // [S][D]
-  float* vf = kf + S * D;     // [S][D]
-  float* scores = vf + S * D; // [S]
-  float* q = scores + S;      // [D]
-  float* o = q + D;           // [D]
+  const int64_t Sp = RoundUp(S, kNR), Dp = RoundUp(D, kNR);
+  float* kp = scratch;                  // K^T panels [Sp/16][D][16]
+  float* vp = kp + Sp * D;              // V panels [Dp/16][S][16]
+  float* q = vp + Dp * S;               // [32][D], pre-scaled
+  float* scores = q + kQueryBlock * D;  // [32][Sp]
+  float* o = scores + kQueryBlock * Sp; // [32][Dp]
+  float* row = o + kQueryBlock * Dp;    // [D]
   const size_t es = DTypeSize(p.dtype);
   const auto* base = static_cast<const std::byte*>(p.qkv);
+  auto head_row = [&](int64_t s, int64_t which) {  // which: 0 = Q, 1 = K, 2 = V
+    return base + ((b * S + s) * 3 * H + which * H + h * D) * es;
+  };
+
+  // Pack K^T and V (zero-padded past S and D).
+  std::memset(kp, 0, sizeof(float) * Sp * D);
+  std::memset(vp, 0, sizeof(float) * Dp * S);
   for (int64_t j = 0; j < S; ++j) {
-    const std::byte* row = base + ((b * S + j) * 3 * H) * es;
-    ToFloat(p.dtype, row + (H + h * D) * es, kf + j * D, D);
-    ToFloat(p.dtype, row + (2 * H + h * D) * es, vf + j * D, D);
+    const float* k = AsFloat(p.dtype, head_row(j, 1), row, D);
+    float* kcol = kp + (j / kNR) * D * kNR + (j % kNR);
+    for (int64_t d = 0; d < D; ++d) kcol[d * kNR] = k[d];
+    const float* v = AsFloat(p.dtype, head_row(j, 2), row, D);
+    for (int64_t d = 0; d < D; ++d) vp[(d / kNR) * S * kNR + j * kNR + (d % kNR)] = v[d];
   }
-  const int32_t* mask = p.mask + b * S;
+  const int64_t i0 = qb * kQueryBlock;
+  const int64_t rows = std::min(kQueryBlock, S - i0);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  const int64_t i_end = std::min(S, (qb + 1) * kQueryBlock);
-  for (int64_t i = qb * kQueryBlock; i < i_end; ++i) {
-    const std::byte* qrow = base + ((b * S + i) * 3 * H + h * D) * es;
-    ToFloat(p.dtype, qrow, q, D);
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* qi = AsFloat(p.dtype, head_row(i0 + i, 0), row, D);
+    for (int64_t d = 0; d < D; ++d) q[i * D + d] = qi[d] * scale;
+  }
+
+  const MicroKernels& mk = GetMicroKernels();
+  std::memset(scores, 0, sizeof(float) * rows * Sp);
+  mk.Run(rows, D, q, D, kp, Sp / kNR, D * kNR, scores, Sp);
+
+  const int32_t* mask = p.mask + b * S;
+  for (int64_t i = 0; i < rows; ++i) {
+    float* s = scores + i * Sp;
     float max_score = -INFINITY;
     for (int64_t j = 0; j < S; ++j) {
-      const float* kj = kf + j * D;
-      float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-      for (int64_t d = 0; d < D; ++d) s += q[d] * kj[d];
-      s *= scale;
-      if (mask[j] == 0) s += -FLT_MAX;  // as Hugging Face's additive mask
-      scores[j] = s;
-      max_score = std::max(max_score, s);
+      if (mask[j] == 0) s[j] += -FLT_MAX;  // as Hugging Face's additive mask
+      max_score = std::max(max_score, s[j]);
     }
     float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < S; ++j) {
-      scores[j] = std::exp(scores[j] - max_score);
-      sum += scores[j];
+      s[j] = FastExp(s[j] - max_score);
+      sum += s[j];
     }
     const float inv = 1.0f / sum;
-    std::fill(o, o + D, 0.0f);
-    for (int64_t j = 0; j < S; ++j) {
-      const float w = scores[j] * inv;
-      const float* vj = vf + j * D;
-#pragma omp simd
-      for (int64_t d = 0; d < D; ++d) o[d] += w * vj[d];
-    }
-    FromFloat(o, p.dtype, static_cast<std::byte*>(p.out) + ((b * S + i) * H + h * D) * es, D);
+    for (int64_t j = 0; j < S; ++j) s[j] *= inv;
+  }
+
+  std::memset(o, 0, sizeof(float) * rows * Dp);
+  mk.Run(rows, S, scores, Sp, vp, Dp / kNR, S * kNR, o, Dp);
+  for (int64_t i = 0; i < rows; ++i) {
+    FromFloat(o + i * Dp, p.dtype,
+              static_cast<std::byte*>(p.out) + ((b * S + i0 + i) * H + h * D) * es, D);
   }
 }
 
@@ -106,7 +134,7 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   desc.flops = 4.0 * B * heads * S * S * D;  // QK^T and PV
   desc.bytes_read = es * B * S * 3 * H + 4.0 * B * S;
   desc.bytes_written = es * B * S * H;
-  be.EnsureScratch(static_cast<size_t>(2 * S * D + S + 2 * D));
+  be.EnsureScratch(ScratchFloats(S, D));
   return be.Launch(desc, [&](int64_t task, int worker) {
     AttentionTask(p, task, be.scratch(worker));
   });

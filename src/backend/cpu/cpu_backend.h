@@ -86,6 +86,13 @@ inline void StoreF(DType t, void* p, int64_t i, float v) {
   }
 }
 
+// n elements at `src` as floats: `src` itself for F32, else converted into `tmp`.
+inline const float* AsFloat(DType t, const void* src, float* tmp, int64_t n) {
+  if (t == DType::kF32) return static_cast<const float*>(src);
+  ToFloat(t, src, tmp, static_cast<size_t>(n));
+  return tmp;
+}
+
 // "f32", "f16", "bf16" — the dtype tag used in kernel names.
 const char* DTypeTag(DType t);
 

@@ -7,15 +7,13 @@
 #include <cstring>
 #include <string>
 
-#include <immintrin.h>
-
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/micro_kernel.h"
+#include "backend/cpu/vec_math.h"
 
 namespace tierscope {
 namespace {
 
-constexpr int kNR = 16;   // columns of a panel / of the micro-kernel
-constexpr int kMR = 6;    // rows of the micro-kernel
 constexpr int kMB = 48;   // rows of one task's tile
 constexpr int kNB = 64;   // columns of one task's tile
 constexpr int kPanelsPerTask = kNB / kNR;
@@ -33,87 +31,6 @@ class CpuPackedWeight : public PackedWeight {
   Tensor panels_;  // [num_panels][K][16] in dtype, zero-padded past N
 };
 
-// c[r][0..16) += sum_k a[r*lda + k] * b[k*16 .. +16) for r < MR.
-using MicroKernelFn = void (*)(int64_t kc, const float* a, int64_t lda, const float* b,
-                               float* c, int64_t ldc);
-
-template <int MR>
-__attribute__((target("avx2,fma"))) void MicroKernelAvx2(int64_t kc, const float* a,
-                                                        int64_t lda, const float* b, float* c,
-                                                        int64_t ldc) {
-  __m256 c0[MR], c1[MR];
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-    c0[r] = _mm256_loadu_ps(c + r * ldc);
-    c1[r] = _mm256_loadu_ps(c + r * ldc + 8);
-  }
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m256 b0 = _mm256_loadu_ps(b + k * kNR);
-    const __m256 b1 = _mm256_loadu_ps(b + k * kNR + 8);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
-      c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
-      c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-    _mm256_storeu_ps(c + r * ldc, c0[r]);
-    _mm256_storeu_ps(c + r * ldc + 8, c1[r]);
-  }
-}
-
-template <int MR>
-__attribute__((target("avx512f"))) void MicroKernelAvx512(int64_t kc, const float* a,
-                                                         int64_t lda, const float* b, float* c,
-                                                         int64_t ldc) {
-  __m512 acc[MR];
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) acc[r] = _mm512_loadu_ps(c + r * ldc);
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m512 bv = _mm512_loadu_ps(b + k * kNR);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k]), bv, acc[r]);
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) _mm512_storeu_ps(c + r * ldc, acc[r]);
-}
-
-template <int MR>
-void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
-                       int64_t ldc) {
-  for (int r = 0; r < MR; ++r) {
-    for (int64_t k = 0; k < kc; ++k) {
-      const float av = a[r * lda + k];
-      for (int j = 0; j < kNR; ++j) c[r * ldc + j] += av * b[k * kNR + j];
-    }
-  }
-}
-
-struct MicroKernels {
-  MicroKernelFn by_rows[kMR + 1];
-};
-
-MicroKernels SelectMicroKernels() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) {
-    return {{nullptr, MicroKernelAvx512<1>, MicroKernelAvx512<2>, MicroKernelAvx512<3>,
-             MicroKernelAvx512<4>, MicroKernelAvx512<5>, MicroKernelAvx512<6>}};
-  }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    return {{nullptr, MicroKernelAvx2<1>, MicroKernelAvx2<2>, MicroKernelAvx2<3>,
-             MicroKernelAvx2<4>, MicroKernelAvx2<5>, MicroKernelAvx2<6>}};
-  }
-  return {{nullptr, MicroKernelScalar<1>, MicroKernelScalar<2>, MicroKernelScalar<3>,
-           MicroKernelScalar<4>, MicroKernelScalar<5>, MicroKernelScalar<6>}};
-}
-
-const MicroKernels& GetMicroKernels() {
-  static const MicroKernels k = SelectMicroKernels();
-  return k;
-}
-
 struct GemmParams {
   const void* x;
   int64_t x_stride;
@@ -126,13 +43,21 @@ struct GemmParams {
   int64_t n_blocks;
 };
 
-inline float ApplyEpilogue(Epilogue e, float v) {
-  switch (e) {
-    case Epilogue::kGelu: return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
-    case Epilogue::kTanh: return std::tanh(v);
-    case Epilogue::kNone: break;
+// Adds the bias and applies the activation to one row of n floats, in place.
+void ApplyEpilogue(Epilogue e, const float* bias, float* v, int64_t n) {
+  if (bias != nullptr) {
+    for (int64_t j = 0; j < n; ++j) v[j] += bias[j];
   }
-  return v;
+  switch (e) {
+    case Epilogue::kGelu:
+      for (int64_t j = 0; j < n; ++j) v[j] = FastGelu(v[j]);
+      break;
+    case Epilogue::kTanh:
+      for (int64_t j = 0; j < n; ++j) v[j] = FastTanh(v[j]);
+      break;
+    case Epilogue::kNone:
+      break;
+  }
 }
 
 void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
@@ -186,14 +111,14 @@ void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
   // Epilogue: bias, activation, conversion to y's dtype.
   const int64_t n0 = p0 * kNR;
   const int64_t cols = std::min<int64_t>(panels * kNR, p.n - n0);
+  float bias[kNB];
+  if (p.bias != nullptr) {
+    ToFloat(p.dtype, static_cast<const std::byte*>(p.bias) + n0 * esize, bias, cols);
+  }
   for (int64_t r = 0; r < rows; ++r) {
-    const float* c = ctile + r * kNB;
-    const int64_t yrow = (m0 + r) * p.n + n0;
-    for (int64_t j = 0; j < cols; ++j) {
-      float v = c[j];
-      if (p.bias != nullptr) v += LoadF(p.dtype, p.bias, n0 + j);
-      StoreF(p.dtype, p.y, yrow + j, ApplyEpilogue(p.epilogue, v));
-    }
+    float* c = ctile + r * kNB;
+    ApplyEpilogue(p.epilogue, p.bias != nullptr ? bias : nullptr, c, cols);
+    FromFloat(c, p.dtype, static_cast<std::byte*>(p.y) + ((m0 + r) * p.n + n0) * esize, cols);
   }
 }
 

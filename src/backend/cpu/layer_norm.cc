@@ -2,6 +2,7 @@
 // precedes it in a post-LN BERT block. Statistics are computed in FP32, two-pass.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
@@ -22,20 +23,22 @@ struct LnParams {
   float eps;
 };
 
-void LayerNormTask(const LnParams& p, int64_t task, float* v) {
+void LayerNormTask(const LnParams& p, int64_t task, float* scratch) {
   const int64_t r_end = std::min(p.rows, (task + 1) * kRowsPerTask);
   const int64_t C = p.cols;
-  float* g = v + C;
-  float* bt = g + C;
-  ToFloat(p.dtype, p.gamma, g, C);
-  ToFloat(p.dtype, p.beta, bt, C);
+  float* v = scratch;
+  float* tmp = v + C;
+  const float* g = AsFloat(p.dtype, p.gamma, tmp + C, C);
+  const float* bt = AsFloat(p.dtype, p.beta, tmp + 2 * C, C);
   const size_t es = DTypeSize(p.dtype);
-  float* tmp = bt + C;
   for (int64_t r = task * kRowsPerTask; r < r_end; ++r) {
-    ToFloat(p.dtype, static_cast<const std::byte*>(p.x) + r * C * es, v, C);
+    const float* x = AsFloat(p.dtype, static_cast<const std::byte*>(p.x) + r * C * es, v, C);
     if (p.residual != nullptr) {
-      ToFloat(p.dtype, static_cast<const std::byte*>(p.residual) + r * C * es, tmp, C);
-      for (int64_t c = 0; c < C; ++c) v[c] += tmp[c];
+      const float* res =
+          AsFloat(p.dtype, static_cast<const std::byte*>(p.residual) + r * C * es, tmp, C);
+      for (int64_t c = 0; c < C; ++c) v[c] = x[c] + res[c];
+    } else if (x != v) {
+      std::memcpy(v, x, sizeof(float) * C);
     }
     float mean = 0.0f;
 #pragma omp simd reduction(+ : mean)
@@ -46,8 +49,13 @@ void LayerNormTask(const LnParams& p, int64_t task, float* v) {
     for (int64_t c = 0; c < C; ++c) var += (v[c] - mean) * (v[c] - mean);
     var /= static_cast<float>(C);
     const float rstd = 1.0f / std::sqrt(var + p.eps);
-    for (int64_t c = 0; c < C; ++c) v[c] = (v[c] - mean) * rstd * g[c] + bt[c];
-    FromFloat(v, p.dtype, static_cast<std::byte*>(p.out) + r * C * es, C);
+    if (p.dtype == DType::kF32) {
+      float* out = static_cast<float*>(p.out) + r * C;
+      for (int64_t c = 0; c < C; ++c) out[c] = (v[c] - mean) * rstd * g[c] + bt[c];
+    } else {
+      for (int64_t c = 0; c < C; ++c) v[c] = (v[c] - mean) * rstd * g[c] + bt[c];
+      FromFloat(v, p.dtype, static_cast<std::byte*>(p.out) + r * C * es, C);
+    }
   }
 }
 

@@ -1,0 +1,37 @@
+// The FP32 micro-kernel shared by the GEMM and attention kernels:
+// c[r][0..16) += sum_k a[r*lda + k] * b[k*16 .. +16) for r < MR (MR in 1..6), with B
+// packed in 16-column panels.
+#ifndef TIERSCOPE_BACKEND_CPU_MICRO_KERNEL_H_
+#define TIERSCOPE_BACKEND_CPU_MICRO_KERNEL_H_
+
+#include <cstdint>
+
+namespace tierscope {
+
+constexpr int kNR = 16;  // columns of a B panel / of the micro-kernel
+constexpr int kMR = 6;   // most rows of one micro-kernel call
+
+using MicroKernelFn = void (*)(int64_t kc, const float* a, int64_t lda, const float* b,
+                               float* c, int64_t ldc);
+
+struct MicroKernels {
+  MicroKernelFn by_rows[kMR + 1];  // by_rows[mr] handles mr rows; [0] unused
+  // c[rows][cols of the panels] += a[rows][kc] . panels; `panels` B panels of
+  // [kc][16] each, `panel_stride` floats apart; c has row stride ldc.
+  void Run(int64_t rows, int64_t kc, const float* a, int64_t lda, const float* b,
+           int64_t panels, int64_t panel_stride, float* c, int64_t ldc) const {
+    for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
+      const int64_t mr = rows - r0 < kMR ? rows - r0 : kMR;
+      for (int64_t p = 0; p < panels; ++p) {
+        by_rows[mr](kc, a + r0 * lda, lda, b + p * panel_stride, c + r0 * ldc + p * kNR, ldc);
+      }
+    }
+  }
+};
+
+// The fastest micro-kernels this CPU supports.
+const MicroKernels& GetMicroKernels();
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_BACKEND_CPU_MICRO_KERNEL_H_
