@@ -40,6 +40,21 @@ int main(int argc, char** argv) {
   b->add_option("--pre-delay", bench.pre_delay_s, "seconds to sleep after loading, before warmup")
       ->capture_default_str();
   b->add_option("--threads", bench.threads, "worker threads (0: all cores)")->capture_default_str();
+  b->add_flag("--profile", bench.profile,
+              "record operators, launches, kernels and memory (tiers 1 and 2) and print "
+              "the key_averages table and per-unit counts");
+  b->add_option("--trace", bench.trace_path, "write the profile as a Kineto Chrome trace (.json or .json.gz)");
+  b->add_option("--profile-skip", bench.profile_skip, "timed units to run before recording starts")
+      ->capture_default_str();
+  b->add_option("--profile-units", bench.profile_units, "units to record (0: until the end)")
+      ->capture_default_str();
+  b->add_option("--profile-delay", bench.profile_delay_s,
+                "seconds after warmup before recording starts (like nsys --delay)")
+      ->capture_default_str();
+  b->add_option("--profile-duration", bench.profile_duration_s,
+                "seconds to record (0: until the end; like nsys --duration)")
+      ->capture_default_str();
+  b->add_option("--table-rows", bench.table_rows, "rows of the operator table")->capture_default_str();
 
   tierscope::RunOptions run;
   auto* r = app.add_subcommand("run", "Run the model on input ids from a JSON file");
@@ -70,7 +85,7 @@ int main(int argc, char** argv) {
   if (b->parsed()) {
     auto result = tierscope::RunBench(bench);
     if (!result.ok()) return Fail(result.status());
-    std::cout << tierscope::FormatResultLine(*result) << std::endl;
+    std::cout << result->profile_text << tierscope::FormatResultLine(result->result) << std::endl;
     return 0;
   }
   if (r->parsed()) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/tensor.h"
 #include "tierscope/status.h"
@@ -38,6 +39,29 @@ struct DeviceProps {
 
 class Kernels;
 
+// One worker's share of one kernel, measured only while an observer is attached.
+struct WorkerSpan {
+  int64_t begin_ns = 0, end_ns = 0;  // first task start, last task end (0/0: no task)
+  int64_t busy_ns = 0;               // sum of its task durations
+  int64_t tasks = 0;
+};
+
+// Receives what the backend does, for the profiler (tier 2). Times are MonotonicNs().
+class BackendObserver {
+ public:
+  virtual ~BackendObserver() = default;
+  virtual void OnAllocate(uintptr_t addr, size_t bytes, int64_t live_bytes) = 0;
+  virtual void OnFree(uintptr_t addr, size_t bytes, int64_t live_bytes) = 0;
+  // launch_*: the host call that started the kernel (until its first task began);
+  // kernel_*: first task start to last task end; workers: one span per worker.
+  virtual void OnLaunch(const LaunchDesc& desc, int64_t launch_begin_ns, int64_t launch_end_ns,
+                        int64_t kernel_begin_ns, int64_t kernel_end_ns,
+                        const std::vector<WorkerSpan>& workers) = 0;
+};
+
+// Nanoseconds of a monotonic clock shared by the backend and the profiler.
+int64_t MonotonicNs();
+
 class Backend : public Allocator {
  public:
   ~Backend() override = default;
@@ -48,6 +72,8 @@ class Backend : public Allocator {
   virtual Status Synchronize() = 0;
   // The op kernels of this backend.
   virtual Kernels& kernels() = 0;
+  // Attaches (or with nullptr detaches) the observer. Not thread-safe against launches.
+  virtual void SetObserver(BackendObserver* observer) = 0;
 };
 
 // Creates the CPU backend with `threads` workers (0: all hardware threads).

@@ -9,6 +9,9 @@
 #include "backend/backend.h"
 #include "core/paths.h"
 #include "model/bert.h"
+#include "profile/chrome_trace.h"
+#include "profile/op_summary.h"
+#include "profile/profiler.h"
 #include "tierscope/version.h"
 
 namespace tierscope {
@@ -32,6 +35,12 @@ Status ValidateBenchOptions(const BenchOptions& o) {
   if (!(o.pre_delay_s >= 0) || o.pre_delay_s > 86400) {
     return InvalidArgument("--pre-delay must be between 0 and 86400 seconds");
   }
+  if (o.profile_skip < 0 || o.profile_units < 0 || !(o.profile_delay_s >= 0) ||
+      !(o.profile_duration_s >= 0)) {
+    return InvalidArgument("--profile-skip, --profile-units, --profile-delay and --profile-duration must be >= 0");
+  }
+  if (!o.trace_path.empty() && !o.profile) return InvalidArgument("--trace needs --profile");
+  if (o.table_rows < 0) return InvalidArgument("--table-rows must be >= 0");
   if (!o.model_dir.empty() && !IsDirectory(o.model_dir)) {
     return InvalidArgument("--model " + o.model_dir + ": no such directory");
   }
@@ -68,7 +77,7 @@ std::vector<int64_t> BenchInputIds(uint64_t seed, int64_t batch, int64_t seq_len
   return ids;
 }
 
-StatusOr<nlohmann::json> RunBench(const BenchOptions& o) {
+StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   TS_RETURN_IF_ERROR(ValidateBenchOptions(o));
   TS_ASSIGN_OR_RETURN(BenchMode mode, ParseBenchMode(o.mode));
   TS_ASSIGN_OR_RETURN(std::string dir, ResolveModelDir(o.model_dir));
@@ -102,15 +111,24 @@ StatusOr<nlohmann::json> RunBench(const BenchOptions& o) {
   }
 
   // One work unit: 64 samples through the model, serially or as one batch.
-  auto work_unit = [&]() -> StatusOr<Tensor> {
+  auto run_unit = [&]() -> StatusOr<Tensor> {
     if (!mode.serial) return model.Forward(inputs[0]);
     TS_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(backend, mode.dtype, {B, S, H}));
-    const size_t slice = static_cast<size_t>(S * H) * DTypeSize(mode.dtype);
     for (int64_t i = 0; i < B; ++i) {
       TS_ASSIGN_OR_RETURN(Tensor y, model.Forward(inputs[i]));
-      TS_RETURN_IF_ERROR(backend.kernels().CopyInto(y, out, static_cast<size_t>(i) * slice));
+      TS_RETURN_IF_ERROR(model.CopyIntoSlice(y, out, i));
     }
     return out;
+  };
+  // Under the profiler each unit is a user scope, as the study's record_function.
+  const char* unit_name = mode.serial ? "serial_bert_forward" : "batched_bert_forward";
+  std::unique_ptr<Profiler> profiler;
+  auto work_unit = [&]() -> StatusOr<Tensor> {
+    if (profiler == nullptr || !profiler->recording()) return run_unit();
+    profiler->BeginAnnotation(unit_name);
+    auto r = run_unit();
+    profiler->End();
+    return r;
   };
 
   if (o.pre_delay_s > 0) {
@@ -125,9 +143,36 @@ StatusOr<nlohmann::json> RunBench(const BenchOptions& o) {
   using Clock = std::chrono::steady_clock;
   std::vector<double> iter_ms;
   Tensor last;
+  if (o.profile) {
+    ProfilerOptions po;
+    po.record_shapes = o.record_shapes;
+    po.profile_memory = o.profile_memory;
+    profiler = std::make_unique<Profiler>(po, backend.props());
+    profiler->set_recording(false);
+    model.set_profiler(profiler.get());
+    backend.SetObserver(profiler.get());
+  }
   TS_RETURN_IF_ERROR(backend.Synchronize());
   const auto t0 = Clock::now();
+  int64_t recorded_units = 0;
+  Clock::time_point window_start;
   for (int64_t i = 0; i < o.iterations; ++i) {
+    if (profiler != nullptr) {
+      const double since = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (!profiler->recording() && recorded_units == 0 && i >= o.profile_skip &&
+          since >= o.profile_delay_s) {
+        profiler->set_recording(true);
+        window_start = Clock::now();
+      }
+      if (profiler->recording() &&
+          ((o.profile_units > 0 && recorded_units >= o.profile_units) ||
+           (o.profile_duration_s > 0 &&
+            std::chrono::duration<double>(Clock::now() - window_start).count() >= o.profile_duration_s))) {
+        profiler->set_recording(false);
+        recorded_units = -recorded_units;  // closed: never reopen
+      }
+      if (profiler->recording()) ++recorded_units;
+    }
     const auto s = Clock::now();
     TS_ASSIGN_OR_RETURN(last, work_unit());
     TS_RETURN_IF_ERROR(backend.Synchronize());
@@ -136,6 +181,21 @@ StatusOr<nlohmann::json> RunBench(const BenchOptions& o) {
   TS_RETURN_IF_ERROR(backend.Synchronize());
   const double total_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const int64_t peak = engine->memory().peak_bytes;
+  BenchReport report;
+  if (profiler != nullptr) {
+    profiler->set_recording(false);
+    backend.SetObserver(nullptr);
+    model.set_profiler(nullptr);
+    const Trace& trace = profiler->trace();
+    if (recorded_units == 0) {
+      report.profile_text = "profile: the window never opened (fewer iterations than --profile-skip/--profile-delay)\n";
+    } else {
+      report.profile_text = FormatKeyAveragesTable(KeyAverages(trace, o.record_shapes),
+                                                   static_cast<int>(o.table_rows));
+      report.profile_text += FormatUnitSummary(SummarizeUnits(trace, unit_name));
+    }
+    if (!o.trace_path.empty()) TS_RETURN_IF_ERROR(WriteChromeTrace(trace, o.trace_path));
+  }
 
   std::vector<std::byte> raw(last.bytes());
   TS_RETURN_IF_ERROR(backend.CopyDeviceToHost(raw.data(), last.data(), raw.size()));
@@ -181,7 +241,13 @@ StatusOr<nlohmann::json> RunBench(const BenchOptions& o) {
   r["max_memory_mb"] = static_cast<double>(peak) / (1024.0 * 1024.0);
   r["weight_memory_mb"] = static_cast<double>(engine->memory().weight_bytes) / (1024.0 * 1024.0);
   r["version"] = TIERSCOPE_VERSION;
-  return r;
+  r["profiled"] = o.profile;
+  if (o.profile) {
+    r["profiled_units"] = recorded_units < 0 ? -recorded_units : recorded_units;
+    if (!o.trace_path.empty()) r["trace"] = o.trace_path;
+  }
+  report.result = std::move(r);
+  return report;
 }
 
 std::string FormatResultLine(const nlohmann::json& result) {

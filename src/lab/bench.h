@@ -24,6 +24,20 @@ struct BenchOptions {
   uint64_t seed = 2026;
   double pre_delay_s = 0;
   int threads = 0;
+
+  // Profiling (tiers 1 and 2). The window opens at the first work unit that is at
+  // least `profile_skip` units and `profile_delay_s` seconds past warmup, and closes
+  // after `profile_units` units (0: no limit) or `profile_duration_s` seconds (0: no
+  // limit), always at a unit boundary — like nsys/msys `--delay --duration`.
+  bool profile = false;
+  std::string trace_path;  // .json or .json.gz; empty: no file
+  int64_t profile_skip = 0;
+  int64_t profile_units = 0;
+  double profile_delay_s = 0;
+  double profile_duration_s = 0;
+  bool record_shapes = true;
+  bool profile_memory = true;
+  int64_t table_rows = 25;
 };
 
 struct BenchMode {
@@ -42,8 +56,13 @@ StatusOr<std::string> ResolveModelDir(const std::string& model_dir);
 std::vector<int64_t> BenchInputIds(uint64_t seed, int64_t batch, int64_t seq_len,
                                    int64_t vocab_size);
 
-// Runs the benchmark; returns the RESULT_JSON object.
-StatusOr<nlohmann::json> RunBench(const BenchOptions& options);
+struct BenchReport {
+  nlohmann::json result;     // the RESULT_JSON object
+  std::string profile_text;  // key_averages table and per-unit summary, when profiled
+};
+
+// Runs the benchmark; returns the RESULT_JSON object (and the profile, if asked).
+StatusOr<BenchReport> RunBench(const BenchOptions& options);
 
 // "RESULT_JSON={...}" with sorted keys.
 std::string FormatResultLine(const nlohmann::json& result);

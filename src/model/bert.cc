@@ -2,6 +2,7 @@
 #include "model/bert.h"
 
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 namespace tierscope {
@@ -169,60 +170,156 @@ StatusOr<BertModel::Inputs> BertModel::Upload(const BatchInput& in) {
   return d;
 }
 
-StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Tensor& mask) {
-  const int64_t B = x.dim(0), S = x.dim(1), H = config_.hidden_size;
-  const int64_t rows = B * S;
-  TS_ASSIGN_OR_RETURN(Tensor qkv, Empty({B, S, 3 * H}));
-  TS_RETURN_IF_ERROR(kernels_.Linear(x, rows, H, *L.qkv_w, &L.qkv_b, Epilogue::kNone, qkv));
-  TS_ASSIGN_OR_RETURN(Tensor ctx, Empty({B, S, H}));
-  TS_RETURN_IF_ERROR(kernels_.Attention(qkv, mask, static_cast<int>(config_.num_attention_heads), ctx));
-  TS_ASSIGN_OR_RETURN(Tensor attn, Empty({B, S, H}));
-  TS_RETURN_IF_ERROR(kernels_.Linear(ctx, rows, H, *L.attn_out_w, &L.attn_out_b, Epilogue::kNone, attn));
-  TS_ASSIGN_OR_RETURN(Tensor h1, Empty({B, S, H}));
-  const float eps = static_cast<float>(config_.layer_norm_eps);
-  TS_RETURN_IF_ERROR(kernels_.LayerNorm(attn, &x, L.attn_ln_g, L.attn_ln_b, eps, h1));
-  TS_ASSIGN_OR_RETURN(Tensor inter, Empty({B, S, config_.intermediate_size}));
-  TS_RETURN_IF_ERROR(kernels_.Linear(h1, rows, H, *L.inter_w, &L.inter_b, Epilogue::kGelu, inter));
-  TS_ASSIGN_OR_RETURN(Tensor out, Empty({B, S, H}));
-  TS_RETURN_IF_ERROR(kernels_.Linear(inter, rows, config_.intermediate_size, *L.out_w, &L.out_b,
-                                     Epilogue::kNone, out));
-  TS_ASSIGN_OR_RETURN(Tensor y, Empty({B, S, H}));
-  TS_RETURN_IF_ERROR(kernels_.LayerNorm(out, &h1, L.out_ln_g, L.out_ln_b, eps, y));
+// "Input Dims"/"Input type" args for an operator, in PyTorch's spelling.
+static std::string ShapeArgs(std::initializer_list<const Tensor*> inputs) {
+  std::string dims = "\"Input Dims\": [", types = "\"Input type\": [";
+  bool first = true;
+  for (const Tensor* t : inputs) {
+    if (!first) {
+      dims += ", ";
+      types += ", ";
+    }
+    first = false;
+    if (t == nullptr) {
+      dims += "[]";
+      types += "\"\"";
+      continue;
+    }
+    dims += ShapeString(t->shape());
+    switch (t->dtype()) {
+      case DType::kF32: types += "\"float\""; break;
+      case DType::kF16: types += "\"c10::Half\""; break;
+      case DType::kBF16: types += "\"c10::BFloat16\""; break;
+      case DType::kI32: types += "\"int\""; break;
+      case DType::kI64: types += "\"long int\""; break;
+      default: types.append("\"").append(DTypeName(t->dtype())).append("\""); break;
+    }
+  }
+  return dims + "], " + types + "]";
+}
+
+template <bool kOn>
+StatusOr<Tensor> BertModel::Empty(Shape shape, DType dtype) {
+  OpScope<kOn> op(profiler_, "aten::empty", [&] {
+    return "\"Input Dims\": [[], [], [], [], []], \"Concrete Inputs\": [\"" + ShapeString(shape) +
+           "\", \"\", \"\", \"\", \"\"]";
+  });
+  return Tensor::Empty(backend_, dtype, std::move(shape));
+}
+
+template <bool kOn>
+StatusOr<Tensor> BertModel::LinearOp(const Tensor& x, int64_t rows, int64_t stride,
+                                     const PackedWeight& w, const Tensor& bias, Epilogue epilogue,
+                                     Shape out_shape) {
+  // The weight is pre-packed; its logical shape is [N, K] as nn.Linear stores it.
+  OpScope<kOn> op(profiler_, "aten::linear", [&] {
+    const std::string type = ShapeArgs({&x}).substr(ShapeArgs({&x}).find("\"Input type\""));
+    const std::string t1 = type.substr(type.find('[') + 1, type.rfind(']') - type.find('[') - 1);
+    return "\"Input Dims\": [" + ShapeString(x.shape()) + ", [" + std::to_string(w.n()) + ", " +
+           std::to_string(w.k()) + "], " + ShapeString(bias.shape()) + "], \"Input type\": [" + t1 +
+           ", " + t1 + ", " + t1 + "]";
+  });
+  TS_ASSIGN_OR_RETURN(Tensor y, Empty<kOn>(std::move(out_shape)));
+  TS_RETURN_IF_ERROR(kernels_.Linear(x, rows, stride, w, &bias, epilogue, y));
   return y;
 }
 
-StatusOr<Tensor> BertModel::Forward(const Inputs& in, std::vector<Tensor>* hidden_states) {
+template <bool kOn>
+StatusOr<Tensor> BertModel::LayerNormOp(const Tensor& x, const Tensor* residual, const Tensor& g,
+                                        const Tensor& b) {
+  // With a residual the add is fused into the LayerNorm kernel; the operator says so.
+  OpScope<kOn> op(profiler_, residual ? "tierscope::add_layer_norm" : "aten::layer_norm",
+                  [&] { return residual ? ShapeArgs({&x, residual, &g, &b}) : ShapeArgs({&x, &g, &b}); });
+  TS_ASSIGN_OR_RETURN(Tensor y, Empty<kOn>(x.shape()));
+  TS_RETURN_IF_ERROR(kernels_.LayerNorm(x, residual, g, b, static_cast<float>(config_.layer_norm_eps), y));
+  return y;
+}
+
+template <bool kOn>
+StatusOr<Tensor> BertModel::CopyOp(const Tensor& t) {
+  OpScope<kOn> op(profiler_, "aten::clone", [&] { return ShapeArgs({&t}); });
+  TS_ASSIGN_OR_RETURN(Tensor copy, Empty<kOn>(t.shape()));
+  TS_RETURN_IF_ERROR(kernels_.CopyInto(t, copy, 0));
+  return copy;
+}
+
+template <bool kOn>
+StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Tensor& mask) {
+  const int64_t B = x.dim(0), S = x.dim(1), H = config_.hidden_size;
+  const int64_t rows = B * S;
+  // Q, K and V projections run as one GEMM on the concatenated weight.
+  TS_ASSIGN_OR_RETURN(Tensor qkv, LinearOp<kOn>(x, rows, H, *L.qkv_w, L.qkv_b, Epilogue::kNone, {B, S, 3 * H}));
+  Tensor ctx;
+  {
+    OpScope<kOn> op(profiler_, "aten::scaled_dot_product_attention",
+                    [&] { return ShapeArgs({&qkv, &mask}); });
+    TS_ASSIGN_OR_RETURN(ctx, Empty<kOn>({B, S, H}));
+    TS_RETURN_IF_ERROR(kernels_.Attention(qkv, mask, static_cast<int>(config_.num_attention_heads), ctx));
+  }
+  TS_ASSIGN_OR_RETURN(Tensor attn, LinearOp<kOn>(ctx, rows, H, *L.attn_out_w, L.attn_out_b, Epilogue::kNone, {B, S, H}));
+  TS_ASSIGN_OR_RETURN(Tensor h1, LayerNormOp<kOn>(attn, &x, L.attn_ln_g, L.attn_ln_b));
+  // GELU is fused into the intermediate GEMM's epilogue.
+  TS_ASSIGN_OR_RETURN(Tensor inter, LinearOp<kOn>(h1, rows, H, *L.inter_w, L.inter_b, Epilogue::kGelu,
+                                                  {B, S, config_.intermediate_size}));
+  TS_ASSIGN_OR_RETURN(Tensor out, LinearOp<kOn>(inter, rows, config_.intermediate_size, *L.out_w, L.out_b,
+                                                Epilogue::kNone, {B, S, H}));
+  return LayerNormOp<kOn>(out, &h1, L.out_ln_g, L.out_ln_b);
+}
+
+template <bool kOn>
+StatusOr<Tensor> BertModel::ForwardImpl(const Inputs& in, std::vector<Tensor>* hidden_states) {
   const int64_t B = in.batch, S = in.seq_len, H = config_.hidden_size;
-  TS_ASSIGN_OR_RETURN(Tensor emb, Empty({B, S, H}));
-  TS_RETURN_IF_ERROR(kernels_.EmbeddingSum(in.ids, in.type_ids, word_emb_, pos_emb_, type_emb_, emb));
-  TS_ASSIGN_OR_RETURN(Tensor x, Empty({B, S, H}));
-  TS_RETURN_IF_ERROR(kernels_.LayerNorm(emb, nullptr, emb_ln_g_, emb_ln_b_,
-                                        static_cast<float>(config_.layer_norm_eps), x));
-  auto keep = [&](const Tensor& t) -> Status {
-    if (hidden_states == nullptr) return OkStatus();
-    TS_ASSIGN_OR_RETURN(Tensor copy, Empty(t.shape()));
-    TS_RETURN_IF_ERROR(kernels_.CopyInto(t, copy, 0));
-    hidden_states->push_back(std::move(copy));
-    return OkStatus();
-  };
-  TS_RETURN_IF_ERROR(keep(x));
+  Tensor emb;
+  {
+    // Word, position and token-type lookups and their sum run as one kernel.
+    OpScope<kOn> op(profiler_, "aten::embedding",
+                    [&] { return ShapeArgs({&word_emb_, &in.ids, &pos_emb_, &type_emb_, &in.type_ids}); });
+    TS_ASSIGN_OR_RETURN(emb, Empty<kOn>({B, S, H}));
+    TS_RETURN_IF_ERROR(kernels_.EmbeddingSum(in.ids, in.type_ids, word_emb_, pos_emb_, type_emb_, emb));
+  }
+  TS_ASSIGN_OR_RETURN(Tensor x, LayerNormOp<kOn>(emb, nullptr, emb_ln_g_, emb_ln_b_));
+  if (hidden_states != nullptr) {
+    TS_ASSIGN_OR_RETURN(Tensor c, CopyOp<kOn>(x));
+    hidden_states->push_back(std::move(c));
+  }
   for (const Layer& L : layers_) {
-    TS_ASSIGN_OR_RETURN(x, RunLayer(L, x, in.mask));
-    TS_RETURN_IF_ERROR(keep(x));
+    TS_ASSIGN_OR_RETURN(x, RunLayer<kOn>(L, x, in.mask));
+    if (hidden_states != nullptr) {
+      TS_ASSIGN_OR_RETURN(Tensor c, CopyOp<kOn>(x));
+      hidden_states->push_back(std::move(c));
+    }
   }
   return x;
+}
+
+StatusOr<Tensor> BertModel::Forward(const Inputs& in, std::vector<Tensor>* hidden_states) {
+  if (profiler_ != nullptr) return ForwardImpl<true>(in, hidden_states);
+  return ForwardImpl<false>(in, hidden_states);
+}
+
+template <bool kOn>
+StatusOr<Tensor> BertModel::PoolerImpl(const Tensor& last_hidden) {
+  const int64_t B = last_hidden.dim(0), S = last_hidden.dim(1), H = config_.hidden_size;
+  // Rows b*S*H: the first token of each sample, read in place with a row stride; tanh
+  // is fused into the GEMM's epilogue.
+  return LinearOp<kOn>(last_hidden, B, S * H, *pooler_w_, pooler_b_, Epilogue::kTanh, {B, H});
 }
 
 StatusOr<Tensor> BertModel::Pooler(const Tensor& last_hidden) {
   if (!has_pooler()) {
     return FailedPrecondition("the checkpoint has no pooler weights (pooler.dense.*)");
   }
-  const int64_t B = last_hidden.dim(0), S = last_hidden.dim(1), H = config_.hidden_size;
-  TS_ASSIGN_OR_RETURN(Tensor y, Empty({B, H}));
-  // Rows b*S*H: the first token of each sample, read in place with a row stride.
-  TS_RETURN_IF_ERROR(kernels_.Linear(last_hidden, B, S * H, *pooler_w_, &pooler_b_,
-                                     Epilogue::kTanh, y));
-  return y;
+  if (profiler_ != nullptr) return PoolerImpl<true>(last_hidden);
+  return PoolerImpl<false>(last_hidden);
+}
+
+Status BertModel::CopyIntoSlice(const Tensor& src, Tensor& dst, int64_t index) {
+  auto copy = [&] {
+    return kernels_.CopyInto(src, dst, static_cast<size_t>(index) * src.bytes());
+  };
+  if (profiler_ == nullptr) return copy();
+  OpScope<true> op(profiler_, "aten::copy_", [&] { return ShapeArgs({&dst, &src}); });
+  return copy();
 }
 
 }  // namespace tierscope

@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "backend/kernels.h"
 #include "model/checkpoint.h"
+#include "profile/profiler.h"
 #include "tierscope/engine.h"
 
 namespace tierscope {
@@ -38,6 +39,14 @@ class BertModel {
   StatusOr<Tensor> Forward(const Inputs& in, std::vector<Tensor>* hidden_states = nullptr);
   // pooler_output [B, H] = tanh(dense(last_hidden[:, 0])).
   StatusOr<Tensor> Pooler(const Tensor& last_hidden);
+  // dst[i] = src (an aten::copy_ into slice i of a [N, ...] output, as a serial loop's
+  // concatenation does).
+  Status CopyIntoSlice(const Tensor& src, Tensor& dst, int64_t index);
+
+  // Operator events go to `profiler` (nullptr: none). The check is made once per call
+  // of Forward / Pooler / CopyIntoSlice, never per op.
+  void set_profiler(Profiler* profiler) { profiler_ = profiler; }
+  Profiler* profiler() const { return profiler_; }
 
  private:
   struct Layer {
@@ -47,8 +56,24 @@ class BertModel {
   BertModel(Backend& backend, const BertConfig& config, DType dtype)
       : backend_(backend), kernels_(backend.kernels()), config_(config), dtype_(dtype) {}
   StatusOr<Tensor> Upload(const HostTensor& t);
-  StatusOr<Tensor> Empty(Shape shape) { return Tensor::Empty(backend_, dtype_, std::move(shape)); }
+  template <bool kOn>
+  StatusOr<Tensor> Empty(Shape shape, DType dtype);
+  template <bool kOn>
+  StatusOr<Tensor> Empty(Shape shape) { return Empty<kOn>(std::move(shape), dtype_); }
+  template <bool kOn>
+  StatusOr<Tensor> LinearOp(const Tensor& x, int64_t rows, int64_t stride, const PackedWeight& w,
+                            const Tensor& bias, Epilogue epilogue, Shape out_shape);
+  template <bool kOn>
+  StatusOr<Tensor> LayerNormOp(const Tensor& x, const Tensor* residual, const Tensor& g,
+                               const Tensor& b);
+  template <bool kOn>
+  StatusOr<Tensor> CopyOp(const Tensor& t);
+  template <bool kOn>
   StatusOr<Tensor> RunLayer(const Layer& layer, const Tensor& x, const Tensor& mask);
+  template <bool kOn>
+  StatusOr<Tensor> ForwardImpl(const Inputs& in, std::vector<Tensor>* hidden_states);
+  template <bool kOn>
+  StatusOr<Tensor> PoolerImpl(const Tensor& last_hidden);
 
   Backend& backend_;
   Kernels& kernels_;
@@ -59,6 +84,7 @@ class BertModel {
   std::unique_ptr<PackedWeight> pooler_w_;
   Tensor pooler_b_;
   int64_t weight_bytes_ = 0;
+  Profiler* profiler_ = nullptr;
 };
 
 }  // namespace tierscope

@@ -4,6 +4,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -93,14 +96,16 @@ StatusOr<void*> CpuBackend::Allocate(size_t bytes) {
   while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
   }
   allocations_.fetch_add(1);
+  if (observer_ != nullptr) observer_->OnAllocate(reinterpret_cast<uintptr_t>(p), bytes, live);
   return p;
 }
 
 void CpuBackend::Deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
-  std::free(ptr);
-  live_.fetch_sub(static_cast<int64_t>(bytes));
+  const int64_t live = live_.fetch_sub(static_cast<int64_t>(bytes)) - static_cast<int64_t>(bytes);
   frees_.fetch_add(1);
+  if (observer_ != nullptr) observer_->OnFree(reinterpret_cast<uintptr_t>(ptr), bytes, live);
+  std::free(ptr);
 }
 
 MemoryStats CpuBackend::memory_stats() const {
@@ -124,7 +129,30 @@ Status CpuBackend::Launch(const LaunchDesc& desc, TaskFn fn) {
   if (tasks <= 0) {
     return InvalidArgument("launch of " + std::string(desc.kernel) + " with an empty grid");
   }
-  pool_.ParallelFor(tasks, fn);
+  if (observer_ == nullptr) {
+    pool_.ParallelFor(tasks, fn);
+    return OkStatus();
+  }
+  // Observed: time every task and fold the times into one span per worker.
+  const int64_t launch_begin = MonotonicNs();
+  spans_.assign(static_cast<size_t>(pool_.num_threads()), WorkerSpan{});
+  pool_.ParallelFor(tasks, [&](int64_t task, int worker) {
+    const int64_t s = MonotonicNs();
+    fn(task, worker);
+    const int64_t e = MonotonicNs();
+    WorkerSpan& w = spans_[static_cast<size_t>(worker)];
+    if (w.tasks == 0) w.begin_ns = s;
+    w.end_ns = e;
+    w.busy_ns += e - s;
+    ++w.tasks;
+  });
+  int64_t kernel_begin = INT64_MAX, kernel_end = 0;
+  for (const WorkerSpan& w : spans_) {
+    if (w.tasks == 0) continue;
+    kernel_begin = std::min(kernel_begin, w.begin_ns);
+    kernel_end = std::max(kernel_end, w.end_ns);
+  }
+  observer_->OnLaunch(desc, launch_begin, kernel_begin, kernel_begin, kernel_end, spans_);
   return OkStatus();
 }
 
@@ -132,6 +160,12 @@ void CpuBackend::EnsureScratch(size_t floats) {
   if (floats <= scratch_floats_) return;
   for (auto& s : scratch_) s.resize(floats);
   scratch_floats_ = floats;
+}
+
+int64_t MonotonicNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(int threads) {

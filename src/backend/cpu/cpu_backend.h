@@ -34,6 +34,7 @@ class CpuBackend : public Backend {
   Status CopyDeviceToHost(void* dst, const void* src, size_t bytes) override;
   Status Synchronize() override { return OkStatus(); }  // launches are synchronous
   Kernels& kernels() override { return *kernels_; }
+  void SetObserver(BackendObserver* observer) override { observer_ = observer; }
 
   // Runs `fn` once per task of desc.grid on the pool. Returns when all tasks are done.
   Status Launch(const LaunchDesc& desc, TaskFn fn);
@@ -48,6 +49,8 @@ class CpuBackend : public Backend {
   DeviceProps props_;
   ThreadPool pool_;
   std::unique_ptr<Kernels> kernels_;
+  BackendObserver* observer_ = nullptr;
+  std::vector<WorkerSpan> spans_;
   std::vector<std::vector<float>> scratch_;
   size_t scratch_floats_ = 0;
   std::atomic<int64_t> live_{0};

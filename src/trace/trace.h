@@ -1,0 +1,81 @@
+// The in-memory Trace: what tierscope's profiler records and what importers of other
+// tools' traces produce. Events are plain structs with interned names, so a trace of
+// millions of events stays small and fast to scan.
+#ifndef TIERSCOPE_TRACE_TRACE_H_
+#define TIERSCOPE_TRACE_TRACE_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace tierscope {
+
+// The event kinds a Kineto trace has, plus per-worker task spans of a CPU kernel.
+enum class EventKind : uint8_t {
+  kOp,          // cpu_op: an operator on the host (aten::linear)
+  kAnnotation,  // user_annotation: a record_function scope (serial_bert_forward)
+  kLaunch,      // runtime API call that launches a kernel (cudaLaunchKernel)
+  kKernel,      // kernel: device-side execution, from first task start to last task end
+  kTask,        // one worker's share of a kernel: first task start to last task end
+  kMemcpy,
+  kMemset,
+  kSync,
+  kMemory,      // cpu_instant_event [memory]: an allocation (+bytes) or free (-bytes)
+};
+
+const char* EventKindName(EventKind k);
+
+// Interns strings; ids are dense and stable, views stay valid for the table's life.
+class StringTable {
+ public:
+  int32_t Intern(std::string_view s);
+  std::string_view Get(int32_t id) const { return strings_[static_cast<size_t>(id)]; }
+  size_t size() const { return strings_.size(); }
+
+ private:
+  std::deque<std::string> strings_;
+  std::unordered_map<std::string_view, int32_t> index_;
+};
+
+struct Event {
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+  int64_t correlation = 0;  // joins a launch to its kernel (and task spans)
+  int64_t external_id = 0;  // joins an operator to the launches it made
+  // Kind-specific values. kKernel: FLOPs and bytes moved (cost model); kTask: tasks
+  // run and busy ns; kMemory: bytes (negative for a free) and total allocated after.
+  double v0 = 0, v1 = 0;
+  int32_t name = -1;
+  int32_t args = -1;  // interned JSON members for "args" (no braces), or -1
+  int32_t pid = 0, tid = 0;
+  EventKind kind = EventKind::kOp;
+};
+
+struct Trace {
+  StringTable strings;
+  std::vector<Event> events;
+  // Metadata.
+  int64_t base_time_ns = 0;   // wall-clock ns of ts 0 (Kineto's baseTimeNanoseconds)
+  int32_t host_pid = 0;
+  std::string device_name;     // "cpu: AMD EPYC (2 threads)"
+  int32_t device_units = 0;    // workers / SMs
+  int64_t device_memory = 0;
+  std::vector<std::pair<int32_t, std::string>> thread_names;  // tid -> name (device pid)
+
+  Event& Add(EventKind kind, std::string_view name, int64_t ts_ns, int64_t dur_ns) {
+    Event e;
+    e.kind = kind;
+    e.name = strings.Intern(name);
+    e.ts_ns = ts_ns;
+    e.dur_ns = dur_ns;
+    events.push_back(e);
+    return events.back();
+  }
+};
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_TRACE_TRACE_H_
