@@ -2,6 +2,7 @@
 #ifndef TIERSCOPE_TESTS_TEST_UTIL_H_
 #define TIERSCOPE_TESTS_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -42,6 +43,22 @@ inline std::string ReadBytes(const std::string& path) {
 inline bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
+
+// A test suite whose TIERSCOPE_CACHE_DIR is a fresh directory, so the built-in model
+// is written anew under it and nothing touches the user's cache.
+class FreshCacheTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cache_ = new TempDir();
+    setenv("TIERSCOPE_CACHE_DIR", cache_->path().c_str(), 1);
+  }
+  static void TearDownTestSuite() {
+    unsetenv("TIERSCOPE_CACHE_DIR");
+    delete cache_;
+    cache_ = nullptr;
+  }
+  static inline TempDir* cache_ = nullptr;
+};
 
 }  // namespace tierscope::testing
 

@@ -33,30 +33,18 @@ int64_t Profiler::CurrentOpId() const {
   return 0;
 }
 
-void Profiler::BeginOp(std::string_view name, std::string_view args) {
+void Profiler::BeginScope(EventKind kind, std::string_view name, std::string_view args) {
   const int64_t now = Rel(MonotonicNs());
   if (!recording_) {
     open_.push_back({SIZE_MAX, 0});
     return;
   }
-  Event& e = trace_.Add(EventKind::kOp, name, now, 0);
+  Event& e = trace_.Add(kind, name, now, 0);
   e.pid = trace_.host_pid;
   e.tid = host_tid_;
-  e.external_id = next_op_id_++;
+  if (kind == EventKind::kOp) e.external_id = next_op_id_++;
   if (!args.empty()) e.args = trace_.strings.Intern(args);
   open_.push_back({trace_.events.size() - 1, e.external_id});
-}
-
-void Profiler::BeginAnnotation(std::string_view name) {
-  const int64_t now = Rel(MonotonicNs());
-  if (!recording_) {
-    open_.push_back({SIZE_MAX, 0});
-    return;
-  }
-  Event& e = trace_.Add(EventKind::kAnnotation, name, now, 0);
-  e.pid = trace_.host_pid;
-  e.tid = host_tid_;
-  open_.push_back({trace_.events.size() - 1, 0});
 }
 
 void Profiler::End() {
@@ -68,24 +56,22 @@ void Profiler::End() {
   e.dur_ns = Rel(MonotonicNs()) - e.ts_ns;
 }
 
-void Profiler::OnAllocate(uintptr_t addr, size_t bytes, int64_t live_bytes) {
+void Profiler::RecordMemory(uintptr_t addr, double bytes, int64_t live_bytes) {
   if (!recording_ || !options_.profile_memory) return;
   Event& e = trace_.Add(EventKind::kMemory, "[memory]", Rel(MonotonicNs()), 0);
   e.pid = trace_.host_pid;
   e.tid = host_tid_;
-  e.v0 = static_cast<double>(bytes);
+  e.v0 = bytes;
   e.v1 = static_cast<double>(live_bytes);
   e.external_id = static_cast<int64_t>(addr);
 }
 
+void Profiler::OnAllocate(uintptr_t addr, size_t bytes, int64_t live_bytes) {
+  RecordMemory(addr, static_cast<double>(bytes), live_bytes);
+}
+
 void Profiler::OnFree(uintptr_t addr, size_t bytes, int64_t live_bytes) {
-  if (!recording_ || !options_.profile_memory) return;
-  Event& e = trace_.Add(EventKind::kMemory, "[memory]", Rel(MonotonicNs()), 0);
-  e.pid = trace_.host_pid;
-  e.tid = host_tid_;
-  e.v0 = -static_cast<double>(bytes);
-  e.v1 = static_cast<double>(live_bytes);
-  e.external_id = static_cast<int64_t>(addr);
+  RecordMemory(addr, -static_cast<double>(bytes), live_bytes);
 }
 
 void Profiler::OnLaunch(const LaunchDesc& desc, int64_t launch_begin_ns, int64_t launch_end_ns,

@@ -37,8 +37,10 @@ class Profiler : public BackendObserver {
 
   // Operator and user-annotation scopes on the host thread. `args` is a fragment of
   // JSON object members (e.g. "\"Input Dims\": [[2, 3]]"), or empty.
-  void BeginOp(std::string_view name, std::string_view args);
-  void BeginAnnotation(std::string_view name);
+  void BeginOp(std::string_view name, std::string_view args) {
+    BeginScope(EventKind::kOp, name, args);
+  }
+  void BeginAnnotation(std::string_view name) { BeginScope(EventKind::kAnnotation, name, {}); }
   void End();  // closes the innermost open scope
 
   // BackendObserver.
@@ -57,6 +59,8 @@ class Profiler : public BackendObserver {
     int64_t id;    // External id (0 for annotations)
   };
   int64_t Rel(int64_t ns) const { return ns - start_ns_; }
+  void BeginScope(EventKind kind, std::string_view name, std::string_view args);
+  void RecordMemory(uintptr_t addr, double bytes, int64_t live_bytes);
   int64_t CurrentOpId() const;
 
   ProfilerOptions options_;

@@ -32,19 +32,7 @@ Result RunCli(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-class CliTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    cache_ = new testing::TempDir();
-    setenv("TIERSCOPE_CACHE_DIR", cache_->path().c_str(), 1);
-  }
-  static void TearDownTestSuite() {
-    unsetenv("TIERSCOPE_CACHE_DIR");
-    delete cache_;
-  }
-  static testing::TempDir* cache_;
-};
-testing::TempDir* CliTest::cache_ = nullptr;
+class CliTest : public testing::FreshCacheTest {};
 
 TEST_F(CliTest, BenchSmokeTestPrintsEveryStudyKey) {
   Result r = RunCli("bench --mode batch-fp32 --batch-size 4 --seq-len 32 --warmup 1 --iterations 1");

@@ -18,19 +18,17 @@ namespace {
 
 using testing::Contains;
 
-class BertEngineTest : public ::testing::Test {
+class BertEngineTest : public testing::FreshCacheTest {
  protected:
   static void SetUpTestSuite() {
-    cache_ = new testing::TempDir();
-    setenv("TIERSCOPE_CACHE_DIR", cache_->path().c_str(), 1);
+    FreshCacheTest::SetUpTestSuite();
     auto dir = EnsureDefaultModel();
     ASSERT_TRUE(dir.ok()) << dir.status().ToString();
     dir_ = new std::string(*dir);
   }
   static void TearDownTestSuite() {
-    delete cache_;
     delete dir_;
-    unsetenv("TIERSCOPE_CACHE_DIR");
+    FreshCacheTest::TearDownTestSuite();
   }
   static std::unique_ptr<BertEngine> Load(DType t) {
     EngineOptions o;
@@ -43,11 +41,8 @@ class BertEngineTest : public ::testing::Test {
   static BatchInput Inputs(int64_t batch, int64_t seq) {
     return BatchInput{batch, seq, BenchInputIds(11, batch, seq, 30522), {}, {}};
   }
-  static testing::TempDir* cache_;
-  static std::string* dir_;
+  static inline std::string* dir_ = nullptr;
 };
-testing::TempDir* BertEngineTest::cache_ = nullptr;
-std::string* BertEngineTest::dir_ = nullptr;
 
 double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
   double ab = 0, aa = 0, bb = 0;

@@ -13,16 +13,8 @@
 namespace tierscope {
 namespace {
 
-class ProfilerTest : public ::testing::Test {
+class ProfilerTest : public testing::FreshCacheTest {
  protected:
-  static void SetUpTestSuite() {
-    cache_ = new testing::TempDir();
-    setenv("TIERSCOPE_CACHE_DIR", cache_->path().c_str(), 1);
-  }
-  static void TearDownTestSuite() {
-    unsetenv("TIERSCOPE_CACHE_DIR");
-    delete cache_;
-  }
   static BenchOptions Options(const std::string& mode) {
     BenchOptions o;
     o.mode = mode;
@@ -34,9 +26,7 @@ class ProfilerTest : public ::testing::Test {
     o.profile = true;
     return o;
   }
-  static testing::TempDir* cache_;
 };
-testing::TempDir* ProfilerTest::cache_ = nullptr;
 
 // What one forward of the 2-layer model does: embedding + LayerNorm, then per layer
 // QKV / attention / output / add+LN / intermediate(+GELU) / output / add+LN.
