@@ -223,7 +223,7 @@ Status WriteChromeTrace(const Trace& t, const std::string& path) {
                 kStreamTid, e.v0, e.v1);
         break;
       case EventKind::kTask:
-        AppendF(o, "\"correlation\": %lld, \"tasks\": %.0f, \"busy ns\": %.0f",
+        AppendF(o, "\"kernel correlation\": %lld, \"tasks\": %.0f, \"busy ns\": %.0f",
                 static_cast<long long>(e.correlation), e.v0, e.v1);
         break;
       default:

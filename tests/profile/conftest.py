@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,18 +131,3 @@ def serial_run(bench) -> BenchRun:
 @pytest.fixture(scope="session")
 def runs(batch_run, serial_run) -> dict:
     return {"batch-fp32": batch_run, "serial-fp32": serial_run}
-
-
-_SUMMARY_HEAD = re.compile(r"^Per work unit \((\S+), (\d+) units? recorded\):", re.M)
-_SUMMARY_COUNTS = re.compile(r"launches (\d+), kernels (\d+), allocations (\d+)")
-
-
-def parse_unit_summary(stdout: str) -> dict:
-    """The per-work-unit summary block tierscope prints after the key_averages table."""
-    head = _SUMMARY_HEAD.search(stdout)
-    assert head, f"no 'Per work unit (...)' summary in stdout:\n{stdout[-3000:]}"
-    counts = _SUMMARY_COUNTS.search(stdout, head.end())
-    assert counts, f"no 'launches N, kernels N, allocations N' line after the summary head"
-    return {"annotation": head.group(1), "units": int(head.group(2)),
-            "launches": int(counts.group(1)), "kernels": int(counts.group(2)),
-            "allocations": int(counts.group(3))}
