@@ -210,7 +210,7 @@ Status WriteChromeTrace(const Trace& t, const std::string& path) {
         AppendF(o, "\"External id\": %lld, \"Record function id\": 0, \"Ev Idx\": 0",
                 static_cast<long long>(e.external_id));
         break;
-      case EventKind::kLaunch:
+      case EventKind::kRuntime:
         AppendF(o, "\"External id\": %lld, \"correlation\": %lld, \"cbid\": 211",
                 static_cast<long long>(e.external_id), static_cast<long long>(e.correlation));
         break;
@@ -235,7 +235,7 @@ Status WriteChromeTrace(const Trace& t, const std::string& path) {
     }
     o += "}}";
     // A flow from each launch to its kernel, as Kineto's ac2g.
-    if (e.kind == EventKind::kLaunch) {
+    if (e.kind == EventKind::kRuntime) {
       AppendF(o, ",\n  {\"ph\": \"s\", \"id\": %lld, \"pid\": %d, \"tid\": %d, \"ts\": ",
               static_cast<long long>(e.correlation), e.pid, e.tid);
       AppendUs(o, e.ts_ns);

@@ -188,7 +188,7 @@ UnitSummary SummarizeUnits(const Trace& t, const std::string& unit) {
     if (!inside(e.ts_ns)) continue;
     switch (e.kind) {
       case EventKind::kOp: calls[std::string(t.strings.Get(e.name))]++; break;
-      case EventKind::kLaunch: s.launches++; break;
+      case EventKind::kRuntime: s.launches++; break;
       case EventKind::kKernel:
         s.kernels++;
         s.device_busy_ns += static_cast<double>(e.dur_ns);

@@ -17,6 +17,9 @@ Profiler::Profiler(const ProfilerOptions& options, const DeviceProps& device)
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
   trace_.host_pid = static_cast<int32_t>(getpid());
+  trace_.source = "tierscope engine";
+  trace_.format = "tierscope";
+  trace_.runtime = "cpu";
   trace_.device_name = device.name;
   trace_.device_units = device.compute_units;
   trace_.device_memory = device.total_memory;
@@ -80,7 +83,7 @@ void Profiler::OnLaunch(const LaunchDesc& desc, int64_t launch_begin_ns, int64_t
   if (!recording_) return;
   const int64_t corr = next_correlation_++;
   const int64_t op = CurrentOpId();
-  Event& launch = trace_.Add(EventKind::kLaunch, "cudaLaunchKernel", Rel(launch_begin_ns),
+  Event& launch = trace_.Add(EventKind::kRuntime, "cudaLaunchKernel", Rel(launch_begin_ns),
                              launch_end_ns - launch_begin_ns);
   launch.pid = trace_.host_pid;
   launch.tid = host_tid_;

@@ -7,13 +7,15 @@ const char* EventKindName(EventKind k) {
   switch (k) {
     case EventKind::kOp: return "cpu_op";
     case EventKind::kAnnotation: return "user_annotation";
-    case EventKind::kLaunch: return "cuda_runtime";
+    case EventKind::kRuntime: return "cuda_runtime";
     case EventKind::kKernel: return "kernel";
     case EventKind::kTask: return "kernel_task";
     case EventKind::kMemcpy: return "gpu_memcpy";
     case EventKind::kMemset: return "gpu_memset";
     case EventKind::kSync: return "cuda_sync";
     case EventKind::kMemory: return "cpu_instant_event";
+    case EventKind::kGpuAnnotation: return "gpu_user_annotation";
+    case EventKind::kOther: return "other";
   }
   return "unknown";
 }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -15,15 +16,18 @@ namespace tierscope {
 
 // The event kinds a Kineto trace has, plus per-worker task spans of a CPU kernel.
 enum class EventKind : uint8_t {
-  kOp,          // cpu_op: an operator on the host (aten::linear)
-  kAnnotation,  // user_annotation: a record_function scope (serial_bert_forward)
-  kLaunch,      // runtime API call that launches a kernel (cudaLaunchKernel)
-  kKernel,      // kernel: device-side execution, from first task start to last task end
-  kTask,        // one worker's share of a kernel: first task start to last task end
-  kMemcpy,
-  kMemset,
-  kSync,
-  kMemory,      // cpu_instant_event [memory]: an allocation (+bytes) or free (-bytes)
+  kOp,             // cpu_op: an operator on the host (aten::linear)
+  kAnnotation,     // user_annotation: a record_function scope (serial_bert_forward)
+  kRuntime,        // a runtime or driver API call (cudaLaunchKernel, hipMemcpyAsync,
+                   // musaLaunchKernel); a launch when a device event shares its correlation
+  kKernel,         // kernel: device-side execution, from first task start to last task end
+  kTask,           // one worker's share of a CPU kernel: first task start to last task end
+  kMemcpy,         // gpu_memcpy
+  kMemset,         // gpu_memset
+  kSync,           // cuda_sync: stream / event / device synchronisation
+  kMemory,         // cpu_instant_event [memory]: an allocation (+bytes) or free (-bytes)
+  kGpuAnnotation,  // gpu_user_annotation: a scope on a device stream
+  kOther,          // anything else with a duration (python_function, overhead, ...)
 };
 
 const char* EventKindName(EventKind k);
@@ -50,11 +54,27 @@ struct Event {
   double v0 = 0, v1 = 0;
   int32_t name = -1;
   int32_t args = -1;  // interned JSON members for "args" (no braces), or -1
+  int32_t cat = -1;   // the category as written in an imported file, or -1
   int32_t pid = 0, tid = 0;
   EventKind kind = EventKind::kOp;
 };
 
+// What an importer saw: never fatal per event; malformed ones are counted here.
+struct ImportStats {
+  int64_t bytes = 0;             // uncompressed input size
+  int64_t events_read = 0;       // entries in traceEvents / rows read
+  int64_t events_kept = 0;       // became Trace events
+  int64_t metadata = 0;          // ph M, flows and other non-timeline entries
+  int64_t malformed = 0;         // skipped: missing or mistyped fields
+  std::map<std::string, int64_t> malformed_reasons;  // reason -> count
+  std::map<std::string, int64_t> by_category;        // category as written -> count
+};
+
 struct Trace {
+  std::string source;          // file it came from, or "tierscope engine"
+  std::string format;          // "kineto", "nsys-sqlite", "tierscope"
+  std::string runtime;         // "cuda", "hip", "musa", "cpu" (launch API family)
+  ImportStats stats;
   StringTable strings;
   std::vector<Event> events;
   // Metadata.
