@@ -1,0 +1,137 @@
+// analyze / stats / diff.
+#include "analysis/commands.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "analysis/diff.h"
+#include "analysis/rules.h"
+#include "core/paths.h"
+#include "trace/kineto_import.h"
+#include "trace/nsys_import.h"
+
+namespace tierscope {
+namespace {
+
+std::string Render(const std::vector<Table>& tables, OutputFormat f) {
+  std::string out;
+  for (const Table& t : tables) {
+    if (f == OutputFormat::kCsv) {
+      out += "# " + t.name + "\n" + RenderCsv(t) + "\n";
+    } else {
+      out += "== " + t.name + " ==\n" + RenderText(t) + "\n";
+    }
+  }
+  return out;
+}
+
+nlohmann::json TraceInfo(const Trace& t) {
+  return {{"source", t.source}, {"format", t.format}, {"runtime", t.runtime},
+          {"device", t.device_name}, {"compute_units", t.device_units}, {"events", t.events.size()}};
+}
+
+std::string Header(const Trace& t, const TraceIndex& x) {
+  std::string h = "trace: " + t.source + "\nformat: " + t.format + ", runtime: " +
+                  (t.runtime.empty() ? "unknown" : t.runtime) + ", device: " +
+                  (t.device_name.empty() ? "unknown" : t.device_name);
+  if (t.device_units > 0) h += " (" + std::to_string(t.device_units) + " compute units)";
+  h += "\nevents: " + std::to_string(t.events.size()) + "; work units: " +
+       (x.unit_name.empty() ? std::string("none found") : std::to_string(x.units.size()) + " x '" + x.unit_name + "'") +
+       "\n\n";
+  return h;
+}
+
+}  // namespace
+
+StatusOr<Trace> LoadTrace(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(path + ": cannot open");
+  char magic[16] = {};
+  in.read(magic, sizeof(magic));
+  if (in.gcount() == 16 && std::string(magic, 16) == std::string("SQLite format 3\0", 16)) {
+    return ImportNsysSqlite(path);
+  }
+  return ImportKinetoTrace(path);
+}
+
+Table ImportStatsTable(const Trace& t) {
+  Table s;
+  s.name = "import_stats";
+  s.title = "Import statistics";
+  s.columns = {"Count", "Item"};
+  s.AddRow({t.stats.bytes, std::string("bytes (uncompressed)")});
+  s.AddRow({t.stats.events_read, std::string("entries read")});
+  s.AddRow({t.stats.events_kept, std::string("timeline events kept")});
+  s.AddRow({t.stats.metadata, std::string("metadata / flow entries")});
+  s.AddRow({t.stats.malformed, std::string("malformed entries skipped")});
+  for (const auto& [reason, n] : t.stats.malformed_reasons) s.AddRow({n, "  malformed: " + reason});
+  for (const auto& [cat, n] : t.stats.by_category) s.AddRow({n, "  category " + cat});
+  return s;
+}
+
+std::string AnalyzeTrace(const Trace& t, const AnalysisOptions& o, OutputFormat f) {
+  const TraceIndex x = BuildIndex(t, o);
+  std::vector<Table> tables = {ImportStatsTable(t)};
+  for (const std::string& name : ReportNames()) {
+    auto r = RunReport(x, name, o);
+    if (r.ok()) tables.push_back(std::move(r).value());
+  }
+  const std::vector<Finding> findings = Diagnose(x, o);
+  if (f == OutputFormat::kJson) {
+    nlohmann::json j;
+    j["trace"] = TraceInfo(t);
+    j["unit"] = x.unit_name;
+    j["units"] = x.units.size();
+    j["reports"] = nlohmann::json::array();
+    for (const Table& tb : tables) j["reports"].push_back(TableToJson(tb));
+    j["findings"] = FindingsToJson(findings);
+    return j.dump(2) + "\n";
+  }
+  if (f == OutputFormat::kCsv) return Render(tables, f);
+  return Header(t, x) + Render(tables, f) + RenderFindings(findings);
+}
+
+StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>& reports,
+                                 const AnalysisOptions& o, OutputFormat f) {
+  const TraceIndex x = BuildIndex(t, o);
+  std::vector<Table> tables;
+  for (const std::string& name : reports) {
+    if (name == "import_stats") {
+      tables.push_back(ImportStatsTable(t));
+      continue;
+    }
+    TS_ASSIGN_OR_RETURN(Table tb, RunReport(x, name, o));
+    tables.push_back(std::move(tb));
+  }
+  if (f == OutputFormat::kJson) {
+    nlohmann::json j;
+    j["trace"] = TraceInfo(t);
+    j["reports"] = nlohmann::json::array();
+    for (const Table& tb : tables) j["reports"].push_back(TableToJson(tb));
+    return j.dump(2) + "\n";
+  }
+  return Render(tables, f);
+}
+
+std::string DiffTraceReport(const Trace& base, const Trace& next, const AnalysisOptions& o,
+                            OutputFormat f) {
+  const TraceIndex a = BuildIndex(base, o), b = BuildIndex(next, o);
+  const TraceDiff d = DiffTraces(a, b);
+  const std::vector<Table> tables = {d.summary, d.operators, d.kernels};
+  if (f == OutputFormat::kJson) {
+    nlohmann::json j;
+    j["base"] = TraceInfo(base);
+    j["new"] = TraceInfo(next);
+    j["per_unit"] = d.per_unit;
+    j["headline"] = d.headline;
+    j["reports"] = nlohmann::json::array();
+    for (const Table& tb : tables) j["reports"].push_back(TableToJson(tb));
+    return j.dump(2) + "\n";
+  }
+  if (f == OutputFormat::kCsv) return Render(tables, f);
+  std::string out = "base: " + base.source + "\nnew:  " + next.source + "\n\n";
+  for (const auto& h : d.headline) out += "  " + h + "\n";
+  return out + "\n" + Render(tables, f);
+}
+
+}  // namespace tierscope

@@ -1,0 +1,138 @@
+// TraceDiff.
+#include "analysis/diff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace tierscope {
+namespace {
+
+struct Side {
+  double units = 1;
+  std::map<std::string, double> ops, kernel_time, kernel_count;
+  double launches = 0, kernels = 0, memops = 0, device_ns = 0;
+  double in_use = 0;
+  std::string hottest;
+};
+
+Side Collect(const TraceIndex& x, bool per_unit) {
+  Side s;
+  if (per_unit) s.units = static_cast<double>(x.units.size());
+  auto in = [&](int64_t ts) { return !per_unit || x.UnitAt(ts) >= 0; };
+  for (size_t i : x.ops) if (in(x.E(i).ts_ns)) s.ops[std::string(x.Name(i))] += 1;
+  for (size_t i : x.launches) if (in(x.E(i).ts_ns)) s.launches += 1;
+  for (size_t i : x.kernels) {
+    if (!in(x.LaunchTime(i))) continue;
+    s.kernels += 1;
+    s.device_ns += static_cast<double>(x.E(i).dur_ns);
+    s.kernel_time[std::string(x.Name(i))] += static_cast<double>(x.E(i).dur_ns);
+    s.kernel_count[std::string(x.Name(i))] += 1;
+  }
+  for (size_t i : x.memops) {
+    if (!in(x.LaunchTime(i))) continue;
+    s.memops += 1;
+    s.device_ns += static_cast<double>(x.E(i).dur_ns);
+  }
+  for (auto* m : {&s.ops, &s.kernel_time, &s.kernel_count}) for (auto& [k, v] : *m) v /= s.units;
+  s.launches /= s.units;
+  s.kernels /= s.units;
+  s.memops /= s.units;
+  s.device_ns /= s.units;
+  s.in_use = DeviceInUse(x).percent();
+  double best = -1;
+  for (auto& [k, v] : s.kernel_time) {
+    if (v > best) {
+      best = v;
+      s.hottest = k;
+    }
+  }
+  return s;
+}
+
+std::string Num(double v) {
+  char buf[32];
+  if (v == std::floor(v)) std::snprintf(buf, sizeof(buf), "%.0f", v);
+  else std::snprintf(buf, sizeof(buf), "%.2f", v);
+  return buf;
+}
+
+Cell Ratio(double a, double b) {
+  if (a == 0) return std::string(b == 0 ? "=" : "new");
+  return b / a;
+}
+
+}  // namespace
+
+TraceDiff DiffTraces(const TraceIndex& base, const TraceIndex& next) {
+  TraceDiff d;
+  d.per_unit = !base.units.empty() && !next.units.empty();
+  const Side a = Collect(base, d.per_unit), b = Collect(next, d.per_unit);
+  const std::string per = d.per_unit ? " per work unit" : " (totals)";
+
+  d.summary.name = "diff_summary";
+  d.summary.title = "Baseline vs new" + per;
+  d.summary.columns = {"Base", "New", "New/Base", "Metric"};
+  auto row = [&](const std::string& metric, double x, double y) {
+    d.summary.AddRow({x, y, Ratio(x, y), metric});
+  };
+  row("launches", a.launches, b.launches);
+  row("kernels", a.kernels, b.kernels);
+  row("memory operations", a.memops, b.memops);
+  row("device time (ns)", a.device_ns, b.device_ns);
+  row("device in use (%)", a.in_use, b.in_use);
+  d.summary.notes.push_back("hottest kernel: " + (a.hottest.empty() ? "-" : a.hottest) + " -> " +
+                            (b.hottest.empty() ? "-" : b.hottest));
+
+  d.operators.name = "diff_operators";
+  d.operators.title = "Operator calls" + per;
+  d.operators.columns = {"Base", "New", "Delta", "New/Base", "Operator"};
+  std::set<std::string> names;
+  for (auto& [k, v] : a.ops) names.insert(k);
+  for (auto& [k, v] : b.ops) names.insert(k);
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto& n : names) {
+    const double x = a.ops.count(n) ? a.ops.at(n) : 0, y = b.ops.count(n) ? b.ops.at(n) : 0;
+    order.push_back({std::fabs(y - x), n});
+  }
+  std::sort(order.rbegin(), order.rend());
+  for (auto& [delta, n] : order) {
+    const double x = a.ops.count(n) ? a.ops.at(n) : 0, y = b.ops.count(n) ? b.ops.at(n) : 0;
+    d.operators.AddRow({x, y, y - x, Ratio(x, y), n});
+  }
+
+  d.kernels.name = "diff_kernels";
+  d.kernels.title = "Kernels" + per + " (time in ns)";
+  d.kernels.columns = {"Base time", "New time", "Base count", "New count", "Kernel"};
+  std::set<std::string> kn;
+  for (auto& [k, v] : a.kernel_time) kn.insert(k);
+  for (auto& [k, v] : b.kernel_time) kn.insert(k);
+  std::vector<std::pair<double, std::string>> korder;
+  for (const auto& n : kn) {
+    korder.push_back({std::max(a.kernel_time.count(n) ? a.kernel_time.at(n) : 0.0,
+                               b.kernel_time.count(n) ? b.kernel_time.at(n) : 0.0), n});
+  }
+  std::sort(korder.rbegin(), korder.rend());
+  for (auto& [t, n] : korder) {
+    auto get = [&](const std::map<std::string, double>& m) { return m.count(n) ? m.at(n) : 0.0; };
+    d.kernels.AddRow({get(a.kernel_time), get(b.kernel_time), get(a.kernel_count), get(b.kernel_count), n});
+  }
+
+  // Headline: launches and the operators that changed most.
+  d.headline.push_back("launches " + Num(a.launches) + " -> " + Num(b.launches) + per);
+  int shown = 0;
+  for (auto& [delta, n] : order) {
+    if (delta == 0 || shown == 4) break;
+    const double x = a.ops.count(n) ? a.ops.at(n) : 0, y = b.ops.count(n) ? b.ops.at(n) : 0;
+    d.headline.push_back(n + " " + Num(x) + " -> " + Num(y));
+    ++shown;
+  }
+  d.headline.push_back("device time " + FormatNs(a.device_ns) + " -> " + FormatNs(b.device_ns) +
+                       ", in use " + Num(a.in_use) + "% -> " + Num(b.in_use) + "%");
+  if (a.hottest != b.hottest) d.headline.push_back("hottest kernel: " + a.hottest + " -> " + b.hottest);
+  return d;
+}
+
+}  // namespace tierscope

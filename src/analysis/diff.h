@@ -1,0 +1,27 @@
+// Diff of a baseline trace against an optimised one: operators, launches, kernels and
+// memory operations side by side (per work unit when both have units), device time,
+// in-use, and which kernel became the hottest.
+#ifndef TIERSCOPE_ANALYSIS_DIFF_H_
+#define TIERSCOPE_ANALYSIS_DIFF_H_
+
+#include <string>
+#include <vector>
+
+#include "analysis/reports.h"
+#include "analysis/table.h"
+
+namespace tierscope {
+
+struct TraceDiff {
+  bool per_unit = false;  // counts are per work unit (else totals)
+  std::vector<std::string> headline;  // "aten::linear 832 -> 13", ...
+  Table summary;   // launches, kernels, memory ops, device time, in-use, hottest kernel
+  Table operators; // operator calls base -> new
+  Table kernels;   // kernel time and count base -> new
+};
+
+TraceDiff DiffTraces(const TraceIndex& base, const TraceIndex& next);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_ANALYSIS_DIFF_H_

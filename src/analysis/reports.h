@@ -1,0 +1,76 @@
+// System (tier 2) and operator (tier 1) reports computed from any Trace — tierscope's
+// own or an imported Kineto / Nsight Systems one — named as Nsight Systems names them
+// (cuda_gpu_kern_sum, ...), with the MUSA (musa_*) and HIP (hip_*) names as aliases.
+#ifndef TIERSCOPE_ANALYSIS_REPORTS_H_
+#define TIERSCOPE_ANALYSIS_REPORTS_H_
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/table.h"
+#include "tierscope/status.h"
+#include "trace/trace.h"
+
+namespace tierscope {
+
+struct AnalysisOptions {
+  std::string unit;                  // work-unit annotation; "" = auto (ProfilerStep#N,
+                                     // serial_bert_forward, batched_bert_forward)
+  double short_kernel_ns = 10'000;   // "short" kernels are below this
+  int hot_kernels = 10;
+};
+
+struct WorkUnit {
+  std::string name;
+  int64_t begin_ns = 0, end_ns = 0;
+};
+
+// Indexes of a Trace that every report shares.
+struct TraceIndex {
+  const Trace* trace = nullptr;
+  std::vector<size_t> ops, annotations, runtime, kernels, memops, syncs, memory;
+  std::unordered_map<int64_t, size_t> runtime_by_corr;  // correlation -> runtime call
+  std::vector<size_t> launches;     // runtime calls that launched a device event
+  int64_t device_begin_ns = 0, device_end_ns = 0;  // first device start .. last end
+  std::vector<WorkUnit> units;      // sorted by begin
+  std::string unit_name;            // the annotation that delimits units ("" if none)
+  std::string prefix = "cuda";      // report-name prefix for the trace's runtime
+
+  std::string_view Name(size_t i) const { return trace->strings.Get(trace->events[i].name); }
+  const Event& E(size_t i) const { return trace->events[i]; }
+  // Index of the unit containing host time `ts`, or -1.
+  int UnitAt(int64_t ts) const;
+  // Host time at which device event i was launched (its own ts without a launch).
+  int64_t LaunchTime(size_t i) const;
+};
+
+TraceIndex BuildIndex(const Trace& trace, const AnalysisOptions& options);
+
+// Every report name `stats` accepts (canonical names).
+std::vector<std::string> ReportNames();
+// Runs one report by name or alias ("musa_gpu_kern_sum" = "cuda_gpu_kern_sum").
+StatusOr<Table> RunReport(const TraceIndex& index, const std::string& name,
+                          const AnalysisOptions& options);
+
+// Device in-use: the union of kernel and memory-operation intervals over the device
+// window, per device pid; returns busy ns and window ns summed over devices.
+struct InUse {
+  int64_t busy_ns = 0, window_ns = 0;
+  double percent() const { return window_ns > 0 ? 100.0 * busy_ns / window_ns : 0.0; }
+};
+InUse DeviceInUse(const TraceIndex& index);
+
+// Gaps between consecutive device events (idle stretches of the device union).
+std::vector<int64_t> DeviceGaps(const TraceIndex& index);
+
+struct DurationStats {
+  int64_t count = 0;
+  double total = 0, avg = 0, med = 0, min = 0, max = 0, stddev = 0;
+};
+DurationStats Summarize(std::vector<int64_t> durations);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_ANALYSIS_REPORTS_H_

@@ -1,0 +1,230 @@
+// Rules and diagnosis.
+#include "analysis/rules.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+namespace tierscope {
+namespace {
+
+bool Contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+
+std::string Fmt(const char* fmt, double a, double b = 0, double c = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), fmt, a, b, c);
+  return buf;
+}
+
+bool IsMemcpyApi(std::string_view n) {
+  return (Contains(n, "cudaMemcpy") || Contains(n, "hipMemcpy") || Contains(n, "musaMemcpy") ||
+          Contains(n, "cuMemcpy")) && !Contains(n, "Async");
+}
+bool IsMemsetApi(std::string_view n) {
+  return (Contains(n, "cudaMemset") || Contains(n, "hipMemset") || Contains(n, "musaMemset") ||
+          Contains(n, "cuMemset")) && !Contains(n, "Async");
+}
+bool IsSyncApi(std::string_view n) { return Contains(n, "Synchronize"); }
+
+// Adds a finding for runtime calls matching `pred`, if any.
+void ApiRule(const TraceIndex& x, bool (*pred)(std::string_view), const char* rule,
+             const char* title, const char* next, std::vector<Finding>& out) {
+  int64_t n = 0;
+  double t = 0;
+  std::map<std::string, int64_t> names;
+  for (size_t i : x.runtime) {
+    if (!pred(x.Name(i))) continue;
+    ++n;
+    t += static_cast<double>(x.E(i).dur_ns);
+    names[std::string(x.Name(i))]++;
+  }
+  if (n == 0) return;
+  Finding f;
+  f.rule = rule;
+  f.title = title;
+  f.threshold = "any call";
+  f.evidence.push_back(std::to_string(n) + " calls, " + FormatNs(t) + " of host time blocked");
+  for (auto& [name, c] : names) f.examples.push_back(name + " x" + std::to_string(c));
+  f.next_step = next;
+  f.explained_ns = t;
+  out.push_back(std::move(f));
+}
+
+int64_t GridBlocks(const std::string& grid) {
+  // "[x, y, z]" -> x*y*z; 0 if unknown.
+  int64_t prod = 1;
+  int found = 0;
+  const char* p = grid.c_str();
+  while (*p) {
+    if ((*p >= '0' && *p <= '9')) {
+      char* end;
+      prod *= std::strtoll(p, &end, 10);
+      ++found;
+      p = end;
+    } else {
+      ++p;
+    }
+  }
+  return found ? prod : 0;
+}
+
+}  // namespace
+
+std::vector<Finding> RunRules(const TraceIndex& x, const AnalysisOptions& o, const RuleOptions& r) {
+  std::vector<Finding> out;
+  ApiRule(x, IsMemcpyApi, "sync_memcpy", "Synchronous memcpy calls block the host",
+          "use cudaMemcpyAsync with pinned host memory, and keep data on the device", out);
+  ApiRule(x, IsMemsetApi, "sync_memset", "Synchronous memset calls block the host",
+          "use cudaMemsetAsync on a stream", out);
+  ApiRule(x, IsSyncApi, "sync_api", "Synchronisation calls stall the host",
+          "synchronise only at the timing boundaries; let work queue", out);
+
+  const InUse u = DeviceInUse(x);
+  const std::vector<int64_t> gaps = DeviceGaps(x);
+  {
+    int64_t n = 0;
+    double t = 0, mx = 0;
+    for (int64_t g : gaps) {
+      if (g >= r.large_gap_ns) {
+        ++n;
+        t += static_cast<double>(g);
+        mx = std::max(mx, static_cast<double>(g));
+      }
+    }
+    if (n > 0) {
+      Finding f;
+      f.rule = "gaps_large";
+      f.title = "Large gaps leave the device idle";
+      f.threshold = "gap >= " + FormatNs(r.large_gap_ns);
+      f.evidence.push_back(std::to_string(n) + " gaps, " + FormatNs(t) + " idle in total, largest " + FormatNs(mx));
+      f.next_step = "look at the host timeline inside the gaps (tier 1): host work, syncs or data loading";
+      f.explained_ns = t;
+      out.push_back(std::move(f));
+    }
+  }
+  if (u.window_ns > 0 && u.percent() < r.low_util_percent) {
+    Finding f;
+    f.rule = "gpu_util_low";
+    f.title = "The device is idle most of the time";
+    f.threshold = Fmt("in use < %.0f%%", r.low_util_percent);
+    f.evidence.push_back(Fmt("in use %.1f%%: busy ", u.percent()) + FormatNs(u.busy_ns) + " of a " +
+                         FormatNs(u.window_ns) + " window");
+    f.next_step = "find what the host does between launches; give each launch more work";
+    f.explained_ns = static_cast<double>(u.window_ns - u.busy_ns);
+    out.push_back(std::move(f));
+  }
+  // Launch-bound: most kernels are short and launching costs as much as running.
+  if (!x.kernels.empty()) {
+    int64_t short_n = 0;
+    double kt = 0, api = 0;
+    for (size_t k : x.kernels) {
+      kt += static_cast<double>(x.E(k).dur_ns);
+      if (x.E(k).dur_ns < o.short_kernel_ns) ++short_n;
+    }
+    for (size_t i : x.launches) api += static_cast<double>(x.E(i).dur_ns);
+    const double share = 100.0 * short_n / x.kernels.size();
+    const bool gaps_dominate = u.window_ns > 0 && u.percent() < 100 - r.low_util_percent / 2;
+    if (share >= r.short_share_percent && (api >= r.api_to_kernel * kt || gaps_dominate)) {
+      Finding f;
+      f.rule = "launch_bound";
+      f.title = "Launch-bound: many short kernels, launch overhead comparable to kernel time";
+      f.threshold = "short kernels (< " + FormatNs(o.short_kernel_ns) + ") >= " +
+                    Fmt("%.0f%%", r.short_share_percent) + " and (launch API time >= " +
+                    Fmt("%.1f", r.api_to_kernel) + " x kernel time, or device in use < " +
+                    Fmt("%.0f%%)", 100 - r.low_util_percent / 2);
+      f.evidence.push_back(Fmt("%.1f%% of %.0f kernels are short", share, static_cast<double>(x.kernels.size())));
+      f.evidence.push_back("launch API time " + FormatNs(api) + " vs kernel time " + FormatNs(kt) +
+                           Fmt(" (%.2f x)", kt > 0 ? api / kt : 0.0));
+      f.evidence.push_back(Fmt("device in use %.1f%%", u.percent()));
+      if (!x.units.empty()) {
+        f.evidence.push_back(Fmt("%.1f launches per work unit", static_cast<double>(x.launches.size()) / x.units.size()));
+      }
+      f.next_step = "fewer, bigger launches: batch more samples per launch, fuse operators, "
+                    "capture the forward in a CUDA graph";
+      f.explained_ns = std::max(api, static_cast<double>(u.window_ns - u.busy_ns));
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+std::vector<Finding> Diagnose(const TraceIndex& x, const AnalysisOptions& o, const RuleOptions& r) {
+  std::vector<Finding> out = RunRules(x, o, r);
+  // The hot kernel: is it worth a tier-3 look, or does it lack the work to fill the device?
+  std::map<std::string, std::pair<double, size_t>> by_name;
+  double total = 0;
+  for (size_t k : x.kernels) {
+    auto& v = by_name[std::string(x.Name(k))];
+    v.first += static_cast<double>(x.E(k).dur_ns);
+    v.second = k;
+    total += static_cast<double>(x.E(k).dur_ns);
+  }
+  if (total > 0) {
+    auto hot = std::max_element(by_name.begin(), by_name.end(),
+                                [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
+    const double share = 100.0 * hot->second.first / total;
+    const Event& e = x.E(hot->second.second);
+    std::string grid;
+    if (e.args >= 0) {
+      std::string_view a = x.trace->strings.Get(e.args);
+      size_t p = a.find("\"grid\"");
+      if (p != std::string_view::npos) grid = std::string(a.substr(p, a.find(']', p) - p + 1));
+    }
+    const int64_t blocks = GridBlocks(grid);
+    const int units = x.trace->device_units;
+    if (share >= r.hot_share_percent && blocks > 0 && units > 0 && blocks < units) {
+      Finding f;
+      f.rule = "granularity";
+      f.title = "The hot kernel cannot fill the device: too little work per launch";
+      f.threshold = "hot kernel share >= " + Fmt("%.0f%%", r.hot_share_percent) + " and grid blocks < compute units";
+      f.evidence.push_back(hot->first + Fmt(": %.1f%% of device time", share));
+      f.evidence.push_back("grid " + std::to_string(blocks) + " blocks (" + grid.substr(grid.find('[')) +
+                           ") on " + std::to_string(units) + " compute units");
+      f.next_step = "raise the work per launch (batch the samples); do not tune this kernel";
+      f.explained_ns = hot->second.first;
+      out.push_back(std::move(f));
+    } else if (share >= r.hot_share_percent) {
+      Finding f;
+      f.rule = "hot_kernel";
+      f.title = "One kernel dominates device time: worth a tier-3 look";
+      f.threshold = "hot kernel share >= " + Fmt("%.0f%%", r.hot_share_percent);
+      f.evidence.push_back(hot->first + Fmt(": %.1f%% of device time, ", share) + FormatNs(hot->second.first));
+      if (blocks > 0) f.evidence.push_back("grid " + std::to_string(blocks) + " blocks" +
+                                           (units > 0 ? " on " + std::to_string(units) + " compute units" : ""));
+      f.next_step = "inspect it: tierscope kernel -k '" + hot->first + "' (or Nsight Compute / MUSA mcu)";
+      f.explained_ns = hot->second.first;
+      out.push_back(std::move(f));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Finding& a, const Finding& b) { return a.explained_ns > b.explained_ns; });
+  return out;
+}
+
+std::string RenderFindings(const std::vector<Finding>& findings) {
+  if (findings.empty()) return "Diagnosis: no problem found (no rule fired).\n";
+  std::string out = "Diagnosis (ranked by the time each finding explains):\n";
+  int n = 1;
+  for (const Finding& f : findings) {
+    out += "\n" + std::to_string(n++) + ". [" + f.rule + "] " + f.title + "  (explains " +
+           FormatNs(f.explained_ns) + ")\n";
+    for (const auto& e : f.evidence) out += "   evidence: " + e + "\n";
+    out += "   threshold: " + f.threshold + "\n";
+    for (size_t i = 0; i < f.examples.size() && i < 5; ++i) out += "   event: " + f.examples[i] + "\n";
+    out += "   next step: " + f.next_step + "\n";
+  }
+  return out;
+}
+
+nlohmann::json FindingsToJson(const std::vector<Finding>& findings) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const Finding& f : findings) {
+    a.push_back({{"rule", f.rule}, {"title", f.title}, {"evidence", f.evidence},
+                 {"threshold", f.threshold}, {"examples", f.examples},
+                 {"next_step", f.next_step}, {"explained_ns", f.explained_ns}});
+  }
+  return a;
+}
+
+}  // namespace tierscope

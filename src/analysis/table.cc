@@ -1,0 +1,128 @@
+// Table renderers.
+#include "analysis/table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace tierscope {
+namespace {
+
+std::string CellText(const Cell& c) {
+  if (const auto* s = std::get_if<std::string>(&c)) return *s;
+  if (const auto* i = std::get_if<int64_t>(&c)) return std::to_string(*i);
+  const double d = std::get<double>(c);
+  char buf[64];
+  if (std::fabs(d) >= 1e6 || d == std::floor(d)) {
+    std::snprintf(buf, sizeof(buf), "%.0f", d);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.3f", d);
+  }
+  return buf;
+}
+
+bool IsNumber(const Cell& c) { return !std::holds_alternative<std::string>(c); }
+
+std::string CsvQuote(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+bool ParseOutputFormat(const std::string& s, OutputFormat* out) {
+  if (s == "text") *out = OutputFormat::kText;
+  else if (s == "json") *out = OutputFormat::kJson;
+  else if (s == "csv") *out = OutputFormat::kCsv;
+  else return false;
+  return true;
+}
+
+std::string FormatNs(double ns) {
+  char buf[32];
+  const double a = std::fabs(ns);
+  if (a >= 1e9) std::snprintf(buf, sizeof(buf), "%.3f s", ns / 1e9);
+  else if (a >= 1e6) std::snprintf(buf, sizeof(buf), "%.3f ms", ns / 1e6);
+  else if (a >= 1e3) std::snprintf(buf, sizeof(buf), "%.3f us", ns / 1e3);
+  else std::snprintf(buf, sizeof(buf), "%.0f ns", ns);
+  return buf;
+}
+
+std::string RenderText(const Table& t) {
+  std::vector<size_t> width(t.columns.size());
+  for (size_t c = 0; c < t.columns.size(); ++c) width[c] = t.columns[c].size();
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& row : t.rows) {
+    cells.emplace_back();
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
+      cells.back().push_back(CellText(row[c]));
+      width[c] = std::max(width[c], cells.back().back().size());
+    }
+  }
+  // The last column (usually a name) is left-aligned and not padded.
+  std::string out;
+  if (!t.title.empty()) out += t.title + "\n\n";
+  auto line = [&](const std::vector<std::string>& v, const std::vector<Cell>* row) {
+    std::string l;
+    for (size_t c = 0; c < v.size(); ++c) {
+      const bool last = c + 1 == width.size();
+      const bool right = row != nullptr ? IsNumber((*row)[c]) : c + 1 < width.size();
+      if (c) l += "  ";
+      if (last) l += v[c];
+      else if (right) l += std::string(width[c] - v[c].size(), ' ') + v[c];
+      else l += v[c] + std::string(width[c] - v[c].size(), ' ');
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    return l + "\n";
+  };
+  out += line(t.columns, nullptr);
+  std::vector<std::string> dashes;
+  for (size_t w : width) dashes.push_back(std::string(w, '-'));
+  out += line(dashes, nullptr);
+  for (size_t r = 0; r < cells.size(); ++r) out += line(cells[r], &t.rows[r]);
+  if (t.rows.empty()) out += "(no rows)\n";
+  for (const auto& n : t.notes) out += n + "\n";
+  return out;
+}
+
+std::string RenderCsv(const Table& t) {
+  std::string out;
+  for (size_t c = 0; c < t.columns.size(); ++c) {
+    if (c) out += ',';
+    out += CsvQuote(t.columns[c]);
+  }
+  out += "\n";
+  for (const auto& row : t.rows) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (c) out += ',';
+      out += CsvQuote(CellText(row[c]));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+nlohmann::json TableToJson(const Table& t) {
+  nlohmann::json j;
+  j["name"] = t.name;
+  j["title"] = t.title;
+  j["columns"] = t.columns;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : t.rows) {
+    nlohmann::json r = nlohmann::json::object();
+    for (size_t c = 0; c < row.size() && c < t.columns.size(); ++c) {
+      std::visit([&](const auto& v) { r[t.columns[c]] = v; }, row[c]);
+    }
+    rows.push_back(std::move(r));
+  }
+  j["rows"] = std::move(rows);
+  if (!t.notes.empty()) j["notes"] = t.notes;
+  return j;
+}
+
+}  // namespace tierscope
