@@ -8,4 +8,4 @@ bash scripts/build.sh release
 (cd build/release && ctest --output-on-failure -j2)
 python=$(bash scripts/python_env.sh | tail -n 1)
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TIERSCOPE_BIN="$PWD/build/release/tierscope" \
-  "$python" -m pytest tests/model/golden tests/profile -q
+  "$python" -m pytest tests/model/golden tests/profile tests/trace -q

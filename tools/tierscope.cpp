@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "analysis/commands.h"
 #include "lab/bench.h"
 #include "lab/run.h"
 #include "tierscope/version.h"
@@ -17,7 +18,10 @@ using tierscope::StatusCode;
 // Bad flag values exit 2 (usage); other failures exit 1.
 int Fail(const Status& s) {
   std::cerr << "tierscope: error: " << s.message() << "\n";
-  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kOutOfRange ? 2 : 1;
+  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kOutOfRange ||
+                 s.code() == StatusCode::kNotFound
+             ? 2
+             : 1;
 }
 
 }  // namespace
@@ -69,6 +73,29 @@ int main(int argc, char** argv) {
               "also write hidden_states [layers+1, B, S, H] (embeddings and every layer)");
   r->add_option("--threads", run.threads, "worker threads (0: all cores)")->capture_default_str();
 
+  // Analyzer commands: any supported trace (Kineto .json/.json.gz, nsys SQLite).
+  std::string format = "text", unit, base_path, new_path, trace_path, reports;
+  double short_us = 10;
+  auto add_common = [&](CLI::App* c) {
+    c->add_option("--format", format, "text | json | csv")->capture_default_str();
+    c->add_option("--unit", unit,
+                  "work-unit annotation (default: ProfilerStep#N, serial_bert_forward or "
+                  "batched_bert_forward, whichever the trace has)");
+    c->add_option("--short-kernel-us", short_us, "kernels shorter than this are short")
+        ->capture_default_str();
+  };
+  auto* an = app.add_subcommand("analyze", "Every report of a trace plus the diagnosis");
+  an->add_option("trace", trace_path, "Kineto trace (.json/.json.gz) or nsys SQLite export")->required();
+  add_common(an);
+  auto* st = app.add_subcommand("stats", "Reports of a trace by name");
+  st->add_option("trace", trace_path, "Kineto trace (.json/.json.gz) or nsys SQLite export")->required();
+  st->add_option("--report", reports, "report names, comma-separated (see --list)")->required();
+  add_common(st);
+  auto* df = app.add_subcommand("diff", "Compare a baseline trace with a new one");
+  df->add_option("base", base_path, "baseline trace")->required();
+  df->add_option("new", new_path, "new trace")->required();
+  add_common(df);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -86,6 +113,40 @@ int main(int argc, char** argv) {
     auto result = tierscope::RunBench(bench);
     if (!result.ok()) return Fail(result.status());
     std::cout << result->profile_text << tierscope::FormatResultLine(result->result) << std::endl;
+    return 0;
+  }
+  if (an->parsed() || st->parsed() || df->parsed()) {
+    tierscope::OutputFormat f;
+    if (!tierscope::ParseOutputFormat(format, &f)) {
+      return Fail(tierscope::InvalidArgument("--format must be text, json or csv, got '" + format + "'"));
+    }
+    if (!(short_us > 0)) return Fail(tierscope::InvalidArgument("--short-kernel-us must be > 0"));
+    tierscope::AnalysisOptions o;
+    o.unit = unit;
+    o.short_kernel_ns = short_us * 1000.0;
+    if (df->parsed()) {
+      auto base = tierscope::LoadTrace(base_path);
+      if (!base.ok()) return Fail(base.status());
+      auto next = tierscope::LoadTrace(new_path);
+      if (!next.ok()) return Fail(next.status());
+      std::cout << tierscope::DiffTraceReport(*base, *next, o, f);
+      return 0;
+    }
+    auto trace = tierscope::LoadTrace(trace_path);
+    if (!trace.ok()) return Fail(trace.status());
+    if (an->parsed()) {
+      std::cout << tierscope::AnalyzeTrace(*trace, o, f);
+      return 0;
+    }
+    std::vector<std::string> names;
+    for (size_t b = 0, e; b <= reports.size(); b = e + 1) {
+      e = reports.find(',', b);
+      if (e == std::string::npos) e = reports.size();
+      if (e > b) names.push_back(reports.substr(b, e - b));
+    }
+    auto out = tierscope::TraceStats(*trace, names, o, f);
+    if (!out.ok()) return Fail(out.status());
+    std::cout << *out;
     return 0;
   }
   if (r->parsed()) {

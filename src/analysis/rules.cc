@@ -190,7 +190,7 @@ std::vector<Finding> Diagnose(const TraceIndex& x, const AnalysisOptions& o, con
       f.title = "One kernel dominates device time: worth a tier-3 look";
       f.threshold = "hot kernel share >= " + Fmt("%.0f%%", r.hot_share_percent);
       f.evidence.push_back(hot->first + Fmt(": %.1f%% of device time, ", share) + FormatNs(hot->second.first));
-      if (blocks > 0) f.evidence.push_back("grid " + std::to_string(blocks) + " blocks" +
+      if (blocks > 0) f.evidence.push_back("grid " + std::to_string(blocks) + " blocks " + grid.substr(grid.find('[')) +
                                            (units > 0 ? " on " + std::to_string(units) + " compute units" : ""));
       f.next_step = "inspect it: tierscope kernel -k '" + hot->first + "' (or Nsight Compute / MUSA mcu)";
       f.explained_ns = hot->second.first;

@@ -82,7 +82,7 @@ std::string RenderText(const Table& t) {
   };
   out += line(t.columns, nullptr);
   std::vector<std::string> dashes;
-  for (size_t w : width) dashes.push_back(std::string(w, '-'));
+  for (size_t w : width) dashes.push_back(std::string(std::min<size_t>(w, 60), '-'));
   out += line(dashes, nullptr);
   for (size_t r = 0; r < cells.size(); ++r) out += line(cells[r], &t.rows[r]);
   if (t.rows.empty()) out += "(no rows)\n";

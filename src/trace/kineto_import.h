@@ -28,8 +28,8 @@
 // appearance; such names and all thread_name metadata land in Trace::thread_names.
 // args: "External id" / "external id" -> external_id, "correlation" (kTask: "kernel
 // correlation") -> correlation; kKernel: v0 = flops, v1 = bytes when present. For kOp,
-// kKernel, kRuntime, kMemcpy, kMemset, kSync and kTask the args object's members (raw
-// JSON text without the braces) are interned in Event::args.
+// kKernel, kMemcpy, kMemset, kSync and kTask the args object's members (raw JSON text
+// without the braces) are interned in Event::args; runtime calls' args are not kept.
 #ifndef TIERSCOPE_TRACE_KINETO_IMPORT_H_
 #define TIERSCOPE_TRACE_KINETO_IMPORT_H_
 

@@ -95,9 +95,8 @@ std::string MemcpyName(int64_t copy_kind) {
 
 const char* MemKindName(int64_t kind) {
   // ENUM_CUDA_MEM_KIND.
-  static constexpr const char* kNames[] = {"Pageable",      "Pinned",         "Device", "Array",
-                                           "Managed",       "Device Static",  "Managed Static",
-                                           "Unknown"};
+  static constexpr const char* kNames[] = {"Pageable", "Pinned",        "Device",         "Array",
+                                           "Managed",  "Device Static", "Managed Static", "Unknown"};
   if (kind >= 0 && kind <= 7) return kNames[kind];
   return nullptr;
 }
@@ -105,11 +104,16 @@ const char* MemKindName(int64_t kind) {
 const char* SyncName(int64_t sync_type) {
   // ENUM_CUPTI_SYNC_TYPE, named as Kineto names its cuda_sync events.
   switch (sync_type) {
-    case 1: return "Event Sync";
-    case 2: return "Stream Wait Event";
-    case 3: return "Stream Sync";
-    case 4: return "Context Sync";
-    default: return "Unknown Sync";
+    case 1:
+      return "Event Sync";
+    case 2:
+      return "Stream Wait Event";
+    case 3:
+      return "Stream Sync";
+    case 4:
+      return "Context Sync";
+    default:
+      return "Unknown Sync";
   }
 }
 
@@ -190,10 +194,10 @@ class Importer {
   Status Run() {
     TS_RETURN_IF_ERROR(LoadSchema());
     if (!HasTable(kKernelTable) && !HasTable(kRuntimeTable)) {
-      return InvalidArgument(
-          path_ + ": not an Nsight Systems CUDA export: it has no " + kKernelTable + " or " +
-          kRuntimeTable + " table (capture with nsys profile --trace=cuda and convert with "
-          "nsys export --type sqlite)");
+      return InvalidArgument(path_ + ": not an Nsight Systems CUDA export: it has no " + kKernelTable +
+                             " or " + kRuntimeTable +
+                             " table (capture with nsys profile --trace=cuda and convert with "
+                             "nsys export --type sqlite)");
     }
     TS_RETURN_IF_ERROR(ImportKernels());
     TS_RETURN_IF_ERROR(ImportRuntime());
@@ -201,6 +205,7 @@ class Importer {
     TS_RETURN_IF_ERROR(ImportMemsets());
     TS_RETURN_IF_ERROR(ImportSyncs());
     TS_RETURN_IF_ERROR(ImportNvtx());
+    QualifyCorrelations();
     FillMetadata();
     TS_RETURN_IF_ERROR(LoadDeviceInfo());
     std::stable_sort(t_.events.begin(), t_.events.end(),
@@ -241,8 +246,8 @@ class Importer {
   }
 
   Status LoadSchema() {
-    TS_ASSIGN_OR_RETURN(Stmt tables, Prepare("SELECT name FROM sqlite_master WHERE type = 'table'",
-                                             "reading the schema"));
+    TS_ASSIGN_OR_RETURN(Stmt tables,
+                        Prepare("SELECT name FROM sqlite_master WHERE type = 'table'", "reading the schema"));
     std::vector<std::string> names;
     TS_RETURN_IF_ERROR(Step(tables.get(), "reading the schema", [&](sqlite3_stmt* s) {
       const char* p = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
@@ -315,7 +320,8 @@ class Importer {
     if (HasTable("StringIds")) {
       if (!string_stmt_) {
         sqlite3_stmt* raw = nullptr;
-        if (sqlite3_prepare_v2(db_, "SELECT value FROM StringIds WHERE id = ?1", -1, &raw, nullptr) == SQLITE_OK) {
+        if (sqlite3_prepare_v2(db_, "SELECT value FROM StringIds WHERE id = ?1", -1, &raw, nullptr) ==
+            SQLITE_OK) {
           string_stmt_.reset(raw);
         } else {
           sqlite3_finalize(raw);
@@ -336,8 +342,8 @@ class Importer {
     return pos->second ? &*pos->second : nullptr;
   }
 
-  // A name column: a StringIds reference (or, tolerated, inline text). Empty if NULL
-  // or unresolvable; `unresolved` then says which.
+  // A name column: a StringIds reference (or, tolerated, inline text). Empty when NULL
+  // or not an id; "<unknown string N>", with *unresolved set, when StringIds lacks it.
   std::string NameAt(RowReader& r, int i, bool* unresolved) {
     *unresolved = false;
     if (r.IsNull(i)) return std::string();
@@ -352,9 +358,20 @@ class Importer {
     return *s;
   }
 
-  Event& AddDeviceEvent(EventKind kind, std::string_view name, int64_t start, int64_t end,
-                        int64_t device, int64_t stream, int64_t correlation, const char* table) {
-    Event& e = t_.Add(kind, name, start, end - start);
+  // Adds an event; `process` (-1 if unknown) is the host pid whose correlation ids it uses.
+  Event& AddEvent(EventKind kind, std::string_view name, int64_t start, int64_t end, int32_t process) {
+    process_.push_back(process);
+    return t_.Add(kind, name, start, end - start);
+  }
+
+  static int32_t ProcessOf(const RowReader& r, int global_pid_col) {
+    const std::optional<int64_t> g = r.Optional(global_pid_col);
+    return g ? PidOf(*g) : -1;
+  }
+
+  Event& AddDeviceEvent(EventKind kind, std::string_view name, int64_t start, int64_t end, int64_t device,
+                        int64_t stream, int64_t correlation, int32_t process, const char* table) {
+    Event& e = AddEvent(kind, name, start, end, process);
     e.pid = static_cast<int32_t>(device);
     e.tid = static_cast<int32_t>(stream);
     e.correlation = correlation;
@@ -369,10 +386,12 @@ class Importer {
   }
 
   Status ImportKernels() {
+    // clang-format off
     const std::vector<const char*> cols = {
         "start", "end", "deviceId", "streamId", "contextId", "correlationId", "globalPid",
         "demangledName", "shortName", "mangledName", "gridX", "gridY", "gridZ", "blockX", "blockY",
         "blockZ", "registersPerThread", "staticSharedMemory", "dynamicSharedMemory"};
+    // clang-format on
     return ForEachRow(kKernelTable, "kernel", cols, [&](RowReader& r) {
       const int64_t start = r.Required(0), end = r.Required(1);
       const int64_t device = r.Required(2), stream = r.Required(3);
@@ -390,14 +409,15 @@ class Importer {
       }
       if (name.empty()) name = std::move(fallback);
       if (name.empty()) return r.Fail("no kernel name (demangledName/shortName NULL)");
-      Event& e = AddDeviceEvent(EventKind::kKernel, name, start, end, device, stream,
-                                r.OptionalOr(5, 0), kKernelTable);
+      Event& e = AddDeviceEvent(EventKind::kKernel, name, start, end, device, stream, r.OptionalOr(5, 0),
+                                ProcessOf(r, 6), kKernelTable);
       std::string args = "\"device\": " + std::to_string(device);
       if (auto ctx = r.Optional(4)) args += ", \"context\": " + std::to_string(*ctx);
       args += ", \"stream\": " + std::to_string(stream);
       auto dims = [&](int first) {
-        return "[" + std::to_string(r.OptionalOr(first, 0)) + ", " + std::to_string(r.OptionalOr(first + 1, 0)) +
-               ", " + std::to_string(r.OptionalOr(first + 2, 0)) + "]";
+        return "[" + std::to_string(r.OptionalOr(first, 0)) + ", " +
+               std::to_string(r.OptionalOr(first + 1, 0)) + ", " +
+               std::to_string(r.OptionalOr(first + 2, 0)) + "]";
       };
       args += ", \"grid\": " + dims(10) + ", \"block\": " + dims(13);
       if (auto regs = r.Optional(16)) args += ", \"registers per thread\": " + std::to_string(*regs);
@@ -414,18 +434,19 @@ class Importer {
   }
 
   Status ImportRuntime() {
-    const std::vector<const char*> cols = {"start", "end", "nameId", "globalTid", "correlationId",
-                                           "returnValue"};
+    const std::vector<const char*> cols = {"start",     "end",           "nameId",
+                                           "globalTid", "correlationId", "returnValue"};
     return ForEachRow(kRuntimeTable, "runtime", cols, [&](RowReader& r) {
       const int64_t start = r.Required(0), end = r.Required(1);
       if (r.IsNull(2)) r.Fail("NULL nameId");
       if (!CheckSpan(r, start, end)) return;
       bool unresolved = false;
       const std::string raw = NameAt(r, 2, &unresolved);
-      if (raw.empty()) return r.Fail("no API name (nameId " + std::string(unresolved ? "unknown" : "empty") + ")");
+      if (raw.empty()) return r.Fail("empty API name");
       const std::string_view name = StripVersionSuffix(raw);
-      Event& e = t_.Add(EventKind::kRuntime, name, start, end - start);
-      const int64_t gtid = r.OptionalOr(3, 0);
+      const std::optional<int64_t> global_tid = r.Optional(3);
+      Event& e = AddEvent(EventKind::kRuntime, name, start, end, global_tid ? PidOf(*global_tid) : -1);
+      const int64_t gtid = global_tid.value_or(0);
       e.pid = PidOf(gtid);
       e.tid = TidOf(gtid);
       e.correlation = r.OptionalOr(4, 0);
@@ -445,15 +466,16 @@ class Importer {
   }
 
   Status ImportMemcpys() {
-    const std::vector<const char*> cols = {"start", "end", "deviceId", "streamId", "bytes", "copyKind",
-                                           "correlationId", "contextId", "srcKind", "dstKind"};
+    const std::vector<const char*> cols = {"start",   "end",      "deviceId",      "streamId",
+                                           "bytes",   "copyKind", "correlationId", "contextId",
+                                           "srcKind", "dstKind",  "globalPid"};
     return ForEachRow(kMemcpyTable, "memcpy", cols, [&](RowReader& r) {
       const int64_t start = r.Required(0), end = r.Required(1);
       const int64_t device = r.Required(2), stream = r.Required(3), bytes = r.Required(4);
       if (!CheckSpan(r, start, end)) return;
       const std::optional<int64_t> kind = r.Optional(5);
-      Event& e = AddDeviceEvent(EventKind::kMemcpy, kind ? MemcpyName(*kind) : "Memcpy", start, end,
-                                device, stream, r.OptionalOr(6, 0), kMemcpyTable);
+      Event& e = AddDeviceEvent(EventKind::kMemcpy, kind ? MemcpyName(*kind) : "Memcpy", start, end, device,
+                                stream, r.OptionalOr(6, 0), ProcessOf(r, 10), kMemcpyTable);
       e.v0 = static_cast<double>(bytes);
       std::string args = "\"device\": " + std::to_string(device);
       if (auto ctx = r.Optional(7)) args += ", \"context\": " + std::to_string(*ctx);
@@ -468,7 +490,7 @@ class Importer {
 
   Status ImportMemsets() {
     const std::vector<const char*> cols = {"start",         "end",       "deviceId", "streamId", "bytes",
-                                           "correlationId", "contextId", "value",    "memKind"};
+                                           "correlationId", "contextId", "value",    "memKind",  "globalPid"};
     return ForEachRow(kMemsetTable, "memset", cols, [&](RowReader& r) {
       const int64_t start = r.Required(0), end = r.Required(1);
       const int64_t device = r.Required(2), stream = r.Required(3), bytes = r.Required(4);
@@ -476,7 +498,7 @@ class Importer {
       const char* mem = r.Optional(8) ? MemKindName(*r.Optional(8)) : nullptr;
       const std::string name = mem ? std::string("Memset (") + mem + ")" : "Memset";
       Event& e = AddDeviceEvent(EventKind::kMemset, name, start, end, device, stream, r.OptionalOr(5, 0),
-                                kMemsetTable);
+                                ProcessOf(r, 9), kMemsetTable);
       e.v0 = static_cast<double>(bytes);
       std::string args = "\"device\": " + std::to_string(device);
       if (auto ctx = r.Optional(6)) args += ", \"context\": " + std::to_string(*ctx);
@@ -488,15 +510,16 @@ class Importer {
 
   Status ImportSyncs() {
     // Newer exports keep the old column as deprecatedSyncType next to syncType.
-    const std::vector<const char*> cols = {"start",         "end",       "deviceId", "streamId", "syncType",
-                                           "correlationId", "contextId", "eventId",  "deprecatedSyncType"};
+    const std::vector<const char*> cols = {
+        "start",         "end",       "deviceId", "streamId",           "syncType",
+        "correlationId", "contextId", "eventId",  "deprecatedSyncType", "globalPid"};
     return ForEachRow(kSyncTable, "sync", cols, [&](RowReader& r) {
       const int64_t start = r.Required(0), end = r.Required(1);
       const int64_t device = r.Required(2), stream = r.Required(3);
       if (!CheckSpan(r, start, end)) return;
       const int64_t type = r.Optional(4).value_or(r.OptionalOr(8, 0));
       Event& e = AddDeviceEvent(EventKind::kSync, SyncName(type), start, end, device, stream,
-                                r.OptionalOr(5, 0), kSyncTable);
+                                r.OptionalOr(5, 0), ProcessOf(r, 9), kSyncTable);
       std::string args = "\"device\": " + std::to_string(device);
       if (auto ctx = r.Optional(6)) args += ", \"context\": " + std::to_string(*ctx);
       args += ", \"stream\": " + std::to_string(stream);
@@ -541,12 +564,27 @@ class Importer {
         name = NameAt(r, 4, &unresolved);
       }
       if (name.empty()) name = "(unnamed NVTX range)";
-      Event& e = t_.Add(EventKind::kAnnotation, name, start, end - start);
+      Event& e = AddEvent(EventKind::kAnnotation, name, start, end, -1);
       const int64_t gtid = r.OptionalOr(5, 0);
       e.pid = PidOf(gtid);
       e.tid = TidOf(gtid);
       e.cat = t_.strings.Intern(kNvtxTable);
     });
+  }
+
+  // CUPTI correlation ids are per process. When several processes were captured, each
+  // becomes (pid << 32 | id), so a launch in one never pairs with a kernel of another.
+  void QualifyCorrelations() {
+    std::set<int32_t> processes;
+    for (size_t i = 0; i < t_.events.size(); ++i) {
+      if (t_.events[i].correlation != 0 && process_[i] >= 0) processes.insert(process_[i]);
+    }
+    if (processes.size() < 2) return;
+    for (size_t i = 0; i < t_.events.size(); ++i) {
+      Event& e = t_.events[i];
+      if (e.correlation == 0 || process_[i] < 0) continue;
+      e.correlation = (static_cast<int64_t>(process_[i]) << 32) | (e.correlation & 0xFFFFFFFF);
+    }
   }
 
   static int32_t MostCommon(const std::map<int32_t, int64_t>& counts) {
@@ -574,7 +612,8 @@ class Importer {
     int64_t cuda_sms = 0;
     if (HasTable("TARGET_INFO_CUDA_DEVICE") && HasColumn("TARGET_INFO_CUDA_DEVICE", "cudaId")) {
       const std::vector<const char*> cols = {"cudaId", "gpuId", "pid", "numMultiprocessors"};
-      TS_ASSIGN_OR_RETURN(Stmt s, Prepare(SelectSql("TARGET_INFO_CUDA_DEVICE", cols), "reading TARGET_INFO_CUDA_DEVICE"));
+      TS_ASSIGN_OR_RETURN(
+          Stmt s, Prepare(SelectSql("TARGET_INFO_CUDA_DEVICE", cols), "reading TARGET_INFO_CUDA_DEVICE"));
       int best = -1;  // 1: the cuda id matches; 2: and so does the host pid
       TS_RETURN_IF_ERROR(Step(s.get(), "reading TARGET_INFO_CUDA_DEVICE", [&](sqlite3_stmt* st) {
         RowReader r(st, cols);
@@ -627,6 +666,7 @@ class Importer {
   std::unordered_map<int64_t, std::optional<std::string>> string_cache_;
   Stmt string_stmt_;
   std::set<int32_t> streams_;
+  std::vector<int32_t> process_;  // per event: host pid owning its correlation id, or -1
   std::map<int32_t, int64_t> runtime_pids_, kernel_pids_;
 };
 
@@ -643,7 +683,8 @@ StatusOr<Trace> ImportNsysSqlite(const std::string& path) {
   const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
   Db db(raw);
   if (rc != SQLITE_OK) {
-    return InvalidArgument(path + ": cannot open as SQLite: " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+    return InvalidArgument(path +
+                           ": cannot open as SQLite: " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
   }
   // The file is untrusted input: no schema-defined functions or writes to internals.
   sqlite3_db_config(raw, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);

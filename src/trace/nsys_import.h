@@ -20,7 +20,9 @@ namespace tierscope {
 //   CUPTI_ACTIVITY_KIND_MEMSET          -> kMemset   "Memset (Device)", v0 = bytes
 //   CUPTI_ACTIVITY_KIND_SYNCHRONIZATION -> kSync     "Stream Sync", "Event Sync", ...
 //   NVTX_EVENTS push/pop, start/end     -> kAnnotation pid/tid from globalTid
-// Device events share `correlation` with the runtime call that issued them. Runtime
+// Device events share `correlation` with the runtime call that issued them (when the
+// export holds several processes, correlation = pid << 32 | correlationId, since CUPTI
+// numbers them per process). Runtime
 // names drop nsys's "_v7000"-style version suffix (the raw name is kept as args "api").
 // Event.cat is the source table's name; stats.by_category counts rows per table.
 //
