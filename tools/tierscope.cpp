@@ -132,6 +132,12 @@ int main(int argc, char** argv) {
       std::cout << tierscope::DiffTraceReport(*base, *next, o, f);
       return 0;
     }
+    if (tierscope::IsNcuCsv(trace_path)) {  // kernel metrics, not a timeline
+      auto out = tierscope::AnalyzeNcuCsv(trace_path, f);
+      if (!out.ok()) return Fail(out.status());
+      std::cout << *out;
+      return 0;
+    }
     auto trace = tierscope::LoadTrace(trace_path);
     if (!trace.ok()) return Fail(trace.status());
     if (an->parsed()) {

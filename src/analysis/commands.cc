@@ -8,6 +8,7 @@
 #include "analysis/rules.h"
 #include "core/paths.h"
 #include "trace/kineto_import.h"
+#include "trace/ncu_import.h"
 #include "trace/nsys_import.h"
 
 namespace tierscope {
@@ -52,6 +53,53 @@ StatusOr<Trace> LoadTrace(const std::string& path) {
     return ImportNsysSqlite(path);
   }
   return ImportKinetoTrace(path);
+}
+
+bool IsNcuCsv(const std::string& path) {
+  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0) return true;
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  for (int i = 0; i < 50 && std::getline(in, line); ++i) {
+    if (line.rfind("==PROF==", 0) == 0) return true;
+    if (line.find("\"Metric Name\"") != std::string::npos) return true;
+    if (!line.empty() && line[0] != '=') break;
+  }
+  return false;
+}
+
+StatusOr<std::string> AnalyzeNcuCsv(const std::string& path, OutputFormat f) {
+  TS_ASSIGN_OR_RETURN(NcuReport r, ImportNcuCsv(path));
+  static const char* kMetrics[] = {"Duration", "Compute (SM) Throughput", "Memory Throughput",
+                                   "DRAM Throughput", "Achieved Occupancy", "Registers Per Thread",
+                                   "Waves Per SM"};
+  Table t;
+  t.name = "ncu_kernels";
+  t.title = "Nsight Compute kernels (" + std::to_string(r.kernels.size()) + " profiled)";
+  t.columns = {"ID", "Grid", "Block"};
+  for (const char* m : kMetrics) t.columns.push_back(m);
+  t.columns.push_back("Name");
+  for (const NcuKernel& k : r.kernels) {
+    std::vector<Cell> row = {k.id, k.grid_size.empty() ? "-" : k.grid_size,
+                             k.block_size.empty() ? "-" : k.block_size};
+    for (const char* m : kMetrics) {
+      const NcuMetric* metric = k.Find(m);
+      if (metric == nullptr) row.push_back(std::string("(not in this CSV)"));
+      else if (!metric->has_value) row.push_back(metric->raw.empty() ? std::string("n/a") : metric->raw);
+      else row.push_back(metric->value);
+    }
+    row.push_back(k.name);
+    t.AddRow(std::move(row));
+  }
+  t.notes.push_back("rows read: " + std::to_string(r.rows) + ", malformed rows skipped: " +
+                    std::to_string(r.malformed));
+  for (const auto& n : r.notes) t.notes.push_back(n);
+  if (f == OutputFormat::kJson) {
+    nlohmann::json j;
+    j["source"] = path;
+    j["reports"] = nlohmann::json::array({TableToJson(t)});
+    return j.dump(2) + "\n";
+  }
+  return Render({t}, f);
 }
 
 Table ImportStatsTable(const Trace& t) {

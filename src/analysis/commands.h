@@ -17,6 +17,12 @@ namespace tierscope {
 // Systems SQLite export, deciding by content.
 StatusOr<Trace> LoadTrace(const std::string& path);
 
+// True when `path` holds Nsight Compute CSV (`ncu --csv`) rather than a timeline.
+bool IsNcuCsv(const std::string& path);
+// The per-kernel metrics table of an Nsight Compute CSV (the metrics present; "(not in
+// this CSV)" for the others), as text, JSON or CSV.
+StatusOr<std::string> AnalyzeNcuCsv(const std::string& path, OutputFormat format);
+
 // The import-stats section.
 Table ImportStatsTable(const Trace& trace);
 

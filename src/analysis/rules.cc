@@ -2,6 +2,8 @@
 #include "analysis/rules.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -98,6 +100,27 @@ std::vector<Finding> RunRules(const TraceIndex& x, const AnalysisOptions& o, con
       f.title = "Large gaps leave the device idle";
       f.threshold = "gap >= " + FormatNs(r.large_gap_ns);
       f.evidence.push_back(std::to_string(n) + " gaps, " + FormatNs(t) + " idle in total, largest " + FormatNs(mx));
+      // The largest gaps, named by the device work on either side.
+      std::vector<size_t> dev = x.kernels;
+      dev.insert(dev.end(), x.memops.begin(), x.memops.end());
+      std::sort(dev.begin(), dev.end(), [&](size_t a, size_t b) { return x.E(a).ts_ns < x.E(b).ts_ns; });
+      std::vector<std::pair<int64_t, std::string>> big;
+      int64_t end = INT64_MIN;
+      size_t last = SIZE_MAX;
+      for (size_t i : dev) {
+        const Event& e = x.E(i);
+        if (last != SIZE_MAX && e.ts_ns - end >= r.large_gap_ns) {
+          big.push_back({e.ts_ns - end, FormatNs(static_cast<double>(e.ts_ns - end)) + " after " +
+                                            std::string(x.Name(last)).substr(0, 80) + ", before " +
+                                            std::string(x.Name(i)).substr(0, 80)});
+        }
+        if (e.ts_ns + e.dur_ns >= end) {
+          end = e.ts_ns + e.dur_ns;
+          last = i;
+        }
+      }
+      std::sort(big.rbegin(), big.rend());
+      for (size_t i = 0; i < big.size() && i < 3; ++i) f.examples.push_back(big[i].second);
       f.next_step = "look at the host timeline inside the gaps (tier 1): host work, syncs or data loading";
       f.explained_ns = t;
       out.push_back(std::move(f));
@@ -139,6 +162,16 @@ std::vector<Finding> RunRules(const TraceIndex& x, const AnalysisOptions& o, con
       f.evidence.push_back(Fmt("device in use %.1f%%", u.percent()));
       if (!x.units.empty()) {
         f.evidence.push_back(Fmt("%.1f launches per work unit", static_cast<double>(x.launches.size()) / x.units.size()));
+      }
+      std::map<std::string, int64_t> short_names;
+      for (size_t k : x.kernels) {
+        if (x.E(k).dur_ns < o.short_kernel_ns) short_names[std::string(x.Name(k)).substr(0, 80)]++;
+      }
+      std::vector<std::pair<int64_t, std::string>> top;
+      for (auto& [name, c] : short_names) top.push_back({c, name});
+      std::sort(top.rbegin(), top.rend());
+      for (size_t i = 0; i < top.size() && i < 3; ++i) {
+        f.examples.push_back(top[i].second + " x" + std::to_string(top[i].first));
       }
       f.next_step = "fewer, bigger launches: batch more samples per launch, fuse operators, "
                     "capture the forward in a CUDA graph";

@@ -231,3 +231,25 @@ def test_pytorch_serial_vs_batched_diff_is_linear_in_samples(torch_traces):
     rows = {r["Operator"]: r for r in report(doc, "diff_operators")["rows"]}
     assert doc["per_unit"] is True
     assert rows["aten::linear"]["Base"] == 8 * rows["aten::linear"]["New"]
+
+
+NCU_CSV = '''==PROF== Connected to process 1234 (/usr/bin/python3)
+==PROF== Profiling "ampere_sgemm_32x32": 0%....50%....100% - 8 passes
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","1234","python3","host","ampere_sgemm_32x32_sliced1x4_tn","1","7","(256, 1, 1)","(1, 1, 1)","0","8.0","GPU Speed Of Light Throughput","Duration","usecond","1,012.35"
+"0","1234","python3","host","ampere_sgemm_32x32_sliced1x4_tn","1","7","(256, 1, 1)","(1, 1, 1)","0","8.0","GPU Speed Of Light Throughput","Memory Throughput","%","n/a"
+"0","1234","python3","host","ampere_sgemm_32x32_sliced1x4_tn","1","7","(256, 1, 1)","(1, 1, 1)","0","8.0","Launch Statistics","Waves Per SM","","0.01"
+'''
+
+
+def test_nsight_compute_csv_goes_through_analyze_and_stats(tmp_path):
+    path = tmp_path / "hot.csv"
+    path.write_text(NCU_CSV)
+    doc = json.loads(run("analyze", str(path), "--format", "json").stdout)
+    row = doc["reports"][0]["rows"][0]
+    assert row["Grid"] == "(1, 1, 1)" and row["Block"] == "(256, 1, 1)"
+    assert row["Duration"] == pytest.approx(1012.35)
+    assert row["Memory Throughput"] == "n/a"
+    assert row["DRAM Throughput"] == "(not in this CSV)"
+    assert row["Waves Per SM"] == pytest.approx(0.01)
+    assert "ampere_sgemm_32x32_sliced1x4_tn" in run("stats", str(path), "--report", "any").stdout
