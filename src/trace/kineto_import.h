@@ -4,7 +4,8 @@
 // counted in Trace::stats and skipped, never fatal.
 //
 // Mapping, in short (categories are matched case-insensitively and kept as written in
-// Event::cat; every entry's category is counted in stats.by_category, "" when absent):
+// Event::cat; every event object's category is counted in stats.by_category, kept or
+// not, under "" when it has none):
 //   ph X  cpu_op | Operator                  -> kOp
 //         user_annotation                    -> kAnnotation
 //         gpu_user_annotation                -> kGpuAnnotation
@@ -26,6 +27,9 @@
 // nearest ns); they are not rebased. String pids/tids map to their trailing number
 // ("stream 7" -> 7, "25738" -> 25738) or else to ids -2, -3, ... in order of first
 // appearance; such names and all thread_name metadata land in Trace::thread_names.
+// Invalid JSON anywhere in traceEvents (invalid UTF-8 too) fails the whole file, as
+// json.load would; bad events inside valid JSON are counted in stats.malformed (with a
+// reason in malformed_reasons) and skipped.
 // args: "External id" / "external id" -> external_id, "correlation" (kTask: "kernel
 // correlation") -> correlation; kKernel: v0 = flops, v1 = bytes when present. For kOp,
 // kKernel, kMemcpy, kMemset, kSync and kTask the args object's members (raw JSON text
