@@ -16,20 +16,14 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_BIN = REPO_ROOT / "build" / "release" / "tierscope"
 THREADS = 2
 BATCH = 8
 SEQ_LEN = 16
 RUN_TIMEOUT_S = 120
 
 
-def tierscope_binary_path() -> Path:
-    return Path(os.environ.get("TIERSCOPE_BIN", str(DEFAULT_BIN)))
 
 
-def pytest_report_header(config):
-    return f"tierscope binary (trace suite): {tierscope_binary_path()}"
 
 
 def load_trace(path: Path) -> dict:
@@ -100,16 +94,6 @@ class BenchRunner:
         run.trace = load_trace(trace_path)
         return run
 
-
-@pytest.fixture(scope="session")
-def tierscope_bin() -> Path:
-    path = tierscope_binary_path()
-    if not path.is_file():
-        pytest.fail(f"tierscope binary not found at {path} (build it, or set TIERSCOPE_BIN)",
-                    pytrace=False)
-    if not os.access(path, os.X_OK):
-        pytest.fail(f"tierscope binary at {path} is not executable", pytrace=False)
-    return path
 
 
 @pytest.fixture(scope="session")

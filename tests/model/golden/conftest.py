@@ -30,18 +30,12 @@ try:  # the test module skips itself when these are missing; keep conftest impor
 except ImportError:  # pragma: no cover - exercised only on machines without torch
     torch = None
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-DEFAULT_BIN = REPO_ROOT / "build" / "release" / "tierscope"
 THREADS = 2
 RUN_TIMEOUT_S = 300
 
 
-def pytest_report_header(config):
-    return f"tierscope binary: {tierscope_binary_path()}"
 
 
-def tierscope_binary_path() -> Path:
-    return Path(os.environ.get("TIERSCOPE_BIN", str(DEFAULT_BIN)))
 
 
 # --------------------------------------------------------------------------- binary
@@ -95,16 +89,6 @@ class TierscopeRunner:
             assert arr.dtype == np.float32, f"{name} has dtype {arr.dtype}, expected float32"
         return arrays
 
-
-@pytest.fixture(scope="session")
-def tierscope_bin() -> Path:
-    path = tierscope_binary_path()
-    if not path.is_file():
-        pytest.fail(f"tierscope binary not found at {path} (build it, or set TIERSCOPE_BIN)",
-                    pytrace=False)
-    if not os.access(path, os.X_OK):
-        pytest.fail(f"tierscope binary at {path} is not executable", pytrace=False)
-    return path
 
 
 @pytest.fixture(scope="session")
