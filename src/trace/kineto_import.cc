@@ -788,7 +788,12 @@ bool Importer::ReadEvent(od::value v) {
       break;
   }
   e.name = memory ? memory_name_ : trace_.strings.Intern(ev.name);
-  if (!ev.args.empty() && KeepsArgs(e.kind)) e.args = trace_.strings.Intern(ev.args);
+  if (!ev.args.empty() && KeepsArgs(e.kind)) {
+    // Device events' args name their own correlation, so they are unique: no dedup.
+    const bool unique = e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy ||
+                        e.kind == EventKind::kMemset || e.kind == EventKind::kSync;
+    e.args = unique ? trace_.strings.Append(ev.args) : trace_.strings.Intern(ev.args);
+  }
   trace_.events.push_back(e);
   ++trace_.stats.events_kept;
   return true;

@@ -29,4 +29,9 @@ int32_t StringTable::Intern(std::string_view s) {
   return id;
 }
 
+int32_t StringTable::Append(std::string_view s) {
+  strings_.emplace_back(s);
+  return static_cast<int32_t>(strings_.size() - 1);
+}
+
 }  // namespace tierscope

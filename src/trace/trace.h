@@ -36,6 +36,9 @@ const char* EventKindName(EventKind k);
 class StringTable {
  public:
   int32_t Intern(std::string_view s);
+  // Stores `s` without looking for an equal string first: for strings that are nearly
+  // always unique (a kernel's args carry its correlation), where hashing buys nothing.
+  int32_t Append(std::string_view s);
   std::string_view Get(int32_t id) const { return strings_[static_cast<size_t>(id)]; }
   size_t size() const { return strings_.size(); }
 
