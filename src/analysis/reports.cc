@@ -36,7 +36,7 @@ std::vector<int64_t> Durations(const TraceIndex& x, const std::vector<size_t>& i
 
 // "Time %, Total Time (ns), Instances, Avg, Med, Min, Max, StdDev, Name" over groups.
 Table SumTable(const TraceIndex& x, const std::string& name, const std::string& title,
-               const std::vector<size_t>& idx, const std::vector<std::string>& extra_cols = {}) {
+               const std::vector<size_t>& idx) {
   Table t;
   t.name = name;
   t.title = title;
@@ -55,7 +55,6 @@ Table SumTable(const TraceIndex& x, const std::string& name, const std::string& 
     t.AddRow({total > 0 ? 100.0 * r.s.total / total : 0.0, r.s.total, r.s.count, r.s.avg, r.s.med,
               r.s.min, r.s.max, r.s.stddev, r.name});
   }
-  (void)extra_cols;
   return t;
 }
 
@@ -97,16 +96,14 @@ Table GpuSum(const TraceIndex& x) {
   all.insert(all.end(), x.memops.begin(), x.memops.end());
   Table t = SumTable(x, x.prefix + "_gpu_sum", "GPU summary (kernels and memory operations)", all);
   t.columns.insert(t.columns.end() - 1, "Category");
+  std::map<std::string, std::string> memop_category;
+  for (size_t i : x.memops) {
+    memop_category.emplace(std::string(x.Name(i)),
+                           x.E(i).kind == EventKind::kMemcpy ? "MEMCPY" : "MEMSET");
+  }
   for (auto& row : t.rows) {
-    const std::string& n = std::get<std::string>(row.back());
-    std::string cat = "KERNEL";
-    for (size_t i : x.memops) {
-      if (x.Name(i) == n) {
-        cat = x.E(i).kind == EventKind::kMemcpy ? "MEMCPY" : "MEMSET";
-        break;
-      }
-    }
-    row.insert(row.end() - 1, cat);
+    auto it = memop_category.find(std::get<std::string>(row.back()));
+    row.insert(row.end() - 1, it == memop_category.end() ? std::string("KERNEL") : it->second);
   }
   return t;
 }

@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "core/paths.h"
+#include "core/splitmix.h"
 #include "model/bert.h"
 #include "profile/chrome_trace.h"
 #include "profile/op_summary.h"
@@ -56,13 +57,7 @@ StatusOr<std::string> ResolveModelDir(const std::string& model_dir) {
 std::vector<int64_t> BenchInputIds(uint64_t seed, int64_t batch, int64_t seq_len,
                                    int64_t vocab_size) {
   // splitmix64 with rejection sampling: uniform and identical on every platform.
-  uint64_t state = seed;
-  auto next = [&state] {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
+  SplitMix64 rng(seed);
   const int64_t lo = std::min<int64_t>(100, vocab_size - 1);
   const uint64_t range = static_cast<uint64_t>(vocab_size - lo);
   const uint64_t limit = UINT64_MAX - UINT64_MAX % range;
@@ -70,7 +65,7 @@ std::vector<int64_t> BenchInputIds(uint64_t seed, int64_t batch, int64_t seq_len
   for (auto& id : ids) {
     uint64_t r;
     do {
-      r = next();
+      r = rng.Next();
     } while (r >= limit);
     id = lo + static_cast<int64_t>(r % range);
   }

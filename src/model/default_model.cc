@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/paths.h"
+#include "core/splitmix.h"
 #include "model/safetensors.h"
 #include "tierscope/engine.h"
 
@@ -25,13 +26,8 @@ constexpr uint64_t kSeed = 2026;
 // splitmix64 + Box-Muller: the same weights on every machine.
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  explicit Rng(uint64_t seed) : bits_(seed) {}
+  uint64_t Next() { return bits_.Next(); }
   double Uniform() { return (static_cast<double>(Next() >> 11) + 0.5) * 0x1.0p-53; }
   float Normal(float stddev) {
     double u1 = Uniform(), u2 = Uniform();
@@ -39,7 +35,7 @@ class Rng {
   }
 
  private:
-  uint64_t state_;
+  SplitMix64 bits_;
 };
 
 BertConfig DefaultConfig() {
