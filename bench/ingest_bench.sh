@@ -22,7 +22,7 @@ for f in "${files[@]}"; do
   /usr/bin/time -f "%e %M" -o "$work/time" "$bin" stats "$f" --report import_stats >/dev/null
   read -r secs rss_kb <"$work/time"
   python3 -c "m=$mb; s=$secs; r=$rss_kb/1024; print('%-28s %10.1f %9.2f %10.1f %12.1f %14.2f' % ('tierscope: ' + '$(basename "$f")'[:17], m, s, m/s, r, r/m))"
-  if [ "$(python3 -c "print(int($mb < 200))")" = 1 ]; then
+  if [ "$(python3 -c "print(int($mb <= 512))")" = 1 ]; then
     /usr/bin/time -f "%e %M" -o "$work/time" python3 -c "import gzip,json,sys; p=sys.argv[1]; o=gzip.open if p.endswith('.gz') else open; json.load(o(p,'rt'))" "$f"
     read -r secs rss_kb <"$work/time"
     python3 -c "m=$mb; s=$secs; r=$rss_kb/1024; print('%-28s %10.1f %9.2f %10.1f %12.1f %14.2f' % ('python json: ' + '$(basename "$f")'[:15], m, s, m/s, r, r/m))"

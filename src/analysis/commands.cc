@@ -2,6 +2,7 @@
 #include "analysis/commands.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <fstream>
 
 #include "analysis/diff.h"
@@ -141,7 +142,9 @@ std::string AnalyzeTrace(const Trace& t, const AnalysisOptions& o, OutputFormat 
 
 StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>& reports,
                                  const AnalysisOptions& o, OutputFormat f) {
-  const TraceIndex x = BuildIndex(t, o);
+  const bool indexed = std::any_of(reports.begin(), reports.end(),
+                                   [](const std::string& r) { return r != "import_stats"; });
+  const TraceIndex x = indexed ? BuildIndex(t, o) : TraceIndex();
   std::vector<Table> tables;
   for (const std::string& name : reports) {
     if (name == "import_stats") {

@@ -17,32 +17,36 @@ namespace tierscope {
 constexpr size_t kPadding = simdjson::SIMDJSON_PADDING;
 constexpr size_t kMaxJsonBytes = simdjson::SIMDJSON_MAXSIZE_BYTES;  // 4 GiB
 
-// Input: `size` bytes of JSON followed by at least kPadding zero bytes.
+// Input: `size` bytes of JSON followed by at least kPadding zero bytes, in heap memory or
+// in a private (copy-on-write) mapping of the file itself.
 class PaddedBuffer {
  public:
-  char* data() { return data_.get(); }
+  PaddedBuffer() = default;
+  PaddedBuffer(PaddedBuffer&& o) noexcept { *this = std::move(o); }
+  PaddedBuffer& operator=(PaddedBuffer&& o) noexcept;
+  ~PaddedBuffer() { Reset(); }
+
+  char* data() { return data_; }
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
   size_t room() const { return capacity_ - kPadding - size_; }
-  // Room for `n` bytes of content plus padding, keeping the content; false if no memory.
-  bool Reserve(size_t n) {
-    if (n + kPadding <= capacity_) return true;
-    char* p = static_cast<char*>(std::realloc(data_.get(), n + kPadding));
-    if (p == nullptr) return false;
-    (void)data_.release();
-    data_.reset(p);
-    capacity_ = n + kPadding;
-    return true;
-  }
+  // Room for `n` bytes of content plus padding, keeping the content; false if no memory
+  // or if the buffer maps a file. With `populate` (the size is known to be needed), a
+  // large buffer's pages are allocated up front, in one system call rather than one
+  // fault per page.
+  bool Reserve(size_t n, bool populate = false);
   void Grow(size_t n) { size_ += n; }
-  void Finish() { std::memset(data_.get() + size_, 0, kPadding); }
+  void Finish() { std::memset(data_ + size_, 0, kPadding); }
+  // Maps `size` bytes of the open file `fd` privately, followed by zero pages for the
+  // padding; false if the system refuses (the caller then reads the file instead).
+  bool Map(int fd, size_t size);
 
  private:
-  struct Free {
-    void operator()(char* p) const { std::free(p); }
-  };
-  std::unique_ptr<char, Free> data_;
+  void Reset();
+  char* data_ = nullptr;
   size_t size_ = 0, capacity_ = 0;
+  size_t mapped_ = 0;  // bytes mapped at data_, or 0 for heap memory
+  bool anonymous_ = false;  // the mapping is memory, not a file
 };
 
 // The whole file (gunzipped when it is gzip) in a padded buffer. NotFound for a missing

@@ -1,34 +1,30 @@
 // Kineto Chrome trace importer. The whole (gunzipped) file is read into one padded
-// buffer; a light scan finds traceEvents and cuts it into ~1 MiB runs of whole events,
-// each parsed in place with simdjson On-Demand by one reused parser, so the structural
-// index stays small (a whole-file index alone would cost ~0.8x the input), and the pages
-// of input already parsed go back to the system. Strings are viewed in place (unescaped
-// only when they have escapes), timestamps are parsed from their decimal text so ns are
-// exact, and a bad event is counted, never fatal.
+// buffer (a plain file is mapped); a light scan (kineto_scan) finds traceEvents and cuts
+// it into ~1 MiB runs of whole events, each parsed in place with simdjson On-Demand by a
+// reused parser, so the structural index stays small (a whole-file index alone would cost
+// ~0.8x the input), and the pages of input already parsed go back to the system. The runs
+// are split between two readers on two cores; the second keeps reader-local ids that are
+// translated when it is merged, so the Trace is the same as one reader's. Strings are
+// viewed in place (unescaped only when they have escapes), timestamps are parsed from
+// their decimal text so ns are exact, and a bad event is counted, never fatal.
 #include "trace/kineto_import.h"
 
 #include "trace/json_input.h"
+#include "trace/kineto_scan.h"
 
+#include <sched.h>
 #include <simdjson.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <zlib.h>
-#ifdef __AVX2__
-#include <immintrin.h>
-#endif
 
 #include <algorithm>
-#include <array>
-#include <bit>
-#include <cerrno>
+#include <atomic>
 #include <climits>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
-#include <memory>
+#include <new>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -40,70 +36,15 @@ namespace od = simdjson::ondemand;
 using simdjson::error_code;
 using simdjson::SUCCESS;
 
-constexpr size_t kChunkBytes = size_t{1} << 20;
-constexpr size_t kNpos = static_cast<size_t>(-1);
+using kineto::EndsWithIgnoreCase;
+using kineto::EqualsIgnoreCase;
+using kineto::Layout;
+using kineto::Trim;
 
-// ---------------------------------------------------------------------------------------
-// Scalars.
-
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  return s;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view lower) {
-  if (a.size() != lower.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if ((a[i] >= 'A' && a[i] <= 'Z' ? a[i] - 'A' + 'a' : a[i]) != lower[i]) return false;
-  }
-  return true;
-}
-
-bool EndsWithIgnoreCase(std::string_view s, std::string_view lower) {
-  return s.size() >= lower.size() && EqualsIgnoreCase(s.substr(s.size() - lower.size()), lower);
-}
-
-// Parses a JSON number of microseconds ("12", "-3.5", "4203669604595.407", "1e3") into
-// ns, rounded to the nearest (halves away from zero). False if it is not a number or does
-// not fit in int64 ns.
-bool MicrosToNs(std::string_view tok, int64_t* ns) {
-  const bool neg = !tok.empty() && tok[0] == '-';
-  size_t i = neg ? 1 : 0;
-  const size_t int_begin = i;
-  constexpr uint64_t kMaxMicros = static_cast<uint64_t>(INT64_MAX) / 1000 - 1;
-  uint64_t whole = 0, frac = 0;  // µs, ns
-  for (; i < tok.size() && tok[i] >= '0' && tok[i] <= '9'; ++i) {
-    whole = whole * 10 + static_cast<uint64_t>(tok[i] - '0');
-    if (whole > kMaxMicros) return false;
-  }
-  if (i == int_begin) return false;
-  bool round_up = false;
-  if (i < tok.size() && tok[i] == '.') {
-    const size_t frac_begin = ++i;
-    for (; i < tok.size() && tok[i] >= '0' && tok[i] <= '9'; ++i) {
-      if (i - frac_begin < 3) frac = frac * 10 + static_cast<uint64_t>(tok[i] - '0');
-      if (i - frac_begin == 3) round_up = tok[i] >= '5';
-    }
-    if (i == frac_begin) return false;
-    for (size_t k = i - frac_begin; k < 3; ++k) frac *= 10;
-  }
-  if (i < tok.size() && (tok[i] == 'e' || tok[i] == 'E')) {  // rare: via a double
-    const std::string copy(tok);
-    char* end = nullptr;
-    const double v = std::strtod(copy.c_str(), &end) * 1000.0;
-    if (end != copy.c_str() + copy.size() || !std::isfinite(v) || std::fabs(v) >= 9.2e18) {
-      return false;
-    }
-    *ns = std::llround(v);
-    return true;
-  }
-  if (i != tok.size()) return false;
-  const int64_t mag = static_cast<int64_t>(whole * 1000 + frac + (round_up ? 1 : 0));
-  *ns = neg ? -mag : mag;
-  return true;
+// `k == lit` with a compile-time length, so the compare is inlined, not a memcmp call.
+template <size_t N>
+bool Is(std::string_view k, const char (&lit)[N]) {
+  return k.size() == N - 1 && std::memcmp(k.data(), lit, N - 1) == 0;
 }
 
 // The key of a field as written, not unescaped; a key with escapes comes back as "\\",
@@ -154,235 +95,8 @@ bool GetInt(od::value& v, int64_t* out) {
   return true;
 }
 
-// Where simdjson's first stage failed (it gives no position): the first invalid UTF-8
-// sequence, raw control character in a string, or unclosed string.
-size_t LocateStage1Error(const char* data, size_t n, error_code error) {
-  const auto* s = reinterpret_cast<const unsigned char*>(data);
-  bool in_string = false;
-  size_t string_start = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char c = s[i];
-    if (c >= 0x80 && error == simdjson::UTF8_ERROR) {
-      const size_t len = (c & 0xe0) == 0xc0   ? 2
-                         : (c & 0xf0) == 0xe0 ? 3
-                         : (c & 0xf8) == 0xf0 ? 4
-                                              : 0;
-      if (len == 0 || i + len > n) return i;
-      uint32_t cp = c & (0x7f >> len);
-      for (size_t k = 1; k < len; ++k) {
-        if ((s[i + k] & 0xc0) != 0x80) return i;
-        cp = (cp << 6) | (s[i + k] & 0x3f);
-      }
-      if (cp < (len == 2 ? 0x80u : len == 3 ? 0x800u : 0x10000u) || cp > 0x10ffff ||
-          (cp >= 0xd800 && cp <= 0xdfff)) {
-        return i;
-      }
-      i += len - 1;
-    } else if (!in_string) {
-      in_string = c == '"';
-      string_start = i;
-    } else if (c == '\\') {
-      ++i;
-    } else if (c == '"') {
-      in_string = false;
-    } else if (c < 0x20 && error == simdjson::UNESCAPED_CHARS) {
-      return i;
-    }
-  }
-  return in_string && error == simdjson::UNCLOSED_STRING ? string_start : n;
-}
-
 // ---------------------------------------------------------------------------------------
-// The top-level scan: where traceEvents is, cut into runs of whole events. Only strings
-// and bracket depth are tracked here; simdjson validates each run as it parses it.
-
-struct Layout {
-  bool has_events = false, events_not_array = false;
-  std::vector<std::pair<size_t, size_t>> chunks;  // [begin, end) of event runs
-  struct Field {
-    std::string_view key;
-    size_t begin, end;
-  };
-  std::vector<Field> fields;  // the other top-level members
-};
-
-// The bytes the scanner stops at outside strings; the zero padding after the input too.
-constexpr auto kSpecial = [] {
-  std::array<bool, 256> t{};
-  for (unsigned char c : {'"', '{', '}', '[', ']', ',', '\0'}) t[c] = true;
-  return t;
-}();
-
-#ifdef __AVX2__
-// One 64-byte block of the scanner's fast path: false if it has a backslash or if the
-// depth could reach 0 in it; else moves `depth` and `in_string` past it.
-bool FastBlock(const char* p, uint64_t* depth, bool* in_string) {
-  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
-  const auto eq = [](__m256i a, __m256i b, char c) {
-    const __m256i v = _mm256_set1_epi8(c);
-    const auto mask = [&](__m256i x) {
-      return uint64_t{static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, v)))};
-    };
-    return mask(a) | mask(b) << 32;
-  };
-  if (eq(lo, hi, '\\') != 0) return false;
-  uint64_t inside = eq(lo, hi, '"');  // prefix XOR of the quotes: the bytes in strings
-  for (int shift = 1; shift < 64; shift *= 2) inside ^= inside << shift;
-  if (*in_string) inside = ~inside;
-  // '[' and '{' (and ']' and '}') differ only in bit 5.
-  const __m256i bit5 = _mm256_set1_epi8(0x20);
-  const __m256i lo5 = _mm256_or_si256(lo, bit5), hi5 = _mm256_or_si256(hi, bit5);
-  const uint64_t open = eq(lo5, hi5, '{') & ~inside, close = eq(lo5, hi5, '}') & ~inside;
-  uint64_t d = *depth;
-  if (static_cast<uint64_t>(std::popcount(close)) < d) {
-    d = d + std::popcount(open) - std::popcount(close);
-  } else {  // walk the brackets in order
-    for (uint64_t b = open | close; b != 0; b &= b - 1) {
-      if (((close >> std::countr_zero(b)) & 1) == 0) ++d;
-      else if (--d == 0) return false;
-    }
-  }
-  *depth = d;
-  *in_string = (inside >> 63) != 0;
-  return true;
-}
-#endif
-
-class Scanner {
- public:
-  Scanner(const char* data, size_t size) : p_(data), n_(size) {}
-  bool Scan(Layout* out);
-  size_t error_offset = 0;
-  const char* error = "";
-
- private:
-  bool Fail(size_t at, const char* what) {
-    error_offset = at;
-    error = what;
-    return false;
-  }
-  size_t SkipSpace(size_t i) const {
-    while (i < n_ && IsSpace(p_[i])) ++i;
-    return i;
-  }
-  // One past the closing quote of the string opening at i, or kNpos.
-  size_t StringEnd(size_t i) const {
-    for (size_t k = i + 1; k < n_; ++k) {
-      if (p_[k] == '"') return k + 1;
-      if (p_[k] == '\\') ++k;
-    }
-    return kNpos;
-  }
-  size_t ValueEnd(size_t i, Layout* events);
-
-  const char* p_;
-  size_t n_;
-};
-
-// One past the value that starts at i, or kNpos. For the events array (`events` set),
-// also cuts it into runs at top-level commas.
-size_t Scanner::ValueEnd(size_t i, Layout* events) {
-  if (p_[i] == '"') {
-    const size_t e = StringEnd(i);
-    return e == kNpos ? (Fail(n_, "unclosed string"), kNpos) : e;
-  }
-  if (p_[i] != '{' && p_[i] != '[') {
-    size_t e = i;
-    while (e < n_ && !IsSpace(p_[e]) && std::strchr(",:]}", p_[e]) == nullptr) ++e;
-    return e == i ? (Fail(i, "expected a value"), kNpos) : e;
-  }
-  size_t depth = 0, run_begin = i + 1, scalar_until = 0;
-  for (size_t k = i; k < n_; ++k) {
-#ifdef __AVX2__
-    // Fast path over 64-byte blocks (outside a string at k) that only move the depth.
-    if (k >= scalar_until) {
-      size_t f = k;
-      bool in_string = false;
-      for (; f + 64 <= n_ && (events == nullptr || f - run_begin < kChunkBytes); f += 64) {
-        uint64_t d = depth;
-        if (!FastBlock(p_ + f, &d, &in_string)) break;
-        depth = d;
-      }
-      scalar_until = f + 64;  // the block that stopped it goes the slow way
-      if (f != k) {
-        k = in_string ? StringEnd(f - 1) : f;  // finish the string the last block ended in
-        if (k == kNpos) return Fail(n_, "unclosed string"), kNpos;
-        if (k >= n_) break;
-      }
-    }
-#endif
-    while (!kSpecial[static_cast<unsigned char>(p_[k])]) ++k;  // the padding stops it
-    if (k >= n_) break;
-    switch (p_[k]) {
-      case '"':
-        k = StringEnd(k);
-        if (k == kNpos) return Fail(n_, "unclosed string"), kNpos;
-        --k;
-        break;
-      case '{':
-      case '[':
-        ++depth;
-        break;
-      case '}':
-      case ']':
-        if (--depth > 0) break;
-        if (events != nullptr && SkipSpace(run_begin) < k) {
-          events->chunks.emplace_back(run_begin, k);
-        }
-        return k + 1;
-      case ',':
-        if (events != nullptr && depth == 1 && k - run_begin >= kChunkBytes) {
-          events->chunks.emplace_back(run_begin, k);
-          run_begin = k + 1;
-        }
-        break;
-      default:  // a NUL byte
-        break;
-    }
-  }
-  return Fail(n_, "unclosed array or object"), kNpos;
-}
-
-bool Scanner::Scan(Layout* out) {
-  size_t i = SkipSpace(0);
-  if (i == n_) return Fail(0, "no JSON value (empty input)");
-  if (p_[i] == '[') {  // the legacy bare list of events
-    out->has_events = true;
-    if ((i = ValueEnd(i, out)) == kNpos) return false;
-  } else if (p_[i] == '{') {
-    for (++i;; ++i) {
-      i = SkipSpace(i);
-      if (i >= n_) return Fail(n_, "unclosed object");
-      if (p_[i] == '}' && out->fields.empty() && !out->has_events) break;  // {}
-      if (p_[i] != '"') return Fail(i, "expected a member name");
-      const size_t key_end = StringEnd(i);
-      if (key_end == kNpos) return Fail(n_, "unclosed string");
-      const std::string_view key(p_ + i + 1, key_end - i - 2);
-      i = SkipSpace(key_end);
-      if (i >= n_ || p_[i] != ':') return Fail(i, "expected ':'");
-      if ((i = SkipSpace(i + 1)) >= n_) return Fail(n_, "expected a value");
-      const bool events = key == "traceEvents";
-      if (events && p_[i] != '[') out->events_not_array = true;
-      const size_t end = ValueEnd(i, events && p_[i] == '[' ? out : nullptr);
-      if (end == kNpos) return false;
-      if (events) out->has_events = true;
-      else out->fields.push_back({key, i, end});
-      i = SkipSpace(end);
-      if (i < n_ && p_[i] == '}') break;
-      if (i >= n_) return Fail(n_, "unclosed object");
-      if (p_[i] != ',') return Fail(i, "expected ',' or '}'");
-    }
-    ++i;
-  } else {
-    return Fail(i, "expected '{' or '[' (this is not a JSON trace)");
-  }
-  i = SkipSpace(i);
-  return i < n_ ? Fail(i, "unexpected content after the top-level value") : true;
-}
-
-// ---------------------------------------------------------------------------------------
-// The importer.
+// The readers.
 
 EventKind KindOfCategory(std::string_view cat) {
   static constexpr std::pair<const char*, EventKind> kKinds[] = {
@@ -415,6 +129,7 @@ struct RawEvent {
   Got got_ph = Got::kAbsent, got_name = Got::kAbsent, got_ts = Got::kAbsent;
   Got got_dur = Got::kAbsent;
   bool has_cat = false, pid_ok = true, tid_ok = true;
+  bool pid_local = false, tid_local = false;  // reader-local string ids
   int32_t pid = 0, tid = 0;
   std::string_view pid_string;  // when the pid was a string
   // From args.
@@ -425,23 +140,43 @@ struct RawEvent {
   double bytes = 0, total_allocated = 0, flops = 0, tasks = 0, busy_ns = 0;
 };
 
-class Importer {
+// Reads a contiguous run of the event chunks. The primary reader builds the Trace; a
+// secondary one gives string pids/tids reader-local ids and journals the first sight of
+// each such string and each thread name, which Merge() replays into the primary in order.
+class Reader {
  public:
   // `data` is writable: a run's neighbouring bytes are briefly turned into brackets.
-  Importer(char* data, size_t size, size_t capacity, const std::string& source)
-      : data_(data), size_(size), capacity_(capacity), end_(data + size) {
-    trace_.source = source;
-    trace_.format = "kineto";
-    trace_.stats.bytes = static_cast<int64_t>(size);
-  }
-  StatusOr<Trace> Run();
+  Reader(char* data, size_t size, size_t capacity, bool primary)
+      : data_(data), size_(size), capacity_(capacity), primary_(primary) {}
+
+  // Reads chunks [first, last) of `chunks`. With `copy_first`, the first is parsed from a
+  // copy, so its leading separator stays untouched for the previous reader. False on a
+  // fatal error (error(), error_offset()). Returns early, true, once `stop` is set.
+  // Room for events is reserved for `reserve_bytes` of input after the first chunk (the
+  // primary reserves for the later readers' events too).
+  bool Read(const std::vector<std::pair<size_t, size_t>>& chunks, size_t first, size_t last,
+            bool copy_first, size_t reserve_bytes, const std::atomic<bool>& stop);
+  void ReadField(const Layout::Field& field, std::string* trace_name);
+  void Merge(Reader& later);  // on the primary, with the reader of the following chunks
+  void Finish(const std::string& trace_name);
+
+  Trace& trace() { return trace_; }
+  error_code error() const { return error_; }
+  size_t error_offset() const { return error_offset_; }
+  void SetError(error_code e) { error_ = e; }
 
  private:
-  Status JsonError(size_t offset, std::string_view what) const {
-    std::string msg = trace_.source + ": invalid JSON at byte " + std::to_string(offset);
-    if (offset >= size_) msg += " (the end of the input: truncated?)";
-    return DataLoss(msg + ": " + std::string(what));
-  }
+  struct JournalEntry {
+    bool is_string_id;  // else a thread name
+    bool local;         // `id` is reader-local
+    int32_t id;         // the string's id, or the named thread
+    std::string text;
+  };
+  struct Fixup {  // an event whose pid and/or tid is a reader-local id
+    size_t event;
+    bool pid, tid;
+  };
+
   bool Fail(error_code e);  // records a fatal error at the parser's position
   // Hands the pages of the input before `offset`, never read again, back to the system,
   // so the input shrinks while the trace grows (peak memory ~1x the input, not ~2x).
@@ -455,103 +190,123 @@ class Importer {
     released_ = to - base;
 #endif
   }
-  bool ReadChunk(size_t begin, size_t end);
-  void ReadField(const Layout::Field& field);
+  bool ReadChunk(size_t begin, size_t end, bool copy);
   bool ReadEvent(od::value v);
   bool ReadArgs(od::value v, RawEvent& ev);
-  bool ReadId(od::value& v, int32_t* id, std::string_view* as_string);
-  int32_t IdForString(std::string_view s);
+  bool ReadId(od::value& v, int32_t* id, bool* local, std::string_view* as_string);
+  int32_t IdForString(std::string_view s, bool* local);
   bool Malformed(const char* reason) {  // counts it; true: go on
     ++trace_.stats.malformed;
     ++trace_.stats.malformed_reasons[reason];
     return true;
   }
-  void AddThreadName(int32_t tid, std::string_view name) {
+  void AddThreadName(int32_t tid, bool local, std::string_view name) {
+    if (!primary_) {
+      journal_.push_back({false, local, tid, std::string(name)});
+      return;
+    }
     auto key = std::make_pair(tid, std::string(name));
     if (named_threads_.insert(key).second) trace_.thread_names.push_back(std::move(key));
   }
-  void Finish();
 
   char* data_;
   size_t size_, capacity_;
-  const char* end_;
+  bool primary_;
   od::parser parser_;
   od::document doc_;
+  PaddedBuffer copy_;  // the first chunk, when it is copied
+  const char* base_ = nullptr;  // the current chunk's '[' and its offset in the input
+  const char* chunk_end_ = nullptr;
+  size_t base_offset_ = 0;
   error_code error_ = SUCCESS;
   size_t error_offset_ = 0, released_ = 0;
 
   Trace trace_;
-  std::string trace_name_;
   std::unordered_map<int32_t, std::pair<EventKind, int64_t>> categories_;  // kind, count
   int64_t no_category_ = 0;
-  std::map<std::string, int32_t, std::less<>> string_ids_;
+  std::map<std::string, std::pair<int32_t, bool>, std::less<>> string_ids_;  // id, local
   int32_t next_string_id_ = -2;
   std::set<std::pair<int32_t, std::string>> named_threads_;
+  std::vector<JournalEntry> journal_;
+  std::vector<Fixup> fixups_;
   int64_t hip_ = 0, musa_ = 0, cuda_ = 0;  // runtime call names by prefix
-  bool host_pid_set_ = false, saw_op_ = false;
-  int32_t first_op_pid_ = 0, memory_name_ = -1;
+  bool host_pid_set_ = false, host_pid_local_ = false, saw_op_ = false, first_op_local_ = false;
+  int32_t host_pid_ = 0, first_op_pid_ = 0, memory_name_ = -1;
 };
 
-bool Importer::Fail(error_code e) {
+bool Reader::Fail(error_code e) {
   if (error_ != SUCCESS) return false;
   error_ = e;
   const char* loc = nullptr;
   error_offset_ = size_;
-  if (doc_.current_location().get(loc) == SUCCESS && loc >= data_ && loc < end_) {
-    error_offset_ = static_cast<size_t>(loc - data_);
+  if (doc_.current_location().get(loc) == SUCCESS && loc >= base_ && loc < chunk_end_) {
+    error_offset_ = base_offset_ + static_cast<size_t>(loc - base_);
   }
   return false;
 }
 
-StatusOr<Trace> Importer::Run() {
-  Layout layout;
-  Scanner scanner(data_, size_);
-  if (!scanner.Scan(&layout)) return JsonError(scanner.error_offset, scanner.error);
-  if (layout.events_not_array) {
-    return InvalidArgument(trace_.source + ": \"traceEvents\" is not an array");
+bool Reader::Read(const std::vector<std::pair<size_t, size_t>>& chunks, size_t first,
+                  size_t last, bool copy_first, size_t reserve_bytes,
+                  const std::atomic<bool>& stop) {
+  if (first >= last) return true;
+  size_t biggest = 0;
+  for (size_t c = first; c < last; ++c) {
+    biggest = std::max(biggest, chunks[c].second - chunks[c].first + 2);
   }
-  if (!layout.has_events) {
-    return InvalidArgument(trace_.source + ": not a Kineto trace: no \"traceEvents\" array");
+  if (parser_.allocate(biggest) != SUCCESS) {
+    error_ = simdjson::MEMALLOC;
+    return false;
   }
-  for (const Layout::Field& field : layout.fields) ReadField(field);
-  size_t biggest = 0, total = 0;
-  for (const auto& [b, e] : layout.chunks) {
-    biggest = std::max(biggest, e - b + 2);
-    total += e - b;
-  }
-  if (biggest > 0 && parser_.allocate(biggest) != SUCCESS) {
-    return ResourceExhausted(trace_.source + ": out of memory for the parser");
-  }
-  for (size_t c = 0; c < layout.chunks.size(); ++c) {
-    const auto [b, e] = layout.chunks[c];
-    if (!ReadChunk(b, e)) {
-      if (error_ == simdjson::MEMALLOC) return ResourceExhausted(trace_.source + ": out of memory");
-      return JsonError(error_offset_, simdjson::error_message(error_));
-    }
+  // Never release the bytes the previous reader's last chunk may still read as padding.
+  released_ = chunks[first].first + (copy_first ? kPadding : 0);
+  for (size_t c = first; c < last; ++c) {
+    if (stop.load(std::memory_order_relaxed)) return true;
+    const auto [b, e] = chunks[c];
+    if (!ReadChunk(b, e, copy_first && c == first)) return false;
     ReleaseInput(e);
-    if (c == 0 && layout.chunks.size() > 1) {  // size the rest by the first run's density
+    if (c == first && reserve_bytes > e - b) {  // size the rest by the first run's density
       const double per_byte = static_cast<double>(trace_.events.size()) / double(e - b);
-      trace_.events.reserve(static_cast<size_t>(per_byte * 1.1 * double(total)) + 64);
+      trace_.events.reserve(static_cast<size_t>(per_byte * 1.1 * double(reserve_bytes)) + 64);
     }
   }
-  Finish();
-  return std::move(trace_);
+  return true;
 }
 
-// Parses the events in [begin, end) (after '[' or ',', up to ',' or ']') in place as an
-// array: the bytes just before and at `end` become brackets for the while.
-bool Importer::ReadChunk(size_t begin, size_t end) {
+// Parses the events in [begin, end) (after '[' or ',', up to ',' or ']') as an array: in
+// place, the bytes just before and at `end` becoming brackets for the while, or a copy.
+bool Reader::ReadChunk(size_t begin, size_t end, bool copy) {
+  const size_t len = end - begin + 2;
   char* open = data_ + begin - 1;
   char* close = data_ + end;
-  const char saved_open = *open, saved_close = *close;
-  *open = '[';
-  *close = ']';
-  const size_t len = end - begin + 2;
+  size_t capacity = capacity_ - (begin - 1);
+  char saved_open = 0, saved_close = 0;
+  if (copy) {
+    copy_ = PaddedBuffer();
+    if (!copy_.Reserve(len)) {
+      error_ = simdjson::MEMALLOC;
+      return false;
+    }
+    copy_.data()[0] = '[';
+    std::memcpy(copy_.data() + 1, data_ + begin, end - begin);
+    copy_.data()[len - 1] = ']';
+    copy_.Grow(len);
+    copy_.Finish();
+    open = copy_.data();
+    capacity = copy_.capacity();
+  } else {
+    saved_open = *open;
+    saved_close = *close;
+    *open = '[';
+    *close = ']';
+  }
+  base_ = open;
+  base_offset_ = begin - 1;
+  chunk_end_ = open + len;
   bool ok = false;
   od::array events;
-  if (const error_code e = parser_.iterate(open, len, capacity_ - (begin - 1)).get(doc_)) {
+  if (const error_code e = parser_.iterate(open, len, capacity).get(doc_)) {
     error_ = e;
-    error_offset_ = begin - 1 + LocateStage1Error(open, len, e);
+    error_offset_ = begin - 1 + kineto::LocateStage1Error(open, len, e);
   } else if (const error_code e2 = doc_.get_array().get(events)) {
     Fail(e2);
   } else {
@@ -564,13 +319,15 @@ bool Importer::ReadChunk(size_t begin, size_t end) {
     const char* rest = nullptr;  // anything after the array is an error
     if (ok && doc_.current_location().get(rest) == SUCCESS) ok = Fail(simdjson::TRAILING_CONTENT);
   }
-  *open = saved_open;
-  *close = saved_close;
+  if (!copy) {
+    *open = saved_open;
+    *close = saved_close;
+  }
   return ok;
 }
 
 // A top-level member other than traceEvents; unreadable ones are ignored.
-void Importer::ReadField(const Layout::Field& field) {
+void Reader::ReadField(const Layout::Field& field, std::string* trace_name) {
   od::document doc;
   if (field.key != "deviceProperties" && field.key != "baseTimeNanoseconds" &&
       field.key != "traceName") {
@@ -583,10 +340,11 @@ void Importer::ReadField(const Layout::Field& field) {
   std::string_view s;
   int64_t n;
   od::array devices;
+  const char* end = data_ + size_;
   if (field.key == "baseTimeNanoseconds" && doc.get_int64().get(n) == SUCCESS) {
     trace_.base_time_ns = n;
   } else if (field.key == "traceName" && doc.get_string().get(s) == SUCCESS) {
-    trace_name_ = std::string(s);
+    *trace_name = std::string(s);
   } else if (field.key == "deviceProperties" && doc.get_array().get(devices) == SUCCESS) {
     for (auto dev_or : devices) {  // the first device describes the trace
       od::object obj;
@@ -594,7 +352,7 @@ void Importer::ReadField(const Layout::Field& field) {
       for (auto field_or : obj) {
         od::field f;
         if (std::move(field_or).get(f) != SUCCESS) return;
-        const std::string_view key = KeyOf(f, end_);
+        const std::string_view key = KeyOf(f, end);
         od::value v = f.value();
         if (key == "name" && GetString(v, &s)) {
           trace_.device_name = std::string(s);
@@ -609,26 +367,35 @@ void Importer::ReadField(const Layout::Field& field) {
   }
 }
 
-int32_t Importer::IdForString(std::string_view s) {
+int32_t Reader::IdForString(std::string_view s, bool* local) {
   auto it = string_ids_.find(s);
-  if (it != string_ids_.end()) return it->second;
+  if (it != string_ids_.end()) {
+    *local = it->second.second;
+    return it->second.first;
+  }
   // A trailing number names the id ("stream 7" -> 7, "25738" -> 25738).
   size_t digits = 0;
   while (digits < s.size() && s[s.size() - 1 - digits] >= '0' && s[s.size() - 1 - digits] <= '9') {
     ++digits;
   }
   int32_t id = 0;
+  *local = false;
   if (digits > 0 && digits <= 9) {
     for (size_t i = s.size() - digits; i < s.size(); ++i) id = id * 10 + (s[i] - '0');
   } else {
     id = next_string_id_ > INT32_MIN ? next_string_id_-- : INT32_MIN;
+    *local = !primary_;
   }
-  string_ids_.emplace(std::string(s), id);
-  if (digits != s.size()) AddThreadName(id, s);  // a bare number names nothing
+  string_ids_.emplace(std::string(s), std::make_pair(id, *local));
+  if (!primary_) {
+    journal_.push_back({true, *local, id, std::string(s)});
+  } else if (digits != s.size()) {
+    AddThreadName(id, false, s);  // a bare number names nothing
+  }
   return id;
 }
 
-bool Importer::ReadId(od::value& v, int32_t* id, std::string_view* as_string) {
+bool Reader::ReadId(od::value& v, int32_t* id, bool* local, std::string_view* as_string) {
   od::json_type t;
   std::string_view text;
   int64_t n;
@@ -644,11 +411,11 @@ bool Importer::ReadId(od::value& v, int32_t* id, std::string_view* as_string) {
   } else {
     *as_string = text;
   }
-  *id = IdForString(text);
+  *id = IdForString(text, local);
   return true;
 }
 
-bool Importer::ReadArgs(od::value v, RawEvent& ev) {
+bool Reader::ReadArgs(od::value v, RawEvent& ev) {
   od::json_type t;
   if (v.type().get(t) != SUCCESS || t != od::json_type::object) return true;  // ignored
   const char* begin = v.raw_json_token().data();  // the '{'
@@ -657,23 +424,25 @@ bool Importer::ReadArgs(od::value v, RawEvent& ev) {
   for (auto field_or : obj) {
     od::field field;
     if (const error_code e = std::move(field_or).get(field)) return Fail(e);
-    const std::string_view key = KeyOf(field, end_);
+    const std::string_view key = KeyOf(field, chunk_end_);
     od::value fv = field.value();
-    if (key == "External id" || key == "external id") GetInt(fv, &ev.external_id);
-    else if (key == "correlation") GetInt(fv, &ev.correlation);
-    else if (key == "Bytes" || key == "bytes") GetDouble(fv, &ev.bytes);
-    else if (key == "Total Allocated") GetDouble(fv, &ev.total_allocated);
-    else if (key == "Addr") GetInt(fv, &ev.addr);
-    else if (key == "flops") GetDouble(fv, &ev.flops);
-    else if (key == "kernel correlation") GetInt(fv, &ev.kernel_correlation);
-    else if (key == "tasks") GetDouble(fv, &ev.tasks);
-    else if (key == "busy ns") GetDouble(fv, &ev.busy_ns);
-    else if (key == "name") GetString(fv, &ev.arg_name);
-    else if (key == "labels") GetString(fv, &ev.arg_labels);
+    if (Is(key, "External id") || Is(key, "external id")) GetInt(fv, &ev.external_id);
+    else if (Is(key, "correlation")) GetInt(fv, &ev.correlation);
+    else if (Is(key, "Bytes") || Is(key, "bytes")) GetDouble(fv, &ev.bytes);
+    else if (Is(key, "Total Allocated")) GetDouble(fv, &ev.total_allocated);
+    else if (Is(key, "Addr")) GetInt(fv, &ev.addr);
+    else if (Is(key, "flops")) GetDouble(fv, &ev.flops);
+    else if (Is(key, "kernel correlation")) GetInt(fv, &ev.kernel_correlation);
+    else if (Is(key, "tasks")) GetDouble(fv, &ev.tasks);
+    else if (Is(key, "busy ns")) GetDouble(fv, &ev.busy_ns);
+    else if (Is(key, "name")) GetString(fv, &ev.arg_name);
+    else if (Is(key, "labels")) GetString(fv, &ev.arg_labels);
   }
   // The object's text runs from its '{' to the next structural character.
   const char* loc = nullptr;
-  if (doc_.current_location().get(loc) != SUCCESS || loc <= begin || loc > end_) return true;
+  if (doc_.current_location().get(loc) != SUCCESS || loc <= begin || loc > chunk_end_) {
+    return true;
+  }
   const std::string_view text = Trim(std::string_view(begin, static_cast<size_t>(loc - begin)));
   if (text.size() >= 2 && text.front() == '{' && text.back() == '}') {
     ev.args = Trim(text.substr(1, text.size() - 2));
@@ -681,7 +450,7 @@ bool Importer::ReadArgs(od::value v, RawEvent& ev) {
   return true;
 }
 
-bool Importer::ReadEvent(od::value v) {
+bool Reader::ReadEvent(od::value v) {
   ++trace_.stats.events_read;
   od::json_type type;
   od::object obj;
@@ -695,16 +464,16 @@ bool Importer::ReadEvent(od::value v) {
   for (auto field_or : obj) {
     od::field field;
     if (const error_code e = std::move(field_or).get(field)) return Fail(e);
-    const std::string_view key = KeyOf(field, end_);
+    const std::string_view key = KeyOf(field, chunk_end_);
     od::value fv = field.value();
-    if (key == "ph") ev.got_ph = got(GetString(fv, &ev.ph));
-    else if (key == "ts") ev.got_ts = got(GetNumberText(fv, &ev.ts));
-    else if (key == "dur") ev.got_dur = got(GetNumberText(fv, &ev.dur));
-    else if (key == "cat") ev.has_cat = GetString(fv, &ev.cat);
-    else if (key == "name") ev.got_name = got(GetString(fv, &ev.name));
-    else if (key == "pid") ev.pid_ok = ReadId(fv, &ev.pid, &ev.pid_string);
-    else if (key == "tid") ev.tid_ok = ReadId(fv, &ev.tid, &tid_string);
-    else if (key == "args" && !ReadArgs(fv, ev)) return false;
+    if (Is(key, "ph")) ev.got_ph = got(GetString(fv, &ev.ph));
+    else if (Is(key, "ts")) ev.got_ts = got(GetNumberText(fv, &ev.ts));
+    else if (Is(key, "dur")) ev.got_dur = got(GetNumberText(fv, &ev.dur));
+    else if (Is(key, "cat")) ev.has_cat = GetString(fv, &ev.cat);
+    else if (Is(key, "name")) ev.got_name = got(GetString(fv, &ev.name));
+    else if (Is(key, "pid")) ev.pid_ok = ReadId(fv, &ev.pid, &ev.pid_local, &ev.pid_string);
+    else if (Is(key, "tid")) ev.tid_ok = ReadId(fv, &ev.tid, &ev.tid_local, &tid_string);
+    else if (Is(key, "args") && !ReadArgs(fv, ev)) return false;
   }
 
   // Every entry's category is counted, kept or not.
@@ -731,9 +500,12 @@ bool Importer::ReadEvent(od::value v) {
   if (ph != 'X' && !memory) {
     ++trace_.stats.metadata;  // metadata, flows, B/E, other instants, unknown phases
     if (ph != 'M' || ev.got_name != Got::kOk || !ev.tid_ok || !ev.pid_ok) return true;
-    if (ev.name == "thread_name" && !ev.arg_name.empty()) AddThreadName(ev.tid, ev.arg_name);
+    if (ev.name == "thread_name" && !ev.arg_name.empty()) {
+      AddThreadName(ev.tid, ev.tid_local, ev.arg_name);
+    }
     if (ev.name == "process_labels" && ev.arg_labels == "CPU" && !host_pid_set_) {
-      trace_.host_pid = ev.pid;
+      host_pid_ = ev.pid;
+      host_pid_local_ = ev.pid_local;
       host_pid_set_ = true;
     }
     return true;
@@ -744,10 +516,12 @@ bool Importer::ReadEvent(od::value v) {
   if (!ev.pid_ok) return Malformed("pid not a number or string");
   if (!ev.tid_ok) return Malformed("tid not a number or string");
   Event e;
-  if (ev.got_ts == Got::kBad || !MicrosToNs(ev.ts, &e.ts_ns)) return Malformed("ts not a number");
+  if (ev.got_ts == Got::kBad || !kineto::MicrosToNs(ev.ts, &e.ts_ns)) {
+    return Malformed("ts not a number");
+  }
   if (ph == 'X') {
     if (ev.got_dur == Got::kAbsent) return Malformed("missing dur");
-    if (ev.got_dur == Got::kBad || !MicrosToNs(ev.dur, &e.dur_ns)) {
+    if (ev.got_dur == Got::kBad || !kineto::MicrosToNs(ev.dur, &e.dur_ns)) {
       return Malformed("dur not a number");
     }
     if (e.dur_ns < 0) return Malformed("negative dur");
@@ -781,32 +555,106 @@ bool Importer::ReadEvent(od::value v) {
       else if (ev.name.substr(0, 2) == "cu") ++cuda_;
       break;
     case EventKind::kOp:
-      if (!saw_op_) first_op_pid_ = e.pid;
+      if (!saw_op_) {
+        first_op_pid_ = e.pid;
+        first_op_local_ = ev.pid_local;
+      }
       saw_op_ = true;
       break;
     default:
       break;
   }
   e.name = memory ? memory_name_ : trace_.strings.Intern(ev.name);
-  if (!ev.args.empty() && KeepsArgs(e.kind)) {
-    // Device events' args name their own correlation, so they are unique: no dedup.
-    const bool unique = e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy ||
-                        e.kind == EventKind::kMemset || e.kind == EventKind::kSync;
-    e.args = unique ? trace_.strings.Append(ev.args) : trace_.strings.Intern(ev.args);
-  }
+  // Args name the event's own correlation or external id, so they are nearly always
+  // unique: no dedup.
+  if (!ev.args.empty() && KeepsArgs(e.kind)) e.args = trace_.strings.Append(ev.args);
+  if (ev.pid_local || ev.tid_local) fixups_.push_back({trace_.events.size(), ev.pid_local, ev.tid_local});
   trace_.events.push_back(e);
   ++trace_.stats.events_kept;
   return true;
 }
 
-void Importer::Finish() {
+void Reader::Merge(Reader& later) {
+  ImportStats& stats = trace_.stats;
+  const ImportStats& more = later.trace_.stats;
+  stats.events_read += more.events_read;
+  stats.events_kept += more.events_kept;
+  stats.metadata += more.metadata;
+  stats.malformed += more.malformed;
+  for (const auto& [reason, n] : more.malformed_reasons) stats.malformed_reasons[reason] += n;
+  const StringTable& theirs = later.trace_.strings;
+  std::vector<int32_t> ids(theirs.size(), -1);  // their interned string ids -> ours
+  const auto string_id = [&](int32_t id) {
+    if (id < 0) return id;
+    int32_t& ours = ids[static_cast<size_t>(id)];
+    if (ours < 0) ours = trace_.strings.Intern(theirs.Get(id));
+    return ours;
+  };
+  for (const auto& [id, info] : later.categories_) {
+    auto it = categories_.try_emplace(string_id(id), info.first, 0).first;
+    it->second.second += info.second;
+  }
+  no_category_ += later.no_category_;
+  hip_ += later.hip_;
+  musa_ += later.musa_;
+  cuda_ += later.cuda_;
+
+  // Replaying the journal gives their string pids/tids the ids one reader would have.
+  std::vector<int32_t> local_ids;  // their local id -2 - i -> ours
+  const auto pid_id = [&](int32_t id, bool local) {
+    return local ? local_ids[static_cast<size_t>(-2 - static_cast<int64_t>(id))] : id;
+  };
+  for (const JournalEntry& j : later.journal_) {
+    bool unused;
+    if (!j.is_string_id) {
+      AddThreadName(pid_id(j.id, j.local), false, j.text);
+      continue;
+    }
+    const int32_t ours = IdForString(j.text, &unused);
+    if (j.local) {
+      const size_t slot = static_cast<size_t>(-2 - static_cast<int64_t>(j.id));
+      if (local_ids.size() <= slot) local_ids.resize(slot + 1, 0);
+      local_ids[slot] = ours;
+    }
+  }
+  if (!host_pid_set_ && later.host_pid_set_) {
+    host_pid_ = pid_id(later.host_pid_, later.host_pid_local_);
+    host_pid_set_ = true;
+  }
+  if (!saw_op_ && later.saw_op_) {
+    first_op_pid_ = pid_id(later.first_op_pid_, later.first_op_local_);
+    saw_op_ = true;
+  }
+
+  // Names and categories are interned again; args (appended, unique) keep their bytes.
+  for (Event& e : later.trace_.events) {
+    e.name = string_id(e.name);
+    e.cat = string_id(e.cat);
+  }
+  const int32_t args_offset = trace_.strings.Adopt(std::move(later.trace_.strings));
+  const size_t offset = trace_.events.size();
+  trace_.events.reserve(offset + later.trace_.events.size());
+  for (Event e : later.trace_.events) {
+    if (e.args >= 0) e.args += args_offset;
+    trace_.events.push_back(e);
+  }
+  for (const Fixup& f : later.fixups_) {
+    Event& e = trace_.events[offset + f.event];
+    if (f.pid) e.pid = pid_id(e.pid, true);
+    if (f.tid) e.tid = pid_id(e.tid, true);
+  }
+  later.trace_ = Trace();
+}
+
+void Reader::Finish(const std::string& trace_name) {
   ImportStats& stats = trace_.stats;
   for (const auto& [id, info] : categories_) {
     stats.by_category[std::string(trace_.strings.Get(id))] += info.second;
   }
   if (no_category_ > 0) stats.by_category[""] += no_category_;
-  if (!host_pid_set_ && saw_op_) trace_.host_pid = first_op_pid_;
-  if (trace_name_.find("tierscope") != std::string::npos) {
+  if (host_pid_set_) trace_.host_pid = host_pid_;
+  else if (saw_op_) trace_.host_pid = first_op_pid_;
+  if (trace_name.find("tierscope") != std::string::npos) {
     trace_.runtime = "cpu";
   } else if (hip_ > 0 && hip_ >= musa_ && hip_ >= cuda_) {
     trace_.runtime = "hip";
@@ -817,21 +665,103 @@ void Importer::Finish() {
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// The importer: scan, read the runs on one or two cores, merge.
+
+int ReaderCount(int threads, size_t chunks) {
+  if (threads <= 0) {
+    cpu_set_t set;
+    threads = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  }
+  // Two readers at most (the merge is serial), and only when each gets a few runs.
+  return chunks >= 4 && threads >= 2 ? 2 : 1;
+}
+
+Status JsonError(const std::string& source, size_t size, size_t offset, std::string_view what) {
+  std::string msg = source + ": invalid JSON at byte " + std::to_string(offset);
+  if (offset >= size) msg += " (the end of the input: truncated?)";
+  return DataLoss(msg + ": " + std::string(what));
+}
+
+StatusOr<Trace> Import(PaddedBuffer& buf, const std::string& source, int threads) {
+  char* data = buf.data();
+  const size_t size = buf.size(), capacity = buf.capacity();
+  Layout layout;
+  kineto::Scanner scanner(data, size);
+  if (!scanner.Scan(&layout)) return JsonError(source, size, scanner.error_offset, scanner.error);
+  if (layout.events_not_array) {
+    return InvalidArgument(source + ": \"traceEvents\" is not an array");
+  }
+  if (!layout.has_events) {
+    return InvalidArgument(source + ": not a Kineto trace: no \"traceEvents\" array");
+  }
+  Reader first(data, size, capacity, /*primary=*/true);
+  std::string trace_name;
+  for (const Layout::Field& field : layout.fields) first.ReadField(field, &trace_name);
+
+  const size_t n = layout.chunks.size();
+  std::atomic<bool> stop{false};
+  bool ok = true, ok2 = true;
+  std::unique_ptr<Reader> second;
+  size_t total = 0;
+  for (const auto& [b, e] : layout.chunks) total += e - b;
+  if (ReaderCount(threads, n) == 1) {
+    ok = first.Read(layout.chunks, 0, n, false, total, stop);
+  } else {
+    // Split the runs by bytes; the second reader takes the later half on another thread.
+    size_t half = 0, split = 0;
+    while (split + 1 < n && half < total / 2) {
+      half += layout.chunks[split].second - layout.chunks[split].first;
+      ++split;
+    }
+    second = std::make_unique<Reader>(data, size, capacity, /*primary=*/false);
+    std::thread worker([&] {
+      try {
+        ok2 = second->Read(layout.chunks, split, n, /*copy_first=*/true, total - half, stop);
+      } catch (const std::bad_alloc&) {
+        second->SetError(simdjson::MEMALLOC);
+        ok2 = false;
+      }
+    });
+    try {
+      ok = first.Read(layout.chunks, 0, split, false, total, stop);
+    } catch (const std::bad_alloc&) {
+      first.SetError(simdjson::MEMALLOC);
+      ok = false;
+    }
+    if (!ok) stop = true;
+    worker.join();
+  }
+  for (Reader* r : {&first, second.get()}) {  // the first error in file order
+    if (r == nullptr || (r == &first ? ok : ok2)) continue;
+    if (r->error() == simdjson::MEMALLOC) return ResourceExhausted(source + ": out of memory");
+    return JsonError(source, size, r->error_offset(), simdjson::error_message(r->error()));
+  }
+  if (second != nullptr) first.Merge(*second);
+
+  first.Finish(trace_name);
+  Trace trace = std::move(first.trace());
+  trace.source = source;
+  trace.format = "kineto";
+  trace.stats.bytes = static_cast<int64_t>(size);
+  return trace;
+}
+
 }  // namespace
 
-StatusOr<Trace> ImportKinetoJson(std::string_view json, const std::string& source) {
+StatusOr<Trace> ImportKinetoJson(std::string_view json, const std::string& source, int threads) {
   if (json.size() > kMaxJsonBytes) return ResourceExhausted(source + ": larger than 4 GiB");
   PaddedBuffer buf;
   if (!buf.Reserve(json.size())) return ResourceExhausted(source + ": out of memory");
   if (!json.empty()) std::memcpy(buf.data(), json.data(), json.size());
   buf.Grow(json.size());
   buf.Finish();
-  return Importer(buf.data(), buf.size(), buf.capacity(), source).Run();
+  return Import(buf, source, threads);
 }
 
-StatusOr<Trace> ImportKinetoTrace(const std::string& path) {
+StatusOr<Trace> ImportKinetoTrace(const std::string& path, int threads) {
   TS_ASSIGN_OR_RETURN(PaddedBuffer buf, ReadJsonInput(path));
-  return Importer(buf.data(), buf.size(), buf.capacity(), path).Run();
+  return Import(buf, path, threads);
 }
 
 }  // namespace tierscope

@@ -1,7 +1,8 @@
 // Imports Chrome trace JSON written by PyTorch's profiler (Kineto, 2021 to now, the
 // pre-Kineto legacy bare-list form, AMD/ROCm and torch_musa variants, and tierscope's own
-// writer) into a Trace. One pass over traceEvents with simdjson On-Demand; a bad event is
-// counted in Trace::stats and skipped, never fatal.
+// writer) into a Trace. One pass over traceEvents with simdjson On-Demand (on two cores
+// for traces of a few MiB and more); a bad event is counted in Trace::stats and skipped,
+// never fatal.
 //
 // Mapping, in short (categories are matched case-insensitively and kept as written in
 // Event::cat; every event object's category is counted in stats.by_category, kept or
@@ -33,7 +34,7 @@
 // args: "External id" / "external id" -> external_id, "correlation" (kTask: "kernel
 // correlation") -> correlation; kKernel: v0 = flops, v1 = bytes when present. For kOp,
 // kKernel, kMemcpy, kMemset, kSync and kTask the args object's members (raw JSON text
-// without the braces) are interned in Event::args; runtime calls' args are not kept.
+// without the braces) are stored in Event::args; runtime calls' args are not kept.
 #ifndef TIERSCOPE_TRACE_KINETO_IMPORT_H_
 #define TIERSCOPE_TRACE_KINETO_IMPORT_H_
 
@@ -49,11 +50,14 @@ namespace tierscope {
 // Errors: NotFound for a missing file; DataLoss for invalid JSON or a corrupt/truncated
 // gzip stream (the message names the file and the byte offset); InvalidArgument for
 // valid JSON that is not a trace (no traceEvents array).
-StatusOr<Trace> ImportKinetoTrace(const std::string& path);
+// `threads`: readers to use (0: as many as this process may run on, at most two); the
+// Trace is the same for any count.
+StatusOr<Trace> ImportKinetoTrace(const std::string& path, int threads = 0);
 
 // Same from bytes already in memory (uncompressed JSON); `source` names it in errors and
 // becomes Trace::source.
-StatusOr<Trace> ImportKinetoJson(std::string_view json, const std::string& source);
+StatusOr<Trace> ImportKinetoJson(std::string_view json, const std::string& source,
+                                 int threads = 0);
 
 }  // namespace tierscope
 

@@ -1,6 +1,8 @@
 // StringTable and event-kind names.
 #include "trace/trace.h"
 
+#include <cstring>
+
 namespace tierscope {
 
 const char* EventKindName(EventKind k) {
@@ -20,18 +22,110 @@ const char* EventKindName(EventKind k) {
   return "unknown";
 }
 
+namespace {
+
+// A fast 64-bit string hash (8 bytes at a time, multiply-xorshift mixing); the index
+// uses the low bits for the slot and the high 32 as a tag.
+uint64_t HashBytes(std::string_view s) {
+  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ULL;
+  uint64_t h = 0x243f6a8885a308d3ULL ^ (s.size() * kMul);
+  const char* p = s.data();
+  size_t n = s.size();
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * kMul;
+    h ^= h >> 29;
+  }
+  if (n > 0) {
+    uint64_t w = 0;
+    std::memcpy(&w, p, n);
+    h = (h ^ w) * kMul;
+  }
+  h ^= h >> 32;
+  h *= 0xd6e8feb86659fd93ULL;
+  h ^= h >> 32;
+  return h;
+}
+
+constexpr size_t kBlockBytes = size_t{1} << 20;
+
+}  // namespace
+
+StringTable& StringTable::operator=(const StringTable& other) {
+  if (this == &other) return *this;
+  *this = StringTable();
+  for (std::string_view v : other.views_) Append(v);
+  slots_ = other.slots_;  // same ids, same hashes
+  indexed_ = other.indexed_;
+  return *this;
+}
+
+std::string_view StringTable::Store(std::string_view s) {
+  if (s.empty()) return std::string_view();
+  if (s.size() > free_size_) {
+    if (s.size() >= kBlockBytes / 4) {  // a big string gets a block of its own
+      blocks_.push_back(std::make_unique_for_overwrite<char[]>(s.size()));
+      std::memcpy(blocks_.back().get(), s.data(), s.size());
+      return std::string_view(blocks_.back().get(), s.size());
+    }
+    // Small tables start small; later blocks are 1 MiB.
+    const size_t bytes = blocks_.empty() ? size_t{4096} : kBlockBytes;
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(bytes));
+    free_ = blocks_.back().get();
+    free_size_ = bytes;
+  }
+  std::memcpy(free_, s.data(), s.size());
+  const std::string_view out(free_, s.size());
+  free_ += s.size();
+  free_size_ -= s.size();
+  return out;
+}
+
+void StringTable::Rehash(size_t capacity) {
+  std::vector<uint64_t> slots(capacity, 0);
+  const size_t mask = capacity - 1;
+  for (uint64_t slot : slots_) {
+    if (slot == 0) continue;
+    const uint32_t id = static_cast<uint32_t>(slot) - 1;
+    size_t i = HashBytes(views_[id]) & mask;
+    while (slots[i] != 0) i = (i + 1) & mask;
+    slots[i] = slot;
+  }
+  slots_.swap(slots);
+}
+
 int32_t StringTable::Intern(std::string_view s) {
-  auto it = index_.find(s);
-  if (it != index_.end()) return it->second;
-  strings_.emplace_back(s);
-  const int32_t id = static_cast<int32_t>(strings_.size() - 1);
-  index_.emplace(strings_.back(), id);
+  if ((indexed_ + 1) * 4 > slots_.size() * 3) Rehash(slots_.empty() ? 64 : slots_.size() * 2);
+  const uint64_t h = HashBytes(s);
+  const uint64_t tag = h & 0xffffffff00000000ULL;
+  const size_t mask = slots_.size() - 1;
+  size_t i = h & mask;
+  for (; slots_[i] != 0; i = (i + 1) & mask) {
+    const uint64_t slot = slots_[i];
+    if ((slot & 0xffffffff00000000ULL) != tag) continue;
+    const std::string_view v = views_[static_cast<uint32_t>(slot) - 1];
+    if (v == s) {
+      return static_cast<int32_t>(static_cast<uint32_t>(slot) - 1);
+    }
+  }
+  const int32_t id = Append(s);
+  slots_[i] = tag | (static_cast<uint64_t>(id) + 1);
+  ++indexed_;
   return id;
 }
 
+int32_t StringTable::Adopt(StringTable&& other) {
+  const int32_t offset = static_cast<int32_t>(views_.size());
+  views_.insert(views_.end(), other.views_.begin(), other.views_.end());
+  for (auto& block : other.blocks_) blocks_.push_back(std::move(block));
+  other = StringTable();
+  return offset;
+}
+
 int32_t StringTable::Append(std::string_view s) {
-  strings_.emplace_back(s);
-  return static_cast<int32_t>(strings_.size() - 1);
+  views_.push_back(Store(s));
+  return static_cast<int32_t>(views_.size() - 1);
 }
 
 }  // namespace tierscope

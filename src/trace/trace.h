@@ -5,8 +5,8 @@
 #define TIERSCOPE_TRACE_TRACE_H_
 
 #include <cstdint>
-#include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -32,19 +32,39 @@ enum class EventKind : uint8_t {
 
 const char* EventKindName(EventKind k);
 
-// Interns strings; ids are dense and stable, views stay valid for the table's life.
+// Interns strings; ids are dense and stable, views stay valid for the table's life
+// (moves included). The bytes live in a few large arena blocks and the index is a flat
+// open-addressing table, so interning millions of names costs no allocation per string.
 class StringTable {
  public:
+  StringTable() = default;
+  StringTable(StringTable&&) noexcept = default;
+  StringTable& operator=(StringTable&&) noexcept = default;
+  StringTable(const StringTable& other) { *this = other; }
+  StringTable& operator=(const StringTable& other);
+
   int32_t Intern(std::string_view s);
   // Stores `s` without looking for an equal string first: for strings that are nearly
   // always unique (a kernel's args carry its correlation), where hashing buys nothing.
   int32_t Append(std::string_view s);
-  std::string_view Get(int32_t id) const { return strings_[static_cast<size_t>(id)]; }
-  size_t size() const { return strings_.size(); }
+  // Takes over every string of `other` without copying its bytes: its id i becomes
+  // the returned offset + i here. They are not indexed (Intern will not find them), so
+  // this is for strings that were Append-ed; intern the others again.
+  int32_t Adopt(StringTable&& other);
+  std::string_view Get(int32_t id) const { return views_[static_cast<size_t>(id)]; }
+  size_t size() const { return views_.size(); }
 
  private:
-  std::deque<std::string> strings_;
-  std::unordered_map<std::string_view, int32_t> index_;
+  std::string_view Store(std::string_view s);
+  void Rehash(size_t capacity);
+
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  char* free_ = nullptr;  // the unused end of the last block
+  size_t free_size_ = 0;
+  std::vector<std::string_view> views_;
+  // Slots: (hash >> 32) << 32 | (id + 1); 0 is empty. Power-of-two size.
+  std::vector<uint64_t> slots_;
+  size_t indexed_ = 0;
 };
 
 struct Event {

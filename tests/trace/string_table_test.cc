@@ -1,0 +1,86 @@
+// StringTable: interning dedups and keeps ids dense, views survive growth and moves,
+// appended and adopted strings are stored but not indexed, copies are independent.
+#include "trace/trace.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace tierscope {
+namespace {
+
+TEST(StringTable, InternGivesOneDenseIdPerDistinctString) {
+  StringTable t;
+  EXPECT_EQ(t.Intern("aten::linear"), 0);
+  EXPECT_EQ(t.Intern("aten::addmm"), 1);
+  EXPECT_EQ(t.Intern("aten::linear"), 0);
+  EXPECT_EQ(t.Intern(""), 2);
+  EXPECT_EQ(t.Intern(""), 2);
+  EXPECT_EQ(t.size(), 3u);
+  EXPECT_EQ(t.Get(1), "aten::addmm");
+  EXPECT_EQ(t.Get(2), "");
+}
+
+TEST(StringTable, ViewsStayValidWhileTheTableGrowsAndMoves) {
+  StringTable t;
+  std::vector<std::string_view> views;
+  // Enough strings to fill several arena blocks and rehash the index many times,
+  // with names that share long prefixes (like kernel names do).
+  for (int i = 0; i < 200000; ++i) {
+    const std::string s = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_" + std::to_string(i);
+    ASSERT_EQ(t.Intern(s), i);
+    views.push_back(t.Get(i));
+  }
+  const std::string big(600000, 'x');  // larger than a block: stored on its own
+  const int32_t big_id = t.Intern(big);
+  StringTable moved = std::move(t);
+  for (int i = 0; i < 200000; i += 997) {
+    const std::string s = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_" + std::to_string(i);
+    EXPECT_EQ(views[static_cast<size_t>(i)], s);
+    EXPECT_EQ(moved.Intern(s), i);
+  }
+  EXPECT_EQ(moved.Get(big_id), big);
+  EXPECT_EQ(moved.Intern(big), big_id);
+}
+
+TEST(StringTable, AppendedStringsAreStoredButNotFoundByIntern) {
+  StringTable t;
+  const int32_t a = t.Append("\"correlation\": 7");
+  EXPECT_EQ(t.Get(a), "\"correlation\": 7");
+  EXPECT_NE(t.Intern("\"correlation\": 7"), a);  // a new, interned copy
+  EXPECT_EQ(t.size(), 2u);
+}
+
+TEST(StringTable, AdoptShiftsTheOtherTablesIdsByTheReturnedOffset) {
+  StringTable a, b;
+  a.Intern("x");
+  a.Intern("y");
+  const int32_t args = b.Append("\"External id\": 3");
+  const int32_t name = b.Intern("aten::mm");
+  const int32_t offset = a.Adopt(std::move(b));
+  EXPECT_EQ(offset, 2);
+  EXPECT_EQ(a.Get(offset + args), "\"External id\": 3");
+  EXPECT_EQ(a.Get(offset + name), "aten::mm");
+  EXPECT_EQ(a.Intern("y"), 1);
+  EXPECT_EQ(a.Intern("aten::mm"), 4);  // adopted strings are not indexed
+  EXPECT_EQ(b.size(), 0u);
+}
+
+TEST(StringTable, CopiesAreIndependentAndKeepTheirIds) {
+  StringTable a;
+  a.Intern("one");
+  a.Append("two");
+  a.Intern("three");
+  StringTable b = a;
+  EXPECT_EQ(b.Intern("three"), 2);
+  EXPECT_EQ(b.Intern("one"), 0);
+  EXPECT_EQ(b.Get(1), "two");
+  b.Intern("four");
+  EXPECT_EQ(a.size(), 3u);
+  EXPECT_EQ(b.size(), 4u);
+  EXPECT_EQ(a.Intern("four"), 3);
+}
+
+}  // namespace
+}  // namespace tierscope
