@@ -6,7 +6,9 @@
 #include <CLI/CLI.hpp>
 
 #include "analysis/commands.h"
+#include "core/paths.h"
 #include "lab/bench.h"
+#include "lab/kernel.h"
 #include "lab/run.h"
 #include "tierscope/version.h"
 
@@ -24,6 +26,21 @@ int Fail(const Status& s) {
              : 1;
 }
 
+// The workload flags `bench` and `kernel` share.
+void AddWorkloadOptions(CLI::App* c, tierscope::BenchOptions& bench) {
+  c->add_option("--model", bench.model_dir, "Hugging Face model directory (default: the built-in model)");
+  c->add_option("--mode", bench.mode, "serial-fp32 | batch-fp32 | batch-fp16 | batch-bf16")
+      ->capture_default_str();
+  c->add_option("--batch-size", bench.batch_size, "samples per work unit")->capture_default_str();
+  c->add_option("--seq-len", bench.seq_len, "tokens per sample")->capture_default_str();
+  c->add_option("--warmup", bench.warmup, "untimed work units first")->capture_default_str();
+  c->add_option("--iterations", bench.iterations, "timed work units")->capture_default_str();
+  c->add_option("--seed", bench.seed, "input generator seed")->capture_default_str();
+  c->add_option("--pre-delay", bench.pre_delay_s, "seconds to sleep after loading, before warmup")
+      ->capture_default_str();
+  c->add_option("--threads", bench.threads, "worker threads (0: all cores)")->capture_default_str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -33,17 +50,7 @@ int main(int argc, char** argv) {
 
   tierscope::BenchOptions bench;
   auto* b = app.add_subcommand("bench", "Benchmark the BERT encoder without a profiler (prints RESULT_JSON=)");
-  b->add_option("--model", bench.model_dir, "Hugging Face model directory (default: the built-in model)");
-  b->add_option("--mode", bench.mode, "serial-fp32 | batch-fp32 | batch-fp16 | batch-bf16")
-      ->capture_default_str();
-  b->add_option("--batch-size", bench.batch_size, "samples per work unit")->capture_default_str();
-  b->add_option("--seq-len", bench.seq_len, "tokens per sample")->capture_default_str();
-  b->add_option("--warmup", bench.warmup, "untimed work units first")->capture_default_str();
-  b->add_option("--iterations", bench.iterations, "timed work units")->capture_default_str();
-  b->add_option("--seed", bench.seed, "input generator seed")->capture_default_str();
-  b->add_option("--pre-delay", bench.pre_delay_s, "seconds to sleep after loading, before warmup")
-      ->capture_default_str();
-  b->add_option("--threads", bench.threads, "worker threads (0: all cores)")->capture_default_str();
+  AddWorkloadOptions(b, bench);
   b->add_flag("--profile", bench.profile,
               "record operators, launches, kernels and memory (tiers 1 and 2) and print "
               "the key_averages table and per-unit counts");
@@ -95,6 +102,43 @@ int main(int argc, char** argv) {
   df->add_option("base", base_path, "baseline trace")->required();
   df->add_option("new", new_path, "new trace")->required();
   add_common(df);
+
+  tierscope::KernelCommandOptions kern;
+  kern.bench.warmup = 1;
+  kern.bench.iterations = 1;
+  std::string cache_control = "all", report_path = "kernel_report.json";
+  bool list_sections = false;
+  auto* k = app.add_subcommand(
+      "kernel", "Tier 3: replay one hot kernel and report its sections (like ncu -k NAME -c COUNT)");
+  AddWorkloadOptions(k, kern.bench);
+  k->add_option("-k,--kernel-name", kern.inspector.filter.name,
+                "kernel to profile: an exact name, or regex:PATTERN");
+  k->add_option("-s,--launch-skip", kern.inspector.filter.skip,
+                "matching launches to let run first")->capture_default_str();
+  k->add_option("-c,--launch-count", kern.inspector.filter.count, "matching launches to profile")
+      ->capture_default_str();
+  k->add_option("--section,--sections", kern.sections,
+                "sections, comma-separated (default: all; see --list-sections)");
+  k->add_flag("--list-sections", list_sections, "list the sections and exit");
+  k->add_option("--replay-passes", kern.inspector.passes, "replay passes per profiled launch")
+      ->capture_default_str();
+  k->add_option("--cache-control", cache_control,
+                "all: flush the caches before each pass (as ncu does); none: keep them")
+      ->capture_default_str();
+  k->add_option("--ncu-csv", kern.ncu_csv,
+                "instead of a workload: the kernels of an Nsight Compute CSV (ncu --csv --page details)");
+  k->add_option("--from-trace", kern.trace,
+                "instead of a workload: a kernel of a tier-2 trace (default: the hottest)");
+  k->add_option("-o,--export", report_path, "the JSON report file")->capture_default_str();
+  k->add_flag("--recalibrate", kern.recalibrate, "measure the machine's peaks again");
+
+  int device_threads = 0;
+  bool device_recalibrate = false;
+  std::string device_format = "text";
+  auto* dv = app.add_subcommand("device", "The device's properties and its measured peaks");
+  dv->add_option("--threads", device_threads, "worker threads (0: all cores)")->capture_default_str();
+  dv->add_flag("--recalibrate", device_recalibrate, "measure the peaks again (about 2 s)");
+  dv->add_option("--format", device_format, "text | json")->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -153,6 +197,37 @@ int main(int argc, char** argv) {
     auto out = tierscope::TraceStats(*trace, names, o, f);
     if (!out.ok()) return Fail(out.status());
     std::cout << *out;
+    return 0;
+  }
+  if (k->parsed()) {
+    if (list_sections) {
+      std::cout << tierscope::ListSectionsText();
+      return 0;
+    }
+    if (cache_control != "all" && cache_control != "none") {
+      return Fail(tierscope::InvalidArgument("--cache-control must be all or none, got '" +
+                                             cache_control + "'"));
+    }
+    kern.inspector.flush_caches = cache_control == "all";
+    if (kern.inspector.filter.name.empty() && kern.ncu_csv.empty() && kern.trace.empty()) {
+      return Fail(tierscope::InvalidArgument(
+          "name the kernel with -k NAME (or -k regex:PATTERN); a run without -k lists the "
+          "kernels only with --ncu-csv or --from-trace"));
+    }
+    auto result = tierscope::RunKernelCommand(kern);
+    if (!result.ok()) return Fail(result.status());
+    Status written = tierscope::WriteFileAtomic(report_path, result->json.dump(2) + "\n");
+    if (!written.ok()) return Fail(written);
+    std::cout << result->text << "==TIERSCOPE== report: " << report_path << std::endl;
+    return 0;
+  }
+  if (dv->parsed()) {
+    if (device_format != "text" && device_format != "json") {
+      return Fail(tierscope::InvalidArgument("--format must be text or json, got '" + device_format + "'"));
+    }
+    auto text = tierscope::DeviceReport(device_threads, device_recalibrate, device_format == "json");
+    if (!text.ok()) return Fail(text.status());
+    std::cout << *text;
     return 0;
   }
   if (r->parsed()) {

@@ -338,6 +338,8 @@ Table OpSum(const TraceIndex& x) {
 
 }  // namespace
 
+std::string EventArg(std::string_view args, std::string_view key) { return Arg(args, key); }
+
 int TraceIndex::UnitAt(int64_t ts) const {
   auto it = std::upper_bound(units.begin(), units.end(), ts,
                              [](int64_t v, const WorkUnit& u) { return v < u.begin_ns; });

@@ -48,6 +48,10 @@ struct TraceIndex {
 
 TraceIndex BuildIndex(const Trace& trace, const AnalysisOptions& options);
 
+// The raw JSON text of member `key` in an event's args (members without the braces,
+// as Event::args holds them), or "" when absent.
+std::string EventArg(std::string_view args, std::string_view key);
+
 // Every report name `stats` accepts (canonical names).
 std::vector<std::string> ReportNames();
 // Runs one report by name or alias ("musa_gpu_kern_sum" = "cuda_gpu_kern_sum").

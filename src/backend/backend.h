@@ -4,12 +4,15 @@
 #ifndef TIERSCOPE_BACKEND_BACKEND_H_
 #define TIERSCOPE_BACKEND_BACKEND_H_
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/function_ref.h"
 #include "core/tensor.h"
 #include "tierscope/status.h"
 
@@ -20,6 +23,12 @@ struct Dim3 {
   int64_t count() const { return x * y * z; }
 };
 
+// A buffer a kernel writes.
+struct MemRange {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+};
+
 // What every kernel launch says about itself; profilers and tier 3 read it.
 // CPU: grid = tasks (e.g. M-tiles x N-tiles), block = the work of one task.
 struct LaunchDesc {
@@ -28,6 +37,11 @@ struct LaunchDesc {
   double flops = 0;
   double bytes_read = 0;
   double bytes_written = 0;
+  // The arithmetic pipe the FLOPs run on, which names the peak they are measured against
+  // ("fp32_fma" or "bf16_dot").
+  std::string_view pipe = "fp32_fma";
+  // Every buffer the kernel writes (tier-3 replay saves and restores them).
+  std::array<MemRange, 2> writes{};
 };
 
 struct DeviceProps {
@@ -59,6 +73,23 @@ class BackendObserver {
                         const std::vector<WorkerSpan>& workers) = 0;
 };
 
+// One run of a kernel over its whole grid: first task start to last task end, and each
+// worker's share.
+struct KernelRun {
+  int64_t begin_ns = 0, end_ns = 0;
+  std::vector<WorkerSpan> workers;
+};
+
+// Tier 3: sees every launch and decides how it runs. `run` runs the kernel once over
+// its grid; the hook must call it at least once (the workload needs the result) and
+// may call it again (replay) after restoring the buffers in desc.writes. While a hook is
+// attached, the observer is not told of launches.
+class LaunchHook {
+ public:
+  virtual ~LaunchHook() = default;
+  virtual Status OnLaunch(const LaunchDesc& desc, FunctionRef<StatusOr<KernelRun>()> run) = 0;
+};
+
 // Nanoseconds of a monotonic clock shared by the backend and the profiler.
 int64_t MonotonicNs();
 
@@ -74,6 +105,9 @@ class Backend : public Allocator {
   virtual Kernels& kernels() = 0;
   // Attaches (or with nullptr detaches) the observer. Not thread-safe against launches.
   virtual void SetObserver(BackendObserver* observer) = 0;
+  // Attaches (or with nullptr detaches) a tier-3 launch hook. Not thread-safe against
+  // launches.
+  virtual void SetLaunchHook(LaunchHook* hook) = 0;
 };
 
 // Creates the CPU backend with `threads` workers (0: all hardware threads).

@@ -129,6 +129,14 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   if (o.pre_delay_s > 0) {
     std::this_thread::sleep_for(std::chrono::duration<double>(o.pre_delay_s));
   }
+  struct HookGuard {
+    Backend& backend;
+    ~HookGuard() { backend.SetLaunchHook(nullptr); }
+  } hook_guard{backend};
+  if (o.launch_hook != nullptr) {
+    if (o.profile) return InvalidArgument("a launch hook and the profiler cannot run together");
+    backend.SetLaunchHook(o.launch_hook);
+  }
   for (int64_t i = 0; i < o.warmup; ++i) {
     TS_RETURN_IF_ERROR(work_unit().status());
   }

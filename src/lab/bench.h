@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/backend.h"
 #include "tierscope/engine.h"
 #include "tierscope/status.h"
 
@@ -38,6 +39,9 @@ struct BenchOptions {
   bool record_shapes = true;
   bool profile_memory = true;
   int64_t table_rows = 25;
+
+  // Tier 3: attached for the whole workload, warmup included (not with `profile`).
+  LaunchHook* launch_hook = nullptr;
 };
 
 struct BenchMode {

@@ -134,6 +134,7 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   desc.flops = 4.0 * B * heads * S * S * D;  // QK^T and PV
   desc.bytes_read = es * B * S * 3 * H + 4.0 * B * S;
   desc.bytes_written = es * B * S * H;
+  desc.writes[0] = {out.data(), out.bytes()};
   be.EnsureScratch(ScratchFloats(S, D));
   return be.Launch(desc, [&](int64_t task, int worker) {
     AttentionTask(p, task, be.scratch(worker));

@@ -26,6 +26,7 @@ Status CpuCopyInto(CpuBackend& be, const Tensor& src, Tensor& dst, size_t dst_by
   desc.bytes_written = static_cast<double>(n);
   const auto* s = static_cast<const std::byte*>(src.data());
   auto* d = static_cast<std::byte*>(dst.data()) + dst_byte_offset;
+  desc.writes[0] = {d, n};
   return be.Launch(desc, [&](int64_t task, int) {
     const size_t begin = static_cast<size_t>(task * kChunkBytes);
     std::memcpy(d + begin, s + begin, std::min<size_t>(kChunkBytes, n - begin));

@@ -124,10 +124,35 @@ Status CpuBackend::CopyDeviceToHost(void* dst, const void* src, size_t bytes) {
   return OkStatus();
 }
 
+KernelRun CpuBackend::RunTimed(const LaunchDesc& desc, TaskFn fn) {
+  KernelRun run;
+  run.workers.assign(static_cast<size_t>(pool_.num_threads()), WorkerSpan{});
+  pool_.ParallelFor(desc.grid.count(), [&](int64_t task, int worker) {
+    const int64_t s = MonotonicNs();
+    fn(task, worker);
+    const int64_t e = MonotonicNs();
+    WorkerSpan& w = run.workers[static_cast<size_t>(worker)];
+    if (w.tasks == 0) w.begin_ns = s;
+    w.end_ns = e;
+    w.busy_ns += e - s;
+    ++w.tasks;
+  });
+  run.begin_ns = INT64_MAX;
+  for (const WorkerSpan& w : run.workers) {
+    if (w.tasks == 0) continue;
+    run.begin_ns = std::min(run.begin_ns, w.begin_ns);
+    run.end_ns = std::max(run.end_ns, w.end_ns);
+  }
+  return run;
+}
+
 Status CpuBackend::Launch(const LaunchDesc& desc, TaskFn fn) {
   int64_t tasks = desc.grid.count();
   if (tasks <= 0) {
     return InvalidArgument("launch of " + std::string(desc.kernel) + " with an empty grid");
+  }
+  if (hook_ != nullptr) {
+    return hook_->OnLaunch(desc, [&]() -> StatusOr<KernelRun> { return RunTimed(desc, fn); });
   }
   if (observer_ == nullptr) {
     pool_.ParallelFor(tasks, fn);
@@ -135,24 +160,8 @@ Status CpuBackend::Launch(const LaunchDesc& desc, TaskFn fn) {
   }
   // Observed: time every task and fold the times into one span per worker.
   const int64_t launch_begin = MonotonicNs();
-  spans_.assign(static_cast<size_t>(pool_.num_threads()), WorkerSpan{});
-  pool_.ParallelFor(tasks, [&](int64_t task, int worker) {
-    const int64_t s = MonotonicNs();
-    fn(task, worker);
-    const int64_t e = MonotonicNs();
-    WorkerSpan& w = spans_[static_cast<size_t>(worker)];
-    if (w.tasks == 0) w.begin_ns = s;
-    w.end_ns = e;
-    w.busy_ns += e - s;
-    ++w.tasks;
-  });
-  int64_t kernel_begin = INT64_MAX, kernel_end = 0;
-  for (const WorkerSpan& w : spans_) {
-    if (w.tasks == 0) continue;
-    kernel_begin = std::min(kernel_begin, w.begin_ns);
-    kernel_end = std::max(kernel_end, w.end_ns);
-  }
-  observer_->OnLaunch(desc, launch_begin, kernel_begin, kernel_begin, kernel_end, spans_);
+  const KernelRun run = RunTimed(desc, fn);
+  observer_->OnLaunch(desc, launch_begin, run.begin_ns, run.begin_ns, run.end_ns, run.workers);
   return OkStatus();
 }
 

@@ -35,6 +35,7 @@ class CpuBackend : public Backend {
   Status Synchronize() override { return OkStatus(); }  // launches are synchronous
   Kernels& kernels() override { return *kernels_; }
   void SetObserver(BackendObserver* observer) override { observer_ = observer; }
+  void SetLaunchHook(LaunchHook* hook) override { hook_ = hook; }
 
   // Runs `fn` once per task of desc.grid on the pool. Returns when all tasks are done.
   Status Launch(const LaunchDesc& desc, TaskFn fn);
@@ -49,8 +50,11 @@ class CpuBackend : public Backend {
   DeviceProps props_;
   ThreadPool pool_;
   std::unique_ptr<Kernels> kernels_;
+  // Runs every task of `desc`, timing each, into one span per worker.
+  KernelRun RunTimed(const LaunchDesc& desc, TaskFn fn);
+
   BackendObserver* observer_ = nullptr;
-  std::vector<WorkerSpan> spans_;
+  LaunchHook* hook_ = nullptr;
   std::vector<std::vector<float>> scratch_;
   size_t scratch_floats_ = 0;
   std::atomic<int64_t> live_{0};

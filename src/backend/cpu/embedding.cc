@@ -35,6 +35,7 @@ Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids
   desc.flops = 2.0 * tokens * H;
   desc.bytes_read = 3.0 * es * tokens * H + 8.0 * tokens;
   desc.bytes_written = static_cast<double>(es) * tokens * H;
+  desc.writes[0] = {out.data(), out.bytes()};
   be.EnsureScratch(static_cast<size_t>(4 * H));
   return be.Launch(desc, [&](int64_t task, int worker) {
     float* acc = be.scratch(worker);

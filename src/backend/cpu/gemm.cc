@@ -197,6 +197,7 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   desc.flops = 2.0 * rows * n * k;
   desc.bytes_read = es * (rows * k + n * k + (bias ? n : 0));
   desc.bytes_written = es * rows * n;
+  desc.writes[0] = {y.data(), y.bytes()};
   be.EnsureScratch(kScratchFloats);
   return be.Launch(desc, [&](int64_t task, int worker) {
     GemmTile(p, task, be.scratch(worker));

@@ -88,6 +88,7 @@ Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual, con
   desc.flops = 8.0 * p.rows * C;
   desc.bytes_read = es * (x.numel() * (residual ? 2 : 1) + 2 * C);
   desc.bytes_written = es * x.numel();
+  desc.writes[0] = {out.data(), out.bytes()};
   be.EnsureScratch(static_cast<size_t>(4 * C));
   return be.Launch(desc, [&](int64_t task, int worker) {
     LayerNormTask(p, task, be.scratch(worker));

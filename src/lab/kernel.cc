@@ -1,0 +1,181 @@
+// `tierscope kernel`: the workload with a KernelInspector attached, the machine's
+// calibrated peaks, and the sections and recommendation of each profiled launch.
+#include "lab/kernel.h"
+
+#include <cstdio>
+#include <regex>
+
+#include "analysis/commands.h"
+#include "inspect/calibration.h"
+#include "inspect/evidence.h"
+#include "tierscope/version.h"
+#include "trace/ncu_import.h"
+
+namespace tierscope {
+namespace {
+
+std::string Join(const std::vector<std::string>& v, size_t limit) {
+  std::string out;
+  for (size_t i = 0; i < v.size() && i < limit; ++i) out += "\n  " + v[i];
+  if (v.size() > limit) out += "\n  ... (" + std::to_string(v.size() - limit) + " more)";
+  return out;
+}
+
+StatusOr<KernelCommandResult> FromOtherTool(const KernelCommandOptions& o,
+                                            const std::vector<std::string>& sections) {
+  KernelCommandResult r;
+  r.json["tool"] = "tierscope kernel";
+  r.json["version"] = TIERSCOPE_VERSION;
+  if (!o.inspector.filter.name.empty()) {  // checks the regex
+    TS_RETURN_IF_ERROR(KernelInspector::Create(o.inspector).status());
+  }
+  if (!o.ncu_csv.empty()) {
+    TS_ASSIGN_OR_RETURN(NcuReport csv, ImportNcuCsv(o.ncu_csv));
+    std::vector<std::string> names;
+    for (const NcuKernel& k : csv.kernels) {
+      names.push_back(k.name);
+      if (!o.inspector.filter.name.empty()) {
+        const std::string& f = o.inspector.filter.name;
+        const bool match = f.rfind("regex:", 0) == 0 ? std::regex_search(k.name, std::regex(f.substr(6)))
+                                                     : k.name == f;
+        if (!match) continue;
+      }
+      r.reports.push_back(BuildKernelReport(EvidenceFromNcu(k, o.ncu_csv), sections));
+    }
+    if (r.reports.empty()) {
+      if (csv.kernels.empty()) return NotFound(o.ncu_csv + ": the CSV has no kernels");
+      return NotFound("no kernel in " + o.ncu_csv + " matches -k " + o.inspector.filter.name +
+                      "; its kernels are:" + Join(names, 20));
+    }
+    r.json["source"] = o.ncu_csv;
+  } else {
+    TS_ASSIGN_OR_RETURN(Trace t, LoadTrace(o.trace));
+    TS_ASSIGN_OR_RETURN(KernelEvidence e, EvidenceFromTrace(t, o.inspector.filter.name));
+    r.reports.push_back(BuildKernelReport(e, sections));
+    r.json["source"] = o.trace;
+  }
+  r.json["reports"] = KernelReportsToJson(r.reports);
+  r.text = RenderKernelReports(r.reports);
+  return r;
+}
+
+}  // namespace
+
+StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
+  TS_ASSIGN_OR_RETURN(std::vector<std::string> sections, ParseSections(o.sections));
+  if (!o.ncu_csv.empty() && !o.trace.empty()) {
+    return InvalidArgument("give --ncu-csv or --trace, not both");
+  }
+  if (!o.ncu_csv.empty() || !o.trace.empty()) return FromOtherTool(o, sections);
+
+  TS_ASSIGN_OR_RETURN(auto inspector, KernelInspector::Create(o.inspector));
+  TS_RETURN_IF_ERROR(ValidateBenchOptions(o.bench));
+  BenchOptions bench = o.bench;
+  bench.profile = false;
+  bench.launch_hook = inspector.get();
+  TS_ASSIGN_OR_RETURN(BenchReport workload, RunBench(bench));
+  const std::string filter = o.inspector.filter.name;
+  if (inspector->profiled().empty()) {
+    std::vector<std::string> matching;
+    for (const std::string& n : inspector->kernel_names()) {
+      if (inspector->Matches(n)) matching.push_back(n);
+    }
+    if (matching.empty()) {
+      return NotFound("no kernel launched by this workload matches -k " + filter +
+                      "; the kernels it launched are:" + Join(inspector->kernel_names(), 40));
+    }
+    return OutOfRange("-k " + filter + " matched launches, but --launch-skip " +
+                      std::to_string(o.inspector.filter.skip) + " skipped all of them");
+  }
+  TS_ASSIGN_OR_RETURN(MachinePeaks peaks, LoadOrMeasurePeaks(o.bench.threads, o.recalibrate));
+  const std::string device = workload.result.value("device", std::string());
+
+  KernelCommandResult r;
+  for (const ProfiledLaunch& p : inspector->profiled()) {
+    r.reports.push_back(BuildKernelReport(EvidenceFromReplay(p, *inspector, peaks, device), sections));
+  }
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const KernelTally& t : inspector->Tallies()) {
+    kernels.push_back({{"kernel", t.kernel},
+                       {"launches", t.launches},
+                       {"total_ns", t.total_ns},
+                       {"share", inspector->total_kernel_ns() > 0
+                                     ? static_cast<double>(t.total_ns) /
+                                           static_cast<double>(inspector->total_kernel_ns())
+                                     : 0.0}});
+  }
+  r.json["tool"] = "tierscope kernel";
+  r.json["version"] = TIERSCOPE_VERSION;
+  r.json["workload"] = workload.result;
+  r.json["machine"] = peaks.ToJson();
+  r.json["filter"] = {{"kernel", filter},
+                      {"launch_skip", o.inspector.filter.skip},
+                      {"launch_count", o.inspector.filter.count},
+                      {"replay_passes", o.inspector.passes},
+                      {"cache_control", o.inspector.flush_caches ? "all" : "none"}};
+  r.json["launches"] = inspector->launches();
+  r.json["kernels"] = kernels;
+  r.json["reports"] = KernelReportsToJson(r.reports);
+
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "==TIERSCOPE== %s on %s: %lld launches, %zu profiled with %d replay passes each "
+                "(cache control: %s)\n==TIERSCOPE== peaks: FP32 %.0f GFLOP/s, memory %.1f GB/s (%s)\n\n",
+                o.bench.mode.c_str(), device.c_str(), static_cast<long long>(inspector->launches()),
+                inspector->profiled().size(), o.inspector.passes,
+                o.inspector.flush_caches ? "all" : "none", peaks.fp32_flops / 1e9, peaks.mem_bw / 1e9,
+                peaks.from_cache ? "cached" : "measured now");
+  r.text = buf + RenderKernelReports(r.reports);
+  return r;
+}
+
+StatusOr<std::string> DeviceReport(int threads, bool recalibrate, bool json) {
+  TS_ASSIGN_OR_RETURN(auto backend, CreateCpuBackend(threads));
+  const DeviceProps& props = backend->props();
+  TS_ASSIGN_OR_RETURN(MachinePeaks peaks, LoadOrMeasurePeaks(props.compute_units, recalibrate));
+  std::string features;
+  const auto add = [&](bool has, const char* name) {
+    if (has) features += (features.empty() ? "" : " ") + std::string(name);
+  };
+  add(__builtin_cpu_supports("avx2"), "avx2");
+  add(__builtin_cpu_supports("fma"), "fma");
+  add(__builtin_cpu_supports("f16c"), "f16c");
+  add(__builtin_cpu_supports("avx512f"), "avx512f");
+  add(__builtin_cpu_supports("avx512bw"), "avx512bw");
+  add(__builtin_cpu_supports("avx512vnni"), "avx512vnni");
+  add(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
+  if (json) {
+    nlohmann::json j{{"name", props.name},
+                     {"kind", props.kind},
+                     {"compute_units", props.compute_units},
+                     {"total_memory", props.total_memory},
+                     {"features", features},
+                     {"peaks", peaks.ToJson()},
+                     {"peaks_cache", peaks.cache_path}};
+    return j.dump(2) + "\n";
+  }
+  char buf[1024];
+  std::snprintf(
+      buf, sizeof(buf),
+      "_DeviceProperties(name='%s', kind='%s', compute_units=%d, total_memory=%lldMB, "
+      "features='%s')\n"
+      "measured peaks (%s%s):\n"
+      "  FP32 FMA        %8.1f GFLOP/s on 1 thread, %8.1f on %d (%s)\n"
+      "  BF16 dot        %s\n"
+      "  memory (triad)  %8.1f GB/s on 1 thread, %8.1f on %d\n"
+      "  ridge point     %8.2f FLOP/byte (FP32)\n",
+      props.name.c_str(), props.kind.c_str(), props.compute_units,
+      static_cast<long long>(props.total_memory >> 20), features.c_str(),
+      peaks.from_cache ? "cached " : "measured ", peaks.measured_at.c_str(),
+      peaks.fp32_flops_1t / 1e9, peaks.fp32_flops / 1e9, peaks.threads, peaks.isa.c_str(),
+      peaks.bf16_dot ? (std::to_string(static_cast<int>(peaks.bf16_flops_1t / 1e9)) +
+                        " GFLOP/s on 1 thread, " + std::to_string(static_cast<int>(peaks.bf16_flops / 1e9)) +
+                        " on " + std::to_string(peaks.threads)).c_str()
+                     : "not available (no AVX512_BF16: BF16 runs at the FP32 peak)",
+      peaks.mem_bw_1t / 1e9, peaks.mem_bw / 1e9, peaks.threads, peaks.fp32_flops / peaks.mem_bw);
+  std::string out = buf;
+  if (!peaks.cache_path.empty()) out += "cache: " + peaks.cache_path + " (--recalibrate to measure again)\n";
+  return out;
+}
+
+}  // namespace tierscope
