@@ -3,7 +3,10 @@
 #define TIERSCOPE_TESTS_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <cstdlib>
 #include <filesystem>
@@ -38,6 +41,23 @@ inline void WriteBytes(const std::string& path, const std::string& bytes) {
 inline std::string ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+struct Result {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs the tierscope binary with `args` (shell words) and collects its output.
+inline Result RunCli(const std::string& args) {
+  const std::string cmd = std::string(TIERSCOPE_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 inline bool Contains(const std::string& haystack, const std::string& needle) {

@@ -311,6 +311,15 @@ Table HotKernels(const TraceIndex& x, const AnalysisOptions& o) {
     t.AddRow({total > 0 ? 100.0 * v[r].first / total : 0.0, v[r].first, static_cast<int64_t>(m.size()),
               v[r].first / m.size(), grid.empty() ? "-" : grid, block.empty() ? "-" : block, v[r].second});
   }
+  if (!v.empty()) {
+    std::string name = v[0].second;
+    for (size_t p = 0; (p = name.find('\'', p)) != std::string::npos; p += 4) name.replace(p, 1, "'\\''");
+    t.notes.push_back("tier 3 for the hottest: tierscope kernel --from-trace " + x.trace->source +
+                      " -k '" + name + "'" +
+                      (x.prefix == "cpu" || x.trace->runtime == "cpu"
+                           ? " (on the engine: tierscope kernel -k '" + name + "' with the run's bench flags)"
+                           : ""));
+  }
   return t;
 }
 

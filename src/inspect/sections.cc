@@ -86,7 +86,10 @@ Section LaunchStats(const KernelEvidence& e, const Derived& d) {
   s.Text("Block Size", e.block ? DimText(*e.block) : "");
   s.Add(e.unit_name == "SMs" ? "Blocks" : "Tasks", "", d.tasks);
   s.Add(e.unit_name == "SMs" ? "# SMs" : "Workers", "", e.units);
-  s.Add(e.unit_name == "SMs" ? "Waves Per SM" : "Waves (tasks / workers)", "", d.waves);
+  s.Add(e.unit_name != "SMs" ? "Waves (tasks / workers)"
+        : e.waves             ? "Waves Per SM"
+                              : "Waves (blocks / SMs)",
+        "", d.waves);
   if (e.unit_name != "SMs") {
     if (!e.worker_tasks.empty()) {
       const auto [lo, hi] = std::minmax_element(e.worker_tasks.begin(), e.worker_tasks.end());

@@ -16,21 +16,8 @@ namespace {
 
 using testing::Contains;
 
-struct Result {
-  int code;
-  std::string out;  // stdout and stderr together
-};
-
-Result RunCli(const std::string& args) {
-  const std::string cmd = std::string(TIERSCOPE_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using testing::Result;
+using testing::RunCli;
 
 class CliTest : public testing::FreshCacheTest {};
 
