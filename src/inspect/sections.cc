@@ -263,10 +263,10 @@ Recommendation Recommend(const KernelEvidence& e) {
   }
   r.checks = {fills, hot, far};
   r.kernel_level = fills.ok == true && hot.ok == true && far.ok == true;
-  const std::string units = e.unit_name;
   if (fills.ok == false) {
-    r.verdict = "Fix it at a higher tier: " + fills.evidence + ", so most of the device cannot " +
-                "work on this kernel and no kernel tuning can change that. Give each launch " +
+    const std::string share = d.waves ? Num(std::min(*d.waves, 1.0) * 100, 1) + "%" : "part";
+    r.verdict = "Fix it at a higher tier: " + fills.evidence + ", so at most " + share +
+                " of the device can work on this kernel, and no kernel tuning changes that. Give each launch " +
                 "more work (batch the inputs; check operator and launch counts per unit at " +
                 "tiers 1 and 2) — the study's serial SGEMM ran 1 block on 56 units, the " +
                 "batched one 256.";
