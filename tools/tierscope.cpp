@@ -1,4 +1,6 @@
 // The tierscope command line: one binary, one subcommand per job.
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -9,6 +11,9 @@
 #include "core/paths.h"
 #include "lab/bench.h"
 #include "lab/kernel.h"
+#include "lab/lab.h"
+#include "lab/sweep.h"
+#include "lab/validate.h"
 #include "lab/run.h"
 #include "tierscope/version.h"
 
@@ -132,6 +137,41 @@ int main(int argc, char** argv) {
   k->add_option("-o,--export", report_path, "the JSON report file")->capture_default_str();
   k->add_flag("--recalibrate", kern.recalibrate, "measure the machine's peaks again");
 
+  tierscope::SweepOptions sweep;
+  sweep.bench.iterations = 10;
+  std::string batch_sizes = "1,4,16,64,128,256", seq_lens, sweep_out = ".";
+  auto* sw = app.add_subcommand("sweep", "Throughput, latency and memory over batch sizes; the batch to use");
+  AddWorkloadOptions(sw, sweep.bench);
+  sw->add_option("--batch-sizes", batch_sizes, "batch sizes, comma-separated")->capture_default_str();
+  sw->add_option("--seq-lens", seq_lens, "also sweep these sequence-length buckets, comma-separated");
+  sw->add_option("--slo-ms", sweep.slo_ms, "P95 batch-latency SLO in ms (0: none)")->capture_default_str();
+  sw->add_option("--memory-budget-mb", sweep.memory_budget_mb, "peak memory budget in MB (0: none)")
+      ->capture_default_str();
+  sw->add_option("--out", sweep_out, "directory for batch_sweep.txt and batch_sweep.json")
+      ->capture_default_str();
+
+  tierscope::ValidateOptions val;
+  std::string val_out = ".";
+  auto* va = app.add_subcommand("validate", "FP16 and BF16 against FP32 on the same inputs, with tolerances");
+  va->add_option("--model", val.model_dir, "Hugging Face model directory (default: the built-in model)");
+  va->add_option("--batch-size", val.batch_size, "samples")->capture_default_str();
+  va->add_option("--seq-len", val.seq_len, "tokens per sample")->capture_default_str();
+  va->add_option("--seed", val.seed, "input generator seed")->capture_default_str();
+  va->add_option("--threads", val.threads, "worker threads (0: all cores)")->capture_default_str();
+  va->add_option("--out", val_out, "directory for validation.json")->capture_default_str();
+
+  tierscope::LabOptions lab;
+  auto* lb = app.add_subcommand("lab", "The whole study in one command: results/ with summary.json and report.html");
+  lb->add_option("--model", lab.model_dir, "Hugging Face model directory (default: the built-in model)");
+  lb->add_option("--out", lab.out_dir, "results directory")->capture_default_str();
+  lb->add_flag("--quick", lab.quick, "a one-minute version (fewer repeats, iterations and sweep points)");
+  lb->add_option("--threads", lab.threads, "worker threads (0: all cores)")->capture_default_str();
+  lb->add_option("--batch-size", lab.batch_size, "samples per work unit")->capture_default_str();
+  lb->add_option("--seq-len", lab.seq_len, "tokens per sample")->capture_default_str();
+  lb->add_option("--seed", lab.seed, "input generator seed")->capture_default_str();
+  lb->add_option("--repeats", lab.repeats, "benchmark repeats per mode (0: 3, or 1 with --quick)")
+      ->capture_default_str();
+
   int device_threads = 0;
   bool device_recalibrate = false;
   std::string device_format = "text";
@@ -219,6 +259,55 @@ int main(int argc, char** argv) {
     Status written = tierscope::WriteFileAtomic(report_path, result->json.dump(2) + "\n");
     if (!written.ok()) return Fail(written);
     std::cout << result->text << "==TIERSCOPE== report: " << report_path << std::endl;
+    return 0;
+  }
+  if (lb->parsed()) {
+    for (int i = 0; i < argc; ++i) lab.command_line += (i ? " " : "") + std::string(argv[i]);
+    tierscope::LabProgress progress(isatty(2) != 0);
+    auto result = tierscope::RunLab(lab, progress);
+    if (!result.ok()) return Fail(result.status());
+    const auto& h = (*result)["headline"];
+    std::printf("baseline %s: %.1f samples/s; batched FP32 x%.2f; final %s: %.1f samples/s (x%.2f); "
+                "FP16 cosine %.8f\nreport: %s/report.html\n",
+                h["baseline_mode"].get<std::string>().c_str(), h["baseline_samples_per_s"].get<double>(),
+                h["batch_speedup"].get<double>(), h["final_mode"].get<std::string>().c_str(),
+                h["final_samples_per_s"].get<double>(), h["final_speedup"].get<double>(),
+                h["fp16_cosine"].get<double>(), lab.out_dir.c_str());
+    return 0;
+  }
+  if (sw->parsed()) {
+    auto sizes = tierscope::ParseSizeList(batch_sizes, "--batch-sizes");
+    if (!sizes.ok()) return Fail(sizes.status());
+    sweep.batch_sizes = *sizes;
+    if (!seq_lens.empty()) {
+      auto lens = tierscope::ParseSizeList(seq_lens, "--seq-lens");
+      if (!lens.ok()) return Fail(lens.status());
+      sweep.seq_lens = *lens;
+    }
+    auto result = tierscope::RunSweep(sweep, [](const std::string& what) {
+      std::cerr << "sweep: " << what << std::endl;
+    });
+    if (!result.ok()) return Fail(result.status());
+    Status made = tierscope::MakeDirs(sweep_out);
+    if (made.ok()) made = tierscope::WriteFileAtomic(sweep_out + "/batch_sweep.txt", result->text);
+    if (made.ok()) {
+      made = tierscope::WriteFileAtomic(sweep_out + "/batch_sweep.json", result->json.dump(2) + "\n");
+    }
+    if (!made.ok()) return Fail(made);
+    std::cout << result->text;
+    return 0;
+  }
+  if (va->parsed()) {
+    auto result = tierscope::RunValidation(val);
+    if (!result.ok()) return Fail(result.status());
+    Status made = tierscope::MakeDirs(val_out);
+    if (made.ok()) made = tierscope::WriteFileAtomic(val_out + "/validation.json", result->json.dump(2) + "\n");
+    if (!made.ok()) return Fail(made);
+    std::cout << result->text;
+    if (!result->pass) {
+      std::cerr << "tierscope: error: validation FAILED: a precision is outside its tolerance\n";
+      return 1;
+    }
     return 0;
   }
   if (dv->parsed()) {

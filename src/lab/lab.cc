@@ -1,0 +1,389 @@
+// The lab driver: runs every step, collects summary.json, writes the results directory.
+#include "lab/lab.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+
+#include "analysis/commands.h"
+#include "core/paths.h"
+#include "lab/bench.h"
+#include "lab/kernel.h"
+#include "lab/report_html.h"
+#include "lab/sweep.h"
+#include "lab/validate.h"
+#include "tierscope/engine.h"
+#include "tierscope/version.h"
+
+namespace tierscope {
+namespace {
+
+const char* const kModes[] = {"serial-fp32", "batch-fp32", "batch-fp16", "batch-bf16"};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string NowIso() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// The median of `repeats` runs of one mode, and each run's throughput.
+StatusOr<nlohmann::json> BenchMedian(const BenchOptions& base, const std::string& mode, int repeats,
+                                     LabProgress& progress) {
+  std::vector<double> sps, lat, p50, p95, p99;
+  double mem = 0, checksum = 0;
+  nlohmann::json device, threads;
+  for (int r = 0; r < repeats; ++r) {
+    progress.Detail(mode + " run " + std::to_string(r + 1) + "/" + std::to_string(repeats));
+    BenchOptions o = base;
+    o.mode = mode;
+    TS_ASSIGN_OR_RETURN(BenchReport rep, RunBench(o));
+    const nlohmann::json& j = rep.result;
+    sps.push_back(j["samples_per_s"]);
+    lat.push_back(j["batch_latency_ms"]);
+    p50.push_back(j["latency_p50_ms"]);
+    p95.push_back(j["latency_p95_ms"]);
+    p99.push_back(j["latency_p99_ms"]);
+    mem = std::max(mem, j["max_memory_mb"].get<double>());
+    checksum = j["checksum"];
+    device = j["device"];
+    threads = j["threads"];
+  }
+  return nlohmann::json{{"samples_per_s", Median(sps)}, {"batch_latency_ms", Median(lat)},
+                        {"p50_ms", Median(p50)},        {"p95_ms", Median(p95)},
+                        {"p99_ms", Median(p99)},        {"max_memory_mb", mem},
+                        {"checksum", checksum},         {"runs_samples_per_s", sps},
+                        {"device", device},             {"threads", threads}};
+}
+
+nlohmann::json Rows(const nlohmann::json& analysis, const std::string& report, size_t limit) {
+  for (const auto& r : analysis["reports"]) {
+    if (r["name"] != report) continue;
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t i = 0; i < r["rows"].size() && i < limit; ++i) rows.push_back(r["rows"][i]);
+    return rows;
+  }
+  return nlohmann::json::array();
+}
+
+// The kernels of the first work unit, for the timeline strip: [start_us, dur_us, name].
+nlohmann::json UnitStrip(const Trace& t, const std::string& unit) {
+  const Event* u = nullptr;
+  for (const Event& e : t.events) {
+    if (e.kind == EventKind::kAnnotation && t.strings.Get(e.name) == unit) {
+      u = &e;
+      break;
+    }
+  }
+  nlohmann::json strip{{"unit", unit}, {"unit_us", 0}, {"kernels", nlohmann::json::array()},
+                       {"names", nlohmann::json::array()}};
+  if (u == nullptr) return strip;
+  strip["unit_us"] = static_cast<double>(u->dur_ns) / 1e3;
+  std::map<int32_t, int> name_index;
+  size_t n = 0;
+  for (const Event& e : t.events) {
+    if (e.kind != EventKind::kKernel || e.ts_ns < u->ts_ns || e.ts_ns > u->ts_ns + u->dur_ns) continue;
+    if (++n > 5000) break;
+    auto it = name_index.find(e.name);
+    if (it == name_index.end()) {
+      it = name_index.emplace(e.name, static_cast<int>(name_index.size())).first;
+      strip["names"].push_back(std::string(t.strings.Get(e.name)));
+    }
+    strip["kernels"].push_back({static_cast<double>(e.ts_ns - u->ts_ns) / 1e3,
+                                static_cast<double>(e.dur_ns) / 1e3, it->second});
+  }
+  return strip;
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+LabProgress::LabProgress(bool tty) : tty_(tty) {}
+
+void LabProgress::Step(int index, const std::string& title) {
+  step_ = index;
+  title_ = title;
+  if (tty_) std::cerr << "\r\033[K";
+  std::cerr << "[lab " << index + 1 << "/7] " << title << (tty_ ? "" : "\n") << std::flush;
+}
+
+void LabProgress::Detail(const std::string& text) {
+  if (tty_) {
+    std::cerr << "\r\033[K[lab " << step_ + 1 << "/7] " << title_ << ": " << text << std::flush;
+  } else {
+    std::cerr << "[lab " << step_ + 1 << "/7]   " << text << "\n";
+  }
+}
+
+void LabProgress::Done(const std::string& text) {
+  if (tty_) std::cerr << "\r\033[K";
+  std::cerr << text << "\n";
+}
+
+StatusOr<nlohmann::json> RunLab(const LabOptions& o, LabProgress& progress) {
+  if (o.batch_size < 1 || o.seq_len < 1) return InvalidArgument("--batch-size and --seq-len must be >= 1");
+  if (o.threads < 0) return InvalidArgument("--threads must be >= 0");
+  if (o.repeats < 0) return InvalidArgument("--repeats must be >= 0");
+  if (o.out_dir.empty()) return InvalidArgument("--out must name a directory");
+  const int repeats = o.repeats > 0 ? o.repeats : (o.quick ? 1 : 3);
+  TS_ASSIGN_OR_RETURN(std::string dir, ResolveModelDir(o.model_dir));
+  TS_ASSIGN_OR_RETURN(BertConfig cfg, LoadBertConfig(dir + "/config.json"));
+  if (o.seq_len > cfg.max_position_embeddings) {
+    return InvalidArgument("--seq-len " + std::to_string(o.seq_len) + " exceeds the model's " +
+                           std::to_string(cfg.max_position_embeddings) + " positions");
+  }
+  for (const char* sub : {"", "/traces", "/kernels"}) TS_RETURN_IF_ERROR(MakeDirs(o.out_dir + sub));
+  const std::string out = o.out_dir;
+  const auto write = [&](const std::string& name, const std::string& text) {
+    return WriteFileAtomic(out + "/" + name, text);
+  };
+
+  BenchOptions base;
+  base.model_dir = o.model_dir;
+  base.batch_size = o.batch_size;
+  base.seq_len = o.seq_len;
+  base.seed = o.seed;
+  base.threads = o.threads;
+  base.warmup = o.quick ? 1 : 3;
+  base.iterations = o.quick ? 3 : 10;
+  const std::string flags = " --batch-size " + std::to_string(o.batch_size) + " --seq-len " +
+                            std::to_string(o.seq_len) + " --threads " + std::to_string(o.threads) +
+                            (o.model_dir.empty() ? "" : " --model " + o.model_dir);
+
+  nlohmann::json s;
+  s["schema_version"] = 1;
+  s["tool"] = {{"name", "tierscope"}, {"version", TIERSCOPE_VERSION}};
+  s["created_at"] = NowIso();
+  s["command_line"] = o.command_line;
+  s["quick"] = o.quick;
+  s["model"] = {{"dir", dir},
+                {"name", o.model_dir.empty() ? "builtin:bert_uncased_L-2_H-128_A-2-synthetic" : o.model_dir},
+                {"hidden_size", cfg.hidden_size},
+                {"layers", cfg.num_hidden_layers},
+                {"heads", cfg.num_attention_heads},
+                {"vocab_size", cfg.vocab_size}};
+  s["workload"] = {{"batch_size", o.batch_size}, {"seq_len", o.seq_len}, {"seed", o.seed},
+                   {"warmup", base.warmup}, {"iterations", base.iterations}, {"repeats", repeats}};
+  nlohmann::json commands = nlohmann::json::array();
+
+  // Step 0: baselines.
+  progress.Step(0, "Step 0: no-profiler baselines");
+  nlohmann::json baseline;
+  for (const char* mode : kModes) {
+    TS_ASSIGN_OR_RETURN(baseline[mode], BenchMedian(base, mode, repeats, progress));
+    commands.push_back("tierscope bench --mode " + std::string(mode) + flags);
+  }
+  s["baseline"] = baseline;
+
+  // Tier 1 and 2: one steady-state work unit of each, profiled.
+  progress.Step(1, "Tier 1: operator profiles of serial and batched runs");
+  AnalysisOptions ao;
+  std::map<std::string, Trace> traces;
+  nlohmann::json tier1, tier2;
+  for (const auto& [name, mode] : {std::pair<std::string, std::string>{"serial", "serial-fp32"},
+                                   {"batch", "batch-fp32"}}) {
+    progress.Detail(name + " (" + mode + ")");
+    BenchOptions p = base;
+    p.mode = mode;
+    p.profile = true;
+    p.iterations = 2;
+    p.profile_skip = 1;
+    p.profile_units = 1;
+    p.trace_path = out + "/traces/" + name + ".json.gz";
+    TS_ASSIGN_OR_RETURN(BenchReport rep, RunBench(p));
+    TS_RETURN_IF_ERROR(write("tier1_" + name + "_operators.txt", rep.profile_text));
+    commands.push_back("tierscope bench --mode " + mode + flags + " --iterations 2 --profile " +
+                       "--profile-skip 1 --profile-units 1 --trace traces/" + name + ".json.gz");
+    TS_ASSIGN_OR_RETURN(Trace t, LoadTrace(p.trace_path));
+    traces.emplace(name, std::move(t));
+  }
+  const Trace& serial = traces.at("serial");
+  const Trace& batch = traces.at("batch");
+  TS_RETURN_IF_ERROR(write("tier1_diff.txt", DiffTraceReport(serial, batch, ao, OutputFormat::kText)));
+  commands.push_back("tierscope diff traces/serial.json.gz traces/batch.json.gz");
+  const nlohmann::json diff = nlohmann::json::parse(DiffTraceReport(serial, batch, ao, OutputFormat::kJson));
+  tier1["diff"] = {{"per_unit", diff["per_unit"]}, {"headline", diff["headline"]}};
+  for (const auto& r : diff["reports"]) {
+    if (r["name"] == "diff_summary") tier1["diff"]["summary"] = r["rows"];
+    if (r["name"] == "diff_operators") tier1["diff"]["operators"] = r["rows"];
+  }
+
+  progress.Step(2, "Tier 2: timelines, system reports and rules");
+  std::map<std::string, std::string> hottest;
+  for (const auto& [name, t] : traces) {
+    progress.Detail(name);
+    TS_RETURN_IF_ERROR(write("tier2_" + name + ".txt", AnalyzeTrace(t, ao, OutputFormat::kText)));
+    commands.push_back("tierscope analyze traces/" + name + ".json.gz");
+    const nlohmann::json a = nlohmann::json::parse(AnalyzeTrace(t, ao, OutputFormat::kJson));
+    tier1[name] = {{"trace", "traces/" + name + ".json.gz"},
+                   {"units", Rows(a, "units", 50)},
+                   {"operators", Rows(a, "op_sum", 12)}};
+    const nlohmann::json in_use = Rows(a, "in_use", 1);
+    const nlohmann::json hot = Rows(a, "hot_kernels", 5);
+    if (!hot.empty()) hottest[name] = hot[0]["Name"];
+    tier2[name] = {{"in_use_pct", in_use.empty() ? 0.0 : in_use[0]["In use (%)"].get<double>()},
+                   {"kernels", Rows(a, "cuda_gpu_kern_sum", 8)},
+                   {"api", Rows(a, "cuda_api_sum", 4)},
+                   {"gaps", Rows(a, "gaps", 20)},
+                   {"short_kernels", Rows(a, "short_kernels", 4)},
+                   {"hot_kernels", hot},
+                   {"findings", a["findings"]},
+                   {"strip", UnitStrip(t, name == "serial" ? "serial_bert_forward" : "batched_bert_forward")}};
+  }
+  s["tier1"] = tier1;
+  s["tier2"] = tier2;
+
+  // Tier 3: the hottest kernel of each run, replayed.
+  progress.Step(3, "Tier 3: the hottest kernel of serial and batched runs");
+  nlohmann::json tier3, machine;
+  for (const auto& [name, mode] : {std::pair<std::string, std::string>{"serial", "serial-fp32"},
+                                   {"batch", "batch-fp32"}}) {
+    if (hottest.count(name) == 0) continue;
+    progress.Detail(name + ": " + hottest[name]);
+    KernelCommandOptions k;
+    k.bench = base;
+    k.bench.mode = mode;
+    k.bench.warmup = 1;
+    k.bench.iterations = 1;
+    k.inspector.filter = {hottest[name], 0, 1};
+    k.inspector.passes = o.quick ? 3 : 10;
+    TS_ASSIGN_OR_RETURN(KernelCommandResult kr, RunKernelCommand(k));
+    const std::string file = "kernels/" + name + ".json";
+    TS_RETURN_IF_ERROR(write(file, kr.json.dump(2) + "\n"));
+    TS_RETURN_IF_ERROR(write("kernels/" + name + ".txt", kr.text));
+    commands.push_back("tierscope kernel --mode " + mode + flags + " --warmup 1 --iterations 1 -k '" +
+                       hottest[name] + "' -o " + file);
+    tier3[name] = {{"kernel", hottest[name]}, {"file", file}, {"report", kr.json["reports"][0]}};
+    machine = kr.json["machine"];
+  }
+  s["tier3"] = tier3;
+
+  // Batch sweep and validation.
+  progress.Step(4, "Batch sweep and FP16/BF16 validation");
+  SweepOptions so;
+  so.bench = base;
+  so.bench.mode = "batch-fp32";
+  so.bench.warmup = 1;
+  so.bench.iterations = o.quick ? 2 : 5;
+  so.batch_sizes = o.quick ? std::vector<int64_t>{1, 16, 64} : std::vector<int64_t>{1, 4, 16, 64, 128, 256};
+  TS_ASSIGN_OR_RETURN(SweepResult sweep, RunSweep(so, [&](const std::string& w) { progress.Detail("sweep " + w); }));
+  TS_RETURN_IF_ERROR(write("batch_sweep.txt", sweep.text));
+  TS_RETURN_IF_ERROR(write("batch_sweep.json", sweep.json.dump(2) + "\n"));
+  commands.push_back("tierscope sweep --mode batch-fp32" + flags + " --warmup 1 --iterations " +
+                     std::to_string(so.bench.iterations));
+  s["sweep"] = sweep.json;
+  progress.Detail("validation");
+  ValidateOptions vo;
+  vo.model_dir = o.model_dir;
+  vo.batch_size = o.batch_size;
+  vo.seq_len = o.seq_len;
+  vo.seed = o.seed;
+  vo.threads = o.threads;
+  TS_ASSIGN_OR_RETURN(ValidationResult val, RunValidation(vo));
+  TS_RETURN_IF_ERROR(write("validation.json", val.json.dump(2) + "\n"));
+  commands.push_back("tierscope validate" + flags);
+  s["validation"] = val.json;
+
+  // Step 4 of the study: back to the no-profiler benchmark.
+  progress.Step(5, "Step 4: the final no-profiler benchmark");
+  nlohmann::json final_modes;
+  std::string best;
+  for (const char* mode : kModes) {
+    TS_ASSIGN_OR_RETURN(final_modes[mode], BenchMedian(base, mode, repeats, progress));
+    if (std::string(mode) != "serial-fp32" &&
+        (best.empty() || final_modes[mode]["samples_per_s"] > final_modes[best]["samples_per_s"])) {
+      best = mode;
+    }
+  }
+  const double base_sps = baseline["serial-fp32"]["samples_per_s"];
+  const nlohmann::json& fin = final_modes[best];
+  bool correct = val.pass;
+  for (const auto& [mode, r] : final_modes.items()) correct = correct && std::isfinite(r["checksum"].get<double>());
+  s["final"] = {{"modes", final_modes},
+                {"mode", best},
+                {"samples_per_s", fin["samples_per_s"]},
+                {"p50_ms", fin["p50_ms"]},
+                {"p95_ms", fin["p95_ms"]},
+                {"p99_ms", fin["p99_ms"]},
+                {"max_memory_mb", fin["max_memory_mb"]},
+                {"correct", correct},
+                {"speedup_over_baseline", fin["samples_per_s"].get<double>() / base_sps}};
+
+  progress.Step(6, "Summary and report");
+  const double batch_sps = final_modes["batch-fp32"]["samples_per_s"];
+  const double fp16_sps = final_modes["batch-fp16"]["samples_per_s"];
+  const double serial_sps = final_modes["serial-fp32"]["samples_per_s"];
+  s["headline"] = {
+      {"baseline_mode", "serial-fp32"},
+      {"baseline_samples_per_s", base_sps},
+      {"batch_samples_per_s", batch_sps},
+      {"batch_speedup", batch_sps / serial_sps},
+      {"fp16_samples_per_s", fp16_sps},
+      {"fp16_speedup_over_batch", fp16_sps / batch_sps},
+      {"final_mode", best},
+      {"final_samples_per_s", fin["samples_per_s"]},
+      {"final_speedup", fin["samples_per_s"].get<double>() / base_sps},
+      {"baseline_memory_mb", baseline["serial-fp32"]["max_memory_mb"]},
+      {"final_memory_mb", fin["max_memory_mb"]},
+      {"fp16_cosine", val.json["fp16"]["cosine"]},
+      {"validation_pass", val.pass}};
+  // The evidence chain in words, from the numbers above.
+  nlohmann::json chain = nlohmann::json::array();
+  const auto unit_count = [&](const std::string& run, const std::string& event) {
+    for (const auto& r : tier1[run]["units"]) if (r["Event"] == event) return r["Per unit"].get<double>();
+    return 0.0;
+  };
+  chain.push_back("Tier 1: per work unit of " + std::to_string(o.batch_size) + " samples, aten::linear runs " +
+                  Fixed(unit_count("serial", "aten::linear"), 0) + " times serially and " +
+                  Fixed(unit_count("batch", "aten::linear"), 0) + " times batched; kernel launches fall from " +
+                  Fixed(unit_count("serial", "launches"), 0) + " to " + Fixed(unit_count("batch", "launches"), 0) + ".");
+  chain.push_back("Tier 2: the device is in use " + Fixed(tier2["serial"]["in_use_pct"].get<double>(), 1) +
+                  "% of the serial window and " + Fixed(tier2["batch"]["in_use_pct"].get<double>(), 1) +
+                  "% of the batched one; " + std::to_string(tier2["serial"]["findings"].size()) +
+                  " findings serially, " + std::to_string(tier2["batch"]["findings"].size()) + " batched.");
+  for (const char* run : {"serial", "batch"}) {
+    if (!tier3.contains(run)) continue;
+    const auto& rep = tier3[run]["report"];
+    chain.push_back(std::string("Tier 3 (") + run + "): " + tier3[run]["kernel"].get<std::string>() + " — " +
+                    rep["recommendation"]["verdict"].get<std::string>());
+  }
+  chain.push_back("Step 4: " + best + " runs " + Fixed(fin["samples_per_s"].get<double>(), 1) +
+                  " samples/s, " + Fixed(fin["samples_per_s"].get<double>() / base_sps, 2) +
+                  "x the serial FP32 baseline; FP16 output cosine " +
+                  Fixed(val.json["fp16"]["cosine"].get<double>(), 8) + " vs FP32.");
+  s["diagnosis"] = chain;
+  s["machine"] = {{"device", baseline["batch-fp32"]["device"]},
+                  {"threads", baseline["batch-fp32"]["threads"]},
+                  {"peaks", machine}};
+  s["commands"] = commands;
+  s["files"] = {{"summary", "summary.json"}, {"validation", "validation.json"},
+                {"sweep", "batch_sweep.txt"}, {"report", "report.html"},
+                {"traces", {"traces/serial.json.gz", "traces/batch.json.gz"}},
+                {"kernels", {"kernels/serial.json", "kernels/batch.json"}}};
+  TS_RETURN_IF_ERROR(write("summary.json", s.dump(2) + "\n"));
+  TS_RETURN_IF_ERROR(write("report.html", RenderReportHtml(s)));
+  progress.Done("lab: results in " + out + "/ (summary.json, report.html)");
+  if (!val.pass) {
+    return Internal("validation FAILED (see " + out + "/validation.json): a precision is outside its tolerance");
+  }
+  return s;
+}
+
+}  // namespace tierscope

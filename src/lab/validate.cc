@@ -1,0 +1,101 @@
+// FP16/BF16 against FP32 on the same inputs, with tolerances.
+#include "lab/validate.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "lab/bench.h"
+#include "tierscope/engine.h"
+
+namespace tierscope {
+
+OutputDiff CompareOutputs(const std::vector<float>& a, const std::vector<float>& b) {
+  OutputDiff d;
+  if (a.size() != b.size() || a.empty()) return d;
+  double dot = 0, na = 0, nb = 0, sum_abs = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double x = a[i], y = b[i];
+    dot += x * y;
+    na += x * x;
+    nb += y * y;
+    const double e = std::fabs(x - y);
+    sum_abs += e;
+    if (!(e <= d.max_abs)) d.max_abs = e;  // NaN propagates as a failure
+  }
+  d.cosine = na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0;
+  d.mean_abs = sum_abs / static_cast<double>(a.size());
+  return d;
+}
+
+PrecisionCheck CheckPrecision(const std::string& dtype, const OutputDiff& diff) {
+  PrecisionCheck c;
+  c.dtype = dtype;
+  c.diff = diff;
+  if (dtype == "fp16") {
+    c.min_cosine = 0.9999;
+    c.max_abs_limit = 0.1;
+  } else {
+    c.min_cosine = 0.999;
+    c.max_abs_limit = 0.5;
+  }
+  c.pass = diff.cosine >= c.min_cosine && diff.max_abs <= c.max_abs_limit &&
+           std::isfinite(diff.mean_abs);
+  return c;
+}
+
+StatusOr<ValidationResult> RunValidation(const ValidateOptions& o) {
+  if (o.batch_size < 1 || o.seq_len < 1) return InvalidArgument("--batch-size and --seq-len must be >= 1");
+  TS_ASSIGN_OR_RETURN(std::string dir, ResolveModelDir(o.model_dir));
+  std::vector<float> reference;
+  ValidationResult r;
+  BatchInput in;
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+    EngineOptions eo;
+    eo.dtype = t;
+    eo.threads = o.threads;
+    TS_ASSIGN_OR_RETURN(auto engine, BertEngine::Load(dir, eo));
+    if (in.input_ids.empty()) {
+      const BertConfig& cfg = engine->config();
+      if (o.seq_len > cfg.max_position_embeddings) {
+        return InvalidArgument("--seq-len " + std::to_string(o.seq_len) +
+                               " exceeds the model's max_position_embeddings " +
+                               std::to_string(cfg.max_position_embeddings));
+      }
+      in = BatchInput{o.batch_size, o.seq_len,
+                      BenchInputIds(o.seed, o.batch_size, o.seq_len, cfg.vocab_size), {}, {}};
+    }
+    TS_ASSIGN_OR_RETURN(ForwardOutput out, engine->Forward(in, ForwardOptions{}));
+    if (t == DType::kF32) {
+      reference = std::move(out.last_hidden_state);
+      continue;
+    }
+    r.checks.push_back(CheckPrecision(t == DType::kF16 ? "fp16" : "bf16",
+                                      CompareOutputs(reference, out.last_hidden_state)));
+  }
+  r.pass = true;
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), "validation: last_hidden_state [%lld, %lld, H], seed %llu, vs FP32\n",
+                static_cast<long long>(o.batch_size), static_cast<long long>(o.seq_len),
+                static_cast<unsigned long long>(o.seed));
+  r.text = buf;
+  r.json = {{"model_dir", dir}, {"batch_size", o.batch_size}, {"seq_len", o.seq_len}, {"seed", o.seed},
+            {"reference", "fp32"}, {"output", "last_hidden_state"}};
+  for (const PrecisionCheck& c : r.checks) {
+    r.pass = r.pass && c.pass;
+    std::snprintf(buf, sizeof(buf),
+                  "  %-5s cosine %.8f  mean abs %.6f  max abs %.6f  (tolerance: cosine >= %.4f, "
+                  "max abs <= %.2f)  %s\n",
+                  c.dtype.c_str(), c.diff.cosine, c.diff.mean_abs, c.diff.max_abs, c.min_cosine,
+                  c.max_abs_limit, c.pass ? "PASS" : "FAIL");
+    r.text += buf;
+    r.json[c.dtype] = {{"cosine", c.diff.cosine},
+                       {"mean_abs", c.diff.mean_abs},
+                       {"max_abs", c.diff.max_abs},
+                       {"tolerance", {{"min_cosine", c.min_cosine}, {"max_abs", c.max_abs_limit}}},
+                       {"pass", c.pass}};
+  }
+  r.json["pass"] = r.pass;
+  return r;
+}
+
+}  // namespace tierscope

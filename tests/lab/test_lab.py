@@ -1,0 +1,135 @@
+"""`tierscope lab --quick` end to end: the results directory, summary.json against the
+schema kept in schemas/, and report.html rendered in headless Chromium (Debian's
+`chromium`) — every plot drawn, no script errors, numbers taken from the summary — with
+a screenshot kept under build/test-artifacts/."""
+from __future__ import annotations
+
+import copy
+import html
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+jsonschema = pytest.importorskip("jsonschema")
+
+from conftest import REPO_ROOT  # noqa: E402
+
+SCHEMA = json.loads((REPO_ROOT / "schemas" / "summary.schema.json").read_text())
+ARTIFACTS = REPO_ROOT / "build" / "test-artifacts"
+
+
+@pytest.fixture(scope="module")
+def results(tierscope_bin, tmp_path_factory):
+    out = tmp_path_factory.mktemp("lab") / "results"
+    run = subprocess.run([str(tierscope_bin), "lab", "--quick", "--threads", "2", "--out", str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "report: " in run.stdout
+    # Not a terminal: plain progress lines, one per step.
+    for step in range(1, 8):
+        assert f"[lab {step}/7]" in run.stderr
+    return out
+
+
+def test_results_directory_has_every_file(results):
+    for name in ["summary.json", "validation.json", "batch_sweep.txt", "batch_sweep.json", "report.html",
+                 "traces/serial.json.gz", "traces/batch.json.gz", "kernels/serial.json",
+                 "kernels/batch.json", "tier1_diff.txt", "tier2_serial.txt", "tier2_batch.txt"]:
+        assert (results / name).is_file(), name
+
+
+def test_summary_validates_against_the_schema(results):
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    summary = json.loads((results / "summary.json").read_text())
+    jsonschema.validate(summary, SCHEMA, cls=jsonschema.Draft202012Validator)
+    # The schema can fail: a summary missing a number, or with a wrong type, is rejected.
+    broken = copy.deepcopy(summary)
+    del broken["headline"]["fp16_cosine"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, SCHEMA, cls=jsonschema.Draft202012Validator)
+    broken = copy.deepcopy(summary)
+    broken["sweep"]["points"][0]["samples_per_s"] = "fast"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, SCHEMA, cls=jsonschema.Draft202012Validator)
+
+
+def test_summary_tells_the_studys_story(results):
+    s = json.loads((results / "summary.json").read_text())
+    per_unit = {r["Event"]: r["Per unit"] for r in s["tier1"]["serial"]["units"]}
+    batched = {r["Event"]: r["Per unit"] for r in s["tier1"]["batch"]["units"]}
+    b = s["workload"]["batch_size"]
+    # b forwards vs one, plus the copy of each sample's output into the batch result.
+    assert per_unit["aten::linear"] == b * batched["aten::linear"]
+    assert per_unit["launches"] == b * batched["launches"] + b * per_unit["aten::copy_"] / b
+    assert s["validation"]["pass"] and s["validation"]["fp16"]["cosine"] > 0.9999
+    assert s["final"]["correct"]
+    assert [p["batch"] for p in s["sweep"]["points"]] == [1, 16, 64]
+    assert s["tier3"]["batch"]["report"]["grid"][1] > s["tier3"]["serial"]["report"]["grid"][1]
+    validation = json.loads((results / "validation.json").read_text())
+    assert validation == s["validation"]
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def render(page: Path, tmp: Path, screenshot: Path | None = None):
+    """The DOM after the page's script ran, and Chromium's console output."""
+    browser = chromium()
+    if browser is None:
+        pytest.skip("chromium is not installed (scripts/test.sh installs Debian's chromium)")
+    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             f"--user-data-dir={tmp / 'profile'}", "--enable-logging=stderr", "--v=0",
+             "--virtual-time-budget=10000", "--window-size=1200,2600"]
+    run = subprocess.run(flags + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr[-2000:]
+    if screenshot is not None:
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        shot = subprocess.run(flags + [f"--screenshot={screenshot}", page.as_uri()],
+                              capture_output=True, text=True, timeout=180)
+        assert shot.returncode == 0 and screenshot.is_file(), shot.stderr[-2000:]
+    return run.stdout, run.stderr
+
+
+def test_report_renders_every_plot_without_errors(results, tmp_path):
+    dom, console = render(results / "report.html", tmp_path, ARTIFACTS / "report.png")
+    plots = re.search(r'data-plots-drawn="(\d+)" data-plots="(\d+)"', dom)
+    assert plots, dom[:2000]
+    assert plots.group(1) == plots.group(2) and int(plots.group(2)) >= 6, plots.group(0)
+    errors = re.search(r'<pre id="js-errors">(.*?)</pre>', dom, re.S)
+    assert errors is not None and errors.group(1).strip() == "", errors.group(1) if errors else dom[:500]
+    console_errors = [l for l in console.splitlines()
+                      if "CONSOLE" in l and ("Uncaught" in l or "Error" in l)]
+    assert console_errors == []
+    # Every plot has marks (bars, points, spans), not just axes.
+    for name in ["counts", "strip", "sol", "roofline", "throughput", "latency"]:
+        svg = re.search(rf'<svg class="plot" data-plot="{name}"[^>]*>(.*?)</svg>', dom, re.S)
+        assert svg and 'data-mark="1"' in svg.group(1), name
+
+
+def test_report_numbers_come_from_the_summary(results, tmp_path):
+    page = (results / "report.html").read_text()
+    embedded = re.search(r'<script id="summary" type="application/json">(.*?)</script>', page, re.S)
+    summary = json.loads((results / "summary.json").read_text())
+    assert json.loads(embedded.group(1).replace("<\\/", "</")) == summary
+    # Change one number in the embedded summary: the page shows the new one.
+    changed = copy.deepcopy(summary)
+    changed["headline"]["baseline_samples_per_s"] = 98765.4
+    text = json.dumps(changed).replace("</", "<\\/")
+    page2 = tmp_path / "report.html"
+    page2.write_text(page[:embedded.start(1)] + text + page[embedded.end(1):])
+    dom, _ = render(page2, tmp_path)
+    assert "98,765" in html.unescape(dom)
+    # The template's markup types no numbers of its own (the script reads them all).
+    template = (REPO_ROOT / "src" / "lab" / "report_template.html").read_text()
+    body = re.sub(r"<script.*?</script>|<style.*?</style>|<!--.*?-->|<[^>]+>", " ", template, flags=re.S)
+    body = re.sub(r"\b(?:Tier|Step|step) \d\b|\b(?:FP|BF)(?:16|32)\b", " ", body)  # names, not numbers
+    assert re.findall(r"\d+(?:\.\d+)?", body) == []

@@ -1,0 +1,59 @@
+// Output comparison in double, the per-precision tolerances, and a real FP16/BF16 run.
+#include "lab/validate.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "test_util.h"
+
+namespace tierscope {
+namespace {
+
+TEST(Validate, IdenticalOutputsAreCosineOneWithoutError) {
+  const std::vector<float> a = {1, -2, 3, 0.5f};
+  const OutputDiff d = CompareOutputs(a, a);
+  EXPECT_DOUBLE_EQ(d.cosine, 1.0);
+  EXPECT_EQ(d.max_abs, 0);
+  EXPECT_EQ(d.mean_abs, 0);
+}
+
+TEST(Validate, ErrorsAndCosineMatchHandComputedValues) {
+  const OutputDiff d = CompareOutputs({1, 0, 0, 0}, {1, 1, 0, 0});
+  EXPECT_NEAR(d.cosine, 1 / std::sqrt(2.0), 1e-15);
+  EXPECT_DOUBLE_EQ(d.max_abs, 1);
+  EXPECT_DOUBLE_EQ(d.mean_abs, 0.25);
+}
+
+TEST(Validate, BrokenPrecisionsFailTheirTolerance) {
+  OutputDiff good{0.9999998, 0.0005, 0.008};
+  EXPECT_TRUE(CheckPrecision("fp16", good).pass);
+  OutputDiff drift{0.9995, 0.01, 0.05};
+  EXPECT_FALSE(CheckPrecision("fp16", drift).pass);
+  EXPECT_TRUE(CheckPrecision("bf16", drift).pass);
+  OutputDiff spike{0.99999, 0.001, 2.0};
+  EXPECT_FALSE(CheckPrecision("bf16", spike).pass);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(CheckPrecision("fp16", CompareOutputs({1, 2}, {1, nan})).pass);
+}
+
+class ValidateRunTest : public testing::FreshCacheTest {};
+
+TEST_F(ValidateRunTest, HalfPrecisionsStayWithinTolerance) {
+  ValidateOptions o;
+  o.batch_size = 4;
+  o.seq_len = 32;
+  o.threads = 2;
+  auto r = RunValidation(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->checks.size(), 2u);
+  EXPECT_TRUE(r->pass) << r->text;
+  EXPECT_GT(r->checks[0].diff.cosine, r->checks[1].diff.cosine);  // FP16 keeps more bits
+  EXPECT_GT(r->checks[1].diff.max_abs, 0);
+  EXPECT_EQ(r->json["seed"], 2026);
+  EXPECT_EQ(r->json["fp16"]["pass"], true);
+}
+
+}  // namespace
+}  // namespace tierscope
