@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, then runs `tierscope bench` on the
-# built-in model in the study's four modes (64 samples x 128 tokens) and prints each
-# RESULT_JSON line. Extra arguments go to every bench run (e.g. --threads 2).
+# The main job: installs what is missing, builds, then runs `tierscope lab` on the
+# built-in model — the whole study in one command — writing results/ (summary.json,
+# report.html, traces, kernel reports, batch sweep, validation). Extra arguments go to
+# the lab (e.g. --quick, --threads 2, --out DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh release >/dev/null
-for mode in serial-fp32 batch-fp32 batch-fp16 batch-bf16; do
-  ./build/release/tierscope bench --mode "$mode" "$@"
-done
+./build/release/tierscope lab "$@"
