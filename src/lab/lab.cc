@@ -113,6 +113,10 @@ std::string Fixed(double v, int digits) {
   return buf;
 }
 
+std::string Count(size_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 }  // namespace
 
 LabProgress::LabProgress(bool tty) : tty_(tty) {}
@@ -366,8 +370,8 @@ StatusOr<nlohmann::json> RunLab(const LabOptions& o, LabProgress& progress) {
                   Fixed(unit_count("serial", "launches"), 0) + " to " + Fixed(unit_count("batch", "launches"), 0) + ".");
   chain.push_back("Tier 2: the device is in use " + Fixed(tier2["serial"]["in_use_pct"].get<double>(), 1) +
                   "% of the serial window and " + Fixed(tier2["batch"]["in_use_pct"].get<double>(), 1) +
-                  "% of the batched one; " + std::to_string(tier2["serial"]["findings"].size()) +
-                  " findings serially, " + std::to_string(tier2["batch"]["findings"].size()) + " batched.");
+                  "% of the batched one; " + Count(tier2["serial"]["findings"].size(), "finding") +
+                  " serially, " + Count(tier2["batch"]["findings"].size(), "finding") + " batched.");
   for (const char* run : {"serial", "batch"}) {
     if (!tier3.contains(run)) continue;
     const auto& rep = tier3[run]["report"];

@@ -16,8 +16,7 @@ import pytest
 
 jsonschema = pytest.importorskip("jsonschema")
 
-from conftest import REPO_ROOT  # noqa: E402
-
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((REPO_ROOT / "schemas" / "summary.schema.json").read_text())
 ARTIFACTS = REPO_ROOT / "build" / "test-artifacts"
 
