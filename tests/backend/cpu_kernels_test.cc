@@ -109,11 +109,15 @@ TEST_P(CpuKernelsTest, LinearReadsRowsWithAStride) {
 }
 
 TEST_P(CpuKernelsTest, AttentionMatchesReferenceWithKeyMask) {
+  // B = 2: tasks per 32-query block; B = 9: one task per (head, sample).
+  for (const int64_t B : {int64_t{2}, int64_t{9}}) {
+  SCOPED_TRACE("batch " + std::to_string(B));
   const DType t = GetParam().dtype;
-  const int64_t B = 2, S = 37, heads = 3, D = 8, H = heads * D;
+  const int64_t S = 37, heads = 3, D = 8, H = heads * D;
   auto qkv = Round(Random(B * S * 3 * H), t);
   std::vector<int32_t> mask(B * S, 1);
   for (int64_t s = 20; s < S; ++s) mask[1 * S + s] = 0;  // sample 1 padded after 20
+  mask[0 * S + 5] = 0;                                    // a masked key mid-sequence
   Tensor dq = Device(qkv, {B, S, 3 * H}, t), dm = DeviceI32(mask, {B, S});
   Tensor dout = std::move(Tensor::Empty(be_, t, {B, S, H})).value();
   ASSERT_TRUE(CpuAttention(be_, dq, dm, static_cast<int>(heads), dout).ok());
@@ -141,6 +145,7 @@ TEST_P(CpuKernelsTest, AttentionMatchesReferenceWithKeyMask) {
         }
       }
   ExpectClose(Host(dout), ref, GetParam().tol, "attention");
+  }
 }
 
 TEST_P(CpuKernelsTest, AttentionWithEveryKeyMaskedAveragesAllValues) {

@@ -38,3 +38,27 @@ TEST(VecMathTest, GeluAndTanhMatchLibm) {
 
 }  // namespace
 }  // namespace tierscope
+
+namespace tierscope {
+namespace {
+
+TEST(VecMathTest, VectorPathsMatchTheScalarFunctions) {
+  // Lengths that leave a scalar tail after the 8-lane loop; inputs across the clamps.
+  std::vector<float> x(1003);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = -12.0f + 24.0f * static_cast<float>(i) / x.size();
+  std::vector<float> g = x, t = x, e = x;
+  GeluInPlace(g.data(), static_cast<int64_t>(g.size()));
+  TanhInPlace(t.data(), static_cast<int64_t>(t.size()));
+  const float sum = ExpShiftSum(e.data(), static_cast<int64_t>(e.size()), 3.0f);
+  double want_sum = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_NEAR(g[i], FastGelu(x[i]), 1e-6f * std::max(1.0f, std::fabs(x[i]))) << x[i];
+    EXPECT_NEAR(t[i], FastTanh(x[i]), 1e-6f) << x[i];
+    EXPECT_NEAR(e[i], FastExp(x[i] - 3.0f), 1e-6f * FastExp(x[i] - 3.0f)) << x[i];
+    want_sum += FastExp(x[i] - 3.0f);
+  }
+  EXPECT_NEAR(sum, want_sum, 1e-5 * want_sum);
+}
+
+}  // namespace
+}  // namespace tierscope

@@ -1,7 +1,9 @@
-// CPU multi-head self-attention: one task per (query block of 32 rows, head, sample).
-// Per task, K and V of the head are packed into 16-column panels and both products
-// (Q.K^T and P.V) run on the shared FP32 micro-kernel; the key mask and the softmax
-// stay in FP32 scratch, so the S x S score matrix never reaches memory.
+// CPU multi-head self-attention: one task per (head, sample), or per (32-query block,
+// head, sample) when there are too few of those for the workers. Per task, K and V of
+// the head are packed once into 16-column panels and both products (Q.K^T and P.V) run
+// on the shared FP32 micro-kernel, 32 queries at a time; the key mask and the softmax
+// stay in FP32 scratch, so the S x S score matrix never reaches memory. Keys after the
+// last unmasked one (right padding) are skipped: they add exactly nothing.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -25,7 +27,8 @@ struct AttnParams {
   void* out;
   DType dtype;
   int64_t batch, seq, heads, head_dim, hidden;
-  int64_t q_blocks;
+  int64_t rows_per_task;  // query rows of one task: kQueryBlock, or all of S
+  int64_t q_blocks;       // tasks per (head, sample)
 };
 
 // Scratch floats one task needs.
@@ -39,12 +42,20 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
   const int64_t h = (task / p.q_blocks) % p.heads;
   const int64_t b = task / (p.q_blocks * p.heads);
   const int64_t S = p.seq, D = p.head_dim, H = p.hidden;
-  const int64_t Sp = RoundUp(S, kNR), Dp = RoundUp(D, kNR);
-  float* kp = scratch;                  // K^T panels [Sp/16][D][16]
-  float* vp = kp + Sp * D;              // V panels [Dp/16][S][16]
-  float* q = vp + Dp * S;               // [32][D], pre-scaled
-  float* scores = q + kQueryBlock * D;  // [32][Sp]
-  float* o = scores + kQueryBlock * Sp; // [32][Dp]
+  const int32_t* mask = p.mask + b * S;
+  // Keys past the last unmasked one add exactly 0 to every softmax (exp of -FLT_MAX
+  // below a finite max): padding-aware, they are not computed at all.
+  int64_t keys = S;
+  while (keys > 0 && mask[keys - 1] == 0) --keys;
+  if (keys == 0) keys = S;  // all masked: Hugging Face averages V uniformly; so do we
+  bool any_masked = false;
+  for (int64_t j = 0; j < keys; ++j) any_masked |= mask[j] == 0;
+  const int64_t Kp = RoundUp(keys, kNR), Dp = RoundUp(D, kNR);
+  float* kp = scratch;                  // K^T panels [Kp/16][D][16]
+  float* vp = kp + Kp * D;              // V panels [Dp/16][keys][16]
+  float* q = vp + Dp * keys;            // [32][D], pre-scaled
+  float* scores = q + kQueryBlock * D;  // [32][Kp]
+  float* o = scores + kQueryBlock * Kp; // [32][Dp]
   float* row = o + kQueryBlock * Dp;    // [D]
   const size_t es = DTypeSize(p.dtype);
   const auto* base = static_cast<const std::byte*>(p.qkv);
@@ -52,51 +63,44 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
     return base + ((b * S + s) * 3 * H + which * H + h * D) * es;
   };
 
-  // Pack K^T and V (zero-padded past S and D).
-  std::memset(kp, 0, sizeof(float) * Sp * D);
-  std::memset(vp, 0, sizeof(float) * Dp * S);
-  for (int64_t j = 0; j < S; ++j) {
+  // Pack K^T and V once per task (zero-padded past the keys and D).
+  std::memset(kp, 0, sizeof(float) * Kp * D);
+  std::memset(vp, 0, sizeof(float) * Dp * keys);
+  for (int64_t j = 0; j < keys; ++j) {
     const float* k = AsFloat(p.dtype, head_row(j, 1), row, D);
     float* kcol = kp + (j / kNR) * D * kNR + (j % kNR);
     for (int64_t d = 0; d < D; ++d) kcol[d * kNR] = k[d];
     const float* v = AsFloat(p.dtype, head_row(j, 2), row, D);
-    for (int64_t d = 0; d < D; ++d) vp[(d / kNR) * S * kNR + j * kNR + (d % kNR)] = v[d];
+    for (int64_t d = 0; d < D; ++d) vp[(d / kNR) * keys * kNR + j * kNR + (d % kNR)] = v[d];
   }
-  const int64_t i0 = qb * kQueryBlock;
-  const int64_t rows = std::min(kQueryBlock, S - i0);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* qi = AsFloat(p.dtype, head_row(i0 + i, 0), row, D);
-    for (int64_t d = 0; d < D; ++d) q[i * D + d] = qi[d] * scale;
-  }
-
   const MicroKernels& mk = GetMicroKernels();
-  std::memset(scores, 0, sizeof(float) * rows * Sp);
-  mk.Run(rows, D, q, D, kp, Sp / kNR, D * kNR, scores, Sp);
-
-  const int32_t* mask = p.mask + b * S;
-  for (int64_t i = 0; i < rows; ++i) {
-    float* s = scores + i * Sp;
-    float max_score = -INFINITY;
-    for (int64_t j = 0; j < S; ++j) {
-      if (mask[j] == 0) s[j] += -FLT_MAX;  // as Hugging Face's additive mask
-      max_score = std::max(max_score, s[j]);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const int64_t first = qb * p.rows_per_task;
+  const int64_t last = std::min(S, first + p.rows_per_task);
+  for (int64_t i0 = first; i0 < last; i0 += kQueryBlock) {
+    const int64_t rows = std::min(kQueryBlock, last - i0);
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* qi = AsFloat(p.dtype, head_row(i0 + i, 0), row, D);
+      for (int64_t d = 0; d < D; ++d) q[i * D + d] = qi[d] * scale;
     }
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < S; ++j) {
-      s[j] = FastExp(s[j] - max_score);
-      sum += s[j];
+    mk.Run(rows, D, q, D, kp, Kp / kNR, D * kNR, scores, Kp, /*accumulate=*/false);
+    for (int64_t i = 0; i < rows; ++i) {
+      float* s = scores + i * Kp;
+      if (any_masked) {
+        for (int64_t j = 0; j < keys; ++j) {
+          if (mask[j] == 0) s[j] += -FLT_MAX;  // as Hugging Face's additive mask
+        }
+      }
+      float max_score = -INFINITY;
+      for (int64_t j = 0; j < keys; ++j) max_score = std::max(max_score, s[j]);
+      const float inv = 1.0f / ExpShiftSum(s, keys, max_score);
+      for (int64_t j = 0; j < keys; ++j) s[j] *= inv;
     }
-    const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < S; ++j) s[j] *= inv;
-  }
-
-  std::memset(o, 0, sizeof(float) * rows * Dp);
-  mk.Run(rows, S, scores, Sp, vp, Dp / kNR, S * kNR, o, Dp);
-  for (int64_t i = 0; i < rows; ++i) {
-    FromFloat(o + i * Dp, p.dtype,
-              static_cast<std::byte*>(p.out) + ((b * S + i0 + i) * H + h * D) * es, D);
+    mk.Run(rows, keys, scores, Kp, vp, Dp / kNR, keys * kNR, o, Dp, /*accumulate=*/false);
+    for (int64_t i = 0; i < rows; ++i) {
+      FromFloat(o + i * Dp, p.dtype,
+                static_cast<std::byte*>(p.out) + ((b * S + i0 + i) * H + h * D) * es, D);
+    }
   }
 }
 
@@ -123,14 +127,18 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
                            ", out " + ShapeString(out.shape()) + ", mask " +
                            ShapeString(mask.shape()) + ", heads " + std::to_string(heads));
   }
+  // One task per (head, sample) when that alone gives every worker a few tasks (K and V
+  // are then packed once per head); else one per 32-query block as well.
+  const int64_t rows_per_task =
+      B * heads >= 4 * static_cast<int64_t>(be.num_workers()) ? S : kQueryBlock;
   AttnParams p{qkv.data(), mask.data_as<int32_t>(), out.data(), qkv.dtype(), B, S, heads,
-               H / heads, H, (S + kQueryBlock - 1) / kQueryBlock};
+               H / heads, H, rows_per_task, (S + rows_per_task - 1) / rows_per_task};
   const int64_t D = p.head_dim;
   const double es = static_cast<double>(DTypeSize(p.dtype));
   LaunchDesc desc;
   desc.kernel = AttentionKernelName(p.dtype);
   desc.grid = Dim3{p.q_blocks, heads, B};
-  desc.block = Dim3{kQueryBlock, D, 1};
+  desc.block = Dim3{rows_per_task, D, 1};
   desc.flops = 4.0 * B * heads * S * S * D;  // QK^T and PV
   desc.bytes_read = es * B * S * 3 * H + 4.0 * B * S;
   desc.bytes_written = es * B * S * H;

@@ -50,10 +50,10 @@ void ApplyEpilogue(Epilogue e, const float* bias, float* v, int64_t n) {
   }
   switch (e) {
     case Epilogue::kGelu:
-      for (int64_t j = 0; j < n; ++j) v[j] = FastGelu(v[j]);
+      GeluInPlace(v, n);
       break;
     case Epilogue::kTanh:
-      for (int64_t j = 0; j < n; ++j) v[j] = FastTanh(v[j]);
+      TanhInPlace(v, n);
       break;
     case Epilogue::kNone:
       break;
@@ -69,7 +69,6 @@ void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
   float* ctile = scratch;
   float* abuf = ctile + kMB * kNB;
   float* bbuf = abuf + kMB * kKC;
-  std::memset(ctile, 0, sizeof(float) * kMB * kNB);
   const size_t esize = DTypeSize(p.dtype);
   const auto* wbase = static_cast<const std::byte*>(p.w->panels().data());
 
@@ -99,12 +98,13 @@ void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
         b[pp] = dst;
       }
     }
-    for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
-      const int64_t mr = std::min<int64_t>(kMR, rows - r0);
-      for (int64_t pp = 0; pp < panels; ++pp) {
+    // Panel-major: one B panel (kc x 16) stays in L1 while the rows stream past it.
+    for (int64_t pp = 0; pp < panels; ++pp) {
+      for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
+        const int64_t mr = std::min<int64_t>(kMR, rows - r0);
         const float* ar = a + r0 * lda;
         float* c = ctile + r0 * kNB + pp * kNR;
-        mk.by_rows[mr](kc, ar, lda, b[pp], c, kNB);
+        (k0 == 0 ? mk.overwrite : mk.by_rows)[mr](kc, ar, lda, b[pp], c, kNB);
       }
     }
   }

@@ -7,15 +7,15 @@
 namespace tierscope {
 namespace {
 
-template <int MR>
+template <int MR, bool kAcc>
 __attribute__((target("avx2,fma"))) void MicroKernelAvx2(int64_t kc, const float* a,
                                                         int64_t lda, const float* b, float* c,
                                                         int64_t ldc) {
   __m256 c0[MR], c1[MR];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
-    c0[r] = _mm256_loadu_ps(c + r * ldc);
-    c1[r] = _mm256_loadu_ps(c + r * ldc + 8);
+    c0[r] = kAcc ? _mm256_loadu_ps(c + r * ldc) : _mm256_setzero_ps();
+    c1[r] = kAcc ? _mm256_loadu_ps(c + r * ldc + 8) : _mm256_setzero_ps();
   }
   for (int64_t k = 0; k < kc; ++k) {
     const __m256 b0 = _mm256_loadu_ps(b + k * kNR);
@@ -34,13 +34,13 @@ __attribute__((target("avx2,fma"))) void MicroKernelAvx2(int64_t kc, const float
   }
 }
 
-template <int MR>
+template <int MR, bool kAcc>
 __attribute__((target("avx512f"))) void MicroKernelAvx512(int64_t kc, const float* a,
                                                          int64_t lda, const float* b, float* c,
                                                          int64_t ldc) {
   __m512 acc[MR];
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) acc[r] = _mm512_loadu_ps(c + r * ldc);
+  for (int r = 0; r < MR; ++r) acc[r] = kAcc ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
     const __m512 bv = _mm512_loadu_ps(b + k * kNR);
 #pragma GCC unroll 8
@@ -50,10 +50,13 @@ __attribute__((target("avx512f"))) void MicroKernelAvx512(int64_t kc, const floa
   for (int r = 0; r < MR; ++r) _mm512_storeu_ps(c + r * ldc, acc[r]);
 }
 
-template <int MR>
+template <int MR, bool kAcc>
 void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
                        int64_t ldc) {
   for (int r = 0; r < MR; ++r) {
+    if (!kAcc) {
+      for (int j = 0; j < kNR; ++j) c[r * ldc + j] = 0.0f;
+    }
     for (int64_t k = 0; k < kc; ++k) {
       const float av = a[r * lda + k];
       for (int j = 0; j < kNR; ++j) c[r * ldc + j] += av * b[k * kNR + j];
@@ -61,19 +64,21 @@ void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const float* b, 
   }
 }
 
+#define TS_KERNELS(K, ACC) \
+  {nullptr, K<1, ACC>, K<2, ACC>, K<3, ACC>, K<4, ACC>, K<5, ACC>, K<6, ACC>}
+
 MicroKernels SelectMicroKernels() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) {
-    return {{nullptr, MicroKernelAvx512<1>, MicroKernelAvx512<2>, MicroKernelAvx512<3>,
-             MicroKernelAvx512<4>, MicroKernelAvx512<5>, MicroKernelAvx512<6>}};
+    return {TS_KERNELS(MicroKernelAvx512, true), TS_KERNELS(MicroKernelAvx512, false)};
   }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    return {{nullptr, MicroKernelAvx2<1>, MicroKernelAvx2<2>, MicroKernelAvx2<3>,
-             MicroKernelAvx2<4>, MicroKernelAvx2<5>, MicroKernelAvx2<6>}};
+    return {TS_KERNELS(MicroKernelAvx2, true), TS_KERNELS(MicroKernelAvx2, false)};
   }
-  return {{nullptr, MicroKernelScalar<1>, MicroKernelScalar<2>, MicroKernelScalar<3>,
-           MicroKernelScalar<4>, MicroKernelScalar<5>, MicroKernelScalar<6>}};
+  return {TS_KERNELS(MicroKernelScalar, true), TS_KERNELS(MicroKernelScalar, false)};
 }
+
+#undef TS_KERNELS
 
 }  // namespace
 

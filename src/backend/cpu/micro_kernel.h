@@ -15,15 +15,19 @@ using MicroKernelFn = void (*)(int64_t kc, const float* a, int64_t lda, const fl
                                float* c, int64_t ldc);
 
 struct MicroKernels {
-  MicroKernelFn by_rows[kMR + 1];  // by_rows[mr] handles mr rows; [0] unused
-  // c[rows][cols of the panels] += a[rows][kc] . panels; `panels` B panels of
-  // [kc][16] each, `panel_stride` floats apart; c has row stride ldc.
+  MicroKernelFn by_rows[kMR + 1];    // c += a.b; by_rows[mr] handles mr rows; [0] unused
+  MicroKernelFn overwrite[kMR + 1];  // c = a.b (c need not be initialised)
+  // c[rows][cols of the panels] (+)= a[rows][kc] . panels; `panels` B panels of
+  // [kc][16] each, `panel_stride` floats apart; c has row stride ldc. With
+  // `accumulate` false, c is overwritten.
   void Run(int64_t rows, int64_t kc, const float* a, int64_t lda, const float* b,
-           int64_t panels, int64_t panel_stride, float* c, int64_t ldc) const {
+           int64_t panels, int64_t panel_stride, float* c, int64_t ldc,
+           bool accumulate = true) const {
+    const MicroKernelFn* fns = accumulate ? by_rows : overwrite;
     for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
       const int64_t mr = rows - r0 < kMR ? rows - r0 : kMR;
       for (int64_t p = 0; p < panels; ++p) {
-        by_rows[mr](kc, a + r0 * lda, lda, b + p * panel_stride, c + r0 * ldc + p * kNR, ldc);
+        fns[mr](kc, a + r0 * lda, lda, b + p * panel_stride, c + r0 * ldc + p * kNR, ldc);
       }
     }
   }

@@ -5,6 +5,11 @@
 #ifndef TIERSCOPE_BACKEND_CPU_VEC_MATH_H_
 #define TIERSCOPE_BACKEND_CPU_VEC_MATH_H_
 
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define TIERSCOPE_VEC_AVX2 1
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -55,6 +60,98 @@ inline float FastTanh(float x) {
   const float e = FastExp(-2.0f * std::fabs(x));
   const float t = (1.0f - e) / (1.0f + e);
   return std::copysign(t, x);
+}
+
+#ifdef TIERSCOPE_VEC_AVX2
+// Eight lanes of the same functions (the scalar ones do not auto-vectorise: their clamps
+// are branches to GCC). Same constants, so the results match the scalar ones.
+inline __m256 Exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_set1_ps(88.3762626647949f), _mm256_max_ps(_mm256_set1_ps(-88.3762626647949f), x));
+  const __m256 fx = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_fmadd_ps(_mm256_mul_ps(y, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  __m256i n = _mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127));
+  n = _mm256_max_epi32(n, _mm256_setzero_si256());
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(n, 23)));
+}
+
+inline __m256 Erf8(__m256 a) {
+  const __m256 x = _mm256_min_ps(_mm256_set1_ps(4.0f), _mm256_max_ps(_mm256_set1_ps(-4.0f), a));
+  const __m256 x2 = _mm256_mul_ps(x, x);
+  __m256 p = _mm256_fmadd_ps(x2, _mm256_set1_ps(-2.72614225801306e-10f), _mm256_set1_ps(2.77068142495902e-08f));
+  p = _mm256_fmadd_ps(x2, p, _mm256_set1_ps(-2.10102402082508e-06f));
+  p = _mm256_fmadd_ps(x2, p, _mm256_set1_ps(-5.69250639462346e-05f));
+  p = _mm256_fmadd_ps(x2, p, _mm256_set1_ps(-7.34990630326855e-04f));
+  p = _mm256_fmadd_ps(x2, p, _mm256_set1_ps(-2.95459980854025e-03f));
+  p = _mm256_fmadd_ps(x2, p, _mm256_set1_ps(-1.60960333262415e-02f));
+  p = _mm256_mul_ps(x, p);
+  __m256 q = _mm256_fmadd_ps(x2, _mm256_set1_ps(-1.45660718464996e-05f), _mm256_set1_ps(-2.13374055278905e-04f));
+  q = _mm256_fmadd_ps(x2, q, _mm256_set1_ps(-1.68282697438203e-03f));
+  q = _mm256_fmadd_ps(x2, q, _mm256_set1_ps(-7.37332916720468e-03f));
+  q = _mm256_fmadd_ps(x2, q, _mm256_set1_ps(-1.42647390514189e-02f));
+  return _mm256_div_ps(p, q);
+}
+#endif
+
+// v[i] = GELU(v[i]) for i < n.
+inline void GeluInPlace(float* v, int64_t n) {
+  int64_t i = 0;
+#ifdef TIERSCOPE_VEC_AVX2
+  const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+  const __m256 rsqrt2 = _mm256_set1_ps(0.70710678118654752f);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(v + i);
+    const __m256 e = Erf8(_mm256_mul_ps(x, rsqrt2));
+    _mm256_storeu_ps(v + i, _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, e)));
+  }
+#endif
+  for (; i < n; ++i) v[i] = FastGelu(v[i]);
+}
+
+// v[i] = tanh(v[i]) for i < n.
+inline void TanhInPlace(float* v, int64_t n) {
+  int64_t i = 0;
+#ifdef TIERSCOPE_VEC_AVX2
+  const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(v + i);
+    const __m256 ax = _mm256_andnot_ps(sign, x);
+    const __m256 e = Exp8(_mm256_mul_ps(_mm256_set1_ps(-2.0f), ax));
+    const __m256 t = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+    _mm256_storeu_ps(v + i, _mm256_or_ps(t, _mm256_and_ps(sign, x)));
+  }
+#endif
+  for (; i < n; ++i) v[i] = FastTanh(v[i]);
+}
+
+// s[i] = exp(s[i] - max) for i < n; returns their sum.
+inline float ExpShiftSum(float* s, int64_t n, float max) {
+  int64_t i = 0;
+  float sum = 0.0f;
+#ifdef TIERSCOPE_VEC_AVX2
+  const __m256 m = _mm256_set1_ps(max);
+  __m256 acc = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(s + i), m));
+    _mm256_storeu_ps(s + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  float lanes[8];
+  _mm256_storeu_ps(lanes, acc);
+  for (float l : lanes) sum += l;
+#endif
+  for (; i < n; ++i) {
+    s[i] = FastExp(s[i] - max);
+    sum += s[i];
+  }
+  return sum;
 }
 
 }  // namespace tierscope
