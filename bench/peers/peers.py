@@ -104,9 +104,17 @@ def onnx_session(model, ids: torch.Tensor, cfg, threads: int, tmp: Path):
     import onnxruntime as ort
     from onnxruntime.transformers import optimizer
 
+    class Encoder(torch.nn.Module):  # positional inputs, one output, for the exporter
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids, attention_mask):
+            return self.m(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
     raw = tmp / "model.onnx"
     mask = torch.ones_like(ids)
-    torch.onnx.export(model, (ids, mask), str(raw), input_names=["input_ids", "attention_mask"],
+    torch.onnx.export(Encoder(model), (ids, mask), str(raw), input_names=["input_ids", "attention_mask"],
                       output_names=["last_hidden_state"], opset_version=17, dynamo=False,
                       dynamic_axes={"input_ids": {0: "b", 1: "s"}, "attention_mask": {0: "b", 1: "s"},
                                     "last_hidden_state": {0: "b", 1: "s"}})
@@ -183,6 +191,9 @@ def run_model(label: str, model_dir: str, a) -> None:
                 print(f"  onnxruntime fusions: {fused}")
             except ImportError:
                 rows.append(("onnxruntime", "-", float("nan"), "not installed (bench/peers/requirements.txt)"))
+            except Exception as e:  # noqa: BLE001 - an export or session failure is reported
+                rows.append(("onnxruntime", "batch-fp32", float("nan"),
+                             f"failed: {type(e).__name__}: {str(e).splitlines()[0][:60]}"))
 
     base = next(r[2] for r in rows if r[0] == "tierscope" and r[1] == "batch-fp32")
     print(f"\n{label}: {model_dir}\n  batch {a.batch_size} x seq {a.seq_len}, {a.threads} threads")
