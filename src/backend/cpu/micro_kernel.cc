@@ -17,6 +17,7 @@ __attribute__((target("avx2,fma"))) void MicroKernelAvx2(int64_t kc, const float
     c0[r] = kAcc ? _mm256_loadu_ps(c + r * ldc) : _mm256_setzero_ps();
     c1[r] = kAcc ? _mm256_loadu_ps(c + r * ldc + 8) : _mm256_setzero_ps();
   }
+#pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
     const __m256 b0 = _mm256_loadu_ps(b + k * kNR);
     const __m256 b1 = _mm256_loadu_ps(b + k * kNR + 8);
