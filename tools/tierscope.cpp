@@ -9,6 +9,7 @@
 
 #include "analysis/commands.h"
 #include "core/paths.h"
+#include "core/text.h"
 #include "lab/bench.h"
 #include "lab/kernel.h"
 #include "lab/lab.h"
@@ -228,13 +229,7 @@ int main(int argc, char** argv) {
       std::cout << tierscope::AnalyzeTrace(*trace, o, f);
       return 0;
     }
-    std::vector<std::string> names;
-    for (size_t b = 0, e; b <= reports.size(); b = e + 1) {
-      e = reports.find(',', b);
-      if (e == std::string::npos) e = reports.size();
-      if (e > b) names.push_back(reports.substr(b, e - b));
-    }
-    auto out = tierscope::TraceStats(*trace, names, o, f);
+    auto out = tierscope::TraceStats(*trace, tierscope::SplitList(reports), o, f);
     if (!out.ok()) return Fail(out.status());
     std::cout << *out;
     return 0;

@@ -7,13 +7,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <ctime>
 #include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "core/paths.h"
+#include "core/text.h"
 #include "core/thread_pool.h"
 
 namespace tierscope {
@@ -134,15 +134,6 @@ std::string CpuModel() {
   return "unknown CPU";
 }
 
-std::string NowIso() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // STREAM triad a = b + s*c over arrays far larger than the caches, split by thread.
 double TriadBandwidth(int threads) {
   constexpr size_t kElems = size_t{16} << 20;  // 64 MiB per array
@@ -241,7 +232,7 @@ StatusOr<MachinePeaks> MeasurePeaks(int threads) {
   }
   p.mem_bw_1t = TriadBandwidth(1);
   p.mem_bw = TriadBandwidth(p.threads);
-  p.measured_at = NowIso();
+  p.measured_at = UtcNowIso8601();
   return p;
 }
 

@@ -4,7 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <sstream>
+
+#include "core/text.h"
 
 namespace tierscope {
 namespace {
@@ -190,12 +191,7 @@ StatusOr<std::vector<std::string>> ParseSections(const std::string& list) {
   std::vector<std::string> out;
   std::string valid;
   for (const SectionInfo& s : KnownSections()) valid += (valid.empty() ? "" : ", ") + std::string(s.id);
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (item.empty()) continue;
+  for (const std::string& item : SplitList(list)) {
     const auto& known = KnownSections();
     auto it = std::find_if(known.begin(), known.end(), [&](const SectionInfo& s) { return item == s.id; });
     if (it == known.end()) {

@@ -5,11 +5,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <iostream>
 
 #include "analysis/commands.h"
 #include "core/paths.h"
+#include "core/text.h"
 #include "lab/bench.h"
 #include "lab/kernel.h"
 #include "lab/report_html.h"
@@ -28,15 +28,6 @@ double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string NowIso() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // The median of `repeats` runs of one mode, and each run's throughput.
@@ -174,7 +165,7 @@ StatusOr<nlohmann::json> RunLab(const LabOptions& o, LabProgress& progress) {
   nlohmann::json s;
   s["schema_version"] = 1;
   s["tool"] = {{"name", "tierscope"}, {"version", TIERSCOPE_VERSION}};
-  s["created_at"] = NowIso();
+  s["created_at"] = UtcNowIso8601();
   s["command_line"] = o.command_line;
   s["quick"] = o.quick;
   s["model"] = {{"dir", dir},

@@ -5,18 +5,14 @@
 #include <cstdio>
 #include <functional>
 #include <map>
-#include <sstream>
+
+#include "core/text.h"
 
 namespace tierscope {
 
 StatusOr<std::vector<int64_t>> ParseSizeList(const std::string& list, const std::string& flag) {
   std::vector<int64_t> out;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (item.empty()) continue;
+  for (const std::string& item : SplitList(list)) {
     size_t used = 0;
     long long v = 0;
     try {

@@ -1,0 +1,39 @@
+// Small text helpers shared by the command-line parsers and the report writers.
+#ifndef TIERSCOPE_CORE_TEXT_H_
+#define TIERSCOPE_CORE_TEXT_H_
+
+#include <ctime>
+#include <string>
+#include <vector>
+
+namespace tierscope {
+
+// "a, b,,c " -> {"a", "b", "c"}: split at commas, spaces trimmed, empty items dropped.
+inline std::vector<std::string> SplitList(const std::string& list) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin <= list.size()) {
+    size_t end = list.find(',', begin);
+    if (end == std::string::npos) end = list.size();
+    std::string item = list.substr(begin, end - begin);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty()) out.push_back(item);
+    begin = end + 1;
+  }
+  return out;
+}
+
+// The current UTC time as ISO 8601 ("2026-11-30T03:09:47Z").
+inline std::string UtcNowIso8601() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_CORE_TEXT_H_
