@@ -277,10 +277,10 @@ Recommendation Recommend(const KernelEvidence& e) {
                 Num(100 / std::max(*d.compute_pct, *d.memory_pct), 2) + "x. Cut the work " +
                 "itself at a higher tier: fusion, fewer bytes, lower precision.";
   } else if (r.kernel_level) {
+    const double top = std::max(*d.compute_pct, *d.memory_pct);
     r.verdict = "Kernel-level work is justified: it fills the device (" + fills.evidence +
                 "), is a stable hot spot (" + hot.evidence + "), and is " + far.evidence +
-                " — up to " + Num(100 / std::max(*d.compute_pct, *d.memory_pct), 1) +
-                "x of headroom.";
+                (top > 0 ? " — up to " + Num(100 / top, 1) + "x of headroom." : ".");
   } else {
     std::string unknown;
     for (const RuleCheck& c : r.checks) {

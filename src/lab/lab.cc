@@ -369,9 +369,10 @@ StatusOr<nlohmann::json> RunLab(const LabOptions& o, LabProgress& progress) {
     chain.push_back(std::string("Tier 3 (") + run + "): " + tier3[run]["kernel"].get<std::string>() + " — " +
                     rep["recommendation"]["verdict"].get<std::string>());
   }
-  chain.push_back("Step 4: " + best + " runs " + Fixed(fin["samples_per_s"].get<double>(), 1) +
-                  " samples/s, " + Fixed(fin["samples_per_s"].get<double>() / base_sps, 2) +
-                  "x the serial FP32 baseline; FP16 output cosine " +
+  chain.push_back("Step 4: " + best + " runs " + Fixed(pooled(best.c_str()), 1) +
+                  " samples/s, " + Fixed(pooled(best.c_str()) / serial_sps, 2) +
+                  "x the serial FP32 baseline (medians of the runs of steps 0 and 4); FP16 "
+                  "output cosine " +
                   Fixed(val.json["fp16"]["cosine"].get<double>(), 8) + " vs FP32.");
   s["diagnosis"] = chain;
   s["machine"] = {{"device", baseline["batch-fp32"]["device"]},

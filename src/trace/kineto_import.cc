@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <simdjson.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -182,7 +183,8 @@ class Reader {
   // so the input shrinks while the trace grows (peak memory ~1x the input, not ~2x).
   void ReleaseInput(size_t offset) {
 #ifdef MADV_DONTNEED
-    const uintptr_t page = 4096, base = reinterpret_cast<uintptr_t>(data_);
+    static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t base = reinterpret_cast<uintptr_t>(data_);
     const uintptr_t from = (base + released_ + page - 1) & ~(page - 1);
     const uintptr_t to = (base + offset) & ~(page - 1);
     if (to < from + (uintptr_t{1} << 20)) return;
@@ -396,6 +398,7 @@ int32_t Reader::IdForString(std::string_view s, bool* local) {
 }
 
 bool Reader::ReadId(od::value& v, int32_t* id, bool* local, std::string_view* as_string) {
+  *local = false;  // a repeated key must not keep an earlier value's flag
   od::json_type t;
   std::string_view text;
   int64_t n;

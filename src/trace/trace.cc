@@ -1,7 +1,9 @@
 // StringTable and event-kind names.
 #include "trace/trace.h"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace tierscope {
 
@@ -52,6 +54,20 @@ constexpr size_t kBlockBytes = size_t{1} << 20;
 
 }  // namespace
 
+StringTable& StringTable::operator=(StringTable&& other) noexcept {
+  if (this == &other) return *this;
+  blocks_ = std::move(other.blocks_);
+  views_ = std::move(other.views_);
+  slots_ = std::move(other.slots_);
+  free_ = std::exchange(other.free_, nullptr);  // the other may not write into our block
+  free_size_ = std::exchange(other.free_size_, 0);
+  indexed_ = std::exchange(other.indexed_, 0);
+  other.blocks_.clear();
+  other.views_.clear();
+  other.slots_.clear();
+  return *this;
+}
+
 StringTable& StringTable::operator=(const StringTable& other) {
   if (this == &other) return *this;
   *this = StringTable();
@@ -69,8 +85,8 @@ std::string_view StringTable::Store(std::string_view s) {
       std::memcpy(blocks_.back().get(), s.data(), s.size());
       return std::string_view(blocks_.back().get(), s.size());
     }
-    // Small tables start small; later blocks are 1 MiB.
-    const size_t bytes = blocks_.empty() ? size_t{4096} : kBlockBytes;
+    // Small tables start small (but big enough for this string); later blocks are 1 MiB.
+    const size_t bytes = blocks_.empty() ? std::max<size_t>(4096, s.size()) : kBlockBytes;
     blocks_.push_back(std::make_unique_for_overwrite<char[]>(bytes));
     free_ = blocks_.back().get();
     free_size_ = bytes;

@@ -38,8 +38,8 @@ const char* EventKindName(EventKind k);
 class StringTable {
  public:
   StringTable() = default;
-  StringTable(StringTable&&) noexcept = default;
-  StringTable& operator=(StringTable&&) noexcept = default;
+  StringTable(StringTable&& other) noexcept { *this = std::move(other); }
+  StringTable& operator=(StringTable&& other) noexcept;
   StringTable(const StringTable& other) { *this = other; }
   StringTable& operator=(const StringTable& other);
 

@@ -72,6 +72,9 @@ std::string TrickyTrace() {
          R"(, "correlation": )" + std::to_string(i * 2) + R"(, "Input Dims": [[64, 128]]}})";
     if (i % 500 == 0) j += R"(, {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 5, "dur": 1})";
     if (i % 1000 == 1) j += R"(, {"ph": "X", "name": "no ts", "pid": 1, "tid": 1, "dur": 1})";
+    if (late && i % 1000 == 7) {  // a repeated pid key: the last value wins, as in json.load
+      j += R"(, {"ph": "X", "cat": "cpu_op", "name": "dup", "pid": "name first", "pid": 5, "tid": 1, "ts": 3, "dur": 1})";
+    }
     if (late && i % 1000 == 3) {
       j += R"(, {"ph": "M", "name": "thread_name", "pid": 1, "tid": "late thread b", "args": {"name": "worker b"}})";
       j += R"(, {"ph": "M", "name": "process_labels", "pid": "python worker", "args": {"labels": "CPU"}})";

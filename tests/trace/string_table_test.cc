@@ -44,6 +44,21 @@ TEST(StringTable, ViewsStayValidWhileTheTableGrowsAndMoves) {
   EXPECT_EQ(moved.Intern(big), big_id);
 }
 
+TEST(StringTable, ALongFirstStringFitsItsBlockAndMovedFromTablesStayUsable) {
+  StringTable t;
+  const std::string first(5000, 'n');  // longer than the first, small block
+  const int32_t id = t.Intern(first);
+  const int32_t next = t.Intern("after");
+  EXPECT_EQ(t.Get(id), first);
+  EXPECT_EQ(t.Get(next), "after");
+  StringTable moved = std::move(t);
+  t.Intern("reused after the move");  // must not write into the block `moved` owns
+  moved.Intern("more");
+  EXPECT_EQ(moved.Get(id), first);
+  EXPECT_EQ(moved.Get(next), "after");
+  EXPECT_EQ(t.Get(0), "reused after the move");
+}
+
 TEST(StringTable, AppendedStringsAreStoredButNotFoundByIntern) {
   StringTable t;
   const int32_t a = t.Append("\"correlation\": 7");

@@ -139,7 +139,15 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   desc.kernel = AttentionKernelName(p.dtype);
   desc.grid = Dim3{p.q_blocks, heads, B};
   desc.block = Dim3{rows_per_task, D, 1};
-  desc.flops = 4.0 * B * heads * S * S * D;  // QK^T and PV
+  // QK^T and PV over the keys each sample really computes (right padding is skipped).
+  double keys_total = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const int32_t* m = p.mask + b * S;
+    int64_t keys = S;
+    while (keys > 0 && m[keys - 1] == 0) --keys;
+    keys_total += static_cast<double>(keys == 0 ? S : keys);
+  }
+  desc.flops = 4.0 * heads * S * D * keys_total;
   desc.bytes_read = es * B * S * 3 * H + 4.0 * B * S;
   desc.bytes_written = es * B * S * H;
   desc.writes[0] = {out.data(), out.bytes()};

@@ -70,6 +70,7 @@ void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
   float* abuf = ctile + kMB * kNB;
   float* bbuf = abuf + kMB * kKC;
   const size_t esize = DTypeSize(p.dtype);
+  if (p.k == 0) std::memset(ctile, 0, sizeof(float) * kMB * kNB);  // no K block writes it
   const auto* wbase = static_cast<const std::byte*>(p.w->panels().data());
 
   for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
