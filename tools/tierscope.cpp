@@ -6,6 +6,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "analysis/commands.h"
 #include "core/paths.h"
@@ -15,6 +16,7 @@
 #include "lab/lab.h"
 #include "lab/sweep.h"
 #include "lab/validate.h"
+#include "text/wordpiece.h"
 #include "lab/run.h"
 #include "tierscope/version.h"
 
@@ -173,6 +175,15 @@ int main(int argc, char** argv) {
   lb->add_option("--repeats", lab.repeats, "benchmark repeats per mode (0: 3, or 1 with --quick)")
       ->capture_default_str();
 
+  std::string tok_vocab, tok_text;
+  bool tok_cased = false, tok_no_special = false;
+  auto* tk = app.add_subcommand("tokenize",
+                                "BERT WordPiece tokenization: --text, or JSON strings one per line on stdin");
+  tk->add_option("--vocab", tok_vocab, "vocab.txt (or a model directory holding one)")->required();
+  tk->add_option("--text", tok_text, "the text to tokenize (else JSON-lines strings from stdin)");
+  tk->add_flag("--cased", tok_cased, "keep case and accents (default: uncased, as bert-base-uncased)");
+  tk->add_flag("--no-special-tokens", tok_no_special, "leave out [CLS] and [SEP]");
+
   int device_threads = 0;
   bool device_recalibrate = false;
   std::string device_format = "text";
@@ -302,6 +313,33 @@ int main(int argc, char** argv) {
     if (!result->pass) {
       std::cerr << "tierscope: error: validation FAILED: a precision is outside its tolerance\n";
       return 1;
+    }
+    return 0;
+  }
+  if (tk->parsed()) {
+    std::string path = tok_vocab;
+    if (tierscope::IsDirectory(path)) path += "/vocab.txt";
+    auto tok = tierscope::WordPieceTokenizer::Load(path, !tok_cased);
+    if (!tok.ok()) return Fail(tok.status());
+    auto emit = [&](const std::string& text) {
+      nlohmann::json j;
+      j["tokens"] = tok->Tokenize(text);
+      j["ids"] = tok->Encode(text, !tok_no_special);
+      std::cout << j.dump() << "\n";
+    };
+    if (tk->count("--text") > 0) {
+      emit(tok_text);
+      return 0;
+    }
+    std::string line;
+    for (int64_t n = 1; std::getline(std::cin, line); ++n) {
+      if (line.empty()) continue;
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (!j.is_string()) {
+        return Fail(tierscope::InvalidArgument("stdin line " + std::to_string(n) +
+                                               ": expected a JSON string"));
+      }
+      emit(j.get<std::string>());
     }
     return 0;
   }

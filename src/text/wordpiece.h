@@ -1,0 +1,57 @@
+// BERT's uncased WordPiece tokenizer, as Hugging Face's BertTokenizer runs it: text
+// clean-up (control characters dropped, whitespace unified), spaces around CJK
+// ideographs, lower-casing and accent stripping (NFD, combining marks removed), splits at
+// whitespace and punctuation, then greedy longest-match-first WordPiece with "##"
+// continuations; words over 100 characters, or with no match, become [UNK]. Special
+// tokens written in the text ("[MASK]") stay single tokens, as in Hugging Face. Unicode
+// properties, case mapping and normalisation come from ICU.
+#ifndef TIERSCOPE_TEXT_WORDPIECE_H_
+#define TIERSCOPE_TEXT_WORDPIECE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tierscope/status.h"
+
+namespace tierscope {
+
+class WordPieceTokenizer {
+ public:
+  // Reads vocab.txt: one token per line, its id the line number (from 0). The special
+  // tokens [PAD], [UNK], [CLS] and [SEP] must be present.
+  static StatusOr<WordPieceTokenizer> Load(const std::string& vocab_path, bool lower_case = true);
+  static StatusOr<WordPieceTokenizer> FromVocab(std::vector<std::string> tokens, bool lower_case,
+                                                const std::string& source);
+
+  // The word pieces of `text` (valid UTF-8; invalid bytes read as U+FFFD, then dropped).
+  std::vector<std::string> Tokenize(std::string_view text) const;
+  // Their ids, with [CLS] first and [SEP] last when `special_tokens`.
+  std::vector<int32_t> Encode(std::string_view text, bool special_tokens = true) const;
+
+  int32_t pad_id() const { return pad_; }
+  int32_t unk_id() const { return unk_; }
+  int32_t cls_id() const { return cls_; }
+  int32_t sep_id() const { return sep_; }
+  size_t vocab_size() const { return tokens_.size(); }
+  const std::string& token(int32_t id) const { return tokens_[static_cast<size_t>(id)]; }
+
+ private:
+  WordPieceTokenizer() = default;
+  // Appends the pieces of one basic token (already cleaned, lower-cased, split).
+  void WordPieces(const std::u32string& word, std::vector<std::string>* out) const;
+  // Appends the pieces of text that holds no special token.
+  void TokenizeSegment(std::string_view text, std::vector<std::string>* out) const;
+
+  std::vector<std::string> tokens_;
+  std::unordered_map<std::string, int32_t> ids_;
+  std::vector<std::string> specials_;  // [PAD] [UNK] [CLS] [SEP] [MASK], those in the vocab
+  bool lower_case_ = true;
+  int32_t pad_ = 0, unk_ = 0, cls_ = 0, sep_ = 0;
+};
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_TEXT_WORDPIECE_H_
