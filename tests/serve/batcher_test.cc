@@ -1,0 +1,135 @@
+// The dynamic batcher on a fake clock: bucket choice, batches that leave when full (by
+// size or by padded tokens) or when their oldest request hits the delay, fairness
+// between buckets, the bounded queue, cancellation, drain, and option checks.
+#include "serve/batcher.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace tierscope {
+namespace {
+
+using testing::Contains;
+
+Batcher Make(BatcherOptions o) {
+  auto b = Batcher::Create(o);
+  EXPECT_TRUE(b.ok()) << b.status().ToString();
+  return std::move(b).value();
+}
+
+BatcherOptions Small() {
+  BatcherOptions o;
+  o.bucket_edges = {16, 64, 128};
+  o.max_batch_size = 4;
+  o.max_batch_tokens = 256;  // bucket 128 holds 2, bucket 64 holds 4
+  o.max_queue_delay_us = 1000;
+  o.max_queue = 10;
+  return o;
+}
+
+TEST(Batcher, RequestsGoToTheSmallestBucketThatHoldsThem) {
+  Batcher b = Make(Small());
+  EXPECT_EQ(b.BucketFor(1), 16);
+  EXPECT_EQ(b.BucketFor(16), 16);
+  EXPECT_EQ(b.BucketFor(17), 64);
+  EXPECT_EQ(b.BucketFor(128), 128);
+  EXPECT_EQ(b.BucketFor(129), -1);
+  const Status s = b.Add(1, 200, 0);
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
+  EXPECT_TRUE(Contains(s.message(), "longer than the largest bucket (128)"));
+  EXPECT_EQ(b.Add(2, 0, 0).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Batcher, AFullBucketLeavesAtOnceAndPadsOnlyToItsLongest) {
+  Batcher b = Make(Small());
+  for (uint64_t id = 1; id <= 3; ++id) ASSERT_TRUE(b.Add(id, 20 + static_cast<int64_t>(id), 0).ok());
+  EXPECT_FALSE(b.Next(10).has_value());  // 3 of 4, and no one has waited 1 ms
+  ASSERT_TRUE(b.Add(4, 30, 10).ok());
+  auto batch = b.Next(10);
+  ASSERT_TRUE(batch.has_value());
+  EXPECT_EQ(batch->reason, "full");
+  EXPECT_EQ(batch->ids, (std::vector<uint64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(batch->bucket, 64);
+  EXPECT_EQ(batch->pad_len, 30);
+  EXPECT_EQ(b.queued(), 0u);
+}
+
+TEST(Batcher, TheTokenLimitCapsLongBuckets) {
+  Batcher b = Make(Small());
+  EXPECT_EQ(b.Capacity(128), 2);
+  EXPECT_EQ(b.Capacity(64), 4);
+  ASSERT_TRUE(b.Add(1, 100, 0).ok());
+  ASSERT_TRUE(b.Add(2, 120, 0).ok());
+  ASSERT_TRUE(b.Add(3, 110, 0).ok());
+  auto batch = b.Next(0);
+  ASSERT_TRUE(batch.has_value());
+  EXPECT_EQ(batch->ids, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(batch->pad_len, 120);
+  EXPECT_EQ(b.queued(), 1u);
+}
+
+TEST(Batcher, ALoneRequestLeavesWhenItHasWaitedTheDelay) {
+  Batcher b = Make(Small());
+  ASSERT_TRUE(b.Add(7, 5, 100).ok());
+  EXPECT_EQ(b.NextDeadline(), 1100);
+  EXPECT_FALSE(b.Next(1099).has_value());
+  auto batch = b.Next(1100);
+  ASSERT_TRUE(batch.has_value());
+  EXPECT_EQ(batch->reason, "delay");
+  EXPECT_EQ(batch->ids, (std::vector<uint64_t>{7}));
+  EXPECT_EQ(batch->bucket, 16);
+  EXPECT_FALSE(b.NextDeadline().has_value());
+}
+
+TEST(Batcher, TheOldestDueBucketGoesFirst) {
+  Batcher b = Make(Small());
+  ASSERT_TRUE(b.Add(1, 100, 50).ok());  // bucket 128, newer
+  ASSERT_TRUE(b.Add(2, 10, 0).ok());    // bucket 16, older
+  auto first = b.Next(5000);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->ids, (std::vector<uint64_t>{2}));
+  auto second = b.Next(5000);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->ids, (std::vector<uint64_t>{1}));
+}
+
+TEST(Batcher, TheQueueIsBounded) {
+  Batcher b = Make(Small());
+  for (uint64_t id = 0; id < 10; ++id) ASSERT_TRUE(b.Add(id, 100, 0).ok());
+  const Status s = b.Add(10, 1, 0);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(Contains(s.message(), "queue is full"));
+  ASSERT_TRUE(b.Next(0).has_value());  // a batch leaves: room again
+  EXPECT_TRUE(b.Add(10, 1, 0).ok());
+}
+
+TEST(Batcher, CancelledRequestsLeaveTheirBatchAndDrainTakesTheRest) {
+  Batcher b = Make(Small());
+  ASSERT_TRUE(b.Add(1, 10, 0).ok());
+  ASSERT_TRUE(b.Add(2, 10, 0).ok());
+  ASSERT_TRUE(b.Add(3, 100, 0).ok());
+  EXPECT_TRUE(b.Cancel(1));
+  EXPECT_FALSE(b.Cancel(1));
+  const std::vector<Batch> rest = b.Drain();
+  ASSERT_EQ(rest.size(), 2u);
+  EXPECT_EQ(rest[0].ids, (std::vector<uint64_t>{2}));
+  EXPECT_EQ(rest[1].ids, (std::vector<uint64_t>{3}));
+  EXPECT_EQ(rest[0].reason, "drain");
+  EXPECT_EQ(b.queued(), 0u);
+}
+
+TEST(Batcher, BadOptionsAreRefused) {
+  BatcherOptions o = Small();
+  o.bucket_edges = {64, 32};
+  EXPECT_FALSE(Batcher::Create(o).ok());
+  o = Small();
+  o.max_batch_size = 0;
+  EXPECT_FALSE(Batcher::Create(o).ok());
+  o = Small();
+  o.bucket_edges.clear();
+  EXPECT_FALSE(Batcher::Create(o).ok());
+}
+
+}  // namespace
+}  // namespace tierscope
