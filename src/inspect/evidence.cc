@@ -5,7 +5,6 @@
 #include <cmath>
 #include <map>
 #include <numeric>
-#include <regex>
 
 #include "analysis/reports.h"
 
@@ -158,18 +157,10 @@ StatusOr<KernelEvidence> EvidenceFromTrace(const Trace& t, const std::string& na
     ranked.push_back({s, n});
   }
   std::sort(ranked.rbegin(), ranked.rend());
-  std::optional<std::regex> re;
-  if (name.rfind("regex:", 0) == 0) {
-    try {
-      re = std::regex(name.substr(6));
-    } catch (const std::regex_error& err) {
-      return InvalidArgument("-k " + name + ": not a valid regular expression: " + err.what());
-    }
-  }
+  TS_ASSIGN_OR_RETURN(const KernelNameMatcher matcher, KernelNameMatcher::Create(name));
   int rank = 0;
   for (size_t r = 0; r < ranked.size() && rank == 0; ++r) {
-    const std::string& n = ranked[r].second;
-    if (name.empty() || (re && std::regex_search(n, *re)) || (!re && n == name)) rank = static_cast<int>(r) + 1;
+    if (matcher.Matches(ranked[r].second)) rank = static_cast<int>(r) + 1;
   }
   if (rank == 0) {
     std::string hot;

@@ -9,6 +9,27 @@
 
 namespace tierscope {
 
+StatusOr<KernelNameMatcher> KernelNameMatcher::Create(const std::string& spec) {
+  KernelNameMatcher m;
+  m.spec_ = spec;
+  constexpr std::string_view kRegex = "regex:";
+  if (spec.rfind(kRegex, 0) == 0) {
+    m.is_regex_ = true;
+    try {
+      m.regex_ = std::regex(spec.substr(kRegex.size()), std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return InvalidArgument("-k " + spec + ": not a valid regular expression: " + e.what());
+    }
+  }
+  return m;
+}
+
+bool KernelNameMatcher::Matches(std::string_view kernel) const {
+  if (spec_.empty()) return true;
+  if (!is_regex_) return kernel == spec_;
+  return std::regex_search(kernel.begin(), kernel.end(), regex_);
+}
+
 StatusOr<std::unique_ptr<KernelInspector>> KernelInspector::Create(const InspectorOptions& o) {
   if (o.filter.name.empty()) return InvalidArgument("no kernel name given (-k NAME or -k regex:PATTERN)");
   if (o.filter.count < 1) {
@@ -22,23 +43,11 @@ StatusOr<std::unique_ptr<KernelInspector>> KernelInspector::Create(const Inspect
     return InvalidArgument("--replay-passes must be in [1, 1000], got " + std::to_string(o.passes));
   }
   std::unique_ptr<KernelInspector> k(new KernelInspector(o));
-  constexpr std::string_view kRegex = "regex:";
-  if (o.filter.name.rfind(kRegex, 0) == 0) {
-    k->is_regex_ = true;
-    try {
-      k->regex_ = std::regex(o.filter.name.substr(kRegex.size()), std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return InvalidArgument("-k " + o.filter.name + ": not a valid regular expression: " +
-                             e.what());
-    }
-  }
+  TS_ASSIGN_OR_RETURN(k->matcher_, KernelNameMatcher::Create(o.filter.name));
   return k;
 }
 
-bool KernelInspector::Matches(std::string_view kernel) const {
-  if (!is_regex_) return kernel == options_.filter.name;
-  return std::regex_search(kernel.begin(), kernel.end(), regex_);
-}
+bool KernelInspector::Matches(std::string_view kernel) const { return matcher_.Matches(kernel); }
 
 void KernelInspector::FlushCaches() {
   if (flush_.empty()) {

@@ -18,6 +18,21 @@
 
 namespace tierscope {
 
+// A kernel name as -k gives it: exact, or "regex:PATTERN" (searched, as ncu does); an
+// empty spec matches every kernel.
+class KernelNameMatcher {
+ public:
+  KernelNameMatcher() = default;
+  // InvalidArgument naming the spec when the pattern is not a valid regular expression.
+  static StatusOr<KernelNameMatcher> Create(const std::string& spec);
+  bool Matches(std::string_view kernel) const;
+
+ private:
+  std::string spec_;
+  bool is_regex_ = false;
+  std::regex regex_;
+};
+
 struct KernelFilter {
   std::string name;    // exact kernel name, or "regex:PATTERN" (searched, as ncu does)
   int64_t skip = 0;    // matching launches to let run unprofiled first
@@ -72,8 +87,7 @@ class KernelInspector : public LaunchHook {
   void FlushCaches();
 
   InspectorOptions options_;
-  bool is_regex_ = false;
-  std::regex regex_;
+  KernelNameMatcher matcher_;
   int64_t next_id_ = 0, matched_ = 0, total_ns_ = 0;
   std::vector<ProfiledLaunch> profiled_;
   std::map<std::string, KernelTally, std::less<>> tallies_;

@@ -3,7 +3,6 @@
 #include "lab/kernel.h"
 
 #include <cstdio>
-#include <regex>
 
 #include "analysis/commands.h"
 #include "inspect/calibration.h"
@@ -26,20 +25,16 @@ StatusOr<KernelCommandResult> FromOtherTool(const KernelCommandOptions& o,
   KernelCommandResult r;
   r.json["tool"] = "tierscope kernel";
   r.json["version"] = TIERSCOPE_VERSION;
-  if (!o.inspector.filter.name.empty()) {  // checks the regex
+  if (!o.inspector.filter.name.empty()) {  // -c, -s and --replay-passes as for a workload
     TS_RETURN_IF_ERROR(KernelInspector::Create(o.inspector).status());
   }
   if (!o.ncu_csv.empty()) {
+    TS_ASSIGN_OR_RETURN(const KernelNameMatcher matcher, KernelNameMatcher::Create(o.inspector.filter.name));
     TS_ASSIGN_OR_RETURN(NcuReport csv, ImportNcuCsv(o.ncu_csv));
     std::vector<std::string> names;
     for (const NcuKernel& k : csv.kernels) {
       names.push_back(k.name);
-      if (!o.inspector.filter.name.empty()) {
-        const std::string& f = o.inspector.filter.name;
-        const bool match = f.rfind("regex:", 0) == 0 ? std::regex_search(k.name, std::regex(f.substr(6)))
-                                                     : k.name == f;
-        if (!match) continue;
-      }
+      if (!matcher.Matches(k.name)) continue;
       r.reports.push_back(BuildKernelReport(EvidenceFromNcu(k, o.ncu_csv), sections));
     }
     if (r.reports.empty()) {

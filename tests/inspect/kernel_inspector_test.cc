@@ -58,13 +58,19 @@ TEST_F(KernelInspectorTest, ReplayOfAnInPlaceKernelLeavesOneRunsResult) {
   EXPECT_EQ(tasks, 10);
 }
 
-TEST_F(KernelInspectorTest, ReplaysDoNotChangeTheWorkloadsOutput) {
+// One unit of the built-in model, no warmup, on 2 workers.
+BenchOptions OneUnit(int64_t batch, int64_t seq_len) {
   BenchOptions o;
-  o.batch_size = 4;
-  o.seq_len = 32;
+  o.batch_size = batch;
+  o.seq_len = seq_len;
   o.warmup = 0;
   o.iterations = 1;
   o.threads = 2;
+  return o;
+}
+
+TEST_F(KernelInspectorTest, ReplaysDoNotChangeTheWorkloadsOutput) {
+  BenchOptions o = OneUnit(4, 32);
   auto plain = RunBench(o);
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   auto every = Make(Pick("regex:.", 0, 1000, 2));  // every launch
@@ -77,12 +83,7 @@ TEST_F(KernelInspectorTest, ReplaysDoNotChangeTheWorkloadsOutput) {
 }
 
 TEST_F(KernelInspectorTest, SkipAndCountPickTheMatchingLaunchesInOrder) {
-  BenchOptions o;
-  o.batch_size = 2;
-  o.seq_len = 16;
-  o.warmup = 0;
-  o.iterations = 1;
-  o.threads = 2;
+  BenchOptions o = OneUnit(2, 16);
   auto all = Make(Pick("regex:layer_norm", 0, 1000, 1));
   o.launch_hook = all.get();
   ASSERT_TRUE(RunBench(o).ok());
