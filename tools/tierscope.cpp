@@ -18,6 +18,7 @@
 #include "lab/validate.h"
 #include "text/wordpiece.h"
 #include "lab/run.h"
+#include "lab/serve_command.h"
 #include "tierscope/version.h"
 
 namespace {
@@ -184,6 +185,42 @@ int main(int argc, char** argv) {
   tk->add_flag("--cased", tok_cased, "keep case and accents (default: uncased, as bert-base-uncased)");
   tk->add_flag("--no-special-tokens", tok_no_special, "leave out [CLS] and [SEP]");
 
+  tierscope::ServeCommandOptions serve;
+  auto* sv = app.add_subcommand("serve", "Serve the model over HTTP with dynamic batching "
+                                         "(/embed, KServe v2, /metrics, /info)");
+  sv->add_option("--model", serve.model_dir, "Hugging Face model directory (default: the built-in model)");
+  sv->add_option("--dtype", serve.dtype, "fp32 | fp16 | bf16")->capture_default_str();
+  sv->add_option("--threads", serve.threads, "engine worker threads (0: all cores)")->capture_default_str();
+  sv->add_option("--host", serve.server.host, "address to listen on")->capture_default_str();
+  sv->add_option("--port", serve.server.port, "port (0: any free one, printed)")->capture_default_str();
+  sv->add_option("--model-name", serve.server.model_name,
+                 "the name in /v2/models/{name} (default: the directory's name)");
+  sv->add_option("--pooling", serve.pooling,
+                 "/embed pooling: auto (the directory's 1_Pooling/config.json, else cls) | cls | mean")
+      ->capture_default_str();
+  sv->add_option("--buckets", serve.buckets, "sequence-length bucket edges, increasing")
+      ->capture_default_str();
+  sv->add_option("--max-batch-size", serve.batcher.max_batch_size, "inputs per batch (1: no batching)")
+      ->capture_default_str();
+  sv->add_option("--max-batch-tokens", serve.batcher.max_batch_tokens,
+                 "padded tokens per batch (size x bucket edge)")->capture_default_str();
+  sv->add_option("--max-queue-delay-ms", serve.max_queue_delay_ms,
+                 "longest an input waits for its batch to fill")->capture_default_str();
+  sv->add_option("--max-queue", serve.batcher.max_queue, "inputs waiting before 429")
+      ->capture_default_str();
+  sv->add_option("--max-client-batch-size", serve.server.max_client_batch_size,
+                 "inputs per request before 413")->capture_default_str();
+  sv->add_option("--max-input-length", serve.server.max_input_length,
+                 "tokens per input before 422 or truncation (0: sentence_bert_config.json's "
+                 "max_seq_length, else the model's positions; capped by the largest bucket)")
+      ->capture_default_str();
+  sv->add_option("--max-body-bytes", serve.server.max_body_bytes, "request body limit (413 above)")
+      ->capture_default_str();
+  sv->add_option("--drain-timeout", serve.server.drain_timeout_s,
+                 "seconds to finish queued work after SIGTERM/SIGINT")->capture_default_str();
+  sv->add_option("--idle-timeout", serve.server.idle_timeout_s,
+                 "seconds before an idle keep-alive connection is closed")->capture_default_str();
+
   int device_threads = 0;
   bool device_recalibrate = false;
   std::string device_format = "text";
@@ -341,6 +378,11 @@ int main(int argc, char** argv) {
       }
       emit(j.get<std::string>());
     }
+    return 0;
+  }
+  if (sv->parsed()) {
+    Status s = tierscope::RunServeCommand(serve);
+    if (!s.ok()) return Fail(s);
     return 0;
   }
   if (dv->parsed()) {

@@ -1,0 +1,484 @@
+// The HTTP front of `tierscope serve`: Beast sessions on one Asio thread, routing, the
+// disconnect watch of a waiting request, and the graceful drain on SIGINT/SIGTERM.
+#include "serve/http_server.h"
+
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+#include "model/bert.h"
+#include "serve/api.h"
+#include "serve/metrics.h"
+#include "tierscope/version.h"
+
+namespace tierscope {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+class Session;
+
+// State shared by the sessions; touched only on the io thread (the service and the
+// metrics are thread-safe).
+struct Server {
+  net::io_context& ioc;
+  BertEngine& engine;
+  const WordPieceTokenizer* tokenizer;
+  InferenceService& service;
+  ServerMetrics& metrics;
+  ServerOptions options;
+  ApiLimits limits;
+  tcp::acceptor acceptor;
+  net::steady_timer timer;
+  net::signal_set signals;
+  std::map<Session*, std::weak_ptr<Session>> sessions;
+  int64_t in_flight = 0;
+  bool draining = false;
+  Clock::time_point drain_deadline;
+  Status result;
+
+  Server(net::io_context& io, BertEngine& e, const WordPieceTokenizer* t, InferenceService& s,
+         ServerMetrics& m, const ServerOptions& o, const ApiLimits& l)
+      : ioc(io), engine(e), tokenizer(t), service(s), metrics(m), options(o), limits(l),
+        acceptor(io), timer(io), signals(io, SIGINT, SIGTERM) {}
+
+  Status Listen();
+  void Accept();
+  void WaitSignal();
+  void BeginDrain(int signal);
+  void CheckDrained();
+  void Stop();
+  std::string Info() const;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, Server& server) : stream_(std::move(socket)), server_(server) {}
+  void Start() { DoRead(); }
+  void Close();
+
+ private:
+  enum class Kind { kEmbed, kInfer };
+  void DoRead();
+  void OnRead(beast::error_code ec);
+  void Handle();
+  void Submit(ServeRequest request, Kind kind);
+  void Finish(uint64_t seq, ServeResult result);
+  void WatchDisconnect();
+  void Respond(int code, std::string body, const char* content_type = "application/json");
+  void Error(const ApiError& e) { Respond(e.code, ErrorBody(e)); }
+  void EndRequest();
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::request<http::string_body> req_;
+  Server& server_;
+  std::string endpoint_ = "other";  // the metrics label of the request being answered
+  Clock::time_point t0_;
+  int code_ = 0;
+  bool active_ = false;      // a request was read and its response is not yet written
+  bool responding_ = false;  // its response is being written
+  bool watching_ = false;
+  bool closed_ = false;
+  uint64_t seq_ = 0;      // requests read on this connection
+  uint64_t pending_ = 0;  // the service's id of the queued request, 0 when none
+  Kind kind_ = Kind::kEmbed;
+  InferCall call_;
+};
+
+void Session::DoRead() {
+  if (closed_) return;
+  parser_.emplace();
+  parser_->body_limit(static_cast<uint64_t>(server_.options.max_body_bytes));
+  stream_.expires_after(std::chrono::milliseconds(
+      static_cast<int64_t>(server_.options.idle_timeout_s * 1000)));
+  http::async_read(stream_, buffer_, *parser_,
+                   [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+}
+
+void Session::OnRead(beast::error_code ec) {
+  if (closed_) return;
+  if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+      ec == net::error::operation_aborted || ec == net::error::connection_reset ||
+      ec == net::error::eof) {
+    return Close();
+  }
+  active_ = true;
+  t0_ = Clock::now();
+  ++server_.in_flight;
+  server_.metrics.SetInFlight(server_.in_flight);
+  ++seq_;
+  if (ec == http::error::body_limit) {
+    endpoint_ = "other";
+    req_.keep_alive(false);
+    return Error({413, "the body is larger than " + std::to_string(server_.options.max_body_bytes) +
+                           " bytes", "Validation"});
+  }
+  if (ec) {
+    endpoint_ = "other";
+    req_ = {};
+    req_.keep_alive(false);
+    return Error({400, "bad HTTP request: " + ec.message(), "Validation"});
+  }
+  req_ = parser_->release();
+  Handle();
+}
+
+void Session::Handle() {
+  std::string path(req_.target());
+  if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
+  const bool get = req_.method() == http::verb::get;
+  const bool post = req_.method() == http::verb::post;
+  auto method = [&](bool ok, const char* allow) {
+    if (ok) return true;
+    Error({405, "method " + std::string(req_.method_string()) + " is not allowed on " + path +
+                    "; use " + allow,
+           "Validation"});
+    return false;
+  };
+  const bool ready = !server_.draining;
+  const std::string& name = server_.options.model_name;
+  auto refuse_if_draining = [&] {
+    if (!server_.draining) return false;
+    req_.keep_alive(false);
+    Error({503, "the server is draining (shutting down); send this request elsewhere",
+           "Unhealthy"});
+    return true;
+  };
+
+  if (path == "/embed") {
+    endpoint_ = path;
+    if (!method(post, "POST") || refuse_if_draining()) return;
+    if (!server_.tokenizer) {
+      return Error({503, "this model directory has no vocab.txt: /embed cannot tokenize; use "
+                         "/v2/models/" + name + "/infer with token ids",
+                    "Unhealthy"});
+    }
+    ServeRequest request;
+    if (auto e = ParseEmbedRequest(req_.body(), server_.limits, *server_.tokenizer,
+                                   server_.options.pooling, &request)) {
+      return Error(*e);
+    }
+    return Submit(std::move(request), Kind::kEmbed);
+  }
+  if (path == "/health" || path == "/v2/health/ready" || path == "/v2/health/live") {
+    endpoint_ = path;
+    if (!method(get, "GET")) return;
+    const bool ok = path == "/v2/health/live" || ready;
+    return Respond(ok ? 200 : 503, ok ? "" : "{\"error\":\"draining\"}");
+  }
+  if (path == "/info") {
+    endpoint_ = path;
+    if (!method(get, "GET")) return;
+    return Respond(200, server_.Info());
+  }
+  if (path == "/metrics") {
+    endpoint_ = path;
+    if (!method(get, "GET")) return;
+    return Respond(200, server_.metrics.Render(ready), "text/plain; version=0.0.4");
+  }
+  if (path == "/v2") {
+    endpoint_ = path;
+    if (!method(get, "GET")) return;
+    return Respond(200, nlohmann::json{{"name", "tierscope"},
+                                       {"version", TIERSCOPE_VERSION},
+                                       {"extensions", nlohmann::json::array()}}
+                            .dump());
+  }
+  const std::string prefix = "/v2/models/";
+  if (path.compare(0, prefix.size(), prefix) == 0) {
+    std::string rest = path.substr(prefix.size());
+    std::string model = rest.substr(0, rest.find('/'));
+    std::string tail = rest.substr(model.size());
+    if (tail.compare(0, 11, "/versions/1") == 0) tail = tail.substr(11);
+    if (tail.empty() || tail == "/ready" || tail == "/infer") {
+      endpoint_ = "/v2/models/{name}" + tail;
+      if (!method(tail == "/infer" ? post : get, tail == "/infer" ? "POST" : "GET")) return;
+      if (model != name) {
+        return Error({404, "unknown model '" + model + "'; this server has '" + name + "'",
+                      "NotFound"});
+      }
+      if (tail.empty()) {
+        return Respond(200, ModelMetadata(name, server_.engine.config(),
+                                          server_.engine.model().has_pooler()));
+      }
+      if (tail == "/ready") return Respond(ready ? 200 : 503, "");
+      if (refuse_if_draining()) return;
+      ServeRequest request;
+      call_ = {};
+      if (auto e = ParseInferRequest(req_.body(), server_.limits,
+                                     server_.engine.model().has_pooler(), &request, &call_)) {
+        return Error(*e);
+      }
+      return Submit(std::move(request), Kind::kInfer);
+    }
+  }
+  endpoint_ = "other";
+  Error({404, "no endpoint " + path, "NotFound"});
+}
+
+void Session::Submit(ServeRequest request, Kind kind) {
+  kind_ = kind;
+  const uint64_t seq = seq_;
+  std::weak_ptr<Session> weak = weak_from_this();
+  net::io_context& ioc = server_.ioc;
+  StatusOr<uint64_t> id = server_.service.Submit(
+      std::move(request), [weak, seq, &ioc](ServeResult result) {
+        net::post(ioc, [weak, seq, r = std::move(result)]() mutable {
+          if (auto self = weak.lock()) self->Finish(seq, std::move(r));
+        });
+      });
+  if (!id.ok()) {
+    if (id.status().code() == StatusCode::kResourceExhausted) {
+      return Error({429, id.status().message() + "; retry later", "Overloaded"});
+    }
+    return Error({422, id.status().message(), "Validation"});
+  }
+  pending_ = *id;
+  stream_.expires_never();
+  WatchDisconnect();
+}
+
+void Session::WatchDisconnect() {
+  watching_ = true;
+  stream_.socket().async_wait(
+      tcp::socket::wait_read, [self = shared_from_this(), seq = seq_](beast::error_code ec) {
+        self->watching_ = false;
+        if (ec || self->closed_ || self->seq_ != seq || self->pending_ == 0) return;
+        beast::error_code ec2;
+        const size_t available = self->stream_.socket().available(ec2);
+        if (!ec2 && available > 0) return;  // a pipelined request: the client is still there
+        self->Close();                      // end of stream: the client left
+      });
+}
+
+void Session::Finish(uint64_t seq, ServeResult result) {
+  if (closed_ || seq != seq_ || pending_ == 0) return;
+  pending_ = 0;
+  if (watching_) {
+    beast::error_code ec;
+    stream_.socket().cancel(ec);
+  }
+  if (!result.status.ok()) return Error({500, result.status.message(), "Backend"});
+  Respond(200, kind_ == Kind::kEmbed ? EmbedResponse(result)
+                                     : InferResponse(server_.options.model_name, call_, result));
+}
+
+void Session::Respond(int code, std::string body, const char* content_type) {
+  code_ = code;
+  responding_ = true;
+  auto res = std::make_shared<http::response<http::string_body>>(
+      static_cast<http::status>(code), req_.version() ? req_.version() : 11);
+  res->set(http::field::server, "tierscope/" TIERSCOPE_VERSION);
+  res->set(http::field::content_type, content_type);
+  if (code == 429) res->set(http::field::retry_after, std::to_string(server_.options.retry_after_s));
+  if (code == 405) {
+    const bool post_only = endpoint_ == "/embed" || endpoint_ == "/v2/models/{name}/infer";
+    res->set(http::field::allow, post_only ? "POST" : "GET");
+  }
+  res->keep_alive(req_.keep_alive() && !server_.draining && code != 400 && code != 413);
+  res->body() = std::move(body);
+  res->prepare_payload();
+  stream_.expires_after(std::chrono::seconds(30));
+  http::async_write(stream_, *res,
+                    [self = shared_from_this(), res](beast::error_code ec, size_t) {
+                      self->responding_ = false;
+                      self->EndRequest();
+                      if (ec || !res->keep_alive()) return self->Close();
+                      self->DoRead();
+                    });
+}
+
+void Session::EndRequest() {
+  if (!active_) return;
+  active_ = false;
+  server_.metrics.CountRequest(endpoint_, code_);
+  server_.metrics.ObserveTotal(std::chrono::duration<double>(Clock::now() - t0_).count());
+  --server_.in_flight;
+  server_.metrics.SetInFlight(server_.in_flight);
+}
+
+void Session::Close() {
+  if (closed_) return;
+  closed_ = true;
+  if (pending_) {
+    server_.service.Cancel(pending_);  // its inputs leave the queue, or their results are dropped
+    pending_ = 0;
+  }
+  if (active_ && !responding_) {
+    code_ = 499;  // nginx's "client closed request"
+    EndRequest();
+  }
+  beast::error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+  stream_.close();
+  server_.sessions.erase(this);
+}
+
+Status Server::Listen() {
+  beast::error_code ec;
+  const net::ip::address address = net::ip::make_address(options.host, ec);
+  if (ec) return InvalidArgument("--host " + options.host + " is not an IP address");
+  const tcp::endpoint endpoint(address, static_cast<unsigned short>(options.port));
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return FailedPrecondition("cannot listen on " + options.host + ":" +
+                              std::to_string(options.port) + ": " + ec.message());
+  }
+  const tcp::endpoint bound = acceptor.local_endpoint();
+  std::cout << "tierscope serve: listening on http://"
+            << (bound.address().is_v6() ? "[" + bound.address().to_string() + "]"
+                                        : bound.address().to_string())
+            << ":" << bound.port() << std::endl;
+  return OkStatus();
+}
+
+void Server::Accept() {
+  acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+    if (ec == net::error::operation_aborted) return;
+    if (ec) {  // e.g. out of file descriptors: try again shortly rather than spin
+      std::cerr << "tierscope serve: accept failed: " << ec.message() << "\n";
+      auto retry = std::make_shared<net::steady_timer>(ioc, std::chrono::milliseconds(50));
+      retry->async_wait([this, retry](beast::error_code) { Accept(); });
+      return;
+    }
+    socket.set_option(tcp::no_delay(true), ec);
+    auto session = std::make_shared<Session>(std::move(socket), *this);
+    sessions[session.get()] = session;
+    session->Start();
+    Accept();
+  });
+}
+
+void Server::WaitSignal() {
+  signals.async_wait([this](beast::error_code ec, int signal) {
+    if (ec) return;
+    if (draining) {
+      std::cerr << "tierscope serve: second signal: stopping without finishing the drain\n";
+      result = Internal("interrupted while draining " + std::to_string(in_flight) + " requests");
+      return Stop();
+    }
+    BeginDrain(signal);
+  });
+}
+
+void Server::BeginDrain(int signal) {
+  draining = true;
+  drain_deadline = Clock::now() + std::chrono::milliseconds(
+                                      static_cast<int64_t>(options.drain_timeout_s * 1000));
+  std::cerr << "tierscope serve: " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
+            << ": draining (" << in_flight << " requests in flight, " << service.queued()
+            << " inputs queued); new work is refused with 503, health says not ready\n";
+  service.BeginDrain();
+  WaitSignal();
+  CheckDrained();
+}
+
+void Server::CheckDrained() {
+  const bool done = in_flight == 0 && service.Idle();
+  if (!done && Clock::now() < drain_deadline) {
+    timer.expires_after(std::chrono::milliseconds(2));
+    timer.async_wait([this](beast::error_code ec) {
+      if (!ec) CheckDrained();
+    });
+    return;
+  }
+  if (!done) {
+    result = Internal("the drain timed out after " + std::to_string(options.drain_timeout_s) +
+                      " s with " + std::to_string(in_flight) + " requests in flight");
+    std::cerr << "tierscope serve: error: " << result.message() << "\n";
+  } else {
+    std::cerr << "tierscope serve: drained; every accepted request was answered\n";
+  }
+  Stop();
+}
+
+void Server::Stop() {
+  std::vector<std::shared_ptr<Session>> all;
+  for (auto& [p, weak] : sessions) {
+    if (auto s = weak.lock()) all.push_back(s);
+  }
+  for (auto& s : all) s->Close();
+  beast::error_code ec;
+  signals.cancel(ec);
+  timer.cancel();
+  acceptor.close(ec);
+  ioc.stop();
+}
+
+std::string Server::Info() const {
+  const BertConfig& c = engine.config();
+  const BatcherOptions& b = service.options();
+  return nlohmann::json{
+      {"model_id", engine.model_dir()},
+      {"model_name", options.model_name},
+      {"model_type", "embedding"},
+      {"model_dtype", DTypeName(engine.dtype())},
+      {"hidden_size", c.hidden_size},
+      {"num_hidden_layers", c.num_hidden_layers},
+      {"vocab_size", c.vocab_size},
+      {"pooling", PoolingName(options.pooling)},
+      {"pooling_source", options.pooling_source},
+      {"has_pooler", engine.model().has_pooler()},
+      {"tokenizer", tokenizer != nullptr},
+      {"max_input_length", limits.max_input_length},
+      {"max_client_batch_size", options.max_client_batch_size},
+      {"max_batch_size", b.max_batch_size},
+      {"max_batch_tokens", b.max_batch_tokens},
+      {"max_queue_delay_us", b.max_queue_delay_us},
+      {"max_queue", b.max_queue},
+      {"buckets", b.bucket_edges},
+      {"threads", engine.threads()},
+      {"device", engine.device_name()},
+      {"version", TIERSCOPE_VERSION}}
+      .dump();
+}
+
+}  // namespace
+
+Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
+                 const BatcherOptions& batcher, const ServerOptions& options) {
+  if (options.max_client_batch_size < 1) return InvalidArgument("--max-client-batch-size must be >= 1");
+  if (options.port < 0 || options.port > 65535) return InvalidArgument("--port must be in [0, 65535]");
+  ApiLimits limits;
+  limits.max_client_batch_size = options.max_client_batch_size;
+  if (options.max_input_length < 0) return InvalidArgument("--max-input-length must be >= 0");
+  if (batcher.bucket_edges.empty()) return InvalidArgument("no length buckets");
+  limits.max_input_length =
+      std::min(engine.config().max_position_embeddings, batcher.bucket_edges.back());
+  if (options.max_input_length > 0) {
+    limits.max_input_length = std::min(limits.max_input_length, options.max_input_length);
+  }
+  limits.vocab_size = engine.config().vocab_size;
+  limits.type_vocab_size = engine.config().type_vocab_size;
+  ServerOptions o = options;
+  if (o.model_name.empty()) o.model_name = "bert";
+  ServerMetrics metrics;
+  TS_ASSIGN_OR_RETURN(std::unique_ptr<InferenceService> service,
+                      InferenceService::Start(engine, batcher, &metrics));
+  net::io_context ioc(1);
+  Server server(ioc, engine, tokenizer, *service, metrics, o, limits);
+  TS_RETURN_IF_ERROR(server.Listen());
+  server.Accept();
+  server.WaitSignal();
+  ioc.run();
+  return server.result;
+}
+
+}  // namespace tierscope

@@ -1,0 +1,258 @@
+// The dispatcher: admission into the batcher, batch assembly (padding to the batch's
+// longest input), the engine call, pooling, and delivery of finished requests.
+#include "serve/service.h"
+
+#include "model/bert.h"
+
+#include <chrono>
+#include <cmath>
+
+namespace tierscope {
+namespace {
+
+int64_t NowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Inputs of one batch, padded to `pad_len`: ids 0, type 0, mask 0 past each input's end.
+BatchInput Assemble(const std::vector<const ServeInput*>& inputs, int64_t pad_len) {
+  BatchInput b;
+  b.batch = static_cast<int64_t>(inputs.size());
+  b.seq_len = pad_len;
+  const size_t n = static_cast<size_t>(b.batch * pad_len);
+  b.input_ids.assign(n, 0);
+  b.attention_mask.assign(n, 0);
+  b.token_type_ids.assign(n, 0);
+  for (size_t r = 0; r < inputs.size(); ++r) {
+    const ServeInput& in = *inputs[r];
+    const size_t base = r * static_cast<size_t>(pad_len);
+    for (size_t t = 0; t < in.ids.size(); ++t) {
+      b.input_ids[base + t] = in.ids[t];
+      b.attention_mask[base + t] = in.mask.empty() ? 1 : in.mask[t];
+      b.token_type_ids[base + t] = in.type_ids.empty() ? 0 : in.type_ids[t];
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+const char* PoolingName(Pooling p) { return p == Pooling::kMean ? "mean" : "cls"; }
+
+StatusOr<std::unique_ptr<InferenceService>> InferenceService::Start(BertEngine& engine,
+                                                                    const BatcherOptions& options,
+                                                                    ServerMetrics* metrics) {
+  TS_ASSIGN_OR_RETURN(Batcher batcher, Batcher::Create(options));
+  std::unique_ptr<InferenceService> s(new InferenceService(engine, std::move(batcher), metrics));
+  s->thread_ = std::thread([p = s.get()] { p->Loop(); });
+  return s;
+}
+
+InferenceService::~InferenceService() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    draining_ = true;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+StatusOr<uint64_t> InferenceService::Submit(ServeRequest request, ServeCallback done) {
+  if (request.inputs.empty()) return InvalidArgument("the request has no inputs");
+  for (const ServeInput& in : request.inputs) {
+    const int64_t len = static_cast<int64_t>(in.ids.size());
+    if (batcher_.BucketFor(len) < 0) {
+      return OutOfRange("an input of " + std::to_string(len) +
+                        " tokens is longer than the largest bucket (" +
+                        std::to_string(batcher_.options().bucket_edges.back()) + ")");
+    }
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  const size_t n = request.inputs.size();
+  if (static_cast<int64_t>(batcher_.queued() + n) > batcher_.options().max_queue) {
+    return ResourceExhausted("the queue is full (" + std::to_string(batcher_.queued()) + " of " +
+                             std::to_string(batcher_.options().max_queue) + " inputs waiting)");
+  }
+  const uint64_t id = next_request_++;
+  const int64_t now = NowUs();
+  Pending& p = pending_[id];
+  p.request = std::move(request);
+  p.done = std::move(done);
+  p.remaining = n;
+  p.result.hidden = engine_.config().hidden_size;
+  p.result.embedding.resize(p.request.want_embedding ? n : 0);
+  p.result.last_hidden.resize(p.request.want_hidden ? n : 0);
+  p.result.pooler.resize(p.request.want_pooler ? n : 0);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t input = next_input_++;
+    // Cannot fail: lengths and room were checked above, under the lock.
+    Status s = batcher_.Add(input, static_cast<int64_t>(p.request.inputs[i].ids.size()), now);
+    if (!s.ok()) return s;
+    inputs_[input] = {id, i, now};
+  }
+  if (metrics_) metrics_->SetQueueDepth(static_cast<int64_t>(batcher_.queued()));
+  lock.unlock();
+  cv_.notify_all();
+  return id;
+}
+
+bool InferenceService::Cancel(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return false;
+  for (auto in = inputs_.begin(); in != inputs_.end();) {
+    if (in->second.request == id) {
+      batcher_.Cancel(in->first);  // false when it is in the running batch: its result is dropped
+      in = inputs_.erase(in);
+    } else {
+      ++in;
+    }
+  }
+  pending_.erase(it);
+  if (metrics_) metrics_->SetQueueDepth(static_cast<int64_t>(batcher_.queued()));
+  return true;
+}
+
+void InferenceService::BeginDrain() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    draining_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool InferenceService::Idle() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return batcher_.queued() == 0 && !running_ && pending_.empty();
+}
+
+int64_t InferenceService::queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(batcher_.queued());
+}
+
+void InferenceService::Deliver(const ServeInput& in, const ForwardOutput& out, int64_t row,
+                               Pending& p, size_t index) const {
+  const int64_t H = out.hidden;
+  const int64_t len = static_cast<int64_t>(in.ids.size());
+  const float* base = out.last_hidden_state.data() + row * out.seq_len * H;
+  if (p.request.want_hidden) {
+    p.result.last_hidden[index].assign(base, base + len * H);
+  }
+  if (p.request.want_pooler && !out.pooler_output.empty()) {
+    const float* pr = out.pooler_output.data() + row * H;
+    p.result.pooler[index].assign(pr, pr + H);
+  }
+  if (p.request.want_embedding) {
+    std::vector<double> acc(static_cast<size_t>(H), 0.0);
+    if (p.request.pooling == Pooling::kCls) {
+      for (int64_t h = 0; h < H; ++h) acc[h] = base[h];
+    } else {
+      int64_t count = 0;
+      for (int64_t t = 0; t < len; ++t) {
+        if (!in.mask.empty() && in.mask[t] == 0) continue;
+        ++count;
+        for (int64_t h = 0; h < H; ++h) acc[h] += base[t * H + h];
+      }
+      // sentence-transformers clamps the token count at 1e-9: an all-masked input pools to 0.
+      const double inv = 1.0 / std::max<double>(static_cast<double>(count), 1e-9);
+      for (double& v : acc) v *= inv;
+    }
+    if (p.request.normalize) {
+      double norm = 0;
+      for (double v : acc) norm += v * v;
+      norm = std::sqrt(norm);
+      // torch.nn.functional.normalize divides by max(norm, 1e-12).
+      const double inv = 1.0 / std::max(norm, 1e-12);
+      for (double& v : acc) v *= inv;
+    }
+    auto& e = p.result.embedding[index];
+    e.resize(static_cast<size_t>(H));
+    for (int64_t h = 0; h < H; ++h) e[h] = static_cast<float>(acc[h]);
+  }
+}
+
+void InferenceService::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (stop_ && batcher_.queued() == 0) break;
+    const int64_t now = NowUs();
+    // While draining every waiting input is due: look from far in the future.
+    std::optional<Batch> batch = batcher_.Next(draining_ ? now + (int64_t{1} << 40) : now);
+    if (!batch) {
+      std::optional<int64_t> deadline = batcher_.NextDeadline();
+      if (deadline) {
+        cv_.wait_for(lock, std::chrono::microseconds(std::max<int64_t>(*deadline - now, 1)));
+      } else {
+        cv_.wait(lock);
+      }
+      continue;
+    }
+    // Gather the batch's inputs (copied: a Cancel may erase them while the engine runs).
+    std::vector<ServeInput> copies;
+    std::vector<InputRef> refs;
+    bool pooler = false;
+    for (uint64_t input : batch->ids) {
+      auto it = inputs_.find(input);
+      if (it == inputs_.end()) continue;
+      const Pending& p = pending_.at(it->second.request);
+      copies.push_back(p.request.inputs[it->second.index]);
+      refs.push_back(it->second);
+      pooler = pooler || p.request.want_pooler;
+      if (metrics_) metrics_->ObserveQueue(static_cast<double>(now - it->second.enqueued_us) * 1e-6);
+      inputs_.erase(it);
+    }
+    if (metrics_) metrics_->SetQueueDepth(static_cast<int64_t>(batcher_.queued()));
+    if (copies.empty()) continue;
+    running_ = true;
+    lock.unlock();
+
+    std::vector<const ServeInput*> ptrs;
+    for (const ServeInput& c : copies) ptrs.push_back(&c);
+    ForwardOptions fo;
+    fo.pooler = pooler && engine_.model().has_pooler();
+    const int64_t t0 = NowUs();
+    StatusOr<ForwardOutput> out = engine_.Forward(Assemble(ptrs, batch->pad_len), fo);
+    std::vector<StatusOr<ForwardOutput>> singles;  // input by input, when the batch failed
+    if (!out.ok() && copies.size() > 1) {
+      for (const ServeInput* in : ptrs) {
+        singles.push_back(engine_.Forward(Assemble({in}, static_cast<int64_t>(in->ids.size())), fo));
+      }
+    }
+    const double inference_s = static_cast<double>(NowUs() - t0) * 1e-6;
+    if (metrics_) {
+      metrics_->ObserveBatch(static_cast<int64_t>(copies.size()),
+                             static_cast<int64_t>(copies.size()) * batch->pad_len, batch->reason,
+                             inference_s);
+    }
+
+    lock.lock();
+    running_ = false;
+    std::vector<std::pair<ServeCallback, ServeResult>> finished;
+    for (size_t r = 0; r < refs.size(); ++r) {
+      auto it = pending_.find(refs[r].request);
+      if (it == pending_.end()) continue;  // cancelled while running
+      Pending& p = it->second;
+      const StatusOr<ForwardOutput>& o = singles.empty() ? out : singles[r];
+      if (!o.ok()) {
+        if (p.result.status.ok()) {
+          p.result.status = o.status().WithContext("input " + std::to_string(refs[r].index));
+        }
+      } else {
+        Deliver(copies[r], *o, singles.empty() ? static_cast<int64_t>(r) : 0, p, refs[r].index);
+      }
+      if (--p.remaining == 0) {
+        finished.emplace_back(std::move(p.done), std::move(p.result));
+        pending_.erase(it);
+      }
+    }
+    lock.unlock();
+    for (auto& [done, result] : finished) done(std::move(result));
+    lock.lock();
+  }
+}
+
+}  // namespace tierscope

@@ -1,0 +1,108 @@
+// The inference service behind `tierscope serve`: requests of one or more token
+// sequences are split into inputs, queued in the dynamic batcher, run as padded batches
+// on the engine by one dispatcher thread, and pooled (CLS or mean, optionally
+// L2-normalised) or returned whole. One bad input never fails its batch-mates: inputs are
+// validated before they are queued, and a batch the engine rejects is re-run input by
+// input. A cancelled request (its client left) leaves the queue; if it is already
+// running its results are dropped.
+#ifndef TIERSCOPE_SERVE_SERVICE_H_
+#define TIERSCOPE_SERVE_SERVICE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "serve/batcher.h"
+#include "serve/metrics.h"
+#include "tierscope/engine.h"
+#include "tierscope/status.h"
+
+namespace tierscope {
+
+enum class Pooling { kCls, kMean };
+const char* PoolingName(Pooling p);
+
+// One token sequence. type_ids and mask may be empty (zeros / ones).
+struct ServeInput {
+  std::vector<int32_t> ids, type_ids, mask;
+};
+
+struct ServeRequest {
+  std::vector<ServeInput> inputs;
+  bool want_embedding = false;  // pooled by `pooling`, L2-normalised when `normalize`
+  Pooling pooling = Pooling::kCls;
+  bool normalize = true;
+  bool want_hidden = false;     // last_hidden_state, [len, hidden] per input
+  bool want_pooler = false;     // BERT's pooler_output, [hidden] per input
+};
+
+struct ServeResult {
+  Status status;
+  int64_t hidden = 0;
+  std::vector<std::vector<float>> embedding, last_hidden, pooler;  // one per input
+};
+
+// Called once per request, on the dispatcher thread; it should hand the result off quickly.
+using ServeCallback = std::function<void(ServeResult)>;
+
+class InferenceService {
+ public:
+  // Starts the dispatcher thread. `engine` and `metrics` must outlive the service.
+  static StatusOr<std::unique_ptr<InferenceService>> Start(BertEngine& engine,
+                                                           const BatcherOptions& options,
+                                                           ServerMetrics* metrics);
+  ~InferenceService();  // drains, then stops the dispatcher
+
+  // Queues the request's inputs together; returns the request's id. ResourceExhausted
+  // when the queue lacks room for all of them, OutOfRange when an input is longer than
+  // the largest bucket, InvalidArgument for an empty request.
+  StatusOr<uint64_t> Submit(ServeRequest request, ServeCallback done);
+  // Abandons request `id`: its waiting inputs leave the queue, running ones are dropped
+  // and the callback is never called. False when it had already finished.
+  bool Cancel(uint64_t id);
+  // From now on every waiting input is dispatched at once, without the queue delay.
+  void BeginDrain();
+  // True when nothing is waiting or running.
+  bool Idle() const;
+  int64_t queued() const;
+  const BatcherOptions& options() const { return batcher_.options(); }
+
+ private:
+  struct Pending {
+    ServeRequest request;
+    ServeResult result;
+    ServeCallback done;
+    size_t remaining = 0;
+  };
+  struct InputRef {
+    uint64_t request = 0;
+    size_t index = 0;
+    int64_t enqueued_us = 0;
+  };
+  InferenceService(BertEngine& engine, Batcher batcher, ServerMetrics* metrics)
+      : engine_(engine), batcher_(std::move(batcher)), metrics_(metrics) {}
+  void Loop();
+  void Deliver(const ServeInput& in, const ForwardOutput& out, int64_t row, Pending& p,
+               size_t index) const;
+
+  BertEngine& engine_;
+  Batcher batcher_;
+  ServerMetrics* metrics_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint64_t, Pending> pending_;
+  std::map<uint64_t, InputRef> inputs_;
+  uint64_t next_request_ = 1, next_input_ = 1;
+  bool draining_ = false, stop_ = false, running_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_SERVE_SERVICE_H_

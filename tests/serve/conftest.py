@@ -1,0 +1,109 @@
+"""Starts `tierscope serve` on a free loopback port for the HTTP end-to-end tests."""
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict
+    body: bytes
+
+    def json(self):
+        return json.loads(self.body)
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen
+    port: int
+    stderr_lines: list = field(default_factory=list)
+
+    def request(self, method: str, path: str, body=None, headers=None, timeout: float = 60) -> Reply:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            data = body if body is None or isinstance(body, (bytes, str)) else json.dumps(body)
+            h = {"Content-Type": "application/json"} if data is not None else {}
+            h.update(headers or {})
+            conn.request(method, path, body=data, headers=h)
+            r = conn.getresponse()
+            return Reply(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
+        finally:
+            conn.close()
+
+    def get(self, path: str) -> Reply:
+        return self.request("GET", path)
+
+    def post(self, path: str, body) -> Reply:
+        return self.request("POST", path, body)
+
+    def metric(self, name: str) -> float:
+        """The value of an unlabelled metric line, or the sum of its labelled ones."""
+        text = self.get("/metrics").body.decode()
+        total, found = 0.0, False
+        for line in text.splitlines():
+            m = re.match(rf"^{re.escape(name)}(\{{[^}}]*\}})? (\S+)$", line)
+            if m:
+                total += float(m.group(2))
+                found = True
+        assert found, f"{name} not in /metrics"
+        return total
+
+    def wait_for(self, predicate, timeout: float = 20, what: str = "condition"):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    def stop(self, sig=signal.SIGTERM, timeout: float = 60) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(timeout=timeout)
+
+
+def start_server(tierscope_bin, *args) -> Server:
+    proc = subprocess.Popen([str(tierscope_bin), "serve", "--port", "0", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+    if not m:
+        proc.kill()
+        out, err = proc.communicate(timeout=30)
+        raise AssertionError(f"tierscope serve did not start: {line}{out}{err}")
+    server = Server(proc, int(m.group(1)))
+
+    def drain_stderr():
+        for l in proc.stderr:
+            server.stderr_lines.append(l)
+
+    threading.Thread(target=drain_stderr, daemon=True).start()
+    return server
+
+
+@pytest.fixture
+def serve(tierscope_bin):
+    """A factory: serve(*flags) starts a server; every one started is stopped afterwards."""
+    started = []
+
+    def make(*args) -> Server:
+        s = start_server(tierscope_bin, *args)
+        started.append(s)
+        return s
+
+    yield make
+    for s in started:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait(timeout=30)
