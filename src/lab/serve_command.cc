@@ -1,6 +1,8 @@
 // `tierscope serve`: flags to engine, tokenizer, batcher and server.
 #include "lab/serve_command.h"
 
+#include <malloc.h>
+
 #include <cmath>
 #include <iostream>
 
@@ -41,6 +43,11 @@ Status RunServeCommand(ServeCommandOptions o) {
     o.server.model_name = base.empty() ? "bert" : base;
   }
   if (o.server.max_input_length == 0) o.server.max_input_length = MaxSeqLengthFromModelDir(dir);
+  // The dispatcher thread's malloc arena would otherwise give freed output buffers back
+  // to the kernel after every batch and fault them in again on the next (measured: 10x
+  // the page faults and a third less throughput).
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
   EngineOptions eo;
   eo.dtype = dtype;
   eo.threads = o.threads;

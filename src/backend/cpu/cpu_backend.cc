@@ -17,6 +17,11 @@ namespace tierscope {
 namespace {
 
 constexpr size_t kAlignment = 64;
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
 
 std::string CpuModelName() {
   std::ifstream in("/proc/cpuinfo");
@@ -82,12 +87,32 @@ CpuBackend::CpuBackend(int threads)
   scratch_.resize(pool_.num_threads());
 }
 
-CpuBackend::~CpuBackend() = default;
+CpuBackend::~CpuBackend() {
+  for (auto& [size, blocks] : cache_) {
+    for (void* p : blocks) std::free(p);
+  }
+}
+
+namespace {
+size_t RoundedSize(size_t bytes) {
+  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  return rounded == 0 ? kAlignment : rounded;
+}
+}  // namespace
 
 StatusOr<void*> CpuBackend::Allocate(size_t bytes) {
-  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0) rounded = kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
+  const size_t rounded = RoundedSize(bytes);
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    auto it = cache_.find(rounded);
+    if (it != cache_.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+      cached_bytes_ -= rounded;
+    }
+  }
+  if (p == nullptr) p = std::aligned_alloc(kAlignment, rounded);
   if (p == nullptr) {
     return ResourceExhausted("cpu backend: cannot allocate " + std::to_string(bytes) + " bytes");
   }
@@ -105,6 +130,16 @@ void CpuBackend::Deallocate(void* ptr, size_t bytes) {
   const int64_t live = live_.fetch_sub(static_cast<int64_t>(bytes)) - static_cast<int64_t>(bytes);
   frees_.fetch_add(1);
   if (observer_ != nullptr) observer_->OnFree(reinterpret_cast<uintptr_t>(ptr), bytes, live);
+  const size_t rounded = RoundedSize(bytes);
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    // Under AddressSanitizer every block goes back to malloc, so use-after-free is caught.
+    if (!kSanitized && cached_bytes_ + rounded <= kMaxCachedBytes) {
+      cache_[rounded].push_back(ptr);
+      cached_bytes_ += rounded;
+      return;
+    }
+  }
   std::free(ptr);
 }
 

@@ -1,10 +1,14 @@
-// CpuBackend: host memory with live/peak accounting, a backend-owned thread pool, and
+// CpuBackend: host memory with live/peak accounting and a block cache (freed blocks are
+// kept by size and handed out again, so a steady stream of same-shaped forwards neither
+// calls the allocator nor faults fresh pages in), a backend-owned thread pool, and
 // Launch, which runs a kernel as a parallel-for over its grid of tasks.
 #ifndef TIERSCOPE_BACKEND_CPU_CPU_BACKEND_H_
 #define TIERSCOPE_BACKEND_CPU_CPU_BACKEND_H_
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -61,6 +65,11 @@ class CpuBackend : public Backend {
   std::atomic<int64_t> peak_{0};
   std::atomic<int64_t> allocations_{0};
   std::atomic<int64_t> frees_{0};
+  // Freed blocks by rounded size, at most kMaxCachedBytes in all.
+  static constexpr size_t kMaxCachedBytes = size_t{1} << 30;
+  std::mutex cache_mu_;
+  std::unordered_map<size_t, std::vector<void*>> cache_;
+  size_t cached_bytes_ = 0;
 };
 
 // The CPU implementations of each op family (one file each).
