@@ -1,6 +1,8 @@
 // Parsing and validation of /embed and KServe v2 infer bodies; response writers.
 #include "serve/api.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -17,10 +19,14 @@ using nlohmann::json;
 
 ApiError Invalid(std::string message) { return {422, std::move(message), "Validation"}; }
 
+// Text from a request or the file system may not be UTF-8: invalid bytes become U+FFFD
+// rather than an exception.
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 std::optional<ApiError> ParseJson(std::string_view body, json* out) {
   try {
     *out = json::parse(body.begin(), body.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and numbers out of double's range
     return Invalid("invalid JSON: " + std::string(e.what()));
   }
   if (!out->is_object()) return Invalid("the body must be a JSON object");
@@ -35,12 +41,15 @@ std::optional<ApiError> OptionalBool(const json& j, const char* key, bool* value
   return std::nullopt;
 }
 
-// Flattens `data` (flat or nested lists of integers) into `out`.
+// Flattens `data` (a flat list of integers, or a list of such lists) into `out`.
 std::optional<ApiError> FlattenInts(const json& data, const std::string& name,
-                                    std::vector<int64_t>* out) {
+                                    std::vector<int64_t>* out, int depth = 0) {
   if (data.is_array()) {
+    if (depth == 2) {
+      return Invalid("input `" + name + "` has data nested deeper than [batch][seq_len]");
+    }
     for (const json& v : data) {
-      if (auto e = FlattenInts(v, name, out)) return e;
+      if (auto e = FlattenInts(v, name, out, depth + 1)) return e;
     }
     return std::nullopt;
   }
@@ -63,6 +72,32 @@ void AppendFloats(const std::vector<float>& v, std::string* out) {
   *out += ']';
 }
 
+// Encodes enough of `text` to know its first max_tokens + 1 tokens, so a megabyte of text
+// costs about what its first few hundred tokens do. Prefixes end just after ASCII
+// whitespace or punctuation, where BERT's pre-tokenizer always splits, so the tokens of a
+// prefix are the first tokens of the whole. `whole` says whether all of it was encoded.
+std::vector<int32_t> EncodeAtMost(const WordPieceTokenizer& tokenizer, std::string_view text,
+                                  int64_t max_tokens, bool* whole) {
+  size_t budget = static_cast<size_t>(std::max<int64_t>(max_tokens, 1)) * 16;
+  for (;;) {
+    if (budget >= text.size()) break;
+    size_t cut = budget;
+    while (cut > 0 && !(std::isspace(static_cast<unsigned char>(text[cut - 1])) ||
+                        std::ispunct(static_cast<unsigned char>(text[cut - 1])))) {
+      --cut;
+    }
+    if (cut == 0) break;  // one giant word: encode it all
+    std::vector<int32_t> ids = tokenizer.Encode(text.substr(0, cut), true);
+    if (static_cast<int64_t>(ids.size()) > max_tokens) {
+      *whole = false;
+      return ids;
+    }
+    budget *= 4;
+  }
+  *whole = true;
+  return tokenizer.Encode(text, true);
+}
+
 }  // namespace
 
 void AppendFloat(float v, std::string* out) {
@@ -76,7 +111,7 @@ void AppendFloat(float v, std::string* out) {
 }
 
 std::string ErrorBody(const ApiError& e) {
-  return json{{"error", e.message}, {"error_type", e.type}}.dump();
+  return Dump(json{{"error", e.message}, {"error_type", e.type}});
 }
 
 std::optional<ApiError> ParseEmbedRequest(std::string_view body, const ApiLimits& limits,
@@ -117,12 +152,13 @@ std::optional<ApiError> ParseEmbedRequest(std::string_view body, const ApiLimits
   out->pooling = pooling;
   out->inputs.clear();
   for (size_t i = 0; i < texts.size(); ++i) {
-    std::vector<int32_t> ids = tokenizer.Encode(texts[i], true);
+    bool whole = true;
+    std::vector<int32_t> ids = EncodeAtMost(tokenizer, texts[i], limits.max_input_length, &whole);
     const int64_t n = static_cast<int64_t>(ids.size());
     if (n > limits.max_input_length) {
       if (!truncate) {
-        return Invalid("input " + std::to_string(i) + " has " + std::to_string(n) +
-                       " tokens, more than the maximum of " +
+        return Invalid("input " + std::to_string(i) + " has " + (whole ? "" : "at least ") +
+                       std::to_string(n) + " tokens, more than the maximum of " +
                        std::to_string(limits.max_input_length) +
                        "; shorten it or send \"truncate\": true");
       }
@@ -181,19 +217,32 @@ std::optional<ApiError> ParseInferRequest(std::string_view body, const ApiLimits
     }
     auto sh = t.find("shape");
     if (sh == t.end() || !sh->is_array()) return Invalid("input `" + n + "` has no `shape`");
+    if (sh->size() != 2) {
+      return Invalid("input `" + n + "` has a shape of " + std::to_string(sh->size()) +
+                     " dimensions; expected [batch, seq_len]");
+    }
     std::vector<int64_t> s;
     for (const json& d : *sh) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 1) {
-        return Invalid("input `" + n + "` has a bad shape " + sh->dump() +
-                       "; expected [batch, seq_len] with both >= 1");
+      if (!d.is_number_integer() || (d.is_number_unsigned() && d.get<uint64_t>() > INT64_MAX) ||
+          d.get<int64_t>() < 1) {
+        return Invalid("input `" + n + "` has a bad shape; expected [batch, seq_len], both "
+                       "integers >= 1");
       }
       s.push_back(d.get<int64_t>());
     }
-    if (s.size() != 2) {
-      return Invalid("input `" + n + "` has shape " + sh->dump() + "; expected [batch, seq_len]");
+    const std::string shape_text = "[" + std::to_string(s[0]) + "," + std::to_string(s[1]) + "]";
+    if (s[0] > limits.max_client_batch_size) {
+      return ApiError{413,
+                      "batch size " + std::to_string(s[0]) + " > maximum allowed batch size " +
+                          std::to_string(limits.max_client_batch_size),
+                      "Validation"};
+    }
+    if (s[1] > limits.max_input_length) {
+      return Invalid("seq_len " + std::to_string(s[1]) + " is more than the maximum of " +
+                     std::to_string(limits.max_input_length) + " tokens");
     }
     if (!shape.empty() && s != shape) {
-      return Invalid("input `" + n + "` has shape " + sh->dump() + ", unlike the other inputs");
+      return Invalid("input `" + n + "` has shape " + shape_text + ", unlike the other inputs");
     }
     shape = s;
     auto data = t.find("data");
@@ -202,28 +251,22 @@ std::optional<ApiError> ParseInferRequest(std::string_view body, const ApiLimits
     if (auto e = FlattenInts(*data, n, &values)) return e;
     if (static_cast<int64_t>(values.size()) != s[0] * s[1]) {
       return Invalid("input `" + n + "` has " + std::to_string(values.size()) +
-                     " values; its shape " + sh->dump() + " needs " + std::to_string(s[0] * s[1]));
+                     " values; its shape " + shape_text + " needs " + std::to_string(s[0] * s[1]));
     }
     tensors[n] = std::move(values);
   }
   if (!tensors.count("input_ids")) return Invalid("missing input `input_ids`");
   const int64_t B = shape[0], S = shape[1];
-  if (B > limits.max_client_batch_size) {
-    return ApiError{413,
-                    "batch size " + std::to_string(B) + " > maximum allowed batch size " +
-                        std::to_string(limits.max_client_batch_size),
-                    "Validation"};
-  }
-  if (S > limits.max_input_length) {
-    return Invalid("seq_len " + std::to_string(S) + " is more than the maximum of " +
-                   std::to_string(limits.max_input_length) + " tokens");
-  }
   const auto& ids = tensors["input_ids"];
   const std::vector<int64_t>* mask = tensors.count("attention_mask") ? &tensors["attention_mask"] : nullptr;
   const std::vector<int64_t>* types = tensors.count("token_type_ids") ? &tensors["token_type_ids"] : nullptr;
   auto where = [S](size_t i) {
-    return "[" + std::to_string(static_cast<int64_t>(i) / S) + "][" +
-           std::to_string(static_cast<int64_t>(i) % S) + "]";
+    std::string w(1, '[');  // appended, not "[" + ...: GCC 12 warns falsely on that
+    w += std::to_string(static_cast<int64_t>(i) / S);
+    w += "][";
+    w += std::to_string(static_cast<int64_t>(i) % S);
+    w += ']';
+    return w;
   };
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= limits.vocab_size) {
@@ -280,8 +323,8 @@ std::optional<ApiError> ParseInferRequest(std::string_view body, const ApiLimits
 
 std::string InferResponse(const std::string& model_name, const InferCall& call,
                           const ServeResult& result) {
-  std::string out = "{\"model_name\":" + json(model_name).dump() + ",\"model_version\":\"1\"";
-  if (!call.id.empty()) out += ",\"id\":" + json(call.id).dump();
+  std::string out = "{\"model_name\":" + Dump(json(model_name)) + ",\"model_version\":\"1\"";
+  if (!call.id.empty()) out += ",\"id\":" + Dump(json(call.id));
   out += ",\"outputs\":[";
   bool first = true;
   for (const std::string& name : call.outputs) {
@@ -326,7 +369,7 @@ std::string ModelMetadata(const std::string& model_name, const BertConfig& confi
               {"platform", "tierscope_bert"},
               {"inputs", inputs},
               {"outputs", outputs}}
-      .dump();
+      .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 StatusOr<std::optional<Pooling>> PoolingFromModelDir(const std::string& dir) {

@@ -73,7 +73,10 @@ class Session : public std::enable_shared_from_this<Session> {
   enum class Kind { kEmbed, kInfer };
   void DoRead();
   void OnRead(beast::error_code ec);
-  void Handle();
+  void Handle();  // Route, with any exception answered as 500
+  void Route();
+  void OnHeader(beast::error_code ec);
+  void ReadBody();
   void Submit(ServeRequest request, Kind kind);
   void Finish(uint64_t seq, ServeResult result);
   void WatchDisconnect();
@@ -97,6 +100,9 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t pending_ = 0;  // the service's id of the queued request, 0 when none
   Kind kind_ = Kind::kEmbed;
   InferCall call_;
+  // Keeps the session alive while its request waits in the service (the service's
+  // callback holds only a weak reference); cleared on the io thread by Finish or Close.
+  std::shared_ptr<Session> hold_;
 };
 
 void Session::DoRead() {
@@ -105,6 +111,29 @@ void Session::DoRead() {
   parser_->body_limit(static_cast<uint64_t>(server_.options.max_body_bytes));
   stream_.expires_after(std::chrono::milliseconds(
       static_cast<int64_t>(server_.options.idle_timeout_s * 1000)));
+  http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](
+                                                        beast::error_code ec, size_t) {
+    self->OnHeader(ec);
+  });
+}
+
+void Session::OnHeader(beast::error_code ec) {
+  if (ec || closed_) return OnRead(ec);
+  // A client that sent `Expect: 100-continue` waits for a go-ahead before its body.
+  const auto& h = parser_->get();
+  if (beast::iequals(h[http::field::expect], "100-continue") && !parser_->is_done()) {
+    auto go = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
+                                                                   h.version());
+    http::async_write(stream_, *go, [self = shared_from_this(), go](beast::error_code ec, size_t) {
+      if (ec) return self->Close();
+      self->ReadBody();
+    });
+    return;
+  }
+  ReadBody();
+}
+
+void Session::ReadBody() {
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
 }
@@ -138,9 +167,18 @@ void Session::OnRead(beast::error_code ec) {
 }
 
 void Session::Handle() {
+  try {
+    Route();
+  } catch (const std::exception& e) {
+    // A bug, never a bad request (those are answered by the parsers), yet the server lives on.
+    if (!responding_) Error({500, std::string("internal error: ") + e.what(), "Backend"});
+  }
+}
+
+void Session::Route() {
   std::string path(req_.target());
   if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
-  const bool get = req_.method() == http::verb::get;
+  const bool get = req_.method() == http::verb::get || req_.method() == http::verb::head;
   const bool post = req_.method() == http::verb::post;
   auto method = [&](bool ok, const char* allow) {
     if (ok) return true;
@@ -245,9 +283,13 @@ void Session::Submit(ServeRequest request, Kind kind) {
     if (id.status().code() == StatusCode::kResourceExhausted) {
       return Error({429, id.status().message() + "; retry later", "Overloaded"});
     }
+    if (id.status().code() == StatusCode::kFailedPrecondition) {  // larger than the queue
+      return Error({413, id.status().message(), "Validation"});
+    }
     return Error({422, id.status().message(), "Validation"});
   }
   pending_ = *id;
+  hold_ = shared_from_this();
   stream_.expires_never();
   WatchDisconnect();
 }
@@ -268,6 +310,7 @@ void Session::WatchDisconnect() {
 void Session::Finish(uint64_t seq, ServeResult result) {
   if (closed_ || seq != seq_ || pending_ == 0) return;
   pending_ = 0;
+  auto keep = std::move(hold_);  // alive until the response is on its way
   if (watching_) {
     beast::error_code ec;
     stream_.socket().cancel(ec);
@@ -290,8 +333,12 @@ void Session::Respond(int code, std::string body, const char* content_type) {
     res->set(http::field::allow, post_only ? "POST" : "GET");
   }
   res->keep_alive(req_.keep_alive() && !server_.draining && code != 400 && code != 413);
-  res->body() = std::move(body);
-  res->prepare_payload();
+  if (req_.method() == http::verb::head) {
+    res->content_length(body.size());  // what a GET would carry, and no body
+  } else {
+    res->body() = std::move(body);
+    res->prepare_payload();
+  }
   stream_.expires_after(std::chrono::seconds(30));
   http::async_write(stream_, *res,
                     [self = shared_from_this(), res](beast::error_code ec, size_t) {
@@ -318,6 +365,7 @@ void Session::Close() {
     server_.service.Cancel(pending_);  // its inputs leave the queue, or their results are dropped
     pending_ = 0;
   }
+  auto keep = std::move(hold_);
   if (active_ && !responding_) {
     code_ = 499;  // nginx's "client closed request"
     EndRequest();
@@ -447,7 +495,7 @@ std::string Server::Info() const {
       {"threads", engine.threads()},
       {"device", engine.device_name()},
       {"version", TIERSCOPE_VERSION}}
-      .dump();
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // the dir may not be UTF-8
 }
 
 }  // namespace
@@ -478,7 +526,11 @@ Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
   server.Accept();
   server.WaitSignal();
   ioc.run();
-  return server.result;
+  // Join the dispatcher while the io context still exists: a callback it is delivering
+  // posts to the context (and is then dropped with it).
+  Status result = server.result;
+  service.reset();
+  return result;
 }
 
 }  // namespace tierscope

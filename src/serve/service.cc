@@ -62,8 +62,14 @@ InferenceService::~InferenceService() {
 
 StatusOr<uint64_t> InferenceService::Submit(ServeRequest request, ServeCallback done) {
   if (request.inputs.empty()) return InvalidArgument("the request has no inputs");
+  if (static_cast<int64_t>(request.inputs.size()) > batcher_.options().max_queue) {
+    return FailedPrecondition("the request has " + std::to_string(request.inputs.size()) +
+                              " inputs, more than the queue holds (" +
+                              std::to_string(batcher_.options().max_queue) + ")");
+  }
   for (const ServeInput& in : request.inputs) {
     const int64_t len = static_cast<int64_t>(in.ids.size());
+    if (len < 1) return InvalidArgument("an input has no tokens");
     if (batcher_.BucketFor(len) < 0) {
       return OutOfRange("an input of " + std::to_string(len) +
                         " tokens is longer than the largest bucket (" +
@@ -90,7 +96,11 @@ StatusOr<uint64_t> InferenceService::Submit(ServeRequest request, ServeCallback 
     const uint64_t input = next_input_++;
     // Cannot fail: lengths and room were checked above, under the lock.
     Status s = batcher_.Add(input, static_cast<int64_t>(p.request.inputs[i].ids.size()), now);
-    if (!s.ok()) return s;
+    if (!s.ok()) {  // roll back, so nothing of the request stays behind
+      lock.unlock();
+      Cancel(id);
+      return s;
+    }
     inputs_[input] = {id, i, now};
   }
   if (metrics_) metrics_->SetQueueDepth(static_cast<int64_t>(batcher_.queued()));

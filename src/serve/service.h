@@ -60,8 +60,9 @@ class InferenceService {
   ~InferenceService();  // drains, then stops the dispatcher
 
   // Queues the request's inputs together; returns the request's id. ResourceExhausted
-  // when the queue lacks room for all of them, OutOfRange when an input is longer than
-  // the largest bucket, InvalidArgument for an empty request.
+  // when the queue lacks room for all of them now, FailedPrecondition when it never will
+  // (more inputs than max_queue), OutOfRange when an input is longer than the largest
+  // bucket, InvalidArgument for an empty request or input.
   StatusOr<uint64_t> Submit(ServeRequest request, ServeCallback done);
   // Abandons request `id`: its waiting inputs leave the queue, running ones are dropped
   // and the callback is never called. False when it had already finished.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -230,6 +231,84 @@ def test_malformed_http_is_400_and_the_server_lives_on(serve):
         c.sendall(b"GARBAGE\r\n\r\n")
         assert c.recv(4096).startswith(b"HTTP/1.1 400")
     assert s.post("/embed", {"inputs": "still alive"}).status == 200
+
+
+def test_hostile_bodies_get_422_and_never_kill_the_server(serve):
+    s = serve("--threads", "1", "--model-name", "m")
+    # A number beyond double's range (nlohmann throws out_of_range, not parse_error).
+    r = s.post("/embed", '{"inputs": "hi", "x": 1e400}')
+    assert r.status == 422 and "invalid JSON" in r.json()["error"]
+    # Data nested far deeper than [batch][seq_len] (would overflow a recursive walk).
+    deep = "[" * 50000 + "1" + "]" * 50000
+    body = ('{"inputs":[{"name":"input_ids","datatype":"INT64","shape":[1,1],"data":%s}]}' % deep)
+    r = s.post("/v2/models/m/infer", body)
+    assert r.status == 422 and "nested deeper" in r.json()["error"]
+    body = ('{"inputs":[{"name":"input_ids","datatype":"INT64","shape":%s,"data":[1]}]}' % deep)
+    assert s.post("/v2/models/m/infer", body).status == 422
+    # A shape whose product overflows int64.
+    r = s.post("/v2/models/m/infer", infer_body([[101, 102]]) | {"inputs": [
+        {"name": "input_ids", "datatype": "INT64", "shape": [2**32, 2**32], "data": [1]}]})
+    assert r.status == 413
+    # A path that is not UTF-8 is echoed in the error without breaking the JSON writer.
+    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
+        c.sendall(b"GET /\xff\xfe HTTP/1.1\r\nHost: x\r\n\r\n")
+        reply = c.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 404"), reply
+    assert s.post("/embed", {"inputs": "still alive"}).status == 200
+
+
+def test_a_huge_truncated_input_is_cheap(serve):
+    s = serve("--threads", "1", "--max-body-bytes", str(16 << 20))
+    text = "profiling transformer inference tier by tier " * 150000  # ~7 MB
+    t0 = time.monotonic()
+    r = s.post("/embed", {"inputs": text, "truncate": True})
+    assert r.status == 200 and len(r.json()) == 1
+    r = s.post("/embed", {"inputs": text})
+    assert r.status == 422 and re.search(r"has at least \d+ tokens, more than the maximum of 512",
+                                         r.json()["error"])
+    assert time.monotonic() - t0 < 5  # tokenizing all of it took seconds on the io thread
+    # The first 512 tokens are those of the whole text, truncated as Hugging Face does.
+    short = " ".join(text.split()[:600])
+    from_short = np.array(s.post("/embed", {"inputs": short, "truncate": True}).json())
+    from_whole = np.array(s.post("/embed", {"inputs": text, "truncate": True}).json())
+    assert from_short.shape == (1, 128)
+    np.testing.assert_allclose(from_whole, from_short, atol=1e-6)
+
+
+def test_bytes_sent_while_waiting_do_not_lose_the_request(serve):
+    """A stray CRLF after a POST body (or a pipelined request sent later) arrives while
+    the first request waits in the queue: the first must still be answered."""
+    s = serve("--threads", "1", "--max-queue-delay-ms", "300")
+    body = json.dumps({"inputs": "first"}).encode()
+    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
+        c.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        time.sleep(0.05)
+        c.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        while data.count(b"HTTP/1.1 200") < 2:
+            chunk = c.recv(65536)
+            assert chunk, data
+            data += chunk
+    assert s.metric("tierscope_requests_in_flight") == 1  # the /metrics request itself
+    assert s.stop() == 0
+
+
+def test_head_expect_continue_and_oversized_requests(serve):
+    s = serve("--threads", "1", "--max-queue", "4")
+    r = s.request("HEAD", "/info")
+    assert r.status == 200 and r.body == b"" and int(r.headers["content-length"]) > 10
+    assert s.get("/info").status == 200  # the connection pool stays in sync
+    body = json.dumps({"inputs": "expect continue"}).encode()
+    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
+        c.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+        assert c.recv(4096).startswith(b"HTTP/1.1 100 Continue")
+        c.sendall(body)
+        assert c.recv(65536).startswith(b"HTTP/1.1 200")
+    # More inputs than the queue will ever hold: 413, not an endless 429.
+    r = s.post("/embed", {"inputs": ["a"] * 5})
+    assert r.status == 413 and "more than the queue holds" in r.json()["error"]
 
 
 def test_full_queue_answers_429_with_retry_after(serve):
