@@ -49,6 +49,7 @@ void AddWorkloadOptions(CLI::App* c, tierscope::BenchOptions& bench) {
   c->add_option("--pre-delay", bench.pre_delay_s, "seconds to sleep after loading, before warmup")
       ->capture_default_str();
   c->add_option("--threads", bench.threads, "worker threads (0: all cores)")->capture_default_str();
+  c->add_option("--device", bench.device, "cpu | cuda | cuda:N")->capture_default_str();
 }
 
 }  // namespace
@@ -89,6 +90,7 @@ int main(int argc, char** argv) {
   r->add_flag("--hidden-states", run.hidden_states,
               "also write hidden_states [layers+1, B, S, H] (embeddings and every layer)");
   r->add_option("--threads", run.threads, "worker threads (0: all cores)")->capture_default_str();
+  r->add_option("--device", run.device, "cpu | cuda | cuda:N")->capture_default_str();
 
   // Analyzer commands: any supported trace (Kineto .json/.json.gz, nsys SQLite).
   std::string format = "text", unit, base_path, new_path, trace_path, reports;
@@ -163,6 +165,7 @@ int main(int argc, char** argv) {
   va->add_option("--seq-len", val.seq_len, "tokens per sample")->capture_default_str();
   va->add_option("--seed", val.seed, "input generator seed")->capture_default_str();
   va->add_option("--threads", val.threads, "worker threads (0: all cores)")->capture_default_str();
+  va->add_option("--device", val.device, "cpu | cuda | cuda:N")->capture_default_str();
   va->add_option("--out", val_out, "directory for validation.json")->capture_default_str();
 
   tierscope::LabOptions lab;
@@ -171,6 +174,7 @@ int main(int argc, char** argv) {
   lb->add_option("--out", lab.out_dir, "results directory")->capture_default_str();
   lb->add_flag("--quick", lab.quick, "a one-minute version (fewer repeats, iterations and sweep points)");
   lb->add_option("--threads", lab.threads, "worker threads (0: all cores)")->capture_default_str();
+  lb->add_option("--device", lab.device, "cpu | cuda | cuda:N")->capture_default_str();
   lb->add_option("--batch-size", lab.batch_size, "samples per work unit")->capture_default_str();
   lb->add_option("--seq-len", lab.seq_len, "tokens per sample")->capture_default_str();
   lb->add_option("--seed", lab.seed, "input generator seed")->capture_default_str();
@@ -192,6 +196,7 @@ int main(int argc, char** argv) {
   sv->add_option("--model", serve.model_dir, "Hugging Face model directory (default: the built-in model)");
   sv->add_option("--dtype", serve.dtype, "fp32 | fp16 | bf16")->capture_default_str();
   sv->add_option("--threads", serve.threads, "engine worker threads (0: all cores)")->capture_default_str();
+  sv->add_option("--device", serve.device, "cpu | cuda | cuda:N")->capture_default_str();
   sv->add_option("--host", serve.server.host, "address to listen on")->capture_default_str();
   sv->add_option("--port", serve.server.port, "port (0: any free one, printed)")->capture_default_str();
   sv->add_option("--model-name", serve.server.model_name,
@@ -252,10 +257,12 @@ int main(int argc, char** argv) {
   ld->add_option("--json", load_json, "also write the report as JSON to this file");
 
   int device_threads = 0;
+  std::string device_name = "cpu";
   bool device_recalibrate = false;
   std::string device_format = "text";
   auto* dv = app.add_subcommand("device", "The device's properties and its measured peaks");
   dv->add_option("--threads", device_threads, "worker threads (0: all cores)")->capture_default_str();
+  dv->add_option("--device", device_name, "cpu | cuda | cuda:N")->capture_default_str();
   dv->add_flag("--recalibrate", device_recalibrate, "measure the peaks again (about 2 s)");
   dv->add_option("--format", device_format, "text | json")->capture_default_str();
 
@@ -433,7 +440,8 @@ int main(int argc, char** argv) {
     if (device_format != "text" && device_format != "json") {
       return Fail(tierscope::InvalidArgument("--format must be text or json, got '" + device_format + "'"));
     }
-    auto text = tierscope::DeviceReport(device_threads, device_recalibrate, device_format == "json");
+    auto text = tierscope::DeviceReport(device_name, device_threads, device_recalibrate,
+                                        device_format == "json");
     if (!text.ok()) return Fail(text.status());
     std::cout << *text;
     return 0;

@@ -34,7 +34,8 @@ StatusOr<BertConfig> LoadBertConfig(const std::string& path);
 
 struct EngineOptions {
   DType dtype = DType::kF32;  // precision of weights and activations
-  int threads = 0;            // 0: all hardware threads
+  int threads = 0;            // 0: all hardware threads (CPU)
+  std::string device = "cpu";  // cpu | cuda | cuda:N
 };
 
 // Token ids for a [batch, seq_len] batch, row-major. attention_mask and token_type_ids

@@ -49,6 +49,11 @@ struct DeviceProps {
   std::string kind;          // "cpu" or "cuda"
   int compute_units = 1;     // CPU: worker threads
   int64_t total_memory = 0;  // bytes
+  // GPUs: per streaming multiprocessor, and the architecture ("sm_90").
+  int max_threads_per_unit = 0;
+  int regs_per_unit = 0;
+  int64_t shared_per_unit = 0;
+  std::string arch;
 };
 
 class Kernels;
@@ -112,6 +117,12 @@ class Backend : public Allocator {
 
 // Creates the CPU backend with `threads` workers (0: all hardware threads).
 StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(int threads);
+// Creates the backend `device` names: "cpu", "cuda" (device 0) or "cuda:N" (also
+// "musa[:N]" in a MUSA build). InvalidArgument for an unknown name, Unimplemented when
+// this build has no GPU backend, FailedPrecondition when no such device is present.
+StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& device, int threads);
+// True when this build has the CUDA (or MUSA) backend compiled in.
+bool HaveGpuBackend();
 
 }  // namespace tierscope
 

@@ -79,6 +79,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   EngineOptions eo;
   eo.dtype = mode.dtype;
   eo.threads = o.threads;
+  eo.device = o.device;
   TS_ASSIGN_OR_RETURN(auto engine, BertEngine::Load(dir, eo));
   const BertConfig& cfg = engine->config();
   if (o.seq_len > cfg.max_position_embeddings) {

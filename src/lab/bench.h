@@ -25,6 +25,7 @@ struct BenchOptions {
   uint64_t seed = 2026;
   double pre_delay_s = 0;
   int threads = 0;
+  std::string device = "cpu";  // cpu | cuda[:N]
 
   // Profiling (tiers 1 and 2). The window opens at the first work unit that is at
   // least `profile_skip` units and `profile_delay_s` seconds past warmup, and closes

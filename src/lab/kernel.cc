@@ -65,6 +65,10 @@ StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
 
   TS_ASSIGN_OR_RETURN(auto inspector, KernelInspector::Create(o.inspector));
   TS_RETURN_IF_ERROR(ValidateBenchOptions(o.bench));
+  if (o.bench.device != "cpu") {
+    return Unimplemented("tier-3 replay (tierscope kernel) runs on the CPU backend only so far; "
+                         "for a GPU kernel use --ncu-csv or --from-trace");
+  }
   BenchOptions bench = o.bench;
   bench.profile = false;
   bench.launch_hook = inspector.get();
@@ -124,7 +128,32 @@ StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
   return r;
 }
 
-StatusOr<std::string> DeviceReport(int threads, bool recalibrate, bool json) {
+StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool recalibrate,
+                                   bool json) {
+  if (device != "cpu") {
+    // A GPU: torch.cuda.get_device_properties' fields. Its peaks are not calibrated yet.
+    TS_ASSIGN_OR_RETURN(auto gpu, CreateBackend(device, threads));
+    const DeviceProps& p = gpu->props();
+    nlohmann::json j{{"name", p.name},
+                     {"kind", p.kind},
+                     {"arch", p.arch},
+                     {"multi_processor_count", p.compute_units},
+                     {"max_threads_per_multi_processor", p.max_threads_per_unit},
+                     {"regs_per_multiprocessor", p.regs_per_unit},
+                     {"shared_memory_per_multiprocessor", p.shared_per_unit},
+                     {"total_memory", p.total_memory}};
+    if (json) return j.dump(2) + "\n";
+    char buf[512];
+    std::snprintf(buf, sizeof(buf),
+                  "_CudaDeviceProperties(name='%s', %s, total_memory=%lldMB, "
+                  "multi_processor_count=%d, max_threads_per_multi_processor=%d, "
+                  "regs_per_multiprocessor=%d, shared_memory_per_multiprocessor=%lldKB)\n",
+                  p.name.c_str(), p.arch.c_str(),
+                  static_cast<long long>(p.total_memory >> 20), p.compute_units,
+                  p.max_threads_per_unit, p.regs_per_unit,
+                  static_cast<long long>(p.shared_per_unit >> 10));
+    return std::string(buf);
+  }
   TS_ASSIGN_OR_RETURN(auto backend, CreateCpuBackend(threads));
   const DeviceProps& props = backend->props();
   TS_ASSIGN_OR_RETURN(MachinePeaks peaks, LoadOrMeasurePeaks(props.compute_units, recalibrate));

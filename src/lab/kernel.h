@@ -34,7 +34,8 @@ StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& optio
 
 // `tierscope device`: the backend's properties (like torch.cuda.get_device_properties)
 // with the machine's measured peaks, as text or JSON.
-StatusOr<std::string> DeviceReport(int threads, bool recalibrate, bool json);
+StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool recalibrate,
+                                   bool json);
 
 }  // namespace tierscope
 

@@ -156,6 +156,7 @@ StatusOr<nlohmann::json> RunLab(const LabOptions& o, LabProgress& progress) {
   base.seq_len = o.seq_len;
   base.seed = o.seed;
   base.threads = o.threads;
+  base.device = o.device;
   base.warmup = o.quick ? 1 : 3;
   base.iterations = o.quick ? 3 : 10;
   const std::string flags = " --batch-size " + std::to_string(o.batch_size) + " --seq-len " +
@@ -291,6 +292,7 @@ StatusOr<nlohmann::json> RunLab(const LabOptions& o, LabProgress& progress) {
   vo.seq_len = o.seq_len;
   vo.seed = o.seed;
   vo.threads = o.threads;
+  vo.device = o.device;
   TS_ASSIGN_OR_RETURN(ValidationResult val, RunValidation(vo));
   TS_RETURN_IF_ERROR(write("validation.json", val.json.dump(2) + "\n"));
   commands.push_back("tierscope validate" + flags);

@@ -22,6 +22,7 @@ struct LabOptions {
   std::string out_dir = "results";
   bool quick = false;           // about a minute: fewer repeats, iterations and sweep points
   int threads = 0;
+  std::string device = "cpu";  // cpu | cuda[:N]
   int64_t batch_size = 64;
   int64_t seq_len = 128;
   uint64_t seed = 2026;

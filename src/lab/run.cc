@@ -100,6 +100,7 @@ Status RunModel(const RunOptions& o) {
   EngineOptions eo;
   eo.dtype = dtype;
   eo.threads = o.threads;
+  eo.device = o.device;
   TS_ASSIGN_OR_RETURN(auto engine, BertEngine::Load(dir, eo));
   if (Status s = engine->Validate(in); !s.ok()) return s.WithContext(o.inputs_path);
   ForwardOptions fo;

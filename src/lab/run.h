@@ -18,6 +18,7 @@ struct RunOptions {
   bool pooler = false;
   bool hidden_states = false;
   int threads = 0;
+  std::string device = "cpu";  // cpu | cuda[:N]
 };
 
 // Parses {"input_ids": [[...]], "attention_mask": [[...]], "token_type_ids": [[...]]}.

@@ -51,6 +51,7 @@ Status RunServeCommand(ServeCommandOptions o) {
   EngineOptions eo;
   eo.dtype = dtype;
   eo.threads = o.threads;
+  eo.device = o.device;
   TS_ASSIGN_OR_RETURN(auto engine, BertEngine::Load(dir, eo));
   std::optional<WordPieceTokenizer> tokenizer;
   if (IsRegularFile(dir + "/vocab.txt")) {

@@ -16,6 +16,7 @@ struct ServeCommandOptions {
   std::string model_dir;           // empty: the built-in default model
   std::string dtype = "fp32";
   int threads = 0;
+  std::string device = "cpu";  // cpu | cuda[:N]
   std::string pooling = "auto";    // auto | cls | mean
   std::string buckets = "16,32,64,128,256,512";
   double max_queue_delay_ms = 2;

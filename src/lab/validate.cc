@@ -53,6 +53,7 @@ StatusOr<ValidationResult> RunValidation(const ValidateOptions& o) {
     EngineOptions eo;
     eo.dtype = t;
     eo.threads = o.threads;
+    eo.device = o.device;
     TS_ASSIGN_OR_RETURN(auto engine, BertEngine::Load(dir, eo));
     if (in.input_ids.empty()) {
       const BertConfig& cfg = engine->config();

@@ -20,6 +20,7 @@ struct ValidateOptions {
   int64_t seq_len = 128;
   uint64_t seed = 2026;
   int threads = 0;
+  std::string device = "cpu";  // cpu | cuda[:N]
 };
 
 struct OutputDiff {

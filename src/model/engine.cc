@@ -1,5 +1,5 @@
-// BertEngine: the public façade that loads a model directory onto the CPU backend and
-// runs forwards with host inputs and outputs.
+// BertEngine: the public façade that loads a model directory onto a backend (CPU, or
+// CUDA where built and present) and runs forwards with host inputs and outputs.
 #include <string>
 
 #include "backend/backend.h"
@@ -15,7 +15,7 @@ StatusOr<std::unique_ptr<BertEngine>> BertEngine::Load(const std::string& model_
   TS_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::Open(model_dir));
   std::unique_ptr<BertEngine> e(new BertEngine());
   e->model_dir_ = model_dir;
-  TS_ASSIGN_OR_RETURN(e->backend_, CreateCpuBackend(options.threads));
+  TS_ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.device, options.threads));
   TS_ASSIGN_OR_RETURN(e->model_, BertModel::Create(*e->backend_, config, ck, options.dtype));
   return e;
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The GPU check of issue 9, in one script: builds tierscope with the CUDA backend (or uses
+# TIERSCOPE_BIN / build/cuda/tierscope when it is already built), then on cuda:0 runs the
+# GPU unit tests (CUDA vs CPU: FP32 max abs <= 1e-3, FP16/BF16 cosine >= 0.9999), the
+# device properties, the four bench modes at batch 64 x seq 128, tier-1/2 traces of one
+# serial and one batched work unit with their reports and diff, the batch sweep 1..256,
+# and one quick lab run. Everything goes under OUT (default results/gpu; $OUT on the
+# device machine). Each step's failure is recorded and the script goes on.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-results/gpu}
+mkdir -p "$out"
+log() { echo "== $*" | tee -a "$out/steps.txt"; }
+run() {  # run NAME CMD...: output to $out/NAME.txt, status to steps.txt
+  local name=$1; shift
+  local t0=$SECONDS
+  "$@" >"$out/$name.txt" 2>&1
+  local rc=$?
+  echo "$name rc=$rc $((SECONDS - t0))s" | tee -a "$out/steps.txt"
+  return $rc
+}
+
+nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true
+bin=${TIERSCOPE_BIN:-}
+if [ -z "$bin" ]; then
+  if [ ! -x build/cuda/tierscope ]; then
+    log "building with CUDA"
+    run configure cmake -S . -B build/cuda -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DTIERSCOPE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 || exit 1
+    run build cmake --build build/cuda -j"$(nproc)" || exit 1
+  fi
+  bin=build/cuda/tierscope
+fi
+tests=$(dirname "$bin")/tests
+
+run device "$bin" device --device cuda
+[ -x "$tests/backend_test" ] && run gpu_tests "$tests/backend_test" --gtest_filter='*Cuda*:*Device*'
+for mode in serial-fp32 batch-fp32 batch-fp16 batch-bf16; do
+  run "bench_$mode" "$bin" bench --device cuda --mode "$mode" --batch-size 64 --seq-len 128 \
+    --warmup 3 --iterations 20
+done
+run trace_serial "$bin" bench --device cuda --mode serial-fp32 --profile --profile-units 1 \
+  --trace "$out/serial.json.gz"
+run trace_batch "$bin" bench --device cuda --mode batch-fp32 --profile --profile-units 1 \
+  --trace "$out/batch.json.gz"
+run analyze_serial "$bin" analyze "$out/serial.json.gz"
+run analyze_batch "$bin" analyze "$out/batch.json.gz"
+run diff "$bin" diff "$out/serial.json.gz" "$out/batch.json.gz"
+run hot_kernels "$bin" stats "$out/serial.json.gz" --report units,in_use,hot_kernels
+run sweep "$bin" sweep --device cuda --batch-sizes 1,2,4,8,16,32,64,128,256 --out "$out/sweep"
+run lab "$bin" lab --device cuda --quick --out "$out/lab"
+grep -h RESULT_JSON "$out"/bench_*.txt >"$out/results.jsonl" 2>/dev/null || true
+log "done; outputs in $out"

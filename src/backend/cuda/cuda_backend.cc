@@ -1,0 +1,172 @@
+// The CUDA backend's device, memory, copies and launch path.
+#include "backend/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <string>
+
+#include "backend/kernels.h"
+
+namespace tierscope {
+namespace {
+
+constexpr size_t kAlignment = 256;
+
+size_t RoundedSize(size_t bytes) {
+  const size_t r = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  return r == 0 ? kAlignment : r;
+}
+
+}  // namespace
+
+Status GpuStatus(gpuError_t e, const std::string& what) {
+  if (e == gpuSuccess) return OkStatus();
+  return Internal(std::string(TS_GPU_VENDOR) + ": " + gpuGetErrorName(e) + ": " +
+                  gpuGetErrorString(e) + " (" + what + ")");
+}
+
+StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int ordinal) {
+  int count = 0;
+  const gpuError_t e = gpuGetDeviceCount(&count);
+  if (e != gpuSuccess || count == 0) {
+    return FailedPrecondition(std::string("no ") + TS_GPU_VENDOR + " device is available" +
+                              (e != gpuSuccess ? std::string(": ") + gpuGetErrorString(e) : ""));
+  }
+  if (ordinal < 0 || ordinal >= count) {
+    return InvalidArgument("device " + std::string(TS_GPU_VENDOR) + ":" + std::to_string(ordinal) +
+                           " does not exist; this machine has " + std::to_string(count));
+  }
+  std::unique_ptr<CudaBackend> b(new CudaBackend(ordinal));
+  TS_RETURN_IF_ERROR(GpuStatus(gpuSetDevice(ordinal), "set device"));
+  gpuDeviceProp p{};
+  TS_RETURN_IF_ERROR(GpuStatus(gpuGetDeviceProperties(&p, ordinal), "device properties"));
+  b->sm_count_ = p.multiProcessorCount;
+  b->max_threads_per_sm_ = p.maxThreadsPerMultiProcessor;
+  b->regs_per_sm_ = p.regsPerMultiprocessor;
+  b->shared_per_sm_ = static_cast<int64_t>(p.sharedMemPerMultiprocessor);
+  b->cc_ = p.major * 10 + p.minor;
+  b->props_.kind = TS_GPU_VENDOR;
+  b->props_.compute_units = p.multiProcessorCount;
+  b->props_.total_memory = static_cast<int64_t>(p.totalGlobalMem);
+  b->props_.max_threads_per_unit = p.maxThreadsPerMultiProcessor;
+  b->props_.regs_per_unit = p.regsPerMultiprocessor;
+  b->props_.shared_per_unit = static_cast<int64_t>(p.sharedMemPerMultiprocessor);
+  b->props_.arch = "sm_" + std::to_string(b->cc_);
+  b->props_.name = std::string(TS_GPU_VENDOR) + ":" + std::to_string(ordinal) + ": " + p.name +
+                   " (" + std::to_string(p.multiProcessorCount) + " SMs, sm_" +
+                   std::to_string(b->cc_) + ")";
+  TS_RETURN_IF_ERROR(
+      GpuStatus(gpuStreamCreateWithFlags(&b->stream_, gpuStreamNonBlocking), "create stream"));
+  TS_RETURN_IF_ERROR(GpuStatus(gpuEventCreate(&b->start_), "create event"));
+  TS_RETURN_IF_ERROR(GpuStatus(gpuEventCreate(&b->stop_), "create event"));
+  b->kernels_ = CreateCudaKernels(*b);
+  return b;
+}
+
+CudaBackend::~CudaBackend() {
+  kernels_.reset();  // gives its workspace back through Deallocate first
+  if (stream_ != nullptr) gpuStreamSynchronize(stream_);
+  for (auto& [size, blocks] : cache_) {
+    for (void* p : blocks) gpuFree(p);
+  }
+  if (start_ != nullptr) gpuEventDestroy(start_);
+  if (stop_ != nullptr) gpuEventDestroy(stop_);
+  if (stream_ != nullptr) gpuStreamDestroy(stream_);
+}
+
+StatusOr<void*> CudaBackend::Allocate(size_t bytes) {
+  const size_t rounded = RoundedSize(bytes);
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    auto it = cache_.find(rounded);
+    if (it != cache_.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+    }
+  }
+  if (p == nullptr) {
+    const gpuError_t e = gpuMalloc(&p, rounded);
+    if (e != gpuSuccess) {
+      return ResourceExhausted(std::string(TS_GPU_VENDOR) + ": cannot allocate " +
+                               std::to_string(bytes) + " bytes: " + gpuGetErrorString(e));
+    }
+  }
+  const int64_t live = live_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
+  int64_t peak = peak_.load();
+  while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
+  }
+  allocations_.fetch_add(1);
+  if (observer_ != nullptr) observer_->OnAllocate(reinterpret_cast<uintptr_t>(p), bytes, live);
+  return p;
+}
+
+void CudaBackend::Deallocate(void* ptr, size_t bytes) {
+  if (ptr == nullptr) return;
+  const int64_t live = live_.fetch_sub(static_cast<int64_t>(bytes)) - static_cast<int64_t>(bytes);
+  frees_.fetch_add(1);
+  if (observer_ != nullptr) observer_->OnFree(reinterpret_cast<uintptr_t>(ptr), bytes, live);
+  // Kept for reuse, like PyTorch's caching allocator: kernels already queued on the one
+  // stream that may still read it finish before any later user's kernels start.
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  cache_[RoundedSize(bytes)].push_back(ptr);
+}
+
+MemoryStats CudaBackend::memory_stats() const {
+  return MemoryStats{live_.load(), peak_.load(), allocations_.load(), frees_.load()};
+}
+
+void CudaBackend::ResetPeakMemory() { peak_.store(live_.load()); }
+
+Status CudaBackend::CopyHostToDevice(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return OkStatus();
+  // From pageable memory the call returns once the source has been staged.
+  return GpuStatus(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyHostToDevice, stream_),
+                   "copy host to device");
+}
+
+Status CudaBackend::CopyDeviceToHost(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return OkStatus();
+  TS_RETURN_IF_ERROR(GpuStatus(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToHost, stream_),
+                               "copy device to host"));
+  return Synchronize();
+}
+
+Status CudaBackend::Synchronize() { return GpuStatus(gpuStreamSynchronize(stream_), "synchronize"); }
+
+StatusOr<KernelRun> CudaBackend::RunTimed(const LaunchDesc& desc,
+                                          const std::function<Status(gpuStream_t)>& enqueue,
+                                          int64_t* enqueued_ns) {
+  const std::string what(desc.kernel);
+  TS_RETURN_IF_ERROR(GpuStatus(gpuEventRecord(start_, stream_), what));
+  TS_RETURN_IF_ERROR(enqueue(stream_));
+  if (enqueued_ns != nullptr) *enqueued_ns = MonotonicNs();
+  TS_RETURN_IF_ERROR(GpuStatus(gpuEventRecord(stop_, stream_), what));
+  TS_RETURN_IF_ERROR(GpuStatus(gpuEventSynchronize(stop_), what));
+  const int64_t end = MonotonicNs();
+  float ms = 0;
+  TS_RETURN_IF_ERROR(GpuStatus(gpuEventElapsedTime(&ms, start_, stop_), what));
+  KernelRun run;
+  run.end_ns = end;
+  run.begin_ns = end - static_cast<int64_t>(static_cast<double>(ms) * 1e6);
+  return run;
+}
+
+Status CudaBackend::Launch(const LaunchDesc& desc,
+                           const std::function<Status(gpuStream_t)>& enqueue) {
+  if (desc.grid.count() <= 0) {
+    return InvalidArgument("launch of " + std::string(desc.kernel) + " with an empty grid");
+  }
+  if (hook_ != nullptr) {
+    return hook_->OnLaunch(desc, [&]() -> StatusOr<KernelRun> { return RunTimed(desc, enqueue); });
+  }
+  if (observer_ == nullptr) return enqueue(stream_);
+  // CUDA-event timing: exact device time per launch, one launch at a time.
+  const int64_t launch_begin = MonotonicNs();
+  int64_t launch_end = launch_begin;
+  TS_ASSIGN_OR_RETURN(KernelRun run, RunTimed(desc, enqueue, &launch_end));
+  run.begin_ns = std::max(run.begin_ns, launch_begin);  // event and host clocks differ a little
+  observer_->OnLaunch(desc, launch_begin, launch_end, run.begin_ns, run.end_ns, run.workers);
+  return OkStatus();
+}
+
+}  // namespace tierscope

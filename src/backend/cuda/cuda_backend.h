@@ -1,0 +1,84 @@
+// CudaBackend: device memory (cudaMalloc with a size-keyed block cache and live/peak
+// accounting), one non-blocking stream, device properties, and Launch, which enqueues a
+// kernel with its descriptor. With a tier-3 hook or a tier-2 observer attached, each
+// launch is bracketed by CUDA events and waited for, so its device time is exact (this
+// is the CUDA-event fallback timing; launches then do not overlap the host).
+#ifndef TIERSCOPE_BACKEND_CUDA_CUDA_BACKEND_H_
+#define TIERSCOPE_BACKEND_CUDA_CUDA_BACKEND_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_ops.h"
+#include "backend/kernels.h"
+#include "backend/cuda/cuda_vendor.h"
+
+namespace tierscope {
+
+// "cuda: <name>: <message> (<what>)" for a failed runtime call.
+Status GpuStatus(gpuError_t e, const std::string& what);
+
+class CudaBackend : public Backend {
+ public:
+  static StatusOr<std::unique_ptr<CudaBackend>> Create(int ordinal);
+  ~CudaBackend() override;
+
+  StatusOr<void*> Allocate(size_t bytes) override;
+  void Deallocate(void* ptr, size_t bytes) override;
+  MemoryStats memory_stats() const override;
+  void ResetPeakMemory() override;
+
+  const DeviceProps& props() const override { return props_; }
+  Status CopyHostToDevice(void* dst, const void* src, size_t bytes) override;
+  Status CopyDeviceToHost(void* dst, const void* src, size_t bytes) override;
+  Status Synchronize() override;
+  Kernels& kernels() override { return *kernels_; }
+  void SetObserver(BackendObserver* observer) override { observer_ = observer; }
+  void SetLaunchHook(LaunchHook* hook) override { hook_ = hook; }
+
+  // Enqueues one kernel: `enqueue` launches it on the stream and returns the launch's
+  // status. `desc` describes it (grid and block as launched).
+  Status Launch(const LaunchDesc& desc, const std::function<Status(gpuStream_t)>& enqueue);
+
+  gpuStream_t stream() const { return stream_; }
+  int ordinal() const { return ordinal_; }
+  // Streaming multiprocessors, max threads per SM, registers per SM, shared memory per SM.
+  int sm_count() const { return sm_count_; }
+  int max_threads_per_sm() const { return max_threads_per_sm_; }
+  int regs_per_sm() const { return regs_per_sm_; }
+  int64_t shared_per_sm() const { return shared_per_sm_; }
+  int compute_capability() const { return cc_; }
+
+ private:
+  explicit CudaBackend(int ordinal) : ordinal_(ordinal) {}
+  // Runs the launch bracketed by events and waits for it.
+  StatusOr<KernelRun> RunTimed(const LaunchDesc& desc,
+                               const std::function<Status(gpuStream_t)>& enqueue,
+                               int64_t* enqueued_ns = nullptr);
+
+  int ordinal_ = 0;
+  DeviceProps props_;
+  gpuStream_t stream_ = nullptr;
+  gpuEvent_t start_ = nullptr, stop_ = nullptr;
+  std::unique_ptr<Kernels> kernels_;
+  BackendObserver* observer_ = nullptr;
+  LaunchHook* hook_ = nullptr;
+  int sm_count_ = 0, max_threads_per_sm_ = 0, regs_per_sm_ = 0, cc_ = 0;
+  int64_t shared_per_sm_ = 0;
+  std::atomic<int64_t> live_{0}, peak_{0}, allocations_{0}, frees_{0};
+  std::mutex cache_mu_;
+  std::unordered_map<size_t, std::vector<void*>> cache_;
+};
+
+// The CUDA op kernels (cuda_kernels.cc), over cuBLASLt for GEMMs (gemm.cc).
+std::unique_ptr<Kernels> CreateCudaKernels(CudaBackend& backend);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_BACKEND_CUDA_CUDA_BACKEND_H_

@@ -1,0 +1,121 @@
+// The CUDA backend against the CPU backend (the oracle): the whole encoder on the
+// built-in model in FP32 (max abs <= 1e-3), FP16 and BF16 (cosine >= 0.9999 against CPU
+// FP32), with padded masks and token types; device selection errors. Tests that need a
+// GPU skip cleanly where there is none (or where the build has no CUDA backend).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "backend/backend.h"
+#include "tierscope/engine.h"
+
+namespace tierscope {
+namespace {
+
+bool GpuPresent() {
+  if (!HaveGpuBackend()) return false;
+  return CreateBackend("cuda", 0).ok();
+}
+
+TEST(DeviceSelection, UnknownDeviceNamesAreInvalidArguments) {
+  auto b = CreateBackend("gpu", 1);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(b.status().message().find("cpu, cuda or cuda:N"), std::string::npos);
+  auto c = CreateBackend("cuda:x", 1);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CreateBackend("cpu", 1).ok());
+}
+
+TEST(DeviceSelection, CudaWithoutADeviceOrBackendIsAClearError) {
+  if (GpuPresent()) GTEST_SKIP() << "a GPU is present";
+  auto b = CreateBackend("cuda:0", 1);
+  ASSERT_FALSE(b.ok());
+  if (HaveGpuBackend()) {
+    EXPECT_EQ(b.status().code(), StatusCode::kFailedPrecondition) << b.status().message();
+    EXPECT_NE(b.status().message().find("no cuda device"), std::string::npos);
+  } else {
+    EXPECT_EQ(b.status().code(), StatusCode::kUnimplemented);
+  }
+}
+
+TEST(CudaBackend, ReportsDeviceProperties) {
+  if (!GpuPresent()) GTEST_SKIP() << "no CUDA device";
+  auto b = CreateBackend("cuda:0", 0);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  const DeviceProps& p = (*b)->props();
+  EXPECT_EQ(p.kind, "cuda");
+  EXPECT_GT(p.compute_units, 0);
+  EXPECT_GT(p.total_memory, 0);
+  EXPECT_GT(p.max_threads_per_unit, 0);
+  EXPECT_EQ(p.arch.rfind("sm_", 0), 0u);
+}
+
+BatchInput PaddedBatch(const BertConfig& c) {
+  BatchInput in;
+  in.batch = 3;
+  in.seq_len = 37;
+  for (int64_t b = 0; b < in.batch; ++b) {
+    const int64_t len = in.seq_len - 9 * b;  // right padding of 0, 9, 18
+    for (int64_t s = 0; s < in.seq_len; ++s) {
+      in.input_ids.push_back(s == 0 ? 101 : s < len ? 1000 + (b * 131 + s * 17) % (c.vocab_size - 1000) : 0);
+      in.attention_mask.push_back(s < len ? 1 : 0);
+      in.token_type_ids.push_back(s >= len / 2 && s < len ? 1 : 0);
+    }
+  }
+  return in;
+}
+
+double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ab += double{a[i]} * b[i];
+    aa += double{a[i]} * a[i];
+    bb += double{b[i]} * b[i];
+  }
+  return ab / std::sqrt(aa * bb);
+}
+
+class CudaMatchesCpu : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CudaMatchesCpu, EncoderOutputsMatchTheCpuBackend) {
+  if (!GpuPresent()) GTEST_SKIP() << "no CUDA device";
+  auto dir = EnsureDefaultModel();
+  ASSERT_TRUE(dir.ok()) << dir.status().message();
+  EngineOptions cpu_o;
+  cpu_o.threads = 2;
+  auto cpu = BertEngine::Load(*dir, cpu_o);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  EngineOptions gpu_o;
+  gpu_o.device = "cuda:0";
+  gpu_o.dtype = GetParam();
+  auto gpu = BertEngine::Load(*dir, gpu_o);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  const BatchInput in = PaddedBatch((*cpu)->config());
+  ForwardOptions fo;
+  fo.pooler = true;
+  auto ref = (*cpu)->Forward(in, fo);
+  auto got = (*gpu)->Forward(in, fo);
+  ASSERT_TRUE(ref.ok()) << ref.status().message();
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_EQ(got->last_hidden_state.size(), ref->last_hidden_state.size());
+  if (GetParam() == DType::kF32) {
+    float max_abs = 0;
+    for (size_t i = 0; i < ref->last_hidden_state.size(); ++i) {
+      max_abs = std::max(max_abs, std::fabs(ref->last_hidden_state[i] - got->last_hidden_state[i]));
+    }
+    EXPECT_LE(max_abs, 1e-3f);
+  } else {
+    EXPECT_GE(Cosine(ref->last_hidden_state, got->last_hidden_state), 0.9999);
+  }
+  EXPECT_GE(Cosine(ref->pooler_output, got->pooler_output), 0.9999);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, CudaMatchesCpu,
+                         ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
+                         [](const auto& info) { return std::string(DTypeName(info.param)); });
+
+}  // namespace
+}  // namespace tierscope
