@@ -65,6 +65,8 @@ int main(int argc, char** argv) {
   b->add_flag("--profile", bench.profile,
               "record operators, launches, kernels and memory (tiers 1 and 2) and print "
               "the key_averages table and per-unit counts");
+  b->add_flag("--graph", bench.graph,
+              "capture one work unit as a CUDA graph and time its replays (--device cuda)");
   b->add_option("--trace", bench.trace_path, "write the profile as a Kineto Chrome trace (.json or .json.gz)");
   b->add_option("--profile-skip", bench.profile_skip, "timed units to run before recording starts")
       ->capture_default_str();

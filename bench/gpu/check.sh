@@ -3,7 +3,8 @@
 # TIERSCOPE_BIN / build/cuda/tierscope when it is already built), then on cuda:0 runs the
 # GPU unit tests (CUDA vs CPU: FP32 max abs <= 1e-3, FP16/BF16 cosine >= 0.9999), the
 # device properties, the four bench modes at batch 64 x seq 128, tier-1/2 traces of one
-# serial and one batched work unit with their reports and diff, the batch sweep 1..256,
+# serial and one batched work unit with their reports and diff, the CUDA-graph path
+# (serial and batched), the batch sweep 1..256,
 # and one quick lab run. Everything goes under OUT (default results/gpu; $OUT on the
 # device machine). Each step's failure is recorded and the script goes on.
 set -uo pipefail
@@ -38,6 +39,11 @@ run device "$bin" device --device cuda
 for mode in serial-fp32 batch-fp32 batch-fp16 batch-bf16; do
   run "bench_$mode" "$bin" bench --device cuda --mode "$mode" --batch-size 64 --seq-len 128 \
     --warmup 3 --iterations 20
+done
+# The graph path: the same units captured once and replayed (launch-bound tiny model).
+for mode in serial-fp32 batch-fp32; do
+  run "bench_graph_$mode" "$bin" bench --device cuda --graph --mode "$mode" --batch-size 64 \
+    --seq-len 128 --warmup 3 --iterations 20
 done
 run trace_serial "$bin" bench --device cuda --mode serial-fp32 --profile --profile-units 1 \
   --trace "$out/serial.json.gz"

@@ -98,6 +98,12 @@ class LaunchHook {
 // Nanoseconds of a monotonic clock shared by the backend and the profiler.
 int64_t MonotonicNs();
 
+// A recorded sequence of launches (a CUDA graph), replayed as one.
+class Graph {
+ public:
+  virtual ~Graph() = default;
+};
+
 class Backend : public Allocator {
  public:
   ~Backend() override = default;
@@ -113,6 +119,15 @@ class Backend : public Allocator {
   // Attaches (or with nullptr detaches) a tier-3 launch hook. Not thread-safe against
   // launches.
   virtual void SetLaunchHook(LaunchHook* hook) = 0;
+  // Graph capture: launches between BeginCapture and EndCapture are recorded, not run;
+  // LaunchGraph replays them (same buffers, same shapes). Backends without graphs say so.
+  virtual Status BeginCapture() { return Unimplemented(props().kind + " backend has no graphs"); }
+  virtual StatusOr<std::unique_ptr<Graph>> EndCapture() {
+    return Unimplemented(props().kind + " backend has no graphs");
+  }
+  virtual Status LaunchGraph(Graph& graph) {
+    return Unimplemented(props().kind + " backend has no graphs");
+  }
 };
 
 // Creates the CPU backend with `threads` workers (0: all hardware threads).

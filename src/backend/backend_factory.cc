@@ -24,11 +24,16 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& device, int 
     kind = device.substr(0, colon);
     index = device.substr(colon + 1);
   }
-  if (kind != "cuda" && kind != "musa") {
+#if defined(TIERSCOPE_HAVE_CUDA)
+  const bool known = kind == TS_GPU_VENDOR;  // "cuda", or "musa" in a MUSA build
+#else
+  const bool known = kind == "cuda" || kind == "musa";
+#endif
+  if (!known) {
     return InvalidArgument("--device must be cpu, cuda or cuda:N, got '" + device + "'");
   }
   int ordinal = 0;
-  if (!index.empty()) {
+  if (device.find(':') != std::string::npos) {
     char* end = nullptr;
     const long v = std::strtol(index.c_str(), &end, 10);
     if (end == index.c_str() || *end != '\0' || v < 0 || v > 1024) {

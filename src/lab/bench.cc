@@ -138,10 +138,28 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     if (o.profile) return InvalidArgument("a launch hook and the profiler cannot run together");
     backend.SetLaunchHook(o.launch_hook);
   }
-  for (int64_t i = 0; i < o.warmup; ++i) {
+  if (o.graph && (o.profile || o.launch_hook != nullptr)) {
+    return InvalidArgument("--graph replays a captured unit: it runs without --profile or tier 3");
+  }
+  for (int64_t i = 0; i < std::max<int64_t>(o.warmup, o.graph ? 1 : 0); ++i) {
     TS_RETURN_IF_ERROR(work_unit().status());
   }
   TS_RETURN_IF_ERROR(backend.Synchronize());
+  // The graph path: one unit captured (its buffers come from the allocator's cache, warm
+  // after the warmup, and its output stays held), then each timed unit is one replay.
+  std::unique_ptr<Graph> graph;
+  Tensor graph_out;
+  if (o.graph) {
+    TS_RETURN_IF_ERROR(backend.BeginCapture());
+    StatusOr<Tensor> captured = run_unit();
+    StatusOr<std::unique_ptr<Graph>> g = backend.EndCapture();  // closes the capture either way
+    TS_RETURN_IF_ERROR(captured.status());
+    TS_RETURN_IF_ERROR(g.status());
+    graph = std::move(*g);
+    graph_out = std::move(*captured);
+    TS_RETURN_IF_ERROR(backend.LaunchGraph(*graph));
+    TS_RETURN_IF_ERROR(backend.Synchronize());
+  }
   engine->ResetPeakMemory();
 
   using Clock = std::chrono::steady_clock;
@@ -178,7 +196,11 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
       if (profiler->recording()) ++recorded_units;
     }
     const auto s = Clock::now();
-    TS_ASSIGN_OR_RETURN(last, work_unit());
+    if (graph != nullptr) {
+      TS_RETURN_IF_ERROR(backend.LaunchGraph(*graph));  // its output is graph_out
+    } else {
+      TS_ASSIGN_OR_RETURN(last, work_unit());
+    }
     TS_RETURN_IF_ERROR(backend.Synchronize());
     iter_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
   }
@@ -201,10 +223,11 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     if (!o.trace_path.empty()) TS_RETURN_IF_ERROR(WriteChromeTrace(trace, o.trace_path));
   }
 
-  std::vector<std::byte> raw(last.bytes());
-  TS_RETURN_IF_ERROR(backend.CopyDeviceToHost(raw.data(), last.data(), raw.size()));
-  std::vector<float> out(static_cast<size_t>(last.numel()));
-  ToFloat(last.dtype(), raw.data(), out.data(), out.size());
+  const Tensor& result = graph != nullptr ? graph_out : last;
+  std::vector<std::byte> raw(result.bytes());
+  TS_RETURN_IF_ERROR(backend.CopyDeviceToHost(raw.data(), result.data(), raw.size()));
+  std::vector<float> out(static_cast<size_t>(result.numel()));
+  ToFloat(result.dtype(), raw.data(), out.data(), out.size());
   double sum = 0;
   for (float v : out) sum += v;
   const double checksum = sum / static_cast<double>(out.size());
@@ -231,6 +254,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   r["iterations"] = o.iterations;
   r["seed"] = o.seed;
   r["threads"] = engine->threads();
+  if (o.graph) r["graph"] = true;
   r["device"] = engine->device_name();
   r["total_s"] = total_s;
   r["batch_latency_ms"] = total_s * 1000.0 / static_cast<double>(o.iterations);

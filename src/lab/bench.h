@@ -32,6 +32,7 @@ struct BenchOptions {
   // after `profile_units` units (0: no limit) or `profile_duration_s` seconds (0: no
   // limit), always at a unit boundary — like nsys/msys `--delay --duration`.
   bool profile = false;
+  bool graph = false;  // capture the work unit once as a graph and replay it (CUDA)
   std::string trace_path;  // .json or .json.gz; empty: no file
   int64_t profile_skip = 0;
   int64_t profile_units = 0;

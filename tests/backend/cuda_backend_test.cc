@@ -23,9 +23,11 @@ TEST(DeviceSelection, UnknownDeviceNamesAreInvalidArguments) {
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(b.status().message().find("cpu, cuda or cuda:N"), std::string::npos);
-  auto c = CreateBackend("cuda:x", 1);
-  ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  for (const char* bad : {"cuda:x", "cuda:", "cuda:-1"}) {
+    auto c = CreateBackend(bad, 1);
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
   EXPECT_TRUE(CreateBackend("cpu", 1).ok());
 }
 

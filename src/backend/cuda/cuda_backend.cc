@@ -20,8 +20,15 @@ size_t RoundedSize(size_t bytes) {
 
 Status GpuStatus(gpuError_t e, const std::string& what) {
   if (e == gpuSuccess) return OkStatus();
+  (void)gpuGetLastError();  // clear it, so the next launch does not report it as its own
   return Internal(std::string(TS_GPU_VENDOR) + ": " + gpuGetErrorName(e) + ": " +
                   gpuGetErrorString(e) + " (" + what + ")");
+}
+
+Status CudaBackend::Use() const {
+  int current = -1;
+  if (gpuGetDevice(&current) == gpuSuccess && current == ordinal_) return OkStatus();
+  return GpuStatus(gpuSetDevice(ordinal_), "set device");
 }
 
 StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int ordinal) {
@@ -63,6 +70,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int ordinal) {
 }
 
 CudaBackend::~CudaBackend() {
+  (void)Use();
   kernels_.reset();  // gives its workspace back through Deallocate first
   if (stream_ != nullptr) gpuStreamSynchronize(stream_);
   for (auto& [size, blocks] : cache_) {
@@ -74,6 +82,7 @@ CudaBackend::~CudaBackend() {
 }
 
 StatusOr<void*> CudaBackend::Allocate(size_t bytes) {
+  TS_RETURN_IF_ERROR(Use());
   const size_t rounded = RoundedSize(bytes);
   void* p = nullptr;
   {
@@ -85,8 +94,22 @@ StatusOr<void*> CudaBackend::Allocate(size_t bytes) {
     }
   }
   if (p == nullptr) {
-    const gpuError_t e = gpuMalloc(&p, rounded);
+    gpuError_t e = gpuMalloc(&p, rounded);
+    if (e != gpuSuccess && !capturing_) {
+      // Out of memory with blocks of other sizes cached: give them all back and retry.
+      (void)gpuGetLastError();
+      gpuStreamSynchronize(stream_);
+      {
+        std::lock_guard<std::mutex> lock(cache_mu_);
+        for (auto& [size, blocks] : cache_) {
+          for (void* b : blocks) gpuFree(b);
+        }
+        cache_.clear();
+      }
+      e = gpuMalloc(&p, rounded);
+    }
     if (e != gpuSuccess) {
+      (void)gpuGetLastError();
       return ResourceExhausted(std::string(TS_GPU_VENDOR) + ": cannot allocate " +
                                std::to_string(bytes) + " bytes: " + gpuGetErrorString(e));
     }
@@ -106,7 +129,9 @@ void CudaBackend::Deallocate(void* ptr, size_t bytes) {
   frees_.fetch_add(1);
   if (observer_ != nullptr) observer_->OnFree(reinterpret_cast<uintptr_t>(ptr), bytes, live);
   // Kept for reuse, like PyTorch's caching allocator: kernels already queued on the one
-  // stream that may still read it finish before any later user's kernels start.
+  // stream that may still read it finish before any later user's kernels start. (A graph
+  // captured meanwhile keeps using such blocks: only bench --graph captures, and it
+  // allocates nothing between replays; a general graph API would need a private pool.)
   std::lock_guard<std::mutex> lock(cache_mu_);
   cache_[RoundedSize(bytes)].push_back(ptr);
 }
@@ -119,6 +144,8 @@ void CudaBackend::ResetPeakMemory() { peak_.store(live_.load()); }
 
 Status CudaBackend::CopyHostToDevice(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return OkStatus();
+  if (capturing_) return FailedPrecondition("host copies cannot be captured into a graph");
+  TS_RETURN_IF_ERROR(Use());
   // From pageable memory the call returns once the source has been staged.
   return GpuStatus(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyHostToDevice, stream_),
                    "copy host to device");
@@ -126,12 +153,66 @@ Status CudaBackend::CopyHostToDevice(void* dst, const void* src, size_t bytes) {
 
 Status CudaBackend::CopyDeviceToHost(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return OkStatus();
+  if (capturing_) return FailedPrecondition("host copies cannot be captured into a graph");
+  TS_RETURN_IF_ERROR(Use());
   TS_RETURN_IF_ERROR(GpuStatus(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToHost, stream_),
                                "copy device to host"));
   return Synchronize();
 }
 
-Status CudaBackend::Synchronize() { return GpuStatus(gpuStreamSynchronize(stream_), "synchronize"); }
+namespace {
+class CudaGraph : public Graph {
+ public:
+  CudaGraph(gpuGraph_t g, gpuGraphExec_t e) : graph_(g), exec_(e) {}
+  ~CudaGraph() override {
+    if (exec_ != nullptr) gpuGraphExecDestroy(exec_);
+    if (graph_ != nullptr) gpuGraphDestroy(graph_);
+  }
+  gpuGraphExec_t exec() const { return exec_; }
+
+ private:
+  gpuGraph_t graph_;
+  gpuGraphExec_t exec_;
+};
+}  // namespace
+
+Status CudaBackend::BeginCapture() {
+  if (hook_ != nullptr || observer_ != nullptr) {
+    return FailedPrecondition("a graph cannot be captured while a profiler or tier-3 hook is attached");
+  }
+  if (capturing_) return FailedPrecondition("a graph capture is already open");
+  TS_RETURN_IF_ERROR(Use());
+  // Relaxed: the caching allocator may still call cudaMalloc while the capture is open.
+  TS_RETURN_IF_ERROR(GpuStatus(gpuStreamBeginCapture(stream_, gpuStreamCaptureModeRelaxed),
+                               "begin graph capture"));
+  capturing_ = true;
+  return OkStatus();
+}
+
+StatusOr<std::unique_ptr<Graph>> CudaBackend::EndCapture() {
+  if (!capturing_) return FailedPrecondition("no graph capture is open");
+  capturing_ = false;
+  gpuGraph_t graph = nullptr;
+  TS_RETURN_IF_ERROR(GpuStatus(gpuStreamEndCapture(stream_, &graph), "end graph capture"));
+  gpuGraphExec_t exec = nullptr;
+  const gpuError_t e = gpuGraphInstantiate(&exec, graph, 0);
+  if (e != gpuSuccess) {
+    gpuGraphDestroy(graph);
+    return GpuStatus(e, "instantiate graph");
+  }
+  return std::unique_ptr<Graph>(new CudaGraph(graph, exec));
+}
+
+Status CudaBackend::LaunchGraph(Graph& graph) {
+  TS_RETURN_IF_ERROR(Use());
+  return GpuStatus(gpuGraphLaunch(static_cast<CudaGraph&>(graph).exec(), stream_), "launch graph");
+}
+
+Status CudaBackend::Synchronize() {
+  if (capturing_) return OkStatus();  // nothing runs while a capture is open
+  TS_RETURN_IF_ERROR(Use());
+  return GpuStatus(gpuStreamSynchronize(stream_), "synchronize");
+}
 
 StatusOr<KernelRun> CudaBackend::RunTimed(const LaunchDesc& desc,
                                           const std::function<Status(gpuStream_t)>& enqueue,
@@ -156,6 +237,7 @@ Status CudaBackend::Launch(const LaunchDesc& desc,
   if (desc.grid.count() <= 0) {
     return InvalidArgument("launch of " + std::string(desc.kernel) + " with an empty grid");
   }
+  TS_RETURN_IF_ERROR(Use());
   if (hook_ != nullptr) {
     return hook_->OnLaunch(desc, [&]() -> StatusOr<KernelRun> { return RunTimed(desc, enqueue); });
   }

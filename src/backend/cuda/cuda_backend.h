@@ -41,6 +41,9 @@ class CudaBackend : public Backend {
   Kernels& kernels() override { return *kernels_; }
   void SetObserver(BackendObserver* observer) override { observer_ = observer; }
   void SetLaunchHook(LaunchHook* hook) override { hook_ = hook; }
+  Status BeginCapture() override;
+  StatusOr<std::unique_ptr<Graph>> EndCapture() override;
+  Status LaunchGraph(Graph& graph) override;
 
   // Enqueues one kernel: `enqueue` launches it on the stream and returns the launch's
   // status. `desc` describes it (grid and block as launched).
@@ -57,6 +60,9 @@ class CudaBackend : public Backend {
 
  private:
   explicit CudaBackend(int ordinal) : ordinal_(ordinal) {}
+  // Makes this backend's device current on the calling thread (the current device is
+  // per thread: serve loads on one thread and runs on another).
+  Status Use() const;
   // Runs the launch bracketed by events and waits for it.
   StatusOr<KernelRun> RunTimed(const LaunchDesc& desc,
                                const std::function<Status(gpuStream_t)>& enqueue,
@@ -69,6 +75,7 @@ class CudaBackend : public Backend {
   std::unique_ptr<Kernels> kernels_;
   BackendObserver* observer_ = nullptr;
   LaunchHook* hook_ = nullptr;
+  bool capturing_ = false;
   int sm_count_ = 0, max_threads_per_sm_ = 0, regs_per_sm_ = 0, cc_ = 0;
   int64_t shared_per_sm_ = 0;
   std::atomic<int64_t> live_{0}, peak_{0}, allocations_{0}, frees_{0};

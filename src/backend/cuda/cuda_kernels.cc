@@ -1,7 +1,9 @@
 // The CUDA backend's Kernels: each op family enqueued with its launch descriptor (name,
 // grid and block as launched, FLOPs and bytes, the buffers it writes). GEMMs go through
 // cuBLASLt, whose internal grid is its own: the descriptor then gives the 128x128 output
-// tiles the problem has, a stand-in until CUPTI reports the real launch.
+// tiles the problem has, a stand-in until CUPTI reports the real launch. GELU and tanh
+// run after the GEMM, on its FP16/BF16 output: one rounding more than the CPU backend's
+// fused FP32 epilogue (FP32 is unaffected).
 #include <cstring>
 #include <string>
 #include <vector>
@@ -160,6 +162,9 @@ class CudaKernels : public Kernels {
     TS_ASSIGN_OR_RETURN(ElemType t, ToElem(out.dtype()));
     const int64_t B = qkv.dim(0), S = qkv.dim(1), H = out.dim(-1), D = H / heads;
     if (D > 256) return Unimplemented("CUDA attention supports head_dim up to 256");
+    if (B > 65535 || heads > 65535) {
+      return InvalidArgument("CUDA attention takes at most 65535 samples and heads per launch");
+    }
     const double es = static_cast<double>(DTypeSize(out.dtype()));
     static const char* kNames[3] = {"ts_attention_online_softmax_f32",
                                     "ts_attention_online_softmax_f16",

@@ -2,13 +2,15 @@
 // uses is spelled through these macros, so the same sources build for Moore Threads GPUs
 // with -DTIERSCOPE_MUSA (MUSA runtime, muBLASLt, mcc), the way llama.cpp builds its MUSA
 // backend from its CUDA one. The mapped surface is kept small on purpose: streams,
-// events, memory, device properties, errors, and cuBLASLt's matmul. The MUSA side cannot
+// events, memory, graphs, device properties, errors, and cuBLASLt's matmul. The MUSA side cannot
 // be built or tested here; the names follow Moore Threads' MUSA SDK, which mirrors CUDA's
 // (cudaX -> musaX, cublasLtX -> mublasLtX, CUDA_R_* -> MUSA_R_*).
 #ifndef TIERSCOPE_BACKEND_CUDA_CUDA_VENDOR_H_
 #define TIERSCOPE_BACKEND_CUDA_CUDA_VENDOR_H_
 
 #if defined(TIERSCOPE_MUSA)
+#include <musa_bf16.h>
+#include <musa_fp16.h>
 #include <musa_runtime.h>
 #include <mublasLt.h>
 #define TS_GPU_VENDOR "musa"
@@ -20,6 +22,7 @@
 #define gpuGetLastError musaGetLastError
 #define gpuGetDeviceCount musaGetDeviceCount
 #define gpuSetDevice musaSetDevice
+#define gpuGetDevice musaGetDevice
 #define gpuDeviceProp musaDeviceProp
 #define gpuGetDeviceProperties musaGetDeviceProperties
 #define gpuDeviceGetAttribute musaDeviceGetAttribute
@@ -41,6 +44,15 @@
 #define gpuMemcpyDeviceToHost musaMemcpyDeviceToHost
 #define gpuMemcpyDeviceToDevice musaMemcpyDeviceToDevice
 #define gpuMemsetAsync musaMemsetAsync
+#define gpuGraph_t musaGraph_t
+#define gpuGraphExec_t musaGraphExec_t
+#define gpuStreamBeginCapture musaStreamBeginCapture
+#define gpuStreamCaptureModeRelaxed musaStreamCaptureModeRelaxed
+#define gpuStreamEndCapture musaStreamEndCapture
+#define gpuGraphInstantiate musaGraphInstantiate
+#define gpuGraphLaunch musaGraphLaunch
+#define gpuGraphDestroy musaGraphDestroy
+#define gpuGraphExecDestroy musaGraphExecDestroy
 #define gpuRuntimeGetVersion musaRuntimeGetVersion
 #define gpuDriverGetVersion musaDriverGetVersion
 #define gpuHalf __half
@@ -91,6 +103,7 @@
 #define gpuGetLastError cudaGetLastError
 #define gpuGetDeviceCount cudaGetDeviceCount
 #define gpuSetDevice cudaSetDevice
+#define gpuGetDevice cudaGetDevice
 #define gpuDeviceProp cudaDeviceProp
 #define gpuGetDeviceProperties cudaGetDeviceProperties
 #define gpuDeviceGetAttribute cudaDeviceGetAttribute
@@ -112,6 +125,15 @@
 #define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define gpuMemsetAsync cudaMemsetAsync
+#define gpuGraph_t cudaGraph_t
+#define gpuGraphExec_t cudaGraphExec_t
+#define gpuStreamBeginCapture cudaStreamBeginCapture
+#define gpuStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#define gpuStreamEndCapture cudaStreamEndCapture
+#define gpuGraphInstantiate cudaGraphInstantiate
+#define gpuGraphLaunch cudaGraphLaunch
+#define gpuGraphDestroy cudaGraphDestroy
+#define gpuGraphExecDestroy cudaGraphExecDestroy
 #define gpuRuntimeGetVersion cudaRuntimeGetVersion
 #define gpuDriverGetVersion cudaDriverGetVersion
 #define gpuHalf __half

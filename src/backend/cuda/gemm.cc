@@ -42,6 +42,18 @@ StatusOr<LtGemm::Plan*> LtGemm::GetPlan(cuda::ElemType t, int64_t rows, int64_t 
   auto it = plans_.find(key);
   if (it != plans_.end()) return &it->second;
   Plan p;
+  // Destroys what was created when a step fails (a kept plan is owned by plans_).
+  struct Guard {
+    Plan& p;
+    bool keep = false;
+    ~Guard() {
+      if (keep) return;
+      if (p.a) blasLtMatrixLayoutDestroy(p.a);
+      if (p.b) blasLtMatrixLayoutDestroy(p.b);
+      if (p.c) blasLtMatrixLayoutDestroy(p.c);
+      if (p.desc) blasLtMatmulDescDestroy(p.desc);
+    }
+  } guard{p};
   const auto type = DataType(t);
   TS_RETURN_IF_ERROR(BlasStatus(blasLtMatmulDescCreate(&p.desc, BLAS_COMPUTE_32F, GPU_R_32F), "desc"));
   // Column-major view of the row-major problem: y^T[N, rows] = W[N, K] . x^T[K, rows], with
@@ -73,6 +85,7 @@ StatusOr<LtGemm::Plan*> LtGemm::GetPlan(cuda::ElemType t, int64_t rows, int64_t 
     return Unimplemented("cuBLASLt has no algorithm for a " + std::to_string(rows) + "x" +
                          std::to_string(n) + "x" + std::to_string(k) + " GEMM of this type");
   }
+  guard.keep = true;
   return &(plans_[key] = p);
 }
 
