@@ -5,6 +5,7 @@
 #define TIERSCOPE_BACKEND_BACKEND_H_
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -93,6 +94,32 @@ class LaunchHook {
  public:
   virtual ~LaunchHook() = default;
   virtual Status OnLaunch(const LaunchDesc& desc, FunctionRef<StatusOr<KernelRun>()> run) = 0;
+};
+
+// Live/peak bytes and allocation counts, the bookkeeping every backend's allocator
+// shares (thread-safe).
+class MemoryAccounting {
+ public:
+  // Both return the live bytes after the event.
+  int64_t OnAllocate(size_t bytes) {
+    const int64_t live = live_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
+    int64_t peak = peak_.load();
+    while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
+    }
+    allocations_.fetch_add(1);
+    return live;
+  }
+  int64_t OnFree(size_t bytes) {
+    frees_.fetch_add(1);
+    return live_.fetch_sub(static_cast<int64_t>(bytes)) - static_cast<int64_t>(bytes);
+  }
+  MemoryStats stats() const {
+    return MemoryStats{live_.load(), peak_.load(), allocations_.load(), frees_.load()};
+  }
+  void ResetPeak() { peak_.store(live_.load()); }
+
+ private:
+  std::atomic<int64_t> live_{0}, peak_{0}, allocations_{0}, frees_{0};
 };
 
 // Nanoseconds of a monotonic clock shared by the backend and the profiler.

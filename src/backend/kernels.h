@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "core/tensor.h"
 #include "model/tensor_map.h"
@@ -31,6 +32,17 @@ class PackedWeight {
   int64_t n_, k_;
   DType dtype_;
 };
+
+// OutOfRange unless src fits in dst at dst_byte_offset (CopyInto's precondition).
+inline Status CheckCopyInto(const Tensor& src, const Tensor& dst, size_t dst_byte_offset) {
+  const size_t n = src.bytes();
+  if (dst_byte_offset > dst.bytes() || n > dst.bytes() - dst_byte_offset) {
+    return OutOfRange("CopyInto: " + std::to_string(n) + " bytes at offset " +
+                      std::to_string(dst_byte_offset) + " exceed the destination's " +
+                      std::to_string(dst.bytes()));
+  }
+  return OkStatus();
+}
 
 class Kernels {
  public:

@@ -8,10 +8,13 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "test_util.h"
 #include "tierscope/engine.h"
 
 namespace tierscope {
 namespace {
+
+using testing::Cosine;
 
 bool GpuPresent() {
   if (!HaveGpuBackend()) return false;
@@ -68,16 +71,6 @@ BatchInput PaddedBatch(const BertConfig& c) {
     }
   }
   return in;
-}
-
-double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ab += double{a[i]} * b[i];
-    aa += double{a[i]} * a[i];
-    bb += double{b[i]} * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
 }
 
 class CudaMatchesCpu : public ::testing::TestWithParam<DType> {};

@@ -17,6 +17,7 @@ namespace tierscope {
 namespace {
 
 using testing::Contains;
+using testing::Cosine;
 
 class BertEngineTest : public testing::FreshCacheTest {
  protected:
@@ -43,16 +44,6 @@ class BertEngineTest : public testing::FreshCacheTest {
   }
   static inline std::string* dir_ = nullptr;
 };
-
-double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ab += double{a[i]} * b[i];
-    aa += double{a[i]} * a[i];
-    bb += double{b[i]} * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
 
 TEST_F(BertEngineTest, DefaultModelIsARealHuggingFaceDirectoryWrittenOnce) {
   EXPECT_TRUE(Contains(*dir_, cache_->path()));

@@ -11,12 +11,8 @@ constexpr int64_t kChunkBytes = 64 * 1024;
 }  // namespace
 
 Status CpuCopyInto(CpuBackend& be, const Tensor& src, Tensor& dst, size_t dst_byte_offset) {
+  TS_RETURN_IF_ERROR(CheckCopyInto(src, dst, dst_byte_offset));
   const size_t n = src.bytes();
-  if (dst_byte_offset > dst.bytes() || n > dst.bytes() - dst_byte_offset) {
-    return OutOfRange("CopyInto: " + std::to_string(n) + " bytes at offset " +
-                      std::to_string(dst_byte_offset) + " exceed the destination's " +
-                      std::to_string(dst.bytes()));
-  }
   if (n == 0) return OkStatus();
   LaunchDesc desc;
   desc.kernel = "cpu_memcpy_dtod";

@@ -116,19 +116,14 @@ StatusOr<void*> CpuBackend::Allocate(size_t bytes) {
   if (p == nullptr) {
     return ResourceExhausted("cpu backend: cannot allocate " + std::to_string(bytes) + " bytes");
   }
-  int64_t live = live_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
-  int64_t peak = peak_.load();
-  while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
-  }
-  allocations_.fetch_add(1);
+  const int64_t live = accounting_.OnAllocate(bytes);
   if (observer_ != nullptr) observer_->OnAllocate(reinterpret_cast<uintptr_t>(p), bytes, live);
   return p;
 }
 
 void CpuBackend::Deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
-  const int64_t live = live_.fetch_sub(static_cast<int64_t>(bytes)) - static_cast<int64_t>(bytes);
-  frees_.fetch_add(1);
+  const int64_t live = accounting_.OnFree(bytes);
   if (observer_ != nullptr) observer_->OnFree(reinterpret_cast<uintptr_t>(ptr), bytes, live);
   const size_t rounded = RoundedSize(bytes);
   {
@@ -143,11 +138,9 @@ void CpuBackend::Deallocate(void* ptr, size_t bytes) {
   std::free(ptr);
 }
 
-MemoryStats CpuBackend::memory_stats() const {
-  return MemoryStats{live_.load(), peak_.load(), allocations_.load(), frees_.load()};
-}
+MemoryStats CpuBackend::memory_stats() const { return accounting_.stats(); }
 
-void CpuBackend::ResetPeakMemory() { peak_.store(live_.load()); }
+void CpuBackend::ResetPeakMemory() { accounting_.ResetPeak(); }
 
 Status CpuBackend::CopyHostToDevice(void* dst, const void* src, size_t bytes) {
   if (bytes) std::memcpy(dst, src, bytes);

@@ -61,10 +61,7 @@ class CpuBackend : public Backend {
   LaunchHook* hook_ = nullptr;
   std::vector<std::vector<float>> scratch_;
   size_t scratch_floats_ = 0;
-  std::atomic<int64_t> live_{0};
-  std::atomic<int64_t> peak_{0};
-  std::atomic<int64_t> allocations_{0};
-  std::atomic<int64_t> frees_{0};
+  MemoryAccounting accounting_;
   // Freed blocks by rounded size, at most kMaxCachedBytes in all.
   static constexpr size_t kMaxCachedBytes = size_t{1} << 30;
   std::mutex cache_mu_;

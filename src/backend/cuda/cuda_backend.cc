@@ -114,19 +114,14 @@ StatusOr<void*> CudaBackend::Allocate(size_t bytes) {
                                std::to_string(bytes) + " bytes: " + gpuGetErrorString(e));
     }
   }
-  const int64_t live = live_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
-  int64_t peak = peak_.load();
-  while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
-  }
-  allocations_.fetch_add(1);
+  const int64_t live = accounting_.OnAllocate(bytes);
   if (observer_ != nullptr) observer_->OnAllocate(reinterpret_cast<uintptr_t>(p), bytes, live);
   return p;
 }
 
 void CudaBackend::Deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
-  const int64_t live = live_.fetch_sub(static_cast<int64_t>(bytes)) - static_cast<int64_t>(bytes);
-  frees_.fetch_add(1);
+  const int64_t live = accounting_.OnFree(bytes);
   if (observer_ != nullptr) observer_->OnFree(reinterpret_cast<uintptr_t>(ptr), bytes, live);
   // Kept for reuse, like PyTorch's caching allocator: kernels already queued on the one
   // stream that may still read it finish before any later user's kernels start. (A graph
@@ -136,11 +131,9 @@ void CudaBackend::Deallocate(void* ptr, size_t bytes) {
   cache_[RoundedSize(bytes)].push_back(ptr);
 }
 
-MemoryStats CudaBackend::memory_stats() const {
-  return MemoryStats{live_.load(), peak_.load(), allocations_.load(), frees_.load()};
-}
+MemoryStats CudaBackend::memory_stats() const { return accounting_.stats(); }
 
-void CudaBackend::ResetPeakMemory() { peak_.store(live_.load()); }
+void CudaBackend::ResetPeakMemory() { accounting_.ResetPeak(); }
 
 Status CudaBackend::CopyHostToDevice(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return OkStatus();

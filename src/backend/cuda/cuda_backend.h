@@ -78,7 +78,7 @@ class CudaBackend : public Backend {
   bool capturing_ = false;
   int sm_count_ = 0, max_threads_per_sm_ = 0, regs_per_sm_ = 0, cc_ = 0;
   int64_t shared_per_sm_ = 0;
-  std::atomic<int64_t> live_{0}, peak_{0}, allocations_{0}, frees_{0};
+  MemoryAccounting accounting_;
   std::mutex cache_mu_;
   std::unordered_map<size_t, std::vector<void*>> cache_;
 };

@@ -186,12 +186,8 @@ class CudaKernels : public Kernels {
   }
 
   Status CopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset) override {
+    TS_RETURN_IF_ERROR(CheckCopyInto(src, dst, dst_byte_offset));
     const size_t n = src.bytes();
-    if (dst_byte_offset > dst.bytes() || n > dst.bytes() - dst_byte_offset) {
-      return OutOfRange("copy of " + std::to_string(n) + " bytes at offset " +
-                        std::to_string(dst_byte_offset) + " exceed the destination's " +
-                        std::to_string(dst.bytes()));
-    }
     if (n == 0) return OkStatus();
     auto* d = static_cast<std::byte*>(dst.data()) + dst_byte_offset;
     LaunchDesc desc;
