@@ -77,6 +77,14 @@ class BackendObserver {
   virtual void OnLaunch(const LaunchDesc& desc, int64_t launch_begin_ns, int64_t launch_end_ns,
                         int64_t kernel_begin_ns, int64_t kernel_end_ns,
                         const std::vector<WorkerSpan>& workers) = 0;
+  // Asynchronous devices (CUDA with CUPTI): the launch is reported when it is enqueued,
+  // while the operator that issued it is still open; its kernel's device times follow
+  // later through OnKernelTimes with the returned token (-1: not recorded).
+  virtual int64_t OnLaunchAsync(const LaunchDesc& desc, int64_t launch_begin_ns,
+                                int64_t launch_end_ns) {
+    return -1;
+  }
+  virtual void OnKernelTimes(int64_t token, int64_t kernel_begin_ns, int64_t kernel_end_ns) {}
 };
 
 // One run of a kernel over its whole grid: first task start to last task end, and each

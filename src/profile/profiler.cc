@@ -77,10 +77,9 @@ void Profiler::OnFree(uintptr_t addr, size_t bytes, int64_t live_bytes) {
   RecordMemory(addr, -static_cast<double>(bytes), live_bytes);
 }
 
-void Profiler::OnLaunch(const LaunchDesc& desc, int64_t launch_begin_ns, int64_t launch_end_ns,
-                        int64_t kernel_begin_ns, int64_t kernel_end_ns,
-                        const std::vector<WorkerSpan>& workers) {
-  if (!recording_) return;
+int64_t Profiler::AddLaunch(const LaunchDesc& desc, int64_t launch_begin_ns, int64_t launch_end_ns,
+                            int64_t kernel_begin_ns, int64_t kernel_end_ns, int64_t* corr_out,
+                            int64_t* op_out) {
   const int64_t corr = next_correlation_++;
   const int64_t op = CurrentOpId();
   Event& launch = trace_.Add(EventKind::kRuntime, "cudaLaunchKernel", Rel(launch_begin_ns),
@@ -106,6 +105,33 @@ void Profiler::OnLaunch(const LaunchDesc& desc, int64_t launch_begin_ns, int64_t
   k.v0 = desc.flops;
   k.v1 = desc.bytes_read + desc.bytes_written;
   k.args = args_id;
+  if (corr_out) *corr_out = corr;
+  if (op_out) *op_out = op;
+  return static_cast<int64_t>(trace_.events.size()) - 1;
+}
+
+int64_t Profiler::OnLaunchAsync(const LaunchDesc& desc, int64_t launch_begin_ns,
+                                int64_t launch_end_ns) {
+  if (!recording_) return -1;
+  // The kernel's times are not known yet: it starts where the launch ends, for now.
+  return AddLaunch(desc, launch_begin_ns, launch_end_ns, launch_end_ns, launch_end_ns, nullptr,
+                   nullptr);
+}
+
+void Profiler::OnKernelTimes(int64_t token, int64_t kernel_begin_ns, int64_t kernel_end_ns) {
+  if (token < 0 || token >= static_cast<int64_t>(trace_.events.size())) return;
+  Event& k = trace_.events[static_cast<size_t>(token)];
+  if (k.kind != EventKind::kKernel) return;
+  k.ts_ns = Rel(kernel_begin_ns);
+  k.dur_ns = kernel_end_ns - kernel_begin_ns;
+}
+
+void Profiler::OnLaunch(const LaunchDesc& desc, int64_t launch_begin_ns, int64_t launch_end_ns,
+                        int64_t kernel_begin_ns, int64_t kernel_end_ns,
+                        const std::vector<WorkerSpan>& workers) {
+  if (!recording_) return;
+  int64_t corr = 0, op = 0;
+  AddLaunch(desc, launch_begin_ns, launch_end_ns, kernel_begin_ns, kernel_end_ns, &corr, &op);
   if (!options_.record_tasks) return;
   for (size_t w = 0; w < workers.size(); ++w) {
     const WorkerSpan& s = workers[w];

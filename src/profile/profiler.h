@@ -46,6 +46,9 @@ class Profiler : public BackendObserver {
   // BackendObserver.
   void OnAllocate(uintptr_t addr, size_t bytes, int64_t live_bytes) override;
   void OnFree(uintptr_t addr, size_t bytes, int64_t live_bytes) override;
+  int64_t OnLaunchAsync(const LaunchDesc& desc, int64_t launch_begin_ns,
+                        int64_t launch_end_ns) override;
+  void OnKernelTimes(int64_t token, int64_t kernel_begin_ns, int64_t kernel_end_ns) override;
   void OnLaunch(const LaunchDesc& desc, int64_t launch_begin_ns, int64_t launch_end_ns,
                 int64_t kernel_begin_ns, int64_t kernel_end_ns,
                 const std::vector<WorkerSpan>& workers) override;
@@ -59,6 +62,9 @@ class Profiler : public BackendObserver {
     int64_t id;    // External id (0 for annotations)
   };
   int64_t Rel(int64_t ns) const { return ns - start_ns_; }
+  // Adds the runtime launch and its kernel event; returns the kernel event's index.
+  int64_t AddLaunch(const LaunchDesc& desc, int64_t launch_begin_ns, int64_t launch_end_ns,
+                    int64_t kernel_begin_ns, int64_t kernel_end_ns, int64_t* corr, int64_t* op);
   void BeginScope(EventKind kind, std::string_view name, std::string_view args);
   void RecordMemory(uintptr_t addr, double bytes, int64_t live_bytes);
   int64_t CurrentOpId() const;

@@ -8,6 +8,7 @@
 
 #include "lab/bench.h"
 #include "profile/op_summary.h"
+#include "profile/profiler.h"
 #include "test_util.h"
 
 namespace tierscope {
@@ -99,6 +100,42 @@ TEST_F(ProfilerTest, TraceNeedsProfileFlag) {
   o.profile = false;
   o.trace_path = "/tmp/x.json";
   EXPECT_EQ(RunBench(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ProfilerAsyncTest, AsyncLaunchesGetTheirKernelTimesLaterUnderTheirOperator) {
+  DeviceProps device;
+  device.kind = "cuda";
+  Profiler p(ProfilerOptions{}, device);
+  LaunchDesc desc;
+  desc.kernel = "ts_layer_norm_f32";
+  desc.grid = Dim3{8, 1, 1};
+  desc.block = Dim3{128, 1, 1};
+  p.set_recording(false);
+  EXPECT_EQ(p.OnLaunchAsync(desc, 10, 20), -1);  // not recording: nothing kept
+  p.set_recording(true);
+  const int64_t t0 = MonotonicNs();
+  p.BeginOp("aten::layer_norm", {});
+  const int64_t token = p.OnLaunchAsync(desc, t0 + 1000, t0 + 3000);
+  p.End();
+  ASSERT_GE(token, 0);
+  p.OnKernelTimes(token, t0 + 50000, t0 + 80000);  // the device ran it later
+  p.OnKernelTimes(token + 1000, 1, 2);              // an unknown token is ignored
+  const Trace& trace = p.trace();
+  const Event* kernel = nullptr;
+  const Event* launch = nullptr;
+  const Event* op = nullptr;
+  for (const Event& e : trace.events) {
+    if (e.kind == EventKind::kKernel) kernel = &e;
+    if (e.kind == EventKind::kRuntime) launch = &e;
+    if (e.kind == EventKind::kOp) op = &e;
+  }
+  ASSERT_TRUE(kernel && launch && op);
+  EXPECT_EQ(kernel->dur_ns, 30000);
+  EXPECT_EQ(kernel->ts_ns - launch->ts_ns, 49000);
+  EXPECT_EQ(launch->dur_ns, 2000);
+  EXPECT_EQ(kernel->correlation, launch->correlation);
+  EXPECT_EQ(kernel->external_id, launch->external_id);
+  EXPECT_NE(kernel->external_id, 0);  // joined to the open operator
 }
 
 TEST(OpSummaryTest, InputDimsAreExtractedFromArgs) {

@@ -2,6 +2,7 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "backend/kernels.h"
@@ -71,6 +72,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int ordinal) {
 
 CudaBackend::~CudaBackend() {
   (void)Use();
+  cupti_.reset();
   kernels_.reset();  // gives its workspace back through Deallocate first
   if (stream_ != nullptr) gpuStreamSynchronize(stream_);
   for (auto& [size, blocks] : cache_) {
@@ -204,7 +206,40 @@ Status CudaBackend::LaunchGraph(Graph& graph) {
 Status CudaBackend::Synchronize() {
   if (capturing_) return OkStatus();  // nothing runs while a capture is open
   TS_RETURN_IF_ERROR(Use());
-  return GpuStatus(gpuStreamSynchronize(stream_), "synchronize");
+  TS_RETURN_IF_ERROR(GpuStatus(gpuStreamSynchronize(stream_), "synchronize"));
+  return FlushTrace();
+}
+
+Status CudaBackend::FlushTrace() {
+  if (cupti_ == nullptr || observer_ == nullptr || pending_.empty()) return OkStatus();
+  return cupti_->Flush([this](uint64_t id, int64_t begin, int64_t end) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;
+    observer_->OnKernelTimes(it->second, begin, end);
+    pending_.erase(it);
+  });
+}
+
+void CudaBackend::SetObserver(BackendObserver* observer) {
+  if (observer_ != nullptr && observer != observer_) {
+    // The detached observer gets the times of everything it saw launched.
+    if (Use().ok()) gpuStreamSynchronize(stream_);
+    (void)FlushTrace();
+    pending_.clear();
+    cupti_.reset();
+  }
+  observer_ = observer;
+  if (observer_ != nullptr && cupti_ == nullptr) {
+    StatusOr<std::unique_ptr<CuptiTracer>> t = CuptiTracer::Start();
+    if (t.ok()) {
+      cupti_ = std::move(*t);
+    } else {
+      std::fprintf(stderr,
+                   "tierscope: warning: %s; kernel times come from CUDA events, one launch at a "
+                   "time\n",
+                   t.status().message().c_str());
+    }
+  }
 }
 
 StatusOr<KernelRun> CudaBackend::RunTimed(const LaunchDesc& desc,
@@ -235,6 +270,17 @@ Status CudaBackend::Launch(const LaunchDesc& desc,
     return hook_->OnLaunch(desc, [&]() -> StatusOr<KernelRun> { return RunTimed(desc, enqueue); });
   }
   if (observer_ == nullptr) return enqueue(stream_);
+  if (cupti_ != nullptr) {  // asynchronous: the kernel's times arrive at the next flush
+    const uint64_t id = next_launch_id_++;
+    const int64_t launch_begin = MonotonicNs();
+    cupti_->Push(id);
+    Status s = enqueue(stream_);
+    cupti_->Pop();
+    TS_RETURN_IF_ERROR(s);
+    const int64_t token = observer_->OnLaunchAsync(desc, launch_begin, MonotonicNs());
+    if (token >= 0) pending_[id] = token;
+    return OkStatus();
+  }
   // CUDA-event timing: exact device time per launch, one launch at a time.
   const int64_t launch_begin = MonotonicNs();
   int64_t launch_end = launch_begin;

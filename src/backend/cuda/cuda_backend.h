@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/cupti_tracer.h"
 #include "backend/kernels.h"
 #include "backend/cuda/cuda_vendor.h"
 
@@ -39,7 +40,9 @@ class CudaBackend : public Backend {
   Status CopyDeviceToHost(void* dst, const void* src, size_t bytes) override;
   Status Synchronize() override;
   Kernels& kernels() override { return *kernels_; }
-  void SetObserver(BackendObserver* observer) override { observer_ = observer; }
+  // With an observer, launches are traced by CUPTI where it can be used (asynchronous,
+  // device timestamps), else timed one by one with CUDA events (a warning says so).
+  void SetObserver(BackendObserver* observer) override;
   void SetLaunchHook(LaunchHook* hook) override { hook_ = hook; }
   Status BeginCapture() override;
   StatusOr<std::unique_ptr<Graph>> EndCapture() override;
@@ -76,6 +79,11 @@ class CudaBackend : public Backend {
   BackendObserver* observer_ = nullptr;
   LaunchHook* hook_ = nullptr;
   bool capturing_ = false;
+  // CUPTI tracing while an observer is attached (null: the CUDA-event fallback).
+  std::unique_ptr<CuptiTracer> cupti_;
+  uint64_t next_launch_id_ = 1;
+  std::unordered_map<uint64_t, int64_t> pending_;  // launch id -> observer token
+  Status FlushTrace();
   int sm_count_ = 0, max_threads_per_sm_ = 0, regs_per_sm_ = 0, cc_ = 0;
   int64_t shared_per_sm_ = 0;
   MemoryAccounting accounting_;
