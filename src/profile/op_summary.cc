@@ -183,9 +183,20 @@ UnitSummary SummarizeUnits(const Trace& t, const std::string& unit) {
     auto it = std::upper_bound(windows.begin(), windows.end(), std::make_pair(ts, INT64_MAX));
     return it != windows.begin() && ts <= std::prev(it)->second;
   };
+  // A kernel belongs to the unit that launched it: on an asynchronous device it may run
+  // after the unit's host scope has closed.
+  std::unordered_map<int64_t, int64_t> launch_ts;  // correlation -> launch time
+  for (const Event& e : t.events) {
+    if (e.kind == EventKind::kRuntime && e.correlation != 0) launch_ts[e.correlation] = e.ts_ns;
+  }
   std::map<std::string, int64_t> calls;
   for (const Event& e : t.events) {
-    if (!inside(e.ts_ns)) continue;
+    int64_t when = e.ts_ns;
+    if (e.kind == EventKind::kKernel) {
+      auto it = launch_ts.find(e.correlation);
+      if (it != launch_ts.end()) when = it->second;
+    }
+    if (!inside(when)) continue;
     switch (e.kind) {
       case EventKind::kOp: calls[std::string(t.strings.Get(e.name))]++; break;
       case EventKind::kRuntime: s.launches++; break;

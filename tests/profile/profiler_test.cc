@@ -114,11 +114,14 @@ TEST(ProfilerAsyncTest, AsyncLaunchesGetTheirKernelTimesLaterUnderTheirOperator)
   EXPECT_EQ(p.OnLaunchAsync(desc, 10, 20), -1);  // not recording: nothing kept
   p.set_recording(true);
   const int64_t t0 = MonotonicNs();
+  p.BeginAnnotation("batched_bert_forward");
   p.BeginOp("aten::layer_norm", {});
   const int64_t token = p.OnLaunchAsync(desc, t0 + 1000, t0 + 3000);
   p.End();
+  p.End();
   ASSERT_GE(token, 0);
-  p.OnKernelTimes(token, t0 + 50000, t0 + 80000);  // the device ran it later
+  // The device ran it long after the unit's host scope closed.
+  p.OnKernelTimes(token, t0 + 50'000'000, t0 + 80'000'000);
   p.OnKernelTimes(token + 1000, 1, 2);              // an unknown token is ignored
   const Trace& trace = p.trace();
   const Event* kernel = nullptr;
@@ -130,12 +133,18 @@ TEST(ProfilerAsyncTest, AsyncLaunchesGetTheirKernelTimesLaterUnderTheirOperator)
     if (e.kind == EventKind::kOp) op = &e;
   }
   ASSERT_TRUE(kernel && launch && op);
-  EXPECT_EQ(kernel->dur_ns, 30000);
-  EXPECT_EQ(kernel->ts_ns - launch->ts_ns, 49000);
+  EXPECT_EQ(kernel->dur_ns, 30'000'000);
+  EXPECT_EQ(kernel->ts_ns - launch->ts_ns, 49'999'000);
   EXPECT_EQ(launch->dur_ns, 2000);
   EXPECT_EQ(kernel->correlation, launch->correlation);
   EXPECT_EQ(kernel->external_id, launch->external_id);
   EXPECT_NE(kernel->external_id, 0);  // joined to the open operator
+  // The unit summary counts the kernel in the unit that launched it.
+  const UnitSummary unit = SummarizeUnits(trace, "batched_bert_forward");
+  EXPECT_EQ(unit.units, 1);
+  EXPECT_EQ(unit.kernels, 1);
+  EXPECT_EQ(unit.launches, 1);
+  EXPECT_DOUBLE_EQ(unit.device_busy_ns, 30'000'000.0);
 }
 
 TEST(OpSummaryTest, InputDimsAreExtractedFromArgs) {

@@ -72,6 +72,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int ordinal) {
 
 CudaBackend::~CudaBackend() {
   (void)Use();
+  if (observer_ != nullptr) SetObserver(nullptr);  // delivers what CUPTI still holds
   cupti_.reset();
   kernels_.reset();  // gives its workspace back through Deallocate first
   if (stream_ != nullptr) gpuStreamSynchronize(stream_);
@@ -211,13 +212,18 @@ Status CudaBackend::Synchronize() {
 }
 
 Status CudaBackend::FlushTrace() {
-  if (cupti_ == nullptr || observer_ == nullptr || pending_.empty()) return OkStatus();
-  return cupti_->Flush([this](uint64_t id, int64_t begin, int64_t end) {
+  if (cupti_ == nullptr) return OkStatus();
+  // Always drained (also while the observer is not recording), so buffers do not pile up.
+  Status s = cupti_->Flush([this](uint64_t id, int64_t begin, int64_t end) {
     auto it = pending_.find(id);
     if (it == pending_.end()) return;
-    observer_->OnKernelTimes(it->second, begin, end);
+    if (observer_ != nullptr) observer_->OnKernelTimes(it->second, begin, end);
     pending_.erase(it);
   });
+  if (!s.ok()) {  // the trace loses times; the workload goes on
+    std::fprintf(stderr, "tierscope: warning: %s\n", s.message().c_str());
+  }
+  return OkStatus();
 }
 
 void CudaBackend::SetObserver(BackendObserver* observer) {
@@ -225,6 +231,10 @@ void CudaBackend::SetObserver(BackendObserver* observer) {
     // The detached observer gets the times of everything it saw launched.
     if (Use().ok()) gpuStreamSynchronize(stream_);
     (void)FlushTrace();
+    if (!pending_.empty()) {
+      std::fprintf(stderr, "tierscope: warning: %zu launches got no device times from CUPTI\n",
+                   pending_.size());
+    }
     pending_.clear();
     cupti_.reset();
   }

@@ -48,6 +48,21 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
   g_completed.emplace_back(buffer, valid);
 }
 
+// CUPTI stamps records with MonotonicNs's clock itself, so no offset can drift.
+uint64_t CUPTIAPI Timestamp() { return static_cast<uint64_t>(MonotonicNs()); }
+
+// Kernels and device copies carry the times; runtime and driver records must be on for
+// CUPTI to write the external-correlation records (launches through <<<>>> are runtime
+// calls, cuBLASLt's are driver calls); their own records are skipped.
+constexpr CUpti_ActivityKind kKinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+
+void DisableAll() {
+  for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
+}
+
 Status Cupti(CUptiResult r, const char* what) {
   if (r == CUPTI_SUCCESS) return OkStatus();
   const char* msg = nullptr;
@@ -65,31 +80,26 @@ StatusOr<std::unique_ptr<CuptiTracer>> CuptiTracer::Start() {
   std::unique_ptr<CuptiTracer> t(new CuptiTracer());
   TS_RETURN_IF_ERROR(Cupti(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted),
                            "register buffers"));
-  TS_RETURN_IF_ERROR(Cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
-                           "enable kernel records"));
-  Status s = Cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "enable memcpy records");
-  if (s.ok()) {
-    s = Cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION),
-              "enable external correlation");
+  if (cuptiActivityRegisterTimestampCallback(Timestamp) != CUPTI_SUCCESS) {
+    uint64_t now = 0;  // CUPTI's own clock (CLOCK_REALTIME): one offset, taken now
+    cuptiGetTimestamp(&now);
+    t->clock_offset_ns_ = MonotonicNs() - static_cast<int64_t>(now);
   }
-  if (!s.ok()) {
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
-    return s;
+  for (CUpti_ActivityKind k : kKinds) {
+    Status s = Cupti(cuptiActivityEnable(k), "enable activity records");
+    if (!s.ok()) {
+      DisableAll();
+      return s;
+    }
   }
-  uint64_t now = 0;
-  cuptiGetTimestamp(&now);
-  t->clock_offset_ns_ = MonotonicNs() - static_cast<int64_t>(now);
   std::lock_guard<std::mutex> lock(g_mu);
   g_active = true;
   return t;
 }
 
 CuptiTracer::~CuptiTracer() {
-  cuptiActivityFlushAll(1);
-  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
-  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  DisableAll();
   std::lock_guard<std::mutex> lock(g_mu);
   for (auto& [buffer, valid] : g_completed) std::free(buffer);
   g_completed.clear();
@@ -106,7 +116,7 @@ void CuptiTracer::Pop() {
 }
 
 Status CuptiTracer::Flush(const std::function<void(uint64_t, int64_t, int64_t)>& deliver) {
-  TS_RETURN_IF_ERROR(Cupti(cuptiActivityFlushAll(1), "flush"));
+  TS_RETURN_IF_ERROR(Cupti(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "flush"));
   std::vector<std::pair<uint8_t*, size_t>> buffers;
   {
     std::lock_guard<std::mutex> lock(g_mu);
@@ -118,14 +128,20 @@ Status CuptiTracer::Flush(const std::function<void(uint64_t, int64_t, int64_t)>&
       if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
           record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+        if (k->start == 0 && k->end == 0) continue;  // CUPTI could not time it
         Span& s = kernels_[k->correlationId];
         s.begin = std::min(s.begin, static_cast<int64_t>(k->start) + clock_offset_ns_);
         s.end = std::max(s.end, static_cast<int64_t>(k->end) + clock_offset_ns_);
       } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {  // CopyInto's device copies
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-        Span& s = kernels_[m->correlationId];
-        s.begin = std::min(s.begin, static_cast<int64_t>(m->start) + clock_offset_ns_);
-        s.end = std::max(s.end, static_cast<int64_t>(m->end) + clock_offset_ns_);
+        if (m->start == 0 && m->end == 0) continue;
+        // Its correlation id is the driver call's; the runtime call's is kept beside it.
+        for (uint32_t id : {m->correlationId, m->runtimeCorrelationId}) {
+          if (id == 0) continue;
+          Span& s = kernels_[id];
+          s.begin = std::min(s.begin, static_cast<int64_t>(m->start) + clock_offset_ns_);
+          s.end = std::max(s.end, static_cast<int64_t>(m->end) + clock_offset_ns_);
+        }
       } else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
         const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
         if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
@@ -137,18 +153,17 @@ Status CuptiTracer::Flush(const std::function<void(uint64_t, int64_t, int64_t)>&
   }
   // One launch may have run several kernels (several correlation ids): span them all.
   std::unordered_map<uint64_t, Span> launches;
-  for (auto it = kernels_.begin(); it != kernels_.end();) {
-    auto ext = external_.find(it->first);
-    if (ext == external_.end()) {
-      ++it;  // its correlation record has not arrived yet
-      continue;
-    }
+  for (const auto& [correlation, span] : kernels_) {
+    auto ext = external_.find(correlation);
+    if (ext == external_.end()) continue;  // host copies, other libraries' work
     Span& l = launches[ext->second];
-    l.begin = std::min(l.begin, it->second.begin);
-    l.end = std::max(l.end, it->second.end);
-    external_.erase(ext);
-    it = kernels_.erase(it);
+    l.begin = std::min(l.begin, span.begin);
+    l.end = std::max(l.end, span.end);
   }
+  // After a synchronize and a forced flush every record of finished work has arrived:
+  // what is left unmatched never will be.
+  kernels_.clear();
+  external_.clear();
   for (const auto& [id, span] : launches) deliver(id, span.begin, span.end);
   return OkStatus();
 }

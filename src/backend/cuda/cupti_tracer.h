@@ -33,7 +33,7 @@ class CuptiTracer {
   struct Span {
     int64_t begin = INT64_MAX, end = 0;
   };
-  int64_t clock_offset_ns_ = 0;                        // MonotonicNs - CUPTI timestamp
+  int64_t clock_offset_ns_ = 0;  // 0 when CUPTI uses MonotonicNs's clock (the usual case)
   std::unordered_map<uint32_t, uint64_t> external_;   // correlation id -> launch id
   std::unordered_map<uint32_t, Span> kernels_;        // correlation id -> kernel span
 };
