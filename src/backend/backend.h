@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -128,6 +130,47 @@ class MemoryAccounting {
 
  private:
   std::atomic<int64_t> live_{0}, peak_{0}, allocations_{0}, frees_{0};
+};
+
+// Freed blocks kept by (rounded) size and handed out again, as a caching allocator does,
+// at most max_bytes in all (thread-safe). Shared by the CPU and CUDA backends.
+class BlockCache {
+ public:
+  explicit BlockCache(size_t max_bytes) : max_bytes_(max_bytes) {}
+  // A cached block of exactly `bytes`, or null.
+  void* Take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = blocks_.find(bytes);
+    if (it == blocks_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    cached_bytes_ -= bytes;
+    return p;
+  }
+  // Keeps `p`; false when that would pass max_bytes (the caller frees it then).
+  bool Put(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cached_bytes_ + bytes > max_bytes_) return false;
+    blocks_[bytes].push_back(p);
+    cached_bytes_ += bytes;
+    return true;
+  }
+  // Frees every cached block with `free_block`.
+  template <typename F>
+  void ReleaseAll(F&& free_block) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [size, blocks] : blocks_) {
+      for (void* p : blocks) free_block(p);
+    }
+    blocks_.clear();
+    cached_bytes_ = 0;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> blocks_;
+  size_t cached_bytes_ = 0;
+  const size_t max_bytes_;
 };
 
 // Nanoseconds of a monotonic clock shared by the backend and the profiler.

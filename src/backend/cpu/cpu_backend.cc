@@ -76,7 +76,8 @@ const char* DTypeTag(DType t) {
 
 CpuBackend::CpuBackend(int threads)
     : pool_(threads <= 0 ? ThreadPool::HardwareThreads() : threads),
-      kernels_(std::make_unique<CpuKernels>(*this)) {
+      kernels_(std::make_unique<CpuKernels>(*this)),
+      cache_(kSanitized ? 0 : size_t{1} << 30) {
   props_.kind = "cpu";
   props_.compute_units = pool_.num_threads();
   props_.name = "cpu: " + CpuModelName() + " (" + std::to_string(pool_.num_threads()) +
@@ -88,9 +89,7 @@ CpuBackend::CpuBackend(int threads)
 }
 
 CpuBackend::~CpuBackend() {
-  for (auto& [size, blocks] : cache_) {
-    for (void* p : blocks) std::free(p);
-  }
+  cache_.ReleaseAll([](void* p) { std::free(p); });
 }
 
 namespace {
@@ -102,16 +101,7 @@ size_t RoundedSize(size_t bytes) {
 
 StatusOr<void*> CpuBackend::Allocate(size_t bytes) {
   const size_t rounded = RoundedSize(bytes);
-  void* p = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(cache_mu_);
-    auto it = cache_.find(rounded);
-    if (it != cache_.end() && !it->second.empty()) {
-      p = it->second.back();
-      it->second.pop_back();
-      cached_bytes_ -= rounded;
-    }
-  }
+  void* p = cache_.Take(rounded);
   if (p == nullptr) p = std::aligned_alloc(kAlignment, rounded);
   if (p == nullptr) {
     return ResourceExhausted("cpu backend: cannot allocate " + std::to_string(bytes) + " bytes");
@@ -125,16 +115,7 @@ void CpuBackend::Deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   const int64_t live = accounting_.OnFree(bytes);
   if (observer_ != nullptr) observer_->OnFree(reinterpret_cast<uintptr_t>(ptr), bytes, live);
-  const size_t rounded = RoundedSize(bytes);
-  {
-    std::lock_guard<std::mutex> lock(cache_mu_);
-    // Under AddressSanitizer every block goes back to malloc, so use-after-free is caught.
-    if (!kSanitized && cached_bytes_ + rounded <= kMaxCachedBytes) {
-      cache_[rounded].push_back(ptr);
-      cached_bytes_ += rounded;
-      return;
-    }
-  }
+  if (cache_.Put(ptr, RoundedSize(bytes))) return;
   std::free(ptr);
 }
 

@@ -76,9 +76,7 @@ CudaBackend::~CudaBackend() {
   cupti_.reset();
   kernels_.reset();  // gives its workspace back through Deallocate first
   if (stream_ != nullptr) gpuStreamSynchronize(stream_);
-  for (auto& [size, blocks] : cache_) {
-    for (void* p : blocks) gpuFree(p);
-  }
+  cache_.ReleaseAll([](void* p) { gpuFree(p); });
   if (start_ != nullptr) gpuEventDestroy(start_);
   if (stop_ != nullptr) gpuEventDestroy(stop_);
   if (stream_ != nullptr) gpuStreamDestroy(stream_);
@@ -87,28 +85,14 @@ CudaBackend::~CudaBackend() {
 StatusOr<void*> CudaBackend::Allocate(size_t bytes) {
   TS_RETURN_IF_ERROR(Use());
   const size_t rounded = RoundedSize(bytes);
-  void* p = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(cache_mu_);
-    auto it = cache_.find(rounded);
-    if (it != cache_.end() && !it->second.empty()) {
-      p = it->second.back();
-      it->second.pop_back();
-    }
-  }
+  void* p = cache_.Take(rounded);
   if (p == nullptr) {
     gpuError_t e = gpuMalloc(&p, rounded);
     if (e != gpuSuccess && !capturing_) {
       // Out of memory with blocks of other sizes cached: give them all back and retry.
       (void)gpuGetLastError();
       gpuStreamSynchronize(stream_);
-      {
-        std::lock_guard<std::mutex> lock(cache_mu_);
-        for (auto& [size, blocks] : cache_) {
-          for (void* b : blocks) gpuFree(b);
-        }
-        cache_.clear();
-      }
+      cache_.ReleaseAll([](void* b) { gpuFree(b); });
       e = gpuMalloc(&p, rounded);
     }
     if (e != gpuSuccess) {
@@ -130,8 +114,7 @@ void CudaBackend::Deallocate(void* ptr, size_t bytes) {
   // stream that may still read it finish before any later user's kernels start. (A graph
   // captured meanwhile keeps using such blocks: only bench --graph captures, and it
   // allocates nothing between replays; a general graph API would need a private pool.)
-  std::lock_guard<std::mutex> lock(cache_mu_);
-  cache_[RoundedSize(bytes)].push_back(ptr);
+  cache_.Put(ptr, RoundedSize(bytes));  // no size limit: always kept
 }
 
 MemoryStats CudaBackend::memory_stats() const { return accounting_.stats(); }

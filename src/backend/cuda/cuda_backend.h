@@ -87,8 +87,7 @@ class CudaBackend : public Backend {
   int sm_count_ = 0, max_threads_per_sm_ = 0, regs_per_sm_ = 0, cc_ = 0;
   int64_t shared_per_sm_ = 0;
   MemoryAccounting accounting_;
-  std::mutex cache_mu_;
-  std::unordered_map<size_t, std::vector<void*>> cache_;
+  BlockCache cache_{SIZE_MAX};  // freed blocks; released and retried on out-of-memory
 };
 
 // The CUDA op kernels (cuda_kernels.cc), over cuBLASLt for GEMMs (gemm.cc).
