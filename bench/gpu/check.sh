@@ -4,7 +4,7 @@
 # GPU unit tests (CUDA vs CPU: FP32 max abs <= 1e-3, FP16/BF16 cosine >= 0.9999), the
 # device properties, the four bench modes at batch 64 x seq 128, tier-1/2 traces of one
 # serial and one batched work unit with their reports and diff, the CUDA-graph path
-# (serial and batched), the batch sweep 1..256,
+# (serial and batched), a serving run under `tierscope load`, the batch sweep 1..256,
 # and one quick lab run. Everything goes under OUT (default results/gpu; $OUT on the
 # device machine). Each step's failure is recorded and the script goes on.
 set -uo pipefail
@@ -53,6 +53,22 @@ run analyze_serial "$bin" analyze "$out/serial.json.gz"
 run analyze_batch "$bin" analyze "$out/batch.json.gz"
 run diff "$bin" diff "$out/serial.json.gz" "$out/batch.json.gz"
 run hot_kernels "$bin" stats "$out/serial.json.gz" --report units,in_use,hot_kernels
+# Serving on the GPU: the server with dynamic batching under a short closed-loop load.
+"$bin" serve --device cuda --port 0 >"$out/serve_stdout.txt" 2>"$out/serve_stderr.txt" &
+serve_pid=$!
+for _ in $(seq 100); do
+  grep -q listening "$out/serve_stdout.txt" 2>/dev/null && break
+  kill -0 "$serve_pid" 2>/dev/null || break  # it exited: see serve_stderr.txt
+  sleep 0.2
+done
+url=$(grep -o 'http://[0-9.:]*' "$out/serve_stdout.txt" | head -n 1)
+if [ -n "$url" ]; then
+  run serve_load "$bin" load --url "$url" --mode closed --concurrency 64 --duration 10 \
+    --warmup 2 --lengths fixed:128 --json "$out/serve_load.json"
+else
+  echo "serve_load rc=1 (the server did not start)" | tee -a "$out/steps.txt"
+fi
+kill -TERM "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null
 run sweep "$bin" sweep --device cuda --batch-sizes 1,2,4,8,16,32,64,128,256 --out "$out/sweep"
 run lab "$bin" lab --device cuda --quick --out "$out/lab"
 grep -h RESULT_JSON "$out"/bench_*.txt >"$out/results.jsonl" 2>/dev/null || true
