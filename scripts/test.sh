@@ -3,7 +3,7 @@
 # (ctest), then the Python suites (pytest, in a venv it creates and reuses): the
 # Hugging Face golden tests, the trace-format tests (json, Holistic Trace Analysis) and
 # the lab end to end (--quick, schema, report.html in headless Chromium), and WordPiece
-# tokenization against Hugging Face's tokenizer.
+# tokenization against Hugging Face's tokenizer, and the server over HTTP (tests/serve).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh release
