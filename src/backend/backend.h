@@ -68,6 +68,15 @@ struct WorkerSpan {
   int64_t tasks = 0;
 };
 
+// What the device itself reported for a launch (CUPTI): the longest kernel it ran, with
+// its real name and grid (a library call such as a cuBLASLt GEMM picks its own), and how
+// many kernels the launch ran.
+struct DeviceKernelInfo {
+  std::string name;
+  Dim3 grid, block;
+  int kernels = 1;
+};
+
 // Receives what the backend does, for the profiler (tier 2). Times are MonotonicNs().
 class BackendObserver {
  public:
@@ -81,12 +90,14 @@ class BackendObserver {
                         const std::vector<WorkerSpan>& workers) = 0;
   // Asynchronous devices (CUDA with CUPTI): the launch is reported when it is enqueued,
   // while the operator that issued it is still open; its kernel's device times follow
-  // later through OnKernelTimes with the returned token (-1: not recorded).
+  // later through OnKernelTimes with the returned token (-1: not recorded) and, when the
+  // device reported them, its real kernel name and grid (else null).
   virtual int64_t OnLaunchAsync(const LaunchDesc& desc, int64_t launch_begin_ns,
                                 int64_t launch_end_ns) {
     return -1;
   }
-  virtual void OnKernelTimes(int64_t token, int64_t kernel_begin_ns, int64_t kernel_end_ns) {}
+  virtual void OnKernelTimes(int64_t token, int64_t kernel_begin_ns, int64_t kernel_end_ns,
+                             const DeviceKernelInfo* info) {}
 };
 
 // One run of a kernel over its whole grid: first task start to last task end, and each

@@ -118,12 +118,28 @@ int64_t Profiler::OnLaunchAsync(const LaunchDesc& desc, int64_t launch_begin_ns,
                    nullptr);
 }
 
-void Profiler::OnKernelTimes(int64_t token, int64_t kernel_begin_ns, int64_t kernel_end_ns) {
+void Profiler::OnKernelTimes(int64_t token, int64_t kernel_begin_ns, int64_t kernel_end_ns,
+                             const DeviceKernelInfo* info) {
   if (token < 0 || token >= static_cast<int64_t>(trace_.events.size())) return;
   Event& k = trace_.events[static_cast<size_t>(token)];
   if (k.kind != EventKind::kKernel) return;
   k.ts_ns = Rel(kernel_begin_ns);
   k.dur_ns = kernel_end_ns - kernel_begin_ns;
+  if (info == nullptr) return;
+  // The device's own grid replaces the descriptor's; its kernel name goes beside ours.
+  std::string name;
+  for (char c : info->name) {
+    if (c == '"' || c == '\\') name += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) name += c;
+  }
+  char args[160];
+  std::snprintf(args, sizeof(args),
+                "\"grid\": [%lld, %lld, %lld], \"block\": [%lld, %lld, %lld], \"kernels\": %d",
+                static_cast<long long>(info->grid.x), static_cast<long long>(info->grid.y),
+                static_cast<long long>(info->grid.z), static_cast<long long>(info->block.x),
+                static_cast<long long>(info->block.y), static_cast<long long>(info->block.z),
+                info->kernels);
+  k.args = trace_.strings.Intern(std::string(args) + ", \"device_kernel\": \"" + name + "\"");
 }
 
 void Profiler::OnLaunch(const LaunchDesc& desc, int64_t launch_begin_ns, int64_t launch_end_ns,

@@ -48,7 +48,8 @@ class Profiler : public BackendObserver {
   void OnFree(uintptr_t addr, size_t bytes, int64_t live_bytes) override;
   int64_t OnLaunchAsync(const LaunchDesc& desc, int64_t launch_begin_ns,
                         int64_t launch_end_ns) override;
-  void OnKernelTimes(int64_t token, int64_t kernel_begin_ns, int64_t kernel_end_ns) override;
+  void OnKernelTimes(int64_t token, int64_t kernel_begin_ns, int64_t kernel_end_ns,
+                     const DeviceKernelInfo* info) override;
   void OnLaunch(const LaunchDesc& desc, int64_t launch_begin_ns, int64_t launch_end_ns,
                 int64_t kernel_begin_ns, int64_t kernel_end_ns,
                 const std::vector<WorkerSpan>& workers) override;

@@ -121,8 +121,13 @@ TEST(ProfilerAsyncTest, AsyncLaunchesGetTheirKernelTimesLaterUnderTheirOperator)
   p.End();
   ASSERT_GE(token, 0);
   // The device ran it long after the unit's host scope closed.
-  p.OnKernelTimes(token, t0 + 50'000'000, t0 + 80'000'000);
-  p.OnKernelTimes(token + 1000, 1, 2);              // an unknown token is ignored
+  DeviceKernelInfo info;
+  info.name = "sm90_xmma_gemm_\"f32\"";
+  info.grid = Dim3{132, 2, 1};
+  info.block = Dim3{384, 1, 1};
+  info.kernels = 2;
+  p.OnKernelTimes(token, t0 + 50'000'000, t0 + 80'000'000, &info);
+  p.OnKernelTimes(token + 1000, 1, 2, nullptr);  // an unknown token is ignored
   const Trace& trace = p.trace();
   const Event* kernel = nullptr;
   const Event* launch = nullptr;
@@ -139,6 +144,10 @@ TEST(ProfilerAsyncTest, AsyncLaunchesGetTheirKernelTimesLaterUnderTheirOperator)
   EXPECT_EQ(kernel->correlation, launch->correlation);
   EXPECT_EQ(kernel->external_id, launch->external_id);
   EXPECT_NE(kernel->external_id, 0);  // joined to the open operator
+  // The device's grid and kernel name are in the args, as valid JSON members.
+  const std::string args(trace.strings.Get(kernel->args));
+  EXPECT_EQ(args, "\"grid\": [132, 2, 1], \"block\": [384, 1, 1], \"kernels\": 2, "
+                  "\"device_kernel\": \"sm90_xmma_gemm_\\\"f32\\\"\"");
   // The unit summary counts the kernel in the unit that launched it.
   const UnitSummary unit = SummarizeUnits(trace, "batched_bert_forward");
   EXPECT_EQ(unit.units, 1);

@@ -197,10 +197,11 @@ Status CudaBackend::Synchronize() {
 Status CudaBackend::FlushTrace() {
   if (cupti_ == nullptr) return OkStatus();
   // Always drained (also while the observer is not recording), so buffers do not pile up.
-  Status s = cupti_->Flush([this](uint64_t id, int64_t begin, int64_t end) {
+  Status s = cupti_->Flush([this](uint64_t id, int64_t begin, int64_t end,
+                                  const DeviceKernelInfo* info) {
     auto it = pending_.find(id);
     if (it == pending_.end()) return;
-    if (observer_ != nullptr) observer_->OnKernelTimes(it->second, begin, end);
+    if (observer_ != nullptr) observer_->OnKernelTimes(it->second, begin, end, info);
     pending_.erase(it);
   });
   if (!s.ok()) {  // the trace loses times; the workload goes on

@@ -10,9 +10,7 @@ StatusOr<std::unique_ptr<CuptiTracer>> CuptiTracer::Start() {
 CuptiTracer::~CuptiTracer() = default;
 void CuptiTracer::Push(uint64_t) {}
 void CuptiTracer::Pop() {}
-Status CuptiTracer::Flush(const std::function<void(uint64_t, int64_t, int64_t)>&) {
-  return OkStatus();
-}
+Status CuptiTracer::Flush(const Deliver&) { return OkStatus(); }
 }  // namespace tierscope
 #else
 
@@ -115,7 +113,19 @@ void CuptiTracer::Pop() {
   cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }
 
-Status CuptiTracer::Flush(const std::function<void(uint64_t, int64_t, int64_t)>& deliver) {
+void CuptiTracer::Merge(Span& a, const Span& b) {
+  a.begin = std::min(a.begin, b.begin);
+  a.end = std::max(a.end, b.end);
+  if (b.longest < 0) return;
+  const int kernels = (a.longest < 0 ? 0 : a.info.kernels) + b.info.kernels;
+  if (b.longest > a.longest) {
+    a.longest = b.longest;
+    a.info = b.info;
+  }
+  a.info.kernels = kernels;
+}
+
+Status CuptiTracer::Flush(const Deliver& deliver) {
   TS_RETURN_IF_ERROR(Cupti(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "flush"));
   std::vector<std::pair<uint8_t*, size_t>> buffers;
   {
@@ -129,18 +139,24 @@ Status CuptiTracer::Flush(const std::function<void(uint64_t, int64_t, int64_t)>&
           record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
         if (k->start == 0 && k->end == 0) continue;  // CUPTI could not time it
-        Span& s = kernels_[k->correlationId];
-        s.begin = std::min(s.begin, static_cast<int64_t>(k->start) + clock_offset_ns_);
-        s.end = std::max(s.end, static_cast<int64_t>(k->end) + clock_offset_ns_);
+        Span one;
+        one.begin = static_cast<int64_t>(k->start) + clock_offset_ns_;
+        one.end = static_cast<int64_t>(k->end) + clock_offset_ns_;
+        one.longest = one.end - one.begin;
+        one.info.name = k->name ? k->name : "";
+        one.info.grid = Dim3{k->gridX, k->gridY, k->gridZ};
+        one.info.block = Dim3{k->blockX, k->blockY, k->blockZ};
+        Merge(kernels_[k->correlationId], one);
       } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {  // CopyInto's device copies
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
         if (m->start == 0 && m->end == 0) continue;
         // Its correlation id is the driver call's; the runtime call's is kept beside it.
         for (uint32_t id : {m->correlationId, m->runtimeCorrelationId}) {
           if (id == 0) continue;
-          Span& s = kernels_[id];
-          s.begin = std::min(s.begin, static_cast<int64_t>(m->start) + clock_offset_ns_);
-          s.end = std::max(s.end, static_cast<int64_t>(m->end) + clock_offset_ns_);
+          Span one;
+          one.begin = static_cast<int64_t>(m->start) + clock_offset_ns_;
+          one.end = static_cast<int64_t>(m->end) + clock_offset_ns_;
+          Merge(kernels_[id], one);
         }
       } else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
         const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
@@ -156,15 +172,15 @@ Status CuptiTracer::Flush(const std::function<void(uint64_t, int64_t, int64_t)>&
   for (const auto& [correlation, span] : kernels_) {
     auto ext = external_.find(correlation);
     if (ext == external_.end()) continue;  // host copies, other libraries' work
-    Span& l = launches[ext->second];
-    l.begin = std::min(l.begin, span.begin);
-    l.end = std::max(l.end, span.end);
+    Merge(launches[ext->second], span);
   }
   // After a synchronize and a forced flush every record of finished work has arrived:
   // what is left unmatched never will be.
   kernels_.clear();
   external_.clear();
-  for (const auto& [id, span] : launches) deliver(id, span.begin, span.end);
+  for (const auto& [id, span] : launches) {
+    deliver(id, span.begin, span.end, span.longest >= 0 ? &span.info : nullptr);
+  }
   return OkStatus();
 }
 
