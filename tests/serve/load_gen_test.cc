@@ -6,8 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <set>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "serve/load_stats.h"
 #include "test_util.h"
@@ -312,37 +316,28 @@ TEST(LoadOptions, BadOptionsNameTheOption) {
   EXPECT_TRUE(CheckLoadOptions(o).ok());
   o.concurrency = 0;
   expect_bad(o, "--concurrency");
-  o = LoadOptions();
-  o.duration_s = 0;
-  expect_bad(o, "--duration");
-  o = LoadOptions();
-  o.warmup_s = 10;
-  expect_bad(o, "--warmup");
-  o = LoadOptions();
-  o.lengths = "fixed:1";
-  expect_bad(o, "--lengths");
-  o = LoadOptions();
-  o.url = "https://127.0.0.1:8080";
-  expect_bad(o, "https");
-  o = LoadOptions();
-  o.endpoint = "generate";
-  expect_bad(o, "--endpoint");
-  o = LoadOptions();
-  o.mode = "burst";
-  expect_bad(o, "--mode");
-  o = LoadOptions();
-  o.timeout_s = 0;
-  expect_bad(o, "--timeout");
-  o = LoadOptions();
-  o.inputs_per_request = 0;
-  expect_bad(o, "--inputs-per-request");
-  o = LoadOptions();
-  o.max_connections = 0;
-  expect_bad(o, "--max-connections");
-  o = LoadOptions();
-  o.endpoint = "infer";
-  o.infer_outputs = " , ";
-  expect_bad(o, "--outputs");
+  // One bad field at a time, each on fresh defaults.
+  const std::vector<std::pair<std::function<void(LoadOptions&)>, std::string>> cases = {
+      {[](LoadOptions& x) { x.duration_s = 0; }, "--duration"},
+      {[](LoadOptions& x) { x.warmup_s = 10; }, "--warmup"},
+      {[](LoadOptions& x) { x.lengths = "fixed:1"; }, "--lengths"},
+      {[](LoadOptions& x) { x.url = "https://127.0.0.1:8080"; }, "https"},
+      {[](LoadOptions& x) { x.endpoint = "generate"; }, "--endpoint"},
+      {[](LoadOptions& x) { x.mode = "burst"; }, "--mode"},
+      {[](LoadOptions& x) { x.timeout_s = 0; }, "--timeout"},
+      {[](LoadOptions& x) { x.inputs_per_request = 0; }, "--inputs-per-request"},
+      {[](LoadOptions& x) { x.max_connections = 0; }, "--max-connections"},
+      {[](LoadOptions& x) {
+         x.endpoint = "infer";
+         x.infer_outputs = " , ";
+       },
+       "--outputs"},
+  };
+  for (const auto& [mutate, option] : cases) {
+    LoadOptions bad;
+    mutate(bad);
+    expect_bad(bad, option);
+  }
 }
 
 TEST(RunLoad, BadOptionsFailBeforeAnyTraffic) {
