@@ -54,9 +54,21 @@ struct DeviceProps {
   int64_t total_memory = 0;  // bytes
   // GPUs: per streaming multiprocessor, and the architecture ("sm_90").
   int max_threads_per_unit = 0;
+  int max_blocks_per_unit = 0;
   int regs_per_unit = 0;
   int64_t shared_per_unit = 0;
+  int64_t reserved_shared_per_block = 0;  // what the runtime keeps of each block's share
+  int warp_size = 0;
+  int64_t l2_bytes = 0;
   std::string arch;
+};
+
+// Peaks a device measures with its own kernels (GPUs), FLOP/s and bytes/s.
+struct DevicePeaks {
+  double fp32_flops = 0;         // an FP32 FMA kernel over every SM
+  double fp16_tensor_flops = 0;  // large FP16 / BF16 GEMMs on the tensor cores (FP32
+  double bf16_tensor_flops = 0;  // accumulation, as the engine's GEMMs)
+  double mem_bw = 0;             // a triad kernel over buffers far larger than L2
 };
 
 class Kernels;
@@ -75,6 +87,8 @@ struct DeviceKernelInfo {
   std::string name;
   Dim3 grid, block;
   int kernels = 1;
+  int registers_per_thread = 0;  // 0: not reported
+  int64_t shared_bytes = 0;      // static + dynamic shared memory per block
 };
 
 // Receives what the backend does, for the profiler (tier 2). Times are MonotonicNs().
@@ -98,23 +112,36 @@ class BackendObserver {
   }
   virtual void OnKernelTimes(int64_t token, int64_t kernel_begin_ns, int64_t kernel_end_ns,
                              const DeviceKernelInfo* info) {}
+  // The host waited for the device (a stream synchronisation) from begin to end.
+  virtual void OnSynchronize(int64_t begin_ns, int64_t end_ns) {}
 };
 
 // One run of a kernel over its whole grid: first task start to last task end, and each
 // worker's share.
+// GPUs: begin/end are the device's (CUPTI's) when it reported them, and `device` says
+// what it ran; workers stay empty.
 struct KernelRun {
   int64_t begin_ns = 0, end_ns = 0;
   std::vector<WorkerSpan> workers;
+  // begin/end are the kernel's own (CPU task times, GPU activity records); false: CUDA
+  // events around the launch, which add the host's launch latency to a short kernel.
+  bool device_timed = false;
+  bool has_device_info = false;
+  DeviceKernelInfo device;
 };
+
+class Backend;
 
 // Tier 3: sees every launch and decides how it runs. `run` runs the kernel once over
 // its grid; the hook must call it at least once (the workload needs the result) and
-// may call it again (replay) after restoring the buffers in desc.writes. While a hook is
+// may call it again (replay) after restoring the buffers in desc.writes, which it reads
+// and writes through `backend`'s copies (they may be device memory). While a hook is
 // attached, the observer is not told of launches.
 class LaunchHook {
  public:
   virtual ~LaunchHook() = default;
-  virtual Status OnLaunch(const LaunchDesc& desc, FunctionRef<StatusOr<KernelRun>()> run) = 0;
+  virtual Status OnLaunch(Backend& backend, const LaunchDesc& desc,
+                          FunctionRef<StatusOr<KernelRun>()> run) = 0;
 };
 
 // Live/peak bytes and allocation counts, the bookkeeping every backend's allocator
@@ -216,6 +243,14 @@ class Backend : public Allocator {
   }
   virtual Status LaunchGraph(Graph& graph) {
     return Unimplemented(props().kind + " backend has no graphs");
+  }
+  // Evicts what kernels left in the device's caches (tier 3's --cache-control all): CPU,
+  // writes over twice the last-level cache; GPU, a memset over twice L2.
+  virtual Status FlushCaches() = 0;
+  // Measures the device's peaks with its own kernels (GPUs; ~1 s). The CPU's peaks are
+  // measured by inspect/calibration.h instead, so the CPU backend says Unimplemented.
+  virtual StatusOr<DevicePeaks> MeasurePeaks() {
+    return Unimplemented(props().kind + " backend measures no peaks of its own");
   }
 };
 

@@ -9,9 +9,11 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/paths.h"
 #include "core/text.h"
 #include "core/thread_pool.h"
@@ -155,6 +157,7 @@ double TriadBandwidth(int threads) {
 
 std::string CacheKey(const MachinePeaks& p) {
   std::string key = p.cpu + "|" + p.isa + "|" + std::to_string(p.threads);
+  if (p.kind != "cpu") key = p.kind + "|" + p.device + "|" + key;
   uint64_t h = 1469598103934665603ULL;  // FNV-1a
   for (unsigned char ch : key) h = (h ^ ch) * 1099511628211ULL;
   char buf[17];
@@ -172,10 +175,23 @@ std::string Isa() {
 
 double MachinePeaks::PeakFlops(std::string_view pipe) const {
   if (pipe == "bf16_dot" && bf16_dot && bf16_flops > 0) return bf16_flops;
+  if (pipe == "tensor_f16" && fp16_tensor_flops > 0) return fp16_tensor_flops;
+  if (pipe == "tensor_bf16" && bf16_tensor_flops > 0) return bf16_tensor_flops;
   return fp32_flops;
 }
 
 nlohmann::json MachinePeaks::ToJson() const {
+  if (kind != "cpu") {
+    return nlohmann::json{{"kind", kind},
+                          {"device", device},
+                          {"isa", isa},
+                          {"threads", threads},
+                          {"fp32_gflops", fp32_flops / 1e9},
+                          {"fp16_tensor_gflops", fp16_tensor_flops / 1e9},
+                          {"bf16_tensor_gflops", bf16_tensor_flops / 1e9},
+                          {"mem_gbps", mem_bw / 1e9},
+                          {"measured_at", measured_at}};
+  }
   return nlohmann::json{{"cpu", cpu},
                         {"isa", isa},
                         {"threads", threads},
@@ -192,17 +208,29 @@ nlohmann::json MachinePeaks::ToJson() const {
 StatusOr<MachinePeaks> MachinePeaks::FromJson(const nlohmann::json& j) {
   MachinePeaks p;
   try {
-    p.cpu = j.at("cpu").get<std::string>();
-    p.isa = j.at("isa").get<std::string>();
-    p.threads = j.at("threads").get<int>();
-    p.fp32_flops_1t = j.at("fp32_gflops_1t").get<double>() * 1e9;
-    p.fp32_flops = j.at("fp32_gflops").get<double>() * 1e9;
-    p.bf16_dot = j.at("bf16_dot").get<bool>();
-    p.bf16_flops_1t = j.at("bf16_gflops_1t").get<double>() * 1e9;
-    p.bf16_flops = j.at("bf16_gflops").get<double>() * 1e9;
-    p.mem_bw_1t = j.at("mem_gbps_1t").get<double>() * 1e9;
-    p.mem_bw = j.at("mem_gbps").get<double>() * 1e9;
-    p.measured_at = j.at("measured_at").get<std::string>();
+    p.kind = j.value("kind", std::string("cpu"));
+    if (p.kind != "cpu") {
+      p.device = j.at("device").get<std::string>();
+      p.isa = j.at("isa").get<std::string>();
+      p.threads = j.at("threads").get<int>();
+      p.fp32_flops = j.at("fp32_gflops").get<double>() * 1e9;
+      p.fp16_tensor_flops = j.at("fp16_tensor_gflops").get<double>() * 1e9;
+      p.bf16_tensor_flops = j.at("bf16_tensor_gflops").get<double>() * 1e9;
+      p.mem_bw = j.at("mem_gbps").get<double>() * 1e9;
+      p.measured_at = j.at("measured_at").get<std::string>();
+    } else {
+      p.cpu = j.at("cpu").get<std::string>();
+      p.isa = j.at("isa").get<std::string>();
+      p.threads = j.at("threads").get<int>();
+      p.fp32_flops_1t = j.at("fp32_gflops_1t").get<double>() * 1e9;
+      p.fp32_flops = j.at("fp32_gflops").get<double>() * 1e9;
+      p.bf16_dot = j.at("bf16_dot").get<bool>();
+      p.bf16_flops_1t = j.at("bf16_gflops_1t").get<double>() * 1e9;
+      p.bf16_flops = j.at("bf16_gflops").get<double>() * 1e9;
+      p.mem_bw_1t = j.at("mem_gbps_1t").get<double>() * 1e9;
+      p.mem_bw = j.at("mem_gbps").get<double>() * 1e9;
+      p.measured_at = j.at("measured_at").get<std::string>();
+    }
   } catch (const nlohmann::json::exception& e) {
     return DataLoss(std::string("calibration cache: ") + e.what());
   }
@@ -236,34 +264,77 @@ StatusOr<MachinePeaks> MeasurePeaks(int threads) {
   return p;
 }
 
+namespace {
+
+// The cached peaks at `path` when they are for the same machine as `probe`, else null.
+std::optional<MachinePeaks> LoadCached(const std::string& path, const MachinePeaks& probe) {
+  if (path.empty() || !IsRegularFile(path)) return std::nullopt;
+  auto text = ReadFile(path);
+  if (!text.ok()) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  auto cached = MachinePeaks::FromJson(j);
+  if (!cached.ok() || cached->kind != probe.kind || cached->cpu != probe.cpu ||
+      cached->device != probe.device || cached->threads != probe.threads ||
+      cached->isa != probe.isa) {
+    return std::nullopt;  // an unreadable or stale cache is measured again and overwritten
+  }
+  cached->from_cache = true;
+  cached->cache_path = path;
+  return *cached;
+}
+
+void Store(const std::string& path, MachinePeaks& p) {
+  if (path.empty()) return;
+  const size_t slash = path.rfind('/');
+  if (MakeDirs(path.substr(0, slash)).ok() && WriteFileAtomic(path, p.ToJson().dump(2) + "\n").ok()) {
+    p.cache_path = path;
+  }
+}
+
+std::string CachePath(const MachinePeaks& probe) {
+  if (auto dir = CacheDir(); dir.ok()) return *dir + "/device/" + CacheKey(probe) + ".json";
+  return "";
+}
+
+}  // namespace
+
 StatusOr<MachinePeaks> LoadOrMeasurePeaks(int threads, bool recalibrate) {
   MachinePeaks probe;
   probe.threads = threads == 0 ? ThreadPool::HardwareThreads() : threads;
   probe.cpu = CpuModel();
   probe.isa = Isa();
-  std::string path;
-  if (auto dir = CacheDir(); dir.ok()) path = *dir + "/device/" + CacheKey(probe) + ".json";
-  if (!recalibrate && !path.empty() && IsRegularFile(path)) {
-    auto text = ReadFile(path);
-    if (text.ok()) {
-      const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-      auto cached = MachinePeaks::FromJson(j);
-      if (cached.ok() && cached->cpu == probe.cpu && cached->threads == probe.threads &&
-          cached->isa == probe.isa) {
-        cached->from_cache = true;
-        cached->cache_path = path;
-        return cached;
-      }
-    }  // an unreadable or stale cache is measured again and overwritten
+  const std::string path = CachePath(probe);
+  if (!recalibrate) {
+    if (auto cached = LoadCached(path, probe)) return *cached;
   }
   TS_ASSIGN_OR_RETURN(MachinePeaks p, MeasurePeaks(probe.threads));
-  if (!path.empty()) {
-    const size_t slash = path.rfind('/');
-    if (MakeDirs(path.substr(0, slash)).ok() &&
-        WriteFileAtomic(path, p.ToJson().dump(2) + "\n").ok()) {
-      p.cache_path = path;
-    }
+  Store(path, p);
+  return p;
+}
+
+StatusOr<MachinePeaks> LoadOrMeasureDevicePeaks(Backend& backend, bool recalibrate) {
+  const DeviceProps& props = backend.props();
+  if (props.kind == "cpu") return LoadOrMeasurePeaks(props.compute_units, recalibrate);
+  MachinePeaks probe;
+  probe.kind = props.kind;
+  probe.device = props.name;
+  probe.isa = props.arch;
+  probe.threads = props.compute_units;
+  const std::string path = CachePath(probe);
+  if (!recalibrate) {
+    if (auto cached = LoadCached(path, probe)) return *cached;
   }
+  TS_ASSIGN_OR_RETURN(DevicePeaks d, backend.MeasurePeaks());
+  if (!(d.fp32_flops > 0) || !(d.mem_bw > 0)) {
+    return Internal(props.name + ": the peak measurement gave no FP32 or memory throughput");
+  }
+  MachinePeaks p = probe;
+  p.fp32_flops = d.fp32_flops;
+  p.fp16_tensor_flops = d.fp16_tensor_flops;
+  p.bf16_tensor_flops = d.bf16_tensor_flops;
+  p.mem_bw = d.mem_bw;
+  p.measured_at = UtcNowIso8601();
+  Store(path, p);
   return p;
 }
 

@@ -1,7 +1,8 @@
 // Machine calibration for tier 3: the peaks a kernel's speed of light is measured
-// against — FP32 FMA and BF16 dot-product FLOP/s (one thread and all threads) and memory
-// bandwidth (a STREAM-like triad) — measured once and cached per machine, like the
-// device properties a GPU reports, but measured rather than taken from a datasheet.
+// against — on a CPU, FP32 FMA and BF16 dot-product FLOP/s (one thread and all threads)
+// and memory bandwidth (a STREAM-like triad); on a GPU, an FP32 FMA kernel, FP16 and BF16
+// tensor-core GEMMs and a triad kernel, measured by the backend — measured once and
+// cached per machine (or GPU model), rather than taken from a datasheet.
 #ifndef TIERSCOPE_INSPECT_CALIBRATION_H_
 #define TIERSCOPE_INSPECT_CALIBRATION_H_
 
@@ -14,10 +15,16 @@
 
 namespace tierscope {
 
+class Backend;
+
 struct MachinePeaks {
-  std::string cpu;  // /proc/cpuinfo model name
-  std::string isa;  // the vector ISA the FMA test used: "avx512f", "avx2+fma", "scalar"
-  int threads = 1;
+  std::string kind = "cpu";  // "cpu", or the GPU backend's kind ("cuda", "musa")
+  std::string cpu;  // /proc/cpuinfo model name (CPU)
+  std::string device;  // the GPU's name (GPU)
+  std::string isa;  // CPU: the vector ISA the FMA test used ("avx512f", "avx2+fma",
+                    // "scalar"); GPU: its architecture ("sm_90")
+  int threads = 1;  // CPU: threads measured; GPU: SMs
+  double fp16_tensor_flops = 0, bf16_tensor_flops = 0;  // GPU tensor-core GEMMs
   double fp32_flops_1t = 0, fp32_flops = 0;  // FLOP/s, FMA counted as 2
   bool bf16_dot = false;                     // the CPU has a BF16 dot instruction
   double bf16_flops_1t = 0, bf16_flops = 0;  // FLOP/s; 0 without bf16_dot
@@ -26,8 +33,8 @@ struct MachinePeaks {
   std::string cache_path;                    // where it is cached ("" if not)
   bool from_cache = false;
 
-  // All-thread peak FLOP/s of an arithmetic pipe ("fp32_fma", "bf16_dot"); the FP32 peak
-  // when the CPU has no BF16 dot (BF16 then runs as FP32).
+  // All-thread peak FLOP/s of an arithmetic pipe ("fp32_fma", "bf16_dot", "tensor_f16",
+  // "tensor_bf16"); the FP32 peak when the device lacks the pipe (BF16 then runs as FP32).
   double PeakFlops(std::string_view pipe) const;
   nlohmann::json ToJson() const;
   static StatusOr<MachinePeaks> FromJson(const nlohmann::json& j);
@@ -40,6 +47,11 @@ StatusOr<MachinePeaks> MeasurePeaks(int threads);
 // are none or `recalibrate` is set. The cache is <cache dir>/device/<key>.json, keyed by
 // CPU model, ISA and threads.
 StatusOr<MachinePeaks> LoadOrMeasurePeaks(int threads, bool recalibrate);
+
+// The peaks of `backend`'s device: a CPU's as above (its workers' count of threads); a
+// GPU's measured by the backend's own kernels and cached under <cache dir>/device/, keyed
+// by kind, name and architecture.
+StatusOr<MachinePeaks> LoadOrMeasureDevicePeaks(Backend& backend, bool recalibrate);
 
 }  // namespace tierscope
 

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "analysis/reports.h"
+#include "inspect/occupancy.h"
 
 namespace tierscope {
 namespace {
@@ -70,7 +71,8 @@ std::optional<Dim3> ParseDim3(std::string_view text) {
 }
 
 KernelEvidence EvidenceFromReplay(const ProfiledLaunch& p, const KernelInspector& inspector,
-                                  const MachinePeaks& peaks, const std::string& device) {
+                                  const MachinePeaks& peaks, const DeviceProps& props,
+                                  const std::string& device) {
   KernelEvidence e;
   e.source = "tierscope replay";
   e.kernel = p.kernel;
@@ -80,6 +82,28 @@ KernelEvidence EvidenceFromReplay(const ProfiledLaunch& p, const KernelInspector
   e.block = p.block;
   e.units = p.workers;
   e.unit_name = "workers";
+  if (props.kind != "cpu") {
+    e.unit_name = "SMs";
+    e.units = props.compute_units;
+    if (!p.device_timed) {
+      e.source += " (CUDA-event timing: durations include the launch latency)";
+    }
+    if (p.has_device_info) {  // what the device ran (a library call picks its own grid)
+      e.device_kernel = p.device.name;
+      e.device_kernels = p.device.kernels;
+      e.grid = p.device.grid;
+      e.block = p.device.block;
+      if (p.device.registers_per_thread > 0) e.registers = p.device.registers_per_thread;
+      e.shared_bytes = static_cast<double>(p.device.shared_bytes);
+      if (auto occ = TheoreticalOccupancy(props, p.device.grid, p.device.block,
+                                          p.device.registers_per_thread, p.device.shared_bytes)) {
+        e.theoretical_occupancy = occ->theoretical_pct;
+        e.waves = occ->waves;
+        e.blocks_per_unit = occ->blocks_per_unit;
+        e.occupancy_limiter = occ->limiter;
+      }
+    }
+  }
   std::vector<double> ns(p.pass_ns.begin(), p.pass_ns.end());
   SetDurations(e, ns);
   e.passes = static_cast<int>(p.pass_ns.size());
@@ -89,7 +113,7 @@ KernelEvidence EvidenceFromReplay(const ProfiledLaunch& p, const KernelInspector
   e.pipe = p.pipe;
   e.peak_flops = peaks.PeakFlops(p.pipe);
   e.peak_bw = peaks.mem_bw;
-  e.busy_pct = Summarize(p.pass_busy).median * 100;
+  if (!p.pass_busy.empty()) e.busy_pct = Summarize(p.pass_busy).median * 100;
   e.worker_tasks = p.worker_tasks;
   const auto tallies = inspector.Tallies();
   for (size_t i = 0; i < tallies.size(); ++i) {

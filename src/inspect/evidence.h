@@ -14,8 +14,12 @@
 
 namespace tierscope {
 
+// `props` is the replaying device's: on a GPU the launch's SMs, its residency
+// (theoretical occupancy, waves) and the kernel the device really ran come from it and
+// from the launch's device records.
 KernelEvidence EvidenceFromReplay(const ProfiledLaunch& launch, const KernelInspector& inspector,
-                                  const MachinePeaks& peaks, const std::string& device);
+                                  const MachinePeaks& peaks, const DeviceProps& props,
+                                  const std::string& device);
 
 KernelEvidence EvidenceFromNcu(const NcuKernel& kernel, const std::string& source);
 

@@ -1,8 +1,6 @@
 // KernelInspector: launch selection, save/restore of written buffers, replay passes.
 #include "inspect/kernel_inspector.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -49,17 +47,8 @@ StatusOr<std::unique_ptr<KernelInspector>> KernelInspector::Create(const Inspect
 
 bool KernelInspector::Matches(std::string_view kernel) const { return matcher_.Matches(kernel); }
 
-void KernelInspector::FlushCaches() {
-  if (flush_.empty()) {
-    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (llc <= 0) llc = 32L << 20;
-    flush_.resize(static_cast<size_t>(std::max<long>(llc * 2, 16L << 20)));
-  }
-  // Writing every line evicts what the kernel touched from every level.
-  std::memset(flush_.data(), static_cast<int>(next_id_ & 0xff), flush_.size());
-}
-
-Status KernelInspector::OnLaunch(const LaunchDesc& desc, FunctionRef<StatusOr<KernelRun>()> run) {
+Status KernelInspector::OnLaunch(Backend& backend, const LaunchDesc& desc,
+                                 FunctionRef<StatusOr<KernelRun>()> run) {
   const int64_t id = next_id_++;
   auto tally = tallies_.find(desc.kernel);
   if (tally == tallies_.end()) {
@@ -70,34 +59,34 @@ Status KernelInspector::OnLaunch(const LaunchDesc& desc, FunctionRef<StatusOr<Ke
   const bool selected = Matches(desc.kernel) && matched_++ >= options_.filter.skip &&
                         static_cast<int64_t>(profiled_.size()) < options_.filter.count;
 
-  // Before the first run, the buffers it writes (it may read them: in-place kernels).
-  if (selected) {
-    before_.resize(desc.writes.size());
+  const auto save = [&](std::vector<std::vector<std::byte>>& saved) -> Status {
+    saved.resize(desc.writes.size());
     for (size_t i = 0; i < desc.writes.size(); ++i) {
       const MemRange& w = desc.writes[i];
-      const auto* p = static_cast<const std::byte*>(w.ptr);
-      before_[i].assign(p, p + (w.ptr != nullptr ? w.bytes : 0));
+      saved[i].resize(w.ptr != nullptr ? w.bytes : 0);
+      if (!saved[i].empty()) {
+        TS_RETURN_IF_ERROR(backend.CopyDeviceToHost(saved[i].data(), w.ptr, w.bytes));
+      }
     }
-  }
+    return OkStatus();
+  };
+  const auto restore = [&](const std::vector<std::vector<std::byte>>& saved) -> Status {
+    for (size_t i = 0; i < desc.writes.size(); ++i) {
+      if (desc.writes[i].ptr != nullptr && !saved[i].empty()) {
+        TS_RETURN_IF_ERROR(backend.CopyHostToDevice(desc.writes[i].ptr, saved[i].data(), saved[i].size()));
+      }
+    }
+    return OkStatus();
+  };
+  // Before the first run, the buffers it writes (it may read them: in-place kernels).
+  if (selected) TS_RETURN_IF_ERROR(save(before_));
   TS_ASSIGN_OR_RETURN(KernelRun first, run());
   ++tally->second.launches;
   tally->second.total_ns += first.end_ns - first.begin_ns;
   total_ns_ += first.end_ns - first.begin_ns;
   if (!selected) return OkStatus();
 
-  after_.resize(desc.writes.size());
-  for (size_t i = 0; i < desc.writes.size(); ++i) {
-    const MemRange& w = desc.writes[i];
-    const auto* p = static_cast<const std::byte*>(w.ptr);
-    after_[i].assign(p, p + (w.ptr != nullptr ? w.bytes : 0));
-  }
-  const auto restore = [&](const std::vector<std::vector<std::byte>>& saved) {
-    for (size_t i = 0; i < desc.writes.size(); ++i) {
-      if (desc.writes[i].ptr != nullptr && !saved[i].empty()) {
-        std::memcpy(desc.writes[i].ptr, saved[i].data(), saved[i].size());
-      }
-    }
-  };
+  TS_RETURN_IF_ERROR(save(after_));
   ProfiledLaunch p;
   p.id = id;
   p.invocation = invocation;
@@ -109,12 +98,16 @@ Status KernelInspector::OnLaunch(const LaunchDesc& desc, FunctionRef<StatusOr<Ke
   p.bytes_written = desc.bytes_written;
   p.pipe = std::string(desc.pipe);
   p.workers = static_cast<int>(first.workers.size());
+  p.has_device_info = first.has_device_info;
+  p.device = first.device;
+  p.device_timed = true;
   std::vector<std::vector<int64_t>> tasks;
   for (int pass = 0; pass < options_.passes; ++pass) {
-    restore(before_);
-    if (options_.flush_caches) FlushCaches();
+    TS_RETURN_IF_ERROR(restore(before_));
+    if (options_.flush_caches) TS_RETURN_IF_ERROR(backend.FlushCaches());
     TS_ASSIGN_OR_RETURN(KernelRun r, run());
     const int64_t dur = std::max<int64_t>(r.end_ns - r.begin_ns, 1);
+    p.device_timed = p.device_timed && r.device_timed;
     int64_t busy = 0;
     std::vector<int64_t> per_worker;
     for (const WorkerSpan& w : r.workers) {
@@ -122,11 +115,13 @@ Status KernelInspector::OnLaunch(const LaunchDesc& desc, FunctionRef<StatusOr<Ke
       per_worker.push_back(w.tasks);
     }
     p.pass_ns.push_back(dur);
-    p.pass_busy.push_back(static_cast<double>(busy) /
-                          (static_cast<double>(dur) * static_cast<double>(std::max<size_t>(r.workers.size(), 1))));
+    if (!r.workers.empty()) {
+      p.pass_busy.push_back(static_cast<double>(busy) /
+                            (static_cast<double>(dur) * static_cast<double>(r.workers.size())));
+    }
     tasks.push_back(std::move(per_worker));
   }
-  restore(after_);  // exactly what the workload's own run produced
+  TS_RETURN_IF_ERROR(restore(after_));  // exactly what the workload's own run produced
   std::vector<size_t> order(p.pass_ns.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p.pass_ns[a] < p.pass_ns[b]; });

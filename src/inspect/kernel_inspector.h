@@ -2,7 +2,8 @@
 // or regex), skips the first N matches, and replays each selected launch for several
 // passes on the same inputs — saving the buffers it writes before the first run and
 // restoring them before every pass and after the last, so the workload's result is the
-// one a single run gives — like Nsight Compute's kernel replay. Every launch's duration
+// one a single run gives — like Nsight Compute's kernel replay. Buffers are read and
+// written through the launching backend's copies, so device memory works too. Every launch's duration
 // is tallied too, so a kernel's share of the workload's kernel time is known.
 #ifndef TIERSCOPE_INSPECT_KERNEL_INSPECTOR_H_
 #define TIERSCOPE_INSPECT_KERNEL_INSPECTOR_H_
@@ -56,7 +57,13 @@ struct ProfiledLaunch {
   int workers = 0;
   std::vector<int64_t> pass_ns;      // duration of each replay pass
   std::vector<double> pass_busy;     // sum of task time / (workers x duration), per pass
+                                     // (CPU; empty on a GPU)
   std::vector<int64_t> worker_tasks; // tasks each worker ran, in the median pass
+  // GPUs: what the device reported it ran (CUPTI), and whether every pass was timed by
+  // the device's own records (else by CUDA events, which include the launch latency).
+  bool has_device_info = false;
+  DeviceKernelInfo device;
+  bool device_timed = false;
 };
 
 // Every launch of one kernel name in the workload (the first, unreplayed runs).
@@ -71,7 +78,8 @@ class KernelInspector : public LaunchHook {
   // Checks the filter (regex syntax, count >= 1, skip >= 0, passes >= 1).
   static StatusOr<std::unique_ptr<KernelInspector>> Create(const InspectorOptions& options);
 
-  Status OnLaunch(const LaunchDesc& desc, FunctionRef<StatusOr<KernelRun>()> run) override;
+  Status OnLaunch(Backend& backend, const LaunchDesc& desc,
+                  FunctionRef<StatusOr<KernelRun>()> run) override;
 
   const std::vector<ProfiledLaunch>& profiled() const { return profiled_; }
   // By total time, largest first.
@@ -84,7 +92,6 @@ class KernelInspector : public LaunchHook {
 
  private:
   explicit KernelInspector(const InspectorOptions& o) : options_(o) {}
-  void FlushCaches();
 
   InspectorOptions options_;
   KernelNameMatcher matcher_;
@@ -93,7 +100,6 @@ class KernelInspector : public LaunchHook {
   std::map<std::string, KernelTally, std::less<>> tallies_;
   std::vector<std::string> names_;
   std::vector<std::vector<std::byte>> before_, after_;
-  std::vector<std::byte> flush_;
 };
 
 }  // namespace tierscope

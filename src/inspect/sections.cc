@@ -102,7 +102,14 @@ Section LaunchStats(const KernelEvidence& e, const Derived& d) {
     s.Add("Bytes Per Task", "byte", d.tasks && d.bytes ? std::optional<double>(*d.bytes / *d.tasks) : std::nullopt);
     s.Add("Worker Busy (achieved occupancy)", "%", e.busy_pct);
   } else {
+    if (!e.device_kernel.empty()) {
+      s.Text("Device Kernel", e.device_kernel);
+      if (e.device_kernels > 1) s.Add("Device Kernels In Launch", "", e.device_kernels);
+    }
     s.Add("Registers Per Thread", "register/thread", e.registers);
+    if (e.shared_bytes) s.Add("Shared Memory Per Block", "byte", e.shared_bytes);
+    if (e.blocks_per_unit) s.Add("Block Limit (resident per SM)", "block", e.blocks_per_unit);
+    if (!e.occupancy_limiter.empty()) s.Text("Occupancy Limiter", e.occupancy_limiter);
     s.Add("Theoretical Occupancy", "%", e.theoretical_occupancy);
     s.Add("Achieved Occupancy", "%", e.achieved_occupancy);
   }
@@ -221,8 +228,14 @@ Recommendation Recommend(const KernelEvidence& e) {
   const Derived d = Derive(e);
   Recommendation r;
   RuleCheck fills{"fills the device", std::nullopt, ""};
-  if (d.waves) {
-    fills.ok = *d.waves >= 1.0;
+  // Every unit gets work when the grid has at least as many blocks (tasks) as units; a
+  // GPU's waves per SM also count how many blocks one SM holds at once, which says how
+  // full each SM is, not whether any SM is idle.
+  std::optional<double> coverage;
+  if (d.tasks && e.units && *e.units > 0) coverage = *d.tasks / *e.units;
+  else coverage = d.waves;
+  if (coverage) {
+    fills.ok = *coverage >= 1.0;
     fills.evidence = (d.tasks ? Num(*d.tasks) + " " + (e.unit_name == "SMs" ? "blocks" : "tasks") + " for " : "") +
                      (e.units ? Num(*e.units) + " " + e.unit_name + ", " : "") + Num(*d.waves, 2) + " waves";
   } else {
@@ -260,7 +273,7 @@ Recommendation Recommend(const KernelEvidence& e) {
   r.checks = {fills, hot, far};
   r.kernel_level = fills.ok == true && hot.ok == true && far.ok == true;
   if (fills.ok == false) {
-    const std::string share = d.waves ? Num(std::min(*d.waves, 1.0) * 100, 1) + "%" : "part";
+    const std::string share = coverage ? Num(std::min(*coverage, 1.0) * 100, 1) + "%" : "part";
     r.verdict = "Fix it at a higher tier: " + fills.evidence + ", so at most " + share +
                 " of the device can work on this kernel, and no kernel tuning changes that. Give each launch " +
                 "more work (batch the inputs; check operator and launch counts per unit at " +

@@ -41,6 +41,12 @@ struct KernelEvidence {
   // Measured by another tool, in percent of its peaks.
   std::optional<double> compute_pct, memory_pct, dram_pct;
   std::optional<double> waves, registers, achieved_occupancy, theoretical_occupancy;
+  // GPUs: the kernel the device ran for this launch (a library call names its own), how
+  // many it ran, shared memory per block, resident blocks per SM and what limits them.
+  std::string device_kernel;
+  int device_kernels = 0;
+  std::optional<double> shared_bytes, blocks_per_unit;
+  std::string occupancy_limiter;
 };
 
 struct SectionMetric {

@@ -223,6 +223,11 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     if (!o.trace_path.empty()) TS_RETURN_IF_ERROR(WriteChromeTrace(trace, o.trace_path));
   }
 
+  if (o.after_run) {
+    backend.SetLaunchHook(nullptr);
+    TS_RETURN_IF_ERROR(o.after_run(backend));
+  }
+
   const Tensor& result = graph != nullptr ? graph_out : last;
   std::vector<std::byte> raw(result.bytes());
   TS_RETURN_IF_ERROR(backend.CopyDeviceToHost(raw.data(), result.data(), raw.size()));

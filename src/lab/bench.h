@@ -4,6 +4,7 @@
 #define TIERSCOPE_LAB_BENCH_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ struct BenchOptions {
 
   // Tier 3: attached for the whole workload, warmup included (not with `profile`).
   LaunchHook* launch_hook = nullptr;
+  // Called with the workload's backend after the last unit (tier 3 measures the
+  // device's peaks on it); its error is RunBench's.
+  std::function<Status(Backend&)> after_run;
 };
 
 struct BenchMode {

@@ -13,6 +13,15 @@
 namespace tierscope {
 namespace {
 
+// ", tensor FP16 X / BF16 Y GFLOP/s" for a GPU, "" for a CPU.
+std::string TensorPeaksText(const MachinePeaks& p) {
+  if (p.kind == "cpu") return "";
+  char buf[128];
+  std::snprintf(buf, sizeof(buf), ", tensor cores FP16 %.0f / BF16 %.0f GFLOP/s",
+                p.fp16_tensor_flops / 1e9, p.bf16_tensor_flops / 1e9);
+  return buf;
+}
+
 std::string Join(const std::vector<std::string>& v, size_t limit) {
   std::string out;
   for (size_t i = 0; i < v.size() && i < limit; ++i) out += "\n  " + v[i];
@@ -65,13 +74,21 @@ StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
 
   TS_ASSIGN_OR_RETURN(auto inspector, KernelInspector::Create(o.inspector));
   TS_RETURN_IF_ERROR(ValidateBenchOptions(o.bench));
-  if (o.bench.device != "cpu") {
-    return Unimplemented("tier-3 replay (tierscope kernel) runs on the CPU backend only so far; "
-                         "for a GPU kernel use --ncu-csv or --from-trace");
-  }
   BenchOptions bench = o.bench;
   bench.profile = false;
   bench.launch_hook = inspector.get();
+  // The peaks of the device that ran the workload, measured (or read from the cache) on
+  // its own backend once the workload is done, and that device's properties.
+  DeviceProps props;
+  MachinePeaks peaks;
+  bench.after_run = [&](Backend& backend) -> Status {
+    props = backend.props();
+    if (inspector->profiled().empty()) return OkStatus();  // an error follows below
+    TS_ASSIGN_OR_RETURN(peaks, props.kind == "cpu"
+                                   ? LoadOrMeasurePeaks(o.bench.threads, o.recalibrate)
+                                   : LoadOrMeasureDevicePeaks(backend, o.recalibrate));
+    return OkStatus();
+  };
   TS_ASSIGN_OR_RETURN(BenchReport workload, RunBench(bench));
   const std::string filter = o.inspector.filter.name;
   if (inspector->profiled().empty()) {
@@ -86,12 +103,12 @@ StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
     return OutOfRange("-k " + filter + " matched launches, but --launch-skip " +
                       std::to_string(o.inspector.filter.skip) + " skipped all of them");
   }
-  TS_ASSIGN_OR_RETURN(MachinePeaks peaks, LoadOrMeasurePeaks(o.bench.threads, o.recalibrate));
   const std::string device = workload.result.value("device", std::string());
 
   KernelCommandResult r;
   for (const ProfiledLaunch& p : inspector->profiled()) {
-    r.reports.push_back(BuildKernelReport(EvidenceFromReplay(p, *inspector, peaks, device), sections));
+    r.reports.push_back(
+        BuildKernelReport(EvidenceFromReplay(p, *inspector, peaks, props, device), sections));
   }
   nlohmann::json kernels = nlohmann::json::array();
   for (const KernelTally& t : inspector->Tallies()) {
@@ -116,13 +133,14 @@ StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
   r.json["kernels"] = kernels;
   r.json["reports"] = KernelReportsToJson(r.reports);
 
-  char buf[256];
+  char buf[512];
   std::snprintf(buf, sizeof(buf),
                 "==TIERSCOPE== %s on %s: %lld launches, %zu profiled with %d replay passes each "
-                "(cache control: %s)\n==TIERSCOPE== peaks: FP32 %.0f GFLOP/s, memory %.1f GB/s (%s)\n\n",
+                "(cache control: %s)\n==TIERSCOPE== peaks: FP32 %.0f GFLOP/s%s, memory %.1f GB/s (%s)\n\n",
                 o.bench.mode.c_str(), device.c_str(), static_cast<long long>(inspector->launches()),
                 inspector->profiled().size(), o.inspector.passes,
-                o.inspector.flush_caches ? "all" : "none", peaks.fp32_flops / 1e9, peaks.mem_bw / 1e9,
+                o.inspector.flush_caches ? "all" : "none", peaks.fp32_flops / 1e9,
+                TensorPeaksText(peaks).c_str(), peaks.mem_bw / 1e9,
                 peaks.from_cache ? "cached" : "measured now");
   r.text = buf + RenderKernelReports(r.reports);
   return r;
@@ -131,28 +149,49 @@ StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
 StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool recalibrate,
                                    bool json) {
   if (device != "cpu") {
-    // A GPU: torch.cuda.get_device_properties' fields. Its peaks are not calibrated yet.
+    // A GPU: torch.cuda.get_device_properties' fields, and its peaks measured by its own
+    // kernels (cached per GPU model).
     TS_ASSIGN_OR_RETURN(auto gpu, CreateBackend(device, threads));
     const DeviceProps& p = gpu->props();
-    nlohmann::json j{{"name", p.name},
-                     {"kind", p.kind},
-                     {"arch", p.arch},
-                     {"multi_processor_count", p.compute_units},
-                     {"max_threads_per_multi_processor", p.max_threads_per_unit},
-                     {"regs_per_multiprocessor", p.regs_per_unit},
-                     {"shared_memory_per_multiprocessor", p.shared_per_unit},
-                     {"total_memory", p.total_memory}};
-    if (json) return j.dump(2) + "\n";
-    char buf[512];
+    TS_ASSIGN_OR_RETURN(MachinePeaks peaks, LoadOrMeasureDevicePeaks(*gpu, recalibrate));
+    if (json) {
+      nlohmann::json j{{"name", p.name},
+                       {"kind", p.kind},
+                       {"arch", p.arch},
+                       {"multi_processor_count", p.compute_units},
+                       {"max_threads_per_multi_processor", p.max_threads_per_unit},
+                       {"max_blocks_per_multi_processor", p.max_blocks_per_unit},
+                       {"regs_per_multiprocessor", p.regs_per_unit},
+                       {"shared_memory_per_multiprocessor", p.shared_per_unit},
+                       {"warp_size", p.warp_size},
+                       {"L2_cache_size", p.l2_bytes},
+                       {"total_memory", p.total_memory},
+                       {"peaks", peaks.ToJson()},
+                       {"peaks_cache", peaks.cache_path}};
+      return j.dump(2) + "\n";
+    }
+    char buf[1024];
     std::snprintf(buf, sizeof(buf),
                   "_CudaDeviceProperties(name='%s', %s, total_memory=%lldMB, "
                   "multi_processor_count=%d, max_threads_per_multi_processor=%d, "
-                  "regs_per_multiprocessor=%d, shared_memory_per_multiprocessor=%lldKB)\n",
-                  p.name.c_str(), p.arch.c_str(),
-                  static_cast<long long>(p.total_memory >> 20), p.compute_units,
-                  p.max_threads_per_unit, p.regs_per_unit,
-                  static_cast<long long>(p.shared_per_unit >> 10));
-    return std::string(buf);
+                  "max_blocks_per_multi_processor=%d, regs_per_multiprocessor=%d, "
+                  "shared_memory_per_multiprocessor=%lldKB, warp_size=%d, L2_cache_size=%lldMB)\n"
+                  "measured peaks (%s%s):\n"
+                  "  FP32 FMA              %10.1f GFLOP/s (%d SMs)\n"
+                  "  FP16 tensor-core GEMM %10.1f GFLOP/s (FP32 accumulation)\n"
+                  "  BF16 tensor-core GEMM %10.1f GFLOP/s (FP32 accumulation)\n"
+                  "  memory (triad)        %10.1f GB/s\n"
+                  "  ridge point           %10.2f FLOP/byte (FP32), %.2f (BF16 tensor)\n",
+                  p.name.c_str(), p.arch.c_str(), static_cast<long long>(p.total_memory >> 20),
+                  p.compute_units, p.max_threads_per_unit, p.max_blocks_per_unit, p.regs_per_unit,
+                  static_cast<long long>(p.shared_per_unit >> 10), p.warp_size,
+                  static_cast<long long>(p.l2_bytes >> 20), peaks.from_cache ? "cached " : "measured ",
+                  peaks.measured_at.c_str(), peaks.fp32_flops / 1e9, peaks.threads,
+                  peaks.fp16_tensor_flops / 1e9, peaks.bf16_tensor_flops / 1e9, peaks.mem_bw / 1e9,
+                  peaks.fp32_flops / peaks.mem_bw, peaks.bf16_tensor_flops / peaks.mem_bw);
+    std::string out = buf;
+    if (!peaks.cache_path.empty()) out += "cache: " + peaks.cache_path + " (--recalibrate to measure again)\n";
+    return out;
   }
   TS_ASSIGN_OR_RETURN(auto backend, CreateCpuBackend(threads));
   const DeviceProps& props = backend->props();

@@ -210,17 +210,26 @@ Status WriteChromeTrace(const Trace& t, const std::string& path) {
         AppendF(o, "\"External id\": %lld, \"Record function id\": 0, \"Ev Idx\": 0",
                 static_cast<long long>(e.external_id));
         break;
-      case EventKind::kRuntime:
-        AppendF(o, "\"External id\": %lld, \"correlation\": %lld, \"cbid\": 211",
-                static_cast<long long>(e.external_id), static_cast<long long>(e.correlation));
+      case EventKind::kRuntime:  // CUPTI's callback ids: cudaLaunchKernel 211, cudaStreamSynchronize 131
+        AppendF(o, "\"External id\": %lld, \"correlation\": %lld, \"cbid\": %d",
+                static_cast<long long>(e.external_id), static_cast<long long>(e.correlation),
+                name == "cudaStreamSynchronize" ? 131 : 211);
         break;
       case EventKind::kKernel:
         AppendF(o, "\"External id\": %lld, \"correlation\": %lld, \"device\": 0, \"stream\": %d, "
-                   "\"context\": 1, \"registers per thread\": 0, \"shared memory\": 0, "
-                   "\"warps per SM\": 0, \"est. achieved occupancy %%\": 0, "
-                   "\"flops\": %.0f, \"bytes\": %.0f",
+                   "\"context\": 1, \"flops\": %.0f, \"bytes\": %.0f",
                 static_cast<long long>(e.external_id), static_cast<long long>(e.correlation),
                 kStreamTid, e.v0, e.v1);
+        // Kineto's occupancy fields; the device's own values when CUPTI reported them.
+        if (e.args < 0 || t.strings.Get(e.args).find("\"registers per thread\"") == std::string_view::npos) {
+          o += ", \"registers per thread\": 0, \"shared memory\": 0, \"warps per SM\": 0, "
+               "\"est. achieved occupancy %\": 0";
+        }
+        break;
+      case EventKind::kSync:
+        AppendF(o, "\"correlation\": %lld, \"device\": 0, \"stream\": %d, \"context\": 1, "
+                   "\"cuda_sync_kind\": \"stream_sync\"",
+                static_cast<long long>(e.correlation), kStreamTid);
         break;
       case EventKind::kTask:
         AppendF(o, "\"kernel correlation\": %lld, \"tasks\": %.0f, \"busy ns\": %.0f",
@@ -235,7 +244,7 @@ Status WriteChromeTrace(const Trace& t, const std::string& path) {
     }
     o += "}}";
     // A flow from each launch to its kernel, as Kineto's ac2g.
-    if (e.kind == EventKind::kRuntime) {
+    if (e.kind == EventKind::kRuntime && name != "cudaStreamSynchronize") {
       AppendF(o, ",\n  {\"ph\": \"s\", \"id\": %lld, \"pid\": %d, \"tid\": %d, \"ts\": ",
               static_cast<long long>(e.correlation), e.pid, e.tid);
       AppendUs(o, e.ts_ns);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace tierscope {
 namespace {
@@ -186,8 +187,13 @@ UnitSummary SummarizeUnits(const Trace& t, const std::string& unit) {
   // A kernel belongs to the unit that launched it: on an asynchronous device it may run
   // after the unit's host scope has closed.
   std::unordered_map<int64_t, int64_t> launch_ts;  // correlation -> launch time
+  std::unordered_set<int64_t> device_work;         // correlations of kernels and copies
   for (const Event& e : t.events) {
     if (e.kind == EventKind::kRuntime && e.correlation != 0) launch_ts[e.correlation] = e.ts_ns;
+    if ((e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy ||
+         e.kind == EventKind::kMemset) && e.correlation != 0) {
+      device_work.insert(e.correlation);
+    }
   }
   std::map<std::string, int64_t> calls;
   for (const Event& e : t.events) {
@@ -199,7 +205,9 @@ UnitSummary SummarizeUnits(const Trace& t, const std::string& unit) {
     if (!inside(when)) continue;
     switch (e.kind) {
       case EventKind::kOp: calls[std::string(t.strings.Get(e.name))]++; break;
-      case EventKind::kRuntime: s.launches++; break;
+      case EventKind::kRuntime:  // a launch, not a synchronisation
+        if (device_work.count(e.correlation) != 0) s.launches++;
+        break;
       case EventKind::kKernel:
         s.kernels++;
         s.device_busy_ns += static_cast<double>(e.dur_ns);

@@ -132,14 +132,30 @@ void Profiler::OnKernelTimes(int64_t token, int64_t kernel_begin_ns, int64_t ker
     if (c == '"' || c == '\\') name += '\\';
     if (static_cast<unsigned char>(c) >= 0x20) name += c;
   }
-  char args[160];
+  char args[256];
   std::snprintf(args, sizeof(args),
-                "\"grid\": [%lld, %lld, %lld], \"block\": [%lld, %lld, %lld], \"kernels\": %d",
+                "\"grid\": [%lld, %lld, %lld], \"block\": [%lld, %lld, %lld], \"kernels\": %d, "
+                "\"registers per thread\": %d, \"shared memory\": %lld",
                 static_cast<long long>(info->grid.x), static_cast<long long>(info->grid.y),
                 static_cast<long long>(info->grid.z), static_cast<long long>(info->block.x),
                 static_cast<long long>(info->block.y), static_cast<long long>(info->block.z),
-                info->kernels);
+                info->kernels, info->registers_per_thread,
+                static_cast<long long>(info->shared_bytes));
   k.args = trace_.strings.Intern(std::string(args) + ", \"device_kernel\": \"" + name + "\"");
+}
+
+void Profiler::OnSynchronize(int64_t begin_ns, int64_t end_ns) {
+  if (!recording_) return;
+  const int64_t corr = next_correlation_++;
+  Event& call = trace_.Add(EventKind::kRuntime, "cudaStreamSynchronize", Rel(begin_ns), end_ns - begin_ns);
+  call.pid = trace_.host_pid;
+  call.tid = host_tid_;
+  call.correlation = corr;
+  call.external_id = CurrentOpId();
+  Event& sync = trace_.Add(EventKind::kSync, "Stream Sync", Rel(begin_ns), end_ns - begin_ns);
+  sync.pid = kDevicePid;
+  sync.tid = kStreamTid;
+  sync.correlation = corr;
 }
 
 void Profiler::OnLaunch(const LaunchDesc& desc, int64_t launch_begin_ns, int64_t launch_end_ns,

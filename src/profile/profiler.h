@@ -53,6 +53,9 @@ class Profiler : public BackendObserver {
   void OnLaunch(const LaunchDesc& desc, int64_t launch_begin_ns, int64_t launch_end_ns,
                 int64_t kernel_begin_ns, int64_t kernel_end_ns,
                 const std::vector<WorkerSpan>& workers) override;
+  // A cudaStreamSynchronize runtime event on the host and, as Kineto writes CUPTI's
+  // synchronization records, a cuda_sync "Stream Sync" event on the stream.
+  void OnSynchronize(int64_t begin_ns, int64_t end_ns) override;
 
   Trace& trace() { return trace_; }
   const Trace& trace() const { return trace_; }

@@ -10,6 +10,8 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "inspect/calibration.h"
+#include "inspect/evidence.h"
+#include "inspect/sections.h"
 #include "lab/kernel.h"
 #include "test_util.h"
 
@@ -56,6 +58,142 @@ TEST_F(KernelInspectorTest, ReplayOfAnInPlaceKernelLeavesOneRunsResult) {
   int64_t tasks = 0;
   for (int64_t t : inspector->profiled()[0].worker_tasks) tasks += t;
   EXPECT_EQ(tasks, 10);
+}
+
+// A device whose memory the inspector must reach through the backend's copies, as a
+// GPU's: it counts them, and its FlushCaches; and it reports itself as a CUDA device with
+// peaks of its own.
+class CountingDevice : public CpuBackend {
+ public:
+  CountingDevice() : CpuBackend(2) {
+    props_ = CpuBackend::props();
+    props_.kind = "cuda";
+    props_.name = "cuda:0: Test GPU (132 SMs, sm_90)";
+    props_.arch = "sm_90";
+    props_.compute_units = 132;
+    props_.max_threads_per_unit = 2048;
+    props_.max_blocks_per_unit = 32;
+    props_.regs_per_unit = 65536;
+    props_.shared_per_unit = 233472;
+    props_.reserved_shared_per_block = 1024;
+    props_.warp_size = 32;
+  }
+  const DeviceProps& props() const override { return props_; }
+  Status CopyHostToDevice(void* dst, const void* src, size_t bytes) override {
+    ++to_device;
+    return CpuBackend::CopyHostToDevice(dst, src, bytes);
+  }
+  Status CopyDeviceToHost(void* dst, const void* src, size_t bytes) override {
+    ++to_host;
+    return CpuBackend::CopyDeviceToHost(dst, src, bytes);
+  }
+  Status FlushCaches() override {
+    ++flushes;
+    return OkStatus();
+  }
+  StatusOr<DevicePeaks> MeasurePeaks() override {
+    ++measured;
+    return DevicePeaks{60e12, 700e12, 710e12, 4e12};
+  }
+  int to_device = 0, to_host = 0, flushes = 0, measured = 0;
+
+ private:
+  DeviceProps props_;
+};
+
+TEST_F(KernelInspectorTest, SavesAndRestoresThroughTheBackendsCopies) {
+  CountingDevice be;
+  std::vector<float> x(256, 1.0f);
+  InspectorOptions o = Pick("scale", 0, 1, 4);
+  o.flush_caches = true;
+  auto inspector = Make(o);
+  be.SetLaunchHook(inspector.get());
+  LaunchDesc desc;
+  desc.kernel = "scale";
+  desc.grid = Dim3{1, 1, 1};
+  desc.writes[0] = {x.data(), x.size() * sizeof(float)};
+  ASSERT_TRUE(be.Launch(desc, [&](int64_t, int) {
+                 for (float& v : x) v *= 2;
+               }).ok());
+  be.SetLaunchHook(nullptr);
+  EXPECT_EQ(x[0], 2.0f);  // one run's result, after 4 replays
+  EXPECT_EQ(be.to_host, 2);    // before the first run and after it
+  EXPECT_EQ(be.to_device, 5);  // before each pass, and the workload's result at the end
+  EXPECT_EQ(be.flushes, 4);
+}
+
+TEST_F(KernelInspectorTest, GpuReplaysReportSmsOccupancyAndTheDevicesKernel) {
+  CountingDevice be;
+  ProfiledLaunch p;
+  p.id = 7;
+  p.kernel = "cublasLt_gemm_nt_f32_bias";
+  p.grid = Dim3{1, 1, 1};  // the descriptor's stand-in
+  p.block = Dim3{256, 1, 1};
+  p.flops = 2.0 * 128 * 384 * 128;
+  p.bytes_read = 4.0 * (128 * 128 + 384 * 128);
+  p.bytes_written = 4.0 * 128 * 384;
+  p.pipe = "fp32_fma";
+  p.pass_ns = {9000, 9100, 9050};
+  p.has_device_info = true;
+  p.device_timed = true;
+  p.device.name = "sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8";
+  p.device.grid = Dim3{3, 1, 1};
+  p.device.block = Dim3{128, 1, 1};
+  p.device.registers_per_thread = 128;
+  p.device.shared_bytes = 16384;
+  p.device.kernels = 1;
+  auto inspector = Make(Pick("regex:gemm", 0, 1));
+  auto peaks = LoadOrMeasureDevicePeaks(be, false);
+  ASSERT_TRUE(peaks.ok()) << peaks.status().ToString();
+  const KernelEvidence e = EvidenceFromReplay(p, *inspector, *peaks, be.props(), be.props().name);
+  EXPECT_EQ(e.unit_name, "SMs");
+  EXPECT_EQ(e.units, 132);
+  EXPECT_EQ(e.grid->x, 3);  // the device's own grid
+  EXPECT_EQ(e.device_kernel, p.device.name);
+  EXPECT_EQ(e.registers, 128);
+  ASSERT_TRUE(e.theoretical_occupancy.has_value());
+  EXPECT_DOUBLE_EQ(*e.theoretical_occupancy, 25.0);  // 128 registers: 4 blocks of 4 warps
+  EXPECT_FALSE(e.busy_pct.has_value());               // no workers on a GPU
+  EXPECT_DOUBLE_EQ(*e.peak_flops, 60e12);
+  const KernelReport r = BuildKernelReport(e, {"LaunchStats", "SpeedOfLight"});
+  const std::string text = RenderKernelReports({r});
+  EXPECT_TRUE(Contains(text, "Device Kernel")) << text;
+  EXPECT_TRUE(Contains(text, "3 blocks for 132 SMs")) << text;
+  EXPECT_TRUE(Contains(text, "Theoretical Occupancy")) << text;
+  EXPECT_FALSE(r.recommendation.kernel_level);
+  EXPECT_TRUE(Contains(r.recommendation.verdict, "higher tier")) << r.recommendation.verdict;
+  // A BF16 GEMM is measured against the tensor cores' peak.
+  p.pipe = "tensor_bf16";
+  EXPECT_DOUBLE_EQ(*EvidenceFromReplay(p, *inspector, *peaks, be.props(), "").peak_flops, 710e12);
+  // CUDA-event timing says so.
+  p.device_timed = false;
+  EXPECT_TRUE(Contains(EvidenceFromReplay(p, *inspector, *peaks, be.props(), "").source, "CUDA-event"));
+}
+
+TEST_F(KernelInspectorTest, GpuPeaksAreCachedPerDeviceAndRemeasuredWhenAsked) {
+  CountingDevice be;
+  auto first = LoadOrMeasureDevicePeaks(be, true);  // measured, whatever an earlier test cached
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(first->from_cache);
+  auto second = LoadOrMeasureDevicePeaks(be, false);
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(second->from_cache);
+  EXPECT_EQ(second->kind, "cuda");
+  EXPECT_EQ(second->isa, "sm_90");
+  EXPECT_EQ(second->threads, 132);
+  EXPECT_DOUBLE_EQ(second->bf16_tensor_flops, 710e12);
+  EXPECT_DOUBLE_EQ(second->mem_bw, 4e12);
+  const nlohmann::json j = second->ToJson();
+  EXPECT_EQ(j["kind"], "cuda");
+  EXPECT_DOUBLE_EQ(j["fp16_tensor_gflops"].get<double>(), 700e3);
+  auto recal = LoadOrMeasureDevicePeaks(be, true);
+  ASSERT_TRUE(recal.ok());
+  EXPECT_FALSE(recal->from_cache);
+  testing::WriteBytes(recal->cache_path, "{\"kind\": \"cuda\", \"device\": 1}");
+  auto again = LoadOrMeasureDevicePeaks(be, false);  // a corrupt cache is measured again
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->from_cache);
+  EXPECT_EQ(be.measured, 3);
 }
 
 // One unit of the built-in model, no warmup, on 2 workers.

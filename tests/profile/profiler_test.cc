@@ -6,7 +6,10 @@
 #include <cstdlib>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "lab/bench.h"
+#include "profile/chrome_trace.h"
 #include "profile/op_summary.h"
 #include "profile/profiler.h"
 #include "test_util.h"
@@ -126,6 +129,8 @@ TEST(ProfilerAsyncTest, AsyncLaunchesGetTheirKernelTimesLaterUnderTheirOperator)
   info.grid = Dim3{132, 2, 1};
   info.block = Dim3{384, 1, 1};
   info.kernels = 2;
+  info.registers_per_thread = 168;
+  info.shared_bytes = 66'560;
   p.OnKernelTimes(token, t0 + 50'000'000, t0 + 80'000'000, &info);
   p.OnKernelTimes(token + 1000, 1, 2, nullptr);  // an unknown token is ignored
   const Trace& trace = p.trace();
@@ -147,6 +152,7 @@ TEST(ProfilerAsyncTest, AsyncLaunchesGetTheirKernelTimesLaterUnderTheirOperator)
   // The device's grid and kernel name are in the args, as valid JSON members.
   const std::string args(trace.strings.Get(kernel->args));
   EXPECT_EQ(args, "\"grid\": [132, 2, 1], \"block\": [384, 1, 1], \"kernels\": 2, "
+                  "\"registers per thread\": 168, \"shared memory\": 66560, "
                   "\"device_kernel\": \"sm90_xmma_gemm_\\\"f32\\\"\"");
   // The unit summary counts the kernel in the unit that launched it.
   const UnitSummary unit = SummarizeUnits(trace, "batched_bert_forward");
@@ -154,6 +160,87 @@ TEST(ProfilerAsyncTest, AsyncLaunchesGetTheirKernelTimesLaterUnderTheirOperator)
   EXPECT_EQ(unit.kernels, 1);
   EXPECT_EQ(unit.launches, 1);
   EXPECT_DOUBLE_EQ(unit.device_busy_ns, 30'000'000.0);
+}
+
+TEST(ProfilerAsyncTest, SynchronisationsAreTracedButAreNotLaunches) {
+  DeviceProps device;
+  device.kind = "cuda";
+  Profiler p(ProfilerOptions{}, device);
+  p.set_recording(true);
+  const int64_t t0 = MonotonicNs();
+  LaunchDesc desc;
+  desc.kernel = "ts_layer_norm_f32";
+  desc.grid = Dim3{8, 1, 1};
+  p.BeginAnnotation("batched_bert_forward");
+  const int64_t token = p.OnLaunchAsync(desc, t0 + 1000, t0 + 2000);
+  p.OnSynchronize(t0 + 2000, t0 + 9000);  // the host waits inside the unit
+  p.OnKernelTimes(token, t0 + 3000, t0 + 8000, nullptr);
+  p.End();
+  const Trace& trace = p.trace();
+  int syncs = 0, sync_calls = 0;
+  for (const Event& e : trace.events) {
+    if (e.kind == EventKind::kSync) {
+      ++syncs;
+      EXPECT_EQ(trace.strings.Get(e.name), "Stream Sync");
+      EXPECT_EQ(e.dur_ns, 7000);
+      EXPECT_EQ(e.tid, kStreamTid);
+    }
+    if (e.kind == EventKind::kRuntime && trace.strings.Get(e.name) == "cudaStreamSynchronize") ++sync_calls;
+  }
+  EXPECT_EQ(syncs, 1);
+  EXPECT_EQ(sync_calls, 1);
+  const UnitSummary unit = SummarizeUnits(trace, "batched_bert_forward");
+  EXPECT_EQ(unit.launches, 1);  // the synchronisation is no launch
+  EXPECT_EQ(unit.kernels, 1);
+  // In the Chrome trace: a cuda_sync event, no flow from the synchronisation, and the
+  // kernel's occupancy fields once each.
+  testing::TempDir dir;
+  ASSERT_TRUE(WriteChromeTrace(trace, dir.file("t.json")).ok());
+  const auto j = nlohmann::json::parse(testing::ReadBytes(dir.file("t.json")));
+  int cuda_sync = 0, flows = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("cat", "") == "cuda_sync") {
+      ++cuda_sync;
+      EXPECT_EQ(e["args"]["cuda_sync_kind"], "stream_sync");
+    }
+    if (e.value("ph", "") == "s") ++flows;
+    if (e.value("cat", "") == "cuda_runtime" && e.value("name", "") == "cudaStreamSynchronize") {
+      EXPECT_EQ(e["args"]["cbid"], 131);
+    }
+  }
+  EXPECT_EQ(cuda_sync, 1);
+  EXPECT_EQ(flows, 1);
+}
+
+TEST(ProfilerAsyncTest, DeviceReportedRegistersReplaceKinetosDefaultsInTheTrace) {
+  DeviceProps device;
+  device.kind = "cuda";
+  Profiler p(ProfilerOptions{}, device);
+  p.set_recording(true);
+  LaunchDesc desc;
+  desc.kernel = "cublasLt_gemm_nt_f32_bias";
+  desc.grid = Dim3{1, 1, 1};
+  const int64_t t0 = MonotonicNs();
+  const int64_t token = p.OnLaunchAsync(desc, t0, t0 + 10);
+  DeviceKernelInfo info;
+  info.name = "sm90_gemm";
+  info.registers_per_thread = 90;
+  info.shared_bytes = 1024;
+  p.OnKernelTimes(token, t0 + 20, t0 + 40, &info);
+  testing::TempDir dir;
+  ASSERT_TRUE(WriteChromeTrace(p.trace(), dir.file("t.json")).ok());
+  const std::string text = testing::ReadBytes(dir.file("t.json"));
+  size_t count = 0;
+  for (size_t at = text.find("\"registers per thread\""); at != std::string::npos;
+       at = text.find("\"registers per thread\"", at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 1u) << text;
+  for (const auto& e : nlohmann::json::parse(text)["traceEvents"]) {
+    if (e.value("cat", "") != "kernel") continue;
+    EXPECT_EQ(e["args"]["registers per thread"], 90);
+    EXPECT_EQ(e["args"]["shared memory"], 1024);
+  }
 }
 
 TEST(OpSummaryTest, InputDimsAreExtractedFromArgs) {

@@ -133,8 +133,20 @@ Status CpuBackend::CopyDeviceToHost(void* dst, const void* src, size_t bytes) {
   return OkStatus();
 }
 
+Status CpuBackend::FlushCaches() {
+  if (flush_.empty()) {
+    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = 32L << 20;
+    flush_.resize(static_cast<size_t>(std::max<long>(llc * 2, 16L << 20)));
+  }
+  // Writing every line evicts what the kernel touched from every level.
+  std::memset(flush_.data(), static_cast<int>(++flushes_ & 0xff), flush_.size());
+  return OkStatus();
+}
+
 KernelRun CpuBackend::RunTimed(const LaunchDesc& desc, TaskFn fn) {
   KernelRun run;
+  run.device_timed = true;
   run.workers.assign(static_cast<size_t>(pool_.num_threads()), WorkerSpan{});
   pool_.ParallelFor(desc.grid.count(), [&](int64_t task, int worker) {
     const int64_t s = MonotonicNs();
@@ -161,7 +173,7 @@ Status CpuBackend::Launch(const LaunchDesc& desc, TaskFn fn) {
     return InvalidArgument("launch of " + std::string(desc.kernel) + " with an empty grid");
   }
   if (hook_ != nullptr) {
-    return hook_->OnLaunch(desc, [&]() -> StatusOr<KernelRun> { return RunTimed(desc, fn); });
+    return hook_->OnLaunch(*this, desc, [&]() -> StatusOr<KernelRun> { return RunTimed(desc, fn); });
   }
   if (observer_ == nullptr) {
     pool_.ParallelFor(tasks, fn);

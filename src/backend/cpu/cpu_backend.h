@@ -40,6 +40,7 @@ class CpuBackend : public Backend {
   Kernels& kernels() override { return *kernels_; }
   void SetObserver(BackendObserver* observer) override { observer_ = observer; }
   void SetLaunchHook(LaunchHook* hook) override { hook_ = hook; }
+  Status FlushCaches() override;
 
   // Runs `fn` once per task of desc.grid on the pool. Returns when all tasks are done.
   Status Launch(const LaunchDesc& desc, TaskFn fn);
@@ -61,6 +62,8 @@ class CpuBackend : public Backend {
   LaunchHook* hook_ = nullptr;
   std::vector<std::vector<float>> scratch_;
   size_t scratch_floats_ = 0;
+  std::vector<std::byte> flush_;  // FlushCaches' buffer, twice the last-level cache
+  int64_t flushes_ = 0;
   MemoryAccounting accounting_;
   // Freed blocks by rounded size, at most 1 GiB in all (none under AddressSanitizer,
   // so use-after-free is caught).

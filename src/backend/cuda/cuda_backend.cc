@@ -56,8 +56,12 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int ordinal) {
   b->props_.compute_units = p.multiProcessorCount;
   b->props_.total_memory = static_cast<int64_t>(p.totalGlobalMem);
   b->props_.max_threads_per_unit = p.maxThreadsPerMultiProcessor;
+  b->props_.max_blocks_per_unit = p.maxBlocksPerMultiProcessor;
   b->props_.regs_per_unit = p.regsPerMultiprocessor;
   b->props_.shared_per_unit = static_cast<int64_t>(p.sharedMemPerMultiprocessor);
+  b->props_.reserved_shared_per_block = static_cast<int64_t>(p.reservedSharedMemPerBlock);
+  b->props_.warp_size = p.warpSize;
+  b->props_.l2_bytes = p.l2CacheSize;
   b->props_.arch = "sm_" + std::to_string(b->cc_);
   b->props_.name = std::string(TS_GPU_VENDOR) + ":" + std::to_string(ordinal) + ": " + p.name +
                    " (" + std::to_string(p.multiProcessorCount) + " SMs, sm_" +
@@ -72,8 +76,10 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int ordinal) {
 
 CudaBackend::~CudaBackend() {
   (void)Use();
+  hook_ = nullptr;
   if (observer_ != nullptr) SetObserver(nullptr);  // delivers what CUPTI still holds
   cupti_.reset();
+  if (flush_buffer_ != nullptr) gpuFree(flush_buffer_);
   kernels_.reset();  // gives its workspace back through Deallocate first
   if (stream_ != nullptr) gpuStreamSynchronize(stream_);
   cache_.ReleaseAll([](void* p) { gpuFree(p); });
@@ -190,15 +196,40 @@ Status CudaBackend::LaunchGraph(Graph& graph) {
 Status CudaBackend::Synchronize() {
   if (capturing_) return OkStatus();  // nothing runs while a capture is open
   TS_RETURN_IF_ERROR(Use());
+  const int64_t begin = MonotonicNs();
   TS_RETURN_IF_ERROR(GpuStatus(gpuStreamSynchronize(stream_), "synchronize"));
+  if (observer_ != nullptr) observer_->OnSynchronize(begin, MonotonicNs());
   return FlushTrace();
 }
 
-Status CudaBackend::FlushTrace() {
+Status CudaBackend::FlushCaches() {
+  if (capturing_) return FailedPrecondition("caches cannot be flushed inside a graph capture");
+  TS_RETURN_IF_ERROR(Use());
+  if (flush_buffer_ == nullptr) {
+    const size_t l2 = props_.l2_bytes > 0 ? static_cast<size_t>(props_.l2_bytes) : size_t{64} << 20;
+    flush_bytes_ = std::max<size_t>(2 * l2, size_t{16} << 20);
+    TS_RETURN_IF_ERROR(GpuStatus(gpuMalloc(&flush_buffer_, flush_bytes_), "allocate the cache-flush buffer"));
+  }
+  static int pattern = 0;
+  pattern = (pattern + 1) & 0xff;
+  return GpuStatus(gpuMemsetAsync(flush_buffer_, pattern, flush_bytes_, stream_), "flush caches");
+}
+
+Status CudaBackend::FlushTrace(uint64_t capture_id, KernelRun* captured) {
   if (cupti_ == nullptr) return OkStatus();
   // Always drained (also while the observer is not recording), so buffers do not pile up.
-  Status s = cupti_->Flush([this](uint64_t id, int64_t begin, int64_t end,
-                                  const DeviceKernelInfo* info) {
+  Status s = cupti_->Flush([&](uint64_t id, int64_t begin, int64_t end,
+                               const DeviceKernelInfo* info) {
+    if (captured != nullptr && id == capture_id) {
+      captured->begin_ns = begin;
+      captured->end_ns = end;
+      captured->device_timed = true;
+      if (info != nullptr) {
+        captured->has_device_info = true;
+        captured->device = *info;
+      }
+      return;
+    }
     auto it = pending_.find(id);
     if (it == pending_.end()) return;
     if (observer_ != nullptr) observer_->OnKernelTimes(it->second, begin, end, info);
@@ -220,19 +251,36 @@ void CudaBackend::SetObserver(BackendObserver* observer) {
                    pending_.size());
     }
     pending_.clear();
-    cupti_.reset();
   }
   observer_ = observer;
-  if (observer_ != nullptr && cupti_ == nullptr) {
-    StatusOr<std::unique_ptr<CuptiTracer>> t = CuptiTracer::Start();
-    if (t.ok()) {
-      cupti_ = std::move(*t);
-    } else {
-      std::fprintf(stderr,
-                   "tierscope: warning: %s; kernel times come from CUDA events, one launch at a "
-                   "time\n",
-                   t.status().message().c_str());
+  UpdateTracer();
+}
+
+void CudaBackend::SetLaunchHook(LaunchHook* hook) {
+  hook_ = hook;
+  UpdateTracer();
+}
+
+void CudaBackend::UpdateTracer() {
+  if (observer_ == nullptr && hook_ == nullptr) {
+    if (cupti_ != nullptr) {
+      if (Use().ok()) gpuStreamSynchronize(stream_);
+      (void)FlushTrace();
+      pending_.clear();
+      cupti_.reset();
     }
+    return;
+  }
+  if (cupti_ != nullptr) return;
+  StatusOr<std::unique_ptr<CuptiTracer>> t = CuptiTracer::Start();
+  if (t.ok()) {
+    cupti_ = std::move(*t);
+  } else if (!cupti_warned_) {
+    cupti_warned_ = true;
+    std::fprintf(stderr,
+                 "tierscope: warning: %s; kernel times come from CUDA events, one launch at a "
+                 "time (they include the launch latency)\n",
+                 t.status().message().c_str());
   }
 }
 
@@ -240,8 +288,15 @@ StatusOr<KernelRun> CudaBackend::RunTimed(const LaunchDesc& desc,
                                           const std::function<Status(gpuStream_t)>& enqueue,
                                           int64_t* enqueued_ns) {
   const std::string what(desc.kernel);
+  // Work queued before this launch (a restore, a cache flush) finishes first, so the
+  // events bracket this launch alone.
+  TS_RETURN_IF_ERROR(GpuStatus(gpuStreamSynchronize(stream_), what));
+  const uint64_t id = cupti_ != nullptr ? next_launch_id_++ : 0;
   TS_RETURN_IF_ERROR(GpuStatus(gpuEventRecord(start_, stream_), what));
-  TS_RETURN_IF_ERROR(enqueue(stream_));
+  if (cupti_ != nullptr) cupti_->Push(id);
+  Status s = enqueue(stream_);
+  if (cupti_ != nullptr) cupti_->Pop();
+  TS_RETURN_IF_ERROR(s);
   if (enqueued_ns != nullptr) *enqueued_ns = MonotonicNs();
   TS_RETURN_IF_ERROR(GpuStatus(gpuEventRecord(stop_, stream_), what));
   TS_RETURN_IF_ERROR(GpuStatus(gpuEventSynchronize(stop_), what));
@@ -251,6 +306,17 @@ StatusOr<KernelRun> CudaBackend::RunTimed(const LaunchDesc& desc,
   KernelRun run;
   run.end_ns = end;
   run.begin_ns = end - static_cast<int64_t>(static_cast<double>(ms) * 1e6);
+  if (cupti_ != nullptr) {
+    KernelRun traced;
+    TS_RETURN_IF_ERROR(FlushTrace(id, &traced));
+    if (traced.device_timed && traced.end_ns > traced.begin_ns) {
+      run.begin_ns = traced.begin_ns;
+      run.end_ns = traced.end_ns;
+      run.device_timed = true;
+      run.has_device_info = traced.has_device_info;
+      run.device = traced.device;
+    }
+  }
   return run;
 }
 
@@ -261,7 +327,8 @@ Status CudaBackend::Launch(const LaunchDesc& desc,
   }
   TS_RETURN_IF_ERROR(Use());
   if (hook_ != nullptr) {
-    return hook_->OnLaunch(desc, [&]() -> StatusOr<KernelRun> { return RunTimed(desc, enqueue); });
+    return hook_->OnLaunch(*this, desc,
+                           [&]() -> StatusOr<KernelRun> { return RunTimed(desc, enqueue); });
   }
   if (observer_ == nullptr) return enqueue(stream_);
   if (cupti_ != nullptr) {  // asynchronous: the kernel's times arrive at the next flush

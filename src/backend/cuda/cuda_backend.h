@@ -1,8 +1,9 @@
 // CudaBackend: device memory (cudaMalloc with a size-keyed block cache and live/peak
 // accounting), one non-blocking stream, device properties, and Launch, which enqueues a
-// kernel with its descriptor. With a tier-3 hook or a tier-2 observer attached, each
-// launch is bracketed by CUDA events and waited for, so its device time is exact (this
-// is the CUDA-event fallback timing; launches then do not overlap the host).
+// kernel with its descriptor. With a tier-2 observer attached, launches are traced by
+// CUPTI (asynchronous). With a tier-3 hook attached, each launch runs alone and is
+// waited for, timed by its CUPTI kernel records (the device's own start and end, with
+// the kernel the device ran) or, when CUPTI cannot be used, by CUDA events around it.
 #ifndef TIERSCOPE_BACKEND_CUDA_CUDA_BACKEND_H_
 #define TIERSCOPE_BACKEND_CUDA_CUDA_BACKEND_H_
 
@@ -43,7 +44,11 @@ class CudaBackend : public Backend {
   // With an observer, launches are traced by CUPTI where it can be used (asynchronous,
   // device timestamps), else timed one by one with CUDA events (a warning says so).
   void SetObserver(BackendObserver* observer) override;
-  void SetLaunchHook(LaunchHook* hook) override { hook_ = hook; }
+  void SetLaunchHook(LaunchHook* hook) override;
+  // A memset over twice the L2 cache (a buffer kept for it, outside the accounting).
+  Status FlushCaches() override;
+  // FP32 FMA kernel, FP16/BF16 tensor-core GEMMs (cuBLASLt), triad kernel (peaks.cc).
+  StatusOr<DevicePeaks> MeasurePeaks() override;
   Status BeginCapture() override;
   StatusOr<std::unique_ptr<Graph>> EndCapture() override;
   Status LaunchGraph(Graph& graph) override;
@@ -66,10 +71,14 @@ class CudaBackend : public Backend {
   // Makes this backend's device current on the calling thread (the current device is
   // per thread: serve loads on one thread and runs on another).
   Status Use() const;
-  // Runs the launch bracketed by events and waits for it.
+  // Runs the launch bracketed by events and waits for it; with CUPTI on, its times and
+  // the device's kernel come from the activity records where they arrived.
   StatusOr<KernelRun> RunTimed(const LaunchDesc& desc,
                                const std::function<Status(gpuStream_t)>& enqueue,
                                int64_t* enqueued_ns = nullptr);
+  // Starts CUPTI while an observer or a hook is attached and stops it when neither is
+  // (a warning when it cannot be used: CUDA events time the launches then).
+  void UpdateTracer();
 
   int ordinal_ = 0;
   DeviceProps props_;
@@ -83,7 +92,12 @@ class CudaBackend : public Backend {
   std::unique_ptr<CuptiTracer> cupti_;
   uint64_t next_launch_id_ = 1;
   std::unordered_map<uint64_t, int64_t> pending_;  // launch id -> observer token
-  Status FlushTrace();
+  // Delivers the observer's pending kernel times; `capture_id`'s record (a tier-3 run)
+  // goes to *captured instead.
+  Status FlushTrace(uint64_t capture_id = 0, KernelRun* captured = nullptr);
+  bool cupti_warned_ = false;
+  void* flush_buffer_ = nullptr;  // FlushCaches' target
+  size_t flush_bytes_ = 0;
   int sm_count_ = 0, max_threads_per_sm_ = 0, regs_per_sm_ = 0, cc_ = 0;
   int64_t shared_per_sm_ = 0;
   MemoryAccounting accounting_;

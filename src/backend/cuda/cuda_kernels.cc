@@ -81,7 +81,7 @@ class CudaKernels : public Kernels {
     desc.flops = 2.0 * rows * n * k;
     desc.bytes_read = es * (rows * k + n * k + (bias ? n : 0));
     desc.bytes_written = es * rows * n;
-    desc.pipe = t == ElemType::kF32 ? "fp32_fma" : "tensor_core";
+    desc.pipe = t == ElemType::kF32 ? "fp32_fma" : t == ElemType::kF16 ? "tensor_f16" : "tensor_bf16";
     desc.writes[0] = {y.data(), y.bytes()};
     TS_RETURN_IF_ERROR(be_.Launch(desc, [&](gpuStream_t s) {
       return gemm_->Run(s, t, x.data(), rows, x_row_stride, pw.data(), n, k,

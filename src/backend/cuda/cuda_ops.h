@@ -42,6 +42,16 @@ enum class Activation : int { kGelu = 1, kTanh = 2 };
 gpuError_t ActivationInPlace(gpuStream_t stream, ElemType t, void* y, int64_t n, Activation act,
                              LaunchShape* shape);
 
+// Peak measurement (calibrate.cu). FmaPeak: `blocks` x `threads` threads, each running
+// 8 independent FMA chains for `iters` steps (16 x iters FLOPs a thread); `sink` gets one
+// float per block so the work is not optimised away.
+gpuError_t FmaPeak(gpuStream_t stream, float* sink, int blocks, int threads, int iters);
+// a[i] = b[i] + 3 c[i] over n floats (n a multiple of 4): 12 bytes moved per element.
+gpuError_t Triad(gpuStream_t stream, float* a, const float* b, const float* c, int64_t n,
+                 int blocks);
+// x[i] = a small pseudo-random value in [-0.5, 0.5) of type t, from `seed`.
+gpuError_t FillRandom(gpuStream_t stream, ElemType t, void* x, int64_t n, uint32_t seed);
+
 }  // namespace cuda
 }  // namespace tierscope
 

@@ -15,8 +15,10 @@ Status CuptiTracer::Flush(const Deliver&) { return OkStatus(); }
 #else
 
 #include <cupti.h>
+#include <cxxabi.h>
 
 #include <algorithm>
+#include <memory>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -54,8 +56,17 @@ uint64_t CUPTIAPI Timestamp() { return static_cast<uint64_t>(MonotonicNs()); }
 // calls, cuBLASLt's are driver calls); their own records are skipped.
 constexpr CUpti_ActivityKind kKinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
-    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+    CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_DRIVER,            CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+
+// Kernel names as a reader wants them (CUPTI gives the mangled symbol), as Kineto does.
+std::string Demangle(const char* name) {
+  if (name == nullptr) return "";
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name, nullptr, nullptr, &status),
+                                           std::free);
+  return status == 0 && d != nullptr ? std::string(d.get()) : std::string(name);
+}
 
 void DisableAll() {
   for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
@@ -143,9 +154,11 @@ Status CuptiTracer::Flush(const Deliver& deliver) {
         one.begin = static_cast<int64_t>(k->start) + clock_offset_ns_;
         one.end = static_cast<int64_t>(k->end) + clock_offset_ns_;
         one.longest = one.end - one.begin;
-        one.info.name = k->name ? k->name : "";
+        one.info.name = Demangle(k->name);
         one.info.grid = Dim3{k->gridX, k->gridY, k->gridZ};
         one.info.block = Dim3{k->blockX, k->blockY, k->blockZ};
+        one.info.registers_per_thread = k->registersPerThread;
+        one.info.shared_bytes = static_cast<int64_t>(k->staticSharedMemory) + k->dynamicSharedMemory;
         Merge(kernels_[k->correlationId], one);
       } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {  // CopyInto's device copies
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
@@ -158,6 +171,13 @@ Status CuptiTracer::Flush(const Deliver& deliver) {
           one.end = static_cast<int64_t>(m->end) + clock_offset_ns_;
           Merge(kernels_[id], one);
         }
+      } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMSET) {  // FlushCaches, if bracketed
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+        if ((m->start == 0 && m->end == 0) || m->correlationId == 0) continue;
+        Span one;
+        one.begin = static_cast<int64_t>(m->start) + clock_offset_ns_;
+        one.end = static_cast<int64_t>(m->end) + clock_offset_ns_;
+        Merge(kernels_[m->correlationId], one);
       } else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
         const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
         if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {

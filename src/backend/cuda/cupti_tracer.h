@@ -1,4 +1,5 @@
-// CUPTI activity tracing, tier 2 on CUDA: kernel and memcpy records with device timestamps, matched
+// CUPTI activity tracing, tier 2 on CUDA (and tier 3's device timing of replays): kernel,
+// memcpy and memset records with device timestamps, matched
 // to the backend's launches through external correlation ids (one per launch; a
 // cuBLASLt call that runs several kernels spans them all). Timestamps are moved onto
 // MonotonicNs's clock. Only one tracer can be active in a process.
