@@ -2,15 +2,36 @@
 # The GPU check of issue 9, in one script: builds tierscope with the CUDA backend (or uses
 # TIERSCOPE_BIN / build/cuda/tierscope when it is already built), then on cuda:0 runs the
 # GPU unit tests (CUDA vs CPU: FP32 max abs <= 1e-3, FP16/BF16 cosine >= 0.9999), the
-# device properties, the four bench modes at batch 64 x seq 128, tier-1/2 traces of one
-# serial and one batched work unit with their reports and diff, the CUDA-graph path
-# (serial and batched), a serving run under `tierscope load`, the batch sweep 1..256,
-# and one quick lab run. Everything goes under OUT (default results/gpu; $OUT on the
-# device machine). Each step's failure is recorded and the script goes on.
+# device properties and calibrated peaks, the four bench modes at batch 64 x seq 128,
+# tier-1/2 traces of one serial and one batched work unit with their reports and diff,
+# tier 3 (the hottest GEMM of each replayed, with its real cuBLASLt kernel, grid,
+# registers and occupancy), the CUDA-graph path (serial and batched), a serving run
+# under `tierscope load`, the batch sweep 1..256, and one quick lab run; summary.txt
+# gathers the closing note's numbers. Everything goes under OUT (default results/gpu;
+# $OUT on the device machine). Each step's failure is recorded and the script goes on.
+# About 4 minutes on an H200 once built (the build: about 3 minutes on 16 cores).
+#
+# On the device machine (no network, none of the Debian libraries): make the bundle here
+# first (bash bench/gpu/bundle.sh) and carry .gpu_bundle; this script then uses it, with
+# the device's own CUDA libraries. What comes back from $OUT is at most 8 files, so the
+# outputs go to results/gpu and are packed into $OUT/gpu_check.tar.gz, with steps.txt and
+# summary.txt beside it.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=${OUT:-results/gpu}
+out=${GPU_CHECK_DIR:-results/gpu}
+rm -rf "$out"
 mkdir -p "$out"
+if [ -z "${TIERSCOPE_BIN:-}" ] && [ -x .gpu_bundle/tierscope ]; then
+  export TIERSCOPE_BIN=$PWD/.gpu_bundle/tierscope
+  libs=$PWD/.gpu_bundle/lib
+  # cuBLASLt and CUPTI of CUDA 13: the toolkit's, else a pip wheel's.
+  for name in libcublasLt.so.13 libcupti.so.13; do
+    dir=$(find /usr/local/cuda/ /usr/local/cuda-13*/ /usr/lib/x86_64-linux-gnu /opt /usr/local/lib \
+            -name "$name" 2>/dev/null | head -n 1 | xargs -r dirname)
+    [ -n "$dir" ] && libs=$libs:$dir
+  done
+  export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 log() { echo "== $*" | tee -a "$out/steps.txt"; }
 run() {  # run NAME CMD...: output to $out/NAME.txt, status to steps.txt
   local name=$1; shift
@@ -22,6 +43,8 @@ run() {  # run NAME CMD...: output to $out/NAME.txt, status to steps.txt
 }
 
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true
+{ echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"; [ -n "${TIERSCOPE_BIN:-}" ] && ldd "$TIERSCOPE_BIN"; } \
+  >"$out/ldd.txt" 2>&1
 bin=${TIERSCOPE_BIN:-}
 if [ -z "$bin" ]; then
   if [ ! -x build/cuda/tierscope ]; then
@@ -35,6 +58,7 @@ fi
 tests=$(dirname "$bin")/tests
 
 run device "$bin" device --device cuda
+run device_json "$bin" device --device cuda --format json
 [ -x "$tests/backend_test" ] && run gpu_tests "$tests/backend_test" --gtest_filter='*Cuda*:*Device*'
 for mode in serial-fp32 batch-fp32 batch-fp16 batch-bf16; do
   run "bench_$mode" "$bin" bench --device cuda --mode "$mode" --batch-size 64 --seq-len 128 \
@@ -53,6 +77,12 @@ run analyze_serial "$bin" analyze "$out/serial.json.gz"
 run analyze_batch "$bin" analyze "$out/batch.json.gz"
 run diff "$bin" diff "$out/serial.json.gz" "$out/batch.json.gz"
 run hot_kernels "$bin" stats "$out/serial.json.gz" --report units,in_use,hot_kernels
+run hot_kernels_batch "$bin" stats "$out/batch.json.gz" --report units,in_use,hot_kernels
+# Tier 3: the hottest GEMM of one serial and one batched unit, replayed 10 passes.
+for mode in serial-fp32 batch-fp32 batch-fp16; do
+  run "kernel_$mode" "$bin" kernel --device cuda --mode "$mode" --batch-size 64 --seq-len 128 \
+    --warmup 1 --iterations 1 -k regex:gemm -c 1 -s 4 -o "$out/kernel_$mode.json"
+done
 # Serving on the GPU: the server with dynamic batching under a short closed-loop load.
 "$bin" serve --device cuda --port 0 >"$out/serve_stdout.txt" 2>"$out/serve_stderr.txt" &
 serve_pid=$!
@@ -72,4 +102,23 @@ kill -TERM "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null
 run sweep "$bin" sweep --device cuda --batch-sizes 1,2,4,8,16,32,64,128,256 --out "$out/sweep"
 run lab "$bin" lab --device cuda --quick --out "$out/lab"
 grep -h RESULT_JSON "$out"/bench_*.txt >"$out/results.jsonl" 2>/dev/null || true
+# The closing note's numbers in one place: samples/s per mode (and the graph path), the
+# sweep, launches per unit and device in-use from tier 2, and tier 3's hot kernel grids.
+{
+  echo "== samples/s (batch 64 x seq 128)"
+  for f in "$out"/bench_*.txt; do
+    printf '%-28s %s\n' "$(basename "$f" .txt)" \
+      "$(grep -o '"samples_per_s":[0-9.e+]*' "$f" | cut -d: -f2)"
+  done
+  echo "== sweep"; cat "$out/sweep/batch_sweep.txt" 2>/dev/null
+  echo "== tier 2: units, in-use, hot kernels"
+  cat "$out/hot_kernels.txt" "$out/hot_kernels_batch.txt" 2>/dev/null
+  echo "== tier 3"
+  grep -h -E "^  [^ ]|Grid Size|Block Size|Device Kernel|# SMs|Waves|Registers|Occupancy|Duration  |Compute Throughput|Memory Throughput|Bound By|NOTE|higher tier|justified|Near its" \
+    "$out"/kernel_*.txt 2>/dev/null
+} >"$out/summary.txt" 2>&1
 log "done; outputs in $out"
+if [ -n "${OUT:-}" ] && [ "$OUT" != "$out" ]; then
+  tar -czf "$OUT/gpu_check.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"
+  cp "$out/steps.txt" "$out/summary.txt" "$OUT/"
+fi

@@ -1,13 +1,21 @@
 // The CUDA backend against the CPU backend (the oracle): the whole encoder on the
 // built-in model in FP32 (max abs <= 1e-3), FP16 and BF16 (cosine >= 0.9999 against CPU
-// FP32), with padded masks and token types; device selection errors. Tests that need a
-// GPU skip cleanly where there is none (or where the build has no CUDA backend).
+// FP32), with padded masks and token types; device selection errors; tier 3 (replays,
+// the device's peaks) and tier 2 (CUPTI kernels, synchronisations) on the GPU. Tests that
+// need a GPU skip cleanly where there is none (or where the build has no CUDA backend).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "backend/backend.h"
+#include "inspect/sections.h"
+#include "lab/bench.h"
+#include "lab/kernel.h"
 #include "test_util.h"
 #include "tierscope/engine.h"
 
@@ -106,6 +114,93 @@ TEST_P(CudaMatchesCpu, EncoderOutputsMatchTheCpuBackend) {
     EXPECT_GE(Cosine(ref->last_hidden_state, got->last_hidden_state), 0.9999);
   }
   EXPECT_GE(Cosine(ref->pooler_output, got->pooler_output), 0.9999);
+}
+
+// Tier 3 on the GPU: replaying every GEMM launch leaves the workload's output as one
+// run leaves it, and the report counts SMs and names the kernel the device ran.
+TEST(CudaTier3, ReplaysKeepTheOutputAndReportTheDevicesKernel) {
+  if (!GpuPresent()) GTEST_SKIP() << "no CUDA device";
+  testing::TempDir cache;
+  setenv("TIERSCOPE_CACHE_DIR", cache.path().c_str(), 1);
+  BenchOptions bench;
+  bench.device = "cuda:0";
+  bench.batch_size = 4;
+  bench.seq_len = 32;
+  bench.warmup = 0;
+  bench.iterations = 1;
+  auto plain = RunBench(bench);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  KernelCommandOptions k;
+  k.bench = bench;
+  k.inspector.filter = {"regex:gemm", 0, 100};
+  k.inspector.passes = 3;
+  auto r = RunKernelCommand(k);
+  unsetenv("TIERSCOPE_CACHE_DIR");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->json["workload"]["checksum"], plain->result["checksum"]);
+  ASSERT_FALSE(r->reports.empty());
+  const KernelEvidence& e = r->reports[0].evidence;
+  EXPECT_EQ(e.unit_name, "SMs");
+  auto be = CreateBackend("cuda:0", 0);
+  ASSERT_TRUE(be.ok());
+  EXPECT_EQ(e.units, (*be)->props().compute_units);
+  EXPECT_EQ(e.passes, 3);
+  ASSERT_TRUE(e.duration_ns.has_value());
+  EXPECT_GT(*e.duration_ns, 0);
+  if (e.source.find("CUDA-event") == std::string::npos) {  // CUPTI was available
+    EXPECT_FALSE(e.device_kernel.empty());
+    EXPECT_TRUE(e.registers.has_value());
+    EXPECT_TRUE(e.theoretical_occupancy.has_value());
+  }
+  EXPECT_GT(r->json["machine"]["fp32_gflops"].get<double>(), 0);
+}
+
+// The device's peaks, measured by its own kernels: wide bands any current GPU meets.
+TEST(CudaTier3, DevicePeaksArePlausible) {
+  if (!GpuPresent()) GTEST_SKIP() << "no CUDA device";
+  auto be = CreateBackend("cuda:0", 0);
+  ASSERT_TRUE(be.ok());
+  auto peaks = (*be)->MeasurePeaks();
+  ASSERT_TRUE(peaks.ok()) << peaks.status().ToString();
+  EXPECT_GT(peaks->fp32_flops, 1e12);
+  EXPECT_LT(peaks->fp32_flops, 1e15);
+  EXPECT_GT(peaks->bf16_tensor_flops, peaks->fp32_flops);
+  EXPECT_GT(peaks->fp16_tensor_flops, peaks->fp32_flops);
+  EXPECT_GT(peaks->mem_bw, 1e11);
+  EXPECT_LT(peaks->mem_bw, 2e13);
+  EXPECT_TRUE((*be)->FlushCaches().ok());
+}
+
+// Tier 2 on the GPU: kernels carry the device's kernel name and grid (CUPTI), and the
+// host's waits are traced as synchronisations.
+TEST(CudaTier2, ProfiledTraceHasDeviceKernelsAndSynchronisations) {
+  if (!GpuPresent()) GTEST_SKIP() << "no CUDA device";
+  testing::TempDir dir;
+  BenchOptions bench;
+  bench.device = "cuda:0";
+  bench.mode = "serial-fp32";
+  bench.batch_size = 4;
+  bench.seq_len = 32;
+  bench.warmup = 1;
+  bench.iterations = 1;
+  bench.profile = true;
+  bench.trace_path = dir.file("t.json");
+  auto r = RunBench(bench);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto j = nlohmann::json::parse(testing::ReadBytes(dir.file("t.json")));
+  int kernels = 0, named = 0, syncs = 0;
+  for (const auto& e : j["traceEvents"]) {
+    const std::string cat = e.value("cat", "");
+    if (cat == "kernel") {
+      ++kernels;
+      if (e["args"].contains("device_kernel")) ++named;
+    }
+    if (cat == "cuda_sync") ++syncs;
+  }
+  EXPECT_GT(kernels, 0);
+  EXPECT_GE(syncs, 1);
+  std::printf("traced %d kernels, %d with the device's kernel name, %d synchronisations\n", kernels,
+              named, syncs);
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaMatchesCpu,
