@@ -48,7 +48,8 @@ struct LaunchDesc {
 };
 
 struct DeviceProps {
-  std::string name;          // "cpu: AMD EPYC (2 threads)"
+  std::string name;          // "cpu: AMD EPYC (2 threads)", "cuda:0: NVIDIA H200 (132 SMs, sm_90)"
+  std::string model;         // GPUs: the device's own name ("NVIDIA H200"), no ordinal
   std::string kind;          // "cpu" or "cuda"
   int compute_units = 1;     // CPU: worker threads
   int64_t total_memory = 0;  // bytes

@@ -317,7 +317,7 @@ StatusOr<MachinePeaks> LoadOrMeasureDevicePeaks(Backend& backend, bool recalibra
   if (props.kind == "cpu") return LoadOrMeasurePeaks(props.compute_units, recalibrate);
   MachinePeaks probe;
   probe.kind = props.kind;
-  probe.device = props.name;
+  probe.device = props.model.empty() ? props.name : props.model;  // not the ordinal
   probe.isa = props.arch;
   probe.threads = props.compute_units;
   const std::string path = CachePath(probe);

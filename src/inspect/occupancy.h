@@ -2,7 +2,9 @@
 // Occupancy section compute it: how many blocks of a kernel fit on one SM at once, as
 // limited by threads, the SM's block slots, registers (allocated per warp in units of
 // 256, split over the SM's four sub-partitions) and shared memory (with the runtime's
-// reserve per block) — and the waves a grid needs at that residency.
+// reserve per block) — and the waves a grid needs at that residency. Thread-block
+// clusters (sm_90 kernels may launch them) are not modelled: for those the residency is
+// an upper bound.
 #ifndef TIERSCOPE_INSPECT_OCCUPANCY_H_
 #define TIERSCOPE_INSPECT_OCCUPANCY_H_
 

@@ -198,7 +198,9 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
   TS_ASSIGN_OR_RETURN(MachinePeaks peaks, LoadOrMeasurePeaks(props.compute_units, recalibrate));
   std::string features;
   const auto add = [&](bool has, const char* name) {
-    if (has) features += (features.empty() ? "" : " ") + std::string(name);
+    if (!has) return;
+    if (!features.empty()) features += ' ';
+    features += name;
   };
   add(__builtin_cpu_supports("avx2"), "avx2");
   add(__builtin_cpu_supports("fma"), "fma");

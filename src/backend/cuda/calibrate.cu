@@ -14,7 +14,7 @@ namespace {
 __global__ void FmaPeakKernel(float* sink, int iters, float a, float b) {
   float x0 = threadIdx.x * 1e-6f, x1 = x0 + 1e-3f, x2 = x0 + 2e-3f, x3 = x0 + 3e-3f;
   float x4 = x0 + 4e-3f, x5 = x0 + 5e-3f, x6 = x0 + 6e-3f, x7 = x0 + 7e-3f;
-#pragma unroll 4
+#pragma unroll 16
   for (int i = 0; i < iters; ++i) {
     x0 = fmaf(x0, a, b);
     x1 = fmaf(x1, a, b);
@@ -26,7 +26,9 @@ __global__ void FmaPeakKernel(float* sink, int iters, float a, float b) {
     x7 = fmaf(x7, a, b);
   }
   const float s = ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7));
-  if (threadIdx.x == 0) sink[blockIdx.x] = s;
+  // Every thread's result decides the store (which never happens for these inputs), so
+  // no thread's chains can be dropped as dead code.
+  if (s == -1.2345f) sink[blockIdx.x] = s;
 }
 
 __global__ void TriadKernel(float4* a, const float4* b, const float4* c, int64_t n4) {

@@ -63,6 +63,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int ordinal) {
   b->props_.warp_size = p.warpSize;
   b->props_.l2_bytes = p.l2CacheSize;
   b->props_.arch = "sm_" + std::to_string(b->cc_);
+  b->props_.model = p.name;
   b->props_.name = std::string(TS_GPU_VENDOR) + ":" + std::to_string(ordinal) + ": " + p.name +
                    " (" + std::to_string(p.multiProcessorCount) + " SMs, sm_" +
                    std::to_string(b->cc_) + ")";
@@ -210,9 +211,8 @@ Status CudaBackend::FlushCaches() {
     flush_bytes_ = std::max<size_t>(2 * l2, size_t{16} << 20);
     TS_RETURN_IF_ERROR(GpuStatus(gpuMalloc(&flush_buffer_, flush_bytes_), "allocate the cache-flush buffer"));
   }
-  static int pattern = 0;
-  pattern = (pattern + 1) & 0xff;
-  return GpuStatus(gpuMemsetAsync(flush_buffer_, pattern, flush_bytes_, stream_), "flush caches");
+  flush_pattern_ = (flush_pattern_ + 1) & 0xff;
+  return GpuStatus(gpuMemsetAsync(flush_buffer_, flush_pattern_, flush_bytes_, stream_), "flush caches");
 }
 
 Status CudaBackend::FlushTrace(uint64_t capture_id, KernelRun* captured) {
@@ -288,9 +288,6 @@ StatusOr<KernelRun> CudaBackend::RunTimed(const LaunchDesc& desc,
                                           const std::function<Status(gpuStream_t)>& enqueue,
                                           int64_t* enqueued_ns) {
   const std::string what(desc.kernel);
-  // Work queued before this launch (a restore, a cache flush) finishes first, so the
-  // events bracket this launch alone.
-  TS_RETURN_IF_ERROR(GpuStatus(gpuStreamSynchronize(stream_), what));
   const uint64_t id = cupti_ != nullptr ? next_launch_id_++ : 0;
   TS_RETURN_IF_ERROR(GpuStatus(gpuEventRecord(start_, stream_), what));
   if (cupti_ != nullptr) cupti_->Push(id);
@@ -327,8 +324,12 @@ Status CudaBackend::Launch(const LaunchDesc& desc,
   }
   TS_RETURN_IF_ERROR(Use());
   if (hook_ != nullptr) {
-    return hook_->OnLaunch(*this, desc,
-                           [&]() -> StatusOr<KernelRun> { return RunTimed(desc, enqueue); });
+    return hook_->OnLaunch(*this, desc, [&]() -> StatusOr<KernelRun> {
+      // Work queued before this run (a restore, a cache flush) finishes first, so the
+      // events bracket this launch alone.
+      TS_RETURN_IF_ERROR(GpuStatus(gpuStreamSynchronize(stream_), std::string(desc.kernel)));
+      return RunTimed(desc, enqueue);
+    });
   }
   if (observer_ == nullptr) return enqueue(stream_);
   if (cupti_ != nullptr) {  // asynchronous: the kernel's times arrive at the next flush
@@ -342,7 +343,9 @@ Status CudaBackend::Launch(const LaunchDesc& desc,
     if (token >= 0) pending_[id] = token;
     return OkStatus();
   }
-  // CUDA-event timing: exact device time per launch, one launch at a time.
+  // CUDA-event timing: exact device time per launch, one launch at a time (what was
+  // queued before finishes first, outside the launch's span).
+  TS_RETURN_IF_ERROR(GpuStatus(gpuStreamSynchronize(stream_), std::string(desc.kernel)));
   const int64_t launch_begin = MonotonicNs();
   int64_t launch_end = launch_begin;
   TS_ASSIGN_OR_RETURN(KernelRun run, RunTimed(desc, enqueue, &launch_end));

@@ -98,6 +98,7 @@ class CudaBackend : public Backend {
   bool cupti_warned_ = false;
   void* flush_buffer_ = nullptr;  // FlushCaches' target
   size_t flush_bytes_ = 0;
+  int flush_pattern_ = 0;
   int sm_count_ = 0, max_threads_per_sm_ = 0, regs_per_sm_ = 0, cc_ = 0;
   int64_t shared_per_sm_ = 0;
   MemoryAccounting accounting_;

@@ -171,7 +171,10 @@ Status CuptiTracer::Flush(const Deliver& deliver) {
           one.end = static_cast<int64_t>(m->end) + clock_offset_ns_;
           Merge(kernels_[id], one);
         }
-      } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMSET) {  // FlushCaches, if bracketed
+      } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+        // A memset a launch issues joins that launch's span (none of the engine's ops
+        // issues one today; tier 3's cache flush is deliberately not bracketed). Its
+        // correlation id is the driver call's: DRIVER activity is on for this.
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
         if ((m->start == 0 && m->end == 0) || m->correlationId == 0) continue;
         Span one;
