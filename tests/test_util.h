@@ -1,4 +1,4 @@
-// Helpers shared by the C++ tests: temporary directories and file writing.
+// Helpers shared by the C++ tests: temporary directories, file writing, a GPU's properties.
 #ifndef TIERSCOPE_TESTS_TEST_UTIL_H_
 #define TIERSCOPE_TESTS_TEST_UTIL_H_
 
@@ -15,7 +15,27 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
+
 namespace tierscope::testing {
+
+// The properties of an H100/H200-class GPU (132 SMs of 2048 threads, 32 blocks, 64K
+// registers and 228 KiB shared memory with 1 KiB reserved per block), for tests of the
+// GPU arithmetic without a GPU.
+inline DeviceProps HopperProps() {
+  DeviceProps p;
+  p.kind = "cuda";
+  p.name = "cuda:0: Test GPU (132 SMs, sm_90)";
+  p.arch = "sm_90";
+  p.compute_units = 132;
+  p.max_threads_per_unit = 2048;
+  p.max_blocks_per_unit = 32;
+  p.regs_per_unit = 65536;
+  p.shared_per_unit = 233472;
+  p.reserved_shared_per_block = 1024;
+  p.warp_size = 32;
+  return p;
+}
 
 // A fresh directory under $TMPDIR, removed when the object goes away.
 class TempDir {

@@ -116,18 +116,24 @@ TEST_P(CudaMatchesCpu, EncoderOutputsMatchTheCpuBackend) {
   EXPECT_GE(Cosine(ref->pooler_output, got->pooler_output), 0.9999);
 }
 
-// Tier 3 on the GPU: replaying every GEMM launch leaves the workload's output as one
-// run leaves it, and the report counts SMs and names the kernel the device ran.
-TEST(CudaTier3, ReplaysKeepTheOutputAndReportTheDevicesKernel) {
-  if (!GpuPresent()) GTEST_SKIP() << "no CUDA device";
-  testing::TempDir cache;
-  setenv("TIERSCOPE_CACHE_DIR", cache.path().c_str(), 1);
+// A small workload on the GPU: one unit of batch 4 x seq 32, no warmup.
+BenchOptions SmallGpuBench() {
   BenchOptions bench;
   bench.device = "cuda:0";
   bench.batch_size = 4;
   bench.seq_len = 32;
   bench.warmup = 0;
   bench.iterations = 1;
+  return bench;
+}
+
+// Tier 3 on the GPU: replaying every GEMM launch leaves the workload's output as one
+// run leaves it, and the report counts SMs and names the kernel the device ran.
+TEST(CudaTier3, ReplaysKeepTheOutputAndReportTheDevicesKernel) {
+  if (!GpuPresent()) GTEST_SKIP() << "no CUDA device";
+  testing::TempDir cache;
+  setenv("TIERSCOPE_CACHE_DIR", cache.path().c_str(), 1);
+  const BenchOptions bench = SmallGpuBench();
   auto plain = RunBench(bench);
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   KernelCommandOptions k;
@@ -176,13 +182,9 @@ TEST(CudaTier3, DevicePeaksArePlausible) {
 TEST(CudaTier2, ProfiledTraceHasDeviceKernelsAndSynchronisations) {
   if (!GpuPresent()) GTEST_SKIP() << "no CUDA device";
   testing::TempDir dir;
-  BenchOptions bench;
-  bench.device = "cuda:0";
+  BenchOptions bench = SmallGpuBench();
   bench.mode = "serial-fp32";
-  bench.batch_size = 4;
-  bench.seq_len = 32;
   bench.warmup = 1;
-  bench.iterations = 1;
   bench.profile = true;
   bench.trace_path = dir.file("t.json");
   auto r = RunBench(bench);

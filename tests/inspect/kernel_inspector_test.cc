@@ -65,19 +65,7 @@ TEST_F(KernelInspectorTest, ReplayOfAnInPlaceKernelLeavesOneRunsResult) {
 // peaks of its own.
 class CountingDevice : public CpuBackend {
  public:
-  CountingDevice() : CpuBackend(2) {
-    props_ = CpuBackend::props();
-    props_.kind = "cuda";
-    props_.name = "cuda:0: Test GPU (132 SMs, sm_90)";
-    props_.arch = "sm_90";
-    props_.compute_units = 132;
-    props_.max_threads_per_unit = 2048;
-    props_.max_blocks_per_unit = 32;
-    props_.regs_per_unit = 65536;
-    props_.shared_per_unit = 233472;
-    props_.reserved_shared_per_block = 1024;
-    props_.warp_size = 32;
-  }
+  CountingDevice() : CpuBackend(2), props_(testing::HopperProps()) {}
   const DeviceProps& props() const override { return props_; }
   Status CopyHostToDevice(void* dst, const void* src, size_t bytes) override {
     ++to_device;

@@ -6,21 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 namespace tierscope {
 namespace {
 
-DeviceProps Hopper() {
-  DeviceProps p;
-  p.kind = "cuda";
-  p.compute_units = 132;
-  p.max_threads_per_unit = 2048;
-  p.max_blocks_per_unit = 32;
-  p.regs_per_unit = 65536;
-  p.shared_per_unit = 233472;
-  p.reserved_shared_per_block = 1024;
-  p.warp_size = 32;
-  return p;
-}
+DeviceProps Hopper() { return testing::HopperProps(); }
 
 TEST(OccupancyTest, FullOccupancyIsLimitedByThreads) {
   auto o = TheoreticalOccupancy(Hopper(), Dim3{1056, 1, 1}, Dim3{256, 1, 1}, 32, 0);
