@@ -40,6 +40,7 @@ struct LaunchDesc {
   double flops = 0;
   double bytes_read = 0;
   double bytes_written = 0;
+  int64_t shared_bytes = 0;  // GPUs: shared memory per block, static + dynamic
   // The arithmetic pipe the FLOPs run on, which names the peak they are measured against
   // ("fp32_fma" or "bf16_dot").
   std::string_view pipe = "fp32_fma";

@@ -85,6 +85,7 @@ KernelEvidence EvidenceFromReplay(const ProfiledLaunch& p, const KernelInspector
   if (props.kind != "cpu") {
     e.unit_name = "SMs";
     e.units = props.compute_units;
+    if (p.shared_bytes > 0) e.shared_bytes = static_cast<double>(p.shared_bytes);
     if (!p.device_timed) {
       e.source += " (CUDA-event timing: durations include the launch latency)";
     }

@@ -97,6 +97,7 @@ Status KernelInspector::OnLaunch(Backend& backend, const LaunchDesc& desc,
   p.bytes_read = desc.bytes_read;
   p.bytes_written = desc.bytes_written;
   p.pipe = std::string(desc.pipe);
+  p.shared_bytes = desc.shared_bytes;
   p.workers = static_cast<int>(first.workers.size());
   p.has_device_info = first.has_device_info;
   p.device = first.device;

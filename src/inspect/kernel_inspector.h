@@ -54,6 +54,7 @@ struct ProfiledLaunch {
   Dim3 grid, block;
   double flops = 0, bytes_read = 0, bytes_written = 0;
   std::string pipe;
+  int64_t shared_bytes = 0;  // the descriptor's (GPUs)
   int workers = 0;
   std::vector<int64_t> pass_ns;      // duration of each replay pass
   std::vector<double> pass_busy;     // sum of task time / (workers x duration), per pass

@@ -236,7 +236,8 @@ TEST(ProfilerAsyncTest, DeviceReportedRegistersReplaceKinetosDefaultsInTheTrace)
     ++count;
   }
   EXPECT_EQ(count, 1u) << text;
-  for (const auto& e : nlohmann::json::parse(text)["traceEvents"]) {
+  const auto j = nlohmann::json::parse(text);  // held: the loop reads into it
+  for (const auto& e : j["traceEvents"]) {
     if (e.value("cat", "") != "kernel") continue;
     EXPECT_EQ(e["args"]["registers per thread"], 90);
     EXPECT_EQ(e["args"]["shared memory"], 1024);

@@ -30,11 +30,6 @@ StatusOr<ElemType> ToElem(DType t) {
 
 int TypeIndex(ElemType t) { return static_cast<int>(t); }
 
-void SetShape(LaunchDesc* d, const LaunchShape& s) {
-  d->grid = Dim3{s.grid_x, s.grid_y, s.grid_z};
-  d->block = Dim3{s.block_x, s.block_y, s.block_z};
-}
-
 class CudaPackedWeight : public PackedWeight {
  public:
   CudaPackedWeight(int64_t n, int64_t k, DType dtype, Tensor w)
@@ -146,6 +141,7 @@ class CudaKernels : public Kernels {
     desc.kernel = kNames[residual ? 1 : 0][TypeIndex(t)];
     desc.grid = Dim3{rows, 1, 1};
     desc.block = Dim3{C >= 512 ? 256 : 128, 1, 1};
+    desc.shared_bytes = 32 * sizeof(float);  // the block sum's scratch
     desc.flops = 8.0 * rows * C;
     desc.bytes_read = es * (x.numel() * (residual ? 2 : 1) + 2 * C);
     desc.bytes_written = es * x.numel();
