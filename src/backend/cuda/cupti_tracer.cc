@@ -124,18 +124,6 @@ void CuptiTracer::Pop() {
   cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }
 
-void CuptiTracer::Merge(Span& a, const Span& b) {
-  a.begin = std::min(a.begin, b.begin);
-  a.end = std::max(a.end, b.end);
-  if (b.longest < 0) return;
-  const int kernels = (a.longest < 0 ? 0 : a.info.kernels) + b.info.kernels;
-  if (b.longest > a.longest) {
-    a.longest = b.longest;
-    a.info = b.info;
-  }
-  a.info.kernels = kernels;
-}
-
 Status CuptiTracer::Flush(const Deliver& deliver) {
   TS_RETURN_IF_ERROR(Cupti(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "flush"));
   std::vector<std::pair<uint8_t*, size_t>> buffers;
@@ -150,26 +138,22 @@ Status CuptiTracer::Flush(const Deliver& deliver) {
           record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
         if (k->start == 0 && k->end == 0) continue;  // CUPTI could not time it
-        Span one;
-        one.begin = static_cast<int64_t>(k->start) + clock_offset_ns_;
-        one.end = static_cast<int64_t>(k->end) + clock_offset_ns_;
-        one.longest = one.end - one.begin;
-        one.info.name = Demangle(k->name);
-        one.info.grid = Dim3{k->gridX, k->gridY, k->gridZ};
-        one.info.block = Dim3{k->blockX, k->blockY, k->blockZ};
-        one.info.registers_per_thread = k->registersPerThread;
-        one.info.shared_bytes = static_cast<int64_t>(k->staticSharedMemory) + k->dynamicSharedMemory;
-        Merge(kernels_[k->correlationId], one);
+        DeviceKernelInfo info;
+        info.name = Demangle(k->name);
+        info.grid = Dim3{k->gridX, k->gridY, k->gridZ};
+        info.block = Dim3{k->blockX, k->blockY, k->blockZ};
+        info.registers_per_thread = k->registersPerThread;
+        info.shared_bytes = static_cast<int64_t>(k->staticSharedMemory) + k->dynamicSharedMemory;
+        correlator_.AddKernel(k->correlationId, static_cast<int64_t>(k->start) + clock_offset_ns_,
+                              static_cast<int64_t>(k->end) + clock_offset_ns_, std::move(info));
       } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {  // CopyInto's device copies
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
         if (m->start == 0 && m->end == 0) continue;
         // Its correlation id is the driver call's; the runtime call's is kept beside it.
         for (uint32_t id : {m->correlationId, m->runtimeCorrelationId}) {
           if (id == 0) continue;
-          Span one;
-          one.begin = static_cast<int64_t>(m->start) + clock_offset_ns_;
-          one.end = static_cast<int64_t>(m->end) + clock_offset_ns_;
-          Merge(kernels_[id], one);
+          correlator_.AddCopy(id, static_cast<int64_t>(m->start) + clock_offset_ns_,
+                              static_cast<int64_t>(m->end) + clock_offset_ns_);
         }
       } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
         // A memset a launch issues joins that launch's span (none of the engine's ops
@@ -177,33 +161,18 @@ Status CuptiTracer::Flush(const Deliver& deliver) {
         // correlation id is the driver call's: DRIVER activity is on for this.
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
         if ((m->start == 0 && m->end == 0) || m->correlationId == 0) continue;
-        Span one;
-        one.begin = static_cast<int64_t>(m->start) + clock_offset_ns_;
-        one.end = static_cast<int64_t>(m->end) + clock_offset_ns_;
-        Merge(kernels_[m->correlationId], one);
+        correlator_.AddCopy(m->correlationId, static_cast<int64_t>(m->start) + clock_offset_ns_,
+                            static_cast<int64_t>(m->end) + clock_offset_ns_);
       } else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
         const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
         if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
-          external_[e->correlationId] = e->externalId;
+          correlator_.AddExternal(e->correlationId, e->externalId);
         }
       }
     }
     std::free(buffer);
   }
-  // One launch may have run several kernels (several correlation ids): span them all.
-  std::unordered_map<uint64_t, Span> launches;
-  for (const auto& [correlation, span] : kernels_) {
-    auto ext = external_.find(correlation);
-    if (ext == external_.end()) continue;  // host copies, other libraries' work
-    Merge(launches[ext->second], span);
-  }
-  // After a synchronize and a forced flush every record of finished work has arrived:
-  // what is left unmatched never will be.
-  kernels_.clear();
-  external_.clear();
-  for (const auto& [id, span] : launches) {
-    deliver(id, span.begin, span.end, span.longest >= 0 ? &span.info : nullptr);
-  }
+  correlator_.Drain(deliver);
   return OkStatus();
 }
 

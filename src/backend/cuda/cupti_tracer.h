@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "backend/backend.h"
+#include "backend/launch_correlator.h"
 #include "tierscope/status.h"
 
 namespace tierscope {
@@ -29,21 +30,13 @@ class CuptiTracer {
   // Flushes CUPTI's buffers; calls deliver(id, begin_ns, end_ns, info) for every launch
   // whose records have arrived (info: its longest kernel, null for a copy). Call after
   // the stream has synchronised.
-  using Deliver = std::function<void(uint64_t, int64_t, int64_t, const DeviceKernelInfo*)>;
+  using Deliver = LaunchCorrelator::Deliver;
   Status Flush(const Deliver& deliver);
 
  private:
   CuptiTracer() = default;
-  struct Span {
-    int64_t begin = INT64_MAX, end = 0;
-    int64_t longest = -1;  // duration of the longest kernel, -1: copies only
-    DeviceKernelInfo info;
-  };
-  // Folds `b` (one correlation id's records) into `a` (a launch's).
-  static void Merge(Span& a, const Span& b);
   int64_t clock_offset_ns_ = 0;  // 0 when CUPTI uses MonotonicNs's clock (the usual case)
-  std::unordered_map<uint32_t, uint64_t> external_;   // correlation id -> launch id
-  std::unordered_map<uint32_t, Span> kernels_;        // correlation id -> kernel span
+  LaunchCorrelator correlator_;
 };
 
 }  // namespace tierscope
