@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <string>
 #include <string_view>
@@ -121,15 +122,14 @@ class BackendObserver {
 // One run of a kernel over its whole grid: first task start to last task end, and each
 // worker's share.
 // GPUs: begin/end are the device's (CUPTI's) when it reported them, and `device` says
-// what it ran; workers stay empty.
+// what it ran (when it said); workers stay empty.
 struct KernelRun {
   int64_t begin_ns = 0, end_ns = 0;
   std::vector<WorkerSpan> workers;
   // begin/end are the kernel's own (CPU task times, GPU activity records); false: CUDA
   // events around the launch, which add the host's launch latency to a short kernel.
   bool device_timed = false;
-  bool has_device_info = false;
-  DeviceKernelInfo device;
+  std::optional<DeviceKernelInfo> device;
 };
 
 class Backend;

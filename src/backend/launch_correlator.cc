@@ -48,13 +48,9 @@ void LaunchCorrelator::Drain(const Deliver& deliver) {
     if (ext != external_.end()) {
       Merge(launches[ext->second.launch_id], it->second);
       external_.erase(ext);
-      span_drains_.erase(it->first);
-      it = spans_.erase(it);
-    } else if (span_drains_[it->first]++ >= 1) {  // waited one drain already
-      span_drains_.erase(it->first);
       it = spans_.erase(it);
     } else {
-      ++it;
+      it = it->second.drains++ >= 1 ? spans_.erase(it) : std::next(it);  // waited one already
     }
   }
   for (auto it = external_.begin(); it != external_.end();) {

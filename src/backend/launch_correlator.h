@@ -37,6 +37,7 @@ class LaunchCorrelator {
     int64_t begin = INT64_MAX, end = 0;
     int64_t longest = -1;  // duration of the longest kernel, -1: copies only
     DeviceKernelInfo info;
+    int drains = 0;  // drains it has waited through unmatched
   };
   // Folds `b` (one correlation id's records) into `a` (a launch's).
   static void Merge(Span& a, const Span& b);
@@ -47,7 +48,6 @@ class LaunchCorrelator {
   };
   std::unordered_map<uint32_t, External> external_;  // correlation id -> launch
   std::unordered_map<uint32_t, Span> spans_;         // correlation id -> its records
-  std::unordered_map<uint32_t, int> span_drains_;    // unmatched spans' drains waited
 };
 
 }  // namespace tierscope

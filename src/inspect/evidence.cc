@@ -89,15 +89,15 @@ KernelEvidence EvidenceFromReplay(const ProfiledLaunch& p, const KernelInspector
     if (!p.device_timed) {
       e.source += " (CUDA-event timing: durations include the launch latency)";
     }
-    if (p.has_device_info) {  // what the device ran (a library call picks its own grid)
-      e.device_kernel = p.device.name;
-      e.device_kernels = p.device.kernels;
-      e.grid = p.device.grid;
-      e.block = p.device.block;
-      if (p.device.registers_per_thread > 0) e.registers = p.device.registers_per_thread;
-      e.shared_bytes = static_cast<double>(p.device.shared_bytes);
-      if (auto occ = TheoreticalOccupancy(props, p.device.grid, p.device.block,
-                                          p.device.registers_per_thread, p.device.shared_bytes)) {
+    if (const auto& d = p.device) {  // what the device ran (a library call picks its own grid)
+      e.device_kernel = d->name;
+      e.device_kernels = d->kernels;
+      e.grid = d->grid;
+      e.block = d->block;
+      if (d->registers_per_thread > 0) e.registers = d->registers_per_thread;
+      e.shared_bytes = static_cast<double>(d->shared_bytes);
+      if (auto occ = TheoreticalOccupancy(props, d->grid, d->block, d->registers_per_thread,
+                                          d->shared_bytes)) {
         e.theoretical_occupancy = occ->theoretical_pct;
         e.waves = occ->waves;
         e.blocks_per_unit = occ->blocks_per_unit;

@@ -99,7 +99,6 @@ Status KernelInspector::OnLaunch(Backend& backend, const LaunchDesc& desc,
   p.pipe = std::string(desc.pipe);
   p.shared_bytes = desc.shared_bytes;
   p.workers = static_cast<int>(first.workers.size());
-  p.has_device_info = first.has_device_info;
   p.device = first.device;
   p.device_timed = true;
   std::vector<std::vector<int64_t>> tasks;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -62,8 +63,7 @@ struct ProfiledLaunch {
   std::vector<int64_t> worker_tasks; // tasks each worker ran, in the median pass
   // GPUs: what the device reported it ran (CUPTI), and whether every pass was timed by
   // the device's own records (else by CUDA events, which include the launch latency).
-  bool has_device_info = false;
-  DeviceKernelInfo device;
+  std::optional<DeviceKernelInfo> device;
   bool device_timed = false;
 };
 

@@ -122,14 +122,14 @@ TEST_F(KernelInspectorTest, GpuReplaysReportSmsOccupancyAndTheDevicesKernel) {
   p.bytes_written = 4.0 * 128 * 384;
   p.pipe = "fp32_fma";
   p.pass_ns = {9000, 9100, 9050};
-  p.has_device_info = true;
   p.device_timed = true;
-  p.device.name = "sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8";
-  p.device.grid = Dim3{3, 1, 1};
-  p.device.block = Dim3{128, 1, 1};
-  p.device.registers_per_thread = 128;
-  p.device.shared_bytes = 16384;
-  p.device.kernels = 1;
+  p.device.emplace();
+  p.device->name = "sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8";
+  p.device->grid = Dim3{3, 1, 1};
+  p.device->block = Dim3{128, 1, 1};
+  p.device->registers_per_thread = 128;
+  p.device->shared_bytes = 16384;
+  p.device->kernels = 1;
   auto inspector = Make(Pick("regex:gemm", 0, 1));
   auto peaks = LoadOrMeasureDevicePeaks(be, false);
   ASSERT_TRUE(peaks.ok()) << peaks.status().ToString();
@@ -137,7 +137,7 @@ TEST_F(KernelInspectorTest, GpuReplaysReportSmsOccupancyAndTheDevicesKernel) {
   EXPECT_EQ(e.unit_name, "SMs");
   EXPECT_EQ(e.units, 132);
   EXPECT_EQ(e.grid->x, 3);  // the device's own grid
-  EXPECT_EQ(e.device_kernel, p.device.name);
+  EXPECT_EQ(e.device_kernel, p.device->name);
   EXPECT_EQ(e.registers, 128);
   ASSERT_TRUE(e.theoretical_occupancy.has_value());
   EXPECT_DOUBLE_EQ(*e.theoretical_occupancy, 25.0);  // 128 registers: 4 blocks of 4 warps

@@ -221,12 +221,11 @@ Status CudaBackend::FlushTrace(uint64_t capture_id, KernelRun* captured) {
   Status s = cupti_->Flush([&](uint64_t id, int64_t begin, int64_t end,
                                const DeviceKernelInfo* info) {
     if (captured != nullptr && id == capture_id) {
-      captured->begin_ns = begin;
-      captured->end_ns = end;
-      captured->device_timed = true;
-      if (info != nullptr) {
-        captured->has_device_info = true;
-        captured->device = *info;
+      if (end > begin) {  // the device's own times replace the events'
+        captured->begin_ns = begin;
+        captured->end_ns = end;
+        captured->device_timed = true;
+        if (info != nullptr) captured->device = *info;
       }
       return;
     }
@@ -286,8 +285,12 @@ void CudaBackend::UpdateTracer() {
 
 StatusOr<KernelRun> CudaBackend::RunTimed(const LaunchDesc& desc,
                                           const std::function<Status(gpuStream_t)>& enqueue,
-                                          int64_t* enqueued_ns) {
+                                          int64_t* launch_begin_ns, int64_t* enqueued_ns) {
   const std::string what(desc.kernel);
+  // Work queued before this launch (a restore, a cache flush, earlier kernels) finishes
+  // first, outside the launch's span, so the events bracket this launch alone.
+  TS_RETURN_IF_ERROR(GpuStatus(gpuStreamSynchronize(stream_), what));
+  if (launch_begin_ns != nullptr) *launch_begin_ns = MonotonicNs();
   const uint64_t id = cupti_ != nullptr ? next_launch_id_++ : 0;
   TS_RETURN_IF_ERROR(GpuStatus(gpuEventRecord(start_, stream_), what));
   if (cupti_ != nullptr) cupti_->Push(id);
@@ -303,17 +306,7 @@ StatusOr<KernelRun> CudaBackend::RunTimed(const LaunchDesc& desc,
   KernelRun run;
   run.end_ns = end;
   run.begin_ns = end - static_cast<int64_t>(static_cast<double>(ms) * 1e6);
-  if (cupti_ != nullptr) {
-    KernelRun traced;
-    TS_RETURN_IF_ERROR(FlushTrace(id, &traced));
-    if (traced.device_timed && traced.end_ns > traced.begin_ns) {
-      run.begin_ns = traced.begin_ns;
-      run.end_ns = traced.end_ns;
-      run.device_timed = true;
-      run.has_device_info = traced.has_device_info;
-      run.device = traced.device;
-    }
-  }
+  if (cupti_ != nullptr) TS_RETURN_IF_ERROR(FlushTrace(id, &run));
   return run;
 }
 
@@ -324,12 +317,8 @@ Status CudaBackend::Launch(const LaunchDesc& desc,
   }
   TS_RETURN_IF_ERROR(Use());
   if (hook_ != nullptr) {
-    return hook_->OnLaunch(*this, desc, [&]() -> StatusOr<KernelRun> {
-      // Work queued before this run (a restore, a cache flush) finishes first, so the
-      // events bracket this launch alone.
-      TS_RETURN_IF_ERROR(GpuStatus(gpuStreamSynchronize(stream_), std::string(desc.kernel)));
-      return RunTimed(desc, enqueue);
-    });
+    return hook_->OnLaunch(*this, desc,
+                           [&]() -> StatusOr<KernelRun> { return RunTimed(desc, enqueue); });
   }
   if (observer_ == nullptr) return enqueue(stream_);
   if (cupti_ != nullptr) {  // asynchronous: the kernel's times arrive at the next flush
@@ -343,12 +332,9 @@ Status CudaBackend::Launch(const LaunchDesc& desc,
     if (token >= 0) pending_[id] = token;
     return OkStatus();
   }
-  // CUDA-event timing: exact device time per launch, one launch at a time (what was
-  // queued before finishes first, outside the launch's span).
-  TS_RETURN_IF_ERROR(GpuStatus(gpuStreamSynchronize(stream_), std::string(desc.kernel)));
-  const int64_t launch_begin = MonotonicNs();
-  int64_t launch_end = launch_begin;
-  TS_ASSIGN_OR_RETURN(KernelRun run, RunTimed(desc, enqueue, &launch_end));
+  // CUDA-event timing: exact device time per launch, one launch at a time.
+  int64_t launch_begin = 0, launch_end = 0;
+  TS_ASSIGN_OR_RETURN(KernelRun run, RunTimed(desc, enqueue, &launch_begin, &launch_end));
   run.begin_ns = std::max(run.begin_ns, launch_begin);  // event and host clocks differ a little
   observer_->OnLaunch(desc, launch_begin, launch_end, run.begin_ns, run.end_ns, run.workers);
   return OkStatus();

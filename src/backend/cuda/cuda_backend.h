@@ -71,11 +71,12 @@ class CudaBackend : public Backend {
   // Makes this backend's device current on the calling thread (the current device is
   // per thread: serve loads on one thread and runs on another).
   Status Use() const;
-  // Runs the launch bracketed by events and waits for it; with CUPTI on, its times and
-  // the device's kernel come from the activity records where they arrived.
+  // Waits for queued work, then runs the launch bracketed by events and waits for it;
+  // with CUPTI on, its times and the device's kernel come from the activity records
+  // where they arrived. *launch_begin_ns / *enqueued_ns: when the host call began / ended.
   StatusOr<KernelRun> RunTimed(const LaunchDesc& desc,
                                const std::function<Status(gpuStream_t)>& enqueue,
-                               int64_t* enqueued_ns = nullptr);
+                               int64_t* launch_begin_ns = nullptr, int64_t* enqueued_ns = nullptr);
   // Starts CUPTI while an observer or a hook is attached and stops it when neither is
   // (a warning when it cannot be used: CUDA events time the launches then).
   void UpdateTracer();
@@ -93,7 +94,7 @@ class CudaBackend : public Backend {
   uint64_t next_launch_id_ = 1;
   std::unordered_map<uint64_t, int64_t> pending_;  // launch id -> observer token
   // Delivers the observer's pending kernel times; `capture_id`'s record (a tier-3 run)
-  // goes to *captured instead.
+  // replaces *captured's event times and gives its device kernel instead.
   Status FlushTrace(uint64_t capture_id = 0, KernelRun* captured = nullptr);
   bool cupti_warned_ = false;
   void* flush_buffer_ = nullptr;  // FlushCaches' target
