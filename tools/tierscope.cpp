@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/commands.h"
+#include "core/exceptions.h"
 #include "core/paths.h"
 #include "core/text.h"
 #include "lab/bench.h"
@@ -52,9 +53,7 @@ void AddWorkloadOptions(CLI::App* c, tierscope::BenchOptions& bench) {
   c->add_option("--device", bench.device, "cpu | cuda | cuda:N")->capture_default_str();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   CLI::App app{"tierscope: tune transformer inference tier by tier (framework, system, kernel)"};
   app.set_version_flag("--version", std::string("tierscope ") + TIERSCOPE_VERSION);
   app.require_subcommand(1);
@@ -454,4 +453,16 @@ int main(int argc, char** argv) {
     return 0;
   }
   return 2;
+}
+
+}  // namespace
+
+// The catch-all: whatever escapes a command (an allocation that failed, a library's
+// exception) ends in one line and a non-zero status, never an abort.
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (...) {
+    return Fail(tierscope::StatusFromCurrentException("tierscope"));
+  }
 }

@@ -61,6 +61,11 @@ struct ForwardOutput {
   std::vector<std::vector<float>> hidden_states;  // layers+1 x [batch, seq_len, hidden]
 };
 
+// Bytes a piece of work needs, on the device and on the host (the same memory on a CPU).
+struct MemoryNeed {
+  double device = 0, host = 0;
+};
+
 struct EngineMemory {
   int64_t live_bytes = 0;
   int64_t peak_bytes = 0;
@@ -85,7 +90,19 @@ class BertEngine {
 
   // Checks shapes, ids and masks of `input` against the model.
   Status Validate(const BatchInput& input) const;
+  // Checks that the forward fits in memory (CheckMemory) before running it.
   StatusOr<ForwardOutput> Forward(const BatchInput& input, const ForwardOptions& options);
+
+  // What a forward of [batch, seq_len] needs beyond the weights: on the device, the
+  // inputs and the activations at their peak (one layer's live tensors, and the hidden
+  // states when asked); on the host, the staged inputs and the FP32 outputs.
+  // InvalidArgument when batch x seq_len is not a positive size or overflows.
+  StatusOr<MemoryNeed> ForwardMemory(int64_t batch, int64_t seq_len,
+                                     const ForwardOptions& options) const;
+  // ResourceExhausted, one line naming `what`, how much it needs and how much the device
+  // (and the host) has available, when `need` cannot fit; OK when it fits or the
+  // available memory is unknown.
+  Status CheckMemory(const MemoryNeed& need, const std::string& what) const;
 
   EngineMemory memory() const;
   void ResetPeakMemory();

@@ -195,6 +195,11 @@ class BlockCache {
     cached_bytes_ += bytes;
     return true;
   }
+  // Bytes held for reuse.
+  size_t cached_bytes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cached_bytes_;
+  }
   // Frees every cached block with `free_block`.
   template <typename F>
   void ReleaseAll(F&& free_block) {
@@ -207,7 +212,7 @@ class BlockCache {
   }
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> blocks_;
   size_t cached_bytes_ = 0;
   const size_t max_bytes_;
@@ -249,6 +254,10 @@ class Backend : public Allocator {
   // Evicts what kernels left in the device's caches (tier 3's --cache-control all): CPU,
   // writes over twice the last-level cache; GPU, a memset over twice L2.
   virtual Status FlushCaches() = 0;
+  // Bytes new allocations can still get: the host's available memory (CPU) or the
+  // device's free memory (GPU), plus what the allocator keeps cached for reuse; -1 when
+  // unknown.
+  virtual int64_t AvailableMemory() const = 0;
   // Measures the device's peaks with its own kernels (GPUs; ~1 s). The CPU's peaks are
   // measured by inspect/calibration.h instead, so the CPU backend says Unimplemented.
   virtual StatusOr<DevicePeaks> MeasurePeaks() {

@@ -2,6 +2,7 @@
 #ifndef TIERSCOPE_CORE_TEXT_H_
 #define TIERSCOPE_CORE_TEXT_H_
 
+#include <cstdint>
 #include <ctime>
 #include <string>
 #include <vector>
@@ -32,6 +33,15 @@ inline std::string UtcNowIso8601() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+// Seconds since the epoch of an ISO 8601 UTC time as UtcNowIso8601 writes it; -1 if it
+// is not one.
+inline int64_t ParseUtcIso8601(const std::string& text) {
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (end == nullptr || *end != '\0') return -1;
+  return static_cast<int64_t>(timegm(&tm));
 }
 
 }  // namespace tierscope

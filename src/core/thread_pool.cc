@@ -35,10 +35,17 @@ int ThreadPool::HardwareThreads() {
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads < 1 ? 1 : num_threads) {
   threads_.reserve(num_threads_ - 1);
-  for (int w = 1; w < num_threads_; ++w) threads_.emplace_back([this, w] { WorkerLoop(w); });
+  try {
+    for (int w = 1; w < num_threads_; ++w) threads_.emplace_back([this, w] { WorkerLoop(w); });
+  } catch (...) {  // the system refused a thread: stop the ones started, then say so
+    StopAndJoin();
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { StopAndJoin(); }
+
+void ThreadPool::StopAndJoin() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;

@@ -17,7 +17,8 @@ namespace tierscope {
 
 class ThreadPool {
  public:
-  // `num_threads` counts the calling thread: 1 means no worker threads.
+  // `num_threads` counts the calling thread: 1 means no worker threads. Throws
+  // std::system_error (with no thread left running) when the system refuses a thread.
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -35,6 +36,7 @@ class ThreadPool {
  private:
   void WorkerLoop(int worker);
   void RunTasks(int worker);
+  void StopAndJoin();
 
   const int num_threads_;
   std::vector<std::thread> threads_;

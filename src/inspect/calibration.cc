@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -14,9 +15,11 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/cpu_info.h"
 #include "core/paths.h"
 #include "core/text.h"
 #include "core/thread_pool.h"
+#include "tierscope/version.h"
 
 namespace tierscope {
 namespace {
@@ -26,7 +29,10 @@ using Clock = std::chrono::steady_clock;
 // Each FMA test runs kChains independent accumulator chains, enough to cover the FMA
 // latency on two pipes; returns FLOPs done.
 constexpr int kChains = 12;
-constexpr int64_t kIters = 2'000'000;
+constexpr int64_t kIters = 12'000'000;  // ~25 ms per AVX2 trial on a 3 GHz core
+constexpr int kFmaTrials = 7;
+constexpr int kTriadTrials = 5;
+constexpr int kMeasureAttempts = 3;  // while the trials' spread says the cores were shared
 
 __attribute__((target("avx512f"))) double FmaAvx512(int64_t iters) {
   __m512 acc[kChains];
@@ -88,16 +94,16 @@ __attribute__((target("avx512f,avx512bf16"))) double DotBf16(int64_t iters) {
   return 2.0 * 32 * kChains * static_cast<double>(iters);  // 16 lanes x 2 products
 }
 
-// Runs `work` on `threads` threads released together; best of `trials` of total units
-// of work per second of the slowest thread's wall time.
-double Rate(int threads, int trials, const std::function<double(int)>& work) {
-  double best = 0;
-  for (int trial = 0; trial < trials; ++trial) {
+// Runs `work` on `threads` threads released together: once untimed (a warm-up: clocks
+// up, pages touched, threads scheduled), then `trials` timed times. A trial's rate is
+// the units of work all threads did per second of the slowest thread's wall time.
+RateSample Rate(int threads, int trials, const std::function<double(int)>& work) {
+  std::vector<double> rates;
+  for (int trial = -1; trial < trials; ++trial) {
     std::atomic<int> ready{0};
     std::atomic<bool> go{false};
     std::vector<double> done(static_cast<size_t>(threads), 0);
-    std::vector<std::thread> pool;
-    Clock::time_point start;
+    std::vector<std::jthread> pool;
     for (int t = 1; t < threads; ++t) {
       pool.emplace_back([&, t] {
         ready.fetch_add(1);
@@ -108,36 +114,27 @@ double Rate(int threads, int trials, const std::function<double(int)>& work) {
     }
     while (ready.load() < threads - 1) {
     }
-    start = Clock::now();
+    const Clock::time_point start = Clock::now();
     go.store(true, std::memory_order_release);
     done[0] = work(0);
     for (auto& th : pool) th.join();
     const double s = std::chrono::duration<double>(Clock::now() - start).count();
     double total = 0;
     for (double d : done) total += d;
-    if (s > 0) best = std::max(best, total / s);
+    if (trial >= 0 && s > 0) rates.push_back(total / s);
   }
-  return best;
-}
-
-std::string CpuModel() {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen("/proc/cpuinfo", "r"), std::fclose);
-  char line[512];
-  while (f != nullptr && std::fgets(line, sizeof(line), f.get()) != nullptr) {
-    if (std::strncmp(line, "model name", 10) == 0) {
-      const char* colon = std::strchr(line, ':');
-      if (colon == nullptr) break;
-      std::string name(colon + 1);
-      while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-      while (!name.empty() && name.front() == ' ') name.erase(name.begin());
-      return name;
-    }
-  }
-  return "unknown CPU";
+  RateSample r;
+  if (rates.empty()) return r;
+  std::sort(rates.begin(), rates.end());
+  r.trials = static_cast<int>(rates.size());
+  r.best = rates.back();
+  r.median = rates[rates.size() / 2];
+  r.spread_pct = r.best > 0 ? 100 * (r.best - rates.front()) / r.best : 0;
+  return r;
 }
 
 // STREAM triad a = b + s*c over arrays far larger than the caches, split by thread.
-double TriadBandwidth(int threads) {
+RateSample TriadBandwidth(int threads) {
   constexpr size_t kElems = size_t{16} << 20;  // 64 MiB per array
   std::vector<float> a(kElems), b(kElems, 1.0f), c(kElems, 2.0f);
   const auto work = [&](int t) {
@@ -152,11 +149,11 @@ double TriadBandwidth(int threads) {
     return 2.0 * 3.0 * sizeof(float) * static_cast<double>(per);
   };
   work(0);  // fault the pages in outside the timing
-  return Rate(threads, 5, work);
+  return Rate(threads, kTriadTrials, work);
 }
 
 std::string CacheKey(const MachinePeaks& p) {
-  std::string key = p.cpu + "|" + p.isa + "|" + std::to_string(p.threads);
+  std::string key = p.cpu + "|" + p.isa + "|" + std::to_string(p.threads) + "|" + p.build;
   if (p.kind != "cpu") key = p.kind + "|" + p.device + "|" + key;
   uint64_t h = 1469598103934665603ULL;  // FNV-1a
   for (unsigned char ch : key) h = (h ^ ch) * 1099511628211ULL;
@@ -186,6 +183,8 @@ nlohmann::json MachinePeaks::ToJson() const {
                           {"device", device},
                           {"isa", isa},
                           {"threads", threads},
+                          {"method", kCalibrationMethod},
+                          {"build", build},
                           {"fp32_gflops", fp32_flops / 1e9},
                           {"fp16_tensor_gflops", fp16_tensor_flops / 1e9},
                           {"bf16_tensor_gflops", bf16_tensor_flops / 1e9},
@@ -195,88 +194,166 @@ nlohmann::json MachinePeaks::ToJson() const {
   return nlohmann::json{{"cpu", cpu},
                         {"isa", isa},
                         {"threads", threads},
+                        {"method", kCalibrationMethod},
+                        {"build", build},
+                        {"trials", trials},
                         {"fp32_gflops_1t", fp32_flops_1t / 1e9},
                         {"fp32_gflops", fp32_flops / 1e9},
+                        {"fp32_spread_pct", fp32_spread_pct},
                         {"bf16_dot", bf16_dot},
                         {"bf16_gflops_1t", bf16_flops_1t / 1e9},
                         {"bf16_gflops", bf16_flops / 1e9},
                         {"mem_gbps_1t", mem_bw_1t / 1e9},
                         {"mem_gbps", mem_bw / 1e9},
+                        {"mem_spread_pct", mem_spread_pct},
                         {"measured_at", measured_at}};
 }
 
 StatusOr<MachinePeaks> MachinePeaks::FromJson(const nlohmann::json& j) {
   MachinePeaks p;
   try {
+    const int method = j.value("method", 1);
+    if (method != kCalibrationMethod) {
+      return DataLoss("calibration cache: written by calibration method " + std::to_string(method) +
+                      ", this build measures with method " + std::to_string(kCalibrationMethod));
+    }
     p.kind = j.value("kind", std::string("cpu"));
+    p.isa = j.at("isa").get<std::string>();
+    p.threads = j.at("threads").get<int>();
+    p.build = j.at("build").get<std::string>();
+    p.fp32_flops = j.at("fp32_gflops").get<double>() * 1e9;
+    p.mem_bw = j.at("mem_gbps").get<double>() * 1e9;
+    p.measured_at = j.at("measured_at").get<std::string>();
     if (p.kind != "cpu") {
       p.device = j.at("device").get<std::string>();
-      p.isa = j.at("isa").get<std::string>();
-      p.threads = j.at("threads").get<int>();
-      p.fp32_flops = j.at("fp32_gflops").get<double>() * 1e9;
       p.fp16_tensor_flops = j.at("fp16_tensor_gflops").get<double>() * 1e9;
       p.bf16_tensor_flops = j.at("bf16_tensor_gflops").get<double>() * 1e9;
-      p.mem_bw = j.at("mem_gbps").get<double>() * 1e9;
-      p.measured_at = j.at("measured_at").get<std::string>();
     } else {
       p.cpu = j.at("cpu").get<std::string>();
-      p.isa = j.at("isa").get<std::string>();
-      p.threads = j.at("threads").get<int>();
+      p.trials = j.at("trials").get<int>();
       p.fp32_flops_1t = j.at("fp32_gflops_1t").get<double>() * 1e9;
-      p.fp32_flops = j.at("fp32_gflops").get<double>() * 1e9;
+      p.fp32_spread_pct = j.at("fp32_spread_pct").get<double>();
       p.bf16_dot = j.at("bf16_dot").get<bool>();
       p.bf16_flops_1t = j.at("bf16_gflops_1t").get<double>() * 1e9;
       p.bf16_flops = j.at("bf16_gflops").get<double>() * 1e9;
       p.mem_bw_1t = j.at("mem_gbps_1t").get<double>() * 1e9;
-      p.mem_bw = j.at("mem_gbps").get<double>() * 1e9;
-      p.measured_at = j.at("measured_at").get<std::string>();
+      p.mem_spread_pct = j.at("mem_spread_pct").get<double>();
     }
   } catch (const nlohmann::json::exception& e) {
     return DataLoss(std::string("calibration cache: ") + e.what());
   }
-  if (p.threads < 1 || !(p.fp32_flops > 0) || !(p.mem_bw > 0)) {
+  if (p.threads < 1 || !(p.fp32_flops > 0) || !(p.mem_bw > 0) || !std::isfinite(p.fp32_flops) ||
+      !std::isfinite(p.mem_bw)) {
     return DataLoss("calibration cache: implausible values");
   }
   return p;
 }
 
-StatusOr<MachinePeaks> MeasurePeaks(int threads) {
-  if (threads < 0) return InvalidArgument("threads must be >= 0");
+namespace {
+
+// One measurement: FP32 FMA (and BF16 dot) on one thread and on all, then the triad.
+MachinePeaks MeasureOnce(int threads) {
   MachinePeaks p;
-  p.threads = threads == 0 ? ThreadPool::HardwareThreads() : threads;
-  p.cpu = CpuModel();
+  p.threads = threads;
+  p.cpu = CpuModelName();
   p.isa = Isa();
+  p.build = TIERSCOPE_BUILD_ID;
   std::function<double(int)> fma;
   if (p.isa == "avx512f") fma = [](int) { return FmaAvx512(kIters); };
   else if (p.isa == "avx2+fma") fma = [](int) { return FmaAvx2(kIters); };
   else fma = [](int) { return FmaScalar(kIters / 4); };
-  p.fp32_flops_1t = Rate(1, 3, fma);
-  p.fp32_flops = Rate(p.threads, 3, fma);
+  p.fp32_flops_1t = Rate(1, kFmaTrials, fma).best;
+  const RateSample all = Rate(p.threads, kFmaTrials, fma);
+  p.fp32_flops = all.best;
+  p.fp32_spread_pct = all.spread_pct;
+  p.trials = all.trials;
   p.bf16_dot = __builtin_cpu_supports("avx512bf16");
   if (p.bf16_dot) {
     const auto dot = [](int) { return DotBf16(kIters); };
-    p.bf16_flops_1t = Rate(1, 3, dot);
-    p.bf16_flops = Rate(p.threads, 3, dot);
+    p.bf16_flops_1t = Rate(1, kFmaTrials, dot).best;
+    p.bf16_flops = Rate(p.threads, kFmaTrials, dot).best;
   }
-  p.mem_bw_1t = TriadBandwidth(1);
-  p.mem_bw = TriadBandwidth(p.threads);
+  p.mem_bw_1t = TriadBandwidth(1).best;
+  const RateSample mem = TriadBandwidth(p.threads);
+  p.mem_bw = mem.best;
+  p.mem_spread_pct = mem.spread_pct;
   p.measured_at = UtcNowIso8601();
+  return p;
+}
+
+double ProbeFp32(int threads) {
+  std::function<double(int)> fma;
+  const std::string isa = Isa();
+  if (isa == "avx512f") fma = [](int) { return FmaAvx512(kIters / 4); };
+  else if (isa == "avx2+fma") fma = [](int) { return FmaAvx2(kIters / 4); };
+  else fma = [](int) { return FmaScalar(kIters / 16); };
+  return Rate(threads, 3, fma).best;
+}
+
+}  // namespace
+
+const PeakMeter& DefaultPeakMeter() {
+  static const PeakMeter meter{[](int threads) { return MeasurePeaks(threads); }, ProbeFp32};
+  return meter;
+}
+
+StatusOr<MachinePeaks> MeasurePeaks(int threads) {
+  if (threads < 0) return InvalidArgument("threads must be >= 0");
+  if (threads == 0) threads = ThreadPool::HardwareThreads();
+  // Peaks are maxima: other work on the cores only lowers a trial, so each figure is the
+  // best seen, and a wide spread is measured again.
+  MachinePeaks p = MeasureOnce(threads);
+  for (int attempt = 1; attempt < kMeasureAttempts &&
+                        std::max(p.fp32_spread_pct, p.mem_spread_pct) > kNoisySpreadPct;
+       ++attempt) {
+    const MachinePeaks again = MeasureOnce(threads);
+    if (again.fp32_flops > p.fp32_flops) {
+      p.fp32_flops = again.fp32_flops;
+      p.fp32_spread_pct = again.fp32_spread_pct;
+    } else {
+      p.fp32_spread_pct = std::min(p.fp32_spread_pct, again.fp32_spread_pct);
+    }
+    if (again.mem_bw > p.mem_bw) {
+      p.mem_bw = again.mem_bw;
+      p.mem_spread_pct = again.mem_spread_pct;
+    } else {
+      p.mem_spread_pct = std::min(p.mem_spread_pct, again.mem_spread_pct);
+    }
+    p.fp32_flops_1t = std::max(p.fp32_flops_1t, again.fp32_flops_1t);
+    p.mem_bw_1t = std::max(p.mem_bw_1t, again.mem_bw_1t);
+    p.bf16_flops_1t = std::max(p.bf16_flops_1t, again.bf16_flops_1t);
+    p.bf16_flops = std::max(p.bf16_flops, again.bf16_flops);
+    p.trials += again.trials;
+  }
   return p;
 }
 
 namespace {
 
-// The cached peaks at `path` when they are for the same machine as `probe`, else null.
-std::optional<MachinePeaks> LoadCached(const std::string& path, const MachinePeaks& probe) {
+// The cached peaks at `path` when they are for the same machine, thread count and build
+// as `probe` and measured by this method; else null, with the reason in `why`.
+std::optional<MachinePeaks> LoadCached(const std::string& path, const MachinePeaks& probe,
+                                       std::string* why) {
   if (path.empty() || !IsRegularFile(path)) return std::nullopt;
   auto text = ReadFile(path);
   if (!text.ok()) return std::nullopt;
   const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   auto cached = MachinePeaks::FromJson(j);
-  if (!cached.ok() || cached->kind != probe.kind || cached->cpu != probe.cpu ||
-      cached->device != probe.device || cached->threads != probe.threads ||
-      cached->isa != probe.isa) {
-    return std::nullopt;  // an unreadable or stale cache is measured again and overwritten
+  if (!cached.ok()) {
+    *why = cached.status().message();
+    return std::nullopt;
+  }
+  if (cached->kind != probe.kind || cached->cpu != probe.cpu || cached->device != probe.device ||
+      cached->threads != probe.threads || cached->isa != probe.isa || cached->build != probe.build) {
+    *why = "the cache is for another machine, thread count or build";
+    return std::nullopt;
+  }
+  const int64_t at = ParseUtcIso8601(cached->measured_at);
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  if (at < 0 || now - at > kPeaksMaxAgeS || at > now + 3600) {
+    *why = "the cached peaks were measured " + cached->measured_at + ", more than " +
+           std::to_string(kPeaksMaxAgeS / 86400) + " days ago";
+    return std::nullopt;
   }
   cached->from_cache = true;
   cached->cache_path = path;
@@ -296,45 +373,70 @@ std::string CachePath(const MachinePeaks& probe) {
   return "";
 }
 
+std::string Gflops(double flops) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", flops / 1e9);
+  return buf;
+}
+
 }  // namespace
 
-StatusOr<MachinePeaks> LoadOrMeasurePeaks(int threads, bool recalibrate) {
-  MachinePeaks probe;
-  probe.threads = threads == 0 ? ThreadPool::HardwareThreads() : threads;
-  probe.cpu = CpuModel();
-  probe.isa = Isa();
-  const std::string path = CachePath(probe);
+StatusOr<MachinePeaks> LoadOrMeasurePeaks(int threads, bool recalibrate, const PeakMeter& meter) {
+  if (threads < 0) return InvalidArgument("threads must be >= 0");
+  MachinePeaks key;
+  key.threads = threads == 0 ? ThreadPool::HardwareThreads() : threads;
+  key.cpu = CpuModelName();
+  key.isa = Isa();
+  key.build = TIERSCOPE_BUILD_ID;
+  const std::string path = CachePath(key);
+  std::string why = recalibrate ? "--recalibrate" : "";
   if (!recalibrate) {
-    if (auto cached = LoadCached(path, probe)) return *cached;
+    if (auto cached = LoadCached(path, key, &why)) {
+      // A cache measured while other work held the cores is too low; a quick probe now
+      // tells, and a low peak would put kernels above 100% of it.
+      const double now = meter.probe ? meter.probe(key.threads) : 0;
+      if (!(now > cached->fp32_flops * kProbeStaleFactor)) return *cached;
+      why = "a quick probe measured " + Gflops(now) + " GFLOP/s, above the cached FP32 peak of " +
+            Gflops(cached->fp32_flops) + " (measured on a busy machine)";
+    }
   }
-  TS_ASSIGN_OR_RETURN(MachinePeaks p, MeasurePeaks(probe.threads));
+  TS_ASSIGN_OR_RETURN(MachinePeaks p, meter.measure(key.threads));
+  p.cpu = key.cpu;
+  p.isa = key.isa;
+  p.build = key.build;
+  p.threads = key.threads;
   Store(path, p);
+  p.remeasured_because = why;
   return p;
 }
 
-StatusOr<MachinePeaks> LoadOrMeasureDevicePeaks(Backend& backend, bool recalibrate) {
+StatusOr<MachinePeaks> LoadOrMeasureDevicePeaks(Backend& backend, bool recalibrate,
+                                                const PeakMeter& meter) {
   const DeviceProps& props = backend.props();
-  if (props.kind == "cpu") return LoadOrMeasurePeaks(props.compute_units, recalibrate);
-  MachinePeaks probe;
-  probe.kind = props.kind;
-  probe.device = props.model.empty() ? props.name : props.model;  // not the ordinal
-  probe.isa = props.arch;
-  probe.threads = props.compute_units;
-  const std::string path = CachePath(probe);
+  if (props.kind == "cpu") return LoadOrMeasurePeaks(props.compute_units, recalibrate, meter);
+  MachinePeaks key;
+  key.kind = props.kind;
+  key.device = props.model.empty() ? props.name : props.model;  // not the ordinal
+  key.isa = props.arch;
+  key.threads = props.compute_units;
+  key.build = TIERSCOPE_BUILD_ID;
+  const std::string path = CachePath(key);
+  std::string why = recalibrate ? "--recalibrate" : "";
   if (!recalibrate) {
-    if (auto cached = LoadCached(path, probe)) return *cached;
+    if (auto cached = LoadCached(path, key, &why)) return *cached;
   }
   TS_ASSIGN_OR_RETURN(DevicePeaks d, backend.MeasurePeaks());
   if (!(d.fp32_flops > 0) || !(d.mem_bw > 0)) {
     return Internal(props.name + ": the peak measurement gave no FP32 or memory throughput");
   }
-  MachinePeaks p = probe;
+  MachinePeaks p = key;
   p.fp32_flops = d.fp32_flops;
   p.fp16_tensor_flops = d.fp16_tensor_flops;
   p.bf16_tensor_flops = d.bf16_tensor_flops;
   p.mem_bw = d.mem_bw;
   p.measured_at = UtcNowIso8601();
   Store(path, p);
+  p.remeasured_because = why;
   return p;
 }
 

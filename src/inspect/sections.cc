@@ -126,6 +126,24 @@ Section LaunchStats(const KernelEvidence& e, const Derived& d) {
   return s.Done();
 }
 
+// Which throughput is above its peak, by how much, and what that means.
+std::string ImpossibleText(const KernelEvidence& e, const Derived& d) {
+  std::string what;
+  if (d.compute_pct && *d.compute_pct > 100) {
+    what = "compute at " + Num(*d.compute_pct, 1) + "% of the " + e.pipe + " peak" +
+           (d.gflops && e.peak_flops ? " (" + Num(*d.gflops, 1) + " of " + Num(*e.peak_flops / 1e9, 1) + " GFLOP/s)" : "");
+  }
+  if (d.memory_pct && *d.memory_pct > 100) {
+    what += (what.empty() ? "" : " and ") + std::string("memory at ") + Num(*d.memory_pct, 1) +
+            "% of the bandwidth peak" +
+            (d.gbps && e.peak_bw ? " (" + Num(*d.gbps, 1) + " of " + Num(*e.peak_bw / 1e9, 1) + " GB/s)" : "");
+  }
+  return "The kernel measured " + what + ": above 100% is physically impossible, so the " +
+         "calibrated peaks are not trustworthy (measured while other work held the cores?) " +
+         "and nothing is concluded from them. Measure them again on a quiet machine: " +
+         "tierscope device --recalibrate.";
+}
+
 Section SpeedOfLight(const KernelEvidence& e, const Derived& d) {
   SectionBuilder s("SpeedOfLight", "Speed Of Light Throughput", e.missing);
   s.Add("Duration", "us", Scale(e.duration_ns, 1e-3));
@@ -140,7 +158,9 @@ Section SpeedOfLight(const KernelEvidence& e, const Derived& d) {
   s.Add("Peak FLOP/s (" + e.pipe + ")", "GFLOP/s", Scale(e.peak_flops, 1e-9));
   s.Add("Peak Bandwidth", "GB/s", Scale(e.peak_bw, 1e-9));
   s.Text("Bound By", d.bound);
-  if (!d.bound.empty()) {
+  if (AbovePeak(e)) {
+    s.Note(ImpossibleText(e, d));
+  } else if (!d.bound.empty()) {
     const double top = std::max(*d.compute_pct, *d.memory_pct);
     if (top >= 80) {
       s.Note("The kernel runs at " + Num(top, 1) + "% of its " + d.bound + " peak: near its bound.");
@@ -224,6 +244,16 @@ std::string ListSectionsText() {
   return out;
 }
 
+ThroughputPct Throughput(const KernelEvidence& e) {
+  const Derived d = Derive(e);
+  return {d.compute_pct, d.memory_pct};
+}
+
+bool AbovePeak(const KernelEvidence& e) {
+  const ThroughputPct t = Throughput(e);
+  return (t.compute && *t.compute > 100) || (t.memory && *t.memory > 100);
+}
+
 Recommendation Recommend(const KernelEvidence& e) {
   const Derived d = Derive(e);
   Recommendation r;
@@ -272,7 +302,14 @@ Recommendation Recommend(const KernelEvidence& e) {
   }
   r.checks = {fills, hot, far};
   r.kernel_level = fills.ok == true && hot.ok == true && far.ok == true;
-  if (fills.ok == false) {
+  if (AbovePeak(e)) {
+    // An impossible number decides nothing, not even "fix it at a higher tier".
+    r.kernel_level = false;
+    r.trustworthy = false;
+    r.checks[2].ok = std::nullopt;
+    r.checks[2].evidence = "above 100% of the calibrated peak: not trustworthy";
+    r.verdict = "No verdict: " + ImpossibleText(e, d);
+  } else if (fills.ok == false) {
     const std::string share = coverage ? Num(std::min(*coverage, 1.0) * 100, 1) + "%" : "part";
     r.verdict = "Fix it at a higher tier: " + fills.evidence + ", so at most " + share +
                 " of the device can work on this kernel, and no kernel tuning changes that. Give each launch " +
@@ -330,6 +367,7 @@ std::string RenderKernelReports(const std::vector<KernelReport>& reports) {
     if (!e.device.empty()) out += ", device " + e.device;
     out += "\n    source: " + e.source;
     if (e.passes > 0) out += ", " + std::to_string(e.passes) + " replay passes";
+    if (!e.peaks_note.empty()) out += "; peaks " + e.peaks_note;
     out += "\n";
     for (const Section& s : r.sections) {
       out += "    Section: " + s.title + "\n";
@@ -365,6 +403,7 @@ nlohmann::json KernelReportsToJson(const std::vector<KernelReport>& reports) {
     j["kernel"] = e.kernel;
     j["id"] = e.id;
     j["source"] = e.source;
+    if (!e.peaks_note.empty()) j["peaks_note"] = e.peaks_note;
     j["device"] = e.device;
     j["passes"] = e.passes;
     if (e.grid) j["grid"] = {e.grid->x, e.grid->y, e.grid->z};
@@ -382,6 +421,7 @@ nlohmann::json KernelReportsToJson(const std::vector<KernelReport>& reports) {
       j["sections"].push_back(js);
     }
     nlohmann::json rec{{"kernel_level", r.recommendation.kernel_level},
+                       {"trustworthy", r.recommendation.trustworthy},
                        {"verdict", r.recommendation.verdict}};
     rec["checks"] = nlohmann::json::array();
     for (const RuleCheck& c : r.recommendation.checks) {

@@ -47,6 +47,8 @@ struct KernelEvidence {
   int device_kernels = 0;
   std::optional<double> shared_bytes, blocks_per_unit;
   std::string occupancy_limiter;
+  // How the peaks were checked: "" or, e.g., "re-measured once because ...".
+  std::string peaks_note;
 };
 
 struct SectionMetric {
@@ -71,6 +73,8 @@ struct RuleCheck {
 
 struct Recommendation {
   bool kernel_level = false;
+  // False when a measured throughput is above 100% of its peak: no conclusion is drawn.
+  bool trustworthy = true;
   std::string verdict;
   std::vector<RuleCheck> checks;
 };
@@ -97,6 +101,16 @@ std::string ListSectionsText();
 inline constexpr double kHotShare = 0.10;   // of all kernel time
 inline constexpr double kStableCv = 0.15;   // duration spread between passes
 inline constexpr double kFarFromBound = 60;  // % of the bounding peak
+
+// Achieved throughput as % of the peaks, as SpeedOfLight shows it (another tool's own
+// percentages when it gave them).
+struct ThroughputPct {
+  std::optional<double> compute, memory;
+};
+ThroughputPct Throughput(const KernelEvidence& evidence);
+// True when a throughput is above 100% of its peak: physically impossible, so the
+// peaks (or the measurement) cannot be trusted and no verdict may rest on them.
+bool AbovePeak(const KernelEvidence& evidence);
 
 KernelReport BuildKernelReport(const KernelEvidence& evidence,
                                const std::vector<std::string>& sections);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "backend/backend.h"
+#include "core/checksum.h"
 #include "core/paths.h"
 #include "core/splitmix.h"
 #include "model/bert.h"
@@ -90,6 +91,16 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   BertModel& model = engine->model();
   Backend& backend = engine->backend();
   const int64_t B = o.batch_size, S = o.seq_len, H = cfg.hidden_size;
+  {
+    // Everything the run will hold, checked before any of it is allocated.
+    TS_ASSIGN_OR_RETURN(MemoryNeed need, engine->ForwardMemory(mode.serial ? 1 : B, S, {}));
+    const double tokens = static_cast<double>(B) * static_cast<double>(S);
+    const double es = static_cast<double>(DTypeSize(mode.dtype));
+    need.host += tokens * (8 + static_cast<double>(H) * (4 + es));  // the ids; the output read back
+    if (mode.serial) need.device += tokens * (12 + static_cast<double>(H) * es);  // all inputs; the output
+    TS_RETURN_IF_ERROR(engine->CheckMemory(
+        need, "--batch-size " + std::to_string(B) + " x --seq-len " + std::to_string(S) + " (" + o.mode + ")"));
+  }
   const std::vector<int64_t> ids = BenchInputIds(o.seed, B, S, cfg.vocab_size);
 
   // Inputs go to the device before timing: one batch, or one batch-1 slice per sample.
@@ -119,6 +130,16 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   // Under the profiler each unit is a user scope, as the study's record_function.
   const char* unit_name = mode.serial ? "serial_bert_forward" : "batched_bert_forward";
   std::unique_ptr<Profiler> profiler;
+  // Whatever way the run ends, the backend and the model let go of the profiler before
+  // it is destroyed (the tensors above are freed after it, through the backend).
+  struct ObserverGuard {
+    Backend& backend;
+    BertModel& model;
+    ~ObserverGuard() {
+      backend.SetObserver(nullptr);
+      model.set_profiler(nullptr);
+    }
+  } observer_guard{backend, model};
   auto work_unit = [&]() -> StatusOr<Tensor> {
     if (profiler == nullptr || !profiler->recording()) return run_unit();
     profiler->BeginAnnotation(unit_name);
@@ -195,6 +216,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
       }
       if (profiler->recording()) ++recorded_units;
     }
+    if (o.before_unit) TS_RETURN_IF_ERROR(o.before_unit(i));
     const auto s = Clock::now();
     if (graph != nullptr) {
       TS_RETURN_IF_ERROR(backend.LaunchGraph(*graph));  // its output is graph_out
@@ -233,9 +255,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   TS_RETURN_IF_ERROR(backend.CopyDeviceToHost(raw.data(), result.data(), raw.size()));
   std::vector<float> out(static_cast<size_t>(result.numel()));
   ToFloat(result.dtype(), raw.data(), out.data(), out.size());
-  double sum = 0;
-  for (float v : out) sum += v;
-  const double checksum = sum / static_cast<double>(out.size());
+  const double checksum = OrderSensitiveChecksum(out.data(), out.size());
   if (!std::isfinite(checksum)) {
     return Internal("the output has non-finite values (checksum " + std::to_string(checksum) + ")");
   }
@@ -280,6 +300,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     if (!o.trace_path.empty()) r["trace"] = o.trace_path;
   }
   report.result = std::move(r);
+  if (o.keep_output) report.output = std::move(out);
   return report;
 }
 

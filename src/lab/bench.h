@@ -43,6 +43,11 @@ struct BenchOptions {
   bool profile_memory = true;
   int64_t table_rows = 25;
 
+  bool keep_output = false;  // BenchReport::output gets the last unit's output
+  // Called before each timed unit with its index; an error stops the run there (with the
+  // profiler, if any, still attached): a seam for callers that pace or stop a run.
+  std::function<Status(int64_t unit)> before_unit;
+
   // Tier 3: attached for the whole workload, warmup included (not with `profile`).
   LaunchHook* launch_hook = nullptr;
   // Called with the workload's backend after the last unit (tier 3 measures the
@@ -69,6 +74,7 @@ std::vector<int64_t> BenchInputIds(uint64_t seed, int64_t batch, int64_t seq_len
 struct BenchReport {
   nlohmann::json result;     // the RESULT_JSON object
   std::string profile_text;  // key_averages table and per-unit summary, when profiled
+  std::vector<float> output;  // [batch, seq_len, hidden] of the last unit, with keep_output
 };
 
 // Runs the benchmark; returns the RESULT_JSON object (and the profile, if asked).

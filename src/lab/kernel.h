@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "inspect/calibration.h"
 #include "inspect/kernel_inspector.h"
 #include "inspect/sections.h"
 #include "lab/bench.h"
@@ -20,6 +21,7 @@ struct KernelCommandOptions {
   InspectorOptions inspector;   // -k, --launch-skip, --launch-count, passes, cache control
   std::string sections;         // "LaunchStats,SpeedOfLight"; empty: all
   bool recalibrate = false;
+  const PeakMeter* meter = nullptr;  // how CPU peaks are measured (null: the real kernels)
   std::string ncu_csv;          // instead of a workload: an Nsight Compute CSV
   std::string trace;            // instead of a workload: a tier-2 trace
 };

@@ -31,52 +31,123 @@ StatusOr<std::vector<int64_t>> ParseSizeList(const std::string& list, const std:
   return out;
 }
 
+namespace {
+
+std::string Limits(bool latency, bool memory) {
+  return latency && memory ? "latency and memory" : latency ? "latency" : memory ? "memory" : "none";
+}
+
+std::string Printf(const char* fmt, auto... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), fmt, args...);
+  return buf;
+}
+
+}  // namespace
+
 BatchChoice ChooseBatch(const std::vector<SweepPoint>& points, double slo_ms, double budget_mb) {
   BatchChoice c;
   if (points.empty()) return c;
   c.seq_len = points.front().seq_len;
   const auto latency_ok = [&](const SweepPoint& p) { return slo_ms <= 0 || p.p95_ms <= slo_ms; };
   const auto memory_ok = [&](const SweepPoint& p) { return budget_mb <= 0 || p.peak_memory_mb <= budget_mb; };
-  const SweepPoint* best = nullptr;
+  const bool limited = slo_ms > 0 || budget_mb > 0;
+  const SweepPoint* best = nullptr;  // the best throughput among the batches within limits
+  const SweepPoint* fastest = nullptr;  // the best throughput of all
   for (const SweepPoint& p : points) {
-    if (latency_ok(p) && memory_ok(p)) best = &p;  // the largest that meets both
+    if (fastest == nullptr || p.samples_per_s > fastest->samples_per_s) fastest = &p;
+    if (!latency_ok(p) || !memory_ok(p)) continue;
+    if (best == nullptr || p.samples_per_s > best->samples_per_s) best = &p;
   }
-  char buf[256];
   if (best == nullptr) {
     const SweepPoint& p = points.front();
-    const bool l = !latency_ok(p), m = !memory_ok(p);
-    c.binding = l && m ? "latency and memory" : l ? "latency" : "memory";
-    std::snprintf(buf, sizeof(buf),
-                  "no batch meets the limits: even batch %lld has P95 %.2f ms (SLO %.2f) and "
-                  "peak %.1f MB (budget %.1f)",
-                  static_cast<long long>(p.batch), p.p95_ms, slo_ms, p.peak_memory_mb, budget_mb);
-    c.reason = buf;
+    c.binding = Limits(!latency_ok(p), !memory_ok(p));
+    c.reason = Printf("no batch meets the limits: even batch %lld has P95 %.2f ms (SLO %.2f) and "
+                      "peak %.1f MB (budget %.1f)",
+                      static_cast<long long>(p.batch), p.p95_ms, slo_ms, p.peak_memory_mb, budget_mb);
     return c;
   }
-  c.batch = best->batch;
-  const auto next = std::find_if(points.begin(), points.end(),
-                                 [&](const SweepPoint& p) { return p.batch > best->batch; });
-  if (next == points.end()) {
+  const SweepPoint* chosen = best;
+  if (!limited) {  // the smallest batch that does as well as the best
+    for (const SweepPoint& p : points) {
+      if (p.samples_per_s >= kNearBestThroughput * best->samples_per_s) {
+        chosen = &p;
+        break;
+      }
+    }
+  }
+  c.batch = chosen->batch;
+  c.samples_per_s = chosen->samples_per_s;
+  std::string why = Printf("batch %lld: %.1f samples/s, P95 %.2f ms, peak %.1f MB",
+                           static_cast<long long>(chosen->batch), chosen->samples_per_s,
+                           chosen->p95_ms, chosen->peak_memory_mb);
+  if (chosen != best) {
+    why += Printf(", within %.0f%% of the best (%.1f samples/s at batch %lld) with less latency and memory",
+                  100 * (1 - kNearBestThroughput), best->samples_per_s, static_cast<long long>(best->batch));
+  } else if (!limited || best == fastest) {
+    why += ", the best throughput swept";
+  }
+  if (best != fastest) {  // a limit rules out a faster batch
+    const bool l = !latency_ok(*fastest), m = !memory_ok(*fastest);
+    c.binding = Limits(l, m);
+    why += Printf("; batch %lld would give %.1f samples/s but break the %s (P95 %.2f ms vs SLO %.2f, "
+                  "peak %.1f MB vs budget %.1f)",
+                  static_cast<long long>(fastest->batch), fastest->samples_per_s,
+                  l && m ? "SLO and the budget" : l ? "latency SLO" : "memory budget",
+                  fastest->p95_ms, slo_ms, fastest->peak_memory_mb, budget_mb);
+  } else {
     c.binding = "none";
-    std::snprintf(buf, sizeof(buf),
-                  "batch %lld, the largest swept, meets both (P95 %.2f ms, peak %.1f MB); "
-                  "sweep larger batches to find the limit",
-                  static_cast<long long>(best->batch), best->p95_ms, best->peak_memory_mb);
-    c.reason = buf;
-    return c;
+    if (fastest->batch == points.back().batch && points.size() > 1) {
+      why += "; throughput still grows at the largest batch swept: sweep larger batches to find its peak";
+    }
   }
-  const bool l = !latency_ok(*next), m = !memory_ok(*next);
-  c.binding = l && m ? "latency and memory" : l ? "latency" : "memory";
-  std::snprintf(buf, sizeof(buf),
-                "batch %lld: P95 %.2f ms, peak %.1f MB; batch %lld would break the %s (P95 %.2f ms "
-                "vs SLO %.2f, peak %.1f MB vs budget %.1f)",
-                static_cast<long long>(best->batch), best->p95_ms, best->peak_memory_mb,
-                static_cast<long long>(next->batch), c.binding == "latency" ? "latency SLO"
-                                                     : c.binding == "memory" ? "memory budget"
-                                                                             : "SLO and the budget",
-                next->p95_ms, slo_ms, next->peak_memory_mb, budget_mb);
-  c.reason = buf;
+  c.reason = why;
   return c;
+}
+
+std::string DescribeThroughputTrend(const std::vector<SweepPoint>& points,
+                                    const std::vector<CacheLevel>& caches, int workers) {
+  if (points.size() < 2) return "";
+  const SweepPoint* best = &points.front();
+  for (const SweepPoint& p : points) {
+    if (p.samples_per_s > best->samples_per_s) best = &p;
+  }
+  const SweepPoint& last = points.back();
+  if (best == &last || last.samples_per_s >= kNearBestThroughput * best->samples_per_s) return "";
+  std::string out = Printf("throughput falls as the batch grows past %lld: %.1f samples/s at batch "
+                           "%lld, %.1f at batch %lld (%+.0f%%)",
+                           static_cast<long long>(best->batch), best->samples_per_s,
+                           static_cast<long long>(best->batch), last.samples_per_s,
+                           static_cast<long long>(last.batch),
+                           100 * (last.samples_per_s / best->samples_per_s - 1));
+  out += Printf("; peak memory grows from %.1f MB at batch %lld to %.1f MB at batch %lld",
+                points.front().peak_memory_mb, static_cast<long long>(points.front().batch),
+                last.peak_memory_mb, static_cast<long long>(last.batch));
+  // Which caches the working set outgrew, and at which batch (total capacity of the
+  // instances the workers use).
+  std::vector<std::string> crossed;
+  for (const CacheLevel& c : caches) {
+    const int instances = std::max(1, (std::max(workers, 1) + c.shared_by - 1) / c.shared_by);
+    const double capacity = static_cast<double>(c.bytes) * instances;
+    for (size_t i = 1; i < points.size(); ++i) {
+      if (points[i - 1].peak_memory_mb * 1048576.0 <= capacity &&
+          points[i].peak_memory_mb * 1048576.0 > capacity) {
+        crossed.push_back(Printf("L%d (%s) between batch %lld and %lld", c.level,
+                                 FormatBytes(capacity).c_str(),
+                                 static_cast<long long>(points[i - 1].batch),
+                                 static_cast<long long>(points[i].batch)));
+      }
+    }
+  }
+  if (!crossed.empty()) {
+    out += ", past ";
+    for (size_t i = 0; i < crossed.size(); ++i) out += (i ? " and " : "") + crossed[i];
+    out += ": the activations no longer fit in cache, so each op streams them from the next level";
+  } else if (!caches.empty() && points.front().peak_memory_mb * 1048576.0 >
+                                    static_cast<double>(caches.back().bytes)) {
+    out += ", beyond every cache from the smallest batch on";
+  }
+  return out;
 }
 
 StatusOr<SweepResult> RunSweep(const SweepOptions& o,
@@ -113,11 +184,17 @@ StatusOr<SweepResult> RunSweep(const SweepOptions& o,
       p.p95_ms = j["latency_p95_ms"];
       p.p99_ms = j["latency_p99_ms"];
       p.peak_memory_mb = j["max_memory_mb"];
+      p.threads = j["threads"];
       r.points.push_back(p);
       by_seq[s].push_back(p);
     }
   }
-  for (const auto& [s, pts] : by_seq) r.choices.push_back(ChooseBatch(pts, o.slo_ms, o.memory_budget_mb));
+  const std::vector<CacheLevel> caches = o.bench.device == "cpu" ? CpuDataCaches() : std::vector<CacheLevel>{};
+  const int workers = r.points.empty() ? 1 : r.points.front().threads;
+  for (const auto& [s, pts] : by_seq) {
+    r.choices.push_back(ChooseBatch(pts, o.slo_ms, o.memory_budget_mb));
+    r.trends.push_back(DescribeThroughputTrend(pts, caches, workers));
+  }
 
   char buf[256];
   std::snprintf(buf, sizeof(buf), "batch sweep: mode %s, %lld iterations (warmup %lld), threads %d\n",
@@ -145,13 +222,18 @@ StatusOr<SweepResult> RunSweep(const SweepOptions& o,
     if (o.memory_budget_mb > 0) std::snprintf(mem, sizeof(mem), "%g MB", o.memory_budget_mb);
     r.text += std::string("\nlimits: P95 latency ") + slo + ", peak memory " + mem + "\n";
   } else {
-    r.text += "\nno limits given (--slo-ms, --memory-budget-mb): the choice is the largest batch\n";
+    r.text += "\nno limits given (--slo-ms, --memory-budget-mb): the choice is the smallest batch within " +
+              std::to_string(static_cast<int>(100 * (1 - kNearBestThroughput))) +
+              "% of the best throughput\n";
   }
-  for (const BatchChoice& c : r.choices) {
+  for (size_t i = 0; i < r.choices.size(); ++i) {
+    const BatchChoice& c = r.choices[i];
     r.text += "seq_len " + std::to_string(c.seq_len) + ": " +
               (c.batch > 0 ? "use batch " + std::to_string(c.batch) + " (binding: " + c.binding + "); "
                            : std::string("")) + c.reason + "\n";
-    choices.push_back({{"seq_len", c.seq_len}, {"batch", c.batch}, {"binding", c.binding}, {"reason", c.reason}});
+    if (!r.trends[i].empty()) r.text += "seq_len " + std::to_string(c.seq_len) + ": " + r.trends[i] + "\n";
+    choices.push_back({{"seq_len", c.seq_len}, {"batch", c.batch}, {"samples_per_s", c.samples_per_s},
+                       {"binding", c.binding}, {"reason", c.reason}, {"trend", r.trends[i]}});
   }
   r.json = {{"mode", o.bench.mode}, {"iterations", o.bench.iterations}, {"warmup", o.bench.warmup},
             {"slo_ms", o.slo_ms}, {"memory_budget_mb", o.memory_budget_mb},

@@ -15,6 +15,8 @@ OutputDiff CompareOutputs(const std::vector<float>& a, const std::vector<float>&
   double dot = 0, na = 0, nb = 0, sum_abs = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     const double x = a[i], y = b[i];
+    d.nonfinite_reference += !std::isfinite(x);
+    d.nonfinite_other += !std::isfinite(y);
     dot += x * y;
     na += x * x;
     nb += y * y;
@@ -39,7 +41,7 @@ PrecisionCheck CheckPrecision(const std::string& dtype, const OutputDiff& diff) 
     c.max_abs_limit = 0.5;
   }
   c.pass = diff.cosine >= c.min_cosine && diff.max_abs <= c.max_abs_limit &&
-           std::isfinite(diff.mean_abs);
+           std::isfinite(diff.mean_abs) && diff.nonfinite_reference == 0 && diff.nonfinite_other == 0;
   return c;
 }
 
@@ -89,9 +91,17 @@ StatusOr<ValidationResult> RunValidation(const ValidateOptions& o) {
                   c.dtype.c_str(), c.diff.cosine, c.diff.mean_abs, c.diff.max_abs, c.min_cosine,
                   c.max_abs_limit, c.pass ? "PASS" : "FAIL");
     r.text += buf;
+    if (c.diff.nonfinite_other > 0 || c.diff.nonfinite_reference > 0) {
+      std::snprintf(buf, sizeof(buf), "        %lld non-finite values (NaN or Inf) in the %s output, %lld in the FP32 reference\n",
+                    static_cast<long long>(c.diff.nonfinite_other), c.dtype.c_str(),
+                    static_cast<long long>(c.diff.nonfinite_reference));
+      r.text += buf;
+    }
     r.json[c.dtype] = {{"cosine", c.diff.cosine},
                        {"mean_abs", c.diff.mean_abs},
                        {"max_abs", c.diff.max_abs},
+                       {"nonfinite", c.diff.nonfinite_other},
+                       {"nonfinite_reference", c.diff.nonfinite_reference},
                        {"tolerance", {{"min_cosine", c.min_cosine}, {"max_abs", c.max_abs_limit}}},
                        {"pass", c.pass}};
   }

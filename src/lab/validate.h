@@ -27,6 +27,8 @@ struct OutputDiff {
   double cosine = 0;    // over the flattened outputs, in double
   double mean_abs = 0;
   double max_abs = 0;
+  // NaN or infinite values: one fails the check, wherever it is.
+  int64_t nonfinite_reference = 0, nonfinite_other = 0;
 };
 
 OutputDiff CompareOutputs(const std::vector<float>& reference, const std::vector<float>& other);
@@ -39,7 +41,7 @@ struct PrecisionCheck {
 };
 
 // The tolerances: what correct FP32-accumulating kernels stay within on BERT outputs
-// (FP16 keeps 11 significant bits, BF16 8).
+// (FP16 keeps 11 significant bits, BF16 8). Any non-finite value fails.
 PrecisionCheck CheckPrecision(const std::string& dtype, const OutputDiff& diff);
 
 struct ValidationResult {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "core/cpu_info.h"
 #include "model/bert.h"
 #include "model/checkpoint.h"
 #include "tierscope/engine.h"
@@ -32,11 +33,62 @@ std::string BertEngine::device_name() const { return backend_->props().name; }
 
 Status BertEngine::Validate(const BatchInput& input) const { return model_->Validate(input); }
 
+StatusOr<MemoryNeed> BertEngine::ForwardMemory(int64_t batch, int64_t seq_len,
+                                                const ForwardOptions& options) const {
+  if (batch < 1 || seq_len < 1) {
+    return InvalidArgument("batch " + std::to_string(batch) + " x seq_len " +
+                           std::to_string(seq_len) + " is not a positive size");
+  }
+  const BertConfig& c = config();
+  const double tokens = static_cast<double>(batch) * static_cast<double>(seq_len);
+  const double es = static_cast<double>(DTypeSize(dtype()));
+  const double H = static_cast<double>(c.hidden_size), I = static_cast<double>(c.intermediate_size);
+  // The forward's peak is inside a layer: the embedding output, the layer input, qkv
+  // (3H), the attention context, its projection, the first LayerNorm, the intermediate
+  // (I), the output projection and the layer's result are all alive together.
+  double act = 10 * H + I;
+  double host_out = H;  // last_hidden_state in FP32
+  if (options.hidden_states) {
+    act += static_cast<double>(c.num_hidden_layers + 1) * H;
+    host_out += static_cast<double>(c.num_hidden_layers + 1) * H;
+  }
+  MemoryNeed need;
+  need.device = tokens * (act * es + 3 * 4);           // activations + ids, types, mask
+  need.host = tokens * (3 * 4 + host_out * (4 + es));  // staged inputs, raw + FP32 outputs
+  if (options.pooler) need.device += static_cast<double>(batch) * H * es;
+  if (!(need.device + need.host < 0x1p62)) {
+    return InvalidArgument("batch " + std::to_string(batch) + " x seq_len " +
+                           std::to_string(seq_len) + " is too large to address");
+  }
+  return need;
+}
+
+Status BertEngine::CheckMemory(const MemoryNeed& need, const std::string& what) const {
+  const bool cpu = backend_->props().kind == "cpu";
+  const int64_t device = backend_->AvailableMemory();
+  const int64_t host = cpu ? device : AvailableMemoryBytes();
+  const double on_device = cpu ? need.device + need.host : need.device;
+  std::string short_of;
+  if (device >= 0 && on_device > static_cast<double>(device)) {
+    short_of = "needs about " + FormatBytes(on_device) + (cpu ? "" : " of device memory") +
+               " and " + FormatBytes(static_cast<double>(device)) + " " +
+               (cpu ? "is available on this machine" : "is free on " + backend_->props().name);
+  } else if (!cpu && host >= 0 && need.host > static_cast<double>(host)) {
+    short_of = "needs about " + FormatBytes(need.host) + " of host memory and " +
+               FormatBytes(static_cast<double>(host)) + " is available";
+  }
+  if (short_of.empty()) return OkStatus();
+  return ResourceExhausted(what + " " + short_of + "; make it smaller");
+}
+
 StatusOr<ForwardOutput> BertEngine::Forward(const BatchInput& input,
                                             const ForwardOptions& options) {
   if (options.pooler && !model_->has_pooler()) {
     return FailedPrecondition(model_dir_ + ": the checkpoint has no pooler weights");
   }
+  TS_ASSIGN_OR_RETURN(MemoryNeed need, ForwardMemory(input.batch, input.seq_len, options));
+  TS_RETURN_IF_ERROR(CheckMemory(need, "a forward of batch " + std::to_string(input.batch) +
+                                           " x seq_len " + std::to_string(input.seq_len)));
   TS_ASSIGN_OR_RETURN(BertModel::Inputs in, model_->Upload(input));
   std::vector<Tensor> hidden;
   TS_ASSIGN_OR_RETURN(Tensor last, model_->Forward(in, options.hidden_states ? &hidden : nullptr));

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <new>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +23,9 @@ using nlohmann::json;
 struct Mapping {
   void* addr = nullptr;
   size_t size = 0;
+  // Aligned copies of tensors whose data in the file is misaligned (operator new aligns
+  // for every element type).
+  std::vector<std::vector<std::byte>> copies;
   ~Mapping() {
     if (addr != nullptr && addr != MAP_FAILED) munmap(addr, size);
   }
@@ -137,7 +142,11 @@ StatusOr<TensorMap> LoadSafetensors(const std::string& path) {
       return DataLoss(where + ": data_offsets " + off->dump() + " run past the end of the data (" +
                       std::to_string(data_size) + " bytes)");
     }
-    const uint64_t expected = numel * DTypeSize(t.dtype);
+    uint64_t expected = 0;
+    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(DTypeSize(t.dtype)), &expected)) {
+      return DataLoss(where + ": shape " + ShapeToString(t.shape) + " of " +
+                      std::string(DTypeName(t.dtype)) + " is too large (its size overflows)");
+    }
     if (end - begin != expected) {
       return DataLoss(where + ": " + std::to_string(end - begin) + " bytes of data for shape " +
                       ShapeToString(t.shape) + " of " + std::string(DTypeName(t.dtype)) +
@@ -145,6 +154,22 @@ StatusOr<TensorMap> LoadSafetensors(const std::string& path) {
     }
     t.data = data + begin;
     t.bytes = static_cast<size_t>(expected);
+    // The format does not require alignment (writers pad the header to 8 bytes, but not
+    // every file was written so): a tensor whose data is not aligned to its element size
+    // is copied, so no element is ever read through a misaligned pointer.
+    if (reinterpret_cast<uintptr_t>(t.data) % DTypeSize(t.dtype) != 0) {
+      auto& copy = map->copies.emplace_back();
+      try {
+        copy.resize(t.bytes);
+      } catch (const std::bad_alloc&) {
+        return ResourceExhausted(where + ": cannot allocate " + std::to_string(t.bytes) +
+                                 " bytes for an aligned copy of its misaligned data (offset " +
+                                 std::to_string(8 + header_len + begin) + ")");
+      }
+      if (t.bytes > 0) std::memcpy(copy.data(), t.data, t.bytes);
+      t.data = copy.data();
+      ++result.realigned;
+    }
     spans.push_back({begin, end, name});
     result.tensors.emplace(name, std::move(t));
   }

@@ -31,6 +31,7 @@ struct HostTensor {
 struct TensorMap {
   std::string source;  // the file the tensors came from, for error messages
   std::map<std::string, HostTensor> tensors;
+  int realigned = 0;  // tensors copied because their data in the file was misaligned
   // Keeps the memory that `tensors` point into alive (type-erased owner).
   std::shared_ptr<const void> storage;
 };

@@ -517,9 +517,24 @@ Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
   limits.type_vocab_size = engine.config().type_vocab_size;
   ServerOptions o = options;
   if (o.model_name.empty()) o.model_name = "bert";
+  if (batcher.max_batch_size >= 1 && batcher.max_batch_tokens >= 1 && limits.max_input_length >= 1) {
+    // The largest batch the batcher may form must fit, or every big batch would fail.
+    const double tokens = std::min(static_cast<double>(batcher.max_batch_tokens),
+                                   static_cast<double>(batcher.max_batch_size) *
+                                       static_cast<double>(limits.max_input_length));
+    const int64_t rows = std::max<int64_t>(
+        1, std::min<int64_t>(batcher.max_batch_size, static_cast<int64_t>(tokens)));
+    ForwardOptions fo;
+    fo.pooler = engine.model().has_pooler();
+    TS_ASSIGN_OR_RETURN(MemoryNeed need, engine.ForwardMemory(rows, std::max<int64_t>(1, static_cast<int64_t>(tokens / static_cast<double>(rows))), fo));
+    TS_RETURN_IF_ERROR(engine.CheckMemory(
+        need, "the largest batch (--max-batch-size " + std::to_string(batcher.max_batch_size) +
+                  ", --max-batch-tokens " + std::to_string(batcher.max_batch_tokens) + ")"));
+  }
   ServerMetrics metrics;
+  EngineRunner runner(engine);
   TS_ASSIGN_OR_RETURN(std::unique_ptr<InferenceService> service,
-                      InferenceService::Start(engine, batcher, &metrics));
+                      InferenceService::Start(runner, batcher, &metrics));
   net::io_context ioc(1);
   Server server(ioc, engine, tokenizer, *service, metrics, o, limits);
   TS_RETURN_IF_ERROR(server.Listen());

@@ -2,6 +2,7 @@
 // longest input), the engine call, pooling, and delivery of finished requests.
 #include "serve/service.h"
 
+#include "core/exceptions.h"
 #include "model/bert.h"
 
 #include <chrono>
@@ -41,11 +42,14 @@ BatchInput Assemble(const std::vector<const ServeInput*>& inputs, int64_t pad_le
 
 const char* PoolingName(Pooling p) { return p == Pooling::kMean ? "mean" : "cls"; }
 
-StatusOr<std::unique_ptr<InferenceService>> InferenceService::Start(BertEngine& engine,
+int64_t EngineRunner::hidden_size() const { return engine_.config().hidden_size; }
+bool EngineRunner::has_pooler() const { return engine_.model().has_pooler(); }
+
+StatusOr<std::unique_ptr<InferenceService>> InferenceService::Start(BatchRunner& runner,
                                                                     const BatcherOptions& options,
                                                                     ServerMetrics* metrics) {
   TS_ASSIGN_OR_RETURN(Batcher batcher, Batcher::Create(options));
-  std::unique_ptr<InferenceService> s(new InferenceService(engine, std::move(batcher), metrics));
+  std::unique_ptr<InferenceService> s(new InferenceService(runner, std::move(batcher), metrics));
   s->thread_ = std::thread([p = s.get()] { p->Loop(); });
   return s;
 }
@@ -88,7 +92,7 @@ StatusOr<uint64_t> InferenceService::Submit(ServeRequest request, ServeCallback 
   p.request = std::move(request);
   p.done = std::move(done);
   p.remaining = n;
-  p.result.hidden = engine_.config().hidden_size;
+  p.result.hidden = runner_.hidden_size();
   p.result.embedding.resize(p.request.want_embedding ? n : 0);
   p.result.last_hidden.resize(p.request.want_hidden ? n : 0);
   p.result.pooler.resize(p.request.want_pooler ? n : 0);
@@ -185,6 +189,11 @@ void InferenceService::Deliver(const ServeInput& in, const ForwardOutput& out, i
   }
 }
 
+StatusOr<ForwardOutput> InferenceService::RunForward(const std::vector<const ServeInput*>& inputs,
+                                                     int64_t pad_len, const ForwardOptions& options) {
+  return CatchAll("the engine", [&] { return runner_.Forward(Assemble(inputs, pad_len), options); });
+}
+
 void InferenceService::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -223,13 +232,13 @@ void InferenceService::Loop() {
     std::vector<const ServeInput*> ptrs;
     for (const ServeInput& c : copies) ptrs.push_back(&c);
     ForwardOptions fo;
-    fo.pooler = pooler && engine_.model().has_pooler();
+    fo.pooler = pooler && runner_.has_pooler();
     const int64_t t0 = NowUs();
-    StatusOr<ForwardOutput> out = engine_.Forward(Assemble(ptrs, batch->pad_len), fo);
+    StatusOr<ForwardOutput> out = RunForward(ptrs, batch->pad_len, fo);
     std::vector<StatusOr<ForwardOutput>> singles;  // input by input, when the batch failed
     if (!out.ok() && copies.size() > 1) {
       for (const ServeInput* in : ptrs) {
-        singles.push_back(engine_.Forward(Assemble({in}, static_cast<int64_t>(in->ids.size())), fo));
+        singles.push_back(RunForward({in}, static_cast<int64_t>(in->ids.size()), fo));
       }
     }
     const double inference_s = static_cast<double>(NowUs() - t0) * 1e-6;

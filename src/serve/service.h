@@ -2,7 +2,7 @@
 // sequences are split into inputs, queued in the dynamic batcher, run as padded batches
 // on the engine by one dispatcher thread, and pooled (CLS or mean, optionally
 // L2-normalised) or returned whole. One bad input never fails its batch-mates: inputs are
-// validated before they are queued, and a batch the engine rejects is re-run input by
+// validated before they are queued, and a batch the engine rejects (or throws on) is re-run input by
 // input. A cancelled request (its client left) leaves the queue; if it is already
 // running its results are dropped.
 #ifndef TIERSCOPE_SERVE_SERVICE_H_
@@ -51,10 +51,33 @@ struct ServeResult {
 // Called once per request, on the dispatcher thread; it should hand the result off quickly.
 using ServeCallback = std::function<void(ServeResult)>;
 
+// What the dispatcher runs batches on: the BERT engine (EngineRunner), or in tests an
+// engine that fails on purpose. Called from the dispatcher thread only.
+class BatchRunner {
+ public:
+  virtual ~BatchRunner() = default;
+  virtual int64_t hidden_size() const = 0;
+  virtual bool has_pooler() const = 0;
+  virtual StatusOr<ForwardOutput> Forward(const BatchInput& input, const ForwardOptions& options) = 0;
+};
+
+class EngineRunner : public BatchRunner {
+ public:
+  explicit EngineRunner(BertEngine& engine) : engine_(engine) {}
+  int64_t hidden_size() const override;
+  bool has_pooler() const override;
+  StatusOr<ForwardOutput> Forward(const BatchInput& input, const ForwardOptions& options) override {
+    return engine_.Forward(input, options);
+  }
+
+ private:
+  BertEngine& engine_;
+};
+
 class InferenceService {
  public:
-  // Starts the dispatcher thread. `engine` and `metrics` must outlive the service.
-  static StatusOr<std::unique_ptr<InferenceService>> Start(BertEngine& engine,
+  // Starts the dispatcher thread. `runner` and `metrics` must outlive the service.
+  static StatusOr<std::unique_ptr<InferenceService>> Start(BatchRunner& runner,
                                                            const BatcherOptions& options,
                                                            ServerMetrics* metrics);
   ~InferenceService();  // drains, then stops the dispatcher
@@ -86,13 +109,17 @@ class InferenceService {
     size_t index = 0;
     int64_t enqueued_us = 0;
   };
-  InferenceService(BertEngine& engine, Batcher batcher, ServerMetrics* metrics)
-      : engine_(engine), batcher_(std::move(batcher)), metrics_(metrics) {}
+  InferenceService(BatchRunner& runner, Batcher batcher, ServerMetrics* metrics)
+      : runner_(runner), batcher_(std::move(batcher)), metrics_(metrics) {}
   void Loop();
   void Deliver(const ServeInput& in, const ForwardOutput& out, int64_t row, Pending& p,
                size_t index) const;
 
-  BertEngine& engine_;
+  // One forward, with an exception (an allocation that failed) as its Status.
+  StatusOr<ForwardOutput> RunForward(const std::vector<const ServeInput*>& inputs, int64_t pad_len,
+                                     const ForwardOptions& options);
+
+  BatchRunner& runner_;
   Batcher batcher_;
   ServerMetrics* metrics_;
   mutable std::mutex mu_;

@@ -9,6 +9,7 @@
 // their decimal text so ns are exact, and a bad event is counted, never fatal.
 #include "trace/kineto_import.h"
 
+#include "core/exceptions.h"
 #include "trace/json_input.h"
 #include "trace/kineto_scan.h"
 
@@ -709,7 +710,10 @@ StatusOr<Trace> Import(PaddedBuffer& buf, const std::string& source, int threads
   size_t total = 0;
   for (const auto& [b, e] : layout.chunks) total += e - b;
   if (ReaderCount(threads, n) == 1) {
-    ok = first.Read(layout.chunks, 0, n, false, total, stop);
+    TS_RETURN_IF_ERROR(CatchAll(source, [&]() -> Status {
+      ok = first.Read(layout.chunks, 0, n, false, total, stop);
+      return OkStatus();
+    }));
   } else {
     // Split the runs by bytes; the second reader takes the later half on another thread.
     size_t half = 0, split = 0;
@@ -718,22 +722,29 @@ StatusOr<Trace> Import(PaddedBuffer& buf, const std::string& source, int threads
       ++split;
     }
     second = std::make_unique<Reader>(data, size, capacity, /*primary=*/false);
-    std::thread worker([&] {
+    // No exception leaves either reader: the worker's would end the process, and the
+    // first's would destroy a joinable thread. jthread joins on every path.
+    Status failed2, failed1;
+    {
+      std::jthread worker([&] {
+        try {
+          ok2 = second->Read(layout.chunks, split, n, /*copy_first=*/true, total - half, stop);
+        } catch (...) {
+          failed2 = StatusFromCurrentException(source);
+          ok2 = false;
+          stop = true;
+        }
+      });
       try {
-        ok2 = second->Read(layout.chunks, split, n, /*copy_first=*/true, total - half, stop);
-      } catch (const std::bad_alloc&) {
-        second->SetError(simdjson::MEMALLOC);
-        ok2 = false;
+        ok = first.Read(layout.chunks, 0, split, false, total, stop);
+      } catch (...) {
+        failed1 = StatusFromCurrentException(source);
+        ok = false;
       }
-    });
-    try {
-      ok = first.Read(layout.chunks, 0, split, false, total, stop);
-    } catch (const std::bad_alloc&) {
-      first.SetError(simdjson::MEMALLOC);
-      ok = false;
+      if (!ok) stop = true;
     }
-    if (!ok) stop = true;
-    worker.join();
+    if (!failed1.ok()) return failed1;
+    if (!failed2.ok()) return failed2;
   }
   for (Reader* r : {&first, second.get()}) {  // the first error in file order
     if (r == nullptr || (r == &first ? ok : ok2)) continue;

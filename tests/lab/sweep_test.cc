@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "test_util.h"
 
 namespace tierscope {
@@ -10,14 +12,14 @@ namespace {
 
 using testing::Contains;
 
-std::vector<SweepPoint> Points() {
-  // batch, P95 ms, peak MB: latency grows faster than memory.
+// batch, samples/s, P95 ms, peak MB.
+std::vector<SweepPoint> Make(std::initializer_list<std::tuple<int, double, double, double>> rows) {
   std::vector<SweepPoint> v;
-  for (auto [b, p95, mb] : {std::tuple{1, 2.0, 18.0}, {4, 8.0, 20.0}, {16, 38.0, 32.0},
-                            {64, 160.0, 77.0}, {128, 370.0, 137.0}}) {
+  for (auto [b, sps, p95, mb] : rows) {
     SweepPoint p;
     p.batch = b;
     p.seq_len = 128;
+    p.samples_per_s = sps;
     p.p95_ms = p95;
     p.peak_memory_mb = mb;
     v.push_back(p);
@@ -25,37 +27,74 @@ std::vector<SweepPoint> Points() {
   return v;
 }
 
+// Throughput grows with the batch; latency grows faster than memory.
+std::vector<SweepPoint> Growing() {
+  return Make({{1, 300, 2, 18}, {4, 700, 8, 20}, {16, 896, 38, 32}, {64, 950, 160, 77}, {128, 990, 370, 137}});
+}
+
+// What a CPU sweep saw: the best at batch 16, then slower as activations leave the caches.
+std::vector<SweepPoint> PeaksAt16() {
+  return Make({{1, 300, 2, 18}, {4, 700, 8, 20}, {16, 896, 38, 32}, {64, 800, 160, 77},
+               {128, 740, 370, 137}, {256, 727, 800, 300}});
+}
+
+TEST(ChooseBatch, WithoutLimitsTheThroughputBestBatchNotTheLargest) {
+  const BatchChoice c = ChooseBatch(PeaksAt16(), 0, 0);
+  EXPECT_EQ(c.batch, 16);
+  EXPECT_EQ(c.binding, "none");
+  EXPECT_DOUBLE_EQ(c.samples_per_s, 896);
+  EXPECT_TRUE(Contains(c.reason, "the best throughput swept")) << c.reason;
+}
+
+TEST(ChooseBatch, WithoutLimitsTheSmallestBatchWithinFivePercentOfTheBest) {
+  const BatchChoice c = ChooseBatch(Growing(), 0, 0);
+  EXPECT_EQ(c.batch, 64);  // 950 >= 0.95 x 990; 896 is not
+  EXPECT_EQ(c.binding, "none");
+  EXPECT_TRUE(Contains(c.reason, "within 5% of the best (990.0 samples/s at batch 128)")) << c.reason;
+  EXPECT_TRUE(Contains(c.reason, "sweep larger batches")) << c.reason;
+}
+
 TEST(ChooseBatch, TheLatencySloBinds) {
-  const BatchChoice c = ChooseBatch(Points(), 100, 0);
+  const BatchChoice c = ChooseBatch(Growing(), 100, 0);
   EXPECT_EQ(c.batch, 16);
   EXPECT_EQ(c.binding, "latency");
-  EXPECT_TRUE(Contains(c.reason, "batch 64 would break the latency SLO")) << c.reason;
+  EXPECT_TRUE(Contains(c.reason, "batch 128 would give 990.0 samples/s but break the latency SLO")) << c.reason;
 }
 
 TEST(ChooseBatch, TheMemoryBudgetBinds) {
-  const BatchChoice c = ChooseBatch(Points(), 1000, 100);
+  const BatchChoice c = ChooseBatch(Growing(), 1000, 100);
   EXPECT_EQ(c.batch, 64);
   EXPECT_EQ(c.binding, "memory");
 }
 
 TEST(ChooseBatch, BothBindTogether) {
-  const BatchChoice c = ChooseBatch(Points(), 100, 60);
+  const BatchChoice c = ChooseBatch(Growing(), 100, 60);
   EXPECT_EQ(c.batch, 16);
   EXPECT_EQ(c.binding, "latency and memory");
 }
 
-TEST(ChooseBatch, WithoutLimitsTheLargestSweptBatchAndNoBinding) {
-  const BatchChoice c = ChooseBatch(Points(), 0, 0);
-  EXPECT_EQ(c.batch, 128);
+TEST(ChooseBatch, UnderLimitsTheBestThroughputNotTheLargestThatFits) {
+  // Every batch meets a loose SLO: the choice is still the fastest, batch 16.
+  const BatchChoice c = ChooseBatch(PeaksAt16(), 10000, 0);
+  EXPECT_EQ(c.batch, 16);
   EXPECT_EQ(c.binding, "none");
-  EXPECT_TRUE(Contains(c.reason, "sweep larger batches"));
 }
 
 TEST(ChooseBatch, NothingMeetsTheLimitsIsSaid) {
-  const BatchChoice c = ChooseBatch(Points(), 1, 10);
+  const BatchChoice c = ChooseBatch(Growing(), 1, 10);
   EXPECT_EQ(c.batch, 0);
   EXPECT_EQ(c.binding, "latency and memory");
   EXPECT_TRUE(Contains(c.reason, "no batch meets the limits"));
+}
+
+TEST(ThroughputTrend, AFallAsTheBatchGrowsIsSaidWithTheCachesItOutgrew) {
+  // Two workers: L2 is per core (2 x 2 MiB), L3 one 32 MiB instance for both.
+  const std::vector<CacheLevel> caches = {{1, 48 << 10, 1}, {2, 2 << 20, 1}, {3, 32 << 20, 2}};
+  const std::string t = DescribeThroughputTrend(PeaksAt16(), caches, 2);
+  EXPECT_TRUE(Contains(t, "throughput falls as the batch grows past 16: 896.0 samples/s at batch 16, "
+                          "727.0 at batch 256 (-19%)")) << t;
+  EXPECT_TRUE(Contains(t, "L3 (32 MiB) between batch 16 and 64")) << t;
+  EXPECT_EQ(DescribeThroughputTrend(Growing(), caches, 2), "");  // it only grows
 }
 
 TEST(Sweep, ListsAndModesAreChecked) {
@@ -89,7 +128,15 @@ TEST_F(SweepRunTest, EveryPointAndSeqLenBucketIsMeasured) {
     EXPECT_GT(p.peak_memory_mb, 0);
   }
   ASSERT_EQ(r->choices.size(), 2u);
-  EXPECT_TRUE(Contains(r->text, "seq_len 16: use batch 2"));
+  EXPECT_TRUE(Contains(r->text, "seq_len 16: use batch "));
+  for (const BatchChoice& c : r->choices) {  // the faster of the two batches measured
+    const auto& pts = r->points;
+    double best = 0;
+    for (const SweepPoint& p : pts) {
+      if (p.seq_len == c.seq_len) best = std::max(best, p.samples_per_s);
+    }
+    EXPECT_GE(c.samples_per_s, 0.95 * best);
+  }
   EXPECT_EQ(r->json["points"].size(), 4u);
 }
 

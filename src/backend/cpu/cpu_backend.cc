@@ -2,6 +2,8 @@
 // forwards each op family to its file.
 #include "backend/cpu/cpu_backend.h"
 
+#include "core/cpu_info.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,31 +11,22 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <new>
 #include <string>
+#include <system_error>
 
 namespace tierscope {
 namespace {
 
 constexpr size_t kAlignment = 64;
+// --threads may oversubscribe the cores (to study it), within reason.
+constexpr int kMaxThreadsPerCpu = 16;
+constexpr int kMaxThreadsFloor = 256;
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kSanitized = true;
 #else
 constexpr bool kSanitized = false;
 #endif
-
-std::string CpuModelName() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      auto pos = line.find(':');
-      if (pos != std::string::npos) return line.substr(pos + 2);
-    }
-  }
-  return "unknown CPU";
-}
 
 class CpuKernels : public Kernels {
  public:
@@ -121,6 +114,11 @@ void CpuBackend::Deallocate(void* ptr, size_t bytes) {
 
 MemoryStats CpuBackend::memory_stats() const { return accounting_.stats(); }
 
+int64_t CpuBackend::AvailableMemory() const {
+  const int64_t host = AvailableMemoryBytes();
+  return host < 0 ? -1 : host + static_cast<int64_t>(cache_.cached_bytes());
+}
+
 void CpuBackend::ResetPeakMemory() { accounting_.ResetPeak(); }
 
 Status CpuBackend::CopyHostToDevice(void* dst, const void* src, size_t bytes) {
@@ -199,8 +197,20 @@ int64_t MonotonicNs() {
 }
 
 StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(int threads) {
-  if (threads < 0) return InvalidArgument("threads must be >= 0, got " + std::to_string(threads));
-  return std::unique_ptr<Backend>(new CpuBackend(threads));
+  if (threads < 0) return InvalidArgument("--threads must be >= 0, got " + std::to_string(threads));
+  const int hardware = ThreadPool::HardwareThreads();
+  const int most = std::max(kMaxThreadsFloor, kMaxThreadsPerCpu * hardware);
+  if (threads > most) {
+    return InvalidArgument("--threads " + std::to_string(threads) + " is more than " +
+                           std::to_string(kMaxThreadsPerCpu) + "x this machine's " +
+                           std::to_string(hardware) + " hardware threads (at most " +
+                           std::to_string(most) + ")");
+  }
+  try {
+    return std::unique_ptr<Backend>(new CpuBackend(threads));
+  } catch (const std::system_error& e) {
+    return ResourceExhausted("cannot start " + std::to_string(threads) + " worker threads: " + e.what());
+  }
 }
 
 }  // namespace tierscope

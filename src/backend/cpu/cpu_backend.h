@@ -30,6 +30,7 @@ class CpuBackend : public Backend {
   StatusOr<void*> Allocate(size_t bytes) override;
   void Deallocate(void* ptr, size_t bytes) override;
   MemoryStats memory_stats() const override;
+  int64_t AvailableMemory() const override;
   void ResetPeakMemory() override;
 
   // Backend.

@@ -12,8 +12,9 @@ constexpr int64_t kTokensPerTask = 32;
 Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids,
                        const Tensor& word, const Tensor& pos, const Tensor& type, Tensor& out) {
   if (ids.shape().size() != 2 || ids.dtype() != DType::kI32 || type_ids.dtype() != DType::kI32 ||
-      type_ids.numel() != ids.numel() || out.shape().size() != 3) {
-    return InvalidArgument("EmbeddingSum: ids must be I32 [B, S] and out [B, S, H]");
+      type_ids.numel() != ids.numel() || out.shape().size() != 3 || word.shape().size() != 2 ||
+      pos.shape().size() != 2 || type.shape().size() != 2) {
+    return InvalidArgument("EmbeddingSum: ids must be I32 [B, S], the tables [rows, H] and out [B, S, H]");
   }
   const int64_t B = ids.dim(0), S = ids.dim(1), H = out.dim(2);
   const DType t = out.dtype();
@@ -25,6 +26,19 @@ Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids
   const int32_t* id = ids.data_as<int32_t>();
   const int32_t* tt = type_ids.data_as<int32_t>();
   const int64_t tokens = B * S;
+  // The kernel checks its own indices: a row outside a table is never read, whatever the
+  // caller validated.
+  for (int64_t i = 0; i < tokens; ++i) {
+    if (id[i] < 0 || id[i] >= word.dim(0)) {
+      return OutOfRange("EmbeddingSum: input id " + std::to_string(id[i]) + " at position " +
+                        std::to_string(i) + " is outside the vocabulary [0, " +
+                        std::to_string(word.dim(0)) + ")");
+    }
+    if (tt[i] < 0 || tt[i] >= type.dim(0)) {
+      return OutOfRange("EmbeddingSum: token type " + std::to_string(tt[i]) + " at position " +
+                        std::to_string(i) + " is outside [0, " + std::to_string(type.dim(0)) + ")");
+    }
+  }
   const size_t es = DTypeSize(t);
   LaunchDesc desc;
   static const char* kNames[3] = {"cpu_embedding_sum_f32", "cpu_embedding_sum_f16",

@@ -1,7 +1,8 @@
 // Branch-free float exp, erf, tanh and GELU that compilers vectorise (libm's calls
 // block vectorisation). exp: Cephes' polynomial, max rel err ~1e-7; erf: the rational
 // approximation used by Eigen and XLA, max abs err ~4e-7 (checked against std::erf in
-// tests/backend/vec_math_test.cc).
+// tests/backend/vec_math_test.cc). A NaN input gives a NaN in every lane and in the
+// scalar tail alike.
 #ifndef TIERSCOPE_BACKEND_CPU_VEC_MATH_H_
 #define TIERSCOPE_BACKEND_CPU_VEC_MATH_H_
 
@@ -17,8 +18,13 @@
 
 namespace tierscope {
 
+// Clamps x to [lo, hi] and keeps a NaN a NaN (std::min/max would turn it into a bound,
+// while the vector code's _mm256_min/max_ps pass it through: the lanes must agree).
+inline float ClampKeepNan(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
 inline float FastExp(float x) {
-  x = std::min(88.3762626647949f, std::max(-88.3762626647949f, x));
+  if (x != x) return x;  // NaN in, NaN out (and no float-to-int conversion of a NaN below)
+  x = ClampKeepNan(x, -88.3762626647949f, 88.3762626647949f);
   const float fx = std::floor(x * 1.44269504088896341f + 0.5f);
   const float r = x - fx * 0.693359375f - fx * -2.12194440e-4f;
   float y = 1.9875691500e-4f;
@@ -36,7 +42,7 @@ inline float FastExp(float x) {
 }
 
 inline float FastErf(float a) {
-  const float x = std::min(4.0f, std::max(-4.0f, a));
+  const float x = ClampKeepNan(a, -4.0f, 4.0f);
   const float x2 = x * x;
   float p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
   p = x2 * p + -2.10102402082508e-06f;

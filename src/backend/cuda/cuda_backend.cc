@@ -126,6 +126,16 @@ void CudaBackend::Deallocate(void* ptr, size_t bytes) {
 
 MemoryStats CudaBackend::memory_stats() const { return accounting_.stats(); }
 
+int64_t CudaBackend::AvailableMemory() const {
+  if (!Use().ok()) return -1;
+  size_t free_bytes = 0, total_bytes = 0;
+  if (gpuMemGetInfo(&free_bytes, &total_bytes) != gpuSuccess) {
+    gpuGetLastError();  // clear it: the next call must not see it
+    return -1;
+  }
+  return static_cast<int64_t>(free_bytes + cache_.cached_bytes());
+}
+
 void CudaBackend::ResetPeakMemory() { accounting_.ResetPeak(); }
 
 Status CudaBackend::CopyHostToDevice(void* dst, const void* src, size_t bytes) {

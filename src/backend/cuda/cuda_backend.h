@@ -34,6 +34,7 @@ class CudaBackend : public Backend {
   StatusOr<void*> Allocate(size_t bytes) override;
   void Deallocate(void* ptr, size_t bytes) override;
   MemoryStats memory_stats() const override;
+  int64_t AvailableMemory() const override;
   void ResetPeakMemory() override;
 
   const DeviceProps& props() const override { return props_; }

@@ -108,7 +108,17 @@ class CudaKernels : public Kernels {
   Status EmbeddingSum(const Tensor& ids, const Tensor& type_ids, const Tensor& word,
                       const Tensor& pos, const Tensor& type, Tensor& out) override {
     TS_ASSIGN_OR_RETURN(ElemType t, ToElem(out.dtype()));
+    if (ids.shape().size() != 2 || ids.dtype() != DType::kI32 || type_ids.dtype() != DType::kI32 ||
+        type_ids.numel() != ids.numel() || out.shape().size() != 3 || word.shape().size() != 2 ||
+        pos.shape().size() != 2 || type.shape().size() != 2) {
+      return InvalidArgument("EmbeddingSum: ids must be I32 [B, S], the tables [rows, H] and out [B, S, H]");
+    }
     const int64_t B = ids.dim(0), S = ids.dim(1), H = out.dim(-1);
+    if (out.dim(0) != B || out.dim(1) != S || word.dim(1) != H || pos.dim(1) != H ||
+        type.dim(1) != H || pos.dim(0) < S || word.dtype() != out.dtype() ||
+        pos.dtype() != out.dtype() || type.dtype() != out.dtype()) {
+      return InvalidArgument("EmbeddingSum: inconsistent shapes");
+    }
     const double es = static_cast<double>(DTypeSize(out.dtype()));
     static const char* kNames[3] = {"ts_embedding_sum_f32", "ts_embedding_sum_f16",
                                     "ts_embedding_sum_bf16"};
@@ -124,7 +134,7 @@ class CudaKernels : public Kernels {
       LaunchShape shape;
       return GpuStatus(cuda::EmbeddingSum(s, t, ids.data_as<int32_t>(), type_ids.data_as<int32_t>(),
                                           word.data(), pos.data(), type.data(), out.data(), B, S,
-                                          H, &shape),
+                                          H, word.dim(0), type.dim(0), &shape),
                        desc.kernel.data());
     });
   }

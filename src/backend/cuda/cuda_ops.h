@@ -20,11 +20,13 @@ struct LaunchShape {
   int64_t shared_bytes = 0;
 };
 
-// out[b, s, :] = word[ids[b, s]] + pos[s] + type[type_ids[b, s]], [B*S, H].
+// out[b, s, :] = word[ids[b, s]] + pos[s] + type[type_ids[b, s]], [B*S, H]. A token
+// whose id is outside [0, vocab) or type outside [0, types) reads nothing and gets a
+// NaN row, so it cannot read past a table nor pass for a real embedding.
 gpuError_t EmbeddingSum(gpuStream_t stream, ElemType t, const int32_t* ids,
                         const int32_t* type_ids, const void* word, const void* pos,
                         const void* type, void* out, int64_t batch, int64_t seq, int64_t hidden,
-                        LaunchShape* shape);
+                        int64_t vocab, int64_t types, LaunchShape* shape);
 
 // out = LayerNorm(x + residual) * gamma + beta per row of `hidden`; residual may be null.
 gpuError_t LayerNorm(gpuStream_t stream, ElemType t, const void* x, const void* residual,

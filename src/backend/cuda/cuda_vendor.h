@@ -39,6 +39,7 @@
 #define gpuEventElapsedTime musaEventElapsedTime
 #define gpuMalloc musaMalloc
 #define gpuFree musaFree
+#define gpuMemGetInfo musaMemGetInfo
 #define gpuMemcpyAsync musaMemcpyAsync
 #define gpuMemcpyHostToDevice musaMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost musaMemcpyDeviceToHost
@@ -120,6 +121,7 @@
 #define gpuEventElapsedTime cudaEventElapsedTime
 #define gpuMalloc cudaMalloc
 #define gpuFree cudaFree
+#define gpuMemGetInfo cudaMemGetInfo
 #define gpuMemcpyAsync cudaMemcpyAsync
 #define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost

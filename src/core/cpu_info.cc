@@ -1,0 +1,123 @@
+// /proc/cpuinfo, sysfs caches and /proc/meminfo (with the cgroup v2 limit).
+#include "core/cpu_info.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace tierscope {
+namespace {
+
+std::string ReadFirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// "48K", "1024K", "32M" (sysfs cache sizes) -> bytes; 0 if unreadable.
+int64_t ParseSysfsSize(const std::string& text) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return 0;
+  }
+  if (v < 0) return 0;
+  const char unit = used < text.size() ? text[used] : ' ';
+  if (unit == 'K') return v << 10;
+  if (unit == 'M') return v << 20;
+  if (unit == 'G') return v << 30;
+  return v;
+}
+
+// Counts CPUs in a sysfs list such as "0-3,8,10-11".
+int CountCpuList(const std::string& list) {
+  int n = 0;
+  std::stringstream ss(list);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    int a = 0, b = 0;
+    if (std::sscanf(part.c_str(), "%d-%d", &a, &b) == 2 && b >= a) n += b - a + 1;
+    else if (std::sscanf(part.c_str(), "%d", &a) == 1) ++n;
+  }
+  return std::max(n, 1);
+}
+
+}  // namespace
+
+std::string CpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) break;
+    const size_t begin = line.find_first_not_of(" \t", colon + 1);
+    const size_t end = line.find_last_not_of(" \t\r");
+    if (begin == std::string::npos || end < begin) break;
+    return line.substr(begin, end - begin + 1);
+  }
+  return "unknown CPU";
+}
+
+std::vector<CacheLevel> CpuDataCaches() {
+  std::vector<CacheLevel> out;
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i);
+    const std::string type = ReadFirstLine(dir + "/type");
+    if (type.empty()) break;
+    if (type == "Instruction") continue;
+    CacheLevel c;
+    c.level = std::atoi(ReadFirstLine(dir + "/level").c_str());
+    c.bytes = ParseSysfsSize(ReadFirstLine(dir + "/size"));
+    c.shared_by = CountCpuList(ReadFirstLine(dir + "/shared_cpu_list"));
+    if (c.level > 0 && c.bytes > 0) out.push_back(c);
+  }
+  std::sort(out.begin(), out.end(), [](const CacheLevel& a, const CacheLevel& b) { return a.level < b.level; });
+  return out;
+}
+
+std::string FormatBytes(double bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 5) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  if (bytes == static_cast<double>(static_cast<int64_t>(bytes)) || bytes >= 100) {
+    std::snprintf(buf, sizeof(buf), "%.0f %s", bytes, kUnits[u]);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1f %s", bytes, kUnits[u]);
+  }
+  return buf;
+}
+
+int64_t AvailableMemoryBytes() {
+  int64_t avail = -1;
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  long long kb = 0;
+  std::string unit;
+  while (in >> key >> kb) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") {
+      avail = static_cast<int64_t>(kb) << 10;
+      break;
+    }
+  }
+  // cgroup v2: a container's limit can be far below the host's free memory.
+  const std::string max = ReadFirstLine("/sys/fs/cgroup/memory.max");
+  const std::string cur = ReadFirstLine("/sys/fs/cgroup/memory.current");
+  if (!max.empty() && max != "max" && !cur.empty()) {
+    const int64_t room = std::max<int64_t>(0, ParseSysfsSize(max) - ParseSysfsSize(cur));
+    avail = avail < 0 ? room : std::min(avail, room);
+  }
+  return avail;
+}
+
+}  // namespace tierscope

@@ -1,0 +1,35 @@
+// What the host says about its CPU and memory: the model name (/proc/cpuinfo), the data
+// cache sizes (sysfs), and the memory available to a new allocation (/proc/meminfo and
+// the cgroup limit). One reader of each, used by the backend, calibration and the
+// workload's memory check.
+#ifndef TIERSCOPE_CORE_CPU_INFO_H_
+#define TIERSCOPE_CORE_CPU_INFO_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tierscope {
+
+// "AMD EPYC 7B13"; "unknown CPU" when /proc/cpuinfo does not say.
+std::string CpuModelName();
+
+struct CacheLevel {
+  int level = 0;         // 1, 2, 3
+  int64_t bytes = 0;     // size of one instance
+  int shared_by = 1;     // logical CPUs sharing one instance
+};
+
+// The data and unified caches of CPU 0, innermost first (empty when sysfs lacks them).
+std::vector<CacheLevel> CpuDataCaches();
+
+// "48 KiB", "1 MiB", "32 MiB", "1.5 GiB".
+std::string FormatBytes(double bytes);
+
+// Bytes a process can still allocate without swapping: MemAvailable, capped by the
+// cgroup's memory.max less its memory.current. -1 when neither can be read.
+int64_t AvailableMemoryBytes();
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_CORE_CPU_INFO_H_
