@@ -93,6 +93,11 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   const int64_t B = o.batch_size, S = o.seq_len, H = cfg.hidden_size;
   {
     // Everything the run will hold, checked before any of it is allocated.
+    int64_t tokens_i = 0;
+    if (__builtin_mul_overflow(B, S, &tokens_i) || tokens_i > (int64_t{1} << 50)) {
+      return InvalidArgument("--batch-size " + std::to_string(B) + " x --seq-len " + std::to_string(S) +
+                             " tokens is too large to address");
+    }
     TS_ASSIGN_OR_RETURN(MemoryNeed need, engine->ForwardMemory(mode.serial ? 1 : B, S, {}));
     const double tokens = static_cast<double>(B) * static_cast<double>(S);
     const double es = static_cast<double>(DTypeSize(mode.dtype));

@@ -2,6 +2,7 @@
 // calibrated peaks, and the sections and recommendation of each profiled launch.
 #include "lab/kernel.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "analysis/commands.h"
@@ -237,26 +238,35 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
                      {"peaks_cache", peaks.cache_path}};
     return j.dump(2) + "\n";
   }
-  char buf[1024];
+  char buf[1536];
   std::snprintf(
       buf, sizeof(buf),
       "_DeviceProperties(name='%s', kind='%s', compute_units=%d, total_memory=%lldMB, "
       "features='%s')\n"
-      "measured peaks (%s%s):\n"
-      "  FP32 FMA        %8.1f GFLOP/s on 1 thread, %8.1f on %d (%s)\n"
+      "measured peaks (%s%s; best of %d trials after a warm-up):\n"
+      "  FP32 FMA        %8.1f GFLOP/s on 1 thread, %8.1f on %d (%s; trials spread %.1f%%)\n"
       "  BF16 dot        %s\n"
-      "  memory (triad)  %8.1f GB/s on 1 thread, %8.1f on %d\n"
+      "  memory (triad)  %8.1f GB/s on 1 thread, %8.1f on %d (trials spread %.1f%%)\n"
       "  ridge point     %8.2f FLOP/byte (FP32)\n",
       props.name.c_str(), props.kind.c_str(), props.compute_units,
       static_cast<long long>(props.total_memory >> 20), features.c_str(),
-      peaks.from_cache ? "cached " : "measured ", peaks.measured_at.c_str(),
+      peaks.from_cache ? "cached " : "measured ", peaks.measured_at.c_str(), peaks.trials,
       peaks.fp32_flops_1t / 1e9, peaks.fp32_flops / 1e9, peaks.threads, peaks.isa.c_str(),
+      peaks.fp32_spread_pct,
       peaks.bf16_dot ? (std::to_string(static_cast<int>(peaks.bf16_flops_1t / 1e9)) +
                         " GFLOP/s on 1 thread, " + std::to_string(static_cast<int>(peaks.bf16_flops / 1e9)) +
                         " on " + std::to_string(peaks.threads)).c_str()
                      : "not available (no AVX512_BF16: BF16 runs at the FP32 peak)",
-      peaks.mem_bw_1t / 1e9, peaks.mem_bw / 1e9, peaks.threads, peaks.fp32_flops / peaks.mem_bw);
+      peaks.mem_bw_1t / 1e9, peaks.mem_bw / 1e9, peaks.threads, peaks.mem_spread_pct,
+      peaks.fp32_flops / peaks.mem_bw);
   std::string out = buf;
+  if (!peaks.remeasured_because.empty() && peaks.remeasured_because != "--recalibrate") {
+    out += "measured again: " + peaks.remeasured_because + "\n";
+  }
+  if (std::max(peaks.fp32_spread_pct, peaks.mem_spread_pct) > kNoisySpreadPct) {
+    out += "warning: the trials spread more than " + std::to_string(static_cast<int>(kNoisySpreadPct)) +
+           "%: other work shared the cores; measure again on a quiet machine (--recalibrate)\n";
+  }
   if (!peaks.cache_path.empty()) out += "cache: " + peaks.cache_path + " (--recalibrate to measure again)\n";
   return out;
 }

@@ -64,6 +64,13 @@ StatusOr<ValidationResult> RunValidation(const ValidateOptions& o) {
                                " exceeds the model's max_position_embeddings " +
                                std::to_string(cfg.max_position_embeddings));
       }
+      // The inputs, the FP32 reference kept beside each precision's output, checked
+      // before any of it is allocated.
+      TS_ASSIGN_OR_RETURN(MemoryNeed need, engine->ForwardMemory(o.batch_size, o.seq_len, {}));
+      need.host += static_cast<double>(o.batch_size) * static_cast<double>(o.seq_len) *
+                   (8 + 4.0 * static_cast<double>(cfg.hidden_size));
+      TS_RETURN_IF_ERROR(engine->CheckMemory(need, "--batch-size " + std::to_string(o.batch_size) +
+                                                       " x --seq-len " + std::to_string(o.seq_len)));
       in = BatchInput{o.batch_size, o.seq_len,
                       BenchInputIds(o.seed, o.batch_size, o.seq_len, cfg.vocab_size), {}, {}};
     }

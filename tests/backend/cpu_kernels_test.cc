@@ -205,6 +205,24 @@ TEST_P(CpuKernelsTest, EmbeddingSumAddsWordPositionAndTypeRows) {
   ExpectClose(Host(out), ref, GetParam().tol, "embedding");
 }
 
+TEST_P(CpuKernelsTest, EmbeddingIdsOutsideTheTablesAreRefusedByTheKernel) {
+  // The kernel checks its own indices: nothing outside a table is read, whoever called it.
+  const DType t = GetParam().dtype;
+  const int64_t V = 11, P = 9, T = 2, H = 5, B = 1, S = 4;
+  Tensor dw = Device(Random(V * H), {V, H}, t), dp = Device(Random(P * H), {P, H}, t);
+  Tensor dt = Device(Random(T * H), {T, H}, t);
+  Tensor out = std::move(Tensor::Empty(be_, t, {B, S, H})).value();
+  for (const auto& [ids, types, what] :
+       {std::tuple{std::vector<int32_t>{1, 2, 11, 3}, std::vector<int32_t>{0, 0, 0, 0}, "input id 11 at position 2"},
+        std::tuple{std::vector<int32_t>{-1, 2, 3, 4}, std::vector<int32_t>{0, 0, 0, 0}, "input id -1 at position 0"},
+        std::tuple{std::vector<int32_t>{1, 2, 3, 4}, std::vector<int32_t>{0, 0, 0, 2}, "token type 2 at position 3"}}) {
+    Tensor di = DeviceI32(ids, {B, S}), dti = DeviceI32(types, {B, S});
+    const Status s = CpuEmbeddingSum(be_, di, dti, dw, dp, dt, out);
+    EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.ToString();
+    EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDTypes, CpuKernelsTest,
                          ::testing::Values(Case{DType::kF32, 1e-5}, Case{DType::kF16, 4e-3},
                                            Case{DType::kBF16, 2e-2}),

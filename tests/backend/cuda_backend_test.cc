@@ -161,19 +161,20 @@ TEST(CudaTier3, ReplaysKeepTheOutputAndReportTheDevicesKernel) {
   EXPECT_GT(r->json["machine"]["fp32_gflops"].get<double>(), 0);
 }
 
-// The device's peaks, measured by its own kernels: wide bands any current GPU meets.
+// The device's peaks, measured by its own kernels: positive, finite, the tensor cores
+// above the FP32 pipe (state, not speed: speeds live in bench/gpu/check.sh).
 TEST(CudaTier3, DevicePeaksArePlausible) {
   if (!GpuPresent()) GTEST_SKIP() << "no CUDA device";
   auto be = CreateBackend("cuda:0", 0);
   ASSERT_TRUE(be.ok());
   auto peaks = (*be)->MeasurePeaks();
   ASSERT_TRUE(peaks.ok()) << peaks.status().ToString();
-  EXPECT_GT(peaks->fp32_flops, 1e12);
-  EXPECT_LT(peaks->fp32_flops, 1e15);
+  EXPECT_GT(peaks->fp32_flops, 0);
+  EXPECT_TRUE(std::isfinite(peaks->fp32_flops));
   EXPECT_GT(peaks->bf16_tensor_flops, peaks->fp32_flops);
   EXPECT_GT(peaks->fp16_tensor_flops, peaks->fp32_flops);
-  EXPECT_GT(peaks->mem_bw, 1e11);
-  EXPECT_LT(peaks->mem_bw, 2e13);
+  EXPECT_GT(peaks->mem_bw, 0);
+  EXPECT_TRUE(std::isfinite(peaks->mem_bw));
   EXPECT_TRUE((*be)->FlushCaches().ok());
 }
 

@@ -5,6 +5,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <vector>
 
 namespace tierscope {
 namespace {
@@ -58,6 +59,41 @@ TEST(VecMathTest, VectorPathsMatchTheScalarFunctions) {
     want_sum += FastExp(x[i] - 3.0f);
   }
   EXPECT_NEAR(sum, want_sum, 1e-5 * want_sum);
+}
+
+}  // namespace
+}  // namespace tierscope
+
+namespace tierscope {
+namespace {
+
+// A NaN anywhere gives a NaN at that index whichever path handles it — the 8-lane body
+// or the scalar tail — and leaves the other elements as they were.
+TEST(VecMathTest, NanPropagatesTheSameInEveryLaneAndTail) {
+  for (int64_t n : {1, 5, 8, 9, 15, 16, 17, 23}) {
+    for (int64_t at = 0; at < n; ++at) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) x[i] = 0.25f * static_cast<float>(i) - 1.0f;
+      x[at] = std::nanf("");
+      std::vector<float> g = x, t = x, e = x;
+      GeluInPlace(g.data(), n);
+      TanhInPlace(t.data(), n);
+      const float sum = ExpShiftSum(e.data(), n, 1.0f);
+      EXPECT_TRUE(std::isnan(g[at])) << "GELU, n " << n << ", NaN at " << at;
+      EXPECT_TRUE(std::isnan(t[at])) << "tanh, n " << n << ", NaN at " << at;
+      EXPECT_TRUE(std::isnan(e[at])) << "exp, n " << n << ", NaN at " << at;
+      EXPECT_TRUE(std::isnan(sum)) << "the softmax sum, n " << n << ", NaN at " << at;
+      for (int64_t i = 0; i < n; ++i) {
+        if (i == at) continue;
+        EXPECT_FALSE(std::isnan(g[i]) || std::isnan(t[i]) || std::isnan(e[i])) << n << " " << i;
+      }
+    }
+  }
+  EXPECT_TRUE(std::isnan(FastExp(std::nanf(""))));
+  EXPECT_TRUE(std::isnan(FastErf(std::nanf(""))));
+  EXPECT_TRUE(std::isnan(FastTanh(std::nanf(""))));
+  EXPECT_TRUE(std::isnan(FastGelu(std::nanf(""))));
+  EXPECT_EQ(FastExp(-INFINITY), 0.0f);  // masked scores stay zeros
 }
 
 }  // namespace

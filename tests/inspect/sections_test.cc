@@ -113,6 +113,40 @@ TEST(Rule, AColdKernelOrAnUnstableTimingIsNotWorthIt) {
   EXPECT_NE(Recommend(noisy).verdict.find("Measure again"), std::string::npos);
 }
 
+TEST(Rule, AboveTheCalibratedPeakNoVerdictIsDrawn) {
+  // The field case: a stale calibration (64 GFLOP/s, measured on a busy machine) put a
+  // GEMM at 142.6% of it, and the rule said "near its bound, gains at most 0.70x".
+  KernelEvidence e = Known();
+  e.peak_flops = 64e9;
+  e.flops = 64e9 * 1.426 * 1e-2;  // in 10 ms: 91.3 GFLOP/s
+  const KernelReport r = BuildKernelReport(e, *ParseSections(""));
+  EXPECT_TRUE(AbovePeak(e));
+  EXPECT_FALSE(r.recommendation.kernel_level);
+  EXPECT_FALSE(r.recommendation.trustworthy);
+  EXPECT_EQ(r.recommendation.verdict.find("Near its bound"), std::string::npos) << r.recommendation.verdict;
+  EXPECT_EQ(r.recommendation.verdict.find("gains at most"), std::string::npos);
+  EXPECT_NE(r.recommendation.verdict.find("No verdict"), std::string::npos);
+  EXPECT_NE(r.recommendation.verdict.find("142.6% of the fp32_fma peak"), std::string::npos)
+      << r.recommendation.verdict;
+  EXPECT_NE(r.recommendation.verdict.find("not trustworthy"), std::string::npos);
+  EXPECT_FALSE(r.recommendation.checks[2].ok.has_value());
+  // Even a grid too small for the device concludes nothing from an impossible number.
+  e.grid = Dim3{1, 1, 1};
+  EXPECT_NE(Recommend(e).verdict.find("No verdict"), std::string::npos);
+  // At or below 100% the rule runs as before.
+  e = Known();
+  e.flops = 1e12 * 1e-2;  // exactly the peak
+  EXPECT_FALSE(AbovePeak(e));
+  EXPECT_TRUE(Recommend(e).trustworthy);
+  EXPECT_NE(Recommend(e).verdict.find("Near its bound"), std::string::npos);
+  // Memory above its peak counts the same.
+  e = Known();
+  e.bytes_read = 1.15e9;  // with 0.05 GB written: 120 GB/s on a 100 GB/s machine
+  EXPECT_TRUE(AbovePeak(e));
+  EXPECT_NE(Recommend(e).verdict.find("memory at 120% of the bandwidth peak"), std::string::npos)
+      << Recommend(e).verdict;
+}
+
 TEST(Rule, MissingEvidenceIsSaidNotGuessed) {
   KernelEvidence e;
   e.missing = "(not in this CSV)";

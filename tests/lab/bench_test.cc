@@ -1,8 +1,14 @@
-// Bench option validation and the input generator.
+// Bench option validation, the input generator, serial and batched outputs compared
+// element by element, the order-sensitive checksum, workloads too large for memory, and
+// a profiled run that fails midway.
 #include "lab/bench.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include "core/checksum.h"
 #include "test_util.h"
 
 namespace tierscope {
@@ -58,6 +64,86 @@ TEST(BenchTest, ResultLineHasSortedKeys) {
   r["zeta"] = 1;
   r["alpha"] = 2;
   EXPECT_EQ(FormatResultLine(r), "RESULT_JSON={\"alpha\":2,\"zeta\":1}");
+}
+
+}  // namespace
+}  // namespace tierscope
+
+namespace tierscope {
+namespace {
+
+class BenchRunTest : public testing::FreshCacheTest {};
+
+BenchOptions Small(const std::string& mode) {
+  BenchOptions o;
+  o.mode = mode;
+  o.batch_size = 3;
+  o.seq_len = 16;
+  o.warmup = 0;
+  o.iterations = 1;
+  o.threads = 2;
+  o.keep_output = true;
+  return o;
+}
+
+TEST_F(BenchRunTest, SerialAndBatchedOutputsAgreeElementByElement) {
+  auto serial = RunBench(Small("serial-fp32"));
+  auto batched = RunBench(Small("batch-fp32"));
+  ASSERT_TRUE(serial.ok()) << serial.status().ToString();
+  ASSERT_TRUE(batched.ok()) << batched.status().ToString();
+  ASSERT_EQ(serial->output.size(), 3u * 16 * 128);
+  ASSERT_EQ(serial->output.size(), batched->output.size());
+  for (size_t i = 0; i < serial->output.size(); ++i) {
+    ASSERT_NEAR(serial->output[i], batched->output[i], 1e-5) << "element " << i << " (sample "
+                                                             << i / (16 * 128) << ")";
+  }
+  EXPECT_NEAR(serial->result["checksum"].get<double>(), batched->result["checksum"].get<double>(), 1e-6);
+}
+
+TEST_F(BenchRunTest, TheChecksumSeesSamplesInAnotherOrder) {
+  auto r = RunBench(Small("batch-fp32"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<float> out = r->output;
+  const size_t sample = 16 * 128;
+  EXPECT_DOUBLE_EQ(OrderSensitiveChecksum(out.data(), out.size()), r->result["checksum"].get<double>());
+  std::swap_ranges(out.begin(), out.begin() + sample, out.begin() + 2 * sample);  // samples 0 and 2
+  EXPECT_GT(std::fabs(OrderSensitiveChecksum(out.data(), out.size()) - r->result["checksum"].get<double>()), 1e-6);
+}
+
+TEST_F(BenchRunTest, AWorkloadLargerThanMemoryIsRefusedBeforeAnythingIsAllocated) {
+  BenchOptions o = Small("batch-fp32");
+  o.batch_size = 100000000;
+  o.seq_len = 128;
+  auto r = RunBench(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(Contains(r.status().message(), "--batch-size 100000000 x --seq-len 128")) << r.status().message();
+  EXPECT_TRUE(Contains(r.status().message(), "needs about")) << r.status().message();
+  EXPECT_TRUE(Contains(r.status().message(), "available")) << r.status().message();
+  o.mode = "serial-fp32";  // one sample at a time, but every input and the output are held
+  EXPECT_EQ(RunBench(o).status().code(), StatusCode::kResourceExhausted);
+  o.batch_size = int64_t{1} << 60;  // no size to speak of
+  EXPECT_EQ(RunBench(o).status().code(), StatusCode::kInvalidArgument);
+  o = Small("batch-fp32");
+  o.threads = 1000000;
+  EXPECT_TRUE(Contains(RunBench(o).status().message(), "--threads 1000000 is more than"));
+}
+
+TEST_F(BenchRunTest, AProfiledRunThatFailsMidwayLetsGoOfItsProfiler) {
+  // The run stops at its second unit with the profiler recording; every tensor the run
+  // holds is then freed through the backend, which must no longer call the profiler
+  // (under AddressSanitizer a dangling observer is a heap-use-after-free).
+  BenchOptions o = Small("serial-fp32");
+  o.profile = true;
+  o.iterations = 3;
+  o.before_unit = [](int64_t unit) {
+    return unit == 1 ? Internal("stopped by the test at unit 1") : OkStatus();
+  };
+  auto r = RunBench(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "stopped by the test at unit 1");
+  o.before_unit = nullptr;
+  EXPECT_TRUE(RunBench(o).ok());  // nothing left behind
 }
 
 }  // namespace

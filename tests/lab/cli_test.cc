@@ -68,6 +68,26 @@ TEST_F(CliTest, BadFlagValuesExitTwoWithOneLine) {
   }
 }
 
+TEST_F(CliTest, AbsurdSizesEndInOneLineNeverAnAbort) {
+  // Each once ended in "terminate called ... std::bad_alloc" (or length_error, or
+  // system_error from a thread pool) and an abort.
+  for (const char* args : {"bench --batch-size 100000000 --warmup 0 --iterations 1",
+                           "bench --mode serial-fp32 --batch-size 100000000 --warmup 0 --iterations 1",
+                           "bench --batch-size 4000000000000000000 --warmup 0 --iterations 1",
+                           "bench --threads 1000000 --batch-size 2 --seq-len 8 --iterations 1",
+                           "sweep --batch-sizes 1,100000000 --seq-len 128 --iterations 1 --out /tmp",
+                           "validate --batch-size 100000000 --out /tmp"}) {
+    Result r = RunCli(args);
+    EXPECT_TRUE(r.code == 1 || r.code == 2) << args << ": " << r.code << " " << r.out;
+    EXPECT_FALSE(Contains(r.out, "terminate called")) << args << ": " << r.out;
+    // One error line, the last (sweep says which point it starts before it).
+    const size_t at = r.out.rfind("tierscope: error: ");
+    ASSERT_NE(at, std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(r.out.find("tierscope: error: "), at) << args << ": " << r.out;
+    EXPECT_EQ(r.out.find('\n', at), r.out.size() - 1) << args << ": " << r.out;
+  }
+}
+
 TEST_F(CliTest, VersionAndHelpExitZero) {
   Result v = RunCli("--version");
   EXPECT_EQ(v.code, 0);

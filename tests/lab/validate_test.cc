@@ -26,6 +26,24 @@ TEST(Validate, ErrorsAndCosineMatchHandComputedValues) {
   EXPECT_DOUBLE_EQ(d.mean_abs, 0.25);
 }
 
+TEST(Validate, ANonFiniteValueFailsWhereverItIsAndIsCounted) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (size_t at = 0; at < 9; ++at) {  // every lane of an 8-wide vector and the tail
+    std::vector<float> ref(9, 1.0f), out(9, 1.0f);
+    out[at] = nan;
+    const OutputDiff d = CompareOutputs(ref, out);
+    EXPECT_EQ(d.nonfinite_other, 1) << at;
+    EXPECT_EQ(d.nonfinite_reference, 0) << at;
+    EXPECT_FALSE(CheckPrecision("bf16", d).pass) << at;
+  }
+  std::vector<float> ref(4, 1.0f), out(4, 1.0f);
+  ref[2] = inf;  // a broken reference fails too
+  const OutputDiff d = CompareOutputs(ref, out);
+  EXPECT_EQ(d.nonfinite_reference, 1);
+  EXPECT_FALSE(CheckPrecision("fp16", d).pass);
+}
+
 TEST(Validate, BrokenPrecisionsFailTheirTolerance) {
   OutputDiff good{0.9999998, 0.0005, 0.008};
   EXPECT_TRUE(CheckPrecision("fp16", good).pass);

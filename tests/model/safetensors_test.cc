@@ -122,3 +122,47 @@ TEST(SafetensorsTest, MissingFileIsNotFound) {
 
 }  // namespace
 }  // namespace tierscope
+
+namespace tierscope {
+namespace {
+
+TEST(SafetensorsTest, AShapeWhoseByteSizeOverflowsIsAnError) {
+  // 2^62 floats are 2^64 bytes, which wraps to 0 and so once matched offsets [0, 0].
+  TempDir dir;
+  const std::string msg = LoadError(
+      dir, File(R"({"w":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}})", ""));
+  EXPECT_TRUE(Contains(msg, "tensor 'w'")) << msg;
+  EXPECT_TRUE(Contains(msg, "too large")) << msg;
+  // Dimensions whose product overflows say so too.
+  const std::string two = LoadError(
+      dir, File(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", ""));
+  EXPECT_TRUE(Contains(two, "too large")) << two;
+}
+
+TEST(SafetensorsTest, MisalignedDataIsCopiedSoEveryElementReadsAligned) {
+  // A header of odd length puts the data at an odd file offset: the F32 and F16 tensors
+  // are misaligned in the mapping (the format allows it); their values must still come
+  // back, from aligned memory.
+  TempDir dir;
+  const float w[3] = {1.5f, -2.25f, 3.0f};
+  const uint16_t h[2] = {0x3c00, 0xc000};  // 1.0, -2.0 in FP16
+  std::string data(reinterpret_cast<const char*>(w), sizeof(w));
+  data += std::string(reinterpret_cast<const char*>(h), sizeof(h));
+  std::string header = R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},)"
+                       R"("h":{"dtype":"F16","shape":[2],"data_offsets":[12,16]}})";
+  if ((8 + header.size()) % 2 == 0) header += ' ';  // an odd data offset
+  const std::string path = dir.file("model.safetensors");
+  WriteBytes(path, File(header, data));
+  auto r = LoadSafetensors(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->realigned, 2);
+  const HostTensor& tw = r->tensors.at("w");
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(tw.data) % alignof(float), 0u);
+  EXPECT_EQ(reinterpret_cast<const float*>(tw.data)[1], -2.25f);
+  const HostTensor& th = r->tensors.at("h");
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(th.data) % alignof(uint16_t), 0u);
+  EXPECT_EQ(reinterpret_cast<const uint16_t*>(th.data)[1], 0xc000);
+}
+
+}  // namespace
+}  // namespace tierscope

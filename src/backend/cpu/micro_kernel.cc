@@ -1,5 +1,5 @@
 // The FP32 register-blocked micro-kernels (AVX-512, AVX2+FMA, scalar), chosen once at
-// run time for the CPU at hand.
+// run time for the CPU at hand; every variant the CPU can run is listed for the tests.
 #include "backend/cpu/micro_kernel.h"
 
 #include <immintrin.h>
@@ -68,23 +68,25 @@ void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const float* b, 
 #define TS_KERNELS(K, ACC) \
   {nullptr, K<1, ACC>, K<2, ACC>, K<3, ACC>, K<4, ACC>, K<5, ACC>, K<6, ACC>}
 
-MicroKernels SelectMicroKernels() {
+}  // namespace
+
+std::vector<MicroKernelVariant> AvailableMicroKernels() {
   __builtin_cpu_init();
+  std::vector<MicroKernelVariant> v;
   if (__builtin_cpu_supports("avx512f")) {
-    return {TS_KERNELS(MicroKernelAvx512, true), TS_KERNELS(MicroKernelAvx512, false)};
+    v.push_back({"avx512f", {TS_KERNELS(MicroKernelAvx512, true), TS_KERNELS(MicroKernelAvx512, false)}});
   }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    return {TS_KERNELS(MicroKernelAvx2, true), TS_KERNELS(MicroKernelAvx2, false)};
+    v.push_back({"avx2+fma", {TS_KERNELS(MicroKernelAvx2, true), TS_KERNELS(MicroKernelAvx2, false)}});
   }
-  return {TS_KERNELS(MicroKernelScalar, true), TS_KERNELS(MicroKernelScalar, false)};
+  v.push_back({"scalar", {TS_KERNELS(MicroKernelScalar, true), TS_KERNELS(MicroKernelScalar, false)}});
+  return v;
 }
 
 #undef TS_KERNELS
 
-}  // namespace
-
 const MicroKernels& GetMicroKernels() {
-  static const MicroKernels k = SelectMicroKernels();
+  static const MicroKernels k = AvailableMicroKernels().front().kernels;
   return k;
 }
 

@@ -5,6 +5,7 @@
 #define TIERSCOPE_BACKEND_CPU_MICRO_KERNEL_H_
 
 #include <cstdint>
+#include <vector>
 
 namespace tierscope {
 
@@ -35,6 +36,14 @@ struct MicroKernels {
 
 // The fastest micro-kernels this CPU supports.
 const MicroKernels& GetMicroKernels();
+
+struct MicroKernelVariant {
+  const char* isa;  // "avx512f", "avx2+fma", "scalar"
+  MicroKernels kernels;
+};
+// Every variant this CPU can run, fastest first (the first is GetMicroKernels'); tests
+// check each against a double-precision reference, not only the one picked here.
+std::vector<MicroKernelVariant> AvailableMicroKernels();
 
 }  // namespace tierscope
 

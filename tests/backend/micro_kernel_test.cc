@@ -1,0 +1,69 @@
+// Every instruction-set variant of the FP32 micro-kernel this CPU can run (AVX-512,
+// AVX2+FMA, scalar), not only the one picked at run time, against a double-precision
+// reference: each row count, accumulate and overwrite, odd depths and row strides.
+#include "backend/cpu/micro_kernel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/splitmix.h"
+
+namespace tierscope {
+namespace {
+
+float Uniform(SplitMix64& rng) {
+  return static_cast<float>(static_cast<double>(rng.Next() >> 11) * 0x1.0p-53 * 2 - 1);
+}
+
+TEST(MicroKernels, EveryVariantMatchesADoubleReference) {
+  const std::vector<MicroKernelVariant> variants = AvailableMicroKernels();
+  ASSERT_FALSE(variants.empty());
+  EXPECT_EQ(std::string(variants.back().isa), "scalar");  // always there, always tested
+  SplitMix64 rng(2026);
+  for (const MicroKernelVariant& v : variants) {
+    for (int64_t kc : {1, 7, 64, 129}) {
+      const int64_t lda = kc + 3, ldc = kNR + 5;  // strides wider than the data
+      for (int mr = 1; mr <= kMR; ++mr) {
+        for (bool accumulate : {true, false}) {
+          std::vector<float> a(static_cast<size_t>(mr * lda)), b(static_cast<size_t>(kc * kNR));
+          std::vector<float> c(static_cast<size_t>(mr * ldc));
+          for (float& x : a) x = Uniform(rng);
+          for (float& x : b) x = Uniform(rng);
+          for (float& x : c) x = Uniform(rng);
+          std::vector<double> want(c.size());
+          for (int r = 0; r < mr; ++r) {
+            for (int j = 0; j < ldc; ++j) {
+              double acc = accumulate || j >= kNR ? c[r * ldc + j] : 0.0;
+              if (j < kNR) {
+                for (int64_t k = 0; k < kc; ++k) acc += double{a[r * lda + k]} * b[k * kNR + j];
+              }
+              want[r * ldc + j] = acc;
+            }
+          }
+          const MicroKernelFn fn = accumulate ? v.kernels.by_rows[mr] : v.kernels.overwrite[mr];
+          ASSERT_NE(fn, nullptr);
+          fn(kc, a.data(), lda, b.data(), c.data(), ldc);
+          for (int r = 0; r < mr; ++r) {
+            for (int j = 0; j < ldc; ++j) {
+              // FP32 accumulation of kc products of magnitude <= 1.
+              ASSERT_NEAR(c[r * ldc + j], want[r * ldc + j], 1e-6 * (kc + 1))
+                  << v.isa << " kc " << kc << " rows " << mr << (accumulate ? " +=" : " =")
+                  << " at [" << r << "][" << j << "]" << (j >= kNR ? " (past the panel: untouched)" : "");
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MicroKernels, TheRunTimeChoiceIsTheFastestVariant) {
+  const MicroKernels& chosen = GetMicroKernels();
+  EXPECT_EQ(chosen.by_rows[kMR], AvailableMicroKernels().front().kernels.by_rows[kMR]);
+}
+
+}  // namespace
+}  // namespace tierscope
