@@ -1,7 +1,10 @@
-"""Shared by every Python suite: where the tierscope binary is, as a session fixture.
+"""Shared by every Python suite: where the tierscope binary is, as a session fixture, and
+the rule that a test which cannot run is a failure under CI.
 
 TIERSCOPE_BIN overrides the default build/release/tierscope; a missing binary fails
-(never skips) the tests that need it."""
+(never skips) the tests that need it. Under CI=true every skip — missing corpus data, a
+Python package that would not import, a tool not installed — is reported as a failure:
+a test that did not run checked nothing."""
 from __future__ import annotations
 
 import os
@@ -30,3 +33,29 @@ def tierscope_bin() -> Path:
     if not os.access(path, os.X_OK):
         pytest.fail(f"tierscope binary at {path} is not executable", pytrace=False)
     return path
+
+
+def under_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("true", "1")
+
+
+def _fail_skip(report, what: str) -> None:
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    report.outcome = "failed"
+    report.longrepr = f"CI=true: {what} was skipped, so it checked nothing: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if under_ci() and report.skipped and not hasattr(report, "wasxfail"):
+        _fail_skip(report, item.nodeid)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    report = outcome.get_result()
+    if under_ci() and report.skipped:  # a module skipped whole (pytest.skip at import)
+        _fail_skip(report, collector.nodeid)

@@ -19,6 +19,23 @@
 
 namespace tierscope::testing {
 
+// True under CI=true (or 1): a test that cannot run there is a failure, not a skip, for
+// a test that did not run checked nothing.
+inline bool UnderCi() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && (std::string(ci) == "true" || std::string(ci) == "1");
+}
+
+// Skips the test when `cond` is false (data or a tool is missing) — except under CI,
+// where it fails, naming what was missing.
+#define TS_SKIP_UNLESS(cond, why)                                                      \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
+      if (::tierscope::testing::UnderCi()) FAIL() << "CI=true, and it is missing: " << why; \
+      GTEST_SKIP() << why;                                                             \
+    }                                                                                  \
+  } while (0)
+
 // The properties of an H100/H200-class GPU (132 SMs of 2048 threads, 32 blocks, 64K
 // registers and 228 KiB shared memory with 1 KiB reserved per block), for tests of the
 // GPU arithmetic without a GPU.

@@ -123,30 +123,32 @@ std::string DescribeThroughputTrend(const std::vector<SweepPoint>& points,
   out += Printf("; peak memory grows from %.1f MB at batch %lld to %.1f MB at batch %lld",
                 points.front().peak_memory_mb, static_cast<long long>(points.front().batch),
                 last.peak_memory_mb, static_cast<long long>(last.batch));
-  // Which caches the working set outgrew, and at which batch (total capacity of the
-  // instances the workers use).
-  std::vector<std::string> crossed;
+  // Where peak memory stood against each cache (the capacity of the instances the
+  // workers use), and at which batch it outgrew one.
+  std::vector<std::string> levels;
+  bool crossed = false;
   for (const CacheLevel& c : caches) {
     const int instances = std::max(1, (std::max(workers, 1) + c.shared_by - 1) / c.shared_by);
     const double capacity = static_cast<double>(c.bytes) * instances;
-    for (size_t i = 1; i < points.size(); ++i) {
+    const std::string name = Printf("L%d (%s)", c.level, FormatBytes(capacity).c_str());
+    std::string where;
+    for (size_t i = 1; i < points.size() && where.empty(); ++i) {
       if (points[i - 1].peak_memory_mb * 1048576.0 <= capacity &&
           points[i].peak_memory_mb * 1048576.0 > capacity) {
-        crossed.push_back(Printf("L%d (%s) between batch %lld and %lld", c.level,
-                                 FormatBytes(capacity).c_str(),
-                                 static_cast<long long>(points[i - 1].batch),
-                                 static_cast<long long>(points[i].batch)));
+        where = "past " + name + Printf(" between batch %lld and %lld",
+                                        static_cast<long long>(points[i - 1].batch),
+                                        static_cast<long long>(points[i].batch));
+        crossed = true;
       }
     }
+    if (where.empty()) {
+      where = (points.front().peak_memory_mb * 1048576.0 > capacity ? "above " : "within ") + name +
+              " at every batch";
+    }
+    levels.push_back(where);
   }
-  if (!crossed.empty()) {
-    out += ", past ";
-    for (size_t i = 0; i < crossed.size(); ++i) out += (i ? " and " : "") + crossed[i];
-    out += ": the activations no longer fit in cache, so each op streams them from the next level";
-  } else if (!caches.empty() && points.front().peak_memory_mb * 1048576.0 >
-                                    static_cast<double>(caches.back().bytes)) {
-    out += ", beyond every cache from the smallest batch on";
-  }
+  for (size_t i = 0; i < levels.size(); ++i) out += (i ? ", " : "; ") + levels[i];
+  if (crossed) out += ": once past a cache, each op streams the activations from the next level";
   return out;
 }
 

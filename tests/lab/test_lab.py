@@ -72,6 +72,39 @@ def test_summary_tells_the_studys_story(results):
     assert validation == s["validation"]
 
 
+def test_no_number_above_a_calibrated_peak_reaches_a_verdict(results):
+    s = json.loads((results / "summary.json").read_text())
+    assert s["machine"]["peaks"]["fp32_gflops"] > 0  # measured at the start of this run
+    for run in ("serial", "batch"):
+        rep = s["tier3"][run]["report"]
+        pct = {m["name"]: m.get("value") for sec in rep["sections"] for m in sec["metrics"]}
+        above = any((pct.get(k) or 0) > 100 for k in ("Compute Throughput", "Memory Throughput"))
+        # Either every share is physically possible, or the report says it cannot conclude.
+        assert not above or (not rep["recommendation"]["trustworthy"]
+                             and rep["recommendation"]["verdict"].startswith("No verdict")), rep
+
+
+def test_step_4_runs_the_recommendation_and_never_falls_below_its_neighbours(results):
+    s = json.loads((results / "summary.json").read_text())
+    fin, sweep = s["final"], s["sweep"]
+    choice = [c for c in sweep["choices"] if c["seq_len"] == s["workload"]["seq_len"]][0]
+    # The sweep recommends the throughput-best batch (no limits: the smallest within 5%).
+    best = max(p["samples_per_s"] for p in sweep["points"])
+    assert choice["samples_per_s"] >= 0.95 * best
+    assert choice["binding"] == "none"
+    # Step 4 measured the method's recommendation: the fastest batched mode of step 0 at
+    # the recommended batch size...
+    modes = ("batch-fp32", "batch-fp16", "batch-bf16")
+    fastest = max(modes, key=lambda m: s["baseline"][m]["samples_per_s"])
+    assert fin["recommended"]["mode"] == fastest == sweep["mode"]
+    assert fin["recommended"]["batch_size"] == choice["batch"]
+    # ...and its final figure is the best configuration it measured.
+    measured = [fin["recommended"]["samples_per_s"]] + [fin["modes"][m]["samples_per_s"] for m in modes]
+    assert fin["samples_per_s"] == max(measured)
+    assert s["headline"]["final_samples_per_s"] == fin["samples_per_s"]
+    assert fin["checksums_agree"] and fin["correct"]
+
+
 def chromium():
     for name in ("chromium", "chromium-browser"):
         path = shutil.which(name)

@@ -28,6 +28,7 @@ class Server:
     proc: subprocess.Popen
     port: int
     stderr_lines: list = field(default_factory=list)
+    reader: threading.Thread | None = None  # collects stderr_lines
 
     def request(self, method: str, path: str, body=None, headers=None, timeout: float = 60) -> Reply:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
@@ -70,7 +71,10 @@ class Server:
     def stop(self, sig=signal.SIGTERM, timeout: float = 60) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
-        return self.proc.wait(timeout=timeout)
+        code = self.proc.wait(timeout=timeout)
+        if self.reader is not None:
+            self.reader.join(timeout=timeout)  # every line the server wrote is in stderr_lines
+        return code
 
 
 def start_server(tierscope_bin, *args) -> Server:
@@ -88,7 +92,8 @@ def start_server(tierscope_bin, *args) -> Server:
         for l in proc.stderr:
             server.stderr_lines.append(l)
 
-    threading.Thread(target=drain_stderr, daemon=True).start()
+    server.reader = threading.Thread(target=drain_stderr, daemon=True)
+    server.reader.start()
     return server
 
 

@@ -107,7 +107,7 @@ const Golden kGolden[] = {
 class KinetoCorpusTest : public ::testing::TestWithParam<Golden> {};
 
 TEST_P(KinetoCorpusTest, CountsMatchPythonGolden) {
-  if (!CorpusPresent()) GTEST_SKIP() << "no trace corpus at " << CorpusPath("");
+  TS_SKIP_UNLESS(CorpusPresent(), "the trace corpus at " << CorpusPath(""));
   const Golden& g = GetParam();
   auto r = ImportKinetoTrace(CorpusPath(g.file));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -167,7 +167,7 @@ INSTANTIATE_TEST_SUITE_P(Corpus, KinetoCorpusTest, ::testing::ValuesIn(kGolden),
                          });
 
 TEST(KinetoCorpus, KernelArgsKeepGridBlockAndStreamAsJsonMembers) {
-  if (!CorpusPresent()) GTEST_SKIP();
+  TS_SKIP_UNLESS(CorpusPresent(), "the trace corpus at " << CorpusPath(""));
   auto r = ImportKinetoTrace(CorpusPath("worker0.1623143089861.pt.trace.json.gz"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   int checked = 0;
@@ -186,7 +186,7 @@ TEST(KinetoCorpus, KernelArgsKeepGridBlockAndStreamAsJsonMembers) {
 }
 
 TEST(KinetoCorpus, LegacyTraceUsesStreamTidsAndNamesThem) {
-  if (!CorpusPresent()) GTEST_SKIP();
+  TS_SKIP_UNLESS(CorpusPresent(), "the trace corpus at " << CorpusPath(""));
   auto r = ImportKinetoTrace(CorpusPath("worker0.1623143089861.pt.trace.json.gz"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   std::set<std::pair<int32_t, std::string>> names(r->thread_names.begin(), r->thread_names.end());
@@ -198,7 +198,7 @@ TEST(KinetoCorpus, LegacyTraceUsesStreamTidsAndNamesThem) {
 }
 
 TEST(KinetoCorpus, FloatMicrosecondsKeepNanosecondsAndBaseTime) {
-  if (!CorpusPresent()) GTEST_SKIP();
+  TS_SKIP_UNLESS(CorpusPresent(), "the trace corpus at " << CorpusPath(""));
   auto r = ImportKinetoTrace(CorpusPath("mi250_minitoy_train_ROCm6_2_kineto.json.gz"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   // The first event: "ts": 4203669604595.407, "dur": 340.024 (not rebased).
@@ -208,7 +208,7 @@ TEST(KinetoCorpus, FloatMicrosecondsKeepNanosecondsAndBaseTime) {
 }
 
 TEST(KinetoCorpus, TruncatedAndBitFlippedFilesNeverCrash) {
-  if (!CorpusPresent()) GTEST_SKIP();
+  TS_SKIP_UNLESS(CorpusPresent(), "the trace corpus at " << CorpusPath(""));
   std::mt19937 rng(12345);
   for (const char* name : {"mi250_minitoy_train_ROCm6_2_kineto.json.gz",
                            "benchmark_result_2869224_1695835535_trace.json.gz"}) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "trace/kineto_import.h"
+#include "test_util.h"
 
 namespace tierscope {
 namespace {
@@ -119,7 +120,7 @@ TEST(KinetoReaders, TheFirstErrorInFileOrderIsReportedAtTheSameOffset) {
 
 TEST(KinetoReaders, CorpusTracesReadTheSameOnOneOrTwoReaders) {
   struct stat st;
-  if (::stat(CorpusPath("").c_str(), &st) != 0) GTEST_SKIP() << "no trace corpus";
+  TS_SKIP_UNLESS(::stat(CorpusPath("").c_str(), &st) == 0, "the trace corpus at " << CorpusPath(""));
   for (const char* f : {"df_index_resolver.json.gz", "control.json.gz", "test.json.gz",
                         "worker0.1623143089861.pt.trace.json.gz"}) {
     SCOPED_TRACE(f);

@@ -118,10 +118,10 @@ def test_diff_pair_gives_the_expected_operator_deltas():
 
 
 def test_analyze_survives_every_corpus_trace_in_every_format(tmp_path):
-    for name in CORPUS_FILES[:3]:
-        path = CORPUS / name
-        if not path.exists():
-            continue
+    present = [CORPUS / name for name in CORPUS_FILES[:3] if (CORPUS / name).exists()]
+    if not present:
+        pytest.skip(f"no corpus traces at {CORPUS}")
+    for path in present:
         for fmt in ("text", "json", "csv"):
             p = run("analyze", str(path), "--format", fmt)
             assert p.stdout

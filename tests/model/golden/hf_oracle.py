@@ -122,3 +122,10 @@ class Checkpoint:
 
     def reference(self, inputs: dict) -> dict:
         return hf_forward(self.model, inputs)
+
+    def reference64(self, inputs: dict) -> dict:
+        """The same model run in float64: the exact answer FP32 results are judged by."""
+        import copy
+        if getattr(self, "_model64", None) is None:
+            self._model64 = copy.deepcopy(self.model).double()
+        return hf_forward(self._model64, inputs)

@@ -84,11 +84,28 @@ def check(rep: LayerReport):
         raise AssertionError(rep.message)
 
 
-def assert_matches_hf(out: dict, ref: dict, tol: float = FP32_TOL, positions=None):
+def assert_matches_hf(out: dict, ref: dict, tol: float = FP32_TOL, positions=None, exact=None):
     """Layer-by-layer check of hidden_states, then last_hidden_state (and pooler_output when
-    both sides have it)."""
+    both sides have it).
+
+    `exact` (a callable giving the same model's float64 outputs) settles a layer where
+    PyTorch's own FP32 is the noisy side: on ill-conditioned positions HF's FP32 output is
+    itself up to ~1e-4 off float64, depending on the CPU's kernels. Such a layer passes when
+    tierscope is no further from float64 than HF's FP32 is (or within `tol` of float64)."""
     assert "hidden_states" in out, f"--hidden-states output missing; got {sorted(out)}"
     rep = compare_layers(out["hidden_states"], ref["hidden_states"], tol, positions)
+    if not rep.ok and exact is not None:
+        ref64 = exact()
+        ours64 = compare_layers(out["hidden_states"], ref64["hidden_states"], np.inf, positions)
+        hf64 = compare_layers(ref["hidden_states"], ref64["hidden_states"], np.inf, positions)
+        worse = [i for i, (o, h) in enumerate(zip(ours64.per_layer, hf64.per_layer)) if o > max(tol, h)]
+        assert not worse, (f"{rep.message}; against float64, tierscope's error exceeds both {tol:g} and "
+                           f"HF FP32's at layers {worse}: ours {ours64.per_layer}, HF FP32 {hf64.per_layer}")
+        if "pooler_output" in out and "pooler_output" in ref64:
+            o = compare_array(out["pooler_output"], ref64["pooler_output"], np.inf, "pooler_output").per_layer[0]
+            h = compare_array(ref["pooler_output"], ref64["pooler_output"], np.inf, "pooler_output").per_layer[0]
+            assert o <= max(tol, h), f"pooler_output: {o:.3g} off float64, HF FP32 {h:.3g}"
+        return  # last_hidden_state is hidden_states[-1], settled above
     check(rep)
     rep = compare_array(out["last_hidden_state"], ref["last_hidden_state"], tol, "last_hidden_state", positions)
     check(rep)
@@ -315,14 +332,14 @@ def test_pretrained_all_minilm_l6_v2_matches_hf(tierscope, minilm_ckpt, minilm_t
 
     All positions are compared, padded ones included. Note for "padded": the padded
     positions of this real model are ill-conditioned in deep layers; HF's own FP32 output
-    there is ~4.6e-5 off a float64 run of the same model (unpadded: ~2e-6), and tierscope
-    is about as far off float64, so tierscope-vs-HF reaches ~3.7e-5 at padded positions
-    (layers 4-5) against ~4e-6 at real tokens. Within 1e-4, but with the least margin of
-    the suite."""
+    there is 4.6e-5 (AMD, AVX2) to 8.2e-5 (Intel, AVX-512) off a float64 run of the same
+    model (unpadded: ~2e-6), and tierscope about as far (6.9e-5 on the Intel machine), so
+    tierscope-vs-HF can pass 1e-4 there (1.04e-4 seen, layer 4). Such a layer is settled
+    against float64: tierscope must be no further from it than HF's FP32 is."""
     inputs = minilm_inputs(minilm_tokenizer, kind)
     out = tierscope.run(minilm_ckpt.path, inputs, pooler=True)
     assert out["hidden_states"].shape[0] == 7 and out["hidden_states"].shape[-1] == 384
-    assert_matches_hf(out, minilm_ckpt.reference(inputs))
+    assert_matches_hf(out, minilm_ckpt.reference(inputs), exact=lambda: minilm_ckpt.reference64(inputs))
 
 
 # --------------------------------------------------------------------------- bad input
