@@ -3,7 +3,7 @@
 # Idempotent and non-interactive; uses sudo only when not root.
 set -euo pipefail
 
-packages=(build-essential cmake ninja-build ccache pkg-config git
+packages=(build-essential cmake ninja-build ccache pkg-config git clang libclang-rt-14-dev
           nlohmann-json3-dev libcli11-dev libzip-dev libgtest-dev zlib1g-dev
           libsimdjson-dev libsqlite3-dev libdeflate-dev libicu-dev libboost-dev wrk
           python3 python3-venv python3-pip)

@@ -115,7 +115,8 @@ TraceDiff DiffTraces(const TraceIndex& base, const TraceIndex& next) {
                                b.kernel_time.count(n) ? b.kernel_time.at(n) : 0.0), n});
   }
   std::sort(korder.rbegin(), korder.rend());
-  for (auto& [t, n] : korder) {
+  for (const auto& entry : korder) {
+    const std::string& n = entry.second;  // a name, not a structured binding: lambdas capture it
     auto get = [&](const std::map<std::string, double>& m) { return m.count(n) ? m.at(n) : 0.0; };
     d.kernels.AddRow({get(a.kernel_time), get(b.kernel_time), get(a.kernel_count), get(b.kernel_count), n});
   }

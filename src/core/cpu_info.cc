@@ -47,22 +47,37 @@ int CountCpuList(const std::string& list) {
   return std::max(n, 1);
 }
 
-}  // namespace
 
-std::string CpuModelName() {
+// The value of the first "key : value" line of /proc/cpuinfo whose key is `key`.
+std::string CpuInfoField(const std::string& key) {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) != 0) continue;
+    if (line.rfind(key, 0) != 0) continue;
     const size_t colon = line.find(':');
-    if (colon == std::string::npos) break;
+    if (colon == std::string::npos) continue;
+    const size_t name_end = line.find_last_not_of(" \t", colon - 1);
+    if (name_end == std::string::npos || name_end + 1 != key.size()) continue;
     const size_t begin = line.find_first_not_of(" \t", colon + 1);
     const size_t end = line.find_last_not_of(" \t\r");
-    if (begin == std::string::npos || end < begin) break;
+    if (begin == std::string::npos || end < begin) return "";
     return line.substr(begin, end - begin + 1);
   }
-  return "unknown CPU";
+  return "";
 }
+
+}  // namespace
+
+std::string CpuModelName() {
+  const std::string name = CpuInfoField("model name");
+  return name.empty() ? "unknown CPU" : name;
+}
+
+bool CpuHasFlag(const std::string& flag) {
+  static const std::string flags = " " + CpuInfoField("flags") + " ";
+  return flags.find(" " + flag + " ") != std::string::npos;
+}
+
 
 std::vector<CacheLevel> CpuDataCaches() {
   std::vector<CacheLevel> out;

@@ -14,6 +14,10 @@ namespace tierscope {
 // "AMD EPYC 7B13"; "unknown CPU" when /proc/cpuinfo does not say.
 std::string CpuModelName();
 
+// True when /proc/cpuinfo's flags list `flag` ("avx2", "f16c", "avx512_bf16", as the
+// kernel spells them): what every compiler's __builtin_cpu_supports does not all know.
+bool CpuHasFlag(const std::string& flag);
+
 struct CacheLevel {
   int level = 0;         // 1, 2, 3
   int64_t bytes = 0;     // size of one instance

@@ -132,6 +132,7 @@ void FloatToBF16(const float* src, uint16_t* dst, size_t n) {
 }
 
 void ToFloat(DType t, const void* src, float* dst, size_t n) {
+  if (n == 0) return;  // an empty tensor's pointers may be null
   switch (t) {
     case DType::kF32: std::memcpy(dst, src, n * 4); return;
     case DType::kF16: HalfToFloat(static_cast<const uint16_t*>(src), dst, n); return;
@@ -141,6 +142,7 @@ void ToFloat(DType t, const void* src, float* dst, size_t n) {
 }
 
 void FromFloat(const float* src, DType t, void* dst, size_t n) {
+  if (n == 0) return;
   switch (t) {
     case DType::kF32: std::memcpy(dst, src, n * 4); return;
     case DType::kF16: FloatToHalf(src, static_cast<uint16_t*>(dst), n); return;

@@ -267,7 +267,7 @@ MachinePeaks MeasureOnce(int threads) {
   p.fp32_flops = all.best;
   p.fp32_spread_pct = all.spread_pct;
   p.trials = all.trials;
-  p.bf16_dot = __builtin_cpu_supports("avx512bf16");
+  p.bf16_dot = CpuHasFlag("avx512_bf16");
   if (p.bf16_dot) {
     const auto dot = [](int) { return DotBf16(kIters); };
     p.bf16_flops_1t = Rate(1, kFmaTrials, dot).best;

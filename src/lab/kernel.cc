@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "analysis/commands.h"
+#include "core/cpu_info.h"
 #include "inspect/calibration.h"
 #include "inspect/evidence.h"
 #include "tierscope/version.h"
@@ -221,13 +222,10 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
     if (!features.empty()) features += ' ';
     features += name;
   };
-  add(__builtin_cpu_supports("avx2"), "avx2");
-  add(__builtin_cpu_supports("fma"), "fma");
-  add(__builtin_cpu_supports("f16c"), "f16c");
-  add(__builtin_cpu_supports("avx512f"), "avx512f");
-  add(__builtin_cpu_supports("avx512bw"), "avx512bw");
-  add(__builtin_cpu_supports("avx512vnni"), "avx512vnni");
-  add(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
+  for (const char* flag : {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
+                           "avx_vnni", "amx_tile"}) {
+    add(CpuHasFlag(flag), flag);
+  }
   if (json) {
     nlohmann::json j{{"name", props.name},
                      {"kind", props.kind},

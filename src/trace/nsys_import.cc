@@ -686,16 +686,20 @@ StatusOr<Trace> ImportNsysSqlite(const std::string& path) {
     return InvalidArgument(path +
                            ": cannot open as SQLite: " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
   }
-  // The file is untrusted input: no schema-defined functions or writes to internals.
-  sqlite3_db_config(raw, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
-  sqlite3_db_config(raw, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  TS_ASSIGN_OR_RETURN(Trace trace, ImportNsysDb(raw, path));
+  trace.stats.bytes = ec ? 0 : static_cast<int64_t>(size);
+  return trace;
+}
 
+StatusOr<Trace> ImportNsysDb(sqlite3* db, const std::string& source) {
+  // The file is untrusted input: no schema-defined functions or writes to internals.
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
   Trace trace;
-  trace.source = path;
+  trace.source = source;
   trace.format = "nsys-sqlite";
   trace.runtime = "cuda";
-  trace.stats.bytes = ec ? 0 : static_cast<int64_t>(size);
-  Importer importer(raw, path, &trace);
+  Importer importer(db, source, &trace);
   TS_RETURN_IF_ERROR(importer.Run());
   return trace;
 }

@@ -9,6 +9,8 @@
 #include "tierscope/status.h"
 #include "trace/trace.h"
 
+struct sqlite3;
+
 namespace tierscope {
 
 // Reads the export at `path` (opened read-only; never modified).
@@ -30,6 +32,10 @@ namespace tierscope {
 // kernel nor a runtime table. Rows with NULL (or non-numeric) required values, or an
 // end before their start, are skipped and counted in stats.malformed(_reasons).
 StatusOr<Trace> ImportNsysSqlite(const std::string& path);
+
+// The same import from an export already open as `db` (a file, or bytes deserialized
+// into memory); `source` names it in errors. The connection is only read.
+StatusOr<Trace> ImportNsysDb(sqlite3* db, const std::string& source);
 
 }  // namespace tierscope
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "trace/nsys_schema.h"
 
 namespace tierscope {
 namespace {
@@ -22,6 +23,7 @@ using ::tierscope::testing::Contains;
 using ::tierscope::testing::ReadBytes;
 using ::tierscope::testing::TempDir;
 using ::tierscope::testing::WriteBytes;
+using ::tierscope::testing::kNsysSchema;
 
 // Host process 4242, thread 4243, with a non-zero high byte as nsys writes it.
 constexpr int64_t kGlobalPid = (int64_t{1} << 56) | (int64_t{4242} << 24);
@@ -38,44 +40,11 @@ void MakeDb(const std::string& path, const std::string& sql) {
   ASSERT_EQ(rc, SQLITE_OK) << msg;
 }
 
-// Column subsets of the documented tables (nsys 2024.x), NOT NULL as documented.
-const char kSchema[] = R"sql(
-CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT,
-  busLocation TEXT, totalMemory INTEGER, smCount INTEGER, computeMajor INTEGER, computeMinor INTEGER);
-CREATE TABLE TARGET_INFO_CUDA_DEVICE (gpuId INTEGER, cudaId INTEGER NOT NULL, pid INTEGER NOT NULL,
-  uuid TEXT, numMultiprocessors INTEGER);
-CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
-  deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,
-  streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
-  demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER,
-  launchType INTEGER, cacheConfig INTEGER, registersPerThread INTEGER NOT NULL,
-  gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL,
-  blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,
-  staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL,
-  localMemoryPerThread INTEGER NOT NULL, localMemoryTotal INTEGER NOT NULL, gridId INTEGER NOT NULL);
-CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
-  eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL,
-  returnValue INTEGER NOT NULL, callchainId INTEGER);
-CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL,
-  deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,
-  correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL,
-  srcKind INTEGER, dstKind INTEGER);
-CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL,
-  deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,
-  correlationId INTEGER, globalPid INTEGER, value INTEGER NOT NULL, bytes INTEGER NOT NULL,
-  memKind INTEGER);
-CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end INTEGER NOT NULL,
-  deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,
-  correlationId INTEGER, globalPid INTEGER, syncType INTEGER NOT NULL, eventId INTEGER NOT NULL);
-CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,
-  rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER,
-  endGlobalTid INTEGER, textId INTEGER, domainId INTEGER);
-)sql";
+// kNsysSchema: column subsets of the documented tables (tests/trace/nsys_schema.h).
 
 std::string FullExportSql() {
   const std::string tid = std::to_string(kGlobalTid), pid = std::to_string(kGlobalPid);
-  return std::string(kSchema) + R"sql(
+  return std::string(kNsysSchema) + R"sql(
 INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'),
   (2, 'void gemm<float, 128>(const float *, float *, int)'), (3, 'gemm'),
   (4, 'cudaMemcpyAsync_v3020'), (5, 'cudaStreamSynchronize_v3020'),

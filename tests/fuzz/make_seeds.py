@@ -1,0 +1,182 @@
+"""Writes the fuzz targets' seed corpora (tests/fuzz/corpus/<target>/): small valid and
+nearly valid inputs of each format, from which libFuzzer mutates. Run it again (with the
+test venv's python: torch is needed for the checkpoint seeds) when a format grows:
+
+    ~/.cache/tierscope/venv/bin/python tests/fuzz/make_seeds.py
+
+Crash inputs found later are added to the same folders by hand, as regression seeds."""
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+import struct
+import zipfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / "corpus"
+
+
+def put(target: str, name: str, data: bytes | str) -> None:
+    d = CORPUS / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_bytes(data.encode() if isinstance(data, str) else data)
+
+
+def safetensors(tensors: dict, pad_to: int = 8, metadata: dict | None = None) -> bytes:
+    header, offset, blobs = {}, 0, []
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+        blobs.append(raw)
+    if metadata:
+        header["__metadata__"] = metadata
+    h = json.dumps(header).encode()
+    if pad_to:
+        h += b" " * ((-(8 + len(h))) % pad_to)
+    return struct.pack("<Q", len(h)) + h + b"".join(blobs)
+
+
+def safetensors_seeds() -> None:
+    f32 = struct.pack("<6f", 1, -2, 3.5, 0, 1e-3, -7)
+    f16 = struct.pack("<4H", 0x3C00, 0xC000, 0x7C00, 0x0001)
+    put("safetensors_fuzzer", "two_tensors", safetensors({"w": ("F32", [2, 3], f32), "h": ("F16", [4], f16)},
+                                                          metadata={"format": "pt"}))
+    put("safetensors_fuzzer", "misaligned", safetensors({"w": ("F32", [6], f32)}, pad_to=0))
+    put("safetensors_fuzzer", "bf16_ints_empty", safetensors({
+        "b": ("BF16", [2], struct.pack("<2H", 0x3F80, 0xBF80)),
+        "i": ("I64", [1, 1], struct.pack("<q", 30522)),
+        "e": ("F32", [0, 4], b""),
+        "position_ids": ("I64", [3], struct.pack("<3q", 0, 1, 2))}))
+
+
+def torch_seeds() -> None:
+    import torch
+    a = torch.arange(6.0).reshape(2, 3)
+    sd = {"embeddings.word_embeddings.weight": a, "tied": a,  # one storage, two keys
+          "view": a[1], "transposed": a.t(), "ids": torch.tensor([1, 2], dtype=torch.int64),
+          "half": torch.ones(3, dtype=torch.float16), "bf16": torch.zeros(2, dtype=torch.bfloat16)}
+    buf = io.BytesIO()
+    torch.save(sd, buf)
+    raw = buf.getvalue()
+    put("torch_bin_fuzzer", "state_dict", raw)
+    buf = io.BytesIO()
+    torch.save({"w": torch.ones(2, 2)}, buf)
+    put("torch_bin_fuzzer", "one_tensor", buf.getvalue())
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        pkl = [n for n in z.namelist() if n.endswith("data.pkl")][0]
+        put("pickle_fuzzer", "state_dict.pkl", z.read(pkl))
+    import pickle
+    put("pickle_fuzzer", "plain_dict.pkl", pickle.dumps({"a": [1, 2.5, "x", None, True], "b": (1, 2)}, protocol=2))
+
+
+def kineto_seeds() -> None:
+    base = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3",
+            "totalGlobalMem": 85031714816, "numSms": 132, "computeMajor": 9, "computeMinor": 0}],
+            "distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 2},
+            "baseTimeNanoseconds": 1735632360000000000}
+    ev = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 10, "tid": 10, "ts": 100.0, "dur": 900.5},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 10, "tid": 10, "ts": 110, "dur": 50,
+         "args": {"External id": 7, "Input Dims": [[8944, 1024], [2816, 1024], [2816]],
+                  "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16"]}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10, "ts": 120, "dur": 6,
+         "args": {"correlation": 42, "External id": 7, "cbid": 211}},
+        {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64",
+         "pid": 0, "tid": 7, "ts": 130, "dur": 412.25,
+         "args": {"correlation": 42, "External id": 7, "stream": 7, "grid": [30, 4, 1], "block": [384, 1, 1],
+                  "registers per thread": 168, "shared memory": 232448, "device": 0}},
+        {"ph": "s", "id": 42, "pid": 10, "tid": 10, "ts": 120, "cat": "ac2g", "name": "ac2g"},
+        {"ph": "f", "id": 42, "pid": 0, "tid": 7, "ts": 130, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7,
+         "ts": 600, "dur": 20, "args": {"bytes": 1048576, "memory bandwidth (GB/s)": 52.4, "correlation": 43}},
+        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "pid": 0, "tid": 20,
+         "ts": 650, "dur": 300, "args": {"correlation": 44, "stream": 20, "grid": [2, 1, 1], "block": [640, 1, 1]}},
+        {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 10, "tid": 10, "ts": 115, "s": "t",
+         "args": {"Device Type": 1, "Device Id": 0, "Addr": 140000, "Bytes": 4096, "Total Allocated": 8192}},
+        {"ph": "M", "name": "thread_name", "pid": 10, "tid": 10, "args": {"name": "thread 10 (python)"}},
+        {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "stream 7"}},
+    ]
+    put("kineto_fuzzer", "h100_step.json", json.dumps({**base, "traceEvents": ev}))
+    rocm = [{"ph": "X", "cat": "kernel", "name": "Cijk_Alik_Bljk_HHS_BH_MT128x128x32", "pid": 2, "tid": 1,
+             "ts": 4203669604595.407, "dur": 340.024, "args": {"correlation": 5, "stream": 1}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1,
+             "ts": 4203669604590.1, "dur": 3.5, "args": {"correlation": 5}}]
+    put("kineto_fuzzer", "rocm_floats.json", json.dumps({"traceEvents": rocm, "deviceProperties": []}))
+    put("kineto_fuzzer", "bare_array.json", json.dumps(ev[:4]))
+    put("kineto_fuzzer", "escapes.json", '{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a\\"b\\u00e9\\n",'
+                                        '"pid":1,"tid":1,"ts":1e3,"dur":-5}]}')
+
+
+def nsys_seeds() -> None:
+    import re
+    schema = (HERE.parent / "trace" / "nsys_schema.h").read_text()
+    sql = re.search(r'R"sql\((.*)\)sql"', schema, re.S).group(1)
+    path = CORPUS / "nsys_fuzzer" / "export.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    db = sqlite3.connect(path)
+    db.executescript(sql)
+    tid = (1 << 56) | (4242 << 24) | 4243
+    db.executescript(f"""
+      INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'void gemm<float>(float*)'), (3, 'gemm'),
+        (4, 'cudaMemcpyAsync_v3020'), (5, 'step 1');
+      INSERT INTO TARGET_INFO_GPU VALUES (0, 0, 'NVIDIA H100', '0000:01:00.0', 85899345920, 132, 9, 0);
+      INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1000, 1010, 1, {tid}, 11, 1, 0, NULL),
+        (1100, 1150, 1, {tid}, 12, 4, 0, NULL);
+      INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1020, 2020, 0, 1, NULL, 7, 11, {tid >> 24 << 24}, 2, 3,
+        NULL, 0, 0, 64, 120, 1, 1, 128, 1, 1, 0, 49152, 0, 0, 1);
+      INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (2100, 2200, 0, 1, 7, 12, {tid >> 24 << 24}, 4096, 1, 0, 1);
+      INSERT INTO NVTX_EVENTS VALUES (900, 3000, 59, NULL, NULL, NULL, 'step 1', {tid}, NULL, NULL, NULL);
+    """)
+    db.commit()
+    db.close()
+    put("nsys_fuzzer", "rows", bytes(range(256)) * 2)
+
+
+def ncu_seeds() -> None:
+    head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+            '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n')
+    rows = []
+    for kid, name, grid in ((0, "gemm_kernel", "(120, 1, 1)"), (1, "void at::native::add<float>(int)", "(16384, 1, 1)")):
+        for sec, metric, unit, value in (("GPU Speed Of Light Throughput", "Duration", "usecond", "14.05"),
+                                         ("GPU Speed Of Light Throughput", "Compute (SM) Throughput", "%", "12.84"),
+                                         ("GPU Speed Of Light Throughput", "Memory Throughput", "%", "91.27"),
+                                         ("Launch Statistics", "Grid Size", "", "16,384"),
+                                         ("Launch Statistics", "Registers Per Thread", "register/thread", "16"),
+                                         ("Occupancy", "Achieved Occupancy", "%", "n/a")):
+            rows.append(f'"{kid}","31337","python3","node","{name}","1","7","(128, 1, 1)","{grid}","0","9.0",'
+                        f'"{sec}","{metric}","{unit}","{value}"\n')
+    put("ncu_csv_fuzzer", "details.csv", "==PROF== Connected to process 31337\n" + head + "".join(rows))
+    put("ncu_csv_fuzzer", "quoted.csv", head + '"0","1","p","h","k ""q"", r","1","7","(1, 1, 1)","(1, 1, 1)",'
+                                              '"0","8.0","SOL","Duration","msecond","1.5e-3"\n')
+
+
+def http_seeds() -> None:
+    def req(target: str, body: dict | str) -> str:
+        b = body if isinstance(body, str) else json.dumps(body)
+        return f"POST {target} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(b)}\r\n\r\n{b}"
+    put("http_request_fuzzer", "embed", req("/embed", {"inputs": ["hello world", "the tokens!"], "normalize": True}))
+    put("http_request_fuzzer", "embed_truncate", req("/embed?x=1", {"inputs": "hello " * 40, "truncate": True}))
+    infer = {"id": "7", "inputs": [
+        {"name": "input_ids", "datatype": "INT64", "shape": [2, 3], "data": [[2, 6, 3], [2, 7, 3]]},
+        {"name": "attention_mask", "datatype": "INT64", "shape": [2, 3], "data": [1, 1, 1, 1, 1, 0]},
+        {"name": "token_type_ids", "datatype": "INT32", "shape": [2, 3], "data": [0, 0, 0, 0, 0, 0]}],
+        "outputs": [{"name": "pooler_output"}, {"name": "last_hidden_state"}]}
+    put("http_request_fuzzer", "infer", req("/v2/models/bert/infer", infer))
+    put("http_request_fuzzer", "infer_body", json.dumps(infer))
+    put("http_request_fuzzer", "chunked", "POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                          "b\r\n{\"inputs\": \r\n9\r\n\"hello\"}\r\n0\r\n\r\n")
+    put("http_request_fuzzer", "get", "GET /v2/models/bert HTTP/1.1\r\nHost: x\r\n\r\n")
+
+
+if __name__ == "__main__":
+    safetensors_seeds()
+    torch_seeds()
+    kineto_seeds()
+    nsys_seeds()
+    ncu_seeds()
+    http_seeds()
+    for d in sorted(CORPUS.iterdir()):
+        print(d.name, len(list(d.iterdir())), "seeds")
