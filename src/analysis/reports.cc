@@ -201,7 +201,7 @@ Table InUseTable(const TraceIndex& x) {
   t.title = "Device in-use: union of kernel and memory-operation time over the device window";
   t.columns = {"Busy (ns)", "Window (ns)", "In use (%)", "Kernels", "Memory ops", "Scope"};
   const InUse u = DeviceInUse(x);
-  t.AddRow({static_cast<double>(u.busy_ns), static_cast<double>(u.window_ns), u.percent(),
+  t.AddRow({u.busy_ns, u.window_ns, u.percent(),
             static_cast<int64_t>(x.kernels.size()), static_cast<int64_t>(x.memops.size()),
             std::string("all devices")});
   return t;
@@ -483,8 +483,8 @@ InUse DeviceInUse(const TraceIndex& x) {
     busy += cur_e - cur_b;
     int64_t lo = iv.front().first, hi = 0;
     for (const auto& p : iv) hi = std::max(hi, p.second);
-    u.busy_ns += busy;
-    u.window_ns += hi - lo;
+    u.busy_ns += static_cast<double>(busy);
+    u.window_ns += static_cast<double>(hi - lo);
   }
   return u;
 }

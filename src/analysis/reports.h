@@ -61,7 +61,8 @@ StatusOr<Table> RunReport(const TraceIndex& index, const std::string& name,
 // Device in-use: the union of kernel and memory-operation intervals over the device
 // window, per device pid; returns busy ns and window ns summed over devices.
 struct InUse {
-  int64_t busy_ns = 0, window_ns = 0;
+  // Sums over devices, in double: a trace's devices may each span most of int64's range.
+  double busy_ns = 0, window_ns = 0;
   double percent() const { return window_ns > 0 ? 100.0 * busy_ns / window_ns : 0.0; }
 };
 InUse DeviceInUse(const TraceIndex& index);

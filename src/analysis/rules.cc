@@ -5,8 +5,11 @@
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cctype>
 #include <cstdlib>
 #include <map>
+#include <string>
+#include <vector>
 
 namespace tierscope {
 namespace {
@@ -53,22 +56,39 @@ void ApiRule(const TraceIndex& x, bool (*pred)(std::string_view), const char* ru
   out.push_back(std::move(f));
 }
 
-int64_t GridBlocks(const std::string& grid) {
-  // "[x, y, z]" -> x*y*z; 0 if unknown.
-  int64_t prod = 1;
-  int found = 0;
-  const char* p = grid.c_str();
-  while (*p) {
-    if ((*p >= '0' && *p <= '9')) {
-      char* end;
-      prod *= std::strtoll(p, &end, 10);
-      ++found;
-      p = end;
+// A kernel's grid from its args as "[30, 4, 1]" — one line, however the trace spelled it
+// (Kineto now pretty-prints it over several) — and its block count; empty and 0 when the
+// arg is absent or not a list of 1 to 3 sizes whose product fits.
+struct GridArg {
+  std::string text;
+  int64_t blocks = 0;
+};
+
+GridArg KernelGrid(std::string_view args) {
+  const std::string raw = EventArg(args, "grid");
+  std::vector<int64_t> dims;
+  int64_t cur = -1;
+  for (const char c : raw) {
+    if (c >= '0' && c <= '9') {
+      if (cur > (int64_t{1} << 40)) return {};
+      cur = (cur < 0 ? 0 : cur * 10) + (c - '0');
+    } else if (c == ',' || c == '[' || c == ']' || std::isspace(static_cast<unsigned char>(c))) {
+      if (cur >= 0) dims.push_back(cur);
+      cur = -1;
     } else {
-      ++p;
+      return {};
     }
   }
-  return found ? prod : 0;
+  if (cur >= 0) dims.push_back(cur);
+  if (dims.empty() || dims.size() > 3) return {};
+  GridArg g;
+  g.blocks = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (__builtin_mul_overflow(g.blocks, dims[i], &g.blocks)) return {};
+    g.text += (i ? ", " : "[") + std::to_string(dims[i]);
+  }
+  g.text += "]";
+  return g;
 }
 
 }  // namespace
@@ -134,7 +154,7 @@ std::vector<Finding> RunRules(const TraceIndex& x, const AnalysisOptions& o, con
     f.evidence.push_back(Fmt("in use %.1f%%: busy ", u.percent()) + FormatNs(u.busy_ns) + " of a " +
                          FormatNs(u.window_ns) + " window");
     f.next_step = "find what the host does between launches; give each launch more work";
-    f.explained_ns = static_cast<double>(u.window_ns - u.busy_ns);
+    f.explained_ns = u.window_ns - u.busy_ns;
     out.push_back(std::move(f));
   }
   // Launch-bound: most kernels are short and launching costs as much as running.
@@ -175,7 +195,7 @@ std::vector<Finding> RunRules(const TraceIndex& x, const AnalysisOptions& o, con
       }
       f.next_step = "fewer, bigger launches: batch more samples per launch, fuse operators, "
                     "capture the forward in a CUDA graph";
-      f.explained_ns = std::max(api, static_cast<double>(u.window_ns - u.busy_ns));
+      f.explained_ns = std::max(api, u.window_ns - u.busy_ns);
       out.push_back(std::move(f));
     }
   }
@@ -198,13 +218,8 @@ std::vector<Finding> Diagnose(const TraceIndex& x, const AnalysisOptions& o, con
                                 [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
     const double share = 100.0 * hot->second.first / total;
     const Event& e = x.E(hot->second.second);
-    std::string grid;
-    if (e.args >= 0) {
-      std::string_view a = x.trace->strings.Get(e.args);
-      size_t p = a.find("\"grid\"");
-      if (p != std::string_view::npos) grid = std::string(a.substr(p, a.find(']', p) - p + 1));
-    }
-    const int64_t blocks = GridBlocks(grid);
+    const GridArg grid = e.args >= 0 ? KernelGrid(x.trace->strings.Get(e.args)) : GridArg{};
+    const int64_t blocks = grid.blocks;
     const int units = x.trace->device_units;
     if (share >= r.hot_share_percent && blocks > 0 && units > 0 && blocks < units) {
       Finding f;
@@ -212,8 +227,8 @@ std::vector<Finding> Diagnose(const TraceIndex& x, const AnalysisOptions& o, con
       f.title = "The hot kernel cannot fill the device: too little work per launch";
       f.threshold = "hot kernel share >= " + Fmt("%.0f%%", r.hot_share_percent) + " and grid blocks < compute units";
       f.evidence.push_back(hot->first + Fmt(": %.1f%% of device time", share));
-      f.evidence.push_back("grid " + std::to_string(blocks) + " blocks (" + grid.substr(grid.find('[')) +
-                           ") on " + std::to_string(units) + " compute units");
+      f.evidence.push_back("grid " + std::to_string(blocks) + " blocks (" + grid.text + ") on " +
+                           std::to_string(units) + " compute units");
       f.next_step = "raise the work per launch (batch the samples); do not tune this kernel";
       f.explained_ns = hot->second.first;
       out.push_back(std::move(f));
@@ -223,7 +238,7 @@ std::vector<Finding> Diagnose(const TraceIndex& x, const AnalysisOptions& o, con
       f.title = "One kernel dominates device time: worth a tier-3 look";
       f.threshold = "hot kernel share >= " + Fmt("%.0f%%", r.hot_share_percent);
       f.evidence.push_back(hot->first + Fmt(": %.1f%% of device time, ", share) + FormatNs(hot->second.first));
-      if (blocks > 0) f.evidence.push_back("grid " + std::to_string(blocks) + " blocks " + grid.substr(grid.find('[')) +
+      if (blocks > 0) f.evidence.push_back("grid " + std::to_string(blocks) + " blocks " + grid.text +
                                            (units > 0 ? " on " + std::to_string(units) + " compute units" : ""));
       f.next_step = "inspect it: tierscope kernel -k '" + hot->first + "' (or Nsight Compute / MUSA mcu)";
       f.explained_ns = hot->second.first;

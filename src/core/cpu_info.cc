@@ -74,8 +74,13 @@ std::string CpuModelName() {
 }
 
 bool CpuHasFlag(const std::string& flag) {
-  static const std::string flags = " " + CpuInfoField("flags") + " ";
-  return flags.find(" " + flag + " ") != std::string::npos;
+  static const std::vector<std::string> flags = [] {
+    std::vector<std::string> v;
+    std::istringstream in(CpuInfoField("flags"));
+    for (std::string f; in >> f;) v.push_back(f);
+    return v;
+  }();
+  return std::find(flags.begin(), flags.end(), flag) != flags.end();
 }
 
 

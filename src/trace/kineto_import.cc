@@ -530,6 +530,7 @@ bool Reader::ReadEvent(od::value v) {
     }
     if (e.dur_ns < 0) return Malformed("negative dur");
   }
+  if (!TimeInRange(e.ts_ns, e.dur_ns)) return Malformed("time out of range");
 
   e.cat = cat_id;
   e.pid = ev.pid;

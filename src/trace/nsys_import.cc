@@ -381,7 +381,11 @@ class Importer {
   }
 
   static bool CheckSpan(RowReader& r, int64_t start, int64_t end) {
+    int64_t dur = 0;
     if (r.error().empty() && end < start) r.Fail("end before start");
+    if (r.error().empty() && (__builtin_sub_overflow(end, start, &dur) || !TimeInRange(start, dur))) {
+      r.Fail("time out of range");
+    }
     return r.error().empty();
   }
 

@@ -82,6 +82,16 @@ struct Event {
   EventKind kind = EventKind::kOp;
 };
 
+// The times an importer keeps, in ns: starts in [-2^61, 2^62), lengths in [0, 2^61)
+// (73 years). Every end, and every difference of two starts or ends, then fits in an
+// int64; an event outside is counted as malformed ("time out of range").
+inline constexpr int64_t kMinTraceNs = -(int64_t{1} << 61);
+inline constexpr int64_t kMaxTraceNs = int64_t{1} << 62;
+inline constexpr int64_t kMaxTraceDurNs = int64_t{1} << 61;
+inline bool TimeInRange(int64_t ts_ns, int64_t dur_ns) {
+  return ts_ns >= kMinTraceNs && ts_ns < kMaxTraceNs && dur_ns >= 0 && dur_ns < kMaxTraceDurNs;
+}
+
 // What an importer saw: never fatal per event; malformed ones are counted here.
 struct ImportStats {
   int64_t bytes = 0;             // uncompressed input size
