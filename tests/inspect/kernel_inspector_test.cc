@@ -188,13 +188,7 @@ TEST_F(KernelInspectorTest, GpuPeaksAreCachedPerDeviceAndRemeasuredWhenAsked) {
 
 // One unit of the built-in model, no warmup, on 2 workers.
 BenchOptions OneUnit(int64_t batch, int64_t seq_len) {
-  BenchOptions o;
-  o.batch_size = batch;
-  o.seq_len = seq_len;
-  o.warmup = 0;
-  o.iterations = 1;
-  o.threads = 2;
-  return o;
+  return testing::SmallWorkload("batch-fp32", batch, seq_len);
 }
 
 TEST_F(KernelInspectorTest, ReplaysDoNotChangeTheWorkloadsOutput) {

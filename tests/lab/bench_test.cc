@@ -75,13 +75,7 @@ namespace {
 class BenchRunTest : public testing::FreshCacheTest {};
 
 BenchOptions Small(const std::string& mode) {
-  BenchOptions o;
-  o.mode = mode;
-  o.batch_size = 3;
-  o.seq_len = 16;
-  o.warmup = 0;
-  o.iterations = 1;
-  o.threads = 2;
+  BenchOptions o = testing::SmallWorkload(mode, 3, 16);
   o.keep_output = true;
   return o;
 }

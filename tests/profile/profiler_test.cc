@@ -20,13 +20,9 @@ namespace {
 class ProfilerTest : public testing::FreshCacheTest {
  protected:
   static BenchOptions Options(const std::string& mode) {
-    BenchOptions o;
-    o.mode = mode;
-    o.batch_size = 8;
-    o.seq_len = 16;
+    BenchOptions o = testing::SmallWorkload(mode, 8, 16);
     o.warmup = 1;
     o.iterations = 2;
-    o.threads = 2;
     o.profile = true;
     return o;
   }
