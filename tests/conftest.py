@@ -4,7 +4,8 @@ the rule that a test which cannot run is a failure under CI.
 TIERSCOPE_BIN overrides the default build/release/tierscope; a missing binary fails
 (never skips) the tests that need it. Under CI=true every skip — missing corpus data, a
 Python package that would not import, a tool not installed — is reported as a failure:
-a test that did not run checked nothing."""
+a test that did not run checked nothing. A module skipped whole at import (say, torch
+missing) then becomes a collection error, which stops the session: that is meant."""
 from __future__ import annotations
 
 import os

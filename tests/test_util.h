@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "lab/bench.h"
 
 namespace tierscope::testing {
 
@@ -113,18 +112,6 @@ inline double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
 
 inline bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
-}
-
-// A small workload of the built-in model on 2 workers: no warmup, one timed unit.
-inline BenchOptions SmallWorkload(const std::string& mode, int64_t batch, int64_t seq_len) {
-  BenchOptions o;
-  o.mode = mode;
-  o.batch_size = batch;
-  o.seq_len = seq_len;
-  o.warmup = 0;
-  o.iterations = 1;
-  o.threads = 2;
-  return o;
 }
 
 // A test suite whose TIERSCOPE_CACHE_DIR is a fresh directory, so the built-in model

@@ -90,7 +90,8 @@ class BertEngine {
 
   // Checks shapes, ids and masks of `input` against the model.
   Status Validate(const BatchInput& input) const;
-  // Checks that the forward fits in memory (CheckMemory) before running it.
+  // Checks that the forward fits in memory (CheckMemory) before running it; a size no
+  // larger than one that fitted before is not checked again.
   StatusOr<ForwardOutput> Forward(const BatchInput& input, const ForwardOptions& options);
 
   // What a forward of [batch, seq_len] needs beyond the weights: on the device, the
@@ -116,6 +117,7 @@ class BertEngine {
   std::string model_dir_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<BertModel> model_;
+  double fitted_bytes_ = 0;  // the largest forward CheckMemory let through
 };
 
 // The directory of the built-in default model (bert_uncased_L-2_H-128_A-2's shape with

@@ -2,10 +2,10 @@
 #include "analysis/rules.h"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
-#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <string>

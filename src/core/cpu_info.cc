@@ -130,11 +130,21 @@ int64_t AvailableMemoryBytes() {
       break;
     }
   }
-  // cgroup v2: a container's limit can be far below the host's free memory.
+  // cgroup v2: a container's limit can be far below the host's free memory. Its usage
+  // counts page cache the kernel reclaims on demand (the mapped model file, build output):
+  // what is in use is memory.current less inactive_file, as the kubelet's working set.
   const std::string max = ReadFirstLine("/sys/fs/cgroup/memory.max");
   const std::string cur = ReadFirstLine("/sys/fs/cgroup/memory.current");
   if (!max.empty() && max != "max" && !cur.empty()) {
-    const int64_t room = std::max<int64_t>(0, ParseSysfsSize(max) - ParseSysfsSize(cur));
+    int64_t reclaimable = 0;
+    std::ifstream stat("/sys/fs/cgroup/memory.stat");
+    std::string key;
+    long long value = 0;
+    while (stat >> key >> value) {
+      if (key == "inactive_file") reclaimable = value;
+    }
+    const int64_t used = std::max<int64_t>(0, ParseSysfsSize(cur) - reclaimable);
+    const int64_t room = std::max<int64_t>(0, ParseSysfsSize(max) - used);
     avail = avail < 0 ? room : std::min(avail, room);
   }
   return avail;

@@ -31,7 +31,8 @@ std::vector<CacheLevel> CpuDataCaches();
 std::string FormatBytes(double bytes);
 
 // Bytes a process can still allocate without swapping: MemAvailable, capped by the
-// cgroup's memory.max less its memory.current. -1 when neither can be read.
+// cgroup's memory.max less what it uses (memory.current without its inactive page
+// cache). -1 when neither can be read.
 int64_t AvailableMemoryBytes();
 
 }  // namespace tierscope

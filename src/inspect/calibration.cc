@@ -4,9 +4,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -350,7 +350,11 @@ std::optional<MachinePeaks> LoadCached(const std::string& path, const MachinePea
   }
   const int64_t at = ParseUtcIso8601(cached->measured_at);
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
-  if (at < 0 || now - at > kPeaksMaxAgeS || at > now + 3600) {
+  if (at < 0 || at > now + 3600) {
+    *why = "the cache's measurement time '" + cached->measured_at + "' is not a past UTC time";
+    return std::nullopt;
+  }
+  if (now - at > kPeaksMaxAgeS) {
     *why = "the cached peaks were measured " + cached->measured_at + ", more than " +
            std::to_string(kPeaksMaxAgeS / 86400) + " days ago";
     return std::nullopt;
@@ -437,6 +441,31 @@ StatusOr<MachinePeaks> LoadOrMeasureDevicePeaks(Backend& backend, bool recalibra
   p.measured_at = UtcNowIso8601();
   Store(path, p);
   p.remeasured_because = why;
+  return p;
+}
+
+StatusOr<MachinePeaks> RemeasurePeaks(Backend& backend, const MachinePeaks& previous,
+                                      const PeakMeter& meter) {
+  TS_ASSIGN_OR_RETURN(MachinePeaks p, LoadOrMeasureDevicePeaks(backend, /*recalibrate=*/true, meter));
+  if (p.kind != previous.kind || p.cpu != previous.cpu || p.device != previous.device ||
+      p.threads != previous.threads || p.build != previous.build) {
+    return p;  // not the same key: nothing to keep
+  }
+  bool kept = false;
+  for (auto [now, before] : {std::pair{&p.fp32_flops, previous.fp32_flops},
+                             {&p.fp32_flops_1t, previous.fp32_flops_1t},
+                             {&p.bf16_flops, previous.bf16_flops},
+                             {&p.bf16_flops_1t, previous.bf16_flops_1t},
+                             {&p.fp16_tensor_flops, previous.fp16_tensor_flops},
+                             {&p.bf16_tensor_flops, previous.bf16_tensor_flops},
+                             {&p.mem_bw, previous.mem_bw},
+                             {&p.mem_bw_1t, previous.mem_bw_1t}}) {
+    if (before > *now) {
+      *now = before;
+      kept = true;
+    }
+  }
+  if (kept) Store(p.cache_path.empty() ? CachePath(p) : p.cache_path, p);
   return p;
 }
 

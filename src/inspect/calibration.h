@@ -88,6 +88,12 @@ StatusOr<MachinePeaks> MeasurePeaks(int threads);
 StatusOr<MachinePeaks> LoadOrMeasurePeaks(int threads, bool recalibrate,
                                           const PeakMeter& meter = DefaultPeakMeter());
 
+// Measures `backend`'s peaks again (a kernel ran above `previous`) and keeps, field by
+// field, the larger of the two: peaks are maxima, and a second measurement taken while
+// the machine is busy must not lower a good one. The result is cached.
+StatusOr<MachinePeaks> RemeasurePeaks(Backend& backend, const MachinePeaks& previous,
+                                      const PeakMeter& meter = DefaultPeakMeter());
+
 // The peaks of `backend`'s device: a CPU's as above (its workers' count of threads); a
 // GPU's measured by the backend's own kernels and cached under <cache dir>/device/, keyed
 // by kind, name, architecture and build.

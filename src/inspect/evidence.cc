@@ -116,6 +116,7 @@ KernelEvidence EvidenceFromReplay(const ProfiledLaunch& p, const KernelInspector
   e.peak_bw = peaks.mem_bw;
   if (!p.pass_busy.empty()) e.busy_pct = Summarize(p.pass_busy).median * 100;
   e.worker_tasks = p.worker_tasks;
+  e.caches_flushed = inspector.options().flush_caches;
   const auto tallies = inspector.Tallies();
   for (size_t i = 0; i < tallies.size(); ++i) {
     if (tallies[i].kernel != p.kernel) continue;

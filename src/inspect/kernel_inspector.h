@@ -90,6 +90,7 @@ class KernelInspector : public LaunchHook {
   // Distinct kernel names launched, in order of first launch.
   const std::vector<std::string>& kernel_names() const { return names_; }
   bool Matches(std::string_view kernel) const;
+  const InspectorOptions& options() const { return options_; }
 
  private:
   explicit KernelInspector(const InspectorOptions& o) : options_(o) {}

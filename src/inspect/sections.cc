@@ -30,7 +30,20 @@ struct Derived {
   std::optional<double> tasks, waves, compute_pct, memory_pct, gflops, gbps, bytes;
   std::optional<double> intensity, ridge;
   std::string bound;  // "compute", "memory" or ""
+  // Memory above the DRAM peak with the caches not flushed: served from cache, so the
+  // DRAM peak does not bound it and it decides nothing.
+  bool memory_from_cache = false;
 };
+
+Derived Derive(const KernelEvidence& e);
+
+// The share of the bounding peak: the larger of compute and memory, or compute alone
+// when memory was served from cache. Call only with a bound.
+double TopPct(const Derived& d) {
+  if (d.memory_from_cache || !d.memory_pct) return *d.compute_pct;
+  if (!d.compute_pct) return *d.memory_pct;
+  return std::max(*d.compute_pct, *d.memory_pct);
+}
 
 Derived Derive(const KernelEvidence& e) {
   Derived d;
@@ -50,7 +63,12 @@ Derived Derive(const KernelEvidence& e) {
   if (!d.memory_pct && d.gbps && e.peak_bw && *e.peak_bw > 0) {
     d.memory_pct = *d.gbps * 1e9 / *e.peak_bw * 100;
   }
-  if (d.compute_pct && d.memory_pct) d.bound = *d.compute_pct >= *d.memory_pct ? "compute" : "memory";
+  d.memory_from_cache = e.caches_flushed == false && d.memory_pct && *d.memory_pct > 100;
+  if (d.memory_from_cache && d.compute_pct) {
+    d.bound = "compute";
+  } else if (d.compute_pct && d.memory_pct) {
+    d.bound = *d.compute_pct >= *d.memory_pct ? "compute" : "memory";
+  }
   if (e.flops && d.bytes && *d.bytes > 0) d.intensity = *e.flops / *d.bytes;
   if (e.peak_flops && e.peak_bw && *e.peak_bw > 0) d.ridge = *e.peak_flops / *e.peak_bw;
   return d;
@@ -133,7 +151,7 @@ std::string ImpossibleText(const KernelEvidence& e, const Derived& d) {
     what = "compute at " + Num(*d.compute_pct, 1) + "% of the " + e.pipe + " peak" +
            (d.gflops && e.peak_flops ? " (" + Num(*d.gflops, 1) + " of " + Num(*e.peak_flops / 1e9, 1) + " GFLOP/s)" : "");
   }
-  if (d.memory_pct && *d.memory_pct > 100) {
+  if (d.memory_pct && *d.memory_pct > 100 && !d.memory_from_cache) {
     what += (what.empty() ? "" : " and ") + std::string("memory at ") + Num(*d.memory_pct, 1) +
             "% of the bandwidth peak" +
             (d.gbps && e.peak_bw ? " (" + Num(*d.gbps, 1) + " of " + Num(*e.peak_bw / 1e9, 1) + " GB/s)" : "");
@@ -161,7 +179,12 @@ Section SpeedOfLight(const KernelEvidence& e, const Derived& d) {
   if (AbovePeak(e)) {
     s.Note(ImpossibleText(e, d));
   } else if (!d.bound.empty()) {
-    const double top = std::max(*d.compute_pct, *d.memory_pct);
+    if (d.memory_from_cache) {
+      s.Note("Memory throughput is " + Num(*d.memory_pct, 1) + "% of the DRAM (triad) peak: with the " +
+             "caches not flushed (--cache-control none) the data came from cache, so the memory peak " +
+             "does not bound this kernel; the bound is judged on compute alone.");
+    }
+    const double top = TopPct(d);
     if (top >= 80) {
       s.Note("The kernel runs at " + Num(top, 1) + "% of its " + d.bound + " peak: near its bound.");
     } else if (top < kFarFromBound) {
@@ -250,8 +273,9 @@ ThroughputPct Throughput(const KernelEvidence& e) {
 }
 
 bool AbovePeak(const KernelEvidence& e) {
-  const ThroughputPct t = Throughput(e);
-  return (t.compute && *t.compute > 100) || (t.memory && *t.memory > 100);
+  const Derived d = Derive(e);
+  return (d.compute_pct && *d.compute_pct > 100) ||
+         (d.memory_pct && *d.memory_pct > 100 && !d.memory_from_cache);
 }
 
 Recommendation Recommend(const KernelEvidence& e) {
@@ -293,7 +317,7 @@ Recommendation Recommend(const KernelEvidence& e) {
   hot.evidence = hot_text + "; " + stable_text;
   RuleCheck far{"far from its bound", std::nullopt, ""};
   if (!d.bound.empty()) {
-    const double top = std::max(*d.compute_pct, *d.memory_pct);
+    const double top = TopPct(d);
     far.ok = top < kFarFromBound;
     far.evidence = d.bound + "-bound at " + Num(top, 1) + "% of peak (threshold " +
                    Num(kFarFromBound, 0) + "%)";
@@ -324,10 +348,10 @@ Recommendation Recommend(const KernelEvidence& e) {
                 Num(kStableCv * 100, 0) + "%); the timing is not stable enough to tune against.";
   } else if (far.ok == false) {
     r.verdict = "Near its bound: " + far.evidence + ", so kernel work gains at most " +
-                Num(100 / std::max(*d.compute_pct, *d.memory_pct), 2) + "x. Cut the work " +
+                Num(100 / TopPct(d), 2) + "x. Cut the work " +
                 "itself at a higher tier: fusion, fewer bytes, lower precision.";
   } else if (r.kernel_level) {
-    const double top = std::max(*d.compute_pct, *d.memory_pct);
+    const double top = TopPct(d);
     r.verdict = "Kernel-level work is justified: it fills the device (" + fills.evidence +
                 "), is a stable hot spot (" + hot.evidence + "), and is " + far.evidence +
                 (top > 0 ? " — up to " + Num(100 / top, 1) + "x of headroom." : ".");

@@ -49,6 +49,9 @@ struct KernelEvidence {
   std::string occupancy_limiter;
   // How the peaks were checked: "" or, e.g., "re-measured once because ...".
   std::string peaks_note;
+  // Whether the caches were flushed before each timed pass (unknown: another tool's
+  // data). Unflushed, a kernel may read faster than the memory (triad) peak from cache.
+  std::optional<bool> caches_flushed;
 };
 
 struct SectionMetric {
@@ -109,7 +112,8 @@ struct ThroughputPct {
 };
 ThroughputPct Throughput(const KernelEvidence& evidence);
 // True when a throughput is above 100% of its peak: physically impossible, so the
-// peaks (or the measurement) cannot be trusted and no verdict may rest on them.
+// peaks (or the measurement) cannot be trusted and no verdict may rest on them. Memory
+// above the DRAM peak is possible, and not counted, when the caches were not flushed.
 bool AbovePeak(const KernelEvidence& evidence);
 
 KernelReport BuildKernelReport(const KernelEvidence& evidence,

@@ -97,7 +97,7 @@ StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
       const ThroughputPct t = Throughput(e);
       const double pct = std::max(t.compute.value_or(0), t.memory.value_or(0));
       const char* origin = peaks.from_cache ? "cached" : "just measured";
-      TS_ASSIGN_OR_RETURN(peaks, LoadOrMeasureDevicePeaks(backend, /*recalibrate=*/true, meter));
+      TS_ASSIGN_OR_RETURN(peaks, RemeasurePeaks(backend, peaks, meter));
       char buf[256];
       std::snprintf(buf, sizeof(buf), "re-measured once because %s ran at %.1f%% of the %s peaks",
                     p.kernel.c_str(), pct, origin);

@@ -2,6 +2,7 @@
 #include "lab/sweep.h"
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -37,9 +38,12 @@ std::string Limits(bool latency, bool memory) {
   return latency && memory ? "latency and memory" : latency ? "latency" : memory ? "memory" : "none";
 }
 
-std::string Printf(const char* fmt, auto... args) {
+__attribute__((format(printf, 1, 2))) std::string Printf(const char* fmt, ...) {
   char buf[512];
-  std::snprintf(buf, sizeof(buf), fmt, args...);
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof(buf), fmt, args);
+  va_end(args);
   return buf;
 }
 
@@ -148,7 +152,7 @@ std::string DescribeThroughputTrend(const std::vector<SweepPoint>& points,
     levels.push_back(where);
   }
   for (size_t i = 0; i < levels.size(); ++i) out += (i ? ", " : "; ") + levels[i];
-  if (crossed) out += ": once past a cache, each op streams the activations from the next level";
+  if (crossed) out += " (likely cause: once past a cache, each op streams its activations from the next level)";
   return out;
 }
 

@@ -87,8 +87,11 @@ StatusOr<ForwardOutput> BertEngine::Forward(const BatchInput& input,
     return FailedPrecondition(model_dir_ + ": the checkpoint has no pooler weights");
   }
   TS_ASSIGN_OR_RETURN(MemoryNeed need, ForwardMemory(input.batch, input.seq_len, options));
-  TS_RETURN_IF_ERROR(CheckMemory(need, "a forward of batch " + std::to_string(input.batch) +
-                                           " x seq_len " + std::to_string(input.seq_len)));
+  if (need.device + need.host > fitted_bytes_) {  // once per new high: no I/O per batch
+    TS_RETURN_IF_ERROR(CheckMemory(need, "a forward of batch " + std::to_string(input.batch) +
+                                             " x seq_len " + std::to_string(input.seq_len)));
+    fitted_bytes_ = need.device + need.host;
+  }
   TS_ASSIGN_OR_RETURN(BertModel::Inputs in, model_->Upload(input));
   std::vector<Tensor> hidden;
   TS_ASSIGN_OR_RETURN(Tensor last, model_->Forward(in, options.hidden_states ? &hidden : nullptr));

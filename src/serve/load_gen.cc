@@ -168,7 +168,9 @@ std::string BuildEmbedBody(const std::vector<int64_t>& lengths, std::mt19937_64&
   std::string out = "{\"inputs\": [";
   for (size_t i = 0; i < lengths.size(); ++i) {
     if (i > 0) out += ", ";
-    out += "\"" + RandomWords(lengths[i], rng) + "\"";
+    out += '"';
+    out += RandomWords(lengths[i], rng);  // appended, not "\"" + ...: GCC 12 warns on that
+    out += '"';
   }
   return out + "]}";
 }

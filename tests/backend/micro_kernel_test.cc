@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ TEST(MicroKernels, EveryVariantMatchesADoubleReference) {
   const std::vector<MicroKernelVariant> variants = AvailableMicroKernels();
   ASSERT_FALSE(variants.empty());
   EXPECT_EQ(std::string(variants.back().isa), "scalar");  // always there, always tested
+  std::string tested;
+  for (const MicroKernelVariant& v : variants) tested += (tested.empty() ? "" : ", ") + std::string(v.isa);
+  RecordProperty("variants", tested);  // which ran on this host (AVX-512 only where it exists)
+  std::cout << "micro-kernel variants tested on this CPU: " << tested << "\n";
   SplitMix64 rng(2026);
   for (const MicroKernelVariant& v : variants) {
     for (int64_t kc : {1, 7, 64, 129}) {

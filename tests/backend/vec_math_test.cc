@@ -98,3 +98,27 @@ TEST(VecMathTest, NanPropagatesTheSameInEveryLaneAndTail) {
 
 }  // namespace
 }  // namespace tierscope
+
+#ifdef TIERSCOPE_VEC_AVX2
+namespace tierscope {
+namespace {
+
+// The 8-lane kernels against libm in double, not only against the scalar functions.
+TEST(VecMathTest, EightLaneExpAndErfMatchADoubleReference) {
+  for (float x0 = -87.0f; x0 <= 88.0f; x0 += 0.37f) {
+    alignas(32) float x[8], e[8];
+    for (int l = 0; l < 8; ++l) x[l] = x0 + 0.01f * static_cast<float>(l);
+    _mm256_store_ps(e, Exp8(_mm256_load_ps(x)));
+    for (int l = 0; l < 8; ++l) ASSERT_NEAR(e[l] / std::exp(static_cast<double>(x[l])), 1.0, 3e-7) << x[l];
+  }
+  for (float x0 = -6.0f; x0 <= 6.0f; x0 += 0.013f) {
+    alignas(32) float x[8], r[8];
+    for (int l = 0; l < 8; ++l) x[l] = x0 + 0.001f * static_cast<float>(l);
+    _mm256_store_ps(r, Erf8(_mm256_load_ps(x)));
+    for (int l = 0; l < 8; ++l) ASSERT_NEAR(r[l], std::erf(static_cast<double>(x[l])), 1e-6) << x[l];
+  }
+}
+
+}  // namespace
+}  // namespace tierscope
+#endif

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
 
 namespace tierscope {
 namespace {
@@ -56,6 +59,48 @@ TEST(DTypeTest, ParseFloatDTypeNamesTheValidChoices) {
   auto bad = ParseFloatDType("int8");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("fp32, fp16, bf16"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tierscope
+
+namespace tierscope {
+namespace {
+
+// The array conversions run F16C over 8 lanes and the scalar code on the tail: both paths
+// must give the scalar functions' answer (checked above against exact values), bit for bit.
+TEST(DTypeTest, ArrayConversionsMatchTheScalarOnesInEveryLaneAndTail) {
+  std::vector<uint16_t> halves(65536 + 3);  // + 3: a tail after the 8-lane loop
+  for (size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i);
+  std::vector<float> floats(halves.size());
+  HalfToFloat(halves.data(), floats.data(), halves.size());
+  for (size_t i = 0; i < halves.size(); ++i) {
+    const float want = HalfToFloat(halves[i]);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(floats[i])) << i;
+    } else {
+      ASSERT_EQ(floats[i], want) << "half 0x" << std::hex << halves[i];
+    }
+  }
+  std::mt19937 rng(2026);
+  std::vector<float> in(100003);
+  for (float& f : in) {
+    const uint32_t bits = rng();
+    std::memcpy(&f, &bits, sizeof(f));
+  }
+  for (float f : {0.0f, -0.0f, 65504.0f, 65520.0f, 1e-9f, 1.0f + std::ldexp(1.0f, -11), INFINITY, -INFINITY}) {
+    in.push_back(f);
+  }
+  std::vector<uint16_t> out(in.size());
+  FloatToHalf(in.data(), out.data(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const uint16_t want = FloatToHalf(in[i]);
+    if (std::isnan(in[i])) {
+      ASSERT_TRUE(std::isnan(HalfToFloat(out[i]))) << i;
+    } else {
+      ASSERT_EQ(out[i], want) << "float " << in[i];
+    }
+  }
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // libFuzzer target: the server's request path without the sockets. Bytes that start like
-// an HTTP request go through Beast's parser with the server's limits, then, by target,
-// into the /embed (TEI) or KServe v2 infer parser; any other bytes are handed to both
-// parsers as a body. A request they accept is answered with a response of the right
-// shape, written as the server writes it.
+// an HTTP request go through Beast's request parser (eager, with smaller header and body
+// limits than the server's, to keep inputs fast), then, by target, into the /embed (TEI)
+// or KServe v2 infer parser the server calls; any other bytes are handed to both parsers
+// as a body. A request they accept is answered with a response of the right shape,
+// written by the server's writers. The routing of http_server.cc itself (a session on a
+// socket) is not exercised here; tests/serve covers it over loopback.
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http.hpp>
 

@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build="${1:-build/asan}"
 seconds="${2:-20}"
+# A fixed seed: a failure in CI is the same failure when run again (TIERSCOPE_FUZZ_SEED
+# changes it, for a longer hunt).
+seed="${TIERSCOPE_FUZZ_SEED:-2026}"
 targets=(safetensors_fuzzer torch_bin_fuzzer pickle_fuzzer kineto_fuzzer nsys_fuzzer
          ncu_csv_fuzzer http_request_fuzzer)
 work="$build/fuzz"
@@ -17,10 +20,10 @@ for t in "${targets[@]}"; do
   bin="$build/tests/fuzz/$t"
   [ -x "$bin" ] || { echo "fuzz: $bin is not built (configure with the asan preset)" >&2; exit 1; }
   mkdir -p "$work/corpus/$t"
-  echo "fuzz: $t for ${seconds}s"
+  echo "fuzz: $t for ${seconds}s (seed $seed)"
   # New inputs go to the build's corpus; the seeds in the repo are only read.
   if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+      "$bin" -seed="$seed" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
       -print_final_stats=1 -artifact_prefix="$work/artifacts/$t-" \
       "$work/corpus/$t" "tests/fuzz/corpus/$t" >"$work/$t.log" 2>&1; then
     failed+=("$t")

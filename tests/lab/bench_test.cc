@@ -10,6 +10,7 @@
 
 #include "core/checksum.h"
 #include "test_util.h"
+#include "workload_util.h"
 
 namespace tierscope {
 namespace {

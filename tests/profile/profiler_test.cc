@@ -13,6 +13,7 @@
 #include "profile/op_summary.h"
 #include "profile/profiler.h"
 #include "test_util.h"
+#include "workload_util.h"
 
 namespace tierscope {
 namespace {

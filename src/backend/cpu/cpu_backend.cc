@@ -2,8 +2,6 @@
 // forwards each op family to its file.
 #include "backend/cpu/cpu_backend.h"
 
-#include "core/cpu_info.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +12,8 @@
 #include <new>
 #include <string>
 #include <system_error>
+
+#include "core/cpu_info.h"
 
 namespace tierscope {
 namespace {
