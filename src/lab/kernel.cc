@@ -24,6 +24,15 @@ std::string TensorPeaksText(const MachinePeaks& p) {
   return buf;
 }
 
+// "cached", "measured now", "measured now: <why a cache was not used>", or the note of a
+// second measurement.
+std::string PeaksOrigin(const MachinePeaks& p, const std::string& note) {
+  if (!note.empty()) return note;
+  if (p.from_cache) return "cached";
+  if (p.remeasured_because.empty() || p.remeasured_because == "--recalibrate") return "measured now";
+  return "measured now: " + p.remeasured_because;
+}
+
 std::string Join(const std::vector<std::string>& v, size_t limit) {
   std::string out;
   for (size_t i = 0; i < v.size() && i < limit; ++i) out += "\n  " + v[i];
@@ -152,7 +161,7 @@ StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
   r.json["kernels"] = kernels;
   r.json["reports"] = KernelReportsToJson(r.reports);
 
-  char buf[512];
+  char buf[1024];
   std::snprintf(buf, sizeof(buf),
                 "==TIERSCOPE== %s on %s: %lld launches, %zu profiled with %d replay passes each "
                 "(cache control: %s)\n==TIERSCOPE== peaks: FP32 %.0f GFLOP/s%s, memory %.1f GB/s (%s)\n\n",
@@ -160,8 +169,7 @@ StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
                 inspector->profiled().size(), o.inspector.passes,
                 o.inspector.flush_caches ? "all" : "none", peaks.fp32_flops / 1e9,
                 TensorPeaksText(peaks).c_str(), peaks.mem_bw / 1e9,
-                peaks_note.empty() ? (peaks.from_cache ? "cached" : "measured now")
-                                   : peaks_note.c_str());
+                PeaksOrigin(peaks, peaks_note).c_str());
   r.text = buf + RenderKernelReports(r.reports);
   return r;
 }
