@@ -115,6 +115,96 @@ std::string Count(size_t n, const std::string& noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
+// The median of a mode's runs in steps 0 and 4 together.
+double PooledMedian(const nlohmann::json& baseline, const nlohmann::json& final_modes, const char* mode) {
+  std::vector<double> v;
+  for (const nlohmann::json* step : {&baseline, &final_modes}) {
+    for (double x : (*step)[mode]["runs_samples_per_s"]) v.push_back(x);
+  }
+  return Median(v);
+}
+
+// The largest |a[i] - b[i]|; infinite when the lengths differ or a value is NaN.
+double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size() || a.empty()) return INFINITY;
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
+    if (!(d <= m)) m = std::isnan(d) ? INFINITY : d;
+  }
+  return m;
+}
+
+// Step 4: every mode again at the workload's batch size, and the method's recommendation
+// — `best_mode` at the batch size the sweep recommends. The final configuration is the
+// best of the modes (pooled over steps 0 and 4, as the headline shows them) and the
+// recommendation (step 4 alone when its batch size is another), so the final figure is
+// never below a configuration measured beside it.
+StatusOr<nlohmann::json> FinalStep(const BenchOptions& base, const LabOptions& o, int repeats,
+                                   const nlohmann::json& baseline, const std::string& best_mode,
+                                   const SweepResult& sweep, bool validation_pass,
+                                   LabProgress& progress, nlohmann::json* commands) {
+  nlohmann::json final_modes;
+  std::vector<float> serial_out, batch_out;  // the same samples, run both ways
+  for (const char* mode : kModes) {
+    std::vector<float>* keep = std::string(mode) == "serial-fp32"  ? &serial_out
+                               : std::string(mode) == "batch-fp32" ? &batch_out
+                                                                   : nullptr;
+    TS_ASSIGN_OR_RETURN(final_modes[mode], BenchMedian(base, mode, repeats, progress, keep));
+  }
+  int64_t recommended_batch = o.batch_size;
+  for (const BatchChoice& c : sweep.choices) {
+    if (c.seq_len == o.seq_len && c.batch > 0) recommended_batch = c.batch;
+  }
+  nlohmann::json recommended;
+  if (recommended_batch == o.batch_size) {
+    recommended = final_modes[best_mode];
+  } else {
+    BenchOptions rb = base;
+    rb.batch_size = recommended_batch;
+    TS_ASSIGN_OR_RETURN(recommended, BenchMedian(rb, best_mode, repeats, progress));
+    commands->push_back("tierscope bench --mode " + best_mode + " --batch-size " +
+                        std::to_string(recommended_batch) + " --seq-len " + std::to_string(o.seq_len) +
+                        " --threads " + std::to_string(o.threads) +
+                        (o.model_dir.empty() ? "" : " --model " + o.model_dir));
+  }
+  recommended["mode"] = best_mode;
+  recommended["batch_size"] = recommended_batch;
+
+  std::string best = best_mode;
+  int64_t best_batch = recommended_batch;
+  double best_sps = recommended_batch == o.batch_size ? PooledMedian(baseline, final_modes, best_mode.c_str())
+                                                      : recommended["samples_per_s"].get<double>();
+  for (const char* mode : kModes) {
+    const double sps = PooledMedian(baseline, final_modes, mode);
+    if (std::string(mode) == "serial-fp32" || sps <= best_sps) continue;
+    best = mode;
+    best_batch = o.batch_size;
+    best_sps = sps;
+  }
+  const nlohmann::json& fin = best_batch == o.batch_size ? final_modes[best] : recommended;
+  // Serial and batched FP32 run the same samples: their outputs agree element by element
+  // (the batched kernels only reorder sums).
+  const double max_diff = MaxAbsDiff(serial_out, batch_out);
+  const bool outputs_agree = max_diff <= kSerialBatchTolerance;
+  bool correct = validation_pass && outputs_agree;
+  for (const auto& [mode, r] : final_modes.items()) correct = correct && std::isfinite(r["checksum"].get<double>());
+  return nlohmann::json{
+      {"modes", final_modes},
+      {"recommended", recommended},
+      {"mode", best},
+      {"batch_size", best_batch},
+      {"samples_per_s", best_sps},
+      {"p50_ms", fin["p50_ms"]},
+      {"p95_ms", fin["p95_ms"]},
+      {"p99_ms", fin["p99_ms"]},
+      {"max_memory_mb", fin["max_memory_mb"]},
+      {"serial_vs_batch_max_abs", std::isfinite(max_diff) ? nlohmann::json(max_diff) : nlohmann::json(nullptr)},
+      {"outputs_agree", outputs_agree},
+      {"correct", correct},
+      {"speedup_over_baseline", best_sps / PooledMedian(baseline, final_modes, "serial-fp32")}};
+}
+
 }  // namespace
 
 LabProgress::LabProgress(bool tty) : tty_(tty) {}
@@ -323,85 +413,22 @@ StatusOr<nlohmann::json> RunLab(const LabOptions& o, LabProgress& progress) {
   commands.push_back("tierscope validate" + flags);
   s["validation"] = val.json;
 
-  // Step 4 of the study: back to the no-profiler benchmark, every mode at the workload's
-  // batch size as in step 0, and the method's recommendation: the fastest mode at the
-  // batch size the sweep recommends. The final figure is the best configuration of this
-  // step, so it is never below one measured beside it.
+  // Step 4 of the study: back to the no-profiler benchmark.
   progress.Step(5, "Step 4: the final no-profiler benchmark");
-  nlohmann::json final_modes;
-  std::vector<float> serial_out, batch_out;  // the same samples, run both ways
-  for (const char* mode : kModes) {
-    std::vector<float>* keep = std::string(mode) == "serial-fp32"  ? &serial_out
-                               : std::string(mode) == "batch-fp32" ? &batch_out
-                                                                   : nullptr;
-    TS_ASSIGN_OR_RETURN(final_modes[mode], BenchMedian(base, mode, repeats, progress, keep));
-  }
-  int64_t recommended_batch = o.batch_size;
-  for (const BatchChoice& c : sweep.choices) {
-    if (c.seq_len == o.seq_len && c.batch > 0) recommended_batch = c.batch;
-  }
-  nlohmann::json recommended;
-  if (recommended_batch == o.batch_size) {
-    recommended = final_modes[best_mode];
-  } else {
-    BenchOptions rb = base;
-    rb.batch_size = recommended_batch;
-    TS_ASSIGN_OR_RETURN(recommended, BenchMedian(rb, best_mode, repeats, progress));
-    commands.push_back("tierscope bench --mode " + best_mode + " --batch-size " +
-                       std::to_string(recommended_batch) + " --seq-len " + std::to_string(o.seq_len) +
-                       " --threads " + std::to_string(o.threads) +
-                       (o.model_dir.empty() ? "" : " --model " + o.model_dir));
-  }
-  recommended["mode"] = best_mode;
-  recommended["batch_size"] = recommended_batch;
+  TS_ASSIGN_OR_RETURN(s["final"], FinalStep(base, o, repeats, baseline, best_mode, sweep, val.pass,
+                                            progress, &commands));
+  const nlohmann::json& final_modes = s["final"]["modes"];
+  const std::string best = s["final"]["mode"];
+  const int64_t best_batch = s["final"]["batch_size"];
+  const int64_t recommended_batch = s["final"]["recommended"]["batch_size"];
+  const double best_sps = s["final"]["samples_per_s"];
+  const nlohmann::json& fin = best_batch == o.batch_size ? final_modes[best] : s["final"]["recommended"];
 
   progress.Step(6, "Summary and report");
   // Throughputs at the workload's batch size pool the runs of step 0 and step 4 (on a
-  // shared machine one step's runs can drift by tens of percent); the recommended batch
-  // size, when another, was measured in step 4 only. The final figure is the best of
-  // these, so it is never below a configuration measured here.
-  const auto pooled = [&](const char* mode) {
-    std::vector<double> v;
-    for (const nlohmann::json* step : {&baseline, &final_modes}) {
-      for (double x : (*step)[mode]["runs_samples_per_s"]) v.push_back(x);
-    }
-    return Median(v);
-  };
-  std::string best = best_mode;
-  int64_t best_batch = recommended_batch;
-  double best_sps = recommended_batch == o.batch_size ? pooled(best_mode.c_str())
-                                                      : recommended["samples_per_s"].get<double>();
-  for (const char* mode : kModes) {
-    if (std::string(mode) == "serial-fp32" || pooled(mode) <= best_sps) continue;
-    best = mode;
-    best_batch = o.batch_size;
-    best_sps = pooled(mode);
-  }
-  const nlohmann::json& fin = best_batch == o.batch_size ? final_modes[best] : recommended;
-  // Serial and batched FP32 run the same samples: their outputs agree element by element
-  // (the batched kernels only reorder sums), and so do their order-sensitive checksums.
-  double max_diff = serial_out.size() == batch_out.size() && !serial_out.empty() ? 0 : INFINITY;
-  for (size_t i = 0; i < serial_out.size() && i < batch_out.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(serial_out[i]) - batch_out[i]);
-    if (!(d <= max_diff)) max_diff = d;  // NaN counts as a disagreement
-  }
-  const bool outputs_agree = max_diff <= kSerialBatchTolerance;
-  bool correct = val.pass && outputs_agree;
-  for (const auto& [mode, r] : final_modes.items()) correct = correct && std::isfinite(r["checksum"].get<double>());
+  // shared machine one step's runs can drift by tens of percent).
+  const auto pooled = [&](const char* mode) { return PooledMedian(baseline, final_modes, mode); };
   const double serial_sps = pooled("serial-fp32");
-  s["final"] = {{"modes", final_modes},
-                {"recommended", recommended},
-                {"mode", best},
-                {"batch_size", best_batch},
-                {"samples_per_s", best_sps},
-                {"p50_ms", fin["p50_ms"]},
-                {"p95_ms", fin["p95_ms"]},
-                {"p99_ms", fin["p99_ms"]},
-                {"max_memory_mb", fin["max_memory_mb"]},
-                {"serial_vs_batch_max_abs", std::isfinite(max_diff) ? nlohmann::json(max_diff) : nlohmann::json(nullptr)},
-                {"outputs_agree", outputs_agree},
-                {"correct", correct},
-                {"speedup_over_baseline", best_sps / serial_sps}};
   const double batch_sps = pooled("batch-fp32");
   const double fp16_sps = pooled("batch-fp16");
   s["headline"] = {
@@ -448,8 +475,12 @@ StatusOr<nlohmann::json> RunLab(const LabOptions& o, LabProgress& progress) {
                   "x the serial FP32 baseline (the method recommends " + best_mode + " at batch " +
                   std::to_string(recommended_batch) + "); FP16 output cosine " +
                   Fixed(val.json["fp16"]["cosine"].get<double>(), 8) + " vs FP32; serial and batched " +
-                  "FP32 outputs " + (outputs_agree ? "agree" : "DISAGREE") + " element by element (max abs " +
-                  (std::isfinite(max_diff) ? Fixed(max_diff, 7) : std::string("n/a")) + ").");
+                  "FP32 outputs " + (s["final"]["outputs_agree"].get<bool>() ? "agree" : "DISAGREE") +
+                  " element by element (max abs " +
+                  (s["final"]["serial_vs_batch_max_abs"].is_number()
+                       ? Fixed(s["final"]["serial_vs_batch_max_abs"].get<double>(), 7)
+                       : std::string("n/a")) +
+                  ").");
   s["diagnosis"] = chain;
   s["machine"] = {{"device", baseline["batch-fp32"]["device"]},
                   {"threads", baseline["batch-fp32"]["threads"]},
