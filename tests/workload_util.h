@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "lab/bench.h"
+#include "workload/bench.h"
 
 namespace tierscope::testing {
 

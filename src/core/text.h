@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tierscope/status.h"
+
 namespace tierscope {
 
 // "a, b,,c " -> {"a", "b", "c"}: split at commas, spaces trimmed, empty items dropped.
@@ -43,6 +45,10 @@ inline int64_t ParseUtcIso8601(const std::string& text) {
   if (end == nullptr || *end != '\0') return -1;
   return static_cast<int64_t>(timegm(&tm));
 }
+
+// "1,4,16" -> {1, 4, 16}: sorted, without repeats, each in [1, 1e6]; `flag` names the
+// option in errors.
+StatusOr<std::vector<int64_t>> ParseSizeList(const std::string& list, const std::string& flag);
 
 }  // namespace tierscope
 

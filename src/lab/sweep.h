@@ -14,7 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cpu_info.h"
-#include "lab/bench.h"
+#include "core/text.h"
+#include "workload/bench.h"
 
 namespace tierscope {
 
@@ -71,8 +72,6 @@ struct SweepResult {
 StatusOr<SweepResult> RunSweep(const SweepOptions& options,
                                const std::function<void(const std::string&)>& progress = {});
 
-// "1,4,16" -> {1, 4, 16}; each >= 1.
-StatusOr<std::vector<int64_t>> ParseSizeList(const std::string& list, const std::string& flag);
 
 }  // namespace tierscope
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "lab/bench.h"
+#include "workload/bench.h"
 #include "tierscope/engine.h"
 
 namespace tierscope {

@@ -14,8 +14,8 @@
 
 #include "backend/backend.h"
 #include "inspect/sections.h"
-#include "lab/bench.h"
-#include "lab/kernel.h"
+#include "workload/bench.h"
+#include "inspect/kernel_run.h"
 #include "test_util.h"
 #include "tierscope/engine.h"
 

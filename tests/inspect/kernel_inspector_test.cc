@@ -13,7 +13,7 @@
 #include "inspect/calibration.h"
 #include "inspect/evidence.h"
 #include "inspect/sections.h"
-#include "lab/kernel.h"
+#include "inspect/kernel_run.h"
 #include "core/text.h"
 #include "test_util.h"
 #include "workload_util.h"

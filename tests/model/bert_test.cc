@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "core/paths.h"
-#include "lab/bench.h"
+#include "workload/bench.h"
 #include "tierscope/engine.h"
 #include "test_util.h"
 

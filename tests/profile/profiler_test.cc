@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lab/bench.h"
+#include "workload/bench.h"
 #include "profile/chrome_trace.h"
 #include "profile/op_summary.h"
 #include "profile/profiler.h"

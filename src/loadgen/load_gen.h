@@ -3,8 +3,8 @@
 // rate, each timed from its scheduled arrival (so a slow server cannot hide its latency
 // by slowing the client: no coordinated omission); closed loop: N clients back to back.
 // The server's tierscope_batch_size histogram is read from /metrics before and after.
-#ifndef TIERSCOPE_SERVE_LOAD_GEN_H_
-#define TIERSCOPE_SERVE_LOAD_GEN_H_
+#ifndef TIERSCOPE_LOADGEN_LOAD_GEN_H_
+#define TIERSCOPE_LOADGEN_LOAD_GEN_H_
 
 #include <cstdint>
 #include <random>
@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "serve/load_stats.h"
+#include "loadgen/load_stats.h"
 #include "tierscope/status.h"
 
 namespace tierscope {
@@ -47,7 +47,7 @@ struct LoadOptions {
 // duration_s + timeout_s (plus the /metrics and /info probes, 10 s each at most) later.
 StatusOr<nlohmann::json> RunLoad(const LoadOptions& options);
 
-// FormatLoadReport (the report as text) is declared in serve/load_stats.h.
+// FormatLoadReport (the report as text) is declared in loadgen/load_stats.h.
 
 // --- Parts exposed for tests -------------------------------------------------------
 
@@ -82,4 +82,4 @@ std::string BuildInferBody(const std::vector<int64_t>& lengths,
 
 }  // namespace tierscope
 
-#endif  // TIERSCOPE_SERVE_LOAD_GEN_H_
+#endif  // TIERSCOPE_LOADGEN_LOAD_GEN_H_

@@ -1,5 +1,5 @@
 // The no-profiler benchmark (the study's Step 0).
-#include "lab/bench.h"
+#include "workload/bench.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,8 +1,8 @@
-// `tierscope kernel`: tier 3 around a bench workload — like `ncu -k NAME -c COUNT
-// --section ...` — and on other tools' data (an ncu CSV, a tier-2 trace). Writes one
-// JSON report per run and returns a text view.
-#ifndef TIERSCOPE_LAB_KERNEL_H_
-#define TIERSCOPE_LAB_KERNEL_H_
+// Tier 3 around a bench workload — what `tierscope kernel` and the lab's tier-3 step run,
+// like `ncu -k NAME -c COUNT --section ...` — and on other tools' data (an ncu CSV, a
+// tier-2 trace): one JSON report per run and a text view.
+#ifndef TIERSCOPE_INSPECT_KERNEL_RUN_H_
+#define TIERSCOPE_INSPECT_KERNEL_RUN_H_
 
 #include <string>
 #include <vector>
@@ -12,7 +12,7 @@
 #include "inspect/calibration.h"
 #include "inspect/kernel_inspector.h"
 #include "inspect/sections.h"
-#include "lab/bench.h"
+#include "workload/bench.h"
 
 namespace tierscope {
 
@@ -34,11 +34,7 @@ struct KernelCommandResult {
 
 StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& options);
 
-// `tierscope device`: the backend's properties (like torch.cuda.get_device_properties)
-// with the machine's measured peaks, as text or JSON.
-StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool recalibrate,
-                                   bool json);
 
 }  // namespace tierscope
 
-#endif  // TIERSCOPE_LAB_KERNEL_H_
+#endif  // TIERSCOPE_INSPECT_KERNEL_RUN_H_

@@ -1,7 +1,7 @@
 // `tierscope run`: the model on inputs given as JSON, outputs written as JSON, .npy or
 // .npz.
-#ifndef TIERSCOPE_LAB_RUN_H_
-#define TIERSCOPE_LAB_RUN_H_
+#ifndef TIERSCOPE_CLI_RUN_COMMAND_H_
+#define TIERSCOPE_CLI_RUN_COMMAND_H_
 
 #include <string>
 
@@ -29,4 +29,4 @@ Status RunModel(const RunOptions& options);
 
 }  // namespace tierscope
 
-#endif  // TIERSCOPE_LAB_RUN_H_
+#endif  // TIERSCOPE_CLI_RUN_COMMAND_H_

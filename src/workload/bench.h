@@ -1,7 +1,7 @@
 // `tierscope bench`: the study's bert_infer.py in C++. Times serial (a loop of batch-1
 // forwards) or batched forwards without any profiler, and reports RESULT_JSON.
-#ifndef TIERSCOPE_LAB_BENCH_H_
-#define TIERSCOPE_LAB_BENCH_H_
+#ifndef TIERSCOPE_WORKLOAD_BENCH_H_
+#define TIERSCOPE_WORKLOAD_BENCH_H_
 
 #include <cstdint>
 #include <functional>
@@ -85,4 +85,4 @@ std::string FormatResultLine(const nlohmann::json& result);
 
 }  // namespace tierscope
 
-#endif  // TIERSCOPE_LAB_BENCH_H_
+#endif  // TIERSCOPE_WORKLOAD_BENCH_H_

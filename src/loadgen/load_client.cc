@@ -1,6 +1,6 @@
 // The Beast client of `tierscope load`: one-off GETs and the open or closed loop traffic,
 // all on one io_context; the counters and warnings of the report.
-#include "serve/load_client.h"
+#include "loadgen/load_client.h"
 
 #include <algorithm>
 #include <chrono>

@@ -3,8 +3,8 @@
 // Poisson arrivals, each sent on an idle keep-alive connection, a new one (up to
 // max_connections) or queued in the client, and timed from its scheduled arrival.
 // Closed loop: `concurrency` connections, each sending as soon as its answer arrives.
-#ifndef TIERSCOPE_SERVE_LOAD_CLIENT_H_
-#define TIERSCOPE_SERVE_LOAD_CLIENT_H_
+#ifndef TIERSCOPE_LOADGEN_LOAD_CLIENT_H_
+#define TIERSCOPE_LOADGEN_LOAD_CLIENT_H_
 
 #include <cstdint>
 #include <optional>
@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "serve/load_gen.h"
-#include "serve/load_stats.h"
+#include "loadgen/load_gen.h"
+#include "loadgen/load_stats.h"
 #include "tierscope/status.h"
 
 namespace tierscope {
@@ -57,4 +57,4 @@ TrafficResult RunTraffic(const TrafficPlan& plan);
 
 }  // namespace tierscope
 
-#endif  // TIERSCOPE_SERVE_LOAD_CLIENT_H_
+#endif  // TIERSCOPE_LOADGEN_LOAD_CLIENT_H_

@@ -1,5 +1,5 @@
 // `tierscope run` input parsing: shapes and types validated with clear messages.
-#include "lab/run.h"
+#include "cli/run_command.h"
 
 #include <gtest/gtest.h>
 

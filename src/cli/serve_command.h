@@ -1,8 +1,8 @@
 // The `tierscope serve` driver: resolves the model directory, loads the engine and the
 // tokenizer, picks the pooling (flag, or the directory's 1_Pooling/config.json) and runs
 // the HTTP server until it has drained.
-#ifndef TIERSCOPE_LAB_SERVE_COMMAND_H_
-#define TIERSCOPE_LAB_SERVE_COMMAND_H_
+#ifndef TIERSCOPE_CLI_SERVE_COMMAND_H_
+#define TIERSCOPE_CLI_SERVE_COMMAND_H_
 
 #include <string>
 
@@ -28,4 +28,4 @@ Status RunServeCommand(ServeCommandOptions options);
 
 }  // namespace tierscope
 
-#endif  // TIERSCOPE_LAB_SERVE_COMMAND_H_
+#endif  // TIERSCOPE_CLI_SERVE_COMMAND_H_

@@ -2,8 +2,8 @@
 // schedule, nearest-rank percentiles, the Prometheus histogram parser (for the server's
 // tierscope_batch_size) with the difference of two snapshots, and the report's text form.
 // Nothing here does I/O, so all of it is tested without a server.
-#ifndef TIERSCOPE_SERVE_LOAD_STATS_H_
-#define TIERSCOPE_SERVE_LOAD_STATS_H_
+#ifndef TIERSCOPE_LOADGEN_LOAD_STATS_H_
+#define TIERSCOPE_LOADGEN_LOAD_STATS_H_
 
 #include <cstdint>
 #include <random>
@@ -90,4 +90,4 @@ std::string FormatLoadReport(const nlohmann::json& report);
 
 }  // namespace tierscope
 
-#endif  // TIERSCOPE_SERVE_LOAD_STATS_H_
+#endif  // TIERSCOPE_LOADGEN_LOAD_STATS_H_

@@ -1,11 +1,14 @@
 // `tierscope run`: JSON inputs in, last_hidden_state (+ pooler, hidden states) out.
-#include "lab/run.h"
+#include "cli/run_command.h"
+
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/command.h"
 #include "core/npy.h"
 #include "core/paths.h"
-#include "lab/bench.h"
+#include "workload/bench.h"
 
 namespace tierscope {
 namespace {
@@ -137,4 +140,27 @@ Status RunModel(const RunOptions& o) {
   return OkStatus();
 }
 
+namespace cli {
+
+void RegisterRun(CLI::App& app, std::vector<Command>* out) {
+  auto run = std::make_shared<RunOptions>();
+  auto* r = app.add_subcommand("run", "Run the model on input ids from a JSON file");
+  r->add_option("--model", run->model_dir, "Hugging Face model directory (default: the built-in model)");
+  r->add_option("--inputs", run->inputs_path,
+                "JSON with input_ids, optional attention_mask and token_type_ids (lists of lists)")
+      ->required();
+  r->add_option("--output", run->output_path, "output file: .json, .npy or .npz")->required();
+  r->add_option("--dtype", run->dtype, "fp32 | fp16 | bf16")->capture_default_str();
+  r->add_flag("--pooler", run->pooler, "also write pooler_output");
+  r->add_flag("--hidden-states", run->hidden_states,
+              "also write hidden_states [layers+1, B, S, H] (embeddings and every layer)");
+  r->add_option("--threads", run->threads, "worker threads (0: all cores)")->capture_default_str();
+  r->add_option("--device", run->device, "cpu | cuda | cuda:N")->capture_default_str();
+  out->push_back({r, [run] {
+                    Status s = RunModel(*run);
+                    return s.ok() ? 0 : Fail(s);
+                  }});
+}
+
+}  // namespace cli
 }  // namespace tierscope

@@ -1,7 +1,7 @@
 // Bench option validation, the input generator, serial and batched outputs compared
 // element by element, the order-sensitive checksum, workloads too large for memory, and
 // a profiled run that fails midway.
-#include "lab/bench.h"
+#include "workload/bench.h"
 
 #include <gtest/gtest.h>
 

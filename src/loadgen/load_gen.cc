@@ -1,6 +1,6 @@
 // The load generator's options, URL and loopback checks, request bodies, and RunLoad:
 // the server's batch histogram before and after the traffic (load_client.cc) around it.
-#include "serve/load_gen.h"
+#include "loadgen/load_gen.h"
 
 #include <algorithm>
 #include <cctype>
@@ -10,7 +10,7 @@
 #include <boost/asio/ip/address.hpp>
 
 #include "core/text.h"
-#include "serve/load_client.h"
+#include "loadgen/load_client.h"
 
 namespace tierscope {
 namespace {

@@ -1,5 +1,5 @@
 // Length specs, percentiles, Prometheus histogram parsing and the load report's text.
-#include "serve/load_stats.h"
+#include "loadgen/load_stats.h"
 
 #include <algorithm>
 #include <cctype>

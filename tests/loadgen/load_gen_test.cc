@@ -1,7 +1,7 @@
 // The pure parts of `tierscope load`: length specs, the Poisson schedule, nearest-rank
 // percentiles, the Prometheus histogram parser and snapshot difference, URL parsing,
 // the loopback rule, option checks, the request bodies and the report's text form.
-#include "serve/load_gen.h"
+#include "loadgen/load_gen.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "serve/load_stats.h"
+#include "loadgen/load_stats.h"
 #include "test_util.h"
 
 namespace tierscope {

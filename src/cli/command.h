@@ -1,0 +1,49 @@
+// The command line's shape: one file per subcommand, each registering its options with
+// the CLI11 app and returning how to run it; main only parses and dispatches. Shared
+// here: the exit status of a failure and the workload flags bench, kernel and sweep take.
+#ifndef TIERSCOPE_CLI_COMMAND_H_
+#define TIERSCOPE_CLI_COMMAND_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "tierscope/status.h"
+#include "workload/bench.h"
+
+namespace tierscope::cli {
+
+struct Command {
+  CLI::App* app = nullptr;    // the subcommand, to ask whether it was parsed
+  std::function<int()> run;   // runs it; returns the exit status
+};
+
+// Each adds its subcommand(s) to `app` and appends them to `out`.
+void RegisterBench(CLI::App& app, std::vector<Command>* out);
+void RegisterRun(CLI::App& app, std::vector<Command>* out);
+void RegisterAnalyze(CLI::App& app, std::vector<Command>* out);  // analyze, stats, diff
+void RegisterKernel(CLI::App& app, std::vector<Command>* out);
+void RegisterDevice(CLI::App& app, std::vector<Command>* out);
+void RegisterSweep(CLI::App& app, std::vector<Command>* out);
+void RegisterValidate(CLI::App& app, std::vector<Command>* out);
+void RegisterLab(CLI::App& app, std::vector<Command>* out);
+void RegisterTokenize(CLI::App& app, std::vector<Command>* out);
+void RegisterServe(CLI::App& app, std::vector<Command>* out);
+void RegisterLoad(CLI::App& app, std::vector<Command>* out);
+
+// Prints "tierscope: error: <message>" and returns the exit status: 2 for a bad flag
+// value or a missing thing the user named (usage), 1 for any other failure.
+int Fail(const Status& s);
+
+// The command line as invoked (main records it; the lab writes it into summary.json).
+void SetCommandLine(int argc, char** argv);
+const std::string& CommandLine();
+
+// The workload flags `bench`, `kernel` and `sweep` share.
+void AddWorkloadOptions(CLI::App* c, BenchOptions& bench);
+
+}  // namespace tierscope::cli
+
+#endif  // TIERSCOPE_CLI_COMMAND_H_

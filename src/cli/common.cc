@@ -1,0 +1,46 @@
+// What every command shares: the exit status of a failure, and the workload flags.
+#include <iostream>
+
+#include "cli/command.h"
+
+namespace tierscope::cli {
+
+namespace {
+std::string& CommandLineStorage() {
+  static std::string line;
+  return line;
+}
+}  // namespace
+
+void SetCommandLine(int argc, char** argv) {
+  std::string& line = CommandLineStorage();
+  line.clear();
+  for (int i = 0; i < argc; ++i) line += (i ? " " : "") + std::string(argv[i]);
+}
+
+const std::string& CommandLine() { return CommandLineStorage(); }
+
+int Fail(const Status& s) {
+  std::cerr << "tierscope: error: " << s.message() << "\n";
+  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kOutOfRange ||
+                 s.code() == StatusCode::kNotFound
+             ? 2
+             : 1;
+}
+
+void AddWorkloadOptions(CLI::App* c, BenchOptions& bench) {
+  c->add_option("--model", bench.model_dir, "Hugging Face model directory (default: the built-in model)");
+  c->add_option("--mode", bench.mode, "serial-fp32 | batch-fp32 | batch-fp16 | batch-bf16")
+      ->capture_default_str();
+  c->add_option("--batch-size", bench.batch_size, "samples per work unit")->capture_default_str();
+  c->add_option("--seq-len", bench.seq_len, "tokens per sample")->capture_default_str();
+  c->add_option("--warmup", bench.warmup, "untimed work units first")->capture_default_str();
+  c->add_option("--iterations", bench.iterations, "timed work units")->capture_default_str();
+  c->add_option("--seed", bench.seed, "input generator seed")->capture_default_str();
+  c->add_option("--pre-delay", bench.pre_delay_s, "seconds to sleep after loading, before warmup")
+      ->capture_default_str();
+  c->add_option("--threads", bench.threads, "worker threads (0: all cores)")->capture_default_str();
+  c->add_option("--device", bench.device, "cpu | cuda | cuda:N")->capture_default_str();
+}
+
+}  // namespace tierscope::cli
