@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "core/host_tensor.h"
 #include "core/tensor.h"
-#include "model/tensor_map.h"
 #include "tierscope/status.h"
 
 namespace tierscope {

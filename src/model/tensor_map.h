@@ -10,23 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "core/host_tensor.h"
 #include "tierscope/dtype.h"
 
 namespace tierscope {
-
-// A contiguous, row-major tensor in host memory owned by the TensorMap that holds it.
-struct HostTensor {
-  DType dtype = DType::kF32;
-  std::vector<int64_t> shape;
-  const std::byte* data = nullptr;
-  size_t bytes = 0;
-
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-  }
-};
 
 struct TensorMap {
   std::string source;  // the file the tensors came from, for error messages

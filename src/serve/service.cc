@@ -2,6 +2,7 @@
 // longest input), the engine call, pooling, and delivery of finished requests.
 #include "serve/service.h"
 
+#include "core/clock.h"
 #include "core/exceptions.h"
 #include "model/bert.h"
 
@@ -11,11 +12,7 @@
 namespace tierscope {
 namespace {
 
-int64_t NowUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+int64_t NowUs() { return MonotonicNs() / 1000; }
 
 // Inputs of one batch, padded to `pad_len`: ids 0, type 0, mask 0 past each input's end.
 BatchInput Assemble(const std::vector<const ServeInput*>& inputs, int64_t pad_len) {

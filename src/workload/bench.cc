@@ -188,7 +188,6 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   }
   engine->ResetPeakMemory();
 
-  using Clock = std::chrono::steady_clock;
   std::vector<double> iter_ms;
   Tensor last;
   if (o.profile) {
@@ -201,38 +200,38 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     backend.SetObserver(profiler.get());
   }
   TS_RETURN_IF_ERROR(backend.Synchronize());
-  const auto t0 = Clock::now();
+  const int64_t t0 = MonotonicNs();
   int64_t recorded_units = 0;
-  Clock::time_point window_start;
+  int64_t window_start = 0;
   for (int64_t i = 0; i < o.iterations; ++i) {
     if (profiler != nullptr) {
-      const double since = std::chrono::duration<double>(Clock::now() - t0).count();
+      const double since = static_cast<double>(MonotonicNs() - t0) * 1e-9;
       if (!profiler->recording() && recorded_units == 0 && i >= o.profile_skip &&
           since >= o.profile_delay_s) {
         profiler->set_recording(true);
-        window_start = Clock::now();
+        window_start = MonotonicNs();
       }
       if (profiler->recording() &&
           ((o.profile_units > 0 && recorded_units >= o.profile_units) ||
            (o.profile_duration_s > 0 &&
-            std::chrono::duration<double>(Clock::now() - window_start).count() >= o.profile_duration_s))) {
+            static_cast<double>(MonotonicNs() - window_start) * 1e-9 >= o.profile_duration_s))) {
         profiler->set_recording(false);
         recorded_units = -recorded_units;  // closed: never reopen
       }
       if (profiler->recording()) ++recorded_units;
     }
     if (o.before_unit) TS_RETURN_IF_ERROR(o.before_unit(i));
-    const auto s = Clock::now();
+    const int64_t s = MonotonicNs();
     if (graph != nullptr) {
       TS_RETURN_IF_ERROR(backend.LaunchGraph(*graph));  // its output is graph_out
     } else {
       TS_ASSIGN_OR_RETURN(last, work_unit());
     }
     TS_RETURN_IF_ERROR(backend.Synchronize());
-    iter_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
+    iter_ms.push_back(static_cast<double>(MonotonicNs() - s) * 1e-6);
   }
   TS_RETURN_IF_ERROR(backend.Synchronize());
-  const double total_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double total_s = static_cast<double>(MonotonicNs() - t0) * 1e-9;
   const int64_t peak = engine->memory().peak_bytes;
   BenchReport report;
   if (profiler != nullptr) {

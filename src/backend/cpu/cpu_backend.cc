@@ -190,12 +190,6 @@ void CpuBackend::EnsureScratch(size_t floats) {
   scratch_floats_ = floats;
 }
 
-int64_t MonotonicNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(int threads) {
   if (threads < 0) return InvalidArgument("--threads must be >= 0, got " + std::to_string(threads));
   const int hardware = ThreadPool::HardwareThreads();
