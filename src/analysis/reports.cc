@@ -2,6 +2,8 @@
 // device in-use, gaps, short kernels, work units, hot kernels, operators.
 #include "analysis/reports.h"
 
+#include "core/stats.h"
+
 #include <algorithm>
 #include <array>
 #include <climits>
@@ -27,10 +29,10 @@ std::map<std::string, std::vector<size_t>> ByName(const TraceIndex& x, const std
   return g;
 }
 
-std::vector<int64_t> Durations(const TraceIndex& x, const std::vector<size_t>& idx) {
-  std::vector<int64_t> d;
+std::vector<double> Durations(const TraceIndex& x, const std::vector<size_t>& idx) {
+  std::vector<double> d;
   d.reserve(idx.size());
-  for (size_t i : idx) d.push_back(x.E(i).dur_ns);
+  for (size_t i : idx) d.push_back(static_cast<double>(x.E(i).dur_ns));
   return d;
 }
 
@@ -46,13 +48,13 @@ Table SumTable(const TraceIndex& x, const std::string& name, const std::string& 
   for (size_t i : idx) total += static_cast<double>(x.E(i).dur_ns);
   struct Row {
     std::string name;
-    DurationStats s;
+    Summary s;
   };
   std::vector<Row> rows;
   for (auto& [n, members] : ByName(x, idx)) rows.push_back({n, Summarize(Durations(x, members))});
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.s.total > b.s.total; });
   for (const Row& r : rows) {
-    t.AddRow({total > 0 ? 100.0 * r.s.total / total : 0.0, r.s.total, r.s.count, r.s.avg, r.s.med,
+    t.AddRow({total > 0 ? 100.0 * r.s.total / total : 0.0, r.s.total, r.s.count, r.s.mean, r.s.median,
               r.s.min, r.s.max, r.s.stddev, r.name});
   }
   return t;
@@ -504,23 +506,6 @@ std::vector<int64_t> DeviceGaps(const TraceIndex& x) {
     }
   }
   return gaps;
-}
-
-DurationStats Summarize(std::vector<int64_t> d) {
-  DurationStats s;
-  s.count = static_cast<int64_t>(d.size());
-  if (d.empty()) return s;
-  std::sort(d.begin(), d.end());
-  for (int64_t v : d) s.total += static_cast<double>(v);
-  s.avg = s.total / s.count;
-  s.min = static_cast<double>(d.front());
-  s.max = static_cast<double>(d.back());
-  s.med = d.size() % 2 ? static_cast<double>(d[d.size() / 2])
-                       : 0.5 * static_cast<double>(d[d.size() / 2 - 1] + d[d.size() / 2]);
-  double var = 0;
-  for (int64_t v : d) var += (v - s.avg) * (v - s.avg);
-  s.stddev = d.size() > 1 ? std::sqrt(var / (d.size() - 1)) : 0.0;
-  return s;
 }
 
 }  // namespace tierscope

@@ -70,11 +70,6 @@ InUse DeviceInUse(const TraceIndex& index);
 // Gaps between consecutive device events (idle stretches of the device union).
 std::vector<int64_t> DeviceGaps(const TraceIndex& index);
 
-struct DurationStats {
-  int64_t count = 0;
-  double total = 0, avg = 0, med = 0, min = 0, max = 0, stddev = 0;
-};
-DurationStats Summarize(std::vector<int64_t> durations);
 
 }  // namespace tierscope
 

@@ -17,6 +17,7 @@
 #include "backend/backend.h"
 #include "core/cpu_info.h"
 #include "core/paths.h"
+#include "core/stats.h"
 #include "core/text.h"
 #include "core/thread_pool.h"
 #include "tierscope/version.h"
@@ -128,7 +129,7 @@ RateSample Rate(int threads, int trials, const std::function<double(int)>& work)
   std::sort(rates.begin(), rates.end());
   r.trials = static_cast<int>(rates.size());
   r.best = rates.back();
-  r.median = rates[rates.size() / 2];
+  r.median = Percentile(rates, 50);
   r.spread_pct = r.best > 0 ? 100 * (r.best - rates.front()) / r.best : 0;
   return r;
 }

@@ -7,38 +7,20 @@
 #include <numeric>
 
 #include "analysis/reports.h"
+#include "core/stats.h"
 #include "inspect/occupancy.h"
 
 namespace tierscope {
 namespace {
 
-struct Stats {
-  double median = 0, min = 0, max = 0, cv = 0;
-};
-
-Stats Summarize(std::vector<double> v) {
-  Stats s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  s.min = v.front();
-  s.max = v.back();
-  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(n);
-  double var = 0;
-  for (double x : v) var += (x - mean) * (x - mean);
-  s.cv = n > 1 && mean > 0 ? std::sqrt(var / static_cast<double>(n - 1)) / mean : 0;
-  return s;
-}
-
 void SetDurations(KernelEvidence& e, const std::vector<double>& ns) {
   if (ns.empty()) return;
-  const Stats s = Summarize(ns);
+  const Summary s = Summarize(ns);
   e.duration_ns = s.median;
   e.duration_min_ns = s.min;
   e.duration_max_ns = s.max;
-  e.samples = static_cast<int64_t>(ns.size());
-  if (ns.size() >= 2) e.duration_cv = s.cv;
+  e.samples = s.count;
+  if (ns.size() >= 2) e.duration_cv = s.cv();
 }
 
 }  // namespace

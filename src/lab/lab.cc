@@ -10,6 +10,7 @@
 
 #include "analysis/commands.h"
 #include "core/paths.h"
+#include "core/stats.h"
 #include "core/text.h"
 #include "inspect/calibration.h"
 #include "workload/bench.h"
@@ -27,12 +28,6 @@ const char* const kModes[] = {"serial-fp32", "batch-fp32", "batch-fp16", "batch-
 // FP32 serial and batched outputs of the same samples differ only by summation order.
 constexpr double kSerialBatchTolerance = 1e-4;
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // The median of `repeats` runs of one mode, and each run's throughput; `output` (when
 // given) receives the last run's output.

@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/stats.h"
 #include "core/text.h"
 
 namespace tierscope {
@@ -190,15 +191,6 @@ StatusOr<LengthSpec> ParseLengthSpec(const std::string& spec) {
   return out;
 }
 
-double NearestRankPercentile(const std::vector<double>& sorted, double p) {
-  const size_t n = sorted.size();
-  p = std::clamp(p, 0.0, 100.0);
-  // A small tolerance so that 0.95 * 100 computed in binary is still rank 95, not 96.
-  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(n) - 1e-9));
-  rank = std::clamp<size_t>(rank, 1, n);
-  return sorted[rank - 1];
-}
-
 json SummarizeLatencies(std::vector<double> values) {
   json out = {{"count", values.size()}};
   const char* keys[] = {"p50", "p90", "p95", "p99", "max", "mean"};
@@ -207,10 +199,10 @@ json SummarizeLatencies(std::vector<double> values) {
     return out;
   }
   std::sort(values.begin(), values.end());
-  out["p50"] = NearestRankPercentile(values, 50);
-  out["p90"] = NearestRankPercentile(values, 90);
-  out["p95"] = NearestRankPercentile(values, 95);
-  out["p99"] = NearestRankPercentile(values, 99);
+  out["p50"] = Percentile(values, 50);
+  out["p90"] = Percentile(values, 90);
+  out["p95"] = Percentile(values, 95);
+  out["p99"] = Percentile(values, 99);
   out["max"] = values.back();
   out["mean"] =
       std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());

@@ -1,5 +1,5 @@
 // The pure parts of `tierscope load`: the input-length distribution, the Poisson arrival
-// schedule, nearest-rank percentiles, the Prometheus histogram parser (for the server's
+// schedule, latency percentiles (core/stats.h), the Prometheus histogram parser (for the server's
 // tierscope_batch_size) with the difference of two snapshots, and the report's text form.
 // Nothing here does I/O, so all of it is tested without a server.
 #ifndef TIERSCOPE_LOADGEN_LOAD_STATS_H_
@@ -50,9 +50,6 @@ class PoissonSchedule {
   double t_ = 0;
 };
 
-// The nearest-rank percentile of ascending `sorted`: the value at rank ceil(p/100 * n)
-// (rank 1 for p = 0). `sorted` must not be empty; p is clamped to [0, 100].
-double NearestRankPercentile(const std::vector<double>& sorted, double p);
 
 // {"p50","p90","p95","p99","max","mean","count"} of `values` (any order); the
 // statistics are null when `values` is empty.

@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "core/checksum.h"
 #include "core/paths.h"
+#include "core/stats.h"
 #include "core/splitmix.h"
 #include "model/bert.h"
 #include "profile/chrome_trace.h"
@@ -266,12 +267,6 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
 
   std::vector<double> sorted = iter_ms;
   std::sort(sorted.begin(), sorted.end());
-  auto pct = [&](double p) {
-    const double idx = p / 100.0 * static_cast<double>(sorted.size() - 1);
-    const size_t lo = static_cast<size_t>(std::floor(idx));
-    const size_t hi = std::min(sorted.size() - 1, lo + 1);
-    return sorted[lo] + (sorted[hi] - sorted[lo]) * (idx - static_cast<double>(lo));
-  };
   nlohmann::json r;
   r["model"] = o.model_dir.empty() ? "builtin:bert_uncased_L-2_H-128_A-2-synthetic" : o.model_dir;
   r["model_dir"] = dir;
@@ -289,9 +284,9 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   r["batch_latency_ms"] = total_s * 1000.0 / static_cast<double>(o.iterations);
   r["sample_latency_ms"] = total_s * 1000.0 / static_cast<double>(o.iterations * B);
   r["samples_per_s"] = static_cast<double>(o.iterations * B) / total_s;
-  r["latency_p50_ms"] = pct(50);
-  r["latency_p95_ms"] = pct(95);
-  r["latency_p99_ms"] = pct(99);
+  r["latency_p50_ms"] = Percentile(sorted, 50);
+  r["latency_p95_ms"] = Percentile(sorted, 95);
+  r["latency_p99_ms"] = Percentile(sorted, 99);
   r["latency_min_ms"] = sorted.front();
   r["latency_max_ms"] = sorted.back();
   r["checksum"] = checksum;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/stats.h"
+
 #include <cmath>
 #include <functional>
 #include <set>
@@ -102,22 +104,13 @@ TEST(PoissonSchedule, TheSameSeedGivesTheSameScheduleAndAnotherSeedDoesNot) {
   EXPECT_TRUE(differs);
 }
 
-TEST(Percentiles, NearestRankOnKnownData) {
+TEST(Percentiles, TheLoadReportUsesTheOneDefinition) {
+  // The load generator's P95 is bench's P95 (core/stats.h: linear between ranks).
   std::vector<double> v;
   for (int i = 1; i <= 100; ++i) v.push_back(i);
-  EXPECT_EQ(NearestRankPercentile(v, 50), 50);
-  EXPECT_EQ(NearestRankPercentile(v, 90), 90);
-  EXPECT_EQ(NearestRankPercentile(v, 95), 95);
-  EXPECT_EQ(NearestRankPercentile(v, 99), 99);
-  EXPECT_EQ(NearestRankPercentile(v, 100), 100);
-  EXPECT_EQ(NearestRankPercentile(v, 0), 1);
-  // Five values: p50 is rank ceil(2.5) = 3, p90 rank ceil(4.5) = 5.
-  const std::vector<double> five = {10, 20, 30, 40, 50};
-  EXPECT_EQ(NearestRankPercentile(five, 50), 30);
-  EXPECT_EQ(NearestRankPercentile(five, 90), 50);
-  EXPECT_EQ(NearestRankPercentile(five, 20), 10);
-  EXPECT_EQ(NearestRankPercentile(five, 21), 20);
-  EXPECT_EQ(NearestRankPercentile({7}, 99), 7);
+  const json s = SummarizeLatencies(v);
+  EXPECT_DOUBLE_EQ(s["p95"].get<double>(), Percentile(v, 95));
+  EXPECT_DOUBLE_EQ(s["p95"].get<double>(), 95.05);
 }
 
 TEST(Percentiles, SummaryIsUnsortedSafeAndNullWhenEmpty) {
