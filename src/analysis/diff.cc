@@ -11,36 +11,23 @@ namespace tierscope {
 namespace {
 
 struct Side {
-  double units = 1;
   std::map<std::string, double> ops, kernel_time, kernel_count;
   double launches = 0, kernels = 0, memops = 0, device_ns = 0;
   double in_use = 0;
   std::string hottest;
 };
 
+// One side from the per-unit counts (trace/units.h), or the trace's totals.
 Side Collect(const TraceIndex& x, bool per_unit) {
+  const UnitCounts c = per_unit ? x.counts : CountPerUnit(*x.trace, {}, "");
   Side s;
-  if (per_unit) s.units = static_cast<double>(x.units.size());
-  auto in = [&](int64_t ts) { return !per_unit || x.UnitAt(ts) >= 0; };
-  for (size_t i : x.ops) if (in(x.E(i).ts_ns)) s.ops[std::string(x.Name(i))] += 1;
-  for (size_t i : x.launches) if (in(x.E(i).ts_ns)) s.launches += 1;
-  for (size_t i : x.kernels) {
-    if (!in(x.LaunchTime(i))) continue;
-    s.kernels += 1;
-    s.device_ns += static_cast<double>(x.E(i).dur_ns);
-    s.kernel_time[std::string(x.Name(i))] += static_cast<double>(x.E(i).dur_ns);
-    s.kernel_count[std::string(x.Name(i))] += 1;
-  }
-  for (size_t i : x.memops) {
-    if (!in(x.LaunchTime(i))) continue;
-    s.memops += 1;
-    s.device_ns += static_cast<double>(x.E(i).dur_ns);
-  }
-  for (auto* m : {&s.ops, &s.kernel_time, &s.kernel_count}) for (auto& [k, v] : *m) v /= s.units;
-  s.launches /= s.units;
-  s.kernels /= s.units;
-  s.memops /= s.units;
-  s.device_ns /= s.units;
+  for (const auto& [k, v] : c.op_calls) s.ops[k] = c.PerUnit(static_cast<double>(v));
+  for (const auto& [k, v] : c.kernel_ns_by_name) s.kernel_time[k] = c.PerUnit(v);
+  for (const auto& [k, v] : c.kernel_calls) s.kernel_count[k] = c.PerUnit(static_cast<double>(v));
+  s.launches = c.PerUnit(static_cast<double>(c.launches));
+  s.kernels = c.PerUnit(static_cast<double>(c.kernels));
+  s.memops = c.PerUnit(static_cast<double>(c.memory_ops));
+  s.device_ns = c.PerUnit(c.kernel_ns + c.memory_op_ns);
   s.in_use = DeviceInUse(x).percent();
   double best = -1;
   for (auto& [k, v] : s.kernel_time) {

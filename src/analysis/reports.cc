@@ -268,22 +268,15 @@ Table UnitsTable(const TraceIndex& x) {
                                       std::to_string(x.units.size()) + " units)";
   t.columns = {"Per unit", "Total", "Event"};
   if (x.units.empty()) return t;
-  const double u = static_cast<double>(x.units.size());
-  std::map<std::string, int64_t> ops;
-  int64_t launches = 0, kernels = 0, memops = 0, allocs = 0;
-  for (size_t i : x.ops) if (x.UnitAt(x.E(i).ts_ns) >= 0) ops[std::string(x.Name(i))]++;
-  for (size_t i : x.launches) if (x.UnitAt(x.E(i).ts_ns) >= 0) ++launches;
-  for (size_t i : x.kernels) if (x.UnitAt(x.LaunchTime(i)) >= 0) ++kernels;
-  for (size_t i : x.memops) if (x.UnitAt(x.LaunchTime(i)) >= 0) ++memops;
-  for (size_t i : x.memory) if (x.E(i).v0 > 0 && x.UnitAt(x.E(i).ts_ns) >= 0) ++allocs;
-  t.AddRow({launches / u, launches, std::string("launches")});
-  t.AddRow({kernels / u, kernels, std::string("kernels")});
-  t.AddRow({memops / u, memops, std::string("memory operations")});
-  t.AddRow({allocs / u, allocs, std::string("allocations")});
+  const UnitCounts& c = x.counts;
+  for (const auto& [total, what] : {std::pair{c.launches, "launches"}, {c.kernels, "kernels"},
+                                    {c.memory_ops, "memory operations"}, {c.allocations, "allocations"}}) {
+    t.AddRow({c.PerUnit(static_cast<double>(total)), total, std::string(what)});
+  }
   std::vector<std::pair<int64_t, std::string>> v;
-  for (auto& [n, c] : ops) v.push_back({c, n});
+  for (const auto& [n, calls] : c.op_calls) v.push_back({calls, n});
   std::sort(v.rbegin(), v.rend());
-  for (auto& [c, n] : v) t.AddRow({c / u, c, n});
+  for (const auto& [calls, n] : v) t.AddRow({c.PerUnit(static_cast<double>(calls)), calls, n});
   return t;
 }
 
@@ -332,13 +325,12 @@ Table OpSum(const TraceIndex& x) {
   t.columns = {"Calls", "Per unit", "Self CPU (ns)", "CPU total (ns)", "Self device (ns)",
                "Device total (ns)", "Input Shapes", "Name"};
   std::vector<OpStat> stats = KeyAverages(*x.trace, true);
-  std::map<std::string, int64_t> in_units;
-  if (!x.units.empty()) {
-    for (size_t i : x.ops) if (x.UnitAt(x.E(i).ts_ns) >= 0) in_units[std::string(x.Name(i))]++;
-  }
   for (const OpStat& s : stats) {
     Cell per_unit = std::string("-");
-    if (!x.units.empty()) per_unit = static_cast<double>(in_units[s.name]) / x.units.size();
+    if (!x.units.empty()) {
+      auto it = x.counts.op_calls.find(s.name);
+      per_unit = x.counts.PerUnit(it == x.counts.op_calls.end() ? 0.0 : static_cast<double>(it->second));
+    }
     t.AddRow({s.calls, per_unit, static_cast<double>(s.self_cpu_ns), static_cast<double>(s.cpu_total_ns),
               static_cast<double>(s.self_device_ns), static_cast<double>(s.device_total_ns),
               s.input_dims.empty() ? "-" : s.input_dims, s.name});
@@ -351,13 +343,7 @@ Table OpSum(const TraceIndex& x) {
 
 std::string EventArg(std::string_view args, std::string_view key) { return Arg(args, key); }
 
-int TraceIndex::UnitAt(int64_t ts) const {
-  auto it = std::upper_bound(units.begin(), units.end(), ts,
-                             [](int64_t v, const WorkUnit& u) { return v < u.begin_ns; });
-  if (it == units.begin()) return -1;
-  --it;
-  return ts <= it->end_ns ? static_cast<int>(it - units.begin()) : -1;
-}
+int TraceIndex::UnitAt(int64_t ts) const { return tierscope::UnitAt(units, ts); }
 
 int64_t TraceIndex::LaunchTime(size_t i) const {
   const Event& e = trace->events[i];
@@ -403,28 +389,8 @@ TraceIndex BuildIndex(const Trace& t, const AnalysisOptions& o) {
     if (t.events[i].correlation != 0 && device_corr.count(t.events[i].correlation)) x.launches.push_back(i);
   }
   // Work units: the requested annotation, else ProfilerStep#N, else the study's scopes.
-  auto collect = [&](auto match) {
-    std::vector<WorkUnit> u;
-    for (size_t i : x.annotations) {
-      std::string_view n = x.Name(i);
-      if (match(n)) u.push_back({std::string(n), t.events[i].ts_ns, t.events[i].ts_ns + t.events[i].dur_ns});
-    }
-    return u;
-  };
-  if (!o.unit.empty()) {
-    x.units = collect([&](std::string_view n) { return n == o.unit; });
-    x.unit_name = o.unit;
-  } else {
-    x.units = collect([](std::string_view n) { return StartsWith(n, "ProfilerStep#"); });
-    x.unit_name = "ProfilerStep#N";
-    for (const char* name : {"serial_bert_forward", "batched_bert_forward"}) {
-      if (!x.units.empty()) break;
-      x.units = collect([&](std::string_view n) { return n == name; });
-      x.unit_name = name;
-    }
-    if (x.units.empty()) x.unit_name.clear();
-  }
-  std::sort(x.units.begin(), x.units.end(), [](const WorkUnit& a, const WorkUnit& b) { return a.begin_ns < b.begin_ns; });
+  x.units = FindWorkUnits(t, o.unit, &x.unit_name);
+  x.counts = CountPerUnit(t, x.units, x.unit_name);
   return x;
 }
 

@@ -12,6 +12,7 @@
 #include "analysis/table.h"
 #include "tierscope/status.h"
 #include "trace/trace.h"
+#include "trace/units.h"
 
 namespace tierscope {
 
@@ -22,11 +23,6 @@ struct AnalysisOptions {
   int hot_kernels = 10;
 };
 
-struct WorkUnit {
-  std::string name;
-  int64_t begin_ns = 0, end_ns = 0;
-};
-
 // Indexes of a Trace that every report shares.
 struct TraceIndex {
   const Trace* trace = nullptr;
@@ -34,8 +30,9 @@ struct TraceIndex {
   std::unordered_map<int64_t, size_t> runtime_by_corr;  // correlation -> runtime call
   std::vector<size_t> launches;     // runtime calls that launched a device event
   int64_t device_begin_ns = 0, device_end_ns = 0;  // first device start .. last end
-  std::vector<WorkUnit> units;      // sorted by begin
+  std::vector<WorkUnit> units;      // sorted by begin (trace/units.h)
   std::string unit_name;            // the annotation that delimits units ("" if none)
+  UnitCounts counts;                // per-unit counts (totals when there are no units)
   std::string prefix = "cuda";      // report-name prefix for the trace's runtime
 
   std::string_view Name(size_t i) const { return trace->strings.Get(trace->events[i].name); }

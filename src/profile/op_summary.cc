@@ -2,6 +2,7 @@
 #include "profile/op_summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <unordered_map>
 #include <unordered_set>
@@ -167,82 +168,34 @@ std::string FormatKeyAveragesTable(const std::vector<OpStat>& stats, int row_lim
   return out;
 }
 
-UnitSummary SummarizeUnits(const Trace& t, const std::string& unit) {
-  UnitSummary s;
-  s.unit = unit;
-  std::vector<std::pair<int64_t, int64_t>> windows;
-  for (const Event& e : t.events) {
-    if (e.kind == EventKind::kAnnotation && t.strings.Get(e.name) == unit) {
-      windows.push_back({e.ts_ns, e.ts_ns + e.dur_ns});
-      s.unit_wall_ns += static_cast<double>(e.dur_ns);
-    }
-  }
-  s.units = static_cast<int64_t>(windows.size());
-  if (s.units == 0) return s;
-  std::sort(windows.begin(), windows.end());
-  auto inside = [&](int64_t ts) {
-    auto it = std::upper_bound(windows.begin(), windows.end(), std::make_pair(ts, INT64_MAX));
-    return it != windows.begin() && ts <= std::prev(it)->second;
-  };
-  // A kernel belongs to the unit that launched it: on an asynchronous device it may run
-  // after the unit's host scope has closed.
-  std::unordered_map<int64_t, int64_t> launch_ts;  // correlation -> launch time
-  std::unordered_set<int64_t> device_work;         // correlations of kernels and copies
-  for (const Event& e : t.events) {
-    if (e.kind == EventKind::kRuntime && e.correlation != 0) launch_ts[e.correlation] = e.ts_ns;
-    if ((e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy ||
-         e.kind == EventKind::kMemset) && e.correlation != 0) {
-      device_work.insert(e.correlation);
-    }
-  }
-  std::map<std::string, int64_t> calls;
-  for (const Event& e : t.events) {
-    int64_t when = e.ts_ns;
-    if (e.kind == EventKind::kKernel) {
-      auto it = launch_ts.find(e.correlation);
-      if (it != launch_ts.end()) when = it->second;
-    }
-    if (!inside(when)) continue;
-    switch (e.kind) {
-      case EventKind::kOp: calls[std::string(t.strings.Get(e.name))]++; break;
-      case EventKind::kRuntime:  // a launch, not a synchronisation
-        if (device_work.count(e.correlation) != 0) s.launches++;
-        break;
-      case EventKind::kKernel:
-        s.kernels++;
-        s.device_busy_ns += static_cast<double>(e.dur_ns);
-        break;
-      case EventKind::kMemory: (e.v0 >= 0 ? s.allocations : s.frees)++; break;
-      default: break;
-    }
-  }
-  const int64_t u = s.units;
-  for (auto& [name, c] : calls) s.op_calls[name] = (c + u / 2) / u;
-  s.launches = (s.launches + u / 2) / u;
-  s.kernels = (s.kernels + u / 2) / u;
-  s.allocations = (s.allocations + u / 2) / u;
-  s.frees = (s.frees + u / 2) / u;
-  s.device_busy_ns /= static_cast<double>(u);
-  s.unit_wall_ns /= static_cast<double>(u);
-  return s;
+namespace {
+// A per-unit count: whole when every unit did the same work, else with two decimals.
+std::string PerUnitText(const UnitCounts& c, double total) {
+  const double v = c.PerUnit(total);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), v == std::floor(v) ? "%.0f" : "%.2f", v);
+  return buf;
 }
+}  // namespace
 
-std::string FormatUnitSummary(const UnitSummary& s) {
-  char buf[256];
+std::string FormatUnitSummary(const UnitCounts& c) {
+  char buf[320];
   std::string out;
-  std::snprintf(buf, sizeof(buf), "Per work unit (%s, %lld units recorded):\n", s.unit.c_str(),
-                static_cast<long long>(s.units));
+  std::snprintf(buf, sizeof(buf), "Per work unit (%s, %lld units recorded):\n", c.unit.c_str(),
+                static_cast<long long>(c.units));
   out += buf;
+  const double wall = c.PerUnit(c.wall_ns), busy = c.PerUnit(c.kernel_ns);
   std::snprintf(buf, sizeof(buf),
-                "  launches %lld, kernels %lld, allocations %lld, frees %lld\n"
+                "  launches %s, kernels %s, allocations %s, frees %s\n"
                 "  wall %s, kernel busy %s (%.1f%% of wall)\n",
-                static_cast<long long>(s.launches), static_cast<long long>(s.kernels),
-                static_cast<long long>(s.allocations), static_cast<long long>(s.frees),
-                FormatTime(s.unit_wall_ns).c_str(), FormatTime(s.device_busy_ns).c_str(),
-                s.unit_wall_ns > 0 ? 100.0 * s.device_busy_ns / s.unit_wall_ns : 0.0);
+                PerUnitText(c, static_cast<double>(c.launches)).c_str(),
+                PerUnitText(c, static_cast<double>(c.kernels)).c_str(),
+                PerUnitText(c, static_cast<double>(c.allocations)).c_str(),
+                PerUnitText(c, static_cast<double>(c.frees)).c_str(), FormatTime(wall).c_str(),
+                FormatTime(busy).c_str(), wall > 0 ? 100.0 * busy / wall : 0.0);
   out += buf;
   out += "  operator calls:";
-  for (const auto& [name, c] : s.op_calls) out += " " + name + "=" + std::to_string(c);
+  for (const auto& [name, n] : c.op_calls) out += " " + name + "=" + PerUnitText(c, static_cast<double>(n));
   out += "\n";
   return out;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "trace/trace.h"
+#include "trace/units.h"
 
 namespace tierscope {
 
@@ -28,19 +29,9 @@ std::vector<OpStat> KeyAverages(const Trace& trace, bool group_by_input_shape);
 // The table in key_averages().table()'s layout, at most `row_limit` rows.
 std::string FormatKeyAveragesTable(const std::vector<OpStat>& stats, int row_limit);
 
-struct UnitSummary {
-  std::string unit;  // the annotation that delimits a work unit
-  int64_t units = 0;
-  std::map<std::string, int64_t> op_calls;  // per unit
-  int64_t launches = 0, kernels = 0, allocations = 0, frees = 0;  // per unit
-  double device_busy_ns = 0;   // per unit: kernel time
-  double unit_wall_ns = 0;     // per unit: annotation duration
-};
-
-// Counts per work unit, where units are the annotations named `unit`. Totals are
-// divided by the number of units (whole numbers when every unit does the same work).
-UnitSummary SummarizeUnits(const Trace& trace, const std::string& unit);
-std::string FormatUnitSummary(const UnitSummary& s);
+// "Per work unit (...)": launches, kernels, allocations, frees, wall and kernel busy time,
+// and operator calls per unit, as counted by CountPerUnit (trace/units.h).
+std::string FormatUnitSummary(const UnitCounts& counts);
 
 // Extracts the JSON array after "Input Dims": in an args fragment ("" when absent).
 std::string InputDimsOf(std::string_view args);

@@ -245,7 +245,9 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     } else {
       report.profile_text = FormatKeyAveragesTable(KeyAverages(trace, o.record_shapes),
                                                    static_cast<int>(o.table_rows));
-      report.profile_text += FormatUnitSummary(SummarizeUnits(trace, unit_name));
+      std::string scope;
+      const std::vector<WorkUnit> units = FindWorkUnits(trace, unit_name, &scope);
+      report.profile_text += FormatUnitSummary(CountPerUnit(trace, units, scope));
     }
     if (!o.trace_path.empty()) TS_RETURN_IF_ERROR(WriteChromeTrace(trace, o.trace_path));
   }

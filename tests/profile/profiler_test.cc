@@ -152,11 +152,12 @@ TEST(ProfilerAsyncTest, AsyncLaunchesGetTheirKernelTimesLaterUnderTheirOperator)
                   "\"registers per thread\": 168, \"shared memory\": 66560, "
                   "\"device_kernel\": \"sm90_xmma_gemm_\\\"f32\\\"\"");
   // The unit summary counts the kernel in the unit that launched it.
-  const UnitSummary unit = SummarizeUnits(trace, "batched_bert_forward");
+  std::string scope;
+  const UnitCounts unit = CountPerUnit(trace, FindWorkUnits(trace, "batched_bert_forward", &scope), scope);
   EXPECT_EQ(unit.units, 1);
   EXPECT_EQ(unit.kernels, 1);
   EXPECT_EQ(unit.launches, 1);
-  EXPECT_DOUBLE_EQ(unit.device_busy_ns, 30'000'000.0);
+  EXPECT_DOUBLE_EQ(unit.kernel_ns, 30'000'000.0);
 }
 
 TEST(ProfilerAsyncTest, SynchronisationsAreTracedButAreNotLaunches) {
@@ -186,7 +187,8 @@ TEST(ProfilerAsyncTest, SynchronisationsAreTracedButAreNotLaunches) {
   }
   EXPECT_EQ(syncs, 1);
   EXPECT_EQ(sync_calls, 1);
-  const UnitSummary unit = SummarizeUnits(trace, "batched_bert_forward");
+  std::string scope;
+  const UnitCounts unit = CountPerUnit(trace, FindWorkUnits(trace, "batched_bert_forward", &scope), scope);
   EXPECT_EQ(unit.launches, 1);  // the synchronisation is no launch
   EXPECT_EQ(unit.kernels, 1);
   // In the Chrome trace: a cuda_sync event, no flow from the synchronisation, and the

@@ -1,0 +1,108 @@
+// Work units and per-unit counts: the one definition (see units.h).
+#include "trace/units.h"
+
+#include <algorithm>
+#include <string_view>
+
+namespace tierscope {
+
+std::vector<WorkUnit> FindWorkUnits(const Trace& t, const std::string& requested, std::string* name) {
+  auto collect = [&](auto match) {
+    std::vector<WorkUnit> u;
+    for (const Event& e : t.events) {
+      if (e.kind != EventKind::kAnnotation) continue;
+      const std::string_view n = t.strings.Get(e.name);
+      if (match(n)) u.push_back({std::string(n), e.ts_ns, e.ts_ns + e.dur_ns});
+    }
+    return u;
+  };
+  std::vector<WorkUnit> units;
+  if (!requested.empty()) {
+    units = collect([&](std::string_view n) { return n == requested; });
+    *name = requested;
+  } else {
+    units = collect([](std::string_view n) { return n.rfind("ProfilerStep#", 0) == 0; });
+    *name = "ProfilerStep#N";
+    for (const char* scope : {"serial_bert_forward", "batched_bert_forward"}) {
+      if (!units.empty()) break;
+      units = collect([&](std::string_view n) { return n == scope; });
+      *name = scope;
+    }
+  }
+  if (units.empty() && requested.empty()) name->clear();
+  std::sort(units.begin(), units.end(),
+            [](const WorkUnit& a, const WorkUnit& b) { return a.begin_ns < b.begin_ns; });
+  return units;
+}
+
+int UnitAt(const std::vector<WorkUnit>& units, int64_t ts) {
+  auto it = std::upper_bound(units.begin(), units.end(), ts,
+                             [](int64_t v, const WorkUnit& u) { return v < u.begin_ns; });
+  if (it == units.begin()) return -1;
+  --it;
+  return ts <= it->end_ns ? static_cast<int>(it - units.begin()) : -1;
+}
+
+namespace {
+bool IsDeviceWork(EventKind k) {
+  return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset;
+}
+}  // namespace
+
+HostTimes::HostTimes(const Trace& t) {
+  for (const Event& e : t.events) {
+    if (e.correlation == 0) continue;
+    if (e.kind == EventKind::kRuntime) launch_ts_.emplace(e.correlation, e.ts_ns);
+    if (IsDeviceWork(e.kind)) device_work_[e.correlation] = true;
+  }
+}
+
+int64_t HostTimes::Of(const Event& e) const {
+  if (IsDeviceWork(e.kind) && e.correlation != 0) {
+    auto it = launch_ts_.find(e.correlation);
+    if (it != launch_ts_.end()) return it->second;
+  }
+  return e.ts_ns;
+}
+
+bool HostTimes::IsLaunch(const Event& e) const {
+  return e.kind == EventKind::kRuntime && e.correlation != 0 && device_work_.count(e.correlation) != 0;
+}
+
+UnitCounts CountPerUnit(const Trace& t, const std::vector<WorkUnit>& units, const std::string& unit_name) {
+  UnitCounts c;
+  c.unit = units.empty() ? "" : unit_name;
+  c.units = static_cast<int64_t>(units.size());
+  for (const WorkUnit& u : units) c.wall_ns += static_cast<double>(u.end_ns - u.begin_ns);
+  const HostTimes host(t);
+  for (const Event& e : t.events) {
+    if (!units.empty() && UnitAt(units, host.Of(e)) < 0) continue;
+    switch (e.kind) {
+      case EventKind::kOp: c.op_calls[std::string(t.strings.Get(e.name))]++; break;
+      case EventKind::kRuntime:
+        if (host.IsLaunch(e)) c.launches++;
+        break;
+      case EventKind::kKernel: {
+        c.kernels++;
+        c.kernel_ns += static_cast<double>(e.dur_ns);
+        const std::string name(t.strings.Get(e.name));
+        c.kernel_calls[name]++;
+        c.kernel_ns_by_name[name] += static_cast<double>(e.dur_ns);
+        break;
+      }
+      case EventKind::kMemcpy:
+      case EventKind::kMemset:
+        c.memory_ops++;
+        c.memory_op_ns += static_cast<double>(e.dur_ns);
+        break;
+      case EventKind::kMemory:
+        if (e.v0 > 0) c.allocations++;
+        if (e.v0 < 0) c.frees++;
+        break;
+      default: break;
+    }
+  }
+  return c;
+}
+
+}  // namespace tierscope
