@@ -118,26 +118,46 @@ Table ImportStatsTable(const Trace& t) {
   return s;
 }
 
-std::string AnalyzeTrace(const Trace& t, const AnalysisOptions& o, OutputFormat f) {
-  const TraceIndex x = BuildIndex(t, o);
-  std::vector<Table> tables = {ImportStatsTable(t)};
-  for (const std::string& name : ReportNames()) {
-    auto r = RunReport(x, name, o);
-    if (r.ok()) tables.push_back(std::move(r).value());
+const Table* TraceAnalysis::Report(const std::string& name) const {
+  for (const Table& t : reports) {
+    if (t.name == name) return &t;
   }
-  const std::vector<Finding> findings = Diagnose(x, o);
+  return nullptr;
+}
+
+TraceAnalysis Analyze(const Trace& t, const AnalysisOptions& o) {
+  TraceAnalysis a;
+  a.index = BuildIndex(t, o);
+  a.reports.push_back(ImportStatsTable(t));
+  for (const std::string& name : ReportNames()) {
+    auto r = RunReport(a.index, name, o);
+    if (r.ok()) a.reports.push_back(std::move(r).value());
+  }
+  a.in_use = DeviceInUse(a.index);
+  const auto kernels = KernelsByTime(a.index);
+  if (!kernels.empty()) a.hottest_kernel = kernels.front().second;
+  a.findings = Diagnose(a.index, o);
+  return a;
+}
+
+std::string RenderAnalysis(const TraceAnalysis& a, OutputFormat f) {
+  const Trace& t = *a.index.trace;
   if (f == OutputFormat::kJson) {
     nlohmann::json j;
     j["trace"] = TraceInfo(t);
-    j["unit"] = x.unit_name;
-    j["units"] = x.units.size();
+    j["unit"] = a.index.unit_name;
+    j["units"] = a.index.units.size();
     j["reports"] = nlohmann::json::array();
-    for (const Table& tb : tables) j["reports"].push_back(TableToJson(tb));
-    j["findings"] = FindingsToJson(findings);
+    for (const Table& tb : a.reports) j["reports"].push_back(TableToJson(tb));
+    j["findings"] = FindingsToJson(a.findings);
     return j.dump(2) + "\n";
   }
-  if (f == OutputFormat::kCsv) return Render(tables, f);
-  return Header(t, x) + Render(tables, f) + RenderFindings(findings);
+  if (f == OutputFormat::kCsv) return Render(a.reports, f);
+  return Header(t, a.index) + Render(a.reports, f) + RenderFindings(a.findings);
+}
+
+std::string AnalyzeTrace(const Trace& t, const AnalysisOptions& o, OutputFormat f) {
+  return RenderAnalysis(Analyze(t, o), f);
 }
 
 StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>& reports,
@@ -164,10 +184,16 @@ StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>&
   return Render(tables, f);
 }
 
+TraceDiff DiffTraceAnalysis(const Trace& base, const Trace& next, const AnalysisOptions& o) {
+  return DiffTraces(BuildIndex(base, o), BuildIndex(next, o));
+}
+
 std::string DiffTraceReport(const Trace& base, const Trace& next, const AnalysisOptions& o,
                             OutputFormat f) {
-  const TraceIndex a = BuildIndex(base, o), b = BuildIndex(next, o);
-  const TraceDiff d = DiffTraces(a, b);
+  return RenderDiff(DiffTraceAnalysis(base, next, o), base, next, f);
+}
+
+std::string RenderDiff(const TraceDiff& d, const Trace& base, const Trace& next, OutputFormat f) {
   const std::vector<Table> tables = {d.summary, d.operators, d.kernels};
   if (f == OutputFormat::kJson) {
     nlohmann::json j;

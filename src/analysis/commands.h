@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "analysis/diff.h"
 #include "analysis/reports.h"
+#include "analysis/rules.h"
 #include "analysis/table.h"
 #include "tierscope/status.h"
 #include "trace/trace.h"
@@ -26,11 +28,31 @@ StatusOr<std::string> AnalyzeNcuCsv(const std::string& path, OutputFormat format
 // The import-stats section.
 Table ImportStatsTable(const Trace& trace);
 
+// Everything `analyze` computes for one trace, computed once: the index (with the
+// per-unit counts), every report, device in-use, the hottest kernel and the findings.
+// Text, JSON and CSV are views of it; the lab reads its typed fields. It points into
+// `trace`, which must outlive it.
+struct TraceAnalysis {
+  TraceIndex index;                  // index.counts: per-unit counts (trace/units.h)
+  std::vector<Table> reports;        // import stats, then ReportNames() in order
+  InUse in_use;
+  std::string hottest_kernel;        // by total device time; "" without kernels
+  std::vector<Finding> findings;     // ranked by the time they explain
+  // The report named `name` (canonical), or null.
+  const Table* Report(const std::string& name) const;
+};
+TraceAnalysis Analyze(const Trace& trace, const AnalysisOptions& options);
+std::string RenderAnalysis(const TraceAnalysis& analysis, OutputFormat format);
+
+// Analyze then render.
 std::string AnalyzeTrace(const Trace& trace, const AnalysisOptions& options, OutputFormat format);
 StatusOr<std::string> TraceStats(const Trace& trace, const std::vector<std::string>& reports,
                                  const AnalysisOptions& options, OutputFormat format);
 std::string DiffTraceReport(const Trace& base, const Trace& next, const AnalysisOptions& options,
                             OutputFormat format);
+// The typed diff of two traces, and its text / JSON / CSV view (DiffTraceReport is both).
+TraceDiff DiffTraceAnalysis(const Trace& base, const Trace& next, const AnalysisOptions& options);
+std::string RenderDiff(const TraceDiff& diff, const Trace& base, const Trace& next, OutputFormat format);
 
 }  // namespace tierscope
 

@@ -288,13 +288,7 @@ Table HotKernels(const TraceIndex& x, const AnalysisOptions& o) {
   double total = 0;
   for (size_t k : x.kernels) total += static_cast<double>(x.E(k).dur_ns);
   auto groups = ByName(x, x.kernels);
-  std::vector<std::pair<double, std::string>> v;
-  for (auto& [n, m] : groups) {
-    double s = 0;
-    for (size_t i : m) s += static_cast<double>(x.E(i).dur_ns);
-    v.push_back({s, n});
-  }
-  std::sort(v.rbegin(), v.rend());
+  const std::vector<std::pair<double, std::string>> v = KernelsByTime(x);
   for (int r = 0; r < o.hot_kernels && r < static_cast<int>(v.size()); ++r) {
     const auto& m = groups[v[r].second];
     const Event& e = x.E(m.front());
@@ -342,6 +336,15 @@ Table OpSum(const TraceIndex& x) {
 }  // namespace
 
 std::string EventArg(std::string_view args, std::string_view key) { return Arg(args, key); }
+
+std::vector<std::pair<double, std::string>> KernelsByTime(const TraceIndex& x) {
+  std::map<std::string, double> by_name;
+  for (size_t k : x.kernels) by_name[std::string(x.Name(k))] += static_cast<double>(x.E(k).dur_ns);
+  std::vector<std::pair<double, std::string>> v;
+  for (auto& [n, ns] : by_name) v.push_back({ns, n});
+  std::sort(v.rbegin(), v.rend());
+  return v;
+}
 
 int TraceIndex::UnitAt(int64_t ts) const { return tierscope::UnitAt(units, ts); }
 

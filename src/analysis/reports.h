@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "analysis/table.h"
@@ -48,6 +49,10 @@ TraceIndex BuildIndex(const Trace& trace, const AnalysisOptions& options);
 // The raw JSON text of member `key` in an event's args (members without the braces,
 // as Event::args holds them), or "" when absent.
 std::string EventArg(std::string_view args, std::string_view key);
+
+// Kernel names by total device time over the whole trace, largest first (ties: the name
+// that sorts last first) — the order of the hot_kernels report.
+std::vector<std::pair<double, std::string>> KernelsByTime(const TraceIndex& index);
 
 // Every report name `stats` accepts (canonical names).
 std::vector<std::string> ReportNames();

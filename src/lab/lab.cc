@@ -5,21 +5,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 
 #include "analysis/commands.h"
+#include "analysis/rules.h"
 #include "core/paths.h"
 #include "core/stats.h"
 #include "core/text.h"
 #include "inspect/calibration.h"
-#include "workload/bench.h"
 #include "inspect/kernel_run.h"
 #include "lab/report_html.h"
 #include "lab/sweep.h"
 #include "lab/validate.h"
 #include "tierscope/engine.h"
 #include "tierscope/version.h"
+#include "workload/bench.h"
 
 namespace tierscope {
 namespace {
@@ -61,40 +63,36 @@ StatusOr<nlohmann::json> BenchMedian(const BenchOptions& base, const std::string
                         {"device", device},             {"threads", threads}};
 }
 
-nlohmann::json Rows(const nlohmann::json& analysis, const std::string& report, size_t limit) {
-  for (const auto& r : analysis["reports"]) {
-    if (r["name"] != report) continue;
-    nlohmann::json rows = nlohmann::json::array();
-    for (size_t i = 0; i < r["rows"].size() && i < limit; ++i) rows.push_back(r["rows"][i]);
-    return rows;
-  }
-  return nlohmann::json::array();
+// The first `limit` rows of a report, as the JSON view writes them (null: none).
+nlohmann::json RowsOf(const Table* report, size_t limit) {
+  nlohmann::json rows = nlohmann::json::array();
+  if (report == nullptr) return rows;
+  const nlohmann::json all = TableToJson(*report)["rows"];
+  for (size_t i = 0; i < all.size() && i < limit; ++i) rows.push_back(all[i]);
+  return rows;
 }
 
-// The kernels of the first work unit, for the timeline strip: [start_us, dur_us, name].
-nlohmann::json UnitStrip(const Trace& t, const std::string& unit) {
-  const Event* u = nullptr;
-  for (const Event& e : t.events) {
-    if (e.kind == EventKind::kAnnotation && t.strings.Get(e.name) == unit) {
-      u = &e;
-      break;
-    }
-  }
-  nlohmann::json strip{{"unit", unit}, {"unit_us", 0}, {"kernels", nlohmann::json::array()},
+// The kernels of the first work unit, for the timeline strip: [start_us, dur_us, name],
+// each placed in the unit that launched it (trace/units.h).
+nlohmann::json UnitStrip(const TraceAnalysis& a) {
+  nlohmann::json strip{{"unit", a.index.unit_name}, {"unit_us", 0}, {"kernels", nlohmann::json::array()},
                        {"names", nlohmann::json::array()}};
-  if (u == nullptr) return strip;
-  strip["unit_us"] = static_cast<double>(u->dur_ns) / 1e3;
+  if (a.index.units.empty()) return strip;
+  const Trace& t = *a.index.trace;
+  const WorkUnit& u = a.index.units.front();
+  strip["unit_us"] = static_cast<double>(u.end_ns - u.begin_ns) / 1e3;
+  const HostTimes host(t);
   std::map<int32_t, int> name_index;
   size_t n = 0;
   for (const Event& e : t.events) {
-    if (e.kind != EventKind::kKernel || e.ts_ns < u->ts_ns || e.ts_ns > u->ts_ns + u->dur_ns) continue;
+    if (e.kind != EventKind::kKernel || UnitAt(a.index.units, host.Of(e)) != 0) continue;
     if (++n > 5000) break;
     auto it = name_index.find(e.name);
     if (it == name_index.end()) {
       it = name_index.emplace(e.name, static_cast<int>(name_index.size())).first;
       strip["names"].push_back(std::string(t.strings.Get(e.name)));
     }
-    strip["kernels"].push_back({static_cast<double>(e.ts_ns - u->ts_ns) / 1e3,
+    strip["kernels"].push_back({static_cast<double>(e.ts_ns - u.begin_ns) / 1e3,
                                 static_cast<double>(e.dur_ns) / 1e3, it->second});
   }
   return strip;
@@ -322,36 +320,35 @@ StatusOr<nlohmann::json> RunLab(const LabOptions& o, LabProgress& progress) {
   }
   const Trace& serial = traces.at("serial");
   const Trace& batch = traces.at("batch");
-  TS_RETURN_IF_ERROR(write("tier1_diff.txt", DiffTraceReport(serial, batch, ao, OutputFormat::kText)));
+  const TraceDiff diff = DiffTraceAnalysis(serial, batch, ao);
+  TS_RETURN_IF_ERROR(write("tier1_diff.txt", RenderDiff(diff, serial, batch, OutputFormat::kText)));
   commands.push_back("tierscope diff traces/serial.json.gz traces/batch.json.gz");
-  const nlohmann::json diff = nlohmann::json::parse(DiffTraceReport(serial, batch, ao, OutputFormat::kJson));
-  tier1["diff"] = {{"per_unit", diff["per_unit"]}, {"headline", diff["headline"]}};
-  for (const auto& r : diff["reports"]) {
-    if (r["name"] == "diff_summary") tier1["diff"]["summary"] = r["rows"];
-    if (r["name"] == "diff_operators") tier1["diff"]["operators"] = r["rows"];
-  }
+  tier1["diff"] = {{"per_unit", diff.per_unit},
+                   {"headline", diff.headline},
+                   {"summary", RowsOf(&diff.summary, SIZE_MAX)},
+                   {"operators", RowsOf(&diff.operators, SIZE_MAX)}};
 
   progress.Step(2, "Tier 2: timelines, system reports and rules");
   std::map<std::string, std::string> hottest;
+  std::map<std::string, UnitCounts> per_unit;  // the chain of evidence reads these
   for (const auto& [name, t] : traces) {
     progress.Detail(name);
-    TS_RETURN_IF_ERROR(write("tier2_" + name + ".txt", AnalyzeTrace(t, ao, OutputFormat::kText)));
+    const TraceAnalysis a = Analyze(t, ao);
+    TS_RETURN_IF_ERROR(write("tier2_" + name + ".txt", RenderAnalysis(a, OutputFormat::kText)));
     commands.push_back("tierscope analyze traces/" + name + ".json.gz");
-    const nlohmann::json a = nlohmann::json::parse(AnalyzeTrace(t, ao, OutputFormat::kJson));
     tier1[name] = {{"trace", "traces/" + name + ".json.gz"},
-                   {"units", Rows(a, "units", 50)},
-                   {"operators", Rows(a, "op_sum", 12)}};
-    const nlohmann::json in_use = Rows(a, "in_use", 1);
-    const nlohmann::json hot = Rows(a, "hot_kernels", 5);
-    if (!hot.empty()) hottest[name] = hot[0]["Name"];
-    tier2[name] = {{"in_use_pct", in_use.empty() ? 0.0 : in_use[0]["In use (%)"].get<double>()},
-                   {"kernels", Rows(a, "cuda_gpu_kern_sum", 8)},
-                   {"api", Rows(a, "cuda_api_sum", 4)},
-                   {"gaps", Rows(a, "gaps", 20)},
-                   {"short_kernels", Rows(a, "short_kernels", 4)},
-                   {"hot_kernels", hot},
-                   {"findings", a["findings"]},
-                   {"strip", UnitStrip(t, name == "serial" ? "serial_bert_forward" : "batched_bert_forward")}};
+                   {"units", RowsOf(a.Report("units"), 50)},
+                   {"operators", RowsOf(a.Report("op_sum"), 12)}};
+    if (!a.hottest_kernel.empty()) hottest[name] = a.hottest_kernel;
+    per_unit[name] = a.index.counts;
+    tier2[name] = {{"in_use_pct", a.in_use.percent()},
+                   {"kernels", RowsOf(a.Report(a.index.prefix + "_gpu_kern_sum"), 8)},
+                   {"api", RowsOf(a.Report(a.index.prefix + "_api_sum"), 4)},
+                   {"gaps", RowsOf(a.Report("gaps"), 20)},
+                   {"short_kernels", RowsOf(a.Report("short_kernels"), 4)},
+                   {"hot_kernels", RowsOf(a.Report("hot_kernels"), 5)},
+                   {"findings", FindingsToJson(a.findings)},
+                   {"strip", UnitStrip(a)}};
   }
   s["tier1"] = tier1;
   s["tier2"] = tier2;
@@ -444,14 +441,18 @@ StatusOr<nlohmann::json> RunLab(const LabOptions& o, LabProgress& progress) {
       {"validation_pass", val.pass}};
   // The evidence chain in words, from the numbers above.
   nlohmann::json chain = nlohmann::json::array();
-  const auto unit_count = [&](const std::string& run, const std::string& event) {
-    for (const auto& r : tier1[run]["units"]) if (r["Event"] == event) return r["Per unit"].get<double>();
-    return 0.0;
+  const auto linear = [&](const std::string& run) {
+    const UnitCounts& c = per_unit[run];
+    auto it = c.op_calls.find("aten::linear");
+    return c.PerUnit(it == c.op_calls.end() ? 0.0 : static_cast<double>(it->second));
+  };
+  const auto launches = [&](const std::string& run) {
+    return per_unit[run].PerUnit(static_cast<double>(per_unit[run].launches));
   };
   chain.push_back("Tier 1: per work unit of " + std::to_string(o.batch_size) + " samples, aten::linear runs " +
-                  Fixed(unit_count("serial", "aten::linear"), 0) + " times serially and " +
-                  Fixed(unit_count("batch", "aten::linear"), 0) + " times batched; kernel launches fall from " +
-                  Fixed(unit_count("serial", "launches"), 0) + " to " + Fixed(unit_count("batch", "launches"), 0) + ".");
+                  Fixed(linear("serial"), 0) + " times serially and " + Fixed(linear("batch"), 0) +
+                  " times batched; kernel launches fall from " + Fixed(launches("serial"), 0) + " to " +
+                  Fixed(launches("batch"), 0) + ".");
   chain.push_back("Tier 2: the device is in use " + Fixed(tier2["serial"]["in_use_pct"].get<double>(), 1) +
                   "% of the serial window and " + Fixed(tier2["batch"]["in_use_pct"].get<double>(), 1) +
                   "% of the batched one; " + Count(tier2["serial"]["findings"].size(), "finding") +
