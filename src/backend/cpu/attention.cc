@@ -116,17 +116,7 @@ const char* AttentionKernelName(DType t) {
 
 Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int heads,
                     Tensor& out) {
-  if (qkv.shape().size() != 3 || out.shape().size() != 3) {
-    return InvalidArgument("Attention: qkv and out must be [B, S, *]");
-  }
-  const int64_t B = qkv.dim(0), S = qkv.dim(1), H = out.dim(2);
-  if (heads <= 0 || H % heads != 0 || qkv.dim(2) != 3 * H || out.dim(0) != B ||
-      out.dim(1) != S || mask.dtype() != DType::kI32 || mask.numel() != B * S ||
-      qkv.dtype() != out.dtype()) {
-    return InvalidArgument("Attention: inconsistent shapes qkv " + ShapeString(qkv.shape()) +
-                           ", out " + ShapeString(out.shape()) + ", mask " +
-                           ShapeString(mask.shape()) + ", heads " + std::to_string(heads));
-  }
+  const int64_t B = qkv.dim(0), S = qkv.dim(1), H = out.dim(2);  // checked by the front
   // One task per (head, sample) when that alone gives every worker a few tasks (K and V
   // are then packed once per head); else one per 32-query block as well.
   const int64_t rows_per_task =
@@ -134,22 +124,11 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   AttnParams p{qkv.data(), mask.data_as<int32_t>(), out.data(), qkv.dtype(), B, S, heads,
                H / heads, H, rows_per_task, (S + rows_per_task - 1) / rows_per_task};
   const int64_t D = p.head_dim;
-  const double es = static_cast<double>(DTypeSize(p.dtype));
   LaunchDesc desc;
   desc.kernel = AttentionKernelName(p.dtype);
   desc.grid = Dim3{p.q_blocks, heads, B};
   desc.block = Dim3{rows_per_task, D, 1};
-  // QK^T and PV over the keys each sample really computes (right padding is skipped).
-  double keys_total = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    const int32_t* m = p.mask + b * S;
-    int64_t keys = S;
-    while (keys > 0 && m[keys - 1] == 0) --keys;
-    keys_total += static_cast<double>(keys == 0 ? S : keys);
-  }
-  desc.flops = 4.0 * heads * S * D * keys_total;
-  desc.bytes_read = es * B * S * 3 * H + 4.0 * B * S;
-  desc.bytes_written = es * B * S * H;
+  AttentionCost(B, S, heads, D, p.dtype).Into(desc);
   desc.writes[0] = {out.data(), out.bytes()};
   be.EnsureScratch(ScratchFloats(S, D));
   return be.Launch(desc, [&](int64_t task, int worker) {

@@ -31,25 +31,27 @@ constexpr bool kSanitized = false;
 class CpuKernels : public Kernels {
  public:
   explicit CpuKernels(CpuBackend& be) : be_(be) {}
-  StatusOr<std::unique_ptr<PackedWeight>> PackWeight(const HostTensor& w, DType dtype) override {
+
+ protected:
+  StatusOr<std::unique_ptr<PackedWeight>> DoPackWeight(const HostTensor& w, DType dtype) override {
     return CpuPackWeight(be_, w, dtype);
   }
-  Status Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
-                const Tensor* bias, Epilogue epilogue, Tensor& y) override {
+  Status DoLinear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
+                  const Tensor* bias, Epilogue epilogue, Tensor& y) override {
     return CpuLinear(be_, x, rows, x_row_stride, w, bias, epilogue, y);
   }
-  Status EmbeddingSum(const Tensor& ids, const Tensor& type_ids, const Tensor& word,
-                      const Tensor& pos, const Tensor& type, Tensor& out) override {
+  Status DoEmbeddingSum(const Tensor& ids, const Tensor& type_ids, const Tensor& word,
+                        const Tensor& pos, const Tensor& type, Tensor& out) override {
     return CpuEmbeddingSum(be_, ids, type_ids, word, pos, type, out);
   }
-  Status LayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma,
-                   const Tensor& beta, float eps, Tensor& out) override {
+  Status DoLayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma,
+                     const Tensor& beta, float eps, Tensor& out) override {
     return CpuLayerNorm(be_, x, residual, gamma, beta, eps, out);
   }
-  Status Attention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out) override {
+  Status DoAttention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out) override {
     return CpuAttention(be_, qkv, mask, heads, out);
   }
-  Status CopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset) override {
+  Status DoCopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset) override {
     return CpuCopyInto(be_, src, dst, dst_byte_offset);
   }
 

@@ -11,18 +11,8 @@ constexpr int64_t kTokensPerTask = 32;
 
 Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids,
                        const Tensor& word, const Tensor& pos, const Tensor& type, Tensor& out) {
-  if (ids.shape().size() != 2 || ids.dtype() != DType::kI32 || type_ids.dtype() != DType::kI32 ||
-      type_ids.numel() != ids.numel() || out.shape().size() != 3 || word.shape().size() != 2 ||
-      pos.shape().size() != 2 || type.shape().size() != 2) {
-    return InvalidArgument("EmbeddingSum: ids must be I32 [B, S], the tables [rows, H] and out [B, S, H]");
-  }
-  const int64_t B = ids.dim(0), S = ids.dim(1), H = out.dim(2);
+  const int64_t B = ids.dim(0), S = ids.dim(1), H = out.dim(2);  // shapes checked by the front
   const DType t = out.dtype();
-  if (out.dim(0) != B || out.dim(1) != S || word.dim(1) != H || pos.dim(1) != H ||
-      type.dim(1) != H || pos.dim(0) < S || word.dtype() != t || pos.dtype() != t ||
-      type.dtype() != t) {
-    return InvalidArgument("EmbeddingSum: inconsistent shapes");
-  }
   const int32_t* id = ids.data_as<int32_t>();
   const int32_t* tt = type_ids.data_as<int32_t>();
   const int64_t tokens = B * S;
@@ -46,9 +36,7 @@ Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids
   desc.kernel = kNames[t == DType::kF16 ? 1 : t == DType::kBF16 ? 2 : 0];
   desc.grid = Dim3{(tokens + kTokensPerTask - 1) / kTokensPerTask, 1, 1};
   desc.block = Dim3{kTokensPerTask, H, 1};
-  desc.flops = 2.0 * tokens * H;
-  desc.bytes_read = 3.0 * es * tokens * H + 8.0 * tokens;
-  desc.bytes_written = static_cast<double>(es) * tokens * H;
+  EmbeddingCost(tokens, H, t).Into(desc);
   desc.writes[0] = {out.data(), out.bytes()};
   be.EnsureScratch(static_cast<size_t>(4 * H));
   return be.Launch(desc, [&](int64_t task, int worker) {

@@ -140,19 +140,11 @@ const char* GemmKernelName(DType t, bool bias, Epilogue e) {
   return kNames[ti][bias ? 1 : 0][static_cast<int>(e)];
 }
 
-bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 }  // namespace
 
 StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const HostTensor& w,
                                                       DType dtype) {
-  if (w.shape.size() != 2) {
-    return InvalidArgument("PackWeight: expected a 2-D weight, got shape " +
-                           ShapeString(w.shape));
-  }
-  if (!IsFloat(w.dtype) || !IsFloat(dtype)) {
-    return InvalidArgument("PackWeight: unsupported dtype " + std::string(DTypeName(w.dtype)));
-  }
   const int64_t n = w.shape[0], k = w.shape[1];
   const int64_t panels = (n + kNR - 1) / kNR;
   TS_ASSIGN_OR_RETURN(Tensor packed, Tensor::Empty(be, dtype, {panels, k, kNR}));
@@ -176,28 +168,13 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   const auto& pw = static_cast<const CpuPackedWeight&>(w);
   const int64_t n = w.n(), k = w.k();
   const DType t = x.dtype();
-  if (w.dtype() != t || y.dtype() != t || (bias && bias->dtype() != t)) {
-    return InvalidArgument("Linear: operands must share one dtype");
-  }
-  if (rows <= 0 || x_row_stride < k || (rows - 1) * x_row_stride + k > x.numel()) {
-    return InvalidArgument("Linear: input " + ShapeString(x.shape()) + " too small for " +
-                           std::to_string(rows) + " rows of " + std::to_string(k));
-  }
-  if (y.numel() != rows * n) {
-    return InvalidArgument("Linear: output " + ShapeString(y.shape()) + " is not [" +
-                           std::to_string(rows) + ", " + std::to_string(n) + "]");
-  }
-  if (bias && bias->numel() != n) return InvalidArgument("Linear: bias size mismatch");
   GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
                bias ? bias->data() : nullptr, epilogue, y.data(), (n + kNB - 1) / kNB};
-  const double es = static_cast<double>(DTypeSize(t));
   LaunchDesc desc;
   desc.kernel = GemmKernelName(t, bias != nullptr, epilogue);
   desc.grid = Dim3{p.n_blocks, (rows + kMB - 1) / kMB, 1};
   desc.block = Dim3{kNB, kMB, 1};
-  desc.flops = 2.0 * rows * n * k;
-  desc.bytes_read = es * (rows * k + n * k + (bias ? n : 0));
-  desc.bytes_written = es * rows * n;
+  LinearCost(rows, n, k, bias != nullptr, epilogue, t).Into(desc);
   desc.writes[0] = {y.data(), y.bytes()};
   be.EnsureScratch(kScratchFloats);
   return be.Launch(desc, [&](int64_t task, int worker) {

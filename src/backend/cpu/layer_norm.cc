@@ -63,20 +63,10 @@ void LayerNormTask(const LnParams& p, int64_t task, float* scratch) {
 
 Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual, const Tensor& gamma,
                     const Tensor& beta, float eps, Tensor& out) {
-  const int64_t C = x.shape().empty() ? 0 : x.dim(-1);
-  if (C == 0 || gamma.numel() != C || beta.numel() != C || out.numel() != x.numel() ||
-      (residual && residual->numel() != x.numel())) {
-    return InvalidArgument("LayerNorm: inconsistent shapes x " + ShapeString(x.shape()) +
-                           ", gamma " + ShapeString(gamma.shape()));
-  }
+  const int64_t C = x.dim(-1);  // shapes checked by the kernel front (kernels.h)
   const DType t = x.dtype();
-  if (out.dtype() != t || gamma.dtype() != t || beta.dtype() != t ||
-      (residual && residual->dtype() != t)) {
-    return InvalidArgument("LayerNorm: operands must share one dtype");
-  }
   LnParams p{x.data(), residual ? residual->data() : nullptr, gamma.data(), beta.data(),
              out.data(), t, x.numel() / C, C, eps};
-  const double es = static_cast<double>(DTypeSize(t));
   LaunchDesc desc;
   static const char* kNames[2][3] = {
       {"cpu_layer_norm_f32_r16", "cpu_layer_norm_f16_r16", "cpu_layer_norm_bf16_r16"},
@@ -85,9 +75,7 @@ Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual, con
   desc.kernel = kNames[residual ? 1 : 0][t == DType::kF16 ? 1 : t == DType::kBF16 ? 2 : 0];
   desc.grid = Dim3{(p.rows + kRowsPerTask - 1) / kRowsPerTask, 1, 1};
   desc.block = Dim3{kRowsPerTask, C, 1};
-  desc.flops = 8.0 * p.rows * C;
-  desc.bytes_read = es * (x.numel() * (residual ? 2 : 1) + 2 * C);
-  desc.bytes_written = es * x.numel();
+  LayerNormCost(p.rows, C, residual != nullptr, t).Into(desc);
   desc.writes[0] = {out.data(), out.bytes()};
   be.EnsureScratch(static_cast<size_t>(4 * C));
   return be.Launch(desc, [&](int64_t task, int worker) {

@@ -45,9 +45,10 @@ class CudaKernels : public Kernels {
   CudaKernels(CudaBackend& be, std::unique_ptr<LtGemm> gemm, Status gemm_status)
       : be_(be), gemm_(std::move(gemm)), gemm_status_(std::move(gemm_status)) {}
 
-  StatusOr<std::unique_ptr<PackedWeight>> PackWeight(const HostTensor& w, DType dtype) override {
+ protected:
+  // Contracts (shapes, dtypes) are the kernel front's (kernels.h); costs are op_cost.h's.
+  StatusOr<std::unique_ptr<PackedWeight>> DoPackWeight(const HostTensor& w, DType dtype) override {
     TS_RETURN_IF_ERROR(ToElem(dtype).status());
-    if (w.shape.size() != 2) return InvalidArgument("a Linear weight must be 2-D");
     const size_t n = static_cast<size_t>(w.numel());
     std::vector<float> f(n);
     ToFloat(w.dtype, w.data, f.data(), n);
@@ -59,13 +60,12 @@ class CudaKernels : public Kernels {
         new CudaPackedWeight(w.shape[0], w.shape[1], dtype, std::move(t)));
   }
 
-  Status Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
-                const Tensor* bias, Epilogue epilogue, Tensor& y) override {
+  Status DoLinear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
+                  const Tensor* bias, Epilogue epilogue, Tensor& y) override {
     TS_RETURN_IF_ERROR(gemm_status_);
     TS_ASSIGN_OR_RETURN(ElemType t, ToElem(y.dtype()));
     const auto& pw = static_cast<const CudaPackedWeight&>(w);
     const int64_t n = w.n(), k = w.k();
-    const double es = static_cast<double>(DTypeSize(y.dtype()));
     static const char* kNames[2][3] = {
         {"cublasLt_gemm_nt_f32", "cublasLt_gemm_nt_f16", "cublasLt_gemm_nt_bf16"},
         {"cublasLt_gemm_nt_f32_bias", "cublasLt_gemm_nt_f16_bias", "cublasLt_gemm_nt_bf16_bias"}};
@@ -73,9 +73,7 @@ class CudaKernels : public Kernels {
     desc.kernel = kNames[bias ? 1 : 0][TypeIndex(t)];
     desc.grid = Dim3{(n + 127) / 128, (rows + 127) / 128, 1};
     desc.block = Dim3{256, 1, 1};
-    desc.flops = 2.0 * rows * n * k;
-    desc.bytes_read = es * (rows * k + n * k + (bias ? n : 0));
-    desc.bytes_written = es * rows * n;
+    GemmCost(rows, n, k, bias != nullptr, y.dtype()).Into(desc);
     desc.pipe = t == ElemType::kF32 ? "fp32_fma" : t == ElemType::kF16 ? "tensor_f16" : "tensor_bf16";
     desc.writes[0] = {y.data(), y.bytes()};
     TS_RETURN_IF_ERROR(be_.Launch(desc, [&](gpuStream_t s) {
@@ -92,9 +90,7 @@ class CudaKernels : public Kernels {
     const int64_t blocks = std::min<int64_t>(std::max<int64_t>((count + 255) / 256, 1), 65535);
     act.grid = Dim3{blocks, 1, 1};
     act.block = Dim3{256, 1, 1};
-    act.flops = (gelu ? 8.0 : 4.0) * count;
-    act.bytes_read = es * count;
-    act.bytes_written = es * count;
+    ActivationCost(epilogue, count, y.dtype()).Into(act);
     act.writes[0] = {y.data(), y.bytes()};
     return be_.Launch(act, [&](gpuStream_t s) {
       LaunchShape shape;
@@ -105,30 +101,17 @@ class CudaKernels : public Kernels {
     });
   }
 
-  Status EmbeddingSum(const Tensor& ids, const Tensor& type_ids, const Tensor& word,
-                      const Tensor& pos, const Tensor& type, Tensor& out) override {
+  Status DoEmbeddingSum(const Tensor& ids, const Tensor& type_ids, const Tensor& word,
+                        const Tensor& pos, const Tensor& type, Tensor& out) override {
     TS_ASSIGN_OR_RETURN(ElemType t, ToElem(out.dtype()));
-    if (ids.shape().size() != 2 || ids.dtype() != DType::kI32 || type_ids.dtype() != DType::kI32 ||
-        type_ids.numel() != ids.numel() || out.shape().size() != 3 || word.shape().size() != 2 ||
-        pos.shape().size() != 2 || type.shape().size() != 2) {
-      return InvalidArgument("EmbeddingSum: ids must be I32 [B, S], the tables [rows, H] and out [B, S, H]");
-    }
     const int64_t B = ids.dim(0), S = ids.dim(1), H = out.dim(-1);
-    if (out.dim(0) != B || out.dim(1) != S || word.dim(1) != H || pos.dim(1) != H ||
-        type.dim(1) != H || pos.dim(0) < S || word.dtype() != out.dtype() ||
-        pos.dtype() != out.dtype() || type.dtype() != out.dtype()) {
-      return InvalidArgument("EmbeddingSum: inconsistent shapes");
-    }
-    const double es = static_cast<double>(DTypeSize(out.dtype()));
     static const char* kNames[3] = {"ts_embedding_sum_f32", "ts_embedding_sum_f16",
                                     "ts_embedding_sum_bf16"};
     LaunchDesc desc;
     desc.kernel = kNames[TypeIndex(t)];
     desc.grid = Dim3{B * S, 1, 1};
     desc.block = Dim3{H >= 256 ? 256 : 128, 1, 1};
-    desc.flops = 2.0 * B * S * H;
-    desc.bytes_read = 8.0 * B * S + es * 3 * B * S * H;
-    desc.bytes_written = es * B * S * H;
+    EmbeddingCost(B * S, H, out.dtype()).Into(desc);
     desc.writes[0] = {out.data(), out.bytes()};
     return be_.Launch(desc, [&](gpuStream_t s) {
       LaunchShape shape;
@@ -139,11 +122,10 @@ class CudaKernels : public Kernels {
     });
   }
 
-  Status LayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma,
-                   const Tensor& beta, float eps, Tensor& out) override {
+  Status DoLayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma,
+                     const Tensor& beta, float eps, Tensor& out) override {
     TS_ASSIGN_OR_RETURN(ElemType t, ToElem(out.dtype()));
     const int64_t C = x.dim(-1), rows = x.numel() / C;
-    const double es = static_cast<double>(DTypeSize(out.dtype()));
     static const char* kNames[2][3] = {
         {"ts_layer_norm_f32", "ts_layer_norm_f16", "ts_layer_norm_bf16"},
         {"ts_add_layer_norm_f32", "ts_add_layer_norm_f16", "ts_add_layer_norm_bf16"}};
@@ -152,9 +134,7 @@ class CudaKernels : public Kernels {
     desc.grid = Dim3{rows, 1, 1};
     desc.block = Dim3{C >= 512 ? 256 : 128, 1, 1};
     desc.shared_bytes = 32 * sizeof(float);  // the block sum's scratch
-    desc.flops = 8.0 * rows * C;
-    desc.bytes_read = es * (x.numel() * (residual ? 2 : 1) + 2 * C);
-    desc.bytes_written = es * x.numel();
+    LayerNormCost(rows, C, residual != nullptr, out.dtype()).Into(desc);
     desc.writes[0] = {out.data(), out.bytes()};
     return be_.Launch(desc, [&](gpuStream_t s) {
       LaunchShape shape;
@@ -164,14 +144,13 @@ class CudaKernels : public Kernels {
     });
   }
 
-  Status Attention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out) override {
+  Status DoAttention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out) override {
     TS_ASSIGN_OR_RETURN(ElemType t, ToElem(out.dtype()));
     const int64_t B = qkv.dim(0), S = qkv.dim(1), H = out.dim(-1), D = H / heads;
     if (D > 256) return Unimplemented("CUDA attention supports head_dim up to 256");
     if (B > 65535 || heads > 65535) {
       return InvalidArgument("CUDA attention takes at most 65535 samples and heads per launch");
     }
-    const double es = static_cast<double>(DTypeSize(out.dtype()));
     static const char* kNames[3] = {"ts_attention_online_softmax_f32",
                                     "ts_attention_online_softmax_f16",
                                     "ts_attention_online_softmax_bf16"};
@@ -179,9 +158,7 @@ class CudaKernels : public Kernels {
     desc.kernel = kNames[TypeIndex(t)];
     desc.grid = Dim3{(S + 3) / 4, heads, B};
     desc.block = Dim3{128, 1, 1};
-    desc.flops = 4.0 * B * heads * S * S * D;
-    desc.bytes_read = es * B * S * 3 * H + 4.0 * B * S;
-    desc.bytes_written = es * B * S * H;
+    AttentionCost(B, S, heads, D, out.dtype()).Into(desc);
     desc.writes[0] = {out.data(), out.bytes()};
     return be_.Launch(desc, [&](gpuStream_t s) {
       LaunchShape shape;
@@ -191,17 +168,14 @@ class CudaKernels : public Kernels {
     });
   }
 
-  Status CopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset) override {
-    TS_RETURN_IF_ERROR(CheckCopyInto(src, dst, dst_byte_offset));
+  Status DoCopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset) override {
     const size_t n = src.bytes();
-    if (n == 0) return OkStatus();
     auto* d = static_cast<std::byte*>(dst.data()) + dst_byte_offset;
     LaunchDesc desc;
     desc.kernel = "cuda_memcpy_dtod";
     desc.grid = Dim3{1, 1, 1};
     desc.block = Dim3{1, 1, 1};
-    desc.bytes_read = static_cast<double>(n);
-    desc.bytes_written = static_cast<double>(n);
+    CopyCost(n).Into(desc);
     desc.writes[0] = {d, n};
     return be_.Launch(desc, [&](gpuStream_t s) {
       return GpuStatus(gpuMemcpyAsync(d, src.data(), n, gpuMemcpyDeviceToDevice, s), "copy");

@@ -1,0 +1,106 @@
+// The kernel front: every op's contract, checked once for every backend.
+#include "backend/kernels.h"
+
+#include <string>
+
+namespace tierscope {
+namespace {
+
+bool IsFloatType(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+}  // namespace
+
+StatusOr<std::unique_ptr<PackedWeight>> Kernels::PackWeight(const HostTensor& w, DType dtype) {
+  if (w.shape.size() != 2 || w.shape[0] < 1 || w.shape[1] < 1) {
+    return InvalidArgument("PackWeight: expected a non-empty 2-D weight, got shape " + ShapeString(w.shape));
+  }
+  if (!IsFloatType(w.dtype) || !IsFloatType(dtype)) {
+    return InvalidArgument("PackWeight: unsupported dtype " + std::string(DTypeName(w.dtype)) + " -> " +
+                           std::string(DTypeName(dtype)));
+  }
+  if (w.bytes != static_cast<size_t>(w.numel()) * DTypeSize(w.dtype)) {
+    return InvalidArgument("PackWeight: " + std::to_string(w.bytes) + " bytes for shape " + ShapeString(w.shape));
+  }
+  return DoPackWeight(w, dtype);
+}
+
+Status Kernels::Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
+                       const Tensor* bias, Epilogue epilogue, Tensor& y) {
+  const int64_t n = w.n(), k = w.k();
+  const DType t = x.dtype();
+  if (!IsFloatType(t) || w.dtype() != t || y.dtype() != t || (bias && bias->dtype() != t)) {
+    return InvalidArgument("Linear: operands must share one float dtype");
+  }
+  if (rows <= 0 || x_row_stride < k || (rows - 1) * x_row_stride + k > x.numel()) {
+    return InvalidArgument("Linear: input " + ShapeString(x.shape()) + " too small for " +
+                           std::to_string(rows) + " rows of " + std::to_string(k));
+  }
+  if (y.numel() != rows * n) {
+    return InvalidArgument("Linear: output " + ShapeString(y.shape()) + " is not [" +
+                           std::to_string(rows) + ", " + std::to_string(n) + "]");
+  }
+  if (bias && bias->numel() != n) return InvalidArgument("Linear: bias size mismatch");
+  return DoLinear(x, rows, x_row_stride, w, bias, epilogue, y);
+}
+
+Status Kernels::EmbeddingSum(const Tensor& ids, const Tensor& type_ids, const Tensor& word,
+                             const Tensor& pos, const Tensor& type, Tensor& out) {
+  if (ids.shape().size() != 2 || ids.dtype() != DType::kI32 || type_ids.dtype() != DType::kI32 ||
+      type_ids.numel() != ids.numel() || out.shape().size() != 3 || word.shape().size() != 2 ||
+      pos.shape().size() != 2 || type.shape().size() != 2) {
+    return InvalidArgument("EmbeddingSum: ids must be I32 [B, S], the tables [rows, H] and out [B, S, H]");
+  }
+  const int64_t B = ids.dim(0), S = ids.dim(1), H = out.dim(2);
+  const DType t = out.dtype();
+  if (!IsFloatType(t) || out.dim(0) != B || out.dim(1) != S || word.dim(1) != H || pos.dim(1) != H ||
+      type.dim(1) != H || pos.dim(0) < S || word.dtype() != t || pos.dtype() != t || type.dtype() != t) {
+    return InvalidArgument("EmbeddingSum: inconsistent shapes ids " + ShapeString(ids.shape()) + ", word " +
+                           ShapeString(word.shape()) + ", pos " + ShapeString(pos.shape()) + ", out " +
+                           ShapeString(out.shape()));
+  }
+  return DoEmbeddingSum(ids, type_ids, word, pos, type, out);
+}
+
+Status Kernels::LayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma,
+                          const Tensor& beta, float eps, Tensor& out) {
+  const int64_t C = x.shape().empty() ? 0 : x.dim(-1);
+  if (C == 0 || gamma.numel() != C || beta.numel() != C || out.numel() != x.numel() ||
+      (residual && residual->numel() != x.numel())) {
+    return InvalidArgument("LayerNorm: inconsistent shapes x " + ShapeString(x.shape()) + ", gamma " +
+                           ShapeString(gamma.shape()) + ", out " + ShapeString(out.shape()));
+  }
+  const DType t = x.dtype();
+  if (!IsFloatType(t) || out.dtype() != t || gamma.dtype() != t || beta.dtype() != t ||
+      (residual && residual->dtype() != t)) {
+    return InvalidArgument("LayerNorm: operands must share one float dtype");
+  }
+  if (!(eps > 0)) return InvalidArgument("LayerNorm: eps must be > 0");
+  return DoLayerNorm(x, residual, gamma, beta, eps, out);
+}
+
+Status Kernels::Attention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out) {
+  if (qkv.shape().size() != 3 || out.shape().size() != 3) {
+    return InvalidArgument("Attention: qkv and out must be [B, S, *]");
+  }
+  const int64_t B = qkv.dim(0), S = qkv.dim(1), H = out.dim(2);
+  if (heads <= 0 || H % heads != 0 || qkv.dim(2) != 3 * H || out.dim(0) != B || out.dim(1) != S ||
+      mask.dtype() != DType::kI32 || mask.numel() != B * S || qkv.dtype() != out.dtype() ||
+      !IsFloatType(qkv.dtype())) {
+    return InvalidArgument("Attention: inconsistent shapes qkv " + ShapeString(qkv.shape()) + ", out " +
+                           ShapeString(out.shape()) + ", mask " + ShapeString(mask.shape()) + ", heads " +
+                           std::to_string(heads));
+  }
+  return DoAttention(qkv, mask, heads, out);
+}
+
+Status Kernels::CopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset) {
+  const size_t n = src.bytes();
+  if (dst_byte_offset > dst.bytes() || n > dst.bytes() - dst_byte_offset) {
+    return OutOfRange("CopyInto: " + std::to_string(n) + " bytes at offset " + std::to_string(dst_byte_offset) +
+                      " exceed the destination's " + std::to_string(dst.bytes()));
+  }
+  if (n == 0) return OkStatus();
+  return DoCopyInto(src, dst, dst_byte_offset);
+}
+
+}  // namespace tierscope

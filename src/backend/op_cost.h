@@ -1,0 +1,82 @@
+// The cost model of every op: FLOPs and bytes, one definition for every backend, so that
+// speed-of-light figures from the CPU and a GPU measure the same work. An op split into
+// several launches on one backend (a GEMM, then its activation) sums to the same cost as
+// the fused launch on another.
+#ifndef TIERSCOPE_BACKEND_OP_COST_H_
+#define TIERSCOPE_BACKEND_OP_COST_H_
+
+#include <cstdint>
+
+#include "backend/launch.h"
+#include "tierscope/dtype.h"
+
+namespace tierscope {
+
+enum class Epilogue { kNone, kGelu, kTanh };
+
+struct OpCost {
+  double flops = 0, bytes_read = 0, bytes_written = 0;
+  void Into(LaunchDesc& d) const {
+    d.flops = flops;
+    d.bytes_read = bytes_read;
+    d.bytes_written = bytes_written;
+  }
+};
+
+inline double Es(DType t) { return static_cast<double>(DTypeSize(t)); }
+
+// y[rows, n] = x[rows, k] . W[n, k]^T (+ bias): 2 FLOPs per multiply-add, the bias add
+// counted in the GEMM; x, W, bias read once, y written once.
+inline OpCost GemmCost(int64_t rows, int64_t n, int64_t k, bool bias, DType t) {
+  const double r = static_cast<double>(rows), nn = static_cast<double>(n), kk = static_cast<double>(k);
+  return {2.0 * r * nn * kk + (bias ? r * nn : 0.0), Es(t) * (r * kk + nn * kk + (bias ? nn : 0.0)),
+          Es(t) * r * nn};
+}
+
+// The activation after a GEMM over `count` values: exact-erf GELU 8 FLOPs a value, tanh
+// 4. No bytes of its own when fused into the GEMM's epilogue; read and written once when
+// it is a launch of its own.
+inline double EpilogueFlops(Epilogue e, int64_t count) {
+  return e == Epilogue::kGelu ? 8.0 * static_cast<double>(count)
+         : e == Epilogue::kTanh ? 4.0 * static_cast<double>(count)
+                                : 0.0;
+}
+inline OpCost ActivationCost(Epilogue e, int64_t count, DType t) {
+  return {EpilogueFlops(e, count), Es(t) * static_cast<double>(count), Es(t) * static_cast<double>(count)};
+}
+
+// Linear with its epilogue fused: the GEMM plus the activation's FLOPs.
+inline OpCost LinearCost(int64_t rows, int64_t n, int64_t k, bool bias, Epilogue e, DType t) {
+  OpCost c = GemmCost(rows, n, k, bias, t);
+  c.flops += EpilogueFlops(e, rows * n);
+  return c;
+}
+
+// Self-attention over [B, S] with `heads` heads of `head_dim`: QK^T and PV for every
+// (query, key) pair of the padded batch — 4 FLOPs per pair and head dimension — whatever
+// a kernel skips for masked keys. qkv and the I32 mask read once, the output written once.
+inline OpCost AttentionCost(int64_t batch, int64_t seq, int64_t heads, int64_t head_dim, DType t) {
+  const double b = static_cast<double>(batch), s = static_cast<double>(seq);
+  const double h = static_cast<double>(heads * head_dim);
+  return {4.0 * b * s * s * h, Es(t) * b * s * 3.0 * h + 4.0 * b * s, Es(t) * b * s * h};
+}
+
+// LayerNorm (optionally of x + residual) over `rows` rows of `cols`: 8 FLOPs a value.
+inline OpCost LayerNormCost(int64_t rows, int64_t cols, bool residual, DType t) {
+  const double n = static_cast<double>(rows) * static_cast<double>(cols);
+  return {8.0 * n, Es(t) * (n * (residual ? 2.0 : 1.0) + 2.0 * static_cast<double>(cols)), Es(t) * n};
+}
+
+// Embedding sum of `tokens` tokens of `hidden`: two adds a value; three table rows and the
+// I32 ids and token types read.
+inline OpCost EmbeddingCost(int64_t tokens, int64_t hidden, DType t) {
+  const double n = static_cast<double>(tokens) * static_cast<double>(hidden);
+  return {2.0 * n, 3.0 * Es(t) * n + 8.0 * static_cast<double>(tokens), Es(t) * n};
+}
+
+// A copy of `bytes`.
+inline OpCost CopyCost(size_t bytes) { return {0, static_cast<double>(bytes), static_cast<double>(bytes)}; }
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_BACKEND_OP_COST_H_

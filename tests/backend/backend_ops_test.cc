@@ -1,0 +1,260 @@
+// The backend-ops harness, in the spirit of ggml's test-backend-ops: every op of the
+// kernel front (kernels.h), every dtype, every backend this build has, against plain
+// double-precision references (the llm.c convention), judged by the normalised mean
+// squared error per dtype. The CUDA rows skip where there is no GPU and run on the
+// device check (bench/gpu/check.sh). Also: the front's contracts refuse bad shapes on
+// every backend alike.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/kernels.h"
+
+namespace tierscope {
+namespace {
+
+struct OpCase {
+  std::string backend;  // "cpu", "cuda"
+  DType dtype;
+};
+
+std::string CaseName(const ::testing::TestParamInfo<OpCase>& info) {
+  return info.param.backend + "_" + std::string(DTypeName(info.param.dtype));
+}
+
+// The largest normalised mean squared error Σ(got - ref)² / Σ ref² an op may show: FP32
+// sums differ only in order; FP16 and BF16 round every stored value (11 and 8 bits).
+double MaxNmse(DType t) { return t == DType::kF32 ? 1e-10 : t == DType::kF16 ? 2e-5 : 5e-4; }
+
+class BackendOps : public ::testing::TestWithParam<OpCase> {
+ protected:
+  void SetUp() override {
+    auto be = CreateBackend(GetParam().backend, 2);
+    if (!be.ok()) {
+      // Only a GPU may be missing (the CPU backend always exists).
+      ASSERT_NE(GetParam().backend, "cpu") << be.status().ToString();
+      GTEST_SKIP() << GetParam().backend << ": " << be.status().message();
+    }
+    be_ = std::move(be).value();
+  }
+  DType t() const { return GetParam().dtype; }
+  Kernels& k() { return be_->kernels(); }
+
+  // Random values, rounded through the dtype so the reference sees what the kernel sees.
+  std::vector<float> Random(size_t n, float scale = 1.0f) {
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng_);
+    std::vector<std::byte> tmp(n * DTypeSize(t()));
+    FromFloat(v.data(), t(), tmp.data(), n);
+    ToFloat(t(), tmp.data(), v.data(), n);
+    return v;
+  }
+  Tensor Upload(const std::vector<float>& v, Shape shape) {
+    Tensor d = std::move(Tensor::Empty(*be_, t(), std::move(shape))).value();
+    std::vector<std::byte> raw(d.bytes());
+    FromFloat(v.data(), t(), raw.data(), v.size());
+    EXPECT_TRUE(be_->CopyHostToDevice(d.data(), raw.data(), raw.size()).ok());
+    return d;
+  }
+  Tensor UploadI32(const std::vector<int32_t>& v, Shape shape) {
+    Tensor d = std::move(Tensor::Empty(*be_, DType::kI32, std::move(shape))).value();
+    EXPECT_TRUE(be_->CopyHostToDevice(d.data(), v.data(), v.size() * 4).ok());
+    return d;
+  }
+  Tensor Empty(Shape shape) { return std::move(Tensor::Empty(*be_, t(), std::move(shape))).value(); }
+  std::vector<float> Download(const Tensor& d) {
+    EXPECT_TRUE(be_->Synchronize().ok());
+    std::vector<std::byte> raw(d.bytes());
+    EXPECT_TRUE(be_->CopyDeviceToHost(raw.data(), d.data(), raw.size()).ok());
+    std::vector<float> v(static_cast<size_t>(d.numel()));
+    ToFloat(d.dtype(), raw.data(), v.data(), v.size());
+    return v;
+  }
+  void ExpectNear(const Tensor& got_t, const std::vector<double>& want, const std::string& what) {
+    const std::vector<float> got = Download(got_t);
+    ASSERT_EQ(got.size(), want.size()) << what;
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(got[i])) << what << ": non-finite at " << i;
+      err += (got[i] - want[i]) * (got[i] - want[i]);
+      norm += want[i] * want[i];
+    }
+    const double nmse = norm > 0 ? err / norm : err;
+    EXPECT_LE(nmse, MaxNmse(t())) << what << " on " << GetParam().backend << " " << DTypeName(t());
+  }
+
+  std::unique_ptr<Backend> be_;
+  std::mt19937 rng_{7};
+};
+
+TEST_P(BackendOps, LinearWithBiasAndEveryEpilogue) {
+  // Odd sizes: rows not a multiple of any tile, N not of 16, K beyond one 256-deep block.
+  const int64_t M = 53, N = 37, K = 300;
+  auto x = Random(M * K), w = Random(N * K, 0.1f), b = Random(N);
+  const HostTensor hw{DType::kF32, {N, K}, reinterpret_cast<const std::byte*>(w.data()), w.size() * 4};
+  auto packed = k().PackWeight(hw, t());
+  ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+  Tensor dx = Upload(x, {M, K}), db = Upload(b, {N});
+  for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu, Epilogue::kTanh}) {
+    Tensor dy = Empty({M, N});
+    ASSERT_TRUE(k().Linear(dx, M, K, **packed, &db, e, dy).ok());
+    std::vector<double> ref(M * N);
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = b[n];
+        for (int64_t kk = 0; kk < K; ++kk) acc += double{x[m * K + kk]} * w[n * K + kk];
+        if (e == Epilogue::kGelu) acc = 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)));
+        if (e == Epilogue::kTanh) acc = std::tanh(acc);
+        ref[m * N + n] = acc;
+      }
+    }
+    ExpectNear(dy, ref, "linear, epilogue " + std::to_string(static_cast<int>(e)));
+  }
+}
+
+TEST_P(BackendOps, LinearReadsRowsWithAStrideWithoutBias) {
+  const int64_t rows = 3, stride = 40, K = 16, N = 5;  // BERT's pooler reads token 0 this way
+  auto x = Random(rows * stride), w = Random(N * K);
+  const HostTensor hw{DType::kF32, {N, K}, reinterpret_cast<const std::byte*>(w.data()), w.size() * 4};
+  auto packed = std::move(k().PackWeight(hw, t())).value();
+  Tensor dx = Upload(x, {rows, stride}), dy = Empty({rows, N});
+  ASSERT_TRUE(k().Linear(dx, rows, stride, *packed, nullptr, Epilogue::kNone, dy).ok());
+  std::vector<double> ref(rows * N);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t kk = 0; kk < K; ++kk) ref[r * N + n] += double{x[r * stride + kk]} * w[n * K + kk];
+  ExpectNear(dy, ref, "strided linear");
+}
+
+std::vector<double> AttentionReference(const std::vector<float>& qkv, const std::vector<int32_t>& mask,
+                                       int64_t B, int64_t S, int64_t heads, int64_t D) {
+  const int64_t H = heads * D;
+  std::vector<double> ref(B * S * H);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < S; ++i) {
+        std::vector<double> p(S);
+        double mx = -1e300;
+        for (int64_t j = 0; j < S; ++j) {
+          double s = 0;
+          for (int64_t d = 0; d < D; ++d)
+            s += double{qkv[(b * S + i) * 3 * H + h * D + d]} * qkv[(b * S + j) * 3 * H + H + h * D + d];
+          s /= std::sqrt(double(D));
+          if (!mask[b * S + j]) s = -3.4e38;  // Hugging Face's additive mask: finfo.min
+          p[j] = s;
+          mx = std::max(mx, s);
+        }
+        double sum = 0;
+        for (double& v : p) sum += (v = std::exp(v - mx));
+        for (int64_t d = 0; d < D; ++d) {
+          double o = 0;
+          for (int64_t j = 0; j < S; ++j) o += p[j] / sum * qkv[(b * S + j) * 3 * H + 2 * H + h * D + d];
+          ref[(b * S + i) * H + h * D + d] = o;
+        }
+      }
+  return ref;
+}
+
+TEST_P(BackendOps, AttentionWithKeyMasksPaddingAndEveryKeyMasked) {
+  // B = 2 and 9: both task layouts of the CPU kernel; sample 1 right-padded, a key masked
+  // mid-sequence, and (B = 9) a sample with every key masked (uniform average of V).
+  for (const int64_t B : {int64_t{2}, int64_t{9}}) {
+    const int64_t S = 37, heads = 3, D = 8, H = heads * D;
+    auto qkv = Random(B * S * 3 * H);
+    std::vector<int32_t> mask(B * S, 1);
+    for (int64_t s = 20; s < S; ++s) mask[1 * S + s] = 0;
+    mask[0 * S + 5] = 0;
+    if (B > 2) for (int64_t s = 0; s < S; ++s) mask[8 * S + s] = 0;
+    Tensor dq = Upload(qkv, {B, S, 3 * H}), dm = UploadI32(mask, {B, S}), dout = Empty({B, S, H});
+    ASSERT_TRUE(k().Attention(dq, dm, static_cast<int>(heads), dout).ok());
+    ExpectNear(dout, AttentionReference(qkv, mask, B, S, heads, D), "attention, batch " + std::to_string(B));
+  }
+}
+
+TEST_P(BackendOps, LayerNormWithAndWithoutResidual) {
+  const int64_t R = 21, C = 48;
+  auto x = Random(R * C, 2.0f), r = Random(R * C), g = Random(C), b = Random(C);
+  Tensor dx = Upload(x, {R, C}), dr = Upload(r, {R, C}), dg = Upload(g, {C}), db = Upload(b, {C});
+  for (const bool residual : {true, false}) {
+    Tensor dy = Empty({R, C});
+    ASSERT_TRUE(k().LayerNorm(dx, residual ? &dr : nullptr, dg, db, 1e-5f, dy).ok());
+    std::vector<double> ref(R * C);
+    for (int64_t i = 0; i < R; ++i) {
+      double mean = 0, var = 0;
+      auto in = [&](int64_t c) { return double{x[i * C + c]} + (residual ? r[i * C + c] : 0.0f); };
+      for (int64_t c = 0; c < C; ++c) mean += in(c);
+      mean /= C;
+      for (int64_t c = 0; c < C; ++c) var += (in(c) - mean) * (in(c) - mean);
+      var /= C;
+      for (int64_t c = 0; c < C; ++c) ref[i * C + c] = (in(c) - mean) / std::sqrt(var + 1e-5) * g[c] + b[c];
+    }
+    ExpectNear(dy, ref, residual ? "add + layer norm" : "layer norm");
+  }
+}
+
+TEST_P(BackendOps, EmbeddingSumAddsWordPositionAndTypeRows) {
+  const int64_t V = 11, P = 9, T = 2, H = 5, B = 2, S = 7;
+  auto word = Random(V * H), pos = Random(P * H), type = Random(T * H);
+  std::vector<int32_t> ids(B * S), tt(B * S);
+  for (int64_t i = 0; i < B * S; ++i) {
+    ids[i] = static_cast<int32_t>((i * 5) % V);
+    tt[i] = static_cast<int32_t>(i % 2);
+  }
+  Tensor dw = Upload(word, {V, H}), dp = Upload(pos, {P, H}), dt = Upload(type, {T, H});
+  Tensor di = UploadI32(ids, {B, S}), dti = UploadI32(tt, {B, S}), out = Empty({B, S, H});
+  ASSERT_TRUE(k().EmbeddingSum(di, dti, dw, dp, dt, out).ok());
+  std::vector<double> ref(B * S * H);
+  for (int64_t i = 0; i < B * S; ++i)
+    for (int64_t h = 0; h < H; ++h)
+      ref[i * H + h] = double{word[ids[i] * H + h]} + pos[(i % S) * H + h] + type[tt[i] * H + h];
+  ExpectNear(out, ref, "embedding");
+}
+
+TEST_P(BackendOps, CopyIntoASliceLeavesTheRest) {
+  auto a = Random(8), dst = Random(24);
+  Tensor da = Upload(a, {8}), dd = Upload(dst, {24});
+  ASSERT_TRUE(k().CopyInto(da, dd, 8 * DTypeSize(t())).ok());
+  std::vector<double> ref(dst.begin(), dst.end());
+  for (int i = 0; i < 8; ++i) ref[8 + i] = a[i];
+  ExpectNear(dd, ref, "copy into a slice");
+}
+
+TEST_P(BackendOps, TheFrontRefusesBrokenContractsOnEveryBackend) {
+  const int64_t N = 4, K = 8;
+  auto w = Random(N * K);
+  const HostTensor hw{DType::kF32, {N, K}, reinterpret_cast<const std::byte*>(w.data()), w.size() * 4};
+  auto packed = std::move(k().PackWeight(hw, t())).value();
+  Tensor x = Upload(Random(3 * K), {3, K});
+  Tensor wrong_y = Empty({3, N + 1});
+  EXPECT_EQ(k().Linear(x, 3, K, *packed, nullptr, Epilogue::kNone, wrong_y).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(k().Linear(x, 4, K, *packed, nullptr, Epilogue::kNone, wrong_y).code(), StatusCode::kInvalidArgument);
+  const HostTensor three_d{DType::kF32, {1, N, K}, hw.data, hw.bytes};
+  EXPECT_EQ(k().PackWeight(three_d, t()).status().code(), StatusCode::kInvalidArgument);
+  Tensor qkv = Upload(Random(2 * 5 * 3 * 6), {2, 5, 18}), out = Empty({2, 5, 6});
+  Tensor mask = UploadI32(std::vector<int32_t>(10, 1), {2, 5});
+  EXPECT_EQ(k().Attention(qkv, mask, 4, out).code(), StatusCode::kInvalidArgument);  // 6 % 4 != 0
+  Tensor g = Upload(Random(7), {7}), ln_out = Empty({3, K});
+  EXPECT_EQ(k().LayerNorm(x, nullptr, g, g, 1e-5f, ln_out).code(), StatusCode::kInvalidArgument);
+  Tensor small = Empty({4}), big = Empty({6});
+  EXPECT_EQ(k().CopyInto(big, small, 0).code(), StatusCode::kOutOfRange);
+}
+
+std::vector<OpCase> Cases() {
+  std::vector<OpCase> v;
+  for (const char* backend : {"cpu", "cuda"}) {
+    if (std::string(backend) == "cuda" && !HaveGpuBackend()) continue;
+    for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) v.push_back({backend, t});
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryBackendAndDType, BackendOps, ::testing::ValuesIn(Cases()), CaseName);
+
+}  // namespace
+}  // namespace tierscope
