@@ -18,6 +18,13 @@
 namespace tierscope {
 namespace {
 
+// Spins until the monotonic clock passes `t` (tests that hand the profiler fake times a
+// little in the future close their scopes after them).
+void WaitPast(int64_t t) {
+  while (MonotonicNs() <= t) {
+  }
+}
+
 class ProfilerTest : public testing::FreshCacheTest {
  protected:
   static BenchOptions Options(const std::string& mode) {
@@ -113,10 +120,11 @@ TEST(ProfilerAsyncTest, AsyncLaunchesGetTheirKernelTimesLaterUnderTheirOperator)
   p.set_recording(false);
   EXPECT_EQ(p.OnLaunchAsync(desc, 10, 20), -1);  // not recording: nothing kept
   p.set_recording(true);
-  const int64_t t0 = MonotonicNs();
   p.BeginAnnotation("batched_bert_forward");
   p.BeginOp("aten::layer_norm", {});
+  const int64_t t0 = MonotonicNs();  // after the unit opened: the fake times fall inside it
   const int64_t token = p.OnLaunchAsync(desc, t0 + 1000, t0 + 3000);
+  WaitPast(t0 + 3000);  // and before it closes, however slow the machine
   p.End();
   p.End();
   ASSERT_GE(token, 0);
@@ -165,14 +173,15 @@ TEST(ProfilerAsyncTest, SynchronisationsAreTracedButAreNotLaunches) {
   device.kind = "cuda";
   Profiler p(ProfilerOptions{}, device);
   p.set_recording(true);
-  const int64_t t0 = MonotonicNs();
   LaunchDesc desc;
   desc.kernel = "ts_layer_norm_f32";
   desc.grid = Dim3{8, 1, 1};
   p.BeginAnnotation("batched_bert_forward");
+  const int64_t t0 = MonotonicNs();  // after the unit opened: the fake times fall inside it
   const int64_t token = p.OnLaunchAsync(desc, t0 + 1000, t0 + 2000);
   p.OnSynchronize(t0 + 2000, t0 + 9000);  // the host waits inside the unit
   p.OnKernelTimes(token, t0 + 3000, t0 + 8000, nullptr);
+  WaitPast(t0 + 9000);
   p.End();
   const Trace& trace = p.trace();
   int syncs = 0, sync_calls = 0;
