@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Gathers what the GPU check needs on the device machine, which has CUDA 13 (nvcc,
 # cuBLASLt, CUPTI) but none of the Debian libraries tierscope links, and no network: the
-# CUDA build's tierscope and backend_test (build/release here compiles sm_80 and sm_90
-# when the toolkit is installed) and the shared libraries they need beside glibc,
+# CUDA build's tierscope, its CUDA plugin (libtierscope_cuda.so, opened on --device cuda)
+# and backend_test (build/release here compiles sm_80 and sm_90 when the toolkit is
+# installed) and the shared libraries they need beside glibc,
 # libstdc++ and CUDA's own, into .gpu_bundle/ (ignored by git; about 45 MB). Then, with
 # the device tool:  run(carry=[".gpu_bundle"], command="bash bench/gpu/check.sh")
 # (check.sh finds the bundle and the device's CUDA libraries by itself).
@@ -10,17 +11,17 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build/release}
 [ -x "$build/tierscope" ] || bash scripts/build.sh release
-if ! ldd "$build/tierscope" | grep -q libcublasLt; then
-  echo "bundle: $build/tierscope has no CUDA backend (is the CUDA toolkit installed?)" >&2
+if [ ! -f "$build/libtierscope_cuda.so" ]; then
+  echo "bundle: $build has no CUDA plugin (libtierscope_cuda.so; is the CUDA toolkit installed?)" >&2
   exit 1
 fi
 grep -qx '/.gpu_bundle/' .git/info/exclude 2>/dev/null || echo '/.gpu_bundle/' >>.git/info/exclude
 rm -rf .gpu_bundle
 mkdir -p .gpu_bundle/lib .gpu_bundle/tests
-cp "$build/tierscope" .gpu_bundle/
+cp "$build/tierscope" "$build/libtierscope_cuda.so" .gpu_bundle/
 cp "$build/tests/backend_test" .gpu_bundle/tests/
-strip .gpu_bundle/tierscope .gpu_bundle/tests/*
-for bin in .gpu_bundle/tierscope .gpu_bundle/tests/*; do
+strip .gpu_bundle/tierscope .gpu_bundle/libtierscope_cuda.so .gpu_bundle/tests/*
+for bin in .gpu_bundle/tierscope .gpu_bundle/libtierscope_cuda.so .gpu_bundle/tests/*; do
   ldd "$bin" | awk '/=> \// {print $3}'
 done | sort -u | while read -r lib; do
   case $(basename "$lib") in

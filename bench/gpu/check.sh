@@ -43,7 +43,8 @@ run() {  # run NAME CMD...: output to $out/NAME.txt, status to steps.txt
 }
 
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true
-{ echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"; [ -n "${TIERSCOPE_BIN:-}" ] && ldd "$TIERSCOPE_BIN"; } \
+{ echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"; [ -n "${TIERSCOPE_BIN:-}" ] && ldd "$TIERSCOPE_BIN" \
+    "$(dirname "$TIERSCOPE_BIN")/libtierscope_cuda.so"; } \
   >"$out/ldd.txt" 2>&1
 bin=${TIERSCOPE_BIN:-}
 if [ -z "$bin" ]; then
@@ -59,7 +60,7 @@ tests=$(dirname "$bin")/tests
 
 run device "$bin" device --device cuda
 run device_json "$bin" device --device cuda --format json
-[ -x "$tests/backend_test" ] && run gpu_tests "$tests/backend_test" --gtest_filter='*Cuda*:*Device*'
+[ -x "$tests/backend_test" ] && run gpu_tests "$tests/backend_test" --gtest_filter='*Cuda*:*Device*:*BackendOps*cuda*'
 for mode in serial-fp32 batch-fp32 batch-fp16 batch-bf16; do
   run "bench_$mode" "$bin" bench --device cuda --mode "$mode" --batch-size 64 --seq-len 128 \
     --warmup 3 --iterations 20

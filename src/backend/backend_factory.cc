@@ -1,13 +1,99 @@
-// Backend selection by device name: "cpu", or "cuda[:N]" where the CUDA backend is built.
+// Backend selection by device name: "cpu", or "cuda[:N]" ("musa[:N]" in a MUSA build),
+// whose backend is a plugin opened on first use — a command that never names a GPU loads
+// none of its runtime.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <climits>
 #include <cstdlib>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
-#if defined(TIERSCOPE_HAVE_CUDA)
-#include "backend/cuda/cuda_backend.h"
-#endif
+#include "tierscope/version.h"
 
 namespace tierscope {
+namespace {
+
+#if defined(TIERSCOPE_MUSA)
+constexpr const char* kGpuKind = "musa";
+#else
+constexpr const char* kGpuKind = "cuda";
+#endif
+
+using CreateFn = void (*)(int, StatusOr<std::unique_ptr<Backend>>*);
+using BuildFn = const char* (*)();
+
+// The directory of the running executable ("" if unknown).
+std::string ExecutableDir() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  std::string path(buf, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
+// Where the plugin may be: $TIERSCOPE_GPU_PLUGIN, beside the executable (the build tree),
+// or in ../lib/tierscope/ (an installed prefix).
+std::vector<std::string> PluginCandidates() {
+  const std::string file = std::string("libtierscope_") + kGpuKind + ".so";
+  std::vector<std::string> v;
+  if (const char* env = std::getenv("TIERSCOPE_GPU_PLUGIN"); env != nullptr && *env != '\0') {
+    v.push_back(env);
+    return v;
+  }
+  const std::string dir = ExecutableDir();
+  if (!dir.empty()) {
+    v.push_back(dir + "/" + file);
+    v.push_back(dir + "/../" + file);  // test binaries live one level below the build dir
+    v.push_back(dir + "/../lib/tierscope/" + file);
+  }
+  return v;
+}
+
+// Opens the plugin once per process (it stays loaded: backends it made may outlive any
+// caller); the factory, or why there is none.
+StatusOr<CreateFn> LoadPlugin() {
+  static std::once_flag once;
+  static CreateFn create = nullptr;
+  static Status failure;
+  std::call_once(once, [] {
+    std::string tried;
+    for (const std::string& path : PluginCandidates()) {
+      if (access(path.c_str(), F_OK) != 0) {
+        tried += (tried.empty() ? "" : ", ") + path;
+        continue;
+      }
+      void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (h == nullptr) {
+        const char* e = dlerror();
+        failure = FailedPrecondition(path + " cannot be loaded: " + (e ? e : "unknown error") +
+                                     " (is the " + kGpuKind + " runtime installed and on the library path?)");
+        return;
+      }
+      auto build = reinterpret_cast<BuildFn>(dlsym(h, "tierscope_gpu_plugin_build"));
+      auto make = reinterpret_cast<CreateFn>(dlsym(h, "tierscope_gpu_plugin_create"));
+      if (build == nullptr || make == nullptr) {
+        failure = FailedPrecondition(path + " is not a tierscope GPU plugin");
+        return;
+      }
+      if (std::string(build()) != TIERSCOPE_BUILD_ID) {
+        failure = FailedPrecondition(path + " was built by another build (" + build() + ", this is " +
+                                     TIERSCOPE_BUILD_ID + "): rebuild or reinstall them together");
+        return;
+      }
+      create = make;
+      return;
+    }
+    failure = Unimplemented(std::string("no ") + kGpuKind + " backend: this tierscope has no plugin (looked for " +
+                            tried + "); build with -DTIERSCOPE_CUDA=ON on a machine with the CUDA toolkit");
+  });
+  if (create == nullptr) return failure;
+  return create;
+}
+
+}  // namespace
 
 bool HaveGpuBackend() {
 #if defined(TIERSCOPE_HAVE_CUDA)
@@ -24,12 +110,7 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& device, int 
     kind = device.substr(0, colon);
     index = device.substr(colon + 1);
   }
-#if defined(TIERSCOPE_HAVE_CUDA)
-  const bool known = kind == TS_GPU_VENDOR;  // "cuda", or "musa" in a MUSA build
-#else
-  const bool known = kind == "cuda" || kind == "musa";
-#endif
-  if (!known) {
+  if (kind != "cuda" && kind != "musa") {
     return InvalidArgument("--device must be cpu, cuda or cuda:N, got '" + device + "'");
   }
   int ordinal = 0;
@@ -41,15 +122,13 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& device, int 
     }
     ordinal = static_cast<int>(v);
   }
-#if defined(TIERSCOPE_HAVE_CUDA)
-  TS_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> b, CudaBackend::Create(ordinal));
-  return std::unique_ptr<Backend>(std::move(b));
-#else
-  (void)ordinal;
-  return Unimplemented("--device " + device +
-                       ": this build has no GPU backend (configure with -DTIERSCOPE_CUDA=ON "
-                       "on a machine with the CUDA toolkit)");
-#endif
+  if (kind != kGpuKind) {
+    return Unimplemented("--device " + device + ": this build's GPU backend is " + kGpuKind);
+  }
+  TS_ASSIGN_OR_RETURN(CreateFn create, LoadPlugin());
+  StatusOr<std::unique_ptr<Backend>> backend = Unimplemented("the plugin made no backend");
+  create(ordinal, &backend);
+  return backend;
 }
 
 }  // namespace tierscope
