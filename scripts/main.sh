@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, then runs `tierscope lab` on the
-# built-in model — the whole study in one command — writing results/ (summary.json,
-# report.html, traces, kernel reports, batch sweep, validation). Extra arguments go to
-# the lab (e.g. --quick, --threads 2, --out DIR).
+# The main job: installs what is missing, builds tierscope (and its GPU plugin where the
+# CUDA toolkit is installed; not the tests), then runs `tierscope lab` on the built-in
+# model — the whole study in one command — writing results/ (summary.json, report.html,
+# traces, kernel reports, batch sweep, validation). It says what it is doing at each
+# stage. Extra arguments go to the lab (e.g. --quick, --threads 2, --out DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh release >/dev/null
+out=results
+for ((i = 1; i <= $#; ++i)); do
+  [ "${!i}" = "--out" ] && { j=$((i + 1)); out=${!j}; }
+done
+echo "[main 1/3] checking the Debian packages the build needs"
+bash scripts/setup.sh
+echo "[main 2/3] building tierscope (release; the compiler's progress follows)"
+TIERSCOPE_SETUP_DONE=1 TIERSCOPE_BUILD_TARGET=main_job bash scripts/build.sh release
+echo "[main 3/3] tierscope lab $* (progress on stderr, a line per step)"
 ./build/release/tierscope lab "$@"
+echo "main: done; open $out/report.html (every number is in $out/summary.json)"

@@ -20,3 +20,4 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+echo "setup: every package is present (${#packages[@]} checked)"
