@@ -222,277 +222,328 @@ void LabProgress::Done(const std::string& text) {
   std::cerr << text << "\n";
 }
 
+namespace {
+
+// One run of the lab: each step a method, the results gathered in the summary.
+class LabRun {
+ public:
+  LabRun(const LabOptions& o, LabProgress& progress, std::string dir, BertConfig cfg)
+      : o_(o), progress_(progress), dir_(std::move(dir)), cfg_(std::move(cfg)),
+        repeats_(o.repeats > 0 ? o.repeats : (o.quick ? 1 : 3)) {
+    base_.model_dir = o.model_dir;
+    base_.batch_size = o.batch_size;
+    base_.seq_len = o.seq_len;
+    base_.seed = o.seed;
+    base_.threads = o.threads;
+    base_.device = o.device;
+    base_.warmup = o.quick ? 1 : 3;
+    base_.iterations = o.quick ? 3 : 10;
+    flags_ = " --batch-size " + std::to_string(o.batch_size) + " --seq-len " + std::to_string(o.seq_len) +
+             " --threads " + std::to_string(o.threads) + (o.model_dir.empty() ? "" : " --model " + o.model_dir);
+  }
+
+  StatusOr<nlohmann::json> Run() {
+    for (const char* sub : {"", "/traces", "/kernels"}) TS_RETURN_IF_ERROR(MakeDirs(o_.out_dir + sub));
+    Header();
+    TS_RETURN_IF_ERROR(CalibrateAndBaselines());
+    TS_RETURN_IF_ERROR(Tier1());
+    TS_RETURN_IF_ERROR(Tier2());
+    TS_RETURN_IF_ERROR(Tier3());
+    TS_RETURN_IF_ERROR(SweepAndValidate());
+    progress_.Step(5, "Step 4: the final no-profiler benchmark");
+    TS_ASSIGN_OR_RETURN(s_["final"], FinalStep(base_, o_, repeats_, baseline_, best_mode_, sweep_, val_.pass,
+                                               progress_, &commands_));
+    progress_.Step(6, "Summary and report");
+    Summarize();
+    TS_RETURN_IF_ERROR(Write("summary.json", s_.dump(2) + "\n"));
+    TS_RETURN_IF_ERROR(Write("report.html", RenderReportHtml(s_)));
+    progress_.Done("lab: results in " + o_.out_dir + "/ (summary.json, report.html)");
+    if (!val_.pass) {
+      return Internal("validation FAILED (see " + o_.out_dir +
+                      "/validation.json): a precision is outside its tolerance");
+    }
+    return s_;
+  }
+
+ private:
+  Status Write(const std::string& name, const std::string& text) {
+    return WriteFileAtomic(o_.out_dir + "/" + name, text);
+  }
+
+  void Header() {
+    s_["schema_version"] = 1;
+    s_["tool"] = {{"name", "tierscope"}, {"version", TIERSCOPE_VERSION}};
+    s_["created_at"] = UtcNowIso8601();
+    s_["command_line"] = o_.command_line;
+    s_["quick"] = o_.quick;
+    s_["model"] = {{"dir", dir_},
+                   {"name", o_.model_dir.empty() ? "builtin:bert_uncased_L-2_H-128_A-2-synthetic" : o_.model_dir},
+                   {"hidden_size", cfg_.hidden_size},
+                   {"layers", cfg_.num_hidden_layers},
+                   {"heads", cfg_.num_attention_heads},
+                   {"vocab_size", cfg_.vocab_size}};
+    s_["workload"] = {{"batch_size", o_.batch_size}, {"seq_len", o_.seq_len}, {"seed", o_.seed},
+                      {"warmup", base_.warmup}, {"iterations", base_.iterations}, {"repeats", repeats_}};
+  }
+
+  // Step 0: the peaks tier 3 measures against, measured now rather than trusted from an
+  // old cache (one written while the machine was busy would put kernels above 100%), and
+  // the no-profiler baselines; the method's mode is the fastest batched one.
+  Status CalibrateAndBaselines() {
+    progress_.Step(0, "Step 0: calibration and no-profiler baselines");
+    progress_.Detail("measuring the device's peaks");
+    {
+      TS_ASSIGN_OR_RETURN(auto device, CreateBackend(o_.device, o_.threads));
+      TS_ASSIGN_OR_RETURN(MachinePeaks peaks, LoadOrMeasureDevicePeaks(*device, /*recalibrate=*/true));
+      peaks_ = peaks.ToJson();
+    }
+    commands_.push_back("tierscope device --recalibrate --threads " + std::to_string(o_.threads) +
+                        (o_.device == "cpu" ? "" : " --device " + o_.device));
+    for (const char* mode : kModes) {
+      TS_ASSIGN_OR_RETURN(baseline_[mode], BenchMedian(base_, mode, repeats_, progress_));
+      commands_.push_back("tierscope bench --mode " + std::string(mode) + flags_);
+    }
+    s_["baseline"] = baseline_;
+    for (const char* mode : kModes) {
+      if (std::string(mode) != "serial-fp32" &&
+          baseline_[mode]["samples_per_s"] > baseline_[best_mode_]["samples_per_s"]) {
+        best_mode_ = mode;
+      }
+    }
+    return OkStatus();
+  }
+
+  // Tier 1: one steady-state work unit of each run, profiled, and their diff.
+  Status Tier1() {
+    progress_.Step(1, "Tier 1: operator profiles of serial and batched runs");
+    for (const auto& [name, mode] : kRuns) {
+      progress_.Detail(std::string(name) + " (" + mode + ")");
+      BenchOptions p = base_;
+      p.mode = mode;
+      p.profile = true;
+      p.iterations = 2;
+      p.profile_skip = 1;
+      p.profile_units = 1;
+      p.trace_path = o_.out_dir + "/traces/" + name + ".json.gz";
+      TS_ASSIGN_OR_RETURN(BenchReport rep, RunBench(p));
+      TS_RETURN_IF_ERROR(Write(std::string("tier1_") + name + "_operators.txt", rep.profile_text));
+      commands_.push_back("tierscope bench --mode " + std::string(mode) + flags_ + " --iterations 2 --profile " +
+                          "--profile-skip 1 --profile-units 1 --trace traces/" + name + ".json.gz");
+      TS_ASSIGN_OR_RETURN(Trace t, LoadTrace(p.trace_path));
+      traces_.emplace(name, std::move(t));
+    }
+    const Trace& serial = traces_.at("serial");
+    const Trace& batch = traces_.at("batch");
+    const TraceDiff diff = DiffTraceAnalysis(serial, batch, ao_);
+    TS_RETURN_IF_ERROR(Write("tier1_diff.txt", RenderDiff(diff, serial, batch, OutputFormat::kText)));
+    commands_.push_back("tierscope diff traces/serial.json.gz traces/batch.json.gz");
+    tier1_["diff"] = {{"per_unit", diff.per_unit},
+                      {"headline", diff.headline},
+                      {"summary", RowsOf(&diff.summary, SIZE_MAX)},
+                      {"operators", RowsOf(&diff.operators, SIZE_MAX)}};
+    return OkStatus();
+  }
+
+  // Tier 2: each timeline analysed once; the lab reads the typed results.
+  Status Tier2() {
+    progress_.Step(2, "Tier 2: timelines, system reports and rules");
+    for (const auto& [name, t] : traces_) {
+      progress_.Detail(name);
+      const TraceAnalysis a = Analyze(t, ao_);
+      TS_RETURN_IF_ERROR(Write("tier2_" + name + ".txt", RenderAnalysis(a, OutputFormat::kText)));
+      commands_.push_back("tierscope analyze traces/" + name + ".json.gz");
+      tier1_[name] = {{"trace", "traces/" + name + ".json.gz"},
+                      {"units", RowsOf(a.Report("units"), 50)},
+                      {"operators", RowsOf(a.Report("op_sum"), 12)}};
+      if (!a.hottest_kernel.empty()) hottest_[name] = a.hottest_kernel;
+      per_unit_[name] = a.index.counts;
+      in_use_[name] = a.in_use.percent();
+      findings_[name] = a.findings.size();
+      tier2_[name] = {{"in_use_pct", a.in_use.percent()},
+                      {"kernels", RowsOf(a.Report(a.index.prefix + "_gpu_kern_sum"), 8)},
+                      {"api", RowsOf(a.Report(a.index.prefix + "_api_sum"), 4)},
+                      {"gaps", RowsOf(a.Report("gaps"), 20)},
+                      {"short_kernels", RowsOf(a.Report("short_kernels"), 4)},
+                      {"hot_kernels", RowsOf(a.Report("hot_kernels"), 5)},
+                      {"findings", FindingsToJson(a.findings)},
+                      {"strip", UnitStrip(a)}};
+    }
+    s_["tier1"] = tier1_;
+    s_["tier2"] = tier2_;
+    return OkStatus();
+  }
+
+  // Tier 3: the hottest kernel of each run, replayed against the peaks.
+  Status Tier3() {
+    progress_.Step(3, "Tier 3: the hottest kernel of serial and batched runs");
+    for (const auto& [name, mode] : kRuns) {
+      if (hottest_.count(name) == 0) continue;
+      progress_.Detail(std::string(name) + ": " + hottest_[name]);
+      KernelCommandOptions k;
+      k.bench = base_;
+      k.bench.mode = mode;
+      k.bench.warmup = 1;
+      k.bench.iterations = 1;
+      k.inspector.filter = {hottest_[name], 0, 1};
+      k.inspector.passes = o_.quick ? 3 : 10;
+      TS_ASSIGN_OR_RETURN(KernelCommandResult kr, RunKernelCommand(k));
+      const std::string file = std::string("kernels/") + name + ".json";
+      TS_RETURN_IF_ERROR(Write(file, kr.json.dump(2) + "\n"));
+      TS_RETURN_IF_ERROR(Write(std::string("kernels/") + name + ".txt", kr.text));
+      commands_.push_back("tierscope kernel --mode " + std::string(mode) + flags_ +
+                          " --warmup 1 --iterations 1 -k '" + hottest_[name] + "' -o " + file);
+      tier3_[name] = {{"kernel", hottest_[name]}, {"file", file}, {"report", kr.json["reports"][0]}};
+      peaks_ = kr.json["machine"];  // the peaks tier 3 used (measured again if a replay exceeded them)
+    }
+    s_["tier3"] = tier3_;
+    return OkStatus();
+  }
+
+  // The batch sweep in the method's mode, and FP16/BF16 validation against FP32.
+  Status SweepAndValidate() {
+    progress_.Step(4, "Batch sweep and FP16/BF16 validation");
+    SweepOptions so;
+    so.bench = base_;
+    so.bench.mode = best_mode_;
+    so.bench.warmup = 1;
+    so.bench.iterations = o_.quick ? 2 : 5;
+    so.batch_sizes = o_.quick ? std::vector<int64_t>{1, 16, 64} : std::vector<int64_t>{1, 4, 16, 64, 128, 256};
+    TS_ASSIGN_OR_RETURN(sweep_, RunSweep(so, [&](const std::string& w) { progress_.Detail("sweep " + w); }));
+    TS_RETURN_IF_ERROR(Write("batch_sweep.txt", sweep_.text));
+    TS_RETURN_IF_ERROR(Write("batch_sweep.json", sweep_.json.dump(2) + "\n"));
+    commands_.push_back("tierscope sweep --mode " + best_mode_ + flags_ + " --warmup 1 --iterations " +
+                        std::to_string(so.bench.iterations));
+    s_["sweep"] = sweep_.json;
+    progress_.Detail("validation");
+    ValidateOptions vo;
+    vo.model_dir = o_.model_dir;
+    vo.batch_size = o_.batch_size;
+    vo.seq_len = o_.seq_len;
+    vo.seed = o_.seed;
+    vo.threads = o_.threads;
+    vo.device = o_.device;
+    TS_ASSIGN_OR_RETURN(val_, RunValidation(vo));
+    TS_RETURN_IF_ERROR(Write("validation.json", val_.json.dump(2) + "\n"));
+    commands_.push_back("tierscope validate" + flags_);
+    s_["validation"] = val_.json;
+    return OkStatus();
+  }
+
+  // The headline, the chain of evidence in words, and where everything is.
+  void Summarize() {
+    const nlohmann::json& fin = s_["final"];
+    const nlohmann::json& final_modes = fin["modes"];
+    const std::string best = fin["mode"];
+    const int64_t best_batch = fin["batch_size"];
+    const double best_sps = fin["samples_per_s"];
+    // Throughputs at the workload's batch size pool the runs of step 0 and step 4 (on a
+    // shared machine one step's runs can drift by tens of percent).
+    const auto pooled = [&](const char* mode) { return PooledMedian(baseline_, final_modes, mode); };
+    const double serial_sps = pooled("serial-fp32"), batch_sps = pooled("batch-fp32");
+    const double fp16_sps = pooled("batch-fp16");
+    s_["headline"] = {{"baseline_mode", "serial-fp32"},
+                      {"baseline_samples_per_s", serial_sps},
+                      {"batch_samples_per_s", batch_sps},
+                      {"batch_speedup", batch_sps / serial_sps},
+                      {"fp16_samples_per_s", fp16_sps},
+                      {"fp16_speedup_over_batch", fp16_sps / batch_sps},
+                      {"final_mode", best},
+                      {"final_batch_size", best_batch},
+                      {"final_samples_per_s", best_sps},
+                      {"final_speedup", best_sps / serial_sps},
+                      {"pooled_runs", 2 * repeats_},
+                      {"baseline_memory_mb", baseline_["serial-fp32"]["max_memory_mb"]},
+                      {"final_memory_mb", fin["max_memory_mb"]},
+                      {"fp16_cosine", val_.json["fp16"]["cosine"]},
+                      {"validation_pass", val_.pass}};
+    s_["diagnosis"] = Chain(serial_sps);
+    s_["machine"] = {{"device", baseline_["batch-fp32"]["device"]},
+                     {"threads", baseline_["batch-fp32"]["threads"]},
+                     {"peaks", peaks_}};
+    s_["commands"] = commands_;
+    s_["files"] = {{"summary", "summary.json"}, {"validation", "validation.json"},
+                   {"sweep", "batch_sweep.txt"}, {"report", "report.html"},
+                   {"traces", {"traces/serial.json.gz", "traces/batch.json.gz"}},
+                   {"kernels", {"kernels/serial.json", "kernels/batch.json"}}};
+  }
+
+  // The evidence chain in words, from the typed results of each step.
+  nlohmann::json Chain(double serial_sps) {
+    const nlohmann::json& fin = s_["final"];
+    nlohmann::json chain = nlohmann::json::array();
+    const auto linear = [&](const std::string& run) {
+      const UnitCounts& c = per_unit_[run];
+      auto it = c.op_calls.find("aten::linear");
+      return c.PerUnit(it == c.op_calls.end() ? 0.0 : static_cast<double>(it->second));
+    };
+    const auto launches = [&](const std::string& run) {
+      return per_unit_[run].PerUnit(static_cast<double>(per_unit_[run].launches));
+    };
+    chain.push_back("Tier 1: per work unit of " + std::to_string(o_.batch_size) + " samples, aten::linear runs " +
+                    Fixed(linear("serial"), 0) + " times serially and " + Fixed(linear("batch"), 0) +
+                    " times batched; kernel launches fall from " + Fixed(launches("serial"), 0) + " to " +
+                    Fixed(launches("batch"), 0) + ".");
+    chain.push_back("Tier 2: the device is in use " + Fixed(in_use_["serial"], 1) + "% of the serial window and " +
+                    Fixed(in_use_["batch"], 1) + "% of the batched one; " + Count(findings_["serial"], "finding") +
+                    " serially, " + Count(findings_["batch"], "finding") + " batched.");
+    for (const char* run : {"serial", "batch"}) {
+      if (!tier3_.contains(run)) continue;
+      chain.push_back(std::string("Tier 3 (") + run + "): " + tier3_[run]["kernel"].get<std::string>() + " — " +
+                      tier3_[run]["report"]["recommendation"]["verdict"].get<std::string>());
+    }
+    for (const std::string& trend : sweep_.trends) {
+      if (!trend.empty()) chain.push_back("Sweep (" + best_mode_ + "): " + trend + ".");
+    }
+    const double best_sps = fin["samples_per_s"];
+    const nlohmann::json& diff = fin["serial_vs_batch_max_abs"];
+    chain.push_back("Step 4: " + fin["mode"].get<std::string>() + " at batch " +
+                    std::to_string(fin["batch_size"].get<int64_t>()) + " runs " + Fixed(best_sps, 1) +
+                    " samples/s, " + Fixed(best_sps / serial_sps, 2) + "x the serial FP32 baseline (the method " +
+                    "recommends " + best_mode_ + " at batch " +
+                    std::to_string(fin["recommended"]["batch_size"].get<int64_t>()) + "); FP16 output cosine " +
+                    Fixed(val_.json["fp16"]["cosine"].get<double>(), 8) + " vs FP32; serial and batched FP32 " +
+                    "outputs " + (fin["outputs_agree"].get<bool>() ? "agree" : "DISAGREE") +
+                    " element by element (max abs " +
+                    (diff.is_number() ? Fixed(diff.get<double>(), 7) : std::string("n/a")) + ").");
+    return chain;
+  }
+
+  static constexpr std::pair<const char*, const char*> kRuns[] = {{"serial", "serial-fp32"},
+                                                                  {"batch", "batch-fp32"}};
+  const LabOptions& o_;
+  LabProgress& progress_;
+  const std::string dir_;
+  const BertConfig cfg_;
+  const int repeats_;
+  BenchOptions base_;
+  std::string flags_;
+  AnalysisOptions ao_;
+  nlohmann::json s_, commands_ = nlohmann::json::array(), baseline_, peaks_, tier1_, tier2_, tier3_;
+  std::string best_mode_ = "batch-fp32";
+  std::map<std::string, Trace> traces_;
+  std::map<std::string, std::string> hottest_;
+  std::map<std::string, UnitCounts> per_unit_;
+  std::map<std::string, double> in_use_;
+  std::map<std::string, size_t> findings_;
+  SweepResult sweep_;
+  ValidationResult val_;
+};
+
+}  // namespace
+
 StatusOr<nlohmann::json> RunLab(const LabOptions& o, LabProgress& progress) {
   if (o.batch_size < 1 || o.seq_len < 1) return InvalidArgument("--batch-size and --seq-len must be >= 1");
   if (o.threads < 0) return InvalidArgument("--threads must be >= 0");
   if (o.repeats < 0) return InvalidArgument("--repeats must be >= 0");
   if (o.out_dir.empty()) return InvalidArgument("--out must name a directory");
-  const int repeats = o.repeats > 0 ? o.repeats : (o.quick ? 1 : 3);
   TS_ASSIGN_OR_RETURN(std::string dir, ResolveModelDir(o.model_dir));
   TS_ASSIGN_OR_RETURN(BertConfig cfg, LoadBertConfig(dir + "/config.json"));
   if (o.seq_len > cfg.max_position_embeddings) {
     return InvalidArgument("--seq-len " + std::to_string(o.seq_len) + " exceeds the model's " +
                            std::to_string(cfg.max_position_embeddings) + " positions");
   }
-  for (const char* sub : {"", "/traces", "/kernels"}) TS_RETURN_IF_ERROR(MakeDirs(o.out_dir + sub));
-  const std::string out = o.out_dir;
-  const auto write = [&](const std::string& name, const std::string& text) {
-    return WriteFileAtomic(out + "/" + name, text);
-  };
-
-  BenchOptions base;
-  base.model_dir = o.model_dir;
-  base.batch_size = o.batch_size;
-  base.seq_len = o.seq_len;
-  base.seed = o.seed;
-  base.threads = o.threads;
-  base.device = o.device;
-  base.warmup = o.quick ? 1 : 3;
-  base.iterations = o.quick ? 3 : 10;
-  const std::string flags = " --batch-size " + std::to_string(o.batch_size) + " --seq-len " +
-                            std::to_string(o.seq_len) + " --threads " + std::to_string(o.threads) +
-                            (o.model_dir.empty() ? "" : " --model " + o.model_dir);
-
-  nlohmann::json s;
-  s["schema_version"] = 1;
-  s["tool"] = {{"name", "tierscope"}, {"version", TIERSCOPE_VERSION}};
-  s["created_at"] = UtcNowIso8601();
-  s["command_line"] = o.command_line;
-  s["quick"] = o.quick;
-  s["model"] = {{"dir", dir},
-                {"name", o.model_dir.empty() ? "builtin:bert_uncased_L-2_H-128_A-2-synthetic" : o.model_dir},
-                {"hidden_size", cfg.hidden_size},
-                {"layers", cfg.num_hidden_layers},
-                {"heads", cfg.num_attention_heads},
-                {"vocab_size", cfg.vocab_size}};
-  s["workload"] = {{"batch_size", o.batch_size}, {"seq_len", o.seq_len}, {"seed", o.seed},
-                   {"warmup", base.warmup}, {"iterations", base.iterations}, {"repeats", repeats}};
-  nlohmann::json commands = nlohmann::json::array();
-
-  // The peaks tier 3 measures against, measured now rather than trusted from an old
-  // cache (a cache written while the machine was busy would put kernels above 100%).
-  progress.Step(0, "Step 0: calibration and no-profiler baselines");
-  progress.Detail("measuring the device's peaks");
-  nlohmann::json machine;
-  {
-    TS_ASSIGN_OR_RETURN(auto device, CreateBackend(o.device, o.threads));
-    TS_ASSIGN_OR_RETURN(MachinePeaks peaks, LoadOrMeasureDevicePeaks(*device, /*recalibrate=*/true));
-    machine = peaks.ToJson();
-  }
-  commands.push_back("tierscope device --recalibrate --threads " + std::to_string(o.threads) +
-                     (o.device == "cpu" ? "" : " --device " + o.device));
-  nlohmann::json baseline;
-  for (const char* mode : kModes) {
-    TS_ASSIGN_OR_RETURN(baseline[mode], BenchMedian(base, mode, repeats, progress));
-    commands.push_back("tierscope bench --mode " + std::string(mode) + flags);
-  }
-  s["baseline"] = baseline;
-  // The method's choice of mode: the fastest batched one at the workload's batch size.
-  std::string best_mode = "batch-fp32";
-  for (const char* mode : kModes) {
-    if (std::string(mode) != "serial-fp32" &&
-        baseline[mode]["samples_per_s"] > baseline[best_mode]["samples_per_s"]) {
-      best_mode = mode;
-    }
-  }
-
-  // Tier 1 and 2: one steady-state work unit of each, profiled.
-  progress.Step(1, "Tier 1: operator profiles of serial and batched runs");
-  AnalysisOptions ao;
-  std::map<std::string, Trace> traces;
-  nlohmann::json tier1, tier2;
-  for (const auto& [name, mode] : {std::pair<std::string, std::string>{"serial", "serial-fp32"},
-                                   {"batch", "batch-fp32"}}) {
-    progress.Detail(name + " (" + mode + ")");
-    BenchOptions p = base;
-    p.mode = mode;
-    p.profile = true;
-    p.iterations = 2;
-    p.profile_skip = 1;
-    p.profile_units = 1;
-    p.trace_path = out + "/traces/" + name + ".json.gz";
-    TS_ASSIGN_OR_RETURN(BenchReport rep, RunBench(p));
-    TS_RETURN_IF_ERROR(write("tier1_" + name + "_operators.txt", rep.profile_text));
-    commands.push_back("tierscope bench --mode " + mode + flags + " --iterations 2 --profile " +
-                       "--profile-skip 1 --profile-units 1 --trace traces/" + name + ".json.gz");
-    TS_ASSIGN_OR_RETURN(Trace t, LoadTrace(p.trace_path));
-    traces.emplace(name, std::move(t));
-  }
-  const Trace& serial = traces.at("serial");
-  const Trace& batch = traces.at("batch");
-  const TraceDiff diff = DiffTraceAnalysis(serial, batch, ao);
-  TS_RETURN_IF_ERROR(write("tier1_diff.txt", RenderDiff(diff, serial, batch, OutputFormat::kText)));
-  commands.push_back("tierscope diff traces/serial.json.gz traces/batch.json.gz");
-  tier1["diff"] = {{"per_unit", diff.per_unit},
-                   {"headline", diff.headline},
-                   {"summary", RowsOf(&diff.summary, SIZE_MAX)},
-                   {"operators", RowsOf(&diff.operators, SIZE_MAX)}};
-
-  progress.Step(2, "Tier 2: timelines, system reports and rules");
-  std::map<std::string, std::string> hottest;
-  std::map<std::string, UnitCounts> per_unit;  // the chain of evidence reads these
-  for (const auto& [name, t] : traces) {
-    progress.Detail(name);
-    const TraceAnalysis a = Analyze(t, ao);
-    TS_RETURN_IF_ERROR(write("tier2_" + name + ".txt", RenderAnalysis(a, OutputFormat::kText)));
-    commands.push_back("tierscope analyze traces/" + name + ".json.gz");
-    tier1[name] = {{"trace", "traces/" + name + ".json.gz"},
-                   {"units", RowsOf(a.Report("units"), 50)},
-                   {"operators", RowsOf(a.Report("op_sum"), 12)}};
-    if (!a.hottest_kernel.empty()) hottest[name] = a.hottest_kernel;
-    per_unit[name] = a.index.counts;
-    tier2[name] = {{"in_use_pct", a.in_use.percent()},
-                   {"kernels", RowsOf(a.Report(a.index.prefix + "_gpu_kern_sum"), 8)},
-                   {"api", RowsOf(a.Report(a.index.prefix + "_api_sum"), 4)},
-                   {"gaps", RowsOf(a.Report("gaps"), 20)},
-                   {"short_kernels", RowsOf(a.Report("short_kernels"), 4)},
-                   {"hot_kernels", RowsOf(a.Report("hot_kernels"), 5)},
-                   {"findings", FindingsToJson(a.findings)},
-                   {"strip", UnitStrip(a)}};
-  }
-  s["tier1"] = tier1;
-  s["tier2"] = tier2;
-
-  // Tier 3: the hottest kernel of each run, replayed.
-  progress.Step(3, "Tier 3: the hottest kernel of serial and batched runs");
-  nlohmann::json tier3;
-  for (const auto& [name, mode] : {std::pair<std::string, std::string>{"serial", "serial-fp32"},
-                                   {"batch", "batch-fp32"}}) {
-    if (hottest.count(name) == 0) continue;
-    progress.Detail(name + ": " + hottest[name]);
-    KernelCommandOptions k;
-    k.bench = base;
-    k.bench.mode = mode;
-    k.bench.warmup = 1;
-    k.bench.iterations = 1;
-    k.inspector.filter = {hottest[name], 0, 1};
-    k.inspector.passes = o.quick ? 3 : 10;
-    TS_ASSIGN_OR_RETURN(KernelCommandResult kr, RunKernelCommand(k));
-    const std::string file = "kernels/" + name + ".json";
-    TS_RETURN_IF_ERROR(write(file, kr.json.dump(2) + "\n"));
-    TS_RETURN_IF_ERROR(write("kernels/" + name + ".txt", kr.text));
-    commands.push_back("tierscope kernel --mode " + mode + flags + " --warmup 1 --iterations 1 -k '" +
-                       hottest[name] + "' -o " + file);
-    tier3[name] = {{"kernel", hottest[name]}, {"file", file}, {"report", kr.json["reports"][0]}};
-    machine = kr.json["machine"];  // the peaks tier 3 used (measured again if a replay exceeded them)
-  }
-  s["tier3"] = tier3;
-
-  // Batch sweep and validation.
-  progress.Step(4, "Batch sweep and FP16/BF16 validation");
-  SweepOptions so;
-  so.bench = base;
-  so.bench.mode = best_mode;
-  so.bench.warmup = 1;
-  so.bench.iterations = o.quick ? 2 : 5;
-  so.batch_sizes = o.quick ? std::vector<int64_t>{1, 16, 64} : std::vector<int64_t>{1, 4, 16, 64, 128, 256};
-  TS_ASSIGN_OR_RETURN(SweepResult sweep, RunSweep(so, [&](const std::string& w) { progress.Detail("sweep " + w); }));
-  TS_RETURN_IF_ERROR(write("batch_sweep.txt", sweep.text));
-  TS_RETURN_IF_ERROR(write("batch_sweep.json", sweep.json.dump(2) + "\n"));
-  commands.push_back("tierscope sweep --mode " + best_mode + flags + " --warmup 1 --iterations " +
-                     std::to_string(so.bench.iterations));
-  s["sweep"] = sweep.json;
-  progress.Detail("validation");
-  ValidateOptions vo;
-  vo.model_dir = o.model_dir;
-  vo.batch_size = o.batch_size;
-  vo.seq_len = o.seq_len;
-  vo.seed = o.seed;
-  vo.threads = o.threads;
-  vo.device = o.device;
-  TS_ASSIGN_OR_RETURN(ValidationResult val, RunValidation(vo));
-  TS_RETURN_IF_ERROR(write("validation.json", val.json.dump(2) + "\n"));
-  commands.push_back("tierscope validate" + flags);
-  s["validation"] = val.json;
-
-  // Step 4 of the study: back to the no-profiler benchmark.
-  progress.Step(5, "Step 4: the final no-profiler benchmark");
-  TS_ASSIGN_OR_RETURN(s["final"], FinalStep(base, o, repeats, baseline, best_mode, sweep, val.pass,
-                                            progress, &commands));
-  const nlohmann::json& final_modes = s["final"]["modes"];
-  const std::string best = s["final"]["mode"];
-  const int64_t best_batch = s["final"]["batch_size"];
-  const int64_t recommended_batch = s["final"]["recommended"]["batch_size"];
-  const double best_sps = s["final"]["samples_per_s"];
-  const nlohmann::json& fin = best_batch == o.batch_size ? final_modes[best] : s["final"]["recommended"];
-
-  progress.Step(6, "Summary and report");
-  // Throughputs at the workload's batch size pool the runs of step 0 and step 4 (on a
-  // shared machine one step's runs can drift by tens of percent).
-  const auto pooled = [&](const char* mode) { return PooledMedian(baseline, final_modes, mode); };
-  const double serial_sps = pooled("serial-fp32");
-  const double batch_sps = pooled("batch-fp32");
-  const double fp16_sps = pooled("batch-fp16");
-  s["headline"] = {
-      {"baseline_mode", "serial-fp32"},
-      {"baseline_samples_per_s", serial_sps},
-      {"batch_samples_per_s", batch_sps},
-      {"batch_speedup", batch_sps / serial_sps},
-      {"fp16_samples_per_s", fp16_sps},
-      {"fp16_speedup_over_batch", fp16_sps / batch_sps},
-      {"final_mode", best},
-      {"final_batch_size", best_batch},
-      {"final_samples_per_s", best_sps},
-      {"final_speedup", best_sps / serial_sps},
-      {"pooled_runs", 2 * repeats},
-      {"baseline_memory_mb", baseline["serial-fp32"]["max_memory_mb"]},
-      {"final_memory_mb", fin["max_memory_mb"]},
-      {"fp16_cosine", val.json["fp16"]["cosine"]},
-      {"validation_pass", val.pass}};
-  // The evidence chain in words, from the numbers above.
-  nlohmann::json chain = nlohmann::json::array();
-  const auto linear = [&](const std::string& run) {
-    const UnitCounts& c = per_unit[run];
-    auto it = c.op_calls.find("aten::linear");
-    return c.PerUnit(it == c.op_calls.end() ? 0.0 : static_cast<double>(it->second));
-  };
-  const auto launches = [&](const std::string& run) {
-    return per_unit[run].PerUnit(static_cast<double>(per_unit[run].launches));
-  };
-  chain.push_back("Tier 1: per work unit of " + std::to_string(o.batch_size) + " samples, aten::linear runs " +
-                  Fixed(linear("serial"), 0) + " times serially and " + Fixed(linear("batch"), 0) +
-                  " times batched; kernel launches fall from " + Fixed(launches("serial"), 0) + " to " +
-                  Fixed(launches("batch"), 0) + ".");
-  chain.push_back("Tier 2: the device is in use " + Fixed(tier2["serial"]["in_use_pct"].get<double>(), 1) +
-                  "% of the serial window and " + Fixed(tier2["batch"]["in_use_pct"].get<double>(), 1) +
-                  "% of the batched one; " + Count(tier2["serial"]["findings"].size(), "finding") +
-                  " serially, " + Count(tier2["batch"]["findings"].size(), "finding") + " batched.");
-  for (const char* run : {"serial", "batch"}) {
-    if (!tier3.contains(run)) continue;
-    const auto& rep = tier3[run]["report"];
-    chain.push_back(std::string("Tier 3 (") + run + "): " + tier3[run]["kernel"].get<std::string>() + " — " +
-                    rep["recommendation"]["verdict"].get<std::string>());
-  }
-  for (const std::string& trend : sweep.trends) {
-    if (!trend.empty()) chain.push_back("Sweep (" + best_mode + "): " + trend + ".");
-  }
-  chain.push_back("Step 4: " + best + " at batch " + std::to_string(best_batch) + " runs " +
-                  Fixed(best_sps, 1) + " samples/s, " + Fixed(best_sps / serial_sps, 2) +
-                  "x the serial FP32 baseline (the method recommends " + best_mode + " at batch " +
-                  std::to_string(recommended_batch) + "); FP16 output cosine " +
-                  Fixed(val.json["fp16"]["cosine"].get<double>(), 8) + " vs FP32; serial and batched " +
-                  "FP32 outputs " + (s["final"]["outputs_agree"].get<bool>() ? "agree" : "DISAGREE") +
-                  " element by element (max abs " +
-                  (s["final"]["serial_vs_batch_max_abs"].is_number()
-                       ? Fixed(s["final"]["serial_vs_batch_max_abs"].get<double>(), 7)
-                       : std::string("n/a")) +
-                  ").");
-  s["diagnosis"] = chain;
-  s["machine"] = {{"device", baseline["batch-fp32"]["device"]},
-                  {"threads", baseline["batch-fp32"]["threads"]},
-                  {"peaks", machine}};
-  s["commands"] = commands;
-  s["files"] = {{"summary", "summary.json"}, {"validation", "validation.json"},
-                {"sweep", "batch_sweep.txt"}, {"report", "report.html"},
-                {"traces", {"traces/serial.json.gz", "traces/batch.json.gz"}},
-                {"kernels", {"kernels/serial.json", "kernels/batch.json"}}};
-  TS_RETURN_IF_ERROR(write("summary.json", s.dump(2) + "\n"));
-  TS_RETURN_IF_ERROR(write("report.html", RenderReportHtml(s)));
-  progress.Done("lab: results in " + out + "/ (summary.json, report.html)");
-  if (!val.pass) {
-    return Internal("validation FAILED (see " + out + "/validation.json): a precision is outside its tolerance");
-  }
-  return s;
+  LabRun run(o, progress, std::move(dir), std::move(cfg));
+  return run.Run();
 }
 
 }  // namespace tierscope

@@ -74,6 +74,139 @@ std::vector<int64_t> BenchInputIds(uint64_t seed, int64_t batch, int64_t seq_len
   return ids;
 }
 
+namespace {
+
+const char* const kBuiltinModelName = "builtin:bert_uncased_L-2_H-128_A-2-synthetic";
+
+// Everything the run will hold — the ids, every input on the device, the activations,
+// the output read back — checked before any of it is allocated.
+Status CheckWorkloadMemory(const BertEngine& engine, const BenchOptions& o, const BenchMode& mode) {
+  const int64_t B = o.batch_size, S = o.seq_len, H = engine.config().hidden_size;
+  int64_t tokens_i = 0;
+  if (__builtin_mul_overflow(B, S, &tokens_i) || tokens_i > (int64_t{1} << 50)) {
+    return InvalidArgument("--batch-size " + std::to_string(B) + " x --seq-len " + std::to_string(S) +
+                           " tokens is too large to address");
+  }
+  TS_ASSIGN_OR_RETURN(MemoryNeed need, engine.ForwardMemory(mode.serial ? 1 : B, S, {}));
+  const double tokens = static_cast<double>(B) * static_cast<double>(S);
+  const double es = static_cast<double>(DTypeSize(mode.dtype));
+  need.host += tokens * (8 + static_cast<double>(H) * (4 + es));  // the ids; the output read back
+  if (mode.serial) need.device += tokens * (12 + static_cast<double>(H) * es);  // all inputs; the output
+  return engine.CheckMemory(
+      need, "--batch-size " + std::to_string(B) + " x --seq-len " + std::to_string(S) + " (" + o.mode + ")");
+}
+
+// The inputs on the device before timing: one batch, or one batch-1 slice per sample.
+StatusOr<std::vector<BertModel::Inputs>> UploadInputs(BertModel& model, const std::vector<int64_t>& ids,
+                                                      int64_t B, int64_t S, bool serial) {
+  std::vector<BertModel::Inputs> inputs;
+  if (serial) {
+    for (int64_t i = 0; i < B; ++i) {
+      BatchInput in{1, S, std::vector<int64_t>(ids.begin() + i * S, ids.begin() + (i + 1) * S), {}, {}};
+      TS_ASSIGN_OR_RETURN(BertModel::Inputs d, model.Upload(in));
+      inputs.push_back(std::move(d));
+    }
+  } else {
+    BatchInput in{B, S, ids, {}, {}};
+    TS_ASSIGN_OR_RETURN(BertModel::Inputs d, model.Upload(in));
+    inputs.push_back(std::move(d));
+  }
+  return inputs;
+}
+
+// When the profiler records: from the first unit at least profile_skip units and
+// profile_delay_s seconds past warmup, for profile_units units or profile_duration_s
+// seconds, always at a unit boundary; once closed it never reopens.
+class ProfileWindow {
+ public:
+  ProfileWindow(const BenchOptions& o, int64_t t0) : o_(o), t0_(t0) {}
+  // Before timed unit i: opens or closes the window; true while it records.
+  bool Update(Profiler& p, int64_t i) {
+    const int64_t now = MonotonicNs();
+    if (!p.recording() && !closed_ && units_ == 0 && i >= o_.profile_skip &&
+        static_cast<double>(now - t0_) * 1e-9 >= o_.profile_delay_s) {
+      p.set_recording(true);
+      start_ = now;
+    }
+    if (p.recording() && ((o_.profile_units > 0 && units_ >= o_.profile_units) ||
+                          (o_.profile_duration_s > 0 &&
+                           static_cast<double>(now - start_) * 1e-9 >= o_.profile_duration_s))) {
+      p.set_recording(false);
+      closed_ = true;
+    }
+    if (p.recording()) ++units_;
+    return p.recording();
+  }
+  int64_t units() const { return units_; }
+
+ private:
+  const BenchOptions& o_;
+  const int64_t t0_;
+  int64_t start_ = 0, units_ = 0;
+  bool closed_ = false;
+};
+
+// What the timed loop measured, for RESULT_JSON.
+struct Measured {
+  double total_s = 0;
+  std::vector<double> unit_ms;
+  int64_t peak_bytes = 0;
+  double checksum = 0;
+  int64_t profiled_units = 0;
+};
+
+nlohmann::json ResultJson(const BenchOptions& o, const BenchMode& mode, const std::string& dir,
+                          const BertEngine& engine, const Measured& m) {
+  std::vector<double> sorted = m.unit_ms;
+  std::sort(sorted.begin(), sorted.end());
+  const int64_t B = o.batch_size;
+  nlohmann::json r;
+  r["model"] = o.model_dir.empty() ? kBuiltinModelName : o.model_dir;
+  r["model_dir"] = dir;
+  r["mode"] = o.mode;
+  r["dtype"] = std::string(DTypeName(mode.dtype));
+  r["batch_size"] = B;
+  r["seq_len"] = o.seq_len;
+  r["warmup"] = o.warmup;
+  r["iterations"] = o.iterations;
+  r["seed"] = o.seed;
+  r["threads"] = engine.threads();
+  if (o.graph) r["graph"] = true;
+  r["device"] = engine.device_name();
+  r["total_s"] = m.total_s;
+  r["batch_latency_ms"] = m.total_s * 1000.0 / static_cast<double>(o.iterations);
+  r["sample_latency_ms"] = m.total_s * 1000.0 / static_cast<double>(o.iterations * B);
+  r["samples_per_s"] = static_cast<double>(o.iterations * B) / m.total_s;
+  r["latency_p50_ms"] = Percentile(sorted, 50);
+  r["latency_p95_ms"] = Percentile(sorted, 95);
+  r["latency_p99_ms"] = Percentile(sorted, 99);
+  r["latency_min_ms"] = sorted.front();
+  r["latency_max_ms"] = sorted.back();
+  r["checksum"] = m.checksum;
+  r["max_memory_mb"] = static_cast<double>(m.peak_bytes) / (1024.0 * 1024.0);
+  r["weight_memory_mb"] = static_cast<double>(engine.memory().weight_bytes) / (1024.0 * 1024.0);
+  r["version"] = TIERSCOPE_VERSION;
+  r["profiled"] = o.profile;
+  if (o.profile) {
+    r["profiled_units"] = m.profiled_units;
+    if (!o.trace_path.empty()) r["trace"] = o.trace_path;
+  }
+  return r;
+}
+
+// The key_averages table and the per-unit summary of a profiled run.
+std::string ProfileText(const Trace& trace, const BenchOptions& o, const char* unit_name, int64_t units) {
+  if (units == 0) {
+    return "profile: the window never opened (fewer iterations than --profile-skip/--profile-delay)\n";
+  }
+  std::string text = FormatKeyAveragesTable(KeyAverages(trace, o.record_shapes), static_cast<int>(o.table_rows));
+  std::string scope;
+  const std::vector<WorkUnit> found = FindWorkUnits(trace, unit_name, &scope);
+  return text + FormatUnitSummary(CountPerUnit(trace, found, scope));
+}
+
+}  // namespace
+
 StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   TS_RETURN_IF_ERROR(ValidateBenchOptions(o));
   TS_ASSIGN_OR_RETURN(BenchMode mode, ParseBenchMode(o.mode));
@@ -89,39 +222,18 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
                            " exceeds the model's max_position_embeddings " +
                            std::to_string(cfg.max_position_embeddings));
   }
+  if (o.launch_hook != nullptr && o.profile) {
+    return InvalidArgument("a launch hook and the profiler cannot run together");
+  }
+  if (o.graph && (o.profile || o.launch_hook != nullptr)) {
+    return InvalidArgument("--graph replays a captured unit: it runs without --profile or tier 3");
+  }
   BertModel& model = engine->model();
   Backend& backend = engine->backend();
   const int64_t B = o.batch_size, S = o.seq_len, H = cfg.hidden_size;
-  {
-    // Everything the run will hold, checked before any of it is allocated.
-    int64_t tokens_i = 0;
-    if (__builtin_mul_overflow(B, S, &tokens_i) || tokens_i > (int64_t{1} << 50)) {
-      return InvalidArgument("--batch-size " + std::to_string(B) + " x --seq-len " + std::to_string(S) +
-                             " tokens is too large to address");
-    }
-    TS_ASSIGN_OR_RETURN(MemoryNeed need, engine->ForwardMemory(mode.serial ? 1 : B, S, {}));
-    const double tokens = static_cast<double>(B) * static_cast<double>(S);
-    const double es = static_cast<double>(DTypeSize(mode.dtype));
-    need.host += tokens * (8 + static_cast<double>(H) * (4 + es));  // the ids; the output read back
-    if (mode.serial) need.device += tokens * (12 + static_cast<double>(H) * es);  // all inputs; the output
-    TS_RETURN_IF_ERROR(engine->CheckMemory(
-        need, "--batch-size " + std::to_string(B) + " x --seq-len " + std::to_string(S) + " (" + o.mode + ")"));
-  }
-  const std::vector<int64_t> ids = BenchInputIds(o.seed, B, S, cfg.vocab_size);
-
-  // Inputs go to the device before timing: one batch, or one batch-1 slice per sample.
-  std::vector<BertModel::Inputs> inputs;
-  if (mode.serial) {
-    for (int64_t i = 0; i < B; ++i) {
-      BatchInput in{1, S, std::vector<int64_t>(ids.begin() + i * S, ids.begin() + (i + 1) * S), {}, {}};
-      TS_ASSIGN_OR_RETURN(BertModel::Inputs d, model.Upload(in));
-      inputs.push_back(std::move(d));
-    }
-  } else {
-    BatchInput in{B, S, ids, {}, {}};
-    TS_ASSIGN_OR_RETURN(BertModel::Inputs d, model.Upload(in));
-    inputs.push_back(std::move(d));
-  }
+  TS_RETURN_IF_ERROR(CheckWorkloadMemory(*engine, o, mode));
+  TS_ASSIGN_OR_RETURN(std::vector<BertModel::Inputs> inputs,
+                      UploadInputs(model, BenchInputIds(o.seed, B, S, cfg.vocab_size), B, S, mode.serial));
 
   // One work unit: 64 samples through the model, serially or as one batch.
   auto run_unit = [&]() -> StatusOr<Tensor> {
@@ -136,16 +248,17 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   // Under the profiler each unit is a user scope, as the study's record_function.
   const char* unit_name = mode.serial ? "serial_bert_forward" : "batched_bert_forward";
   std::unique_ptr<Profiler> profiler;
-  // Whatever way the run ends, the backend and the model let go of the profiler before
-  // it is destroyed (the tensors above are freed after it, through the backend).
-  struct ObserverGuard {
+  // Whatever way the run ends, the backend and the model let go of the profiler and the
+  // hook before they are destroyed (the tensors above are freed after, through the backend).
+  struct Detach {
     Backend& backend;
     BertModel& model;
-    ~ObserverGuard() {
+    ~Detach() {
       backend.SetObserver(nullptr);
+      backend.SetLaunchHook(nullptr);
       model.set_profiler(nullptr);
     }
-  } observer_guard{backend, model};
+  } detach{backend, model};
   auto work_unit = [&]() -> StatusOr<Tensor> {
     if (profiler == nullptr || !profiler->recording()) return run_unit();
     profiler->BeginAnnotation(unit_name);
@@ -157,17 +270,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   if (o.pre_delay_s > 0) {
     std::this_thread::sleep_for(std::chrono::duration<double>(o.pre_delay_s));
   }
-  struct HookGuard {
-    Backend& backend;
-    ~HookGuard() { backend.SetLaunchHook(nullptr); }
-  } hook_guard{backend};
-  if (o.launch_hook != nullptr) {
-    if (o.profile) return InvalidArgument("a launch hook and the profiler cannot run together");
-    backend.SetLaunchHook(o.launch_hook);
-  }
-  if (o.graph && (o.profile || o.launch_hook != nullptr)) {
-    return InvalidArgument("--graph replays a captured unit: it runs without --profile or tier 3");
-  }
+  if (o.launch_hook != nullptr) backend.SetLaunchHook(o.launch_hook);
   for (int64_t i = 0; i < std::max<int64_t>(o.warmup, o.graph ? 1 : 0); ++i) {
     TS_RETURN_IF_ERROR(work_unit().status());
   }
@@ -189,8 +292,6 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   }
   engine->ResetPeakMemory();
 
-  std::vector<double> iter_ms;
-  Tensor last;
   if (o.profile) {
     ProfilerOptions po;
     po.record_shapes = o.record_shapes;
@@ -201,26 +302,12 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     backend.SetObserver(profiler.get());
   }
   TS_RETURN_IF_ERROR(backend.Synchronize());
+  Measured m;
+  Tensor last;
   const int64_t t0 = MonotonicNs();
-  int64_t recorded_units = 0;
-  int64_t window_start = 0;
+  ProfileWindow window(o, t0);
   for (int64_t i = 0; i < o.iterations; ++i) {
-    if (profiler != nullptr) {
-      const double since = static_cast<double>(MonotonicNs() - t0) * 1e-9;
-      if (!profiler->recording() && recorded_units == 0 && i >= o.profile_skip &&
-          since >= o.profile_delay_s) {
-        profiler->set_recording(true);
-        window_start = MonotonicNs();
-      }
-      if (profiler->recording() &&
-          ((o.profile_units > 0 && recorded_units >= o.profile_units) ||
-           (o.profile_duration_s > 0 &&
-            static_cast<double>(MonotonicNs() - window_start) * 1e-9 >= o.profile_duration_s))) {
-        profiler->set_recording(false);
-        recorded_units = -recorded_units;  // closed: never reopen
-      }
-      if (profiler->recording()) ++recorded_units;
-    }
+    if (profiler != nullptr) window.Update(*profiler, i);
     if (o.before_unit) TS_RETURN_IF_ERROR(o.before_unit(i));
     const int64_t s = MonotonicNs();
     if (graph != nullptr) {
@@ -229,29 +316,20 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
       TS_ASSIGN_OR_RETURN(last, work_unit());
     }
     TS_RETURN_IF_ERROR(backend.Synchronize());
-    iter_ms.push_back(static_cast<double>(MonotonicNs() - s) * 1e-6);
+    m.unit_ms.push_back(static_cast<double>(MonotonicNs() - s) * 1e-6);
   }
   TS_RETURN_IF_ERROR(backend.Synchronize());
-  const double total_s = static_cast<double>(MonotonicNs() - t0) * 1e-9;
-  const int64_t peak = engine->memory().peak_bytes;
+  m.total_s = static_cast<double>(MonotonicNs() - t0) * 1e-9;
+  m.peak_bytes = engine->memory().peak_bytes;
+  m.profiled_units = window.units();
   BenchReport report;
   if (profiler != nullptr) {
     profiler->set_recording(false);
     backend.SetObserver(nullptr);
     model.set_profiler(nullptr);
-    const Trace& trace = profiler->trace();
-    if (recorded_units == 0) {
-      report.profile_text = "profile: the window never opened (fewer iterations than --profile-skip/--profile-delay)\n";
-    } else {
-      report.profile_text = FormatKeyAveragesTable(KeyAverages(trace, o.record_shapes),
-                                                   static_cast<int>(o.table_rows));
-      std::string scope;
-      const std::vector<WorkUnit> units = FindWorkUnits(trace, unit_name, &scope);
-      report.profile_text += FormatUnitSummary(CountPerUnit(trace, units, scope));
-    }
-    if (!o.trace_path.empty()) TS_RETURN_IF_ERROR(WriteChromeTrace(trace, o.trace_path));
+    report.profile_text = ProfileText(profiler->trace(), o, unit_name, window.units());
+    if (!o.trace_path.empty()) TS_RETURN_IF_ERROR(WriteChromeTrace(profiler->trace(), o.trace_path));
   }
-
   if (o.after_run) {
     backend.SetLaunchHook(nullptr);
     TS_RETURN_IF_ERROR(o.after_run(backend));
@@ -262,45 +340,11 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   TS_RETURN_IF_ERROR(backend.CopyDeviceToHost(raw.data(), result.data(), raw.size()));
   std::vector<float> out(static_cast<size_t>(result.numel()));
   ToFloat(result.dtype(), raw.data(), out.data(), out.size());
-  const double checksum = OrderSensitiveChecksum(out.data(), out.size());
-  if (!std::isfinite(checksum)) {
-    return Internal("the output has non-finite values (checksum " + std::to_string(checksum) + ")");
+  m.checksum = OrderSensitiveChecksum(out.data(), out.size());
+  if (!std::isfinite(m.checksum)) {
+    return Internal("the output has non-finite values (checksum " + std::to_string(m.checksum) + ")");
   }
-
-  std::vector<double> sorted = iter_ms;
-  std::sort(sorted.begin(), sorted.end());
-  nlohmann::json r;
-  r["model"] = o.model_dir.empty() ? "builtin:bert_uncased_L-2_H-128_A-2-synthetic" : o.model_dir;
-  r["model_dir"] = dir;
-  r["mode"] = o.mode;
-  r["dtype"] = std::string(DTypeName(mode.dtype));
-  r["batch_size"] = B;
-  r["seq_len"] = S;
-  r["warmup"] = o.warmup;
-  r["iterations"] = o.iterations;
-  r["seed"] = o.seed;
-  r["threads"] = engine->threads();
-  if (o.graph) r["graph"] = true;
-  r["device"] = engine->device_name();
-  r["total_s"] = total_s;
-  r["batch_latency_ms"] = total_s * 1000.0 / static_cast<double>(o.iterations);
-  r["sample_latency_ms"] = total_s * 1000.0 / static_cast<double>(o.iterations * B);
-  r["samples_per_s"] = static_cast<double>(o.iterations * B) / total_s;
-  r["latency_p50_ms"] = Percentile(sorted, 50);
-  r["latency_p95_ms"] = Percentile(sorted, 95);
-  r["latency_p99_ms"] = Percentile(sorted, 99);
-  r["latency_min_ms"] = sorted.front();
-  r["latency_max_ms"] = sorted.back();
-  r["checksum"] = checksum;
-  r["max_memory_mb"] = static_cast<double>(peak) / (1024.0 * 1024.0);
-  r["weight_memory_mb"] = static_cast<double>(engine->memory().weight_bytes) / (1024.0 * 1024.0);
-  r["version"] = TIERSCOPE_VERSION;
-  r["profiled"] = o.profile;
-  if (o.profile) {
-    r["profiled_units"] = recorded_units < 0 ? -recorded_units : recorded_units;
-    if (!o.trace_path.empty()) r["trace"] = o.trace_path;
-  }
-  report.result = std::move(r);
+  report.result = ResultJson(o, mode, dir, *engine, m);
   if (o.keep_output) report.output = std::move(out);
   return report;
 }

@@ -23,6 +23,9 @@ struct OpCase {
   DType dtype;
 };
 
+// Readable parameters in ctest's listing instead of gtest's byte dump.
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.backend << "/" << DTypeName(c.dtype); }
+
 std::string CaseName(const ::testing::TestParamInfo<OpCase>& info) {
   return info.param.backend + "_" + std::string(DTypeName(info.param.dtype));
 }

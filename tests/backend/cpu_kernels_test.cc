@@ -18,6 +18,8 @@ struct Case {
   double tol;  // relative to the reference's scale
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << DTypeName(c.dtype) << " tol " << c.tol; }
+
 class CpuKernelsTest : public ::testing::TestWithParam<Case> {
  protected:
   CpuBackend be_{2};

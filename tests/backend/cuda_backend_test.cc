@@ -20,6 +20,10 @@
 #include "tierscope/engine.h"
 
 namespace tierscope {
+
+// Readable parameters in ctest's listing (found by argument-dependent lookup on DType).
+[[maybe_unused]] static void PrintTo(DType t, std::ostream* os) { *os << DTypeName(t); }
+
 namespace {
 
 using testing::Cosine;

@@ -83,6 +83,8 @@ struct Golden {
   int32_t device_units;
 };
 
+void PrintTo(const Golden& g, std::ostream* os) { *os << g.file; }
+
 const Golden kGolden[] = {
     {"benchmark_result_2869224_1695835535_trace.json.gz", 319512, 1408, 540,  //
      359, 8, 0, 361, 79, 16, 3, 41, 0, 1,                                     //
