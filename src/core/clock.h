@@ -9,9 +9,11 @@
 
 namespace tierscope {
 
+using MonotonicClock = std::chrono::steady_clock;
+
 inline int64_t MonotonicNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+             MonotonicClock::now().time_since_epoch())
       .count();
 }
 

@@ -9,6 +9,8 @@
 #include <immintrin.h>
 #endif
 
+#include "core/clock.h"
+
 namespace tierscope {
 namespace {
 
@@ -80,9 +82,9 @@ void ThreadPool::ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> 
   wake_.notify_all();
   RunTasks(0);
   // Wait for every worker to leave the job (they may still run a task).
-  auto start = std::chrono::steady_clock::now();
+  auto start = MonotonicClock::now();
   while (active_workers_.load(std::memory_order_acquire) != 0) {
-    if (std::chrono::steady_clock::now() - start > kSpin) {
+    if (MonotonicClock::now() - start > kSpin) {
       std::unique_lock<std::mutex> lock(mu_);
       done_cv_.wait(lock, [this] { return active_workers_.load() == 0; });
       break;
@@ -97,9 +99,9 @@ void ThreadPool::WorkerLoop(int worker) {
   uint64_t seen = 0;
   for (;;) {
     // Spin for a new generation, then park.
-    auto start = std::chrono::steady_clock::now();
+    auto start = MonotonicClock::now();
     while (generation_.load(std::memory_order_acquire) == seen) {
-      if (std::chrono::steady_clock::now() - start > kSpin) {
+      if (MonotonicClock::now() - start > kSpin) {
         std::unique_lock<std::mutex> lock(mu_);
         wake_.wait(lock, [&] { return generation_.load() != seen; });
         break;

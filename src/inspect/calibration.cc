@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/clock.h"
 #include "core/cpu_info.h"
 #include "core/paths.h"
 #include "core/stats.h"
@@ -25,7 +26,7 @@
 namespace tierscope {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = MonotonicClock;
 
 // Each FMA test runs kChains independent accumulator chains, enough to cover the FMA
 // latency on two pipes; returns FLOPs done.

@@ -17,6 +17,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "core/clock.h"
 #include "core/splitmix.h"
 
 namespace tierscope {
@@ -26,7 +27,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
+using Clock = MonotonicClock;
 using nlohmann::json;
 
 Clock::duration Seconds(double s) {

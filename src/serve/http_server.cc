@@ -14,6 +14,7 @@
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "model/bert.h"
 #include "serve/api.h"
 #include "serve/metrics.h"
@@ -26,7 +27,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
-using Clock = std::chrono::steady_clock;
+using Clock = MonotonicClock;
 
 class Session;
 
