@@ -18,4 +18,4 @@ fi
 (cd build/release && ctest --output-on-failure -j2)
 python=$(bash scripts/python_env.sh | tail -n 1)
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TIERSCOPE_BIN="$PWD/build/release/tierscope" \
-  "$python" -m pytest tests/model/golden tests/profile tests/trace tests/lab tests/text tests/serve -q
+  "$python" -m pytest tests/layout tests/model/golden tests/profile tests/trace tests/lab tests/text tests/serve -q
