@@ -24,8 +24,14 @@ measure() {  # measure NAME CMD...: best wall ms and peak RSS MB over $runs runs
     local tmp t0 t1 ms kb
     tmp=$(mktemp)
     t0=$EPOCHREALTIME
-    /usr/bin/time -o "$tmp" -f "%M" "$@" >/dev/null 2>&1 || true
+    local rc=0
+    /usr/bin/time -o "$tmp" -f "%M" "$@" >/dev/null 2>&1 || rc=$?
     t1=$EPOCHREALTIME
+    if [ "$rc" -ne 0 ]; then  # a command that fails fast measures nothing
+      echo "startup_bench: '$*' failed (status $rc)" >&2
+      rm -f "$tmp"
+      exit 1
+    fi
     kb=$(tail -n 1 "$tmp")
     rm -f "$tmp"
     ms=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) * 1000 }')

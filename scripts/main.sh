@@ -6,14 +6,14 @@
 # stage. Extra arguments go to the lab (e.g. --quick, --threads 2, --out DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=results
-for ((i = 1; i <= $#; ++i)); do
-  [ "${!i}" = "--out" ] && { j=$((i + 1)); out=${!j}; }
-done
 echo "[main 1/3] checking the Debian packages the build needs"
 bash scripts/setup.sh
 echo "[main 2/3] building tierscope (release; the compiler's progress follows)"
 TIERSCOPE_SETUP_DONE=1 TIERSCOPE_BUILD_TARGET=main_job bash scripts/build.sh release
 echo "[main 3/3] tierscope lab $* (progress on stderr, a line per step)"
-./build/release/tierscope lab "$@"
-echo "main: done; open $out/report.html (every number is in $out/summary.json)"
+# The lab's own last line names its report, wherever --out put it.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+./build/release/tierscope lab "$@" | tee "$log"
+report=$(sed -n 's/^report: //p' "$log" | tail -n 1)
+echo "main: done; open ${report:-the report in the lab's output directory} (every number is in $(dirname "${report:-results/x}")/summary.json)"

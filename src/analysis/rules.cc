@@ -180,8 +180,9 @@ std::vector<Finding> RunRules(const TraceIndex& x, const AnalysisOptions& o, con
       f.evidence.push_back("launch API time " + FormatNs(api) + " vs kernel time " + FormatNs(kt) +
                            Fmt(" (%.2f x)", kt > 0 ? api / kt : 0.0));
       f.evidence.push_back(Fmt("device in use %.1f%%", u.percent()));
-      if (!x.units.empty()) {
-        f.evidence.push_back(Fmt("%.1f launches per work unit", static_cast<double>(x.launches.size()) / x.units.size()));
+      if (x.counts.units > 0) {  // the one per-unit count (trace/units.h), as the units table
+        f.evidence.push_back(Fmt("%.1f launches per work unit",
+                                 x.counts.PerUnit(static_cast<double>(x.counts.launches))));
       }
       std::map<std::string, int64_t> short_names;
       for (size_t k : x.kernels) {

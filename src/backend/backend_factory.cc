@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "tierscope/version.h"
+#include "tierscope/plugin_abi.h"
 
 namespace tierscope {
 namespace {
@@ -34,10 +34,13 @@ std::string ExecutableDir() {
   return path.substr(0, path.rfind('/'));
 }
 
+std::string PluginFileName() { return std::string("libtierscope_") + kGpuKind + ".so"; }
+
 // Where the plugin may be: $TIERSCOPE_GPU_PLUGIN, beside the executable (the build tree),
-// or in ../lib/tierscope/ (an installed prefix).
+// its parent (test binaries live one level below the build directory), or in
+// ../lib/tierscope/ (an installed prefix).
 std::vector<std::string> PluginCandidates() {
-  const std::string file = std::string("libtierscope_") + kGpuKind + ".so";
+  const std::string file = PluginFileName();
   std::vector<std::string> v;
   if (const char* env = std::getenv("TIERSCOPE_GPU_PLUGIN"); env != nullptr && *env != '\0') {
     v.push_back(env);
@@ -78,16 +81,22 @@ StatusOr<CreateFn> LoadPlugin() {
         failure = FailedPrecondition(path + " is not a tierscope GPU plugin");
         return;
       }
-      if (std::string(build()) != TIERSCOPE_BUILD_ID) {
+      if (std::string(build()) != TIERSCOPE_PLUGIN_ABI) {
         failure = FailedPrecondition(path + " was built by another build (" + build() + ", this is " +
-                                     TIERSCOPE_BUILD_ID + "): rebuild or reinstall them together");
+                                     TIERSCOPE_PLUGIN_ABI + "): rebuild or reinstall them together");
         return;
       }
       create = make;
       return;
     }
-    failure = Unimplemented(std::string("no ") + kGpuKind + " backend: this tierscope has no plugin (looked for " +
-                            tried + "); build with -DTIERSCOPE_CUDA=ON on a machine with the CUDA toolkit");
+#if defined(TIERSCOPE_HAVE_CUDA)
+    // This build made a plugin, but it is not where the executable looks for it.
+    failure = NotFound(std::string("no ") + kGpuKind + " backend: " + PluginFileName() + " is missing (looked for " +
+                       tried + "); reinstall it with the executable, or set TIERSCOPE_GPU_PLUGIN to its path");
+#else
+    failure = Unimplemented(std::string("no ") + kGpuKind + " backend: this tierscope was built without it; "
+                            "build with -DTIERSCOPE_CUDA=ON on a machine with the CUDA toolkit");
+#endif
   });
   if (create == nullptr) return failure;
   return create;

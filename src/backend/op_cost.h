@@ -1,7 +1,8 @@
 // The cost model of every op: FLOPs and bytes, one definition for every backend, so that
 // speed-of-light figures from the CPU and a GPU measure the same work. An op split into
-// several launches on one backend (a GEMM, then its activation) sums to the same cost as
-// the fused launch on another.
+// several launches on one backend (a GEMM, then its activation) sums to the same FLOPs as
+// the fused launch on another; its bytes do not (the split launch really moves the
+// activation's values once more), and each launch counts what it moves.
 #ifndef TIERSCOPE_BACKEND_OP_COST_H_
 #define TIERSCOPE_BACKEND_OP_COST_H_
 

@@ -73,6 +73,22 @@ std::string CpuModelName() {
   return name.empty() ? "unknown CPU" : name;
 }
 
+bool CpuRunsIsa(const std::string& isa) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (isa == "avx512f") return __builtin_cpu_supports("avx512f");
+  if (isa == "avx2+fma") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  return isa == "scalar";
+}
+
+std::string CpuVectorIsa() {
+  for (const char* isa : {"avx512f", "avx2+fma"}) {
+    if (CpuRunsIsa(isa)) return isa;
+  }
+  return "scalar";
+}
+
 bool CpuHasFlag(const std::string& flag) {
   static const std::vector<std::string> flags = [] {
     std::vector<std::string> v;

@@ -18,6 +18,13 @@ std::string CpuModelName();
 // kernel spells them): what every compiler's __builtin_cpu_supports does not all know.
 bool CpuHasFlag(const std::string& flag);
 
+// The widest vector ISA this CPU runs that tierscope has kernels for, as the CPU itself
+// reports it (cpuid): "avx512f", "avx2+fma" or "scalar". The micro-kernel dispatch and the
+// calibration's cache key both use it, so they cannot disagree.
+std::string CpuVectorIsa();
+// Whether the CPU runs `isa` (one of CpuVectorIsa's names; "scalar" always).
+bool CpuRunsIsa(const std::string& isa);
+
 struct CacheLevel {
   int level = 0;         // 1, 2, 3
   int64_t bytes = 0;     // size of one instance

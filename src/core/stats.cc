@@ -8,7 +8,7 @@
 namespace tierscope {
 
 double Percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return std::numeric_limits<double>::quiet_NaN();
+  if (sorted.empty() || std::isnan(p)) return std::numeric_limits<double>::quiet_NaN();
   p = std::clamp(p, 0.0, 100.0);
   const double pos = p / 100.0 * static_cast<double>(sorted.size() - 1);
   const size_t lo = static_cast<size_t>(std::floor(pos));

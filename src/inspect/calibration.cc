@@ -164,11 +164,6 @@ std::string CacheKey(const MachinePeaks& p) {
   return buf;
 }
 
-std::string Isa() {
-  if (__builtin_cpu_supports("avx512f")) return "avx512f";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2+fma";
-  return "scalar";
-}
 
 }  // namespace
 
@@ -258,7 +253,7 @@ MachinePeaks MeasureOnce(int threads) {
   MachinePeaks p;
   p.threads = threads;
   p.cpu = CpuModelName();
-  p.isa = Isa();
+  p.isa = CpuVectorIsa();
   p.build = TIERSCOPE_BUILD_ID;
   std::function<double(int)> fma;
   if (p.isa == "avx512f") fma = [](int) { return FmaAvx512(kIters); };
@@ -285,7 +280,7 @@ MachinePeaks MeasureOnce(int threads) {
 
 double ProbeFp32(int threads) {
   std::function<double(int)> fma;
-  const std::string isa = Isa();
+  const std::string isa = CpuVectorIsa();
   if (isa == "avx512f") fma = [](int) { return FmaAvx512(kIters / 4); };
   else if (isa == "avx2+fma") fma = [](int) { return FmaAvx2(kIters / 4); };
   else fma = [](int) { return FmaScalar(kIters / 16); };
@@ -392,7 +387,7 @@ StatusOr<MachinePeaks> LoadOrMeasurePeaks(int threads, bool recalibrate, const P
   MachinePeaks key;
   key.threads = threads == 0 ? ThreadPool::HardwareThreads() : threads;
   key.cpu = CpuModelName();
-  key.isa = Isa();
+  key.isa = CpuVectorIsa();
   key.build = TIERSCOPE_BUILD_ID;
   const std::string path = CachePath(key);
   std::string why = recalibrate ? "--recalibrate" : "";

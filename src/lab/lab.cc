@@ -72,6 +72,22 @@ nlohmann::json RowsOf(const Table* report, size_t limit) {
   return rows;
 }
 
+// The per-unit counts (trace/units.h) as summary.json carries them: each total over the
+// units divided by their number, operators by name.
+nlohmann::json PerUnitJson(const UnitCounts& c) {
+  nlohmann::json ops = nlohmann::json::object();
+  for (const auto& [name, calls] : c.op_calls) ops[name] = c.PerUnit(static_cast<double>(calls));
+  return {{"unit", c.unit},
+          {"units", c.units},
+          {"launches", c.PerUnit(static_cast<double>(c.launches))},
+          {"kernels", c.PerUnit(static_cast<double>(c.kernels))},
+          {"memory_operations", c.PerUnit(static_cast<double>(c.memory_ops))},
+          {"allocations", c.PerUnit(static_cast<double>(c.allocations))},
+          {"frees", c.PerUnit(static_cast<double>(c.frees))},
+          {"kernel_ns", c.PerUnit(c.kernel_ns)},
+          {"operators", ops}};
+}
+
 // The kernels of the first work unit, for the timeline strip: [start_us, dur_us, name],
 // each placed in the unit that launched it (trace/units.h).
 nlohmann::json UnitStrip(const TraceAnalysis& a) {
@@ -332,9 +348,11 @@ class LabRun {
       TS_ASSIGN_OR_RETURN(Trace t, LoadTrace(p.trace_path));
       traces_.emplace(name, std::move(t));
     }
+    // Each trace analysed once: the diff and tier 2 read the same typed results.
+    for (const auto& [name, t] : traces_) analyses_.emplace(name, Analyze(t, ao_));
     const Trace& serial = traces_.at("serial");
     const Trace& batch = traces_.at("batch");
-    const TraceDiff diff = DiffTraceAnalysis(serial, batch, ao_);
+    const TraceDiff diff = DiffTraces(analyses_.at("serial").index, analyses_.at("batch").index);
     TS_RETURN_IF_ERROR(Write("tier1_diff.txt", RenderDiff(diff, serial, batch, OutputFormat::kText)));
     commands_.push_back("tierscope diff traces/serial.json.gz traces/batch.json.gz");
     tier1_["diff"] = {{"per_unit", diff.per_unit},
@@ -347,16 +365,14 @@ class LabRun {
   // Tier 2: each timeline analysed once; the lab reads the typed results.
   Status Tier2() {
     progress_.Step(2, "Tier 2: timelines, system reports and rules");
-    for (const auto& [name, t] : traces_) {
+    for (const auto& [name, a] : analyses_) {
       progress_.Detail(name);
-      const TraceAnalysis a = Analyze(t, ao_);
       TS_RETURN_IF_ERROR(Write("tier2_" + name + ".txt", RenderAnalysis(a, OutputFormat::kText)));
       commands_.push_back("tierscope analyze traces/" + name + ".json.gz");
       tier1_[name] = {{"trace", "traces/" + name + ".json.gz"},
-                      {"units", RowsOf(a.Report("units"), 50)},
+                      {"per_unit", PerUnitJson(a.index.counts)},
                       {"operators", RowsOf(a.Report("op_sum"), 12)}};
       if (!a.hottest_kernel.empty()) hottest_[name] = a.hottest_kernel;
-      per_unit_[name] = a.index.counts;
       in_use_[name] = a.in_use.percent();
       findings_[name] = a.findings.size();
       tier2_[name] = {{"in_use_pct", a.in_use.percent()},
@@ -472,12 +488,13 @@ class LabRun {
     const nlohmann::json& fin = s_["final"];
     nlohmann::json chain = nlohmann::json::array();
     const auto linear = [&](const std::string& run) {
-      const UnitCounts& c = per_unit_[run];
+      const UnitCounts& c = analyses_.at(run).index.counts;
       auto it = c.op_calls.find("aten::linear");
       return c.PerUnit(it == c.op_calls.end() ? 0.0 : static_cast<double>(it->second));
     };
     const auto launches = [&](const std::string& run) {
-      return per_unit_[run].PerUnit(static_cast<double>(per_unit_[run].launches));
+      const UnitCounts& c = analyses_.at(run).index.counts;
+      return c.PerUnit(static_cast<double>(c.launches));
     };
     chain.push_back("Tier 1: per work unit of " + std::to_string(o_.batch_size) + " samples, aten::linear runs " +
                     Fixed(linear("serial"), 0) + " times serially and " + Fixed(linear("batch"), 0) +
@@ -520,9 +537,9 @@ class LabRun {
   AnalysisOptions ao_;
   nlohmann::json s_, commands_ = nlohmann::json::array(), baseline_, peaks_, tier1_, tier2_, tier3_;
   std::string best_mode_ = "batch-fp32";
-  std::map<std::string, Trace> traces_;
+  std::map<std::string, Trace> traces_;           // node-based: analyses_ point into it
+  std::map<std::string, TraceAnalysis> analyses_;
   std::map<std::string, std::string> hottest_;
-  std::map<std::string, UnitCounts> per_unit_;
   std::map<std::string, double> in_use_;
   std::map<std::string, size_t> findings_;
   SweepResult sweep_;

@@ -165,6 +165,35 @@ TEST(RulesTest, ManyShortKernelsWithCostlyLaunchesAreLaunchBound) {
   EXPECT_TRUE(granularity);
 }
 
+// The finding's "launches per work unit" is the units table's count: launches outside
+// every unit (warm-up) are not spread over the units.
+TEST(RulesTest, LaunchBoundPerUnitCountIsTheUnitsTablesCount) {
+  Builder b;
+  for (int i = 0; i < 50; ++i) b.Launch("cudaLaunchKernel", "tiny", i * 20, 8, i * 20 + 9, 4, 1, "[1, 1, 1]");
+  for (int u = 0; u < 2; ++u) {
+    const int64_t base = 10000 + u * 1000;
+    b.Unit("ProfilerStep#" + std::to_string(u), base, 900);
+    for (int i = 0; i < 40; ++i) {
+      b.Launch("cudaLaunchKernel", "tiny", base + i * 20, 8, base + i * 20 + 9, 4, 1, "[1, 1, 1]");
+    }
+  }
+  TraceIndex x = BuildIndex(b.trace(), {});
+  ASSERT_EQ(x.units.size(), 2u);
+  auto t = RunReport(x, "units", {});
+  ASSERT_TRUE(t.ok());
+  EXPECT_DOUBLE_EQ(Num(At(*t, 0, "Per unit")), 40);
+  bool seen = false;
+  for (const Finding& g : Diagnose(x, {})) {
+    if (g.rule != "launch_bound") continue;
+    for (const std::string& e : g.evidence) {
+      if (e.find("launches per work unit") == std::string::npos) continue;
+      seen = true;
+      EXPECT_EQ(e, "40.0 launches per work unit");
+    }
+  }
+  EXPECT_TRUE(seen);
+}
+
 TEST(RulesTest, BusyDeviceWithBigKernelsSuggestsATier3Look) {
   Builder b;
   for (int i = 0; i < 10; ++i) b.Launch("cudaLaunchKernel", "big_gemm", i * 1000, 5, i * 1000 + 6, 1000, 1, "[256, 1, 1]");

@@ -14,6 +14,8 @@
 
 #include "backend/backend.h"
 #include "backend/kernels.h"
+#include "backend/observer.h"
+#include "backend/op_cost.h"
 
 namespace tierscope {
 namespace {
@@ -39,8 +41,13 @@ class BackendOps : public ::testing::TestWithParam<OpCase> {
   void SetUp() override {
     auto be = CreateBackend(GetParam().backend, 2);
     if (!be.ok()) {
-      // Only a GPU may be missing (the CPU backend always exists).
+      // Only a GPU may be missing (the CPU backend always exists), and only the device
+      // itself: a build with the plugin whose plugin cannot be used fails here.
       ASSERT_NE(GetParam().backend, "cpu") << be.status().ToString();
+      const bool device_missing =
+          !HaveGpuBackend() || be.status().message().find("no " + GetParam().backend + " device") == 0;
+      ASSERT_TRUE(device_missing) << "the " << GetParam().backend
+                                  << " plugin could not be used: " << be.status().ToString();
       GTEST_SKIP() << GetParam().backend << ": " << be.status().message();
     }
     be_ = std::move(be).value();
@@ -226,6 +233,78 @@ TEST_P(BackendOps, CopyIntoASliceLeavesTheRest) {
   std::vector<double> ref(dst.begin(), dst.end());
   for (int i = 0; i < 8; ++i) ref[8 + i] = a[i];
   ExpectNear(dd, ref, "copy into a slice");
+}
+
+// Sums the FLOPs of every launch an op makes, synchronous (CPU) or enqueued (CUDA).
+class FlopCounter : public BackendObserver {
+ public:
+  double flops = 0;
+  int launches = 0;
+  void OnAllocate(uintptr_t, size_t, int64_t) override {}
+  void OnFree(uintptr_t, size_t, int64_t) override {}
+  void OnLaunch(const LaunchDesc& d, int64_t, int64_t, int64_t, int64_t,
+                const std::vector<WorkerSpan>&) override {
+    Count(d);
+  }
+  int64_t OnLaunchAsync(const LaunchDesc& d, int64_t, int64_t) override {
+    Count(d);
+    return -1;
+  }
+
+ private:
+  void Count(const LaunchDesc& d) {
+    flops += d.flops;
+    ++launches;
+  }
+};
+
+// One cost model on every backend (op_cost.h): whatever launches a backend splits an op
+// into (a GEMM and its activation on CUDA, one fused launch on the CPU), their FLOPs add
+// up to the op's. Attention counts every query-key pair of the padded batch.
+TEST_P(BackendOps, EveryOpCountsTheFlopsOfTheOneCostModel) {
+  FlopCounter counter;
+  be_->SetObserver(&counter);
+  const auto measure = [&](auto&& op) {
+    EXPECT_TRUE(be_->Synchronize().ok());
+    counter.flops = 0;
+    counter.launches = 0;
+    EXPECT_TRUE(op().ok());
+    EXPECT_TRUE(be_->Synchronize().ok());
+    EXPECT_GE(counter.launches, 1);
+    return counter.flops;
+  };
+  const int64_t M = 12, N = 20, K = 32;
+  auto w = Random(N * K);
+  const HostTensor hw{DType::kF32, {N, K}, reinterpret_cast<const std::byte*>(w.data()), w.size() * 4};
+  auto packed = std::move(k().PackWeight(hw, t())).value();
+  Tensor dx = Upload(Random(M * K), {M, K}), db = Upload(Random(N), {N}), dy = Empty({M, N});
+  for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu, Epilogue::kTanh}) {
+    for (const bool bias : {true, false}) {
+      EXPECT_DOUBLE_EQ(measure([&] { return k().Linear(dx, M, K, *packed, bias ? &db : nullptr, e, dy); }),
+                       LinearCost(M, N, K, bias, e, t()).flops)
+          << "linear, epilogue " << static_cast<int>(e) << (bias ? " with bias" : "");
+    }
+  }
+  const int64_t B = 3, S = 10, heads = 2, D = 8, H = heads * D;
+  std::vector<int32_t> mask(B * S, 1);
+  for (int64_t s = 6; s < S; ++s) mask[S + s] = 0;  // padded keys are counted all the same
+  Tensor dq = Upload(Random(B * S * 3 * H), {B, S, 3 * H}), dm = UploadI32(mask, {B, S});
+  Tensor dout = Empty({B, S, H});
+  EXPECT_DOUBLE_EQ(measure([&] { return k().Attention(dq, dm, static_cast<int>(heads), dout); }),
+                   AttentionCost(B, S, heads, D, t()).flops);
+  EXPECT_DOUBLE_EQ(AttentionCost(B, S, heads, D, t()).flops, 4.0 * B * S * S * H);
+  Tensor ln = Upload(Random(M * N), {M, N}), g = Upload(Random(N), {N}), lb = Upload(Random(N), {N});
+  Tensor lo = Empty({M, N});
+  for (const bool residual : {true, false}) {
+    EXPECT_DOUBLE_EQ(measure([&] { return k().LayerNorm(ln, residual ? &ln : nullptr, g, lb, 1e-5f, lo); }),
+                     LayerNormCost(M, N, residual, t()).flops);
+  }
+  Tensor word = Upload(Random(7 * H), {7, H}), pos = Upload(Random(S * H), {S, H});
+  Tensor type = Upload(Random(2 * H), {2, H}), emb = Empty({B, S, H});
+  Tensor ids = UploadI32(std::vector<int32_t>(B * S, 3), {B, S}), tt = UploadI32(std::vector<int32_t>(B * S, 1), {B, S});
+  EXPECT_DOUBLE_EQ(measure([&] { return k().EmbeddingSum(ids, tt, word, pos, type, emb); }),
+                   EmbeddingCost(B * S, H, t()).flops);
+  be_->SetObserver(nullptr);
 }
 
 TEST_P(BackendOps, TheFrontRefusesBrokenContractsOnEveryBackend) {

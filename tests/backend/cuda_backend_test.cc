@@ -28,9 +28,15 @@ namespace {
 
 using testing::Cosine;
 
+// Whether a CUDA device can be used. In a build with the plugin, anything but a missing
+// device (the plugin missing, from another build, or its libraries absent) fails the test.
 bool GpuPresent() {
   if (!HaveGpuBackend()) return false;
-  return CreateBackend("cuda", 0).ok();
+  auto b = CreateBackend("cuda", 0);
+  if (b.ok()) return true;
+  EXPECT_EQ(b.status().message().find("no cuda device"), 0u)
+      << "the cuda plugin could not be used: " << b.status().ToString();
+  return false;
 }
 
 TEST(DeviceSelection, UnknownDeviceNamesAreInvalidArguments) {
@@ -55,6 +61,7 @@ TEST(DeviceSelection, CudaWithoutADeviceOrBackendIsAClearError) {
     EXPECT_NE(b.status().message().find("no cuda device"), std::string::npos);
   } else {
     EXPECT_EQ(b.status().code(), StatusCode::kUnimplemented);
+    EXPECT_NE(b.status().message().find("built without it"), std::string::npos);
   }
 }
 

@@ -32,11 +32,11 @@ if(plugins)
   if(NOT installed)
     message(FATAL_ERROR "the GPU plugin was built but not installed under ${PREFIX}/lib/tierscope")
   endif()
-  # From the prefix, --device cuda finds the installed plugin: whatever it then says
-  # (no device here), it is not "no plugin".
+  # From the prefix, --device cuda finds and loads the installed plugin: it runs, or it
+  # says only that there is no device.
   execute_process(COMMAND "${bin}" device --device cuda RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(err MATCHES "has no plugin")
-    message(FATAL_ERROR "the installed tierscope did not find its plugin: ${err}")
+  if(NOT rc EQUAL 0 AND NOT err MATCHES "no (cuda|musa) device")
+    message(FATAL_ERROR "the installed tierscope could not use its plugin (${rc}): ${err}")
   endif()
 endif()
 message(STATUS "installed tierscope runs from ${PREFIX}")

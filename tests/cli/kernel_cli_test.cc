@@ -130,9 +130,14 @@ TEST_F(KernelCliTest, DeviceShowsPropertiesAndCachedPeaks) {
   EXPECT_EQ(j["compute_units"], 1);
   EXPECT_GT(j["peaks"]["fp32_gflops"].get<double>(), 0);
   EXPECT_GT(j["peaks"]["mem_gbps"].get<double>(), 0);
+  // The second run reads the cache, unless its quick probe finds the machine faster than
+  // the cached peak (measured while the other tests held the cores): then it says so.
+  // (The cache's rules themselves are pinned with a fake meter in calibration tests.)
   auto text = RunCli("device --threads 1");
   EXPECT_EQ(text.code, 0);
-  EXPECT_TRUE(Contains(text.out, "measured peaks (cached")) << text.out;
+  EXPECT_TRUE(Contains(text.out, "measured peaks (cached") ||
+              Contains(text.out, "a quick probe measured"))
+      << text.out;
 }
 
 }  // namespace

@@ -23,6 +23,10 @@ TEST(Stats, PercentilesInterpolateLinearlyBetweenRanks) {
   EXPECT_DOUBLE_EQ(Percentile(five, 90), 46);
   EXPECT_DOUBLE_EQ(Percentile({7}, 99), 7);
   EXPECT_TRUE(std::isnan(Percentile({}, 50)));
+  // Out-of-range ranks clamp; a NaN rank has no answer (and is never cast to an index).
+  EXPECT_DOUBLE_EQ(Percentile(five, -5), 10);
+  EXPECT_DOUBLE_EQ(Percentile(five, 250), 50);
+  EXPECT_TRUE(std::isnan(Percentile(five, std::nan(""))));
 }
 
 TEST(Stats, MedianAndSummaryAgreeWithThePercentile) {

@@ -5,6 +5,9 @@
   -> backend / trace / text -> core, and no cycle can form;
 - the backends' own directories (src/backend/cpu, src/backend/cuda) are private: nothing
   else in src/ includes them (the CUDA backend is a plugin reached through backend.h);
+- each room is one library (ts_<room> in CMakeLists.txt) that links only libraries of
+  lower rooms, and links (directly or through them) every room its sources include, so
+  an include cannot work only because some other target happens to link the library;
 - no source file over 800 lines, no function over 150.
 
 Each rule is a function over {path: text}, tested first on a small synthetic tree where
@@ -32,6 +35,8 @@ RANK = {
     "lab": 7,
     "cli": 8,
 }
+# Public headers that belong to a room above core: the engine's API is the model's.
+PUBLIC_HEADER_ROOM = {"tierscope/engine.h": "model"}
 PRIVATE_SUBROOMS = ("backend/cpu", "backend/cuda")
 MAX_FILE_LINES = 800
 MAX_FUNCTION_LINES = 150
@@ -50,7 +55,13 @@ def read_tree(root: Path) -> dict[str, str]:
 
 def room_of(path: str) -> str:
     parts = path.split("/")
-    return "tierscope" if parts[0] == "include" else parts[1]
+    if parts[0] == "include":
+        return PUBLIC_HEADER_ROOM.get("/".join(parts[1:]), "tierscope")
+    return parts[1]
+
+
+def included_room(include: str) -> str:
+    return PUBLIC_HEADER_ROOM.get(include, include.split("/")[0])
 
 
 def layering_violations(tree: dict[str, str]) -> list[str]:
@@ -63,7 +74,7 @@ def layering_violations(tree: dict[str, str]) -> list[str]:
         for inc in INCLUDE.findall(text):
             if "/" not in inc:
                 continue  # a sibling header in the same directory
-            target = inc.split("/")[0]
+            target = included_room(inc)
             if target == room:
                 continue
             if target not in RANK:
@@ -123,6 +134,50 @@ def long_functions(tree: dict[str, str]) -> list[str]:
     return bad
 
 
+LIBRARY = re.compile(r"add_library\((ts_\w+)\s+STATIC\s+([^)]*)\)", re.S)
+LINKS = re.compile(r"target_link_libraries\((ts_\w+)\s+([^)]*)\)", re.S)
+
+
+def cmake_violations(cmake: str, tree: dict[str, str]) -> list[str]:
+    bad = []
+    libs: dict[str, set[str]] = {}
+    for lib, body in LIBRARY.findall(cmake):
+        rooms = {f.split("/")[1] for f in body.split() if f.startswith("src/")}
+        if rooms != {lib[3:]}:
+            bad.append(f"{lib}: sources from rooms {sorted(rooms)}; a library is one room, ts_<room>")
+        libs[lib] = rooms
+    links: dict[str, set[str]] = {lib: set() for lib in libs}
+    for lib, body in LINKS.findall(cmake):
+        for dep in re.findall(r"\bts_\w+", body):
+            links.setdefault(lib, set()).add(dep)
+            if lib[3:] in RANK and dep[3:] in RANK and RANK[dep[3:]] >= RANK[lib[3:]]:
+                bad.append(f"{lib} links {dep}: runs up or across the layers")
+
+    def closure(lib: str) -> set[str]:
+        seen, todo = set(), [lib]
+        while todo:
+            for d in links.get(todo.pop(), ()):
+                if d not in seen:
+                    seen.add(d)
+                    todo.append(d)
+        return seen
+
+    for path, text in tree.items():
+        if not path.startswith("src/") or path.startswith("src/backend/cuda/"):
+            continue  # the GPU plugin is its own module
+        room = room_of(path)
+        lib = "ts_" + room
+        if lib not in libs:
+            bad.append(f"{path}: no library ts_{room} in CMakeLists.txt")
+            continue
+        for inc in INCLUDE.findall(text):
+            target = included_room(inc) if "/" in inc else room
+            need = "ts_core" if target == "tierscope" else "ts_" + target
+            if target != room and need in libs and need != lib and need not in closure(lib):
+                bad.append(f"{path} includes \"{inc}\" but {lib} does not link {need}")
+    return bad
+
+
 # --- the rules fire on a synthetic tree --------------------------------------------
 
 SYNTHETIC = {
@@ -130,6 +185,7 @@ SYNTHETIC = {
     "src/lab/lab.cc": '#include "cli/command.h"\n#include "inspect/kernel_run.h"\n',
     "src/model/bert.cc": '#include "backend/cuda/cuda_backend.h"\n#include "backend/backend.h"\n',
     "src/serve/api.cc": '#include "newroom/x.h"\n',
+    "src/backend/cpu/gemm.cc": '#include "tierscope/engine.h"\n#include "tierscope/status.h"\n',
     "src/core/big.cc": "int x;\n" * (MAX_FILE_LINES + 1),
     "src/core/fn.cc": "namespace a {\nint F() {\n" + "  int y = 0;\n" * MAX_FUNCTION_LINES
                       + "  return 0;\n}\nint G() { return 1; }\n}  // namespace a\n",
@@ -141,6 +197,8 @@ def test_the_layering_rule_fires_on_an_include_that_runs_up():
     assert any("src/backend/kernels.h" in b and "model/tensor_map.h" in b for b in bad), bad
     assert any("src/lab/lab.cc" in b and "cli/command.h" in b for b in bad), bad
     assert any("unknown room 'newroom'" in b for b in bad), bad
+    assert any("src/backend/cpu/gemm.cc" in b and "tierscope/engine.h" in b for b in bad), bad
+    assert not any("tierscope/status.h" in b for b in bad), bad
     assert not any("inspect/kernel_run.h" in b or "core/status.h" in b for b in bad), bad
 
 
@@ -148,6 +206,26 @@ def test_the_private_backend_rule_fires_outside_the_backend():
     bad = private_include_violations(SYNTHETIC)
     assert bad == ['src/model/bert.cc includes "backend/cuda/cuda_backend.h", '
                    'private to src/backend/cuda'], bad
+
+
+SYNTHETIC_CMAKE = """
+add_library(ts_core STATIC src/core/fn.cc src/core/big.cc)
+add_library(ts_backend STATIC src/backend/kernels.cc)
+target_link_libraries(ts_backend PUBLIC ts_core)
+add_library(ts_model STATIC src/model/bert.cc src/lab/x.cc)
+target_link_libraries(ts_model PUBLIC ts_core ts_lab)
+add_library(ts_lab STATIC src/lab/lab.cc)
+target_link_libraries(ts_lab PUBLIC ts_core)
+"""
+
+
+def test_the_library_rule_fires_on_mixed_rooms_upward_links_and_missing_links():
+    bad = cmake_violations(SYNTHETIC_CMAKE, SYNTHETIC)
+    assert any(b.startswith("ts_model: sources from rooms ['lab', 'model']") for b in bad), bad
+    assert "ts_model links ts_lab: runs up or across the layers" in bad, bad
+    assert any(b.startswith('src/lab/lab.cc includes "inspect/kernel_run.h"') for b in bad) is False
+    assert any("src/model/bert.cc" in b and "ts_model does not link ts_backend" in b for b in bad), bad
+    assert any(b.startswith("src/serve/api.cc: no library ts_serve") for b in bad), bad
 
 
 def test_the_size_rules_fire_on_a_long_file_and_a_long_function():
@@ -167,6 +245,12 @@ def tree() -> dict[str, str]:
 
 def test_includes_run_one_way_down_the_layers(tree):
     assert layering_violations(tree) == []
+
+
+def test_each_room_is_a_library_linking_what_it_includes(tree):
+    cmake = (REPO_ROOT / "CMakeLists.txt").read_text()
+    assert len(LIBRARY.findall(cmake)) >= 12
+    assert cmake_violations(cmake, tree) == []
 
 
 def test_backend_directories_are_private(tree):

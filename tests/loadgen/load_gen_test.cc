@@ -1,5 +1,5 @@
-// The pure parts of `tierscope load`: length specs, the Poisson schedule, nearest-rank
-// percentiles, the Prometheus histogram parser and snapshot difference, URL parsing,
+// The pure parts of `tierscope load`: length specs, the Poisson schedule, its
+// percentiles (core/stats.h's), the Prometheus histogram parser and snapshot difference, URL parsing,
 // the loopback rule, option checks, the request bodies and the report's text form.
 #include "loadgen/load_gen.h"
 

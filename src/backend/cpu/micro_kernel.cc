@@ -4,6 +4,8 @@
 
 #include <immintrin.h>
 
+#include "core/cpu_info.h"
+
 namespace tierscope {
 namespace {
 
@@ -71,12 +73,11 @@ void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const float* b, 
 }  // namespace
 
 std::vector<MicroKernelVariant> AvailableMicroKernels() {
-  __builtin_cpu_init();
   std::vector<MicroKernelVariant> v;
-  if (__builtin_cpu_supports("avx512f")) {
+  if (CpuRunsIsa("avx512f")) {
     v.push_back({"avx512f", {TS_KERNELS(MicroKernelAvx512, true), TS_KERNELS(MicroKernelAvx512, false)}});
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+  if (CpuRunsIsa("avx2+fma")) {
     v.push_back({"avx2+fma", {TS_KERNELS(MicroKernelAvx2, true), TS_KERNELS(MicroKernelAvx2, false)}});
   }
   v.push_back({"scalar", {TS_KERNELS(MicroKernelScalar, true), TS_KERNELS(MicroKernelScalar, false)}});

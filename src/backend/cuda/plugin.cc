@@ -4,12 +4,12 @@
 #include <memory>
 
 #include "backend/cuda/cuda_backend.h"
-#include "tierscope/version.h"
+#include "tierscope/plugin_abi.h"
 
 extern "C" {
 
 __attribute__((visibility("default"))) const char* tierscope_gpu_plugin_build() {
-  return TIERSCOPE_BUILD_ID;
+  return TIERSCOPE_PLUGIN_ABI;
 }
 
 // Creates the backend of device `ordinal` into *out (a Status when it cannot).
