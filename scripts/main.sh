@@ -16,4 +16,8 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 ./build/release/tierscope lab "$@" | tee "$log"
 report=$(sed -n 's/^report: //p' "$log" | tail -n 1)
-echo "main: done; open ${report:-the report in the lab's output directory} (every number is in $(dirname "${report:-results/x}")/summary.json)"
+if [ -n "$report" ]; then
+  echo "main: done; open $report (every number is in $(dirname "$report")/summary.json)"
+else
+  echo "main: done; the lab did not name its report (see its output above)"
+fi
