@@ -30,7 +30,7 @@ void RegisterBench(CLI::App& app, std::vector<Command>* out) {
   out->push_back({b, [bench] {
                     auto result = RunBench(*bench);
                     if (!result.ok()) return Fail(result.status());
-                    std::cout << result->profile_text << FormatResultLine(result->result) << std::endl;
+                    std::cout << result->profile_text << FormatResultLine(result->result.ToJson()) << std::endl;
                     return 0;
                   }});
 }

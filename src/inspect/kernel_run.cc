@@ -130,7 +130,7 @@ StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
     return OutOfRange("-k " + filter + " matched launches, but --launch-skip " +
                       std::to_string(o.inspector.filter.skip) + " skipped all of them");
   }
-  const std::string device = workload.result.value("device", std::string());
+  const std::string& device = workload.result.device;
 
   KernelCommandResult r;
   for (const ProfiledLaunch& p : inspector->profiled()) {
@@ -150,7 +150,9 @@ StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
   }
   r.json["tool"] = "tierscope kernel";
   r.json["version"] = TIERSCOPE_VERSION;
-  r.json["workload"] = workload.result;
+  r.peaks = peaks;
+  r.workload = workload.result;
+  r.json["workload"] = workload.result.ToJson();
   r.json["machine"] = peaks.ToJson();
   r.json["filter"] = {{"kernel", filter},
                       {"launch_skip", o.inspector.filter.skip},

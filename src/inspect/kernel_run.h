@@ -28,6 +28,8 @@ struct KernelCommandOptions {
 
 struct KernelCommandResult {
   std::vector<KernelReport> reports;
+  MachinePeaks peaks;   // the peaks the reports were judged against
+  BenchResult workload;  // the run whose launches were replayed
   nlohmann::json json;  // the report file's content
   std::string text;
 };

@@ -45,16 +45,16 @@ StatusOr<nlohmann::json> BenchMedian(const BenchOptions& base, const std::string
     o.keep_output = output != nullptr && r == repeats - 1;
     TS_ASSIGN_OR_RETURN(BenchReport rep, RunBench(o));
     if (o.keep_output) *output = std::move(rep.output);
-    const nlohmann::json& j = rep.result;
-    sps.push_back(j["samples_per_s"]);
-    lat.push_back(j["batch_latency_ms"]);
-    p50.push_back(j["latency_p50_ms"]);
-    p95.push_back(j["latency_p95_ms"]);
-    p99.push_back(j["latency_p99_ms"]);
-    mem = std::max(mem, j["max_memory_mb"].get<double>());
-    checksum = j["checksum"];
-    device = j["device"];
-    threads = j["threads"];
+    const BenchResult& j = rep.result;
+    sps.push_back(j.samples_per_s);
+    lat.push_back(j.batch_latency_ms);
+    p50.push_back(j.latency_p50_ms);
+    p95.push_back(j.latency_p95_ms);
+    p99.push_back(j.latency_p99_ms);
+    mem = std::max(mem, j.max_memory_mb);
+    checksum = j.checksum;
+    device = j.device;
+    threads = j.threads;
   }
   return nlohmann::json{{"samples_per_s", Median(sps)}, {"batch_latency_ms", Median(lat)},
                         {"p50_ms", Median(p50)},        {"p95_ms", Median(p95)},
@@ -408,8 +408,10 @@ class LabRun {
       TS_RETURN_IF_ERROR(Write(std::string("kernels/") + name + ".txt", kr.text));
       commands_.push_back("tierscope kernel --mode " + std::string(mode) + flags_ +
                           " --warmup 1 --iterations 1 -k '" + hottest_[name] + "' -o " + file);
-      tier3_[name] = {{"kernel", hottest_[name]}, {"file", file}, {"report", kr.json["reports"][0]}};
-      peaks_ = kr.json["machine"];  // the peaks tier 3 used (measured again if a replay exceeded them)
+      if (kr.reports.empty()) return Internal("tier 3 replayed no launch of " + hottest_[name]);
+      tier3_[name] = {{"kernel", hottest_[name]}, {"file", file},
+                      {"report", KernelReportsToJson({kr.reports.front()})[0]}};
+      peaks_ = kr.peaks.ToJson();  // the peaks tier 3 used (measured again if a replay exceeded them)
     }
     s_["tier3"] = tier3_;
     return OkStatus();

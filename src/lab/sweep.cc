@@ -159,17 +159,17 @@ StatusOr<SweepResult> RunSweep(const SweepOptions& o,
       bo.seq_len = s;
       bo.profile = false;
       TS_ASSIGN_OR_RETURN(BenchReport rep, RunBench(bo));
-      const nlohmann::json& j = rep.result;
+      const BenchResult& j = rep.result;
       SweepPoint p;
       p.batch = b;
       p.seq_len = s;
-      p.samples_per_s = j["samples_per_s"];
-      p.batch_latency_ms = j["batch_latency_ms"];
-      p.p50_ms = j["latency_p50_ms"];
-      p.p95_ms = j["latency_p95_ms"];
-      p.p99_ms = j["latency_p99_ms"];
-      p.peak_memory_mb = j["max_memory_mb"];
-      p.threads = j["threads"];
+      p.samples_per_s = j.samples_per_s;
+      p.batch_latency_ms = j.batch_latency_ms;
+      p.p50_ms = j.latency_p50_ms;
+      p.p95_ms = j.latency_p95_ms;
+      p.p99_ms = j.latency_p99_ms;
+      p.peak_memory_mb = j.max_memory_mb;
+      p.threads = j.threads;
       r.points.push_back(p);
       by_seq[s].push_back(p);
     }

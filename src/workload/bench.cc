@@ -155,42 +155,39 @@ struct Measured {
   int64_t profiled_units = 0;
 };
 
-nlohmann::json ResultJson(const BenchOptions& o, const BenchMode& mode, const std::string& dir,
-                          const BertEngine& engine, const Measured& m) {
+BenchResult Result(const BenchOptions& o, const BenchMode& mode, const std::string& dir,
+                   const BertEngine& engine, const Measured& m) {
   std::vector<double> sorted = m.unit_ms;
   std::sort(sorted.begin(), sorted.end());
   const int64_t B = o.batch_size;
-  nlohmann::json r;
-  r["model"] = o.model_dir.empty() ? kBuiltinModelName : o.model_dir;
-  r["model_dir"] = dir;
-  r["mode"] = o.mode;
-  r["dtype"] = std::string(DTypeName(mode.dtype));
-  r["batch_size"] = B;
-  r["seq_len"] = o.seq_len;
-  r["warmup"] = o.warmup;
-  r["iterations"] = o.iterations;
-  r["seed"] = o.seed;
-  r["threads"] = engine.threads();
-  if (o.graph) r["graph"] = true;
-  r["device"] = engine.device_name();
-  r["total_s"] = m.total_s;
-  r["batch_latency_ms"] = m.total_s * 1000.0 / static_cast<double>(o.iterations);
-  r["sample_latency_ms"] = m.total_s * 1000.0 / static_cast<double>(o.iterations * B);
-  r["samples_per_s"] = static_cast<double>(o.iterations * B) / m.total_s;
-  r["latency_p50_ms"] = Percentile(sorted, 50);
-  r["latency_p95_ms"] = Percentile(sorted, 95);
-  r["latency_p99_ms"] = Percentile(sorted, 99);
-  r["latency_min_ms"] = sorted.front();
-  r["latency_max_ms"] = sorted.back();
-  r["checksum"] = m.checksum;
-  r["max_memory_mb"] = static_cast<double>(m.peak_bytes) / (1024.0 * 1024.0);
-  r["weight_memory_mb"] = static_cast<double>(engine.memory().weight_bytes) / (1024.0 * 1024.0);
-  r["version"] = TIERSCOPE_VERSION;
-  r["profiled"] = o.profile;
-  if (o.profile) {
-    r["profiled_units"] = m.profiled_units;
-    if (!o.trace_path.empty()) r["trace"] = o.trace_path;
-  }
+  BenchResult r;
+  r.model = o.model_dir.empty() ? kBuiltinModelName : o.model_dir;
+  r.model_dir = dir;
+  r.mode = o.mode;
+  r.dtype = std::string(DTypeName(mode.dtype));
+  r.batch_size = B;
+  r.seq_len = o.seq_len;
+  r.warmup = o.warmup;
+  r.iterations = o.iterations;
+  r.seed = o.seed;
+  r.threads = engine.threads();
+  r.graph = o.graph;
+  r.device = engine.device_name();
+  r.total_s = m.total_s;
+  r.batch_latency_ms = m.total_s * 1000.0 / static_cast<double>(o.iterations);
+  r.sample_latency_ms = m.total_s * 1000.0 / static_cast<double>(o.iterations * B);
+  r.samples_per_s = static_cast<double>(o.iterations * B) / m.total_s;
+  r.latency_p50_ms = Percentile(sorted, 50);
+  r.latency_p95_ms = Percentile(sorted, 95);
+  r.latency_p99_ms = Percentile(sorted, 99);
+  r.latency_min_ms = sorted.front();
+  r.latency_max_ms = sorted.back();
+  r.checksum = m.checksum;
+  r.max_memory_mb = static_cast<double>(m.peak_bytes) / (1024.0 * 1024.0);
+  r.weight_memory_mb = static_cast<double>(engine.memory().weight_bytes) / (1024.0 * 1024.0);
+  r.profiled = o.profile;
+  r.profiled_units = m.profiled_units;
+  r.trace = o.trace_path;
   return r;
 }
 
@@ -344,9 +341,44 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   if (!std::isfinite(m.checksum)) {
     return Internal("the output has non-finite values (checksum " + std::to_string(m.checksum) + ")");
   }
-  report.result = ResultJson(o, mode, dir, *engine, m);
+  report.result = Result(o, mode, dir, *engine, m);
   if (o.keep_output) report.output = std::move(out);
   return report;
+}
+
+nlohmann::json BenchResult::ToJson() const {
+  nlohmann::json r;
+  r["model"] = model;
+  r["model_dir"] = model_dir;
+  r["mode"] = mode;
+  r["dtype"] = dtype;
+  r["batch_size"] = batch_size;
+  r["seq_len"] = seq_len;
+  r["warmup"] = warmup;
+  r["iterations"] = iterations;
+  r["seed"] = seed;
+  r["threads"] = threads;
+  if (graph) r["graph"] = true;
+  r["device"] = device;
+  r["total_s"] = total_s;
+  r["batch_latency_ms"] = batch_latency_ms;
+  r["sample_latency_ms"] = sample_latency_ms;
+  r["samples_per_s"] = samples_per_s;
+  r["latency_p50_ms"] = latency_p50_ms;
+  r["latency_p95_ms"] = latency_p95_ms;
+  r["latency_p99_ms"] = latency_p99_ms;
+  r["latency_min_ms"] = latency_min_ms;
+  r["latency_max_ms"] = latency_max_ms;
+  r["checksum"] = checksum;
+  r["max_memory_mb"] = max_memory_mb;
+  r["weight_memory_mb"] = weight_memory_mb;
+  r["version"] = TIERSCOPE_VERSION;
+  r["profiled"] = profiled;
+  if (profiled) {
+    r["profiled_units"] = profiled_units;
+    if (!trace.empty()) r["trace"] = trace;
+  }
+  return r;
 }
 
 std::string FormatResultLine(const nlohmann::json& result) {

@@ -71,13 +71,34 @@ StatusOr<std::string> ResolveModelDir(const std::string& model_dir);
 std::vector<int64_t> BenchInputIds(uint64_t seed, int64_t batch, int64_t seq_len,
                                    int64_t vocab_size);
 
+// One run's figures, typed for the commands that read them (sweep, lab, tier 3); ToJson()
+// is the RESULT_JSON object that `bench` prints.
+struct BenchResult {
+  std::string model, model_dir, mode, dtype, device;
+  int64_t batch_size = 0, seq_len = 0, warmup = 0, iterations = 0;
+  uint64_t seed = 0;
+  int threads = 0;
+  bool graph = false;
+  double total_s = 0;
+  double batch_latency_ms = 0, sample_latency_ms = 0;  // means over the timed units
+  double samples_per_s = 0;
+  // Per timed unit (core/stats.h's percentile).
+  double latency_p50_ms = 0, latency_p95_ms = 0, latency_p99_ms = 0, latency_min_ms = 0, latency_max_ms = 0;
+  double checksum = 0;  // core/checksum.h: order-sensitive
+  double max_memory_mb = 0, weight_memory_mb = 0;
+  bool profiled = false;
+  int64_t profiled_units = 0;  // with `profiled`
+  std::string trace;           // with `profiled` and a trace file
+  nlohmann::json ToJson() const;
+};
+
 struct BenchReport {
-  nlohmann::json result;     // the RESULT_JSON object
+  BenchResult result;
   std::string profile_text;  // key_averages table and per-unit summary, when profiled
   std::vector<float> output;  // [batch, seq_len, hidden] of the last unit, with keep_output
 };
 
-// Runs the benchmark; returns the RESULT_JSON object (and the profile, if asked).
+// Runs the benchmark; returns its figures (and the profile, if asked).
 StatusOr<BenchReport> RunBench(const BenchOptions& options);
 
 // "RESULT_JSON={...}" with sorted keys.

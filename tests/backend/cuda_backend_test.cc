@@ -154,7 +154,7 @@ TEST(CudaTier3, ReplaysKeepTheOutputAndReportTheDevicesKernel) {
   auto r = RunKernelCommand(k);
   unsetenv("TIERSCOPE_CACHE_DIR");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->json["workload"]["checksum"], plain->result["checksum"]);
+  EXPECT_EQ(r->json["workload"]["checksum"].get<double>(), plain->result.checksum);
   ASSERT_FALSE(r->reports.empty());
   const KernelEvidence& e = r->reports[0].evidence;
   EXPECT_EQ(e.unit_name, "SMs");

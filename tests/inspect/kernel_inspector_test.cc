@@ -200,7 +200,7 @@ TEST_F(KernelInspectorTest, ReplaysDoNotChangeTheWorkloadsOutput) {
   o.launch_hook = every.get();
   auto replayed = RunBench(o);
   ASSERT_TRUE(replayed.ok()) << replayed.status().ToString();
-  EXPECT_EQ(plain->result["checksum"], replayed->result["checksum"]);
+  EXPECT_EQ(plain->result.checksum, replayed->result.checksum);
   EXPECT_EQ(static_cast<int64_t>(every->profiled().size()), every->launches());
   EXPECT_GT(every->launches(), 10);
 }

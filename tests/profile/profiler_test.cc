@@ -49,7 +49,7 @@ TEST_F(ProfilerTest, BatchedUnitHasTheExactCountsOfOneForward) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_NE(r->profile_text.find("batched_bert_forward"), std::string::npos);
   EXPECT_NE(r->profile_text.find("aten::linear"), std::string::npos);
-  EXPECT_EQ(r->result["profiled_units"], 2);
+  EXPECT_EQ(r->result.profiled_units, 2);
 }
 
 TEST_F(ProfilerTest, SerialCallsAreBatchSizeTimesBatched) {
@@ -89,7 +89,7 @@ TEST_F(ProfilerTest, SteadyStateWindowSkipsAndLimitsUnits) {
   o.profile_units = 2;
   auto r = RunBench(o);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->result["profiled_units"], 2);
+  EXPECT_EQ(r->result.profiled_units, 2);
   EXPECT_NE(r->profile_text.find("2 units recorded"), std::string::npos) << r->profile_text;
 }
 
@@ -99,7 +99,7 @@ TEST_F(ProfilerTest, WindowThatNeverOpensSaysSo) {
   auto r = RunBench(o);
   ASSERT_TRUE(r.ok());
   EXPECT_NE(r->profile_text.find("never opened"), std::string::npos);
-  EXPECT_EQ(r->result["profiled_units"], 0);
+  EXPECT_EQ(r->result.profiled_units, 0);
 }
 
 TEST_F(ProfilerTest, TraceNeedsProfileFlag) {

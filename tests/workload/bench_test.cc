@@ -92,7 +92,7 @@ TEST_F(BenchRunTest, SerialAndBatchedOutputsAgreeElementByElement) {
     ASSERT_NEAR(serial->output[i], batched->output[i], 1e-5) << "element " << i << " (sample "
                                                              << i / (16 * 128) << ")";
   }
-  EXPECT_NEAR(serial->result["checksum"].get<double>(), batched->result["checksum"].get<double>(), 1e-6);
+  EXPECT_NEAR(serial->result.checksum, batched->result.checksum, 1e-6);
 }
 
 TEST_F(BenchRunTest, TheChecksumSeesSamplesInAnotherOrder) {
@@ -100,9 +100,9 @@ TEST_F(BenchRunTest, TheChecksumSeesSamplesInAnotherOrder) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   std::vector<float> out = r->output;
   const size_t sample = 16 * 128;
-  EXPECT_DOUBLE_EQ(OrderSensitiveChecksum(out.data(), out.size()), r->result["checksum"].get<double>());
+  EXPECT_DOUBLE_EQ(OrderSensitiveChecksum(out.data(), out.size()), r->result.checksum);
   std::swap_ranges(out.begin(), out.begin() + sample, out.begin() + 2 * sample);  // samples 0 and 2
-  EXPECT_GT(std::fabs(OrderSensitiveChecksum(out.data(), out.size()) - r->result["checksum"].get<double>()), 1e-6);
+  EXPECT_GT(std::fabs(OrderSensitiveChecksum(out.data(), out.size()) - r->result.checksum), 1e-6);
 }
 
 TEST_F(BenchRunTest, AWorkloadLargerThanMemoryIsRefusedBeforeAnythingIsAllocated) {
