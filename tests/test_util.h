@@ -88,8 +88,9 @@ struct Result {
 };
 
 // Runs the tierscope binary with `args` (shell words) and collects its output.
-inline Result RunCli(const std::string& args) {
-  const std::string cmd = std::string(TIERSCOPE_BINARY) + " " + args + " 2>&1";
+// `env`: assignments for the child only, as a shell writes them ("NAME='value' ...").
+inline Result RunCli(const std::string& args, const std::string& env = "") {
+  const std::string cmd = (env.empty() ? "" : env + " ") + std::string(TIERSCOPE_BINARY) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];

@@ -57,6 +57,9 @@ if [ -z "$bin" ]; then
   bin=build/cuda/tierscope
 fi
 tests=$(dirname "$bin")/tests
+# The test binaries sit below the plugin's directory: tell them where it is.
+export TIERSCOPE_GPU_PLUGIN
+TIERSCOPE_GPU_PLUGIN=$(cd "$(dirname "$bin")" && pwd)/libtierscope_cuda.so
 
 run device "$bin" device --device cuda
 run device_json "$bin" device --device cuda --format json

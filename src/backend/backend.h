@@ -69,10 +69,13 @@ class Backend : public Allocator {
 StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(int threads);
 // Creates the backend `device` names: "cpu", "cuda" (device 0) or "cuda:N" (also
 // "musa[:N]" in a MUSA build). InvalidArgument for an unknown name, Unimplemented when
-// this build has no GPU backend, FailedPrecondition when no such device is present.
+// this build has no GPU backend, FailedPrecondition when its plugin cannot be used or no
+// such device is present ("no <kind> device ...").
 StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& device, int threads);
 // True when this build has the CUDA (or MUSA) backend compiled in.
 bool HaveGpuBackend();
+// The GPU kind this build's plugin serves: "cuda", or "musa" in a MUSA build.
+const char* GpuKind();
 
 }  // namespace tierscope
 

@@ -36,9 +36,8 @@ std::string ExecutableDir() {
 
 std::string PluginFileName() { return std::string("libtierscope_") + kGpuKind + ".so"; }
 
-// Where the plugin may be: $TIERSCOPE_GPU_PLUGIN, beside the executable (the build tree),
-// its parent (test binaries live one level below the build directory), or in
-// ../lib/tierscope/ (an installed prefix).
+// Where the plugin may be: $TIERSCOPE_GPU_PLUGIN (alone, when set), beside the executable
+// (the build tree), or in ../lib/tierscope/ (an installed prefix).
 std::vector<std::string> PluginCandidates() {
   const std::string file = PluginFileName();
   std::vector<std::string> v;
@@ -49,7 +48,6 @@ std::vector<std::string> PluginCandidates() {
   const std::string dir = ExecutableDir();
   if (!dir.empty()) {
     v.push_back(dir + "/" + file);
-    v.push_back(dir + "/../" + file);  // test binaries live one level below the build dir
     v.push_back(dir + "/../lib/tierscope/" + file);
   }
   return v;
@@ -91,8 +89,9 @@ StatusOr<CreateFn> LoadPlugin() {
     }
 #if defined(TIERSCOPE_HAVE_CUDA)
     // This build made a plugin, but it is not where the executable looks for it.
-    failure = NotFound(std::string("no ") + kGpuKind + " backend: " + PluginFileName() + " is missing (looked for " +
-                       tried + "); reinstall it with the executable, or set TIERSCOPE_GPU_PLUGIN to its path");
+    failure = FailedPrecondition(std::string("no ") + kGpuKind + " backend: " + PluginFileName() +
+                                 " is missing (looked for " + tried +
+                                 "); reinstall it with the executable, or set TIERSCOPE_GPU_PLUGIN to its path");
 #else
     failure = Unimplemented(std::string("no ") + kGpuKind + " backend: this tierscope was built without it; "
                             "build with -DTIERSCOPE_CUDA=ON on a machine with the CUDA toolkit");
@@ -103,6 +102,8 @@ StatusOr<CreateFn> LoadPlugin() {
 }
 
 }  // namespace
+
+const char* GpuKind() { return kGpuKind; }
 
 bool HaveGpuBackend() {
 #if defined(TIERSCOPE_HAVE_CUDA)

@@ -32,10 +32,10 @@ using testing::Cosine;
 // device (the plugin missing, from another build, or its libraries absent) fails the test.
 bool GpuPresent() {
   if (!HaveGpuBackend()) return false;
-  auto b = CreateBackend("cuda", 0);
+  auto b = CreateBackend(GpuKind(), 0);
   if (b.ok()) return true;
-  EXPECT_EQ(b.status().message().find("no cuda device"), 0u)
-      << "the cuda plugin could not be used: " << b.status().ToString();
+  EXPECT_EQ(b.status().message().find(std::string("no ") + GpuKind() + " device"), 0u)
+      << "the " << GpuKind() << " plugin could not be used: " << b.status().ToString();
   return false;
 }
 
@@ -54,11 +54,11 @@ TEST(DeviceSelection, UnknownDeviceNamesAreInvalidArguments) {
 
 TEST(DeviceSelection, CudaWithoutADeviceOrBackendIsAClearError) {
   if (GpuPresent()) GTEST_SKIP() << "a GPU is present";
-  auto b = CreateBackend("cuda:0", 1);
+  auto b = CreateBackend(std::string(GpuKind()) + ":0", 1);
   ASSERT_FALSE(b.ok());
   if (HaveGpuBackend()) {
     EXPECT_EQ(b.status().code(), StatusCode::kFailedPrecondition) << b.status().message();
-    EXPECT_NE(b.status().message().find("no cuda device"), std::string::npos);
+    EXPECT_NE(b.status().message().find(std::string("no ") + GpuKind() + " device"), std::string::npos);
   } else {
     EXPECT_EQ(b.status().code(), StatusCode::kUnimplemented);
     EXPECT_NE(b.status().message().find("built without it"), std::string::npos);

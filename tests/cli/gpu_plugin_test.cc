@@ -1,9 +1,7 @@
-// The GPU plugin loader end to end: `--device cuda` with TIERSCOPE_GPU_PLUGIN pointing at a
+// The GPU plugin loader end to end: `--device cuda` (or musa) with TIERSCOPE_GPU_PLUGIN pointing at a
 // plugin from another build, at a library that is not a plugin, at a file that is not a
 // library, and at nothing — each refused in one line naming the file and what is wrong.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-
 #include <fstream>
 #include <string>
 
@@ -17,12 +15,9 @@ using testing::Contains;
 using testing::Result;
 using testing::RunCli;
 
-// Runs `device --device cuda` with the plugin path set for the child only.
+// Runs `device --device <this build's GPU kind>` with the plugin path set for the child only.
 Result DeviceCudaWithPlugin(const std::string& plugin) {
-  setenv("TIERSCOPE_GPU_PLUGIN", plugin.c_str(), 1);
-  Result r = RunCli("device --device cuda");
-  unsetenv("TIERSCOPE_GPU_PLUGIN");
-  return r;
+  return RunCli(std::string("device --device ") + GpuKind(), "TIERSCOPE_GPU_PLUGIN='" + plugin + "'");
 }
 
 int Lines(const std::string& s) {
@@ -49,7 +44,7 @@ TEST(GpuPluginTest, ALibraryWithoutThePluginsSymbolsIsRefused) {
 
 TEST(GpuPluginTest, AFileThatIsNotALibrarySaysItCannotBeLoaded) {
   testing::TempDir dir;
-  const std::string path = dir.file("libtierscope_cuda.so");
+  const std::string path = dir.file(std::string("libtierscope_") + GpuKind() + ".so");
   std::ofstream(path) << "not an ELF file\n";
   Result r = DeviceCudaWithPlugin(path);
   EXPECT_NE(r.code, 0);
@@ -62,6 +57,7 @@ TEST(GpuPluginTest, AMissingPluginSaysWhereItLooked) {
   EXPECT_NE(r.code, 0);
   if (HaveGpuBackend()) {
     EXPECT_TRUE(Contains(r.out, "is missing (looked for /nonexistent/libtierscope_cuda.so)")) << r.out;
+    EXPECT_TRUE(Contains(r.out, "set TIERSCOPE_GPU_PLUGIN")) << r.out;
   } else {
     EXPECT_TRUE(Contains(r.out, "built without it")) << r.out;
   }
