@@ -294,7 +294,9 @@ TEST_P(BackendOps, EveryOpCountsTheFlopsOfTheOneCostModel) {
   auto packed = k().PackWeight(hw, t());
   ASSERT_TRUE(packed.ok()) << packed.status().ToString();
   Tensor dx = Upload(Random(M * K), {M, K}), db = Upload(Random(N), {N}), dy = Empty({M, N});
-  for (const auto& [e, per_value] : {std::pair{Epilogue::kNone, 0.0}, {Epilogue::kGelu, 8.0}, {Epilogue::kTanh, 4.0}}) {
+  for (const auto& [epilogue, per_value] :
+       {std::pair{Epilogue::kNone, 0.0}, {Epilogue::kGelu, 8.0}, {Epilogue::kTanh, 4.0}}) {
+    const Epilogue e = epilogue;  // a lambda may not capture a structured binding (clang 14)
     for (const bool bias : {true, false}) {
       const double want = 2.0 * M * N * K + (bias ? 1.0 * M * N : 0.0) + per_value * M * N;
       EXPECT_DOUBLE_EQ(measure([&] { return k().Linear(dx, M, K, **packed, bias ? &db : nullptr, e, dy); }), want)
