@@ -26,6 +26,9 @@ inline bool UnderCi() {
   return ci != nullptr && (std::string(ci) == "true" || std::string(ci) == "1");
 }
 
+// The shared corpus of real traces (../shared/corpus beside the checkout).
+inline std::string CorpusDir() { return std::string(TIERSCOPE_SOURCE_DIR) + "/../shared/corpus"; }
+
 // Skips the test when `cond` is false (data or a tool is missing) — except under CI,
 // where it fails, naming what was missing.
 #define TS_SKIP_UNLESS(cond, why)                                                      \

@@ -15,13 +15,13 @@
 namespace tierscope {
 namespace {
 
-std::string Render(const std::vector<Table>& tables, OutputFormat f) {
+std::string Render(const std::vector<Table>& tables, const RenderOptions& r) {
   std::string out;
   for (const Table& t : tables) {
-    if (f == OutputFormat::kCsv) {
+    if (r.format == OutputFormat::kCsv) {
       out += "# " + t.name + "\n" + RenderCsv(t) + "\n";
     } else {
-      out += "== " + t.name + " ==\n" + RenderText(t) + "\n";
+      out += "== " + t.name + " ==\n" + RenderText(t, r.wide) + "\n";
     }
   }
   return out;
@@ -68,7 +68,7 @@ bool IsNcuCsv(const std::string& path) {
   return false;
 }
 
-StatusOr<std::string> AnalyzeNcuCsv(const std::string& path, OutputFormat f) {
+StatusOr<std::string> AnalyzeNcuCsv(const std::string& path, const RenderOptions& f) {
   TS_ASSIGN_OR_RETURN(NcuReport r, ImportNcuCsv(path));
   static const char* kMetrics[] = {"Duration", "Compute (SM) Throughput", "Memory Throughput",
                                    "DRAM Throughput", "Achieved Occupancy", "Registers Per Thread",
@@ -94,7 +94,7 @@ StatusOr<std::string> AnalyzeNcuCsv(const std::string& path, OutputFormat f) {
   t.notes.push_back("rows read: " + std::to_string(r.rows) + ", malformed rows skipped: " +
                     std::to_string(r.malformed));
   for (const auto& n : r.notes) t.notes.push_back(n);
-  if (f == OutputFormat::kJson) {
+  if (f.format == OutputFormat::kJson) {
     nlohmann::json j;
     j["source"] = path;
     j["reports"] = nlohmann::json::array({TableToJson(t)});
@@ -140,9 +140,9 @@ TraceAnalysis Analyze(const Trace& t, const AnalysisOptions& o) {
   return a;
 }
 
-std::string RenderAnalysis(const TraceAnalysis& a, OutputFormat f) {
+std::string RenderAnalysis(const TraceAnalysis& a, const RenderOptions& f) {
   const Trace& t = *a.index.trace;
-  if (f == OutputFormat::kJson) {
+  if (f.format == OutputFormat::kJson) {
     nlohmann::json j;
     j["trace"] = TraceInfo(t);
     j["unit"] = a.index.unit_name;
@@ -152,16 +152,16 @@ std::string RenderAnalysis(const TraceAnalysis& a, OutputFormat f) {
     j["findings"] = FindingsToJson(a.findings);
     return j.dump(2) + "\n";
   }
-  if (f == OutputFormat::kCsv) return Render(a.reports, f);
+  if (f.format == OutputFormat::kCsv) return Render(a.reports, f);
   return Header(t, a.index) + Render(a.reports, f) + RenderFindings(a.findings);
 }
 
-std::string AnalyzeTrace(const Trace& t, const AnalysisOptions& o, OutputFormat f) {
+std::string AnalyzeTrace(const Trace& t, const AnalysisOptions& o, const RenderOptions& f) {
   return RenderAnalysis(Analyze(t, o), f);
 }
 
 StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>& reports,
-                                 const AnalysisOptions& o, OutputFormat f) {
+                                 const AnalysisOptions& o, const RenderOptions& f) {
   const bool indexed = std::any_of(reports.begin(), reports.end(),
                                    [](const std::string& r) { return r != "import_stats"; });
   const TraceIndex x = indexed ? BuildIndex(t, o) : TraceIndex();
@@ -174,7 +174,7 @@ StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>&
     TS_ASSIGN_OR_RETURN(Table tb, RunReport(x, name, o));
     tables.push_back(std::move(tb));
   }
-  if (f == OutputFormat::kJson) {
+  if (f.format == OutputFormat::kJson) {
     nlohmann::json j;
     j["trace"] = TraceInfo(t);
     j["reports"] = nlohmann::json::array();
@@ -189,13 +189,13 @@ TraceDiff DiffTraceAnalysis(const Trace& base, const Trace& next, const Analysis
 }
 
 std::string DiffTraceReport(const Trace& base, const Trace& next, const AnalysisOptions& o,
-                            OutputFormat f) {
+                            const RenderOptions& f) {
   return RenderDiff(DiffTraceAnalysis(base, next, o), base, next, f);
 }
 
-std::string RenderDiff(const TraceDiff& d, const Trace& base, const Trace& next, OutputFormat f) {
+std::string RenderDiff(const TraceDiff& d, const Trace& base, const Trace& next, const RenderOptions& f) {
   const std::vector<Table> tables = {d.summary, d.operators, d.kernels};
-  if (f == OutputFormat::kJson) {
+  if (f.format == OutputFormat::kJson) {
     nlohmann::json j;
     j["base"] = TraceInfo(base);
     j["new"] = TraceInfo(next);
@@ -205,7 +205,7 @@ std::string RenderDiff(const TraceDiff& d, const Trace& base, const Trace& next,
     for (const Table& tb : tables) j["reports"].push_back(TableToJson(tb));
     return j.dump(2) + "\n";
   }
-  if (f == OutputFormat::kCsv) return Render(tables, f);
+  if (f.format == OutputFormat::kCsv) return Render(tables, f);
   std::string out = "base: " + base.source + "\nnew:  " + next.source + "\n\n";
   for (const auto& h : d.headline) out += "  " + h + "\n";
   return out + "\n" + Render(tables, f);

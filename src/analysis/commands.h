@@ -23,7 +23,7 @@ StatusOr<Trace> LoadTrace(const std::string& path);
 bool IsNcuCsv(const std::string& path);
 // The per-kernel metrics table of an Nsight Compute CSV (the metrics present; "(not in
 // this CSV)" for the others), as text, JSON or CSV.
-StatusOr<std::string> AnalyzeNcuCsv(const std::string& path, OutputFormat format);
+StatusOr<std::string> AnalyzeNcuCsv(const std::string& path, const RenderOptions& render);
 
 // The import-stats section.
 Table ImportStatsTable(const Trace& trace);
@@ -42,17 +42,18 @@ struct TraceAnalysis {
   const Table* Report(const std::string& name) const;
 };
 TraceAnalysis Analyze(const Trace& trace, const AnalysisOptions& options);
-std::string RenderAnalysis(const TraceAnalysis& analysis, OutputFormat format);
+std::string RenderAnalysis(const TraceAnalysis& analysis, const RenderOptions& render);
 
 // Analyze then render.
-std::string AnalyzeTrace(const Trace& trace, const AnalysisOptions& options, OutputFormat format);
+std::string AnalyzeTrace(const Trace& trace, const AnalysisOptions& options, const RenderOptions& render);
 StatusOr<std::string> TraceStats(const Trace& trace, const std::vector<std::string>& reports,
-                                 const AnalysisOptions& options, OutputFormat format);
+                                 const AnalysisOptions& options, const RenderOptions& render);
 std::string DiffTraceReport(const Trace& base, const Trace& next, const AnalysisOptions& options,
-                            OutputFormat format);
+                            const RenderOptions& render);
 // The typed diff of two traces, and its text / JSON / CSV view (DiffTraceReport is both).
 TraceDiff DiffTraceAnalysis(const Trace& base, const Trace& next, const AnalysisOptions& options);
-std::string RenderDiff(const TraceDiff& diff, const Trace& base, const Trace& next, OutputFormat format);
+std::string RenderDiff(const TraceDiff& diff, const Trace& base, const Trace& next,
+                       const RenderOptions& render);
 
 }  // namespace tierscope
 

@@ -2,16 +2,16 @@
 // device in-use, gaps, short kernels, work units, hot kernels, operators.
 #include "analysis/reports.h"
 
-#include "core/stats.h"
-
 #include <algorithm>
 #include <array>
 #include <climits>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
+#include "core/stats.h"
 #include "profile/op_summary.h"
+#include "trace/args.h"
 
 namespace tierscope {
 namespace {
@@ -60,31 +60,6 @@ Table SumTable(const TraceIndex& x, const std::string& name, const std::string& 
   return t;
 }
 
-std::string Arg(std::string_view args, std::string_view key) {
-  // Returns the raw JSON value of "key" in an args fragment ("" if absent).
-  const std::string k = "\"" + std::string(key) + "\"";
-  size_t p = args.find(k);
-  if (p == std::string_view::npos) return "";
-  p = args.find(':', p + k.size());
-  if (p == std::string_view::npos) return "";
-  ++p;
-  while (p < args.size() && args[p] == ' ') ++p;
-  size_t e = p;
-  int depth = 0;
-  for (; e < args.size(); ++e) {
-    const char c = args[e];
-    if (c == '[' || c == '{') ++depth;
-    if (c == ']' || c == '}') {
-      if (depth == 0) break;
-      --depth;
-    }
-    if (c == ',' && depth == 0) break;
-  }
-  std::string v(args.substr(p, e - p));
-  while (!v.empty() && v.back() == ' ') v.pop_back();
-  return v;
-}
-
 Table KernSum(const TraceIndex& x) {
   return SumTable(x, x.prefix + "_gpu_kern_sum", "GPU kernel summary (device time per kernel name)", x.kernels);
 }
@@ -125,7 +100,7 @@ Table MemSizeSum(const TraceIndex& x) {
       const Event& e = x.E(i);
       double bytes = e.v0;
       if (bytes == 0 && e.args >= 0) {
-        const std::string b = Arg(x.trace->strings.Get(e.args), "bytes");
+        const std::string b(ArgValue(x.trace->strings.Get(e.args), "bytes"));
         if (!b.empty()) bytes = std::atof(b.c_str());
       }
       mb.push_back(bytes / 1e6);
@@ -294,8 +269,8 @@ Table HotKernels(const TraceIndex& x, const AnalysisOptions& o) {
     const Event& e = x.E(m.front());
     std::string grid, block;
     if (e.args >= 0) {
-      grid = Arg(x.trace->strings.Get(e.args), "grid");
-      block = Arg(x.trace->strings.Get(e.args), "block");
+      grid = CompactJson(ArgValue(x.trace->strings.Get(e.args), "grid"));
+      block = CompactJson(ArgValue(x.trace->strings.Get(e.args), "block"));
     }
     t.AddRow({total > 0 ? 100.0 * v[r].first / total : 0.0, v[r].first, static_cast<int64_t>(m.size()),
               v[r].first / m.size(), grid.empty() ? "-" : grid, block.empty() ? "-" : block, v[r].second});
@@ -327,15 +302,13 @@ Table OpSum(const TraceIndex& x) {
     }
     t.AddRow({s.calls, per_unit, static_cast<double>(s.self_cpu_ns), static_cast<double>(s.cpu_total_ns),
               static_cast<double>(s.self_device_ns), static_cast<double>(s.device_total_ns),
-              s.input_dims.empty() ? "-" : s.input_dims, s.name});
+              s.input_dims.empty() ? "-" : ShapesText(s.input_dims), s.name});
   }
   if (!x.units.empty()) t.notes.push_back("Per unit counts all shapes of an operator together.");
   return t;
 }
 
 }  // namespace
-
-std::string EventArg(std::string_view args, std::string_view key) { return Arg(args, key); }
 
 std::vector<std::pair<double, std::string>> KernelsByTime(const TraceIndex& x) {
   std::map<std::string, double> by_name;

@@ -48,7 +48,6 @@ TraceIndex BuildIndex(const Trace& trace, const AnalysisOptions& options);
 
 // The raw JSON text of member `key` in an event's args (members without the braces,
 // as Event::args holds them), or "" when absent.
-std::string EventArg(std::string_view args, std::string_view key);
 
 // Kernel names by total device time over the whole trace, largest first (ties: the name
 // that sorts last first) — the order of the hot_kernels report.

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "trace/args.h"
+
 namespace tierscope {
 namespace {
 
@@ -65,7 +67,7 @@ struct GridArg {
 };
 
 GridArg KernelGrid(std::string_view args) {
-  const std::string raw = EventArg(args, "grid");
+  const std::string_view raw = ArgValue(args, "grid");
   std::vector<int64_t> dims;
   int64_t cur = -1;
   for (const char c : raw) {

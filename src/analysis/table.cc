@@ -35,6 +35,27 @@ std::string CsvQuote(const std::string& s) {
 
 }  // namespace
 
+void Table::AddRow(std::vector<Cell> row) {
+  for (Cell& c : row) {
+    if (auto* s = std::get_if<std::string>(&c)) {
+      for (char& ch : *s) {
+        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
+      }
+    }
+  }
+  rows.push_back(std::move(row));
+}
+
+std::string ShortenMiddle(const std::string& s, size_t max) {
+  if (s.size() <= max || max < 8) return s;
+  const size_t head = (max - 3 + 1) / 2, tail = max - 3 - head;
+  // Never cut a UTF-8 sequence: move the cuts to character boundaries.
+  size_t h = head, t = s.size() - tail;
+  while (h > 0 && (static_cast<unsigned char>(s[h]) & 0xC0) == 0x80) --h;
+  while (t < s.size() && (static_cast<unsigned char>(s[t]) & 0xC0) == 0x80) ++t;
+  return s.substr(0, h) + "..." + s.substr(t);
+}
+
 bool ParseOutputFormat(const std::string& s, OutputFormat* out) {
   if (s == "text") *out = OutputFormat::kText;
   else if (s == "json") *out = OutputFormat::kJson;
@@ -53,15 +74,21 @@ std::string FormatNs(double ns) {
   return buf;
 }
 
-std::string RenderText(const Table& t) {
+std::string RenderText(const Table& t, bool wide) {
   std::vector<size_t> width(t.columns.size());
+  std::vector<bool> numeric(t.columns.size(), true);  // every cell a number: right-aligned
   for (size_t c = 0; c < t.columns.size(); ++c) width[c] = t.columns[c].size();
   std::vector<std::vector<std::string>> cells;
   for (const auto& row : t.rows) {
     cells.emplace_back();
     for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
-      cells.back().push_back(CellText(row[c]));
-      width[c] = std::max(width[c], cells.back().back().size());
+      std::string text = CellText(row[c]);
+      if (!IsNumber(row[c])) {
+        numeric[c] = false;
+        if (!wide) text = ShortenMiddle(text, c + 1 == width.size() ? 100 : 60);
+      }
+      width[c] = std::max(width[c], text.size());
+      cells.back().push_back(std::move(text));
     }
   }
   // The last column (usually a name) is left-aligned and not padded.
@@ -71,7 +98,7 @@ std::string RenderText(const Table& t) {
     std::string l;
     for (size_t c = 0; c < v.size(); ++c) {
       const bool last = c + 1 == width.size();
-      const bool right = row != nullptr ? IsNumber((*row)[c]) : c + 1 < width.size();
+      const bool right = row != nullptr ? IsNumber((*row)[c]) : c + 1 < width.size() && numeric[c];
       if (c) l += "  ";
       if (last) l += v[c];
       else if (right) l += std::string(width[c] - v[c].size(), ' ') + v[c];

@@ -20,15 +20,30 @@ struct Table {
   std::vector<std::vector<Cell>> rows;
   std::vector<std::string> notes;  // printed under the table
 
-  void AddRow(std::vector<Cell> row) { rows.push_back(std::move(row)); }
+  // Every cell is one line: a control character in a string (a newline in a name, a tab)
+  // becomes a space.
+  void AddRow(std::vector<Cell> row);
 };
 
 enum class OutputFormat { kText, kJson, kCsv };
 
+// How reports are written: the format, and (text) whether long names stay whole.
+struct RenderOptions {
+  OutputFormat format = OutputFormat::kText;
+  bool wide = false;
+  RenderOptions() = default;
+  RenderOptions(OutputFormat f, bool w = false) : format(f), wide(w) {}  // NOLINT: implicit
+};
+
 // Parses "text", "json", "csv".
 bool ParseOutputFormat(const std::string& s, OutputFormat* out);
 
-std::string RenderText(const Table& t);
+// Aligned text, one line per row. Unless `wide`, a long string is shortened in the middle
+// ("void at::native::vector...(int, float*)"): to 60 characters in a column before the
+// last, to 100 in the last (the name).
+std::string RenderText(const Table& t, bool wide = false);
+// `s` cut to `max` characters by replacing its middle with "..." (whole when it fits).
+std::string ShortenMiddle(const std::string& s, size_t max);
 std::string RenderCsv(const Table& t);
 nlohmann::json TableToJson(const Table& t);
 

@@ -14,6 +14,7 @@ namespace {
 struct AnalyzeFlags {
   std::string format = "text", unit, base_path, new_path, trace_path, reports;
   double short_us = 10;
+  bool wide = false;
 };
 
 void AddCommon(CLI::App* c, AnalyzeFlags& f) {
@@ -23,15 +24,17 @@ void AddCommon(CLI::App* c, AnalyzeFlags& f) {
                 "batched_bert_forward, whichever the trace has)");
   c->add_option("--short-kernel-us", f.short_us, "kernels shorter than this are short")
       ->capture_default_str();
+  c->add_flag("--wide", f.wide, "text: long names and shapes whole (else shortened in the middle)");
 }
 
 enum class Which { kAnalyze, kStats, kDiff };
 
 int Run(const AnalyzeFlags& flags, Which which) {
-  OutputFormat f;
-  if (!ParseOutputFormat(flags.format, &f)) {
+  OutputFormat format;
+  if (!ParseOutputFormat(flags.format, &format)) {
     return Fail(InvalidArgument("--format must be text, json or csv, got '" + flags.format + "'"));
   }
+  const RenderOptions f(format, flags.wide);
   if (!(flags.short_us > 0)) return Fail(InvalidArgument("--short-kernel-us must be > 0"));
   AnalysisOptions o;
   o.unit = flags.unit;

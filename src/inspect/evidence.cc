@@ -9,6 +9,7 @@
 #include "analysis/reports.h"
 #include "core/stats.h"
 #include "inspect/occupancy.h"
+#include "trace/args.h"
 
 namespace tierscope {
 namespace {
@@ -193,9 +194,9 @@ StatusOr<KernelEvidence> EvidenceFromTrace(const Trace& t, const std::string& na
   const Event& first = t.events[idx.front()];
   if (first.args >= 0) {
     const std::string_view args = t.strings.Get(first.args);
-    e.grid = ParseDim3(EventArg(args, "grid"));
-    e.block = ParseDim3(EventArg(args, "block"));
-    const std::string regs = EventArg(args, "registers per thread");
+    e.grid = ParseDim3(ArgValue(args, "grid"));
+    e.block = ParseDim3(ArgValue(args, "block"));
+    const std::string regs(ArgValue(args, "registers per thread"));
     if (!regs.empty()) e.registers = std::atof(regs.c_str());
   }
   // tierscope's own traces carry the cost model (FLOPs, bytes) on each kernel.

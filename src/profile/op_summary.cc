@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "trace/args.h"
+
 namespace tierscope {
 namespace {
 
@@ -29,17 +31,8 @@ bool IsScope(const Event& e) { return e.kind == EventKind::kOp || e.kind == Even
 }  // namespace
 
 std::string InputDimsOf(std::string_view args) {
-  const std::string_view key = "\"Input Dims\": ";
-  const size_t p = args.find(key);
-  if (p == std::string_view::npos) return "";
-  size_t i = p + key.size();
-  if (i >= args.size() || args[i] != '[') return "";
-  int depth = 0;
-  for (size_t j = i; j < args.size(); ++j) {
-    if (args[j] == '[') ++depth;
-    if (args[j] == ']' && --depth == 0) return std::string(args.substr(i, j - i + 1));
-  }
-  return "";
+  const std::string_view v = ArgValue(args, "Input Dims");
+  return !v.empty() && v.front() == '[' ? std::string(v) : std::string();
 }
 
 std::vector<OpStat> KeyAverages(const Trace& t, bool by_shape) {

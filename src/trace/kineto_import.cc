@@ -10,6 +10,7 @@
 #include "trace/kineto_import.h"
 
 #include "core/exceptions.h"
+#include "trace/args.h"
 #include "trace/json_input.h"
 #include "trace/kineto_scan.h"
 
@@ -212,6 +213,7 @@ class Reader {
     if (named_threads_.insert(key).second) trace_.thread_names.push_back(std::move(key));
   }
 
+  std::string compact_;  // the args of the event being added, compacted
   char* data_;
   size_t size_, capacity_;
   bool primary_;
@@ -572,7 +574,12 @@ bool Reader::ReadEvent(od::value v) {
   e.name = memory ? memory_name_ : trace_.strings.Intern(ev.name);
   // Args name the event's own correlation or external id, so they are nearly always
   // unique: no dedup.
-  if (!ev.args.empty() && KeepsArgs(e.kind)) e.args = trace_.strings.Append(ev.args);
+  if (!ev.args.empty() && KeepsArgs(e.kind)) {
+    // Kept compact (PyTorch pretty-prints lists one number per line): one line in reports.
+    compact_.clear();
+    CompactJsonInto(ev.args, &compact_);
+    e.args = trace_.strings.Append(compact_);
+  }
   if (ev.pid_local || ev.tid_local) fixups_.push_back({trace_.events.size(), ev.pid_local, ev.tid_local});
   trace_.events.push_back(e);
   ++trace_.stats.events_kept;
