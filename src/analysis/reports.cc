@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "analysis/nvtx.h"
 #include "core/stats.h"
 #include "profile/op_summary.h"
 #include "trace/args.h"
@@ -34,30 +35,6 @@ std::vector<double> Durations(const TraceIndex& x, const std::vector<size_t>& id
   d.reserve(idx.size());
   for (size_t i : idx) d.push_back(static_cast<double>(x.E(i).dur_ns));
   return d;
-}
-
-// "Time %, Total Time (ns), Instances, Avg, Med, Min, Max, StdDev, Name" over groups.
-Table SumTable(const TraceIndex& x, const std::string& name, const std::string& title,
-               const std::vector<size_t>& idx) {
-  Table t;
-  t.name = name;
-  t.title = title;
-  t.columns = {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)",
-               "Max (ns)", "StdDev (ns)", "Name"};
-  double total = 0;
-  for (size_t i : idx) total += static_cast<double>(x.E(i).dur_ns);
-  struct Row {
-    std::string name;
-    Summary s;
-  };
-  std::vector<Row> rows;
-  for (auto& [n, members] : ByName(x, idx)) rows.push_back({n, Summarize(Durations(x, members))});
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.s.total > b.s.total; });
-  for (const Row& r : rows) {
-    t.AddRow({total > 0 ? 100.0 * r.s.total / total : 0.0, r.s.total, r.s.count, r.s.mean, r.s.median,
-              r.s.min, r.s.max, r.s.stddev, r.name});
-  }
-  return t;
 }
 
 Table KernSum(const TraceIndex& x) {
@@ -310,6 +287,30 @@ Table OpSum(const TraceIndex& x) {
 
 }  // namespace
 
+Table SumTable(const TraceIndex& x, const std::string& name, const std::string& title,
+               const std::vector<size_t>& idx) {
+  Table t;
+  t.name = name;
+  t.title = title;
+  t.columns = {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)",
+               "Max (ns)", "StdDev (ns)", "Name"};
+  double total = 0;
+  for (size_t i : idx) total += static_cast<double>(x.E(i).dur_ns);
+  struct Row {
+    std::string name;
+    Summary s;
+  };
+  std::vector<Row> rows;
+  for (auto& [n, members] : ByName(x, idx)) rows.push_back({n, Summarize(Durations(x, members))});
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.s.total > b.s.total; });
+  for (const Row& r : rows) {
+    t.AddRow({total > 0 ? 100.0 * r.s.total / total : 0.0, r.s.total, r.s.count, r.s.mean, r.s.median,
+              r.s.min, r.s.max, r.s.stddev, r.name});
+  }
+  return t;
+}
+
+
 std::vector<std::pair<double, std::string>> KernelsByTime(const TraceIndex& x) {
   std::map<std::string, double> by_name;
   for (size_t k : x.kernels) by_name[std::string(x.Name(k))] += static_cast<double>(x.E(k).dur_ns);
@@ -373,7 +374,7 @@ TraceIndex BuildIndex(const Trace& t, const AnalysisOptions& o) {
 std::vector<std::string> ReportNames() {
   return {"op_sum", "cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_sum", "cuda_gpu_mem_time_sum",
           "cuda_gpu_mem_size_sum", "cuda_kern_exec_sum", "cuda_api_gpu_sum", "in_use", "gaps",
-          "short_kernels", "units", "hot_kernels"};
+          "short_kernels", "units", "hot_kernels", "nvtx_sum", "nvtx_kern_sum"};
 }
 
 StatusOr<Table> RunReport(const TraceIndex& x, const std::string& requested, const AnalysisOptions& o) {
@@ -395,6 +396,8 @@ StatusOr<Table> RunReport(const TraceIndex& x, const std::string& requested, con
   else if (name == "short_kernels") t = ShortKernels(x, o);
   else if (name == "units") t = UnitsTable(x);
   else if (name == "hot_kernels") t = HotKernels(x, o);
+  else if (name == "nvtx_sum") t = NvtxSum(x);
+  else if (name == "nvtx_kern_sum") t = NvtxKernSum(x);
   else {
     std::string valid;
     for (const auto& n : ReportNames()) valid += (valid.empty() ? "" : ", ") + n;

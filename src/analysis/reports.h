@@ -46,8 +46,10 @@ struct TraceIndex {
 
 TraceIndex BuildIndex(const Trace& trace, const AnalysisOptions& options);
 
-// The raw JSON text of member `key` in an event's args (members without the braces,
-// as Event::args holds them), or "" when absent.
+// nsys's summary shape over events `idx` grouped by name: "Time (%), Total Time (ns),
+// Instances, Avg, Med, Min, Max, StdDev (ns), Name", largest total first.
+Table SumTable(const TraceIndex& index, const std::string& name, const std::string& title,
+               const std::vector<size_t>& idx);
 
 // Kernel names by total device time over the whole trace, largest first (ties: the name
 // that sorts last first) — the order of the hot_kernels report.

@@ -101,6 +101,14 @@ Status EnsureRoom(PaddedBuffer& buf, const std::string& path) {
   return ResourceExhausted(path + ": out of memory for " + std::to_string(want) + " bytes");
 }
 
+// The uncompressed size a gzip trailer claims (mod 2^32) when it is plausible for a
+// file of `file_size` bytes; else `file_size` x 8, a typical JSON ratio.
+size_t GzipSizeHint(const unsigned char* trailer, size_t file_size) {
+  const unsigned char* t = trailer;
+  const size_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (static_cast<size_t>(t[3]) << 24);
+  return isize >= file_size / 2 && isize <= file_size * 256 + 65536 ? isize : file_size * 8;
+}
+
 // zlib, streaming: the path for inputs libdeflate rejects, so that a truncated or corrupt
 // stream is reported with where it broke.
 Status ReadGzipStream(FILE* f, const std::string& path, size_t file_size, PaddedBuffer& buf) {
@@ -109,8 +117,7 @@ Status ReadGzipStream(FILE* f, const std::string& path, size_t file_size, Padded
   size_t hint = file_size * 8;
   unsigned char t[4];
   if (file_size >= 18 && std::fseek(f, -4, SEEK_END) == 0 && std::fread(t, 1, 4, f) == 4) {
-    const size_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (static_cast<size_t>(t[3]) << 24);
-    if (isize >= file_size / 2 && isize <= file_size * 256 + 65536) hint = isize;
+    hint = GzipSizeHint(t, file_size);
   }
   if (std::fseek(f, 0, SEEK_SET) != 0) return DataLoss(path + ": cannot seek");
   buf.Reserve(std::min(hint, kMaxJsonBytes) + 1);  // a failure shows in EnsureRoom
@@ -175,7 +182,7 @@ Status ReadGzip(FILE* f, const std::string& path, size_t file_size, PaddedBuffer
   }
   const unsigned char* t = in.data() + file_size - 4;
   const size_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (static_cast<size_t>(t[3]) << 24);
-  size_t want = isize >= file_size / 2 && isize <= file_size * 256 + 65536 ? isize : file_size * 8;
+  size_t want = GzipSizeHint(t, file_size);
   // Pages are allocated up front only for a typical JSON ratio: the trailer of a truncated
   // file is noise, and must not commit gigabytes.
   bool populate = want == isize && isize <= file_size * 32;
@@ -220,6 +227,21 @@ Status ReadGzip(FILE* f, const std::string& path, size_t file_size, PaddedBuffer
 }
 
 }  // namespace
+
+int64_t EstimatedInputBytes(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return -1;
+  const size_t file_size = static_cast<size_t>(st.st_size);
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (f == nullptr) return -1;
+  unsigned char magic[2] = {0, 0};
+  unsigned char t[4];
+  if (file_size >= 18 && std::fread(magic, 1, 2, f.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b &&
+      std::fseek(f.get(), -4, SEEK_END) == 0 && std::fread(t, 1, 4, f.get()) == 4) {
+    return static_cast<int64_t>(GzipSizeHint(t, file_size));
+  }
+  return static_cast<int64_t>(file_size);
+}
 
 StatusOr<PaddedBuffer> ReadJsonInput(const std::string& path) {
   struct stat st;

@@ -53,6 +53,11 @@ class PaddedBuffer {
 // file; DataLoss for a truncated or corrupt gzip stream; ResourceExhausted past 4 GiB.
 StatusOr<PaddedBuffer> ReadJsonInput(const std::string& path);
 
+// The bytes `path` holds once read: its size, or for gzip what its trailer claims (when
+// plausible; else 8x the compressed size). -1 when it cannot be read. What a caller budgets
+// memory by before importing it.
+int64_t EstimatedInputBytes(const std::string& path);
+
 }  // namespace tierscope
 
 #endif  // TIERSCOPE_TRACE_JSON_INPUT_H_

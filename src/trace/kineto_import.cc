@@ -13,6 +13,7 @@
 #include "trace/args.h"
 #include "trace/json_input.h"
 #include "trace/kineto_scan.h"
+#include "trace/kineto_values.h"
 
 #include <sched.h>
 #include <simdjson.h>
@@ -41,62 +42,14 @@ using simdjson::SUCCESS;
 
 using kineto::EndsWithIgnoreCase;
 using kineto::EqualsIgnoreCase;
+using kineto::GetDouble;
+using kineto::GetInt;
+using kineto::GetNumberText;
+using kineto::GetString;
+using kineto::Is;
+using kineto::KeyOf;
 using kineto::Layout;
 using kineto::Trim;
-
-// `k == lit` with a compile-time length, so the compare is inlined, not a memcmp call.
-template <size_t N>
-bool Is(std::string_view k, const char (&lit)[N]) {
-  return k.size() == N - 1 && std::memcmp(k.data(), lit, N - 1) == 0;
-}
-
-// The key of a field as written, not unescaped; a key with escapes comes back as "\\",
-// which matches none of the keys looked for.
-std::string_view KeyOf(od::field& field, const char* end) {
-  const char* k = field.key().raw();
-  const char* q = k;
-  while (q < end && *q != '"' && *q != '\\') ++q;
-  if (q >= end || *q == '\\') return "\\";
-  return std::string_view(k, static_cast<size_t>(q - k));
-}
-
-// A string value: a view into the input when it has no escapes, else unescaped into the
-// parser's buffer (valid while its document is). False if the value is not a string.
-bool GetString(od::value& v, std::string_view* out) {
-  const std::string_view tok = Trim(v.raw_json_token());  // the string, then whitespace
-  if (tok.size() < 2 || tok.front() != '"' || tok.back() != '"') return false;
-  const std::string_view inner = tok.substr(1, tok.size() - 2);
-  if (inner.find('\\') == std::string_view::npos) {
-    *out = inner;
-    return true;
-  }
-  return v.get_string().get(*out) == SUCCESS;
-}
-
-// The text of a number value, or false.
-bool GetNumberText(od::value& v, std::string_view* out) {
-  const std::string_view tok = Trim(v.raw_json_token());
-  if (tok.empty() || (tok[0] != '-' && (tok[0] < '0' || tok[0] > '9'))) return false;
-  *out = tok;
-  return true;
-}
-
-bool GetDouble(od::value& v, double* out) { return v.get_double().get(*out) == SUCCESS; }
-
-bool GetInt(od::value& v, int64_t* out) {
-  uint64_t u;
-  double d;
-  if (v.get_int64().get(*out) == SUCCESS) return true;
-  if (v.get_uint64().get(u) == SUCCESS) {  // addresses above 2^63
-    *out = static_cast<int64_t>(u);
-    return true;
-  }
-  if (v.get_double().get(d) != SUCCESS || !std::isfinite(d) || std::fabs(d) >= 9.2e18) {
-    return false;
-  }
-  *out = std::llround(d);
-  return true;
-}
 
 // ---------------------------------------------------------------------------------------
 // The readers.
@@ -335,7 +288,7 @@ bool Reader::ReadChunk(size_t begin, size_t end, bool copy) {
 void Reader::ReadField(const Layout::Field& field, std::string* trace_name) {
   od::document doc;
   if (field.key != "deviceProperties" && field.key != "baseTimeNanoseconds" &&
-      field.key != "traceName") {
+      field.key != "traceName" && field.key != "distributedInfo") {
     return;
   }
   if (parser_.iterate(data_ + field.begin, field.end - field.begin, capacity_ - field.begin)
@@ -345,11 +298,26 @@ void Reader::ReadField(const Layout::Field& field, std::string* trace_name) {
   std::string_view s;
   int64_t n;
   od::array devices;
+  od::object info;
   const char* end = data_ + size_;
   if (field.key == "baseTimeNanoseconds" && doc.get_int64().get(n) == SUCCESS) {
     trace_.base_time_ns = n;
   } else if (field.key == "traceName" && doc.get_string().get(s) == SUCCESS) {
     *trace_name = std::string(s);
+  } else if (field.key == "distributedInfo" && doc.get_object().get(info) == SUCCESS) {
+    for (auto field_or : info) {
+      od::field f;
+      if (std::move(field_or).get(f) != SUCCESS) return;
+      const std::string_view key = KeyOf(f, end);
+      od::value v = f.value();
+      if (key == "rank" && GetInt(v, &n) && n >= 0 && n <= INT32_MAX) {
+        trace_.rank = static_cast<int32_t>(n);
+      } else if (key == "world_size" && GetInt(v, &n) && n > 0 && n <= INT32_MAX) {
+        trace_.world_size = static_cast<int32_t>(n);
+      } else if (key == "backend" && GetString(v, &s)) {
+        trace_.collective_backend = std::string(s);
+      }
+    }
   } else if (field.key == "deviceProperties" && doc.get_array().get(devices) == SUCCESS) {
     for (auto dev_or : devices) {  // the first device describes the trace
       od::object obj;

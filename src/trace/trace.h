@@ -116,6 +116,11 @@ struct Trace {
   std::string device_name;     // "cpu: AMD EPYC (2 threads)"
   int32_t device_units = 0;    // workers / SMs
   int64_t device_memory = 0;
+  // The process group (Kineto's distributedInfo): this trace's rank, the job's size and
+  // the collective backend; -1 / 0 / "" when the trace does not say.
+  int32_t rank = -1;
+  int32_t world_size = 0;
+  std::string collective_backend;  // "nccl", "gloo", "rccl", ...
   std::vector<std::pair<int32_t, std::string>> thread_names;  // tid -> name (device pid)
 
   Event& Add(EventKind kind, std::string_view name, int64_t ts_ns, int64_t dur_ns) {

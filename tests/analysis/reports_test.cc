@@ -5,48 +5,11 @@
 
 #include "analysis/diff.h"
 #include "analysis/rules.h"
+#include "analysis/trace_builder.h"
 
 namespace tierscope {
 namespace {
 
-// A small trace builder: host events on pid 1 / tid 1, device events on pid 0 / tid 7.
-class Builder {
- public:
-  Builder() { t_.device_units = 56; }
-  void Unit(const std::string& name, int64_t ts, int64_t dur) {
-    Host(EventKind::kAnnotation, name, ts, dur, 0);
-  }
-  void Op(const char* name, int64_t ts, int64_t dur, int64_t ext) { Host(EventKind::kOp, name, ts, dur, ext); }
-  // A launch at `ts` (API duration `api`) and its kernel at `kts` for `kdur`.
-  void Launch(const char* api_name, const char* kernel, int64_t ts, int64_t api, int64_t kts,
-              int64_t kdur, int64_t ext, const char* grid = nullptr,
-              EventKind kind = EventKind::kKernel) {
-    const int64_t corr = ++corr_;
-    Event& r = t_.Add(EventKind::kRuntime, api_name, ts, api);
-    r.pid = 1;
-    r.tid = 1;
-    r.correlation = corr;
-    r.external_id = ext;
-    Event& k = t_.Add(kind, kernel, kts, kdur);
-    k.pid = 0;
-    k.tid = 7;
-    k.correlation = corr;
-    k.external_id = ext;
-    if (grid) k.args = t_.strings.Intern(std::string("\"grid\": ") + grid + ", \"block\": [256, 1, 1]");
-  }
-  void Api(const char* name, int64_t ts, int64_t dur) { Host(EventKind::kRuntime, name, ts, dur, 0); }
-  Trace& trace() { return t_; }
-
- private:
-  void Host(EventKind k, const std::string& name, int64_t ts, int64_t dur, int64_t ext) {
-    Event& e = t_.Add(k, name, ts, dur);
-    e.pid = 1;
-    e.tid = 1;
-    e.external_id = ext;
-  }
-  Trace t_;
-  int64_t corr_ = 0;
-};
 
 const Cell& At(const Table& t, size_t row, const std::string& col) {
   for (size_t c = 0; c < t.columns.size(); ++c) {

@@ -1,0 +1,145 @@
+// nvtx_sum and nvtx_kern_sum: ranges, and kernels projected onto the ranges that launched
+// them (a sweep per thread or stream).
+#include "analysis/nvtx.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/stats.h"
+
+namespace tierscope {
+namespace {
+
+using Lane = std::pair<int32_t, int32_t>;  // (pid, tid): a host thread or a device stream
+
+struct Point {
+  int64_t t;
+  size_t kernel;  // event index
+};
+
+// Per (range name, side, kernel name): the kernels' durations and the range instances.
+struct Projection {
+  std::vector<double> kernel_ns;
+  std::vector<size_t> ranges;  // range event indexes (deduplicated at the end)
+};
+using ProjectionKey = std::tuple<std::string, std::string, std::string>;
+
+// For every point, every range of `ranges` (same lane) with start <= t <= end: add the
+// point's kernel to (range, kernel).
+void Sweep(const TraceIndex& x, std::vector<size_t> ranges, std::vector<Point> points, const char* side,
+           std::map<ProjectionKey, Projection>& out) {
+  std::sort(ranges.begin(), ranges.end(), [&](size_t a, size_t b) { return x.E(a).ts_ns < x.E(b).ts_ns; });
+  std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.t < b.t; });
+  const auto end_of = [&](size_t r) { return x.E(r).ts_ns + x.E(r).dur_ns; };
+  const auto later_end = [&](size_t a, size_t b) { return end_of(a) > end_of(b); };
+  // A heap on end time (earliest on top): after popping the ended ones, every range in it
+  // is open at p.t, so its storage is the active set.
+  std::vector<size_t> open;
+  size_t next = 0;
+  for (const Point& p : points) {
+    while (next < ranges.size() && x.E(ranges[next]).ts_ns <= p.t) {
+      open.push_back(ranges[next++]);
+      std::push_heap(open.begin(), open.end(), later_end);
+    }
+    while (!open.empty() && end_of(open.front()) < p.t) {
+      std::pop_heap(open.begin(), open.end(), later_end);
+      open.pop_back();
+    }
+    const std::vector<size_t>& active = open;
+    const Event& k = x.E(p.kernel);
+    for (size_t r : active) {
+      Projection& pr = out[{std::string(x.Name(r)), side, std::string(x.Name(p.kernel))}];
+      pr.kernel_ns.push_back(static_cast<double>(k.dur_ns));
+      pr.ranges.push_back(r);
+    }
+  }
+}
+
+std::vector<size_t> GpuAnnotations(const TraceIndex& x) {
+  std::vector<size_t> v;
+  for (size_t i = 0; i < x.trace->events.size(); ++i) {
+    if (x.trace->events[i].kind == EventKind::kGpuAnnotation) v.push_back(i);
+  }
+  return v;
+}
+
+}  // namespace
+
+Table NvtxSum(const TraceIndex& x) {
+  std::vector<size_t> host = x.annotations, device = GpuAnnotations(x);
+  Table h = SumTable(x, "nvtx_sum", "", host);
+  Table d = SumTable(x, "nvtx_sum", "", device);
+  Table t;
+  t.name = "nvtx_sum";
+  t.title = "NVTX and annotation ranges (host: NVTX_EVENTS, user_annotation; device: gpu_user_annotation)";
+  t.columns = h.columns;
+  t.columns.back() = "Range";
+  t.columns.insert(t.columns.end() - 1, "Side");
+  for (auto [side, tb] : {std::pair{"host", &h}, {"device", &d}}) {
+    for (auto& row : tb->rows) {
+      row.insert(row.end() - 1, std::string(side));
+      t.AddRow(std::move(row));
+    }
+  }
+  return t;
+}
+
+Table NvtxKernSum(const TraceIndex& x) {
+  std::map<ProjectionKey, Projection> proj;
+  // Host ranges: kernels by the host time and thread of their launch.
+  std::map<Lane, std::vector<size_t>> host_ranges;
+  for (size_t r : x.annotations) host_ranges[{x.E(r).pid, x.E(r).tid}].push_back(r);
+  std::map<Lane, std::vector<Point>> launches;
+  for (size_t k : x.kernels) {
+    const Event& e = x.E(k);
+    if (e.correlation == 0) continue;
+    auto it = x.runtime_by_corr.find(e.correlation);
+    if (it == x.runtime_by_corr.end()) continue;
+    const Event& l = x.E(it->second);
+    launches[{l.pid, l.tid}].push_back({l.ts_ns, k});
+  }
+  for (auto& [lane, ranges] : host_ranges) {
+    auto it = launches.find(lane);
+    if (it != launches.end()) Sweep(x, std::move(ranges), std::move(it->second), "host", proj);
+  }
+  // Device ranges: kernels on the same stream by their start.
+  std::map<Lane, std::vector<size_t>> device_ranges;
+  for (size_t r : GpuAnnotations(x)) device_ranges[{x.E(r).pid, x.E(r).tid}].push_back(r);
+  std::map<Lane, std::vector<Point>> starts;
+  for (size_t k : x.kernels) starts[{x.E(k).pid, x.E(k).tid}].push_back({x.E(k).ts_ns, k});
+  for (auto& [lane, ranges] : device_ranges) {
+    auto it = starts.find(lane);
+    if (it != starts.end()) Sweep(x, std::move(ranges), std::move(it->second), "device", proj);
+  }
+
+  Table t;
+  t.name = "nvtx_kern_sum";
+  t.title = "Kernels projected onto the NVTX / annotation ranges that launched them";
+  t.columns = {"Range", "Side", "Range Inst", "Kern Inst", "Total Time (ns)", "Avg (ns)", "Med (ns)",
+               "Min (ns)", "Max (ns)", "StdDev (ns)", "Kernel Name"};
+  struct Row {
+    const ProjectionKey* key;
+    Summary s;
+    int64_t range_instances;
+  };
+  std::vector<Row> rows;
+  for (auto& [key, p] : proj) {
+    std::sort(p.ranges.begin(), p.ranges.end());
+    const auto distinct = std::unique(p.ranges.begin(), p.ranges.end()) - p.ranges.begin();
+    rows.push_back({&key, Summarize(std::move(p.kernel_ns)), static_cast<int64_t>(distinct)});
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    if (std::get<0>(*a.key) != std::get<0>(*b.key)) return std::get<0>(*a.key) < std::get<0>(*b.key);
+    return a.s.total > b.s.total;
+  });
+  for (const Row& r : rows) {
+    t.AddRow({std::get<0>(*r.key), std::get<1>(*r.key), r.range_instances, r.s.count, r.s.total, r.s.mean,
+              r.s.median, r.s.min, r.s.max, r.s.stddev, std::get<2>(*r.key)});
+  }
+  return t;
+}
+
+}  // namespace tierscope
