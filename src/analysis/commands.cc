@@ -133,6 +133,9 @@ TraceAnalysis Analyze(const Trace& t, const AnalysisOptions& o) {
     auto r = RunReport(a.index, name, o);
     if (r.ok()) a.reports.push_back(std::move(r).value());
   }
+  a.gpu = AnalyzeGpuTime(a.index);  // once for its seven tables
+  const int rank = t.rank >= 0 ? t.rank : 0;
+  for (Table& table : GpuTimeTables({{rank, &a.gpu}})) a.reports.push_back(std::move(table));
   a.in_use = DeviceInUse(a.index);
   const auto kernels = KernelsByTime(a.index);
   if (!kernels.empty()) a.hottest_kernel = kernels.front().second;

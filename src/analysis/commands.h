@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analysis/diff.h"
+#include "analysis/gpu_time.h"
 #include "analysis/reports.h"
 #include "analysis/rules.h"
 #include "analysis/table.h"
@@ -38,6 +39,7 @@ struct TraceAnalysis {
   InUse in_use;
   std::string hottest_kernel;        // by total device time; "" without kernels
   std::vector<Finding> findings;     // ranked by the time they explain
+  GpuTime gpu;                       // where the device's time went (HTA's analyses)
   // The report named `name` (canonical), or null.
   const Table* Report(const std::string& name) const;
 };

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "analysis/gpu_time.h"
 #include "analysis/nvtx.h"
 #include "core/stats.h"
 #include "profile/op_summary.h"
@@ -398,9 +399,14 @@ StatusOr<Table> RunReport(const TraceIndex& x, const std::string& requested, con
   else if (name == "hot_kernels") t = HotKernels(x, o);
   else if (name == "nvtx_sum") t = NvtxSum(x);
   else if (name == "nvtx_kern_sum") t = NvtxKernSum(x);
-  else {
+  else if (const auto& g = GpuTimeReportNames(); std::find(g.begin(), g.end(), name) != g.end()) {
+    const GpuTime gpu = AnalyzeGpuTime(x);
+    const std::vector<Table> all = GpuTimeTables({{x.trace->rank >= 0 ? x.trace->rank : 0, &gpu}});
+    t = all[static_cast<size_t>(std::find(g.begin(), g.end(), name) - g.begin())];
+  } else {
     std::string valid;
     for (const auto& n : ReportNames()) valid += (valid.empty() ? "" : ", ") + n;
+    for (const auto& n : GpuTimeReportNames()) valid += ", " + n;
     return InvalidArgument("unknown report '" + requested + "' (valid: " + valid +
                            "; musa_* and hip_* are aliases of cuda_*)");
   }

@@ -1,10 +1,16 @@
 // `tierscope analyze`, `stats` and `diff`: the analyzer on any supported trace (Kineto
 // .json/.json.gz, nsys SQLite; analyze also takes an Nsight Compute CSV).
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "analysis/commands.h"
+#include "analysis/job.h"
 #include "cli/command.h"
 #include "core/text.h"
 
@@ -13,9 +19,33 @@ namespace {
 
 struct AnalyzeFlags {
   std::string format = "text", unit, base_path, new_path, trace_path, reports;
+  std::vector<std::string> inputs;  // analyze: one trace, or a job's traces / directories
   double short_us = 10;
   bool wide = false;
+  int threads = 0;
 };
+
+bool IsDirectory(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec);
+}
+
+// On a terminal, one updating line per rank read; nothing otherwise.
+JobProgress Progress() {
+  if (isatty(2) == 0) return nullptr;
+  return [](size_t done, size_t total, const std::string& path, double seconds) {
+    std::fprintf(stderr, "\r[ranks %zu/%zu] %.1f s, read %s\033[K", done, total, seconds, path.c_str());
+    if (done == total) std::fprintf(stderr, "\n");
+  };
+}
+
+int RunJob(const std::vector<std::string>& inputs, const AnalysisOptions& o, const AnalyzeFlags& flags,
+           const RenderOptions& f) {
+  auto job = AnalyzeJob(inputs, o, flags.threads, Progress());
+  if (!job.ok()) return Fail(job.status());
+  std::cout << RenderJob(*job, f);
+  return 0;
+}
 
 void AddCommon(CLI::App* c, AnalyzeFlags& f) {
   c->add_option("--format", f.format, "text | json | csv")->capture_default_str();
@@ -39,6 +69,18 @@ int Run(const AnalyzeFlags& flags, Which which) {
   AnalysisOptions o;
   o.unit = flags.unit;
   o.short_kernel_ns = flags.short_us * 1000.0;
+  if (which == Which::kDiff && (IsDirectory(flags.base_path) || IsDirectory(flags.new_path))) {
+    auto base = AnalyzeJob({flags.base_path}, o, flags.threads, Progress());
+    if (!base.ok()) return Fail(base.status());
+    auto next = AnalyzeJob({flags.new_path}, o, flags.threads, Progress());
+    if (!next.ok()) return Fail(next.status());
+    std::cout << RenderJobDiff(*base, *next, f);
+    return 0;
+  }
+  if (which == Which::kAnalyze) {
+    if (flags.inputs.size() > 1 || IsDirectory(flags.inputs.front())) return RunJob(flags.inputs, o, flags, f);
+  }
+  const std::string trace_path = which == Which::kAnalyze ? flags.inputs.front() : flags.trace_path;
   if (which == Which::kDiff) {
     auto base = LoadTrace(flags.base_path);
     if (!base.ok()) return Fail(base.status());
@@ -47,13 +89,13 @@ int Run(const AnalyzeFlags& flags, Which which) {
     std::cout << DiffTraceReport(*base, *next, o, f);
     return 0;
   }
-  if (IsNcuCsv(flags.trace_path)) {  // kernel metrics, not a timeline
-    auto out = AnalyzeNcuCsv(flags.trace_path, f);
+  if (IsNcuCsv(trace_path)) {  // kernel metrics, not a timeline
+    auto out = AnalyzeNcuCsv(trace_path, f);
     if (!out.ok()) return Fail(out.status());
     std::cout << *out;
     return 0;
   }
-  auto trace = LoadTrace(flags.trace_path);
+  auto trace = LoadTrace(trace_path);
   if (!trace.ok()) return Fail(trace.status());
   if (which == Which::kAnalyze) {
     std::cout << AnalyzeTrace(*trace, o, f);
@@ -69,17 +111,26 @@ int Run(const AnalyzeFlags& flags, Which which) {
 
 void RegisterAnalyze(CLI::App& app, std::vector<Command>* out) {
   auto flags = std::make_shared<AnalyzeFlags>();
-  auto* an = app.add_subcommand("analyze", "Every report of a trace plus the diagnosis");
-  an->add_option("trace", flags->trace_path, "Kineto trace (.json/.json.gz) or nsys SQLite export")->required();
+  auto* an = app.add_subcommand("analyze", "Every report of a trace, or of a job's traces (one per rank), "
+                                           "plus the diagnosis");
+  an->add_option("traces", flags->inputs,
+                 "Kineto trace (.json/.json.gz), nsys SQLite export or Nsight Compute CSV; several traces, or "
+                 "a directory of them, are a job (one trace per rank)")
+      ->required();
   AddCommon(an, *flags);
+  an->add_option("--threads", flags->threads, "ranks read at once, at most (0: one per hardware thread, "
+                                              "fewer when memory is short)")
+      ->check(CLI::Range(0, 4096));
   auto* st = app.add_subcommand("stats", "Reports of a trace by name");
   st->add_option("trace", flags->trace_path, "Kineto trace (.json/.json.gz) or nsys SQLite export")->required();
   st->add_option("--report", flags->reports, "report names, comma-separated (see --list)")->required();
   AddCommon(st, *flags);
   auto* df = app.add_subcommand("diff", "Compare a baseline trace with a new one");
-  df->add_option("base", flags->base_path, "baseline trace")->required();
-  df->add_option("new", flags->new_path, "new trace")->required();
+  df->add_option("base", flags->base_path, "baseline trace, or a directory of a job's traces")->required();
+  df->add_option("new", flags->new_path, "new trace, or a directory of a job's traces")->required();
   AddCommon(df, *flags);
+  df->add_option("--threads", flags->threads, "ranks read at once, at most (0: the hardware threads)")
+      ->check(CLI::Range(0, 4096));
   out->push_back({an, [flags] { return Run(*flags, Which::kAnalyze); }});
   out->push_back({st, [flags] { return Run(*flags, Which::kStats); }});
   out->push_back({df, [flags] { return Run(*flags, Which::kDiff); }});

@@ -1,0 +1,62 @@
+// A whole job: one trace per rank, read in parallel within a memory budget (job_files.h),
+// each rank reduced to what the job's reports need — where its device time went
+// (gpu_time.h), its collectives (stragglers.h), its NVTX ranges and its findings — before
+// its trace is let go. The job's reports put the ranks side by side and across each other.
+#ifndef TIERSCOPE_ANALYSIS_JOB_H_
+#define TIERSCOPE_ANALYSIS_JOB_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/gpu_time.h"
+#include "analysis/job_files.h"
+#include "analysis/reports.h"
+#include "analysis/rules.h"
+#include "analysis/stragglers.h"
+#include "analysis/table.h"
+#include "tierscope/status.h"
+
+namespace tierscope {
+
+struct RankAnalysis {
+  int rank = 0;
+  std::string rank_from;  // "distributedInfo", "file name", "order"
+  std::string source, format, device, backend;
+  int32_t world_size = 0;
+  int64_t events = 0, bytes = 0, malformed = 0;
+  std::string unit_name;
+  int64_t units = 0;
+  GpuTime gpu;
+  RankCollectives collectives;
+  std::map<std::pair<std::string, std::string>, KernelTotals> ranges;  // (side, name) -> durations
+  std::vector<Finding> findings;
+};
+
+struct JobAnalysis {
+  std::vector<RankAnalysis> ranks;  // by rank
+  LoadPlan plan;
+  Stragglers stragglers;
+  std::vector<Finding> findings;  // the job's: stragglers, then each rule over the ranks
+  std::vector<Table> tables;      // ranks, the seven GPU-time tables, stragglers, NVTX
+};
+
+// Called after each rank is read: (ranks done, ranks in all, its file, seconds so far).
+using JobProgress = std::function<void(size_t, size_t, const std::string&, double)>;
+
+// Analyses the traces `inputs` name (files or directories; job_files.h), `threads` at most
+// at once (0: the hardware threads), within the memory available.
+StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const AnalysisOptions& options,
+                                 int threads, const JobProgress& progress);
+
+std::string RenderJob(const JobAnalysis& job, const RenderOptions& render);
+
+// Base against new, rank by rank and for the job: device time, overlap, kernel types,
+// the kernels that changed most, and the stragglers.
+std::string RenderJobDiff(const JobAnalysis& base, const JobAnalysis& next, const RenderOptions& render);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_ANALYSIS_JOB_H_
