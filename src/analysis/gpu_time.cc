@@ -108,7 +108,11 @@ void AnalyzeStreams(const TraceIndex& x, const std::vector<size_t>& device, cons
     }
     g.idle.push_back(idle);
     if (q.launches == 0) continue;
-    std::sort(steps.begin(), steps.end());  // at one instant, starts (-1) before launches
+    // At one instant, launches before starts: a kernel launched and started at once never
+    // makes the depth negative.
+    std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second > b.second;
+    });
     int64_t depth = 0, weighted = 0;
     for (size_t k = 0; k < steps.size(); ++k) {
       depth += steps[k].second;

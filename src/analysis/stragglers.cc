@@ -179,20 +179,28 @@ Stragglers FindStragglers(const std::vector<RankCollectivesOf>& ranks) {
     std::sort(arr.begin(), arr.end());
     const size_t last = arr.back().second;
     const int64_t late = arr.back().first - arr[n - 2].first;
-    ++s.ranks[last].times_last;
-    s.ranks[last].late_ns += late;
-    auto& cell = per_iter[iter][last];
-    ++cell.first;
-    cell.second.push_back(late);
     ++iter_count[iter];
+    if (late > 0) {  // a tie has no last rank
+      ++s.ranks[last].times_last;
+      s.ranks[last].late_ns += late;
+      auto& cell = per_iter[iter][last];
+      ++cell.first;
+      cell.second.push_back(late);
+    }
     const double median = Median(times);
     for (size_t r = 0; r < n; ++r) behind_sum[r] += times[r] - median;
   }
   for (size_t r = 0; r < n; ++r) s.ranks[r].behind_median_ns = behind_sum[r] / static_cast<double>(matched.size());
-  for (const auto& [iter, by_rank] : per_iter) {
+  double duration = 0;
+  for (const auto& [iter, row] : matched) {
+    for (const CollectiveCall* c : row) duration += static_cast<double>(c->end_ns - c->arrive_ns);
+  }
+  s.mean_duration_ns = duration / static_cast<double>(matched.size() * n);
+  for (const auto& [iter, count] : iter_count) {
+    const auto& by_rank = per_iter[iter];
     StragglerIteration it;
     it.iteration = iter;
-    it.collectives = iter_count[iter];
+    it.collectives = count;
     // The rank that held the others up longest in this iteration.
     double worst = -1;
     for (const auto& [r, cell] : by_rank) {
@@ -253,12 +261,16 @@ std::vector<Finding> StragglerFindings(const Stragglers& s) {
   if (all_late <= 0 || 2 * worst->late_ns <= all_late || worst->times_last < 2 || worst->behind_median_ns <= 0) {
     return {};
   }
+  // ... and its lateness matters: at least 10 us and 5% of a collective's mean duration.
+  const double mean_late = static_cast<double>(worst->late_ns) / static_cast<double>(worst->times_last);
+  if (mean_late < std::max(10'000.0, 0.05 * s.mean_duration_ns)) return {};
   Finding f;
   f.rule = "straggler";
   f.title = "Straggler: rank " + std::to_string(worst->rank) + " reaches the collectives last, and the other "
             "ranks wait for it";
   f.threshold = "one rank causes more than half of the waiting at collectives (its arrival - the next latest "
-                "rank's, summed over the collectives it reached last)";
+                "rank's, summed over the collectives it reached last), at least 10 us and 5% of a collective's "
+                "mean duration each time";
   char share[64];
   std::snprintf(share, sizeof(share), "%.0f%%", 100.0 * static_cast<double>(worst->late_ns) / static_cast<double>(all_late));
   f.evidence.push_back("last in " + std::to_string(worst->times_last) + " of " + std::to_string(s.matched) +

@@ -50,6 +50,7 @@ struct Stragglers {
   std::string alignment;  // how the clocks were aligned, in words
   std::string mismatch;   // where the ranks' collective sequences stopped matching ("" if never)
   int64_t matched = 0;    // collectives matched on every rank
+  double mean_duration_ns = 0;  // of the matched collectives, over ranks (arrival to end)
   std::vector<StragglerRank> ranks;
   std::vector<StragglerIteration> iterations;
 };
