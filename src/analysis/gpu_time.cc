@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 #include <utility>
 
 namespace tierscope {
@@ -213,18 +214,20 @@ GpuTime AnalyzeGpuTime(const TraceIndex& x, const GpuTimeOptions& o) {
   std::array<std::vector<Interval>, kKernelTypes> by_type;
   std::vector<Interval> all;
   all.reserve(device.size());
+  // Per interned name, not per event: a trace has millions of kernels and few names.
+  std::unordered_map<int32_t, KernelTotals> by_name;
   for (size_t i : device) {
     const Event& e = x.E(i);
     if (!IsDeviceWork(e.kind)) continue;
-    const std::string_view name = x.Name(i);
-    const KernelType t = ClassifyDeviceEvent(e.kind, name);
+    auto [it, fresh] = by_name.try_emplace(e.name);
+    if (fresh) it->second.type = ClassifyDeviceEvent(e.kind, x.Name(i));
+    it->second.Add(e.dur_ns);
     const Interval iv{e.ts_ns, e.ts_ns + e.dur_ns};
     all.push_back(iv);
-    by_type[static_cast<size_t>(t)].push_back(iv);
-    auto [it, fresh] = g.kernels.try_emplace(std::string(name));
-    if (fresh) it->second.type = t;
-    it->second.Add(e.dur_ns);
+    by_type[static_cast<size_t>(it->second.type)].push_back(iv);
   }
+  for (const auto& [id, k] : by_name) g.kernels[std::string(x.trace->strings.Get(id))].Merge(k);
+  for (const auto& [id, k] : by_name) g.kernels[std::string(x.trace->strings.Get(id))].type = k.type;
   g.has_device_events = !all.empty();
   if (!g.has_device_events) return g;
   int64_t first = all.front().first, last = all.front().second;

@@ -2,6 +2,8 @@
 // memory budget.
 #include "analysis/job_files.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -99,6 +101,12 @@ LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t a
 Status ForEachRankTrace(const std::vector<std::string>& files, const LoadPlan& plan,
                         const std::function<Status(size_t, Trace&)>& reduce,
                         const std::function<void(size_t, size_t, const std::string&)>& progress) {
+#if defined(__GLIBC__)
+  // Large blocks (a rank's events, strings, input) straight from the system and back to
+  // it when freed: glibc would otherwise raise its mmap threshold after the first rank and
+  // keep later ranks' blocks in its arenas.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
   std::mutex mu;
@@ -120,6 +128,11 @@ Status ForEachRankTrace(const std::vector<std::string>& files, const LoadPlan& p
       } catch (...) {
         s = StatusFromCurrentException(files[i]);
       }
+#if defined(__GLIBC__)
+      // The trace is gone: hand its pages back now, or the allocator keeps them for the
+      // next rank in another arena and the job's peak grows with every rank.
+      malloc_trim(0);
+#endif
       std::lock_guard<std::mutex> lock(mu);
       if (!s.ok()) {
         if (i < first_error_index) {

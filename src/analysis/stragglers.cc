@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <unordered_map>
 #include <utility>
 
 #include "analysis/gpu_time.h"
@@ -76,9 +77,12 @@ RankCollectives FindCollectives(const TraceIndex& x) {
   RankCollectives out;
   const std::vector<Step> steps = Steps(x);
   std::vector<std::pair<int64_t, CollectiveCall>> keyed;  // (issue time, call)
+  std::unordered_map<int32_t, bool> communication;  // by interned name
   for (size_t k : x.kernels) {
     const Event& e = x.E(k);
-    if (ClassifyDeviceEvent(e.kind, x.Name(k)) != KernelType::kCommunication) continue;
+    auto [it, fresh] = communication.try_emplace(e.name, false);
+    if (fresh) it->second = ClassifyDeviceEvent(e.kind, x.Name(k)) == KernelType::kCommunication;
+    if (!it->second) continue;
     const int64_t issued = x.LaunchTime(k);
     keyed.push_back({issued, {IterationAt(steps, issued), std::string(x.Name(k)), e.ts_ns, e.ts_ns + e.dur_ns}});
   }

@@ -9,13 +9,14 @@ of the total."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import logging
 import subprocess
 import warnings
 
 import pytest
 
-from conftest import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 FIELD = REPO_ROOT.parent / "shared" / "corpus" / "traces" / "field"
 TRACES = REPO_ROOT.parent / "shared" / "corpus" / "traces"

@@ -6,12 +6,13 @@ it in nvtx_kern_sum."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import sqlite3
 import subprocess
 
 import pytest
 
-from conftest import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 EXPORT = REPO_ROOT.parent / "shared" / "corpus" / "nsys" / "saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
 NVTX_RANGE_TYPES = (59, 60)  # NvtxPushPopRange, NvtxStartEndRange (the export has no enum table)
