@@ -26,6 +26,37 @@ bool IsTraceFile(const std::string& name) {
   return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".sqlite");
 }
 
+std::string_view BaseName(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// Order "report_2" before "report_10": runs of digits compare as numbers.
+bool NaturalLess(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const bool da = std::isdigit(static_cast<unsigned char>(a[i])) != 0;
+    const bool db = std::isdigit(static_cast<unsigned char>(b[j])) != 0;
+    if (da && db) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
+      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
+      std::string_view na = a.substr(i, ie - i), nb = b.substr(j, je - j);
+      while (na.size() > 1 && na[0] == '0') na.remove_prefix(1);
+      while (nb.size() > 1 && nb[0] == '0') nb.remove_prefix(1);
+      if (na.size() != nb.size()) return na.size() < nb.size();
+      if (na != nb) return na < nb;
+      i = ie;
+      j = je;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i;
+    ++j;
+  }
+  return a.size() - i < b.size() - j;
+}
+
 }  // namespace
 
 StatusOr<std::vector<std::string>> JobFiles(const std::vector<std::string>& inputs) {
@@ -48,7 +79,8 @@ StatusOr<std::vector<std::string>> JobFiles(const std::vector<std::string>& inpu
     if (found.empty()) {
       return InvalidArgument(in + ": no trace files in it (*.json, *.json.gz, *.sqlite)");
     }
-    std::sort(found.begin(), found.end());
+    std::sort(found.begin(), found.end(),
+              [](const std::string& a, const std::string& b) { return NaturalLess(BaseName(a), BaseName(b)); });
     files.insert(files.end(), found.begin(), found.end());
   }
   if (files.empty()) return InvalidArgument("no trace files given");
@@ -56,8 +88,7 @@ StatusOr<std::vector<std::string>> JobFiles(const std::vector<std::string>& inpu
 }
 
 int RankFromFileName(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  const std::string_view name = BaseName(path);
   for (size_t i = 0; i + 4 < name.size(); ++i) {
     if (std::tolower(static_cast<unsigned char>(name[i])) != 'r' ||
         std::tolower(static_cast<unsigned char>(name[i + 1])) != 'a' ||
@@ -75,6 +106,19 @@ int RankFromFileName(std::string_view path) {
     if (rank >= 0 && rank < (1 << 24)) return static_cast<int>(rank);
   }
   return -1;
+}
+
+int NumberInFileName(std::string_view path) {
+  std::string_view stem = BaseName(path);
+  stem = stem.substr(0, stem.find('.'));
+  size_t end = stem.size();
+  while (end > 0 && !std::isdigit(static_cast<unsigned char>(stem[end - 1]))) --end;
+  size_t begin = end;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(stem[begin - 1]))) --begin;
+  if (begin == end || end - begin > 7) return -1;
+  int n = 0;
+  for (size_t k = begin; k < end; ++k) n = n * 10 + (stem[k] - '0');
+  return n;
 }
 
 LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t available_bytes) {
@@ -169,6 +213,14 @@ StatusOr<RankAssignment> AssignRanks(const std::vector<std::string>& files,
   const bool all_info = std::all_of(trace_ranks.begin(), trace_ranks.end(), [](int r) { return r >= 0; });
   bool all_names = true;
   for (const std::string& f : files) all_names = all_names && RankFromFileName(f) >= 0;
+  // nsys -o report_%q{RANK} names files report_0 ... report_N-1: a number in every name,
+  // trusted only when the numbers are exactly 0..N-1 (not pids or timestamps).
+  std::vector<int> numbers;
+  for (const std::string& f : files) numbers.push_back(NumberInFileName(f));
+  std::vector<int> sorted_numbers = numbers;
+  std::sort(sorted_numbers.begin(), sorted_numbers.end());
+  bool numbered = !files.empty();
+  for (size_t i = 0; i < sorted_numbers.size(); ++i) numbered = numbered && sorted_numbers[i] == static_cast<int>(i);
   for (size_t i = 0; i < files.size(); ++i) {
     if (all_info) {
       a.rank[i] = trace_ranks[i];
@@ -176,6 +228,9 @@ StatusOr<RankAssignment> AssignRanks(const std::vector<std::string>& files,
     } else if (all_names) {
       a.rank[i] = RankFromFileName(files[i]);
       a.from[i] = "file name";
+    } else if (numbered) {
+      a.rank[i] = numbers[i];
+      a.from[i] = "number in the file name";
     } else {
       a.rank[i] = static_cast<int>(i);
       a.from[i] = "order";

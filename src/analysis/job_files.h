@@ -17,12 +17,17 @@
 namespace tierscope {
 
 // The trace files `inputs` name: each a file, or a directory whose *.json, *.json.gz,
-// *.pt.trace.json(.gz) and *.sqlite files are taken, sorted by name. InvalidArgument when
+// *.pt.trace.json(.gz) and *.sqlite files are taken, sorted by name (numbers in names as
+// numbers: report_2 before report_10). InvalidArgument when
 // there are none; NotFound for an input that does not exist.
 StatusOr<std::vector<std::string>> JobFiles(const std::vector<std::string>& inputs);
 
 // The rank a file name gives ("rank-3", "rank_3", "rank3", any case): -1 if none.
 int RankFromFileName(std::string_view path);
+
+// The last number in a file name's stem (before its first '.'): 3 for report_3.sqlite, 0
+// for worker0.1623143089861.pt.trace.json; -1 if none.
+int NumberInFileName(std::string_view path);
 
 // How many ranks are read at once: no more than the threads, and no more than fit in the
 // memory available when each needs about 1.5x its uncompressed size.

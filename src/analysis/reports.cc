@@ -378,6 +378,21 @@ std::vector<std::string> ReportNames() {
           "short_kernels", "units", "hot_kernels", "nvtx_sum", "nvtx_kern_sum"};
 }
 
+std::vector<std::pair<std::string, std::string>> ReportCatalog() {
+  // The titles are the reports' own: each report run on an empty trace.
+  const Trace empty;
+  const AnalysisOptions options;
+  const TraceIndex index = BuildIndex(empty, options);
+  std::vector<std::string> names = ReportNames();
+  for (const std::string& n : GpuTimeReportNames()) names.push_back(n);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& n : names) {
+    StatusOr<Table> t = RunReport(index, n, options);
+    out.emplace_back(n, t.ok() ? t->title : t.status().message());
+  }
+  return out;
+}
+
 StatusOr<Table> RunReport(const TraceIndex& x, const std::string& requested, const AnalysisOptions& o) {
   std::string name = requested;
   for (const char* p : {"musa_", "hip_", "cuda_"}) {

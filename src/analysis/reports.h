@@ -57,6 +57,9 @@ std::vector<std::pair<double, std::string>> KernelsByTime(const TraceIndex& inde
 
 // Every report name `stats` accepts (canonical names).
 std::vector<std::string> ReportNames();
+// Every report `stats` accepts with its one-line title, in ReportNames() order then the
+// GPU-time reports.
+std::vector<std::pair<std::string, std::string>> ReportCatalog();
 // Runs one report by name or alias ("musa_gpu_kern_sum" = "cuda_gpu_kern_sum").
 StatusOr<Table> RunReport(const TraceIndex& index, const std::string& name,
                           const AnalysisOptions& options);

@@ -21,7 +21,7 @@ struct AnalyzeFlags {
   std::string format = "text", unit, base_path, new_path, trace_path, reports;
   std::vector<std::string> inputs;  // analyze: one trace, or a job's traces / directories
   double short_us = 10;
-  bool wide = false;
+  bool wide = false, list = false;
   int threads = 0;
 };
 
@@ -80,6 +80,17 @@ int Run(const AnalyzeFlags& flags, Which which) {
   if (which == Which::kAnalyze) {
     if (flags.inputs.size() > 1 || IsDirectory(flags.inputs.front())) return RunJob(flags.inputs, o, flags, f);
   }
+  if (which == Which::kStats && flags.list) {
+    Table t{"reports", "Reports stats can run", {"Report", "Title"}, {}, {"musa_* and hip_* are aliases of cuda_*."}};
+    for (const auto& [name, title] : ReportCatalog()) t.AddRow({name, title});
+    if (f.format == OutputFormat::kJson) std::cout << TableToJson(t).dump(2) << "\n";
+    else if (f.format == OutputFormat::kCsv) std::cout << RenderCsv(t);
+    else std::cout << RenderText(t, /*wide=*/true);
+    return 0;
+  }
+  if (which == Which::kStats && (flags.trace_path.empty() || flags.reports.empty())) {
+    return Fail(InvalidArgument("stats needs a trace and --report NAMES (tierscope stats --list shows the names)"));
+  }
   const std::string trace_path = which == Which::kAnalyze ? flags.inputs.front() : flags.trace_path;
   if (which == Which::kDiff) {
     auto base = LoadTrace(flags.base_path);
@@ -122,8 +133,9 @@ void RegisterAnalyze(CLI::App& app, std::vector<Command>* out) {
                                               "fewer when memory is short)")
       ->check(CLI::Range(0, 4096));
   auto* st = app.add_subcommand("stats", "Reports of a trace by name");
-  st->add_option("trace", flags->trace_path, "Kineto trace (.json/.json.gz) or nsys SQLite export")->required();
-  st->add_option("--report", flags->reports, "report names, comma-separated (see --list)")->required();
+  st->add_option("trace", flags->trace_path, "Kineto trace (.json/.json.gz) or nsys SQLite export");
+  st->add_option("--report", flags->reports, "report names, comma-separated (see --list)");
+  st->add_flag("--list", flags->list, "print every report's name and title, then exit");
   AddCommon(st, *flags);
   auto* df = app.add_subcommand("diff", "Compare a baseline trace with a new one");
   df->add_option("base", flags->base_path, "baseline trace, or a directory of a job's traces")->required();

@@ -20,6 +20,9 @@ TEST(JobFiles, RanksComeFromFileNamesInEveryUsualSpelling) {
   EXPECT_EQ(RankFromFileName("/rank-9/trace.json"), -1);  // the directory does not count
   EXPECT_EQ(RankFromFileName("worker0.1623143089861.pt.trace.json.gz"), -1);
   EXPECT_EQ(RankFromFileName("rank-.json"), -1);
+  EXPECT_EQ(NumberInFileName("/runs/report_3.sqlite"), 3);
+  EXPECT_EQ(NumberInFileName("worker0.1623143089861.pt.trace.json.gz"), 0);
+  EXPECT_EQ(NumberInFileName("trace.json"), -1);
 }
 
 TEST(JobFiles, AssignRanksPrefersDistributedInfoAndRefusesDuplicates) {
@@ -35,6 +38,19 @@ TEST(JobFiles, AssignRanksPrefersDistributedInfoAndRefusesDuplicates) {
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->rank, (std::vector<int>{0, 1}));
   EXPECT_EQ(a->from[0], "order");
+  // nsys -o report_%q{RANK}: numbers that are exactly 0..N-1 are ranks; pids are not.
+  a = AssignRanks({"report_10.sqlite", "report_2.sqlite", "report_0.sqlite", "report_1.sqlite",
+                   "report_3.sqlite", "report_4.sqlite", "report_5.sqlite", "report_6.sqlite",
+                   "report_7.sqlite", "report_8.sqlite", "report_9.sqlite"},
+                  std::vector<int>(11, -1));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->rank[0], 10);
+  EXPECT_EQ(a->rank[1], 2);
+  EXPECT_EQ(a->from[0], "number in the file name");
+  a = AssignRanks({"host_4411.1.json", "host_4412.2.json"}, {-1, -1});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->rank[1], 1);
+  EXPECT_EQ(a->from[1], "order");
   auto dup = AssignRanks({"p.json", "q.json"}, {3, 3});
   ASSERT_FALSE(dup.ok());
   EXPECT_NE(dup.status().message().find("two traces are rank 3"), std::string::npos);
@@ -55,10 +71,13 @@ TEST(JobFiles, ThePlanReadsNoMoreRanksAtOnceThanFitInMemory) {
 
 TEST(JobFiles, DirectoriesAreListedAndEmptyOrMissingOnesAreErrors) {
   testing::TempDir dir;
-  for (const char* f : {"rank-1.json", "rank-0.json.gz", "notes.txt", "rank-2.sqlite"}) std::ofstream(dir.file(f)) << "x";
+  for (const char* f : {"rank-10.json", "rank-1.json", "rank-0.json.gz", "notes.txt", "rank-2.sqlite"}) {
+    std::ofstream(dir.file(f)) << "x";
+  }
   auto files = JobFiles({dir.path()});
   ASSERT_TRUE(files.ok()) << files.status().ToString();
-  EXPECT_EQ(*files, (std::vector<std::string>{dir.file("rank-0.json.gz"), dir.file("rank-1.json"), dir.file("rank-2.sqlite")}));
+  EXPECT_EQ(*files, (std::vector<std::string>{dir.file("rank-0.json.gz"), dir.file("rank-1.json"),
+                                              dir.file("rank-2.sqlite"), dir.file("rank-10.json")}));
   testing::TempDir empty;
   EXPECT_EQ(JobFiles({empty.path()}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(JobFiles({dir.file("missing")}).status().code(), StatusCode::kNotFound);

@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -95,6 +96,25 @@ TEST_F(CliTest, VersionAndHelpExitZero) {
   Result h = RunCli("bench --help");
   EXPECT_EQ(h.code, 0);
   EXPECT_TRUE(Contains(h.out, "--batch-size"));
+}
+
+TEST_F(CliTest, StatsListsEveryReportItAccepts) {
+  Result l = RunCli("stats --list --format json");
+  ASSERT_EQ(l.code, 0) << l.out;
+  const auto j = nlohmann::json::parse(l.out);
+  ASSERT_GE(j["rows"].size(), 20u);
+  testing::TempDir dir;
+  std::ofstream(dir.file("t.json")) << R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k",)"
+                                    << R"( "pid": 0, "tid": 7, "ts": 1, "dur": 2}]})";
+  for (const auto& row : j["rows"]) {
+    const std::string name = row["Report"].get<std::string>();
+    EXPECT_FALSE(row["Title"].get<std::string>().empty()) << name;
+    Result r = RunCli("stats " + dir.file("t.json") + " --report " + name);  // each listed name runs
+    EXPECT_EQ(r.code, 0) << name << ": " << r.out;
+  }
+  Result none = RunCli("stats");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_TRUE(Contains(none.out, "stats --list")) << none.out;
 }
 
 TEST_F(CliTest, RunWritesNpyAndJsonOutputs) {
