@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/gpu_time.h"
+#include "analysis/table.h"
 #include "trace/args.h"
 
 namespace tierscope {
@@ -133,8 +135,8 @@ std::vector<Finding> RunRules(const TraceIndex& x, const AnalysisOptions& o, con
         const Event& e = x.E(i);
         if (last != SIZE_MAX && e.ts_ns - end >= r.large_gap_ns) {
           big.push_back({e.ts_ns - end, FormatNs(static_cast<double>(e.ts_ns - end)) + " after " +
-                                            std::string(x.Name(last)).substr(0, 80) + ", before " +
-                                            std::string(x.Name(i)).substr(0, 80)});
+                                            ShortenMiddle(std::string(x.Name(last)), 80) + ", before " +
+                                            ShortenMiddle(std::string(x.Name(i)), 80)});
         }
         if (e.ts_ns + e.dur_ns >= end) {
           end = e.ts_ns + e.dur_ns;
@@ -224,7 +226,22 @@ std::vector<Finding> Diagnose(const TraceIndex& x, const AnalysisOptions& o, con
     const GridArg grid = e.args >= 0 ? KernelGrid(x.trace->strings.Get(e.args)) : GridArg{};
     const int64_t blocks = grid.blocks;
     const int units = x.trace->device_units;
-    if (share >= r.hot_share_percent && blocks > 0 && units > 0 && blocks < units) {
+    const bool collective =
+        ClassifyDeviceEvent(EventKind::kKernel, hot->first) == KernelType::kCommunication;
+    if (share >= r.hot_share_percent && collective) {
+      // A collective's kernel runs until every rank has joined: its time is mostly waiting
+      // for the others, and no launch geometry or tuning of it changes that.
+      Finding f;
+      f.rule = "comm_dominant";
+      f.title = "A collective dominates device time: it waits for the other ranks";
+      f.threshold = "hot kernel share >= " + Fmt("%.0f%%", r.hot_share_percent) + " and the kernel is a collective";
+      f.evidence.push_back(ShortenMiddle(hot->first, 100) + Fmt(": %.1f%% of device time, ", share) +
+                           FormatNs(hot->second.first));
+      f.next_step = "analyse every rank's trace together (tierscope analyze DIR): the stragglers report names the "
+                    "rank the others wait for, comm_comp_overlap how much of it computation could hide";
+      f.explained_ns = hot->second.first;
+      out.push_back(std::move(f));
+    } else if (share >= r.hot_share_percent && blocks > 0 && units > 0 && blocks < units) {
       Finding f;
       f.rule = "granularity";
       f.title = "The hot kernel cannot fill the device: too little work per launch";

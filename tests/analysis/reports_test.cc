@@ -167,6 +167,18 @@ TEST(RulesTest, BusyDeviceWithBigKernelsSuggestsATier3Look) {
   EXPECT_NE(f[0].next_step.find("tierscope kernel -k 'big_gemm'"), std::string::npos);
 }
 
+TEST(RulesTest, AHotCollectiveIsWaitingNotATier3Target) {
+  Builder b;
+  const char* nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  for (int i = 0; i < 10; ++i) b.Launch("cudaLaunchKernel", nccl, i * 1000, 5, i * 1000 + 6, 1000, 1, "[4, 1, 1]");
+  TraceIndex x = BuildIndex(b.trace(), {});
+  auto f = Diagnose(x, {});
+  ASSERT_EQ(f.size(), 1u) << RenderFindings(f);
+  EXPECT_EQ(f[0].rule, "comm_dominant");
+  EXPECT_EQ(f[0].next_step.find("tierscope kernel"), std::string::npos) << f[0].next_step;
+  EXPECT_NE(f[0].next_step.find("stragglers"), std::string::npos);
+}
+
 TEST(RulesTest, HealthyTraceHasNoFindings) {
   Builder b;
   for (int i = 0; i < 10; ++i) b.Launch("cudaLaunchKernel", i % 2 ? "a" : "b", i * 1000, 5, i * 1000 + 6, 995, 1, "[256, 1, 1]");
