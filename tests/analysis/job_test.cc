@@ -135,5 +135,24 @@ TEST(Job, TheCorpusPairMatchesHtaAndNamesItsStraggler) {
   EXPECT_NE(diff.find("== job_diff_ranks =="), std::string::npos);
 }
 
+TEST(Job, NsysExportsNamedReportNAreAJob) {
+  // nsys -o report_%q{RANK}: two ranks' exports (the corpus's one export, twice).
+  const std::string db = testing::CorpusDir() + "/nsys/saxpy-mpi-cuda_nsys_perlmutter0.sqlite";
+  TS_SKIP_UNLESS(std::filesystem::exists(db), db);
+  testing::TempDir dir;
+  std::filesystem::create_symlink(db, dir.file("report_1.sqlite"));
+  std::filesystem::create_symlink(db, dir.file("report_0.sqlite"));
+  auto job = AnalyzeJob({dir.path()}, {}, 2, nullptr);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  ASSERT_EQ(job->ranks.size(), 2u);
+  EXPECT_EQ(job->ranks[1].rank, 1);
+  EXPECT_EQ(job->ranks[1].rank_from, "number in the file name");
+  // The export's 10 saxpy kernels on each rank, as sqlite3 counts them (test_nsys_export.py).
+  EXPECT_TRUE(job->ranks[0].gpu.has_device_events);
+  EXPECT_EQ(job->ranks[0].gpu.temporal.compute_ns, job->ranks[1].gpu.temporal.compute_ns);
+  const std::string text = RenderJob(*job, OutputFormat::kText);
+  EXPECT_NE(text.find("saxpy(double *, double *, double *, double, int)"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace tierscope
