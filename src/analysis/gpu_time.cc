@@ -184,22 +184,31 @@ void KernelTotals::Add(int64_t ns) {
   max_ns = count == 0 ? ns : std::max(max_ns, ns);
   ++count;
   total_ns += ns;
-  sum_sq += static_cast<double>(ns) * static_cast<double>(ns);
+  // Welford: a running mean and squared deviations, exact for equal values however large.
+  const double x = static_cast<double>(ns), delta = x - mean_;
+  mean_ += delta / static_cast<double>(count);
+  m2_ += delta * (x - mean_);
 }
 
 void KernelTotals::Merge(const KernelTotals& o) {
   if (o.count == 0) return;
-  min_ns = count == 0 ? o.min_ns : std::min(min_ns, o.min_ns);
-  max_ns = count == 0 ? o.max_ns : std::max(max_ns, o.max_ns);
+  if (count == 0) {
+    *this = o;
+    return;
+  }
+  min_ns = std::min(min_ns, o.min_ns);
+  max_ns = std::max(max_ns, o.max_ns);
+  // Chan et al.'s pairwise combination of two (count, mean, M2).
+  const double na = static_cast<double>(count), nb = static_cast<double>(o.count), delta = o.mean_ - mean_;
+  mean_ += delta * nb / (na + nb);
+  m2_ += o.m2_ + delta * delta * na * nb / (na + nb);
   count += o.count;
   total_ns += o.total_ns;
-  sum_sq += o.sum_sq;
 }
 
 double KernelTotals::stddev() const {
   if (count < 2) return 0;
-  const double n = static_cast<double>(count), m = mean();
-  return std::sqrt(std::max(0.0, (sum_sq - n * m * m) / (n - 1)));
+  return std::sqrt(std::max(0.0, m2_ / static_cast<double>(count - 1)));
 }
 
 double GpuTime::CommCompOverlapPct() const {

@@ -42,11 +42,13 @@ struct TemporalBreakdown {
 struct KernelTotals {  // one kernel name's instances (mergeable across ranks)
   KernelType type = KernelType::kComputation;
   int64_t count = 0, total_ns = 0, min_ns = 0, max_ns = 0;
-  double sum_sq = 0;  // of the durations in ns, for the standard deviation
   void Add(int64_t ns);
   void Merge(const KernelTotals& o);
   double mean() const { return count ? static_cast<double>(total_ns) / static_cast<double>(count) : 0; }
   double stddev() const;  // sample (n - 1)
+
+ private:
+  double mean_ = 0, m2_ = 0;  // Welford's running mean and sum of squared deviations
 };
 
 struct StreamIdle {  // a device stream's gaps, by what the stream waited for

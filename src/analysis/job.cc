@@ -152,13 +152,18 @@ StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const A
   job.ranks = std::move(ranks);
   std::vector<RankCollectivesOf> collectives;
   for (const RankAnalysis& r : job.ranks) collectives.push_back({r.rank, &r.collectives});
-  job.stragglers = FindStragglers(collectives);
+  int world_size = 0;
+  for (const RankAnalysis& r : job.ranks) world_size = std::max(world_size, static_cast<int>(r.world_size));
+  job.stragglers = FindStragglers(collectives, world_size);
   job.findings = StragglerFindings(job.stragglers);
   for (Finding& f : RuleFindings(job)) job.findings.push_back(std::move(f));
+  std::stable_sort(job.findings.begin(), job.findings.end(),
+                   [](const Finding& x, const Finding& y) { return x.explained_ns > y.explained_ns; });
   job.tables.push_back(RanksTable(job));
   for (Table& t : GpuTimeTables(GpuTimes(job))) job.tables.push_back(std::move(t));
   job.tables.push_back(StragglerTable(job.stragglers));
   job.tables.push_back(StragglerRankTable(job.stragglers));
+  job.tables.push_back(StragglerCollectiveTable(job.stragglers));
   job.tables.push_back(JobNvtxTable(job));
   return job;
 }

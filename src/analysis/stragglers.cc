@@ -6,11 +6,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <numeric>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
 #include "analysis/gpu_time.h"
+#include "core/splitmix.h"
 #include "core/stats.h"
+#include "trace/args.h"
 
 namespace tierscope {
 namespace {
@@ -71,6 +75,196 @@ bool IsHostCollectiveOp(std::string_view n) {
          n.find("Work") == std::string_view::npos;
 }
 
+std::string Unquote(std::string_view v) {
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+  return std::string(v);
+}
+
+int64_t ArgInt(std::string_view args, std::string_view key) {
+  const std::string v = Unquote(ArgValue(args, key));
+  char* end = nullptr;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  return v.empty() || *end != '\0' || n < 0 ? -1 : n;
+}
+
+// PyTorch's "Collective name" for point-to-point calls: they join two ranks, not a group.
+bool IsPointToPoint(std::string_view collective) {
+  for (std::string_view p : {"send", "recv", "isend", "irecv", "batch_isend_irecv", "sendrecv"}) {
+    if (collective == p) return true;
+  }
+  return false;
+}
+
+// One collective matched across the ranks that took part in it.
+struct Entry {
+  int64_t iteration = 0, index = 0;
+  const CollectiveCall* first = nullptr;
+  std::vector<size_t> who;                   // indices into the job's ranks
+  std::vector<const CollectiveCall*> calls;  // parallel to who
+};
+
+// Groups calls by (process group, iteration) and matches them by order where every rank
+// that took part made the same calls; notes the first place they did not.
+std::vector<Entry> Match(const std::vector<RankCollectivesOf>& ranks, Stragglers* s) {
+  const size_t n = ranks.size();
+  std::map<std::pair<std::string, int64_t>, std::vector<std::vector<const CollectiveCall*>>> by_key;
+  for (size_t r = 0; r < n; ++r) {
+    for (const CollectiveCall& c : ranks[r].collectives->calls) {
+      auto& v = by_key[{c.group, c.iteration}];
+      if (v.empty()) v.resize(n);
+      v[r].push_back(&c);
+    }
+  }
+  const auto note = [&](const std::string& what) {
+    if (s->mismatch.empty()) s->mismatch = what;
+  };
+  std::vector<Entry> out;
+  for (const auto& [key, per_rank] : by_key) {
+    const auto& [group, iter] = key;
+    std::vector<size_t> who;
+    for (size_t r = 0; r < n; ++r) {
+      if (!per_rank[r].empty()) who.push_back(r);
+    }
+    if (who.size() < 2) continue;  // the group's other ranks are not in the job's traces
+    const std::string where = "iteration " + std::to_string(iter) + (group.empty() ? "" : " (group " + group + ")");
+    const size_t count = per_rank[who[0]].size();
+    bool same_count = true;
+    for (size_t r : who) same_count = same_count && per_rank[r].size() == count;
+    if (!same_count) {
+      size_t most = 0;
+      for (size_t r : who) most = std::max(most, per_rank[r].size());
+      s->skipped += static_cast<int64_t>(most);
+      note(where + ": rank " + std::to_string(ranks[who[0]].rank) + " made " + std::to_string(count) +
+           " collectives, others a different number; none of that iteration is compared");
+      continue;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      const CollectiveCall* c0 = per_rank[who[0]][i];
+      bool same = true;
+      for (size_t r : who) {
+        const CollectiveCall* c = per_rank[r][i];
+        same = same && c->name == c0->name && (c->elems < 0 || c0->elems < 0 || c->elems == c0->elems);
+      }
+      if (!same) {
+        s->skipped += static_cast<int64_t>(count - i);
+        note(where + ", collective " + std::to_string(i + 1) + ": the ranks call different collectives (" +
+             c0->name + " on rank " + std::to_string(ranks[who[0]].rank) + "); later ones in that iteration are not compared");
+        break;
+      }
+      Entry e{iter, static_cast<int64_t>(i), c0, who, {}};
+      for (size_t r : who) e.calls.push_back(per_rank[r][i]);
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+size_t Find(std::vector<size_t>& parent, size_t i) {
+  while (parent[i] != i) i = parent[i] = parent[parent[i]];
+  return i;
+}
+
+// Offsets that make the collectives' ends agree: each rank's is moved by the median of its
+// ends' differences from each collective's median end, a few times over (exact in one pass
+// when every rank takes part in every collective), then each connected set of ranks is
+// anchored at its first rank.
+void AlignClocks(const std::vector<Entry>& entries, const std::vector<RankCollectivesOf>& ranks, Stragglers* s) {
+  const size_t n = ranks.size();
+  std::vector<const Entry*> use;
+  for (const Entry& e : entries) {
+    if (EndsTogether(e.first->name)) use.push_back(&e);
+  }
+  const bool together = !use.empty();
+  if (!together) {
+    for (const Entry& e : entries) use.push_back(&e);
+  }
+  std::vector<double> offset(n, 0);
+  std::vector<std::vector<double>> residual(n);
+  for (int pass = 0; pass < 8; ++pass) {
+    for (auto& v : residual) v.clear();
+    for (const Entry* e : use) {
+      // Relative to the first rank's end before any double: nanoseconds since the epoch
+      // do not fit a double's mantissa.
+      std::vector<double> ends;
+      const int64_t ref = e->calls[0]->end_ns;
+      for (size_t k = 0; k < e->who.size(); ++k) {
+        ends.push_back(static_cast<double>(e->calls[k]->end_ns - ref) - offset[e->who[k]]);
+      }
+      const double median = Median(ends);
+      for (size_t k = 0; k < e->who.size(); ++k) residual[e->who[k]].push_back(ends[k] - median);
+    }
+    double moved = 0;
+    for (size_t r = 0; r < n; ++r) {
+      if (residual[r].empty()) continue;
+      const double m = Median(residual[r]);
+      offset[r] += m;
+      moved = std::max(moved, std::abs(m));
+    }
+    if (moved < 1) break;
+  }
+  std::vector<size_t> parent(n);
+  std::iota(parent.begin(), parent.end(), 0);
+  for (const Entry* e : use) {
+    for (size_t r : e->who) parent[Find(parent, r)] = Find(parent, e->who[0]);
+  }
+  std::vector<size_t> anchor(n, SIZE_MAX);  // per component root: its first rank
+  for (size_t r = 0; r < n; ++r) anchor[Find(parent, r)] = std::min(anchor[Find(parent, r)], r);
+  std::string offsets, apart;
+  std::set<size_t> components;
+  for (size_t r = 0; r < n; ++r) {
+    const size_t a = anchor[Find(parent, r)];
+    components.insert(a);
+    s->ranks[r].offset_ns = std::llround(offset[r] - offset[a]);
+    std::vector<double> dev;
+    const double m = residual[r].empty() ? 0 : Median(residual[r]);
+    for (double v : residual[r]) dev.push_back(std::abs(v - m));
+    s->ranks[r].offset_spread_ns = dev.empty() ? 0 : std::llround(Median(dev));
+    if (r > 0 && r < 9) {
+      offsets += (offsets.empty() ? "" : ", ") + std::string("rank ") + std::to_string(ranks[r].rank) + " " +
+                 FormatNs(static_cast<double>(s->ranks[r].offset_ns)) + " +- " +
+                 FormatNs(static_cast<double>(s->ranks[r].offset_spread_ns));
+    }
+    if (a != 0 && apart.size() < 200) apart += (apart.empty() ? "" : ", ") + std::to_string(ranks[r].rank);
+  }
+  s->alignment = "clocks aligned by the ends of " + std::to_string(use.size()) +
+                 (together ? " all-reduce / all-gather / reduce-scatter / all-to-all / barrier" : "") +
+                 " matched collectives (each rank moved by the median difference of its ends from each "
+                 "collective's median end; offsets from rank " + std::to_string(ranks[0].rank) + " +- their spread: " +
+                 offsets + (n > 9 ? ", ..." : "") + ")";
+  if (components.size() > 1) {
+    s->alignment += "; ranks " + apart + " share no such collective with rank " + std::to_string(ranks[0].rank) +
+                    ": aligned among themselves only";
+  }
+}
+
+// The chance that the waiting gathers on one rank this much if each collective's last rank
+// were any of its ranks at random: the largest per-rank sum of lateness against the same
+// statistic over random draws (deterministic seed).
+void TestConcentration(const std::vector<Entry>& entries, const std::vector<std::pair<size_t, int64_t>>& last,
+                       size_t n, Stragglers* s) {
+  std::vector<size_t> late;  // entries with a last rank
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (last[i].second > 0) late.push_back(i);
+  }
+  if (late.empty()) return;
+  std::vector<double> sum(n, 0);
+  for (size_t i : late) sum[last[i].first] += static_cast<double>(last[i].second);
+  const double observed = *std::max_element(sum.begin(), sum.end());
+  const int64_t draws = std::clamp<int64_t>(20'000'000 / static_cast<int64_t>(late.size()), 200, 2000);
+  SplitMix64 rng(0x5742'4c4c'4552'5321ull);
+  int64_t as_large = 0;
+  for (int64_t d = 0; d < draws; ++d) {
+    std::fill(sum.begin(), sum.end(), 0.0);
+    for (size_t i : late) {
+      const std::vector<size_t>& who = entries[i].who;
+      sum[who[rng.Next() % who.size()]] += static_cast<double>(last[i].second);
+    }
+    if (*std::max_element(sum.begin(), sum.end()) >= observed * (1 - 1e-12)) ++as_large;
+  }
+  s->permutations = draws;
+  s->p_value = static_cast<double>(1 + as_large) / static_cast<double>(1 + draws);
+}
+
 }  // namespace
 
 RankCollectives FindCollectives(const TraceIndex& x) {
@@ -83,11 +277,21 @@ RankCollectives FindCollectives(const TraceIndex& x) {
     auto [it, fresh] = communication.try_emplace(e.name, false);
     if (fresh) it->second = ClassifyDeviceEvent(e.kind, x.Name(k)) == KernelType::kCommunication;
     if (!it->second) continue;
+    const std::string_view args = e.args >= 0 ? x.trace->strings.Get(e.args) : std::string_view();
+    if (IsPointToPoint(Unquote(ArgValue(args, "Collective name")))) {
+      ++out.point_to_point;
+      continue;
+    }
     const int64_t issued = x.LaunchTime(k);
-    keyed.push_back({issued, {IterationAt(steps, issued), std::string(x.Name(k)), e.ts_ns, e.ts_ns + e.dur_ns}});
+    // The group by its name, else by its ranks (both in PyTorch 2.x's NCCL kernel args).
+    std::string group = Unquote(ArgValue(args, "Process Group Name"));
+    if (group.empty()) group = Unquote(ArgValue(args, "Process Group Ranks"));
+    CollectiveCall c{IterationAt(steps, issued), std::string(x.Name(k)), std::move(group), ArgInt(args, "In msg nelems"),
+                     issued, e.ts_ns, e.ts_ns + e.dur_ns};
+    keyed.push_back({issued, std::move(c)});
   }
-  out.device = !keyed.empty();
-  if (keyed.empty()) {
+  out.device = !keyed.empty() || out.point_to_point > 0;
+  if (!out.device) {
     // Host collectives: the backend's own ranges (gloo:all_reduce: the collective itself),
     // else the c10d calls that issued them.
     for (auto* pick : {&IsHostCollectiveRange, &IsHostCollectiveOp}) {
@@ -95,7 +299,8 @@ RankCollectives FindCollectives(const TraceIndex& x) {
         for (size_t i : *v) {
           if (!(*pick)(x.Name(i))) continue;
           const Event& e = x.E(i);
-          keyed.push_back({e.ts_ns, {IterationAt(steps, e.ts_ns), std::string(x.Name(i)), e.ts_ns, e.ts_ns + e.dur_ns}});
+          keyed.push_back({e.ts_ns, {IterationAt(steps, e.ts_ns), std::string(x.Name(i)), "", -1, e.ts_ns, e.ts_ns,
+                                     e.ts_ns + e.dur_ns}});
         }
       }
       if (!keyed.empty()) break;
@@ -107,123 +312,94 @@ RankCollectives FindCollectives(const TraceIndex& x) {
   return out;
 }
 
-Stragglers FindStragglers(const std::vector<RankCollectivesOf>& ranks) {
+namespace {
+
+// Who came last at each matched collective, by how much, and each rank's place against
+// the median rank, on the aligned clocks.
+void Compare(const std::vector<Entry>& entries, const std::vector<RankCollectivesOf>& ranks, Stragglers* s) {
+  const size_t n = ranks.size();
+  std::map<int64_t, std::map<size_t, std::vector<int64_t>>> per_iter;  // iteration -> rank -> lates
+  std::map<int64_t, int64_t> iter_count;
+  std::vector<double> behind(n, 0), host_behind(n, 0);
+  std::vector<std::pair<size_t, int64_t>> last(entries.size(), {0, 0});  // (rank index, late)
+  double duration = 0, calls = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    std::vector<std::pair<int64_t, size_t>> arr;
+    std::vector<double> times, issued;
+    for (size_t k = 0; k < e.who.size(); ++k) {
+      const int64_t o = s->ranks[e.who[k]].offset_ns;
+      arr.push_back({e.calls[k]->arrive_ns - o, e.who[k]});
+      times.push_back(static_cast<double>(e.calls[k]->arrive_ns - e.calls[0]->arrive_ns - o));
+      issued.push_back(static_cast<double>(e.calls[k]->issue_ns - e.calls[0]->issue_ns - o));
+      duration += static_cast<double>(e.calls[k]->end_ns - e.calls[k]->arrive_ns);
+      ++calls;
+      ++s->ranks[e.who[k]].collectives;
+    }
+    std::sort(arr.begin(), arr.end());
+    const int64_t late = arr.back().first - arr[arr.size() - 2].first;
+    StragglerCollective row{e.iteration, e.index, e.first->group, e.first->name, static_cast<int64_t>(e.who.size()),
+                            -1, late, arr.back().first - arr.front().first};
+    ++iter_count[e.iteration];
+    if (late > 0) {  // a tie has no last rank
+      const size_t r = arr.back().second;
+      last[i] = {r, late};
+      ++s->ranks[r].times_last;
+      s->ranks[r].late_ns += late;
+      per_iter[e.iteration][r].push_back(late);
+      row.last_rank = ranks[r].rank;
+    }
+    s->collectives.push_back(std::move(row));
+    const double median = Median(times), host_median = Median(issued);
+    for (size_t k = 0; k < e.who.size(); ++k) {
+      behind[e.who[k]] += times[k] - median;
+      host_behind[e.who[k]] += issued[k] - host_median;
+    }
+  }
+  for (size_t r = 0; r < n; ++r) {
+    const double c = static_cast<double>(std::max<int64_t>(1, s->ranks[r].collectives));
+    s->ranks[r].behind_median_ns = behind[r] / c;
+    s->ranks[r].host_behind_median_ns = host_behind[r] / c;
+  }
+  s->mean_duration_ns = calls > 0 ? duration / calls : 0;
+  for (const auto& [iter, count] : iter_count) {
+    StragglerIteration it;
+    it.iteration = iter;
+    it.collectives = count;
+    double worst = -1;  // the rank that held the others up longest in this iteration
+    for (const auto& [r, lates] : per_iter[iter]) {
+      const double sum = static_cast<double>(std::accumulate(lates.begin(), lates.end(), int64_t{0}));
+      if (sum > worst) {
+        worst = sum;
+        it.times_last = static_cast<int64_t>(lates.size());
+        it.last_rank = ranks[r].rank;
+        it.max_late_ns = *std::max_element(lates.begin(), lates.end());
+        it.mean_late_ns = sum / static_cast<double>(lates.size());
+      }
+    }
+    s->iterations.push_back(it);
+  }
+  TestConcentration(entries, last, n, s);
+}
+
+}  // namespace
+
+Stragglers FindStragglers(const std::vector<RankCollectivesOf>& ranks, int world_size) {
   Stragglers s;
+  s.world_size = world_size;
   for (const RankCollectivesOf& r : ranks) s.ranks.push_back({r.rank});
   if (ranks.size() < 2) {
     s.alignment = "one rank: nothing to compare";
     return s;
   }
-  // Each rank's calls by iteration, in order.
-  const size_t n = ranks.size();
-  std::vector<std::map<int64_t, std::vector<const CollectiveCall*>>> by_iter(n);
-  for (size_t r = 0; r < n; ++r) {
-    for (const CollectiveCall& c : ranks[r].collectives->calls) by_iter[r][c.iteration].push_back(&c);
-  }
-  // Matched: the same name at the same place of the same iteration on every rank.
-  std::vector<std::pair<int64_t, std::vector<const CollectiveCall*>>> matched;  // (iteration, per rank)
-  for (const auto& [iter, calls0] : by_iter[0]) {
-    size_t count = calls0.size();
-    for (size_t r = 1; r < n; ++r) {
-      auto it = by_iter[r].find(iter);
-      count = it == by_iter[r].end() ? 0 : std::min(count, it->second.size());
-    }
-    for (size_t i = 0; i < count; ++i) {
-      std::vector<const CollectiveCall*> row(n);
-      bool same = true;
-      for (size_t r = 0; r < n && same; ++r) {
-        row[r] = by_iter[r][iter][i];
-        same = row[r]->name == calls0[i]->name;
-      }
-      if (!same) {
-        if (s.mismatch.empty()) {
-          s.mismatch = "iteration " + std::to_string(iter) + ", collective " + std::to_string(i + 1) +
-                       ": the ranks call different collectives (" + calls0[i]->name + " on rank " +
-                       std::to_string(ranks[0].rank) + "); later ones in that iteration are not compared";
-        }
-        break;
-      }
-      matched.push_back({iter, std::move(row)});
-    }
-  }
-  s.matched = static_cast<int64_t>(matched.size());
-  if (matched.empty()) {
-    s.alignment = "no collective matched on every rank: nothing to compare";
+  const std::vector<Entry> entries = Match(ranks, &s);
+  s.matched = static_cast<int64_t>(entries.size());
+  if (entries.empty()) {
+    s.alignment = "no collective matched across ranks: nothing to compare";
     return s;
   }
-  // Clock offsets: the median of (end on rank r - end on the first rank), over the
-  // collectives that end together when there are any.
-  size_t together = 0;
-  for (const auto& [iter, row] : matched) together += EndsTogether(row[0]->name) ? 1 : 0;
-  std::string offsets;
-  for (size_t r = 0; r < n; ++r) {
-    std::vector<double> d;
-    for (const auto& [iter, row] : matched) {
-      if (together == 0 || EndsTogether(row[0]->name)) d.push_back(static_cast<double>(row[r]->end_ns - row[0]->end_ns));
-    }
-    s.ranks[r].offset_ns = static_cast<int64_t>(Median(std::move(d)));
-    if (r > 0 && r < 9) offsets += (offsets.empty() ? "" : ", ") + std::string("rank ") + std::to_string(ranks[r].rank) + " " +
-                                   FormatNs(static_cast<double>(s.ranks[r].offset_ns));
-  }
-  s.alignment = "clocks aligned by the ends of " + std::to_string(together > 0 ? together : matched.size()) +
-                (together > 0 ? " all-reduce / all-gather / reduce-scatter / all-to-all / barrier" : "") +
-                " collectives matched on every rank (offset from rank " + std::to_string(ranks[0].rank) +
-                ": the median difference of their ends; " + offsets + (n > 9 ? ", ..." : "") + ")";
-  // Who came last, per collective and per iteration.
-  std::map<int64_t, std::map<size_t, std::pair<int64_t, std::vector<int64_t>>>> per_iter;  // iter -> rank -> (n, lates)
-  std::map<int64_t, int64_t> iter_count;
-  std::vector<double> behind_sum(n, 0);
-  for (const auto& [iter, row] : matched) {
-    std::vector<std::pair<int64_t, size_t>> arr(n);
-    std::vector<double> times(n);
-    for (size_t r = 0; r < n; ++r) {
-      arr[r] = {row[r]->arrive_ns - s.ranks[r].offset_ns, r};
-      times[r] = static_cast<double>(arr[r].first);
-    }
-    std::sort(arr.begin(), arr.end());
-    const size_t last = arr.back().second;
-    const int64_t late = arr.back().first - arr[n - 2].first;
-    ++iter_count[iter];
-    if (late > 0) {  // a tie has no last rank
-      ++s.ranks[last].times_last;
-      s.ranks[last].late_ns += late;
-      auto& cell = per_iter[iter][last];
-      ++cell.first;
-      cell.second.push_back(late);
-    }
-    const double median = Median(times);
-    for (size_t r = 0; r < n; ++r) behind_sum[r] += times[r] - median;
-  }
-  for (size_t r = 0; r < n; ++r) s.ranks[r].behind_median_ns = behind_sum[r] / static_cast<double>(matched.size());
-  double duration = 0;
-  for (const auto& [iter, row] : matched) {
-    for (const CollectiveCall* c : row) duration += static_cast<double>(c->end_ns - c->arrive_ns);
-  }
-  s.mean_duration_ns = duration / static_cast<double>(matched.size() * n);
-  for (const auto& [iter, count] : iter_count) {
-    const auto& by_rank = per_iter[iter];
-    StragglerIteration it;
-    it.iteration = iter;
-    it.collectives = count;
-    // The rank that held the others up longest in this iteration.
-    double worst = -1;
-    for (const auto& [r, cell] : by_rank) {
-      double sum = 0;
-      int64_t mx = 0;
-      for (int64_t l : cell.second) {
-        sum += static_cast<double>(l);
-        mx = std::max(mx, l);
-      }
-      if (sum > worst) {
-        worst = sum;
-        it.times_last = cell.first;
-        it.last_rank = ranks[r].rank;
-        it.max_late_ns = mx;
-        it.mean_late_ns = sum / static_cast<double>(cell.second.size());
-      }
-    }
-    s.iterations.push_back(it);
-  }
+  AlignClocks(entries, ranks, &s);
+  Compare(entries, ranks, &s);
   return s;
 }
 
@@ -237,18 +413,57 @@ Table StragglerTable(const Stragglers& s) {
     t.AddRow({i.iteration, i.collectives, int64_t{i.last_rank}, i.times_last, i.mean_late_ns, i.max_late_ns});
   }
   t.notes.push_back(s.alignment + ".");
-  if (!s.mismatch.empty()) t.notes.push_back("Sequences differ: " + s.mismatch + ".");
+  if (!s.mismatch.empty()) {
+    t.notes.push_back("Sequences differ (" + std::to_string(s.skipped) + " collectives not compared): first at " +
+                      s.mismatch + ".");
+  }
+  if (s.world_size > static_cast<int>(s.ranks.size())) {
+    t.notes.push_back("The traces hold " + std::to_string(s.ranks.size()) + " of the job's " +
+                      std::to_string(s.world_size) + " ranks: compared among these only.");
+  }
   return t;
 }
 
 Table StragglerRankTable(const Stragglers& s) {
   Table t;
   t.name = "straggler_ranks";
-  t.title = "Per rank over every matched collective: times last, lateness, and arrival behind the median rank";
-  t.columns = {"Rank", "Clock offset (ns)", "Times last", "Late total (ns)", "Behind median avg (ns)"};
+  t.title = "Per rank over the matched collectives it took part in: clock offset, times last, lateness, and "
+            "arrival (device) and issue (host) behind the median rank";
+  t.columns = {"Rank", "Clock offset (ns)", "Offset +- (ns)", "Collectives", "Times last", "Late total (ns)",
+               "Behind median avg (ns)", "Host behind median avg (ns)"};
   for (const StragglerRank& r : s.ranks) {
-    t.AddRow({int64_t{r.rank}, r.offset_ns, r.times_last, r.late_ns, r.behind_median_ns});
+    t.AddRow({int64_t{r.rank}, r.offset_ns, r.offset_spread_ns, r.collectives, r.times_last, r.late_ns,
+              r.behind_median_ns, r.host_behind_median_ns});
   }
+  if (s.permutations > 0) {
+    char p[160];
+    std::snprintf(p, sizeof(p), "Chance of this much waiting on one rank with the last rank drawn at random: "
+                                "p = %.3g (%lld draws).", s.p_value, static_cast<long long>(s.permutations));
+    t.notes.push_back(p);
+  }
+  t.notes.push_back("Offset +-: the median deviation of the rank's collective ends from the others' after alignment; "
+                    "lateness below it is within the clocks' uncertainty.");
+  return t;
+}
+
+Table StragglerCollectiveTable(const Stragglers& s, size_t limit) {
+  Table t;
+  t.name = "straggler_collectives";
+  t.title = "Matched collectives, the latest first: the rank that reached each last and by how much";
+  t.columns = {"Iteration", "#", "Group", "Ranks", "Last rank", "Late (ns)", "Spread (ns)", "Name"};
+  std::vector<const StragglerCollective*> order;
+  for (const StragglerCollective& c : s.collectives) order.push_back(&c);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const StragglerCollective* a, const StragglerCollective* b) { return a->late_ns > b->late_ns; });
+  for (size_t i = 0; i < order.size() && i < limit; ++i) {
+    const StragglerCollective& c = *order[i];
+    t.AddRow({c.iteration, c.index + 1, c.group.empty() ? std::string("-") : c.group, c.ranks,
+              c.last_rank < 0 ? Cell{std::string("tie")} : Cell{int64_t{c.last_rank}}, c.late_ns, c.spread_ns, c.name});
+  }
+  if (order.size() > limit) {
+    t.notes.push_back("The " + std::to_string(limit) + " latest of " + std::to_string(order.size()) + " collectives.");
+  }
+  t.notes.push_back("#: the collective's place among its group's in the iteration. Spread: latest - earliest arrival.");
   return t;
 }
 
@@ -261,28 +476,39 @@ std::vector<Finding> StragglerFindings(const Stragglers& s) {
     if (r.late_ns > worst->late_ns) worst = &r;
   }
   // One rank causes most of the waiting (the last rank of a broadcast or a send is noise:
-  // its lateness is small; a straggler's adds up).
+  // its lateness is small; a straggler's adds up) ...
   if (all_late <= 0 || 2 * worst->late_ns <= all_late || worst->times_last < 2 || worst->behind_median_ns <= 0) {
     return {};
   }
-  // ... and its lateness matters: at least 10 us and 5% of a collective's mean duration.
+  // ... its lateness matters: at least 10 us and 5% of a collective's mean duration ...
   const double mean_late = static_cast<double>(worst->late_ns) / static_cast<double>(worst->times_last);
   if (mean_late < std::max(10'000.0, 0.05 * s.mean_duration_ns)) return {};
+  // ... and it is more than chance: ranks that take turns being last by noise gather
+  // the waiting on one of them too, in a short or two-rank job.
+  constexpr double kAlpha = 0.01;
+  if (s.p_value >= kAlpha) return {};
   Finding f;
   f.rule = "straggler";
   f.title = "Straggler: rank " + std::to_string(worst->rank) + " reaches the collectives last, and the other "
             "ranks wait for it";
   f.threshold = "one rank causes more than half of the waiting at collectives (its arrival - the next latest "
                 "rank's, summed over the collectives it reached last), at least 10 us and 5% of a collective's "
-                "mean duration each time";
+                "mean duration each time, with p < 0.01 that the waiting gathers so on one rank by chance";
   char share[64];
   std::snprintf(share, sizeof(share), "%.0f%%", 100.0 * static_cast<double>(worst->late_ns) / static_cast<double>(all_late));
-  f.evidence.push_back("last in " + std::to_string(worst->times_last) + " of " + std::to_string(s.matched) +
-                       " collectives, by " + FormatNs(static_cast<double>(worst->late_ns) /
-                                                      static_cast<double>(worst->times_last)) +
-                       " on average: " + share + " of all the waiting");
-  f.evidence.push_back("arrives " + FormatNs(worst->behind_median_ns) + " after the median rank on average");
+  f.evidence.push_back("last in " + std::to_string(worst->times_last) + " of " + std::to_string(worst->collectives) +
+                       " collectives, by " + FormatNs(mean_late) + " on average: " + share + " of all the waiting");
+  char chance[128];
+  std::snprintf(chance, sizeof(chance), "p = %.2g that one rank gathers this much of the waiting by chance (%lld draws)",
+                s.p_value, static_cast<long long>(s.permutations));
+  f.evidence.push_back(chance);
+  f.evidence.push_back("arrives " + FormatNs(worst->behind_median_ns) + " after the median rank on average (host issue: " +
+                       FormatNs(worst->host_behind_median_ns) + ")");
   f.evidence.push_back(s.alignment);
+  if (s.world_size > static_cast<int>(s.ranks.size())) {
+    f.evidence.push_back("the traces hold " + std::to_string(s.ranks.size()) + " of the job's " +
+                         std::to_string(s.world_size) + " ranks: the straggler is the latest of these");
+  }
   f.next_step = "look at rank " + std::to_string(worst->rank) +
                 "'s own timeline before each collective: slower work, a different input size, host "
                 "stalls (data loading, logging) or a slower device";

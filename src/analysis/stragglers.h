@@ -1,10 +1,13 @@
 // Stragglers across ranks: which rank reaches each collective last, and by how much.
-// Each rank's collectives are its communication kernels (GPU jobs) or, without any, its
-// host collective calls (c10d::allreduce_, ..., or gloo:/nccl: ranges); they are matched
-// across ranks by iteration (ProfilerStep#N) and order. Ranks' clocks are aligned by the
+// Each rank's collectives are its communication kernels (GPU jobs; send / recv left out)
+// or, without any, its host collective calls (c10d::allreduce_, ..., or gloo:/nccl:
+// ranges); they are matched across the ranks that took part by process group, iteration
+// (ProfilerStep#N) and order, and only where every such rank made the same calls (same
+// name, same message size when the trace records it). Ranks' clocks are aligned by the
 // collectives' ends — a collective ends at nearly the same moment on every rank, whatever
 // each host's clock says — and a rank's arrival is its collective's start (the kernel's on
-// the device, or the call's on the host) on the aligned clock.
+// the device, or the call's on the host) on the aligned clock; the host's issue of each
+// collective is compared on the same clock.
 #ifndef TIERSCOPE_ANALYSIS_STRAGGLERS_H_
 #define TIERSCOPE_ANALYSIS_STRAGGLERS_H_
 
@@ -21,49 +24,76 @@ namespace tierscope {
 struct CollectiveCall {
   int64_t iteration = 0;  // N of the ProfilerStep#N it was issued in; 0 without steps
   std::string name;
+  std::string group;      // the trace's "Process Group Name" ("" when it does not say)
+  int64_t elems = -1;     // "In msg nelems", -1 when absent
+  int64_t issue_ns = 0;   // on the host: the launch call (a host collective: its start)
   int64_t arrive_ns = 0, end_ns = 0;
 };
 
 // A rank's collectives in issue order, and whether they are device kernels.
 struct RankCollectives {
   bool device = false;
+  int64_t point_to_point = 0;  // send / recv kernels left out: they do not join every rank
   std::vector<CollectiveCall> calls;
 };
 RankCollectives FindCollectives(const TraceIndex& index);
 
 struct StragglerRank {
   int rank = 0;
-  int64_t offset_ns = 0;     // subtracted from its times to align it with the first rank
-  int64_t times_last = 0;    // collectives it reached last
-  int64_t late_ns = 0;       // summed over those: its arrival - the next latest
+  int64_t offset_ns = 0;        // subtracted from its times to align it with its group's first rank
+  int64_t offset_spread_ns = 0; // median absolute deviation of the ends it was aligned by
+  int64_t collectives = 0;      // matched collectives it took part in
+  int64_t times_last = 0;       // collectives it reached last
+  int64_t late_ns = 0;          // summed over those: its arrival - the next latest
   double behind_median_ns = 0;  // mean over collectives: its arrival - the median arrival
+  double host_behind_median_ns = 0;  // the same for the host's issue of the collective
 };
 struct StragglerIteration {
   int64_t iteration = 0;
-  int64_t collectives = 0;   // matched on every rank
-  int last_rank = -1;        // the rank last most often
+  int64_t collectives = 0;   // matched
+  int last_rank = -1;        // the rank that held the others up longest
   int64_t times_last = 0;
   double mean_late_ns = 0;   // over the collectives that rank reached last
   int64_t max_late_ns = 0;
 };
+struct StragglerCollective {  // one matched collective
+  int64_t iteration = 0, index = 0;  // index: its place among its group's in the iteration
+  std::string group, name;
+  int64_t ranks = 0;
+  int last_rank = -1;     // -1: a tie
+  int64_t late_ns = 0;    // the last rank's arrival - the next latest's
+  int64_t spread_ns = 0;  // latest - earliest arrival
+};
 struct Stragglers {
   std::string alignment;  // how the clocks were aligned, in words
   std::string mismatch;   // where the ranks' collective sequences stopped matching ("" if never)
-  int64_t matched = 0;    // collectives matched on every rank
+  int64_t matched = 0;    // collectives matched across the ranks that took part
+  int64_t skipped = 0;    // collectives left out: the ranks' sequences differ there
+  int world_size = 0;     // the job's, from the traces (0: unknown)
   double mean_duration_ns = 0;  // of the matched collectives, over ranks (arrival to end)
+  // The chance that lateness gathers on one rank this much if the last rank of each
+  // collective were drawn at random (a permutation test); 1 when nothing was compared.
+  double p_value = 1;
+  int64_t permutations = 0;
   std::vector<StragglerRank> ranks;
   std::vector<StragglerIteration> iterations;
+  std::vector<StragglerCollective> collectives;
 };
 
 struct RankCollectivesOf {
   int rank = 0;
   const RankCollectives* collectives = nullptr;
 };
-Stragglers FindStragglers(const std::vector<RankCollectivesOf>& ranks);
+// `world_size`: the job's as its traces say (0: unknown); a job with fewer traces than
+// that is compared among the ranks present.
+Stragglers FindStragglers(const std::vector<RankCollectivesOf>& ranks, int world_size = 0);
 
 Table StragglerTable(const Stragglers& s);
 Table StragglerRankTable(const Stragglers& s);
-// A finding when one rank is last in most collectives (none otherwise).
+// The matched collectives, the latest first (the first `limit` of them).
+Table StragglerCollectiveTable(const Stragglers& s, size_t limit = 50);
+// A finding when one rank causes most of the waiting, often and by more than noise
+// would (none otherwise).
 std::vector<Finding> StragglerFindings(const Stragglers& s);
 
 }  // namespace tierscope

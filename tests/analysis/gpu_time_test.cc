@@ -106,5 +106,26 @@ TEST(GpuTime, IdleGapsAreHostWaitKernelWaitOrOther) {
   EXPECT_NEAR(g.queues[0].mean_depth, weighted / 200'000, 1e-9);
 }
 
+TEST(GpuTime, KernelTotalsSpreadIsExactForLargeEqualDurationsAndMerges) {
+  KernelTotals a, b;
+  for (int i = 0; i < 3; ++i) a.Add(645'678'983);  // nsys's MPI_Init, the same on every rank
+  for (int i = 0; i < 2; ++i) b.Add(645'678'983);
+  a.Merge(b);
+  EXPECT_EQ(a.count, 5);
+  EXPECT_EQ(a.stddev(), 0.0);
+  KernelTotals c, d, whole;
+  for (int64_t v : {1, 2, 3}) {
+    c.Add(v);
+    whole.Add(v);
+  }
+  for (int64_t v : {10, 20}) {
+    d.Add(v);
+    whole.Add(v);
+  }
+  c.Merge(d);
+  EXPECT_NEAR(c.stddev(), whole.stddev(), 1e-12);
+  EXPECT_NEAR(whole.stddev(), 7.981227976, 1e-9);  // numpy.std([1, 2, 3, 10, 20], ddof=1)
+}
+
 }  // namespace
 }  // namespace tierscope

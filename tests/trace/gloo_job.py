@@ -1,7 +1,8 @@
 """A small multi-rank CPU job with torch.distributed's gloo backend, profiled, one trace
 per rank: python gloo_job.py OUT_DIR WORLD SLOW_RANK [SLOW_MS]. Every step multiplies two
 matrices, sums, all-reduces and broadcasts; SLOW_RANK sleeps SLOW_MS before its
-all-reduce, so every other rank waits for it. Used by test_job.py and bench/job."""
+all-reduce, so every other rank waits for it (a SLOW_RANK outside the world: none
+is slow). 8 steps are profiled, after one warm-up step. Used by test_job.py and bench/job."""
 from __future__ import annotations
 
 import os
@@ -38,9 +39,9 @@ def rank_main(rank, world, out, slow_rank, slow_ms, port):
     def save(p):
         p.export_chrome_trace(os.path.join(out, f"rank-{rank}.json"))
 
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=4),
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=8),
                  on_trace_ready=save) as p:
-        for _ in range(5):
+        for _ in range(9):
             step()
             p.step()
     dist.destroy_process_group()
