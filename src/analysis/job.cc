@@ -33,6 +33,7 @@ RankAnalysis Reduce(const Trace& t, const AnalysisOptions& o) {
   for (size_t i = 0; i < t.events.size(); ++i) {
     if (t.events[i].kind == EventKind::kGpuAnnotation) r.ranges[{"device", std::string(x.Name(i))}].Add(t.events[i].dur_ns);
   }
+  r.range_kernels = NvtxKernTotals(x);
   r.findings = Diagnose(x, o);
   return r;
 }
@@ -88,6 +89,42 @@ Table JobNvtxTable(const JobAnalysis& job) {
               order[i].second->second});
   }
   if (order.size() > 40) t.notes.push_back(std::to_string(order.size() - 40) + " more ranges (stats --report nvtx_sum on one rank lists them all)");
+  return t;
+}
+
+// nvtx_kern_sum over every rank: each (range, side, kernel) with its kernels' durations
+// merged and the ranges that launched them counted.
+Table JobNvtxKernTable(const JobAnalysis& job) {
+  using Key = std::tuple<std::string, std::string, std::string>;
+  std::map<Key, std::pair<RangeKernels, int64_t>> all;  // -> (merged, ranks)
+  for (const RankAnalysis& r : job.ranks) {
+    for (const auto& [key, rk] : r.range_kernels) {
+      auto& cell = all[key];
+      cell.first.kernels.Merge(rk.kernels);
+      cell.first.range_instances += rk.range_instances;
+      ++cell.second;
+    }
+  }
+  std::vector<std::pair<int64_t, const Key*>> order;
+  for (const auto& [key, cell] : all) order.push_back({cell.first.kernels.total_ns, &key});
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  Table t;
+  t.name = "nvtx_kern_sum";
+  t.title = "Kernels projected onto the NVTX / annotation ranges that launched them, over every rank";
+  t.columns = {"Range", "Side", "Range Inst", "Kern Inst", "Total Time (ns)", "Avg (ns)", "Min (ns)", "Max (ns)",
+               "StdDev (ns)", "Ranks", "Kernel Name"};
+  constexpr size_t kRows = 40;
+  for (size_t i = 0; i < order.size() && i < kRows; ++i) {
+    const auto& [rk, ranks] = all.at(*order[i].second);
+    const auto& [range, side, kernel] = *order[i].second;
+    const KernelTotals& k = rk.kernels;
+    t.AddRow({range, side, rk.range_instances, k.count, k.total_ns, k.mean(), k.min_ns, k.max_ns, k.stddev(), ranks,
+              kernel});
+  }
+  if (order.size() > kRows) {
+    t.notes.push_back(std::to_string(order.size() - kRows) +
+                      " more (range, kernel) pairs (stats --report nvtx_kern_sum on one rank lists them all)");
+  }
   return t;
 }
 
@@ -165,6 +202,7 @@ StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const A
   job.tables.push_back(StragglerRankTable(job.stragglers));
   job.tables.push_back(StragglerCollectiveTable(job.stragglers));
   job.tables.push_back(JobNvtxTable(job));
+  job.tables.push_back(JobNvtxKernTable(job));
   return job;
 }
 

@@ -13,6 +13,7 @@
 
 #include "analysis/gpu_time.h"
 #include "analysis/job_files.h"
+#include "analysis/nvtx.h"
 #include "analysis/reports.h"
 #include "analysis/rules.h"
 #include "analysis/stragglers.h"
@@ -32,6 +33,7 @@ struct RankAnalysis {
   GpuTime gpu;
   RankCollectives collectives;
   std::map<std::pair<std::string, std::string>, KernelTotals> ranges;  // (side, name) -> durations
+  std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> range_kernels;  // nvtx_kern_sum's
   std::vector<Finding> findings;
 };
 

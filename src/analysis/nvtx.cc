@@ -87,7 +87,10 @@ Table NvtxSum(const TraceIndex& x) {
   return t;
 }
 
-Table NvtxKernSum(const TraceIndex& x) {
+namespace {
+
+// Every kernel onto every range open at its launch (host) or start (device).
+std::map<ProjectionKey, Projection> Project(const TraceIndex& x) {
   std::map<ProjectionKey, Projection> proj;
   // Host ranges: kernels by the host time and thread of their launch.
   std::map<Lane, std::vector<size_t>> host_ranges;
@@ -115,6 +118,24 @@ Table NvtxKernSum(const TraceIndex& x) {
     if (it != starts.end()) Sweep(x, std::move(ranges), std::move(it->second), "device", proj);
   }
 
+  return proj;
+}
+
+}  // namespace
+
+std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> NvtxKernTotals(const TraceIndex& x) {
+  std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> out;
+  for (auto& [key, p] : Project(x)) {
+    RangeKernels& rk = out[key];
+    for (double ns : p.kernel_ns) rk.kernels.Add(static_cast<int64_t>(ns));
+    std::sort(p.ranges.begin(), p.ranges.end());
+    rk.range_instances = std::unique(p.ranges.begin(), p.ranges.end()) - p.ranges.begin();
+  }
+  return out;
+}
+
+Table NvtxKernSum(const TraceIndex& x) {
+  std::map<ProjectionKey, Projection> proj = Project(x);
   Table t;
   t.name = "nvtx_kern_sum";
   t.title = "Kernels projected onto the NVTX / annotation ranges that launched them";

@@ -7,6 +7,11 @@
 #ifndef TIERSCOPE_ANALYSIS_NVTX_H_
 #define TIERSCOPE_ANALYSIS_NVTX_H_
 
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "analysis/gpu_time.h"
 #include "analysis/reports.h"
 #include "analysis/table.h"
 
@@ -14,6 +19,14 @@ namespace tierscope {
 
 Table NvtxSum(const TraceIndex& index);
 Table NvtxKernSum(const TraceIndex& index);
+
+// nvtx_kern_sum's figures in a mergeable form (a job adds its ranks'): per (range, side,
+// kernel name), the kernels' durations and the range instances that launched them.
+struct RangeKernels {
+  int64_t range_instances = 0;
+  KernelTotals kernels;
+};
+std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> NvtxKernTotals(const TraceIndex& index);
 
 }  // namespace tierscope
 

@@ -134,7 +134,7 @@ TEST(Job, TheCorpusPairMatchesHtaAndWeighsItsStragglerCandidate) {
   for (const char* name : {"== temporal_breakdown ==", "== kernel_type_breakdown ==", "== kernel_breakdown ==",
                            "== comm_comp_overlap ==", "== idle_time_breakdown ==", "== kernel_launch_stats ==",
                            "== queue_length ==", "== stragglers ==", "== straggler_collectives ==",
-                           "== nvtx_sum =="}) {
+                           "== nvtx_sum ==", "== nvtx_kern_sum =="}) {
     EXPECT_NE(text.find(name), std::string::npos) << name;
   }
   const auto json = nlohmann::json::parse(RenderJob(*job, OutputFormat::kJson));
