@@ -53,6 +53,10 @@ StatusOr<Trace> LoadTrace(const std::string& path) {
   if (in.gcount() == 16 && std::string(magic, 16) == std::string("SQLite format 3\0", 16)) {
     return ImportNsysSqlite(path);
   }
+  if (path.size() >= 7 && (path.ends_with(".sqlite") || path.ends_with(".sqlite3"))) {
+    return InvalidArgument(path + ": not an SQLite database (no \"SQLite format 3\" header; export it with "
+                           "nsys export --type sqlite)");
+  }
   return ImportKinetoTrace(path);
 }
 

@@ -62,6 +62,7 @@ Table RanksTable(const JobAnalysis& job) {
     t.AddRow({int64_t{r.rank}, r.events, r.units, device_events, static_cast<int64_t>(r.findings.size()), r.malformed,
               r.rank_from, r.device.empty() ? std::string("-") : r.device, r.source});
   }
+  if (!job.rank_note.empty()) t.notes.push_back(job.rank_note + ".");
   return t;
 }
 
@@ -185,6 +186,7 @@ StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const A
     ranks[i].rank = a.rank[i];
     ranks[i].rank_from = a.from[i];
   }
+  job.rank_note = a.note;
   std::sort(ranks.begin(), ranks.end(), [](const RankAnalysis& x, const RankAnalysis& y) { return x.rank < y.rank; });
   job.ranks = std::move(ranks);
   std::vector<RankCollectivesOf> collectives;

@@ -40,6 +40,7 @@ struct RankAnalysis {
 struct JobAnalysis {
   std::vector<RankAnalysis> ranks;  // by rank
   LoadPlan plan;
+  std::string rank_note;  // how ranks were numbered when the traces disagree ("" otherwise)
   Stragglers stragglers;
   std::vector<Finding> findings;  // the job's: stragglers, then each rule over the ranks
   std::vector<Table> tables;      // ranks, the seven GPU-time tables, stragglers, NVTX

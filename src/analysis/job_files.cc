@@ -236,6 +236,11 @@ StatusOr<RankAssignment> AssignRanks(const std::vector<std::string>& files,
       a.from[i] = "order";
     }
   }
+  const auto with_info = std::count_if(trace_ranks.begin(), trace_ranks.end(), [](int r) { return r >= 0; });
+  if (!all_info && with_info > 0) {
+    a.note = "distributedInfo names a rank in " + std::to_string(with_info) + " of " + std::to_string(files.size()) +
+             " traces only: every rank is numbered by " + a.from.front() + " instead";
+  }
   std::map<int, size_t> seen;
   for (size_t i = 0; i < files.size(); ++i) {
     auto [it, fresh] = seen.emplace(a.rank[i], i);

@@ -52,7 +52,8 @@ Status ForEachRankTrace(const std::vector<std::string>& files, const LoadPlan& p
 // rank (naming both).
 struct RankAssignment {
   std::vector<int> rank;
-  std::vector<std::string> from;  // "distributedInfo", "file name", "order"
+  std::vector<std::string> from;  // "distributedInfo", "file name", "number in the file name", "order"
+  std::string note;  // why distributedInfo was not used when some traces have it ("" otherwise)
 };
 StatusOr<RankAssignment> AssignRanks(const std::vector<std::string>& files,
                                      const std::vector<int>& trace_ranks);

@@ -215,11 +215,14 @@ Table ShortKernels(const TraceIndex& x, const AnalysisOptions& o) {
 Table UnitsTable(const TraceIndex& x) {
   Table t;
   t.name = "units";
-  t.title = x.unit_name.empty() ? "Work units: none found (no ProfilerStep#N, serial_bert_forward "
-                                  "or batched_bert_forward annotation; pass --unit NAME)"
+  t.title = x.unit_name.empty() ? std::string("Events per work unit")
                                 : "Events per work unit ('" + x.unit_name + "', " +
                                       std::to_string(x.units.size()) + " units)";
   t.columns = {"Per unit", "Total", "Event"};
+  if (x.unit_name.empty()) {
+    t.notes.push_back("No work units found: no ProfilerStep#N, serial_bert_forward or batched_bert_forward "
+                      "annotation; pass --unit NAME.");
+  }
   if (x.units.empty()) return t;
   const UnitCounts& c = x.counts;
   for (const auto& [total, what] : {std::pair{c.launches, "launches"}, {c.kernels, "kernels"},

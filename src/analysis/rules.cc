@@ -246,8 +246,8 @@ std::vector<Finding> Diagnose(const TraceIndex& x, const AnalysisOptions& o, con
       f.rule = "granularity";
       f.title = "The hot kernel cannot fill the device: too little work per launch";
       f.threshold = "hot kernel share >= " + Fmt("%.0f%%", r.hot_share_percent) + " and grid blocks < compute units";
-      f.evidence.push_back(hot->first + Fmt(": %.1f%% of device time", share));
-      f.evidence.push_back("grid " + std::to_string(blocks) + " blocks (" + grid.text + ") on " +
+      f.evidence.push_back(ShortenMiddle(hot->first, 100) + Fmt(": %.1f%% of device time", share));
+      f.evidence.push_back("grid " + std::to_string(blocks) + " blocks " + grid.text + " on " +
                            std::to_string(units) + " compute units");
       f.next_step = "raise the work per launch (batch the samples); do not tune this kernel";
       f.explained_ns = hot->second.first;
@@ -257,7 +257,7 @@ std::vector<Finding> Diagnose(const TraceIndex& x, const AnalysisOptions& o, con
       f.rule = "hot_kernel";
       f.title = "One kernel dominates device time: worth a tier-3 look";
       f.threshold = "hot kernel share >= " + Fmt("%.0f%%", r.hot_share_percent);
-      f.evidence.push_back(hot->first + Fmt(": %.1f%% of device time, ", share) + FormatNs(hot->second.first));
+      f.evidence.push_back(ShortenMiddle(hot->first, 100) + Fmt(": %.1f%% of device time, ", share) + FormatNs(hot->second.first));
       if (blocks > 0) f.evidence.push_back("grid " + std::to_string(blocks) + " blocks " + grid.text +
                                            (units > 0 ? " on " + std::to_string(units) + " compute units" : ""));
       f.next_step = "inspect it: tierscope kernel -k '" + hot->first + "' (or Nsight Compute / MUSA mcu)";

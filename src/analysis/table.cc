@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 namespace tierscope {
@@ -22,6 +23,34 @@ std::string CellText(const Cell& c) {
 }
 
 bool IsNumber(const Cell& c) { return !std::holds_alternative<std::string>(c); }
+
+// A number, or the dash that stands for a missing one: both right-aligned in a number column.
+bool IsNumberOrDash(const Cell& c) {
+  const auto* s = std::get_if<std::string>(&c);
+  return s == nullptr || *s == "-";
+}
+
+// Terminal columns `s` takes: a code point each, two for East Asian wide and fullwidth
+// ones (CJK, Hangul, fullwidth forms), none for a UTF-8 continuation byte.
+size_t DisplayWidth(const std::string& s) {
+  size_t w = 0;
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char b = static_cast<unsigned char>(s[i]);
+    const size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 1;
+    uint32_t cp = len == 1 ? b : b & (0xFF >> (len + 1));
+    for (size_t k = 1; k < len && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    const bool wide_cp = (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) ||
+                         (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+                         (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
+                         (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x1F300 && cp <= 0x1FAFF) ||
+                         (cp >= 0x20000 && cp <= 0x3FFFD);
+    w += wide_cp ? 2 : 1;
+    i += len;
+  }
+  return w;
+}
+
+std::string Pad(size_t n) { return std::string(n, ' '); }
 
 std::string CsvQuote(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
@@ -76,18 +105,16 @@ std::string FormatNs(double ns) {
 
 std::string RenderText(const Table& t, bool wide) {
   std::vector<size_t> width(t.columns.size());
-  std::vector<bool> numeric(t.columns.size(), true);  // every cell a number: right-aligned
-  for (size_t c = 0; c < t.columns.size(); ++c) width[c] = t.columns[c].size();
+  std::vector<bool> numeric(t.columns.size(), true);  // numbers (or '-') only: right-aligned
+  for (size_t c = 0; c < t.columns.size(); ++c) width[c] = DisplayWidth(t.columns[c]);
   std::vector<std::vector<std::string>> cells;
   for (const auto& row : t.rows) {
     cells.emplace_back();
     for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
       std::string text = CellText(row[c]);
-      if (!IsNumber(row[c])) {
-        numeric[c] = false;
-        if (!wide) text = ShortenMiddle(text, c + 1 == width.size() ? 100 : 60);
-      }
-      width[c] = std::max(width[c], text.size());
+      if (!IsNumber(row[c]) && !wide) text = ShortenMiddle(text, c + 1 == width.size() ? 100 : 60);
+      numeric[c] = numeric[c] && IsNumberOrDash(row[c]);
+      width[c] = std::max(width[c], DisplayWidth(text));
       cells.back().push_back(std::move(text));
     }
   }
@@ -98,11 +125,12 @@ std::string RenderText(const Table& t, bool wide) {
     std::string l;
     for (size_t c = 0; c < v.size(); ++c) {
       const bool last = c + 1 == width.size();
-      const bool right = row != nullptr ? IsNumber((*row)[c]) : c + 1 < width.size() && numeric[c];
+      const bool right = !last && (numeric[c] || (row != nullptr && IsNumber((*row)[c])));
+      const size_t w = DisplayWidth(v[c]);
       if (c) l += "  ";
       if (last) l += v[c];
-      else if (right) l += std::string(width[c] - v[c].size(), ' ') + v[c];
-      else l += v[c] + std::string(width[c] - v[c].size(), ' ');
+      else if (right) l += Pad(width[c] - w) + v[c];
+      else l += v[c] + Pad(width[c] - w);
     }
     while (!l.empty() && l.back() == ' ') l.pop_back();
     return l + "\n";

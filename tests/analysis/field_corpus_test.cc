@@ -134,5 +134,36 @@ TEST(FieldCorpus, LongNamesAreShortenedInTheMiddleUnlessWide) {
   EXPECT_EQ(std::get<std::string>(t.rows.back()[1]), "line one line two");
 }
 
+TEST(FieldCorpus, ColumnsLineUpWithWideCharactersAndDashes) {
+  Table t;
+  t.name = "r";
+  t.columns = {"Range", "Time (ns)", "Name"};
+  t.AddRow({std::string("前向传播"), int64_t{5}, std::string("a")});   // 4 wide characters: 8 columns
+  t.AddRow({std::string("forward µs"), std::string("-"), std::string("b")});
+  const std::string text = RenderText(t);
+  // Every row's last cell starts at the same terminal column.
+  std::vector<size_t> starts;
+  size_t pos = 0;
+  for (std::string line; pos < text.size();) {
+    const size_t nl = text.find('\n', pos);
+    line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.empty() || line.back() == ')' || line.find("Range") == 0 || line[0] == '-') continue;
+    size_t cols = 0;
+    const size_t cut = line.rfind("  ") + 2;
+    for (size_t k = 0; k < cut; ++k) {
+      const unsigned char b = static_cast<unsigned char>(line[k]);
+      if ((b & 0xC0) == 0x80) continue;
+      cols += b >= 0xE4 && b <= 0xE9 ? 2 : 1;  // the CJK above: 3-byte sequences led by E4-E9
+    }
+    starts.push_back(cols);
+  }
+  ASSERT_EQ(starts.size(), 2u) << text;
+  EXPECT_EQ(starts[0], starts[1]) << text;
+  // The dash under a number column is right-aligned with the numbers.
+  EXPECT_NE(text.find("          5  a"), std::string::npos) << text;
+  EXPECT_NE(text.find("          -  b"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace tierscope

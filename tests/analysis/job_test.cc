@@ -34,6 +34,7 @@ TEST(JobFiles, AssignRanksPrefersDistributedInfoAndRefusesDuplicates) {
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->rank, (std::vector<int>{5, 4}));
   EXPECT_EQ(a->from[1], "file name");
+  EXPECT_NE(a->note.find("in 1 of 2 traces only"), std::string::npos) << a->note;
   a = AssignRanks({"x.json", "b_rank-4.json"}, {-1, -1});
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->rank, (std::vector<int>{0, 1}));
@@ -90,6 +91,12 @@ TEST(Job, ABadRankFailsTheJobNamingTheFile) {
   auto job = AnalyzeJob({dir.path()}, {}, 2, nullptr);
   ASSERT_FALSE(job.ok());
   EXPECT_NE(job.status().message().find("rank-1.json"), std::string::npos) << job.status().ToString();
+  testing::TempDir db;
+  std::ofstream(db.file("report_0.sqlite")) << "not a database";
+  job = AnalyzeJob({db.path()}, {}, 1, nullptr);
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.status().message().find("report_0.sqlite: not an SQLite database"), std::string::npos)
+      << job.status().ToString();
 }
 
 TEST(Job, TheCorpusPairMatchesHtaAndWeighsItsStragglerCandidate) {
