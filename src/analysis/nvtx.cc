@@ -26,11 +26,13 @@ struct Projection {
   std::vector<size_t> ranges;  // range event indexes (deduplicated at the end)
 };
 using ProjectionKey = std::tuple<std::string, std::string, std::string>;
+// The same key by interned names during the sweep (no string built per kernel).
+using IdKey = std::tuple<int32_t, int, int32_t>;  // (range name, side: 0 host / 1 device, kernel name)
 
-// For every point, every range of `ranges` (same lane) with start <= t <= end: add the
-// point's kernel to (range, kernel).
-void Sweep(const TraceIndex& x, std::vector<size_t> ranges, std::vector<Point> points, const char* side,
-           std::map<ProjectionKey, Projection>& out) {
+// For every point, every range of `ranges` (same lane) with start <= t <= end:
+// add(range event, kernel event).
+template <typename Add>
+void Sweep(const TraceIndex& x, std::vector<size_t> ranges, std::vector<Point> points, Add&& add) {
   std::sort(ranges.begin(), ranges.end(), [&](size_t a, size_t b) { return x.E(a).ts_ns < x.E(b).ts_ns; });
   std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.t < b.t; });
   const auto end_of = [&](size_t r) { return x.E(r).ts_ns + x.E(r).dur_ns; };
@@ -48,13 +50,7 @@ void Sweep(const TraceIndex& x, std::vector<size_t> ranges, std::vector<Point> p
       std::pop_heap(open.begin(), open.end(), later_end);
       open.pop_back();
     }
-    const std::vector<size_t>& active = open;
-    const Event& k = x.E(p.kernel);
-    for (size_t r : active) {
-      Projection& pr = out[{std::string(x.Name(r)), side, std::string(x.Name(p.kernel))}];
-      pr.kernel_ns.push_back(static_cast<double>(k.dur_ns));
-      pr.ranges.push_back(r);
-    }
+    for (size_t r : open) add(r, p.kernel);
   }
 }
 
@@ -89,9 +85,10 @@ Table NvtxSum(const TraceIndex& x) {
 
 namespace {
 
-// Every kernel onto every range open at its launch (host) or start (device).
-std::map<ProjectionKey, Projection> Project(const TraceIndex& x) {
-  std::map<ProjectionKey, Projection> proj;
+// Every kernel onto every range open at its launch (host) or start (device):
+// add(range event, kernel event, side) for each.
+template <typename Add>
+void Project(const TraceIndex& x, Add&& add) {
   // Host ranges: kernels by the host time and thread of their launch.
   std::map<Lane, std::vector<size_t>> host_ranges;
   for (size_t r : x.annotations) host_ranges[{x.E(r).pid, x.E(r).tid}].push_back(r);
@@ -106,7 +103,9 @@ std::map<ProjectionKey, Projection> Project(const TraceIndex& x) {
   }
   for (auto& [lane, ranges] : host_ranges) {
     auto it = launches.find(lane);
-    if (it != launches.end()) Sweep(x, std::move(ranges), std::move(it->second), "host", proj);
+    if (it != launches.end()) {
+      Sweep(x, std::move(ranges), std::move(it->second), [&](size_t r, size_t k) { add(r, k, 0); });
+    }
   }
   // Device ranges: kernels on the same stream by their start.
   std::map<Lane, std::vector<size_t>> device_ranges;
@@ -115,27 +114,53 @@ std::map<ProjectionKey, Projection> Project(const TraceIndex& x) {
   for (size_t k : x.kernels) starts[{x.E(k).pid, x.E(k).tid}].push_back({x.E(k).ts_ns, k});
   for (auto& [lane, ranges] : device_ranges) {
     auto it = starts.find(lane);
-    if (it != starts.end()) Sweep(x, std::move(ranges), std::move(it->second), "device", proj);
+    if (it != starts.end()) {
+      Sweep(x, std::move(ranges), std::move(it->second), [&](size_t r, size_t k) { add(r, k, 1); });
+    }
   }
+}
 
-  return proj;
+ProjectionKey NamesOf(const TraceIndex& x, const IdKey& k) {
+  return {std::string(x.trace->strings.Get(std::get<0>(k))), std::get<1>(k) == 0 ? "host" : "device",
+          std::string(x.trace->strings.Get(std::get<2>(k)))};
+}
+
+int64_t Distinct(std::vector<size_t>& v) {
+  std::sort(v.begin(), v.end());
+  return std::unique(v.begin(), v.end()) - v.begin();
 }
 
 }  // namespace
 
 std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> NvtxKernTotals(const TraceIndex& x) {
+  std::map<IdKey, std::pair<KernelTotals, std::vector<size_t>>> by_id;  // -> (durations, ranges)
+  Project(x, [&](size_t r, size_t k, int side) {
+    auto& cell = by_id[{x.E(r).name, side, x.E(k).name}];
+    cell.first.Add(x.E(k).dur_ns);
+    cell.second.push_back(r);
+  });
   std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> out;
-  for (auto& [key, p] : Project(x)) {
-    RangeKernels& rk = out[key];
-    for (double ns : p.kernel_ns) rk.kernels.Add(static_cast<int64_t>(ns));
-    std::sort(p.ranges.begin(), p.ranges.end());
-    rk.range_instances = std::unique(p.ranges.begin(), p.ranges.end()) - p.ranges.begin();
+  for (auto& [key, cell] : by_id) {
+    RangeKernels& rk = out[NamesOf(x, key)];
+    rk.kernels.Merge(cell.first);
+    rk.range_instances += Distinct(cell.second);
   }
   return out;
 }
 
 Table NvtxKernSum(const TraceIndex& x) {
-  std::map<ProjectionKey, Projection> proj = Project(x);
+  std::map<IdKey, Projection> by_id;
+  Project(x, [&](size_t r, size_t k, int side) {
+    Projection& p = by_id[{x.E(r).name, side, x.E(k).name}];
+    p.kernel_ns.push_back(static_cast<double>(x.E(k).dur_ns));
+    p.ranges.push_back(r);
+  });
+  std::map<ProjectionKey, Projection> proj;
+  for (auto& [key, p] : by_id) {
+    Projection& q = proj[NamesOf(x, key)];
+    q.kernel_ns.insert(q.kernel_ns.end(), p.kernel_ns.begin(), p.kernel_ns.end());
+    q.ranges.insert(q.ranges.end(), p.ranges.begin(), p.ranges.end());
+  }
   Table t;
   t.name = "nvtx_kern_sum";
   t.title = "Kernels projected onto the NVTX / annotation ranges that launched them";
@@ -147,11 +172,7 @@ Table NvtxKernSum(const TraceIndex& x) {
     int64_t range_instances;
   };
   std::vector<Row> rows;
-  for (auto& [key, p] : proj) {
-    std::sort(p.ranges.begin(), p.ranges.end());
-    const auto distinct = std::unique(p.ranges.begin(), p.ranges.end()) - p.ranges.begin();
-    rows.push_back({&key, Summarize(std::move(p.kernel_ns)), static_cast<int64_t>(distinct)});
-  }
+  for (auto& [key, p] : proj) rows.push_back({&key, Summarize(std::move(p.kernel_ns)), Distinct(p.ranges)});
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     if (std::get<0>(*a.key) != std::get<0>(*b.key)) return std::get<0>(*a.key) < std::get<0>(*b.key);
     return a.s.total > b.s.total;
