@@ -36,8 +36,8 @@ def hta(trace_dir, monkeypatch):
     from hta.trace_analysis import TraceAnalysis
     ta = TraceAnalysis(trace_dir=str(trace_dir), include_last_profiler_step=True)
     temporal = ta.get_temporal_breakdown(visualize=False)
-    types, _ = ta.get_gpu_kernel_breakdown(visualize=False)
-    return temporal, types
+    types, kernels = ta.get_gpu_kernel_breakdown(visualize=False)
+    return temporal, types, kernels
 
 
 def tierscope(bin_path, files):
@@ -54,7 +54,7 @@ def test_breakdowns_agree_with_hta_within_one_percent(case, tierscope_bin, tmp_p
         if not f.exists():
             pytest.skip(f"corpus trace missing: {f}")
         (tmp_path / f.name).symlink_to(f)
-    temporal, types = hta(tmp_path, monkeypatch)
+    temporal, types, kernels = hta(tmp_path, monkeypatch)
     ours = tierscope(tierscope_bin, files)
 
     rows = {int(r["Rank"]): r for r in ours["temporal_breakdown"]["rows"]}
@@ -75,3 +75,18 @@ def test_breakdowns_agree_with_hta_within_one_percent(case, tierscope_bin, tmp_p
     for _, h in types.iterrows():
         label = " + ".join(HTA_LABELS[p] for p in h["kernel_type"].split(" overlapping "))
         assert abs(ours_types.get(label, 0.0) - float(h["sum"])) <= 0.01 * total, (case, label)
+
+    # Per kernel: HTA lists each rank's top kernels (80% of the time, at most 10 per type)
+    # and folds the rest into "others", tierscope the kernels past the top of each type
+    # into "(N other kernels)"; each kernel both list (HTA on every rank) has the same total
+    # over the ranks, within 1% of HTA's total.
+    ours_kernels = {r["Name"]: r["Total (ns)"] / 1e3 for r in ours["kernel_breakdown"]["rows"]}
+    named = kernels[kernels["name"] != "others"]
+    per_name = named.groupby("name").agg(total=("sum (us)", "sum"), ranks=("rank", "nunique"))
+    compared = 0
+    for name, row in per_name.iterrows():
+        if row["ranks"] != len(files) or name not in ours_kernels:
+            continue
+        assert abs(ours_kernels[name] - float(row["total"])) <= 0.01 * total, (case, name, ours_kernels[name], row["total"])
+        compared += 1
+    assert compared >= 3, (case, compared)
