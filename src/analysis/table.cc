@@ -118,17 +118,17 @@ std::string RenderText(const Table& t, bool wide) {
       cells.back().push_back(std::move(text));
     }
   }
-  // The last column (usually a name) is left-aligned and not padded.
   std::string out;
   if (!t.title.empty()) out += t.title + "\n\n";
   auto line = [&](const std::vector<std::string>& v, const std::vector<Cell>* row) {
     std::string l;
     for (size_t c = 0; c < v.size(); ++c) {
       const bool last = c + 1 == width.size();
-      const bool right = !last && (numeric[c] || (row != nullptr && IsNumber((*row)[c])));
+      // A number column is right-aligned, the last one too; a last column of names is not padded.
+      const bool right = numeric[c] || (!last && row != nullptr && IsNumber((*row)[c]));
       const size_t w = DisplayWidth(v[c]);
       if (c) l += "  ";
-      if (last) l += v[c];
+      if (last && !right) l += v[c];
       else if (right) l += Pad(width[c] - w) + v[c];
       else l += v[c] + Pad(width[c] - w);
     }
