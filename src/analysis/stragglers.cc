@@ -410,7 +410,8 @@ Table StragglerTable(const Stragglers& s) {
             "collectives it reached last: its arrival - the next latest rank's)";
   t.columns = {"Iteration", "Collectives", "Last rank", "Times last", "Late avg (ns)", "Late max (ns)"};
   for (const StragglerIteration& i : s.iterations) {
-    t.AddRow({i.iteration, i.collectives, int64_t{i.last_rank}, i.times_last, i.mean_late_ns, i.max_late_ns});
+    const Cell last = i.last_rank < 0 ? Cell{std::string("-")} : Cell{int64_t{i.last_rank}};  // all tied
+    t.AddRow({i.iteration, i.collectives, last, i.times_last, i.mean_late_ns, i.max_late_ns});
   }
   t.notes.push_back(s.alignment + ".");
   if (!s.mismatch.empty()) {
