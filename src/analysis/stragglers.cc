@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -66,6 +67,11 @@ bool EndsTogether(std::string_view n) {
     if (ContainsIgnoreCase(n, w)) return true;
   }
   return false;
+}
+
+// send / recv on the host: two ranks, not a group.
+bool IsHostPointToPoint(std::string_view n) {
+  return n.find("send") != std::string_view::npos || n.find("recv") != std::string_view::npos;
 }
 
 bool IsHostCollectiveRange(std::string_view n) { return StartsWith(n, "gloo:") || StartsWith(n, "nccl:"); }
@@ -164,10 +170,61 @@ size_t Find(std::vector<size_t>& parent, size_t i) {
   return i;
 }
 
-// Offsets that make the collectives' ends agree: each rank's is moved by the median of its
-// ends' differences from each collective's median end, a few times over (exact in one pass
-// when every rank takes part in every collective), then each connected set of ranks is
-// anchored at its first rank.
+struct Edge {
+  size_t a, b;
+  double d;  // median of (end on b - end on a) over the collectives they share
+  double w;  // how many
+};
+
+// Offsets o minimising sum w (o_b - o_a - d)^2 with o fixed at 0 on `anchored` ranks (one
+// per connected set) and on ranks without edges: conjugate gradients on the graph's
+// Laplacian, exact for any layout of groups (chains, tensor x data parallel), not just
+// for collectives every rank takes part in.
+std::vector<double> SolveOffsets(size_t n, const std::vector<Edge>& edges, const std::vector<bool>& fixed) {
+  const auto apply = [&](const std::vector<double>& x) {
+    std::vector<double> y(n, 0);
+    for (const Edge& e : edges) {
+      const double f = e.w * (x[e.b] - x[e.a]);
+      y[e.b] += f;
+      y[e.a] -= f;
+    }
+    for (size_t r = 0; r < n; ++r) y[r] = fixed[r] ? 0 : y[r];
+    return y;
+  };
+  std::vector<double> rhs(n, 0);
+  for (const Edge& e : edges) {
+    rhs[e.b] += e.w * e.d;
+    rhs[e.a] -= e.w * e.d;
+  }
+  for (size_t r = 0; r < n; ++r) rhs[r] = fixed[r] ? 0 : rhs[r];
+  std::vector<double> x(n, 0), res = rhs, p = rhs;
+  const auto dot = [&](const std::vector<double>& u, const std::vector<double>& v) {
+    double t = 0;
+    for (size_t r = 0; r < n; ++r) t += u[r] * v[r];
+    return t;
+  };
+  double rr = dot(res, res);
+  const double stop = 1e-12 * std::max(1.0, rr);
+  for (size_t it = 0; it < 4 * n + 16 && rr > stop; ++it) {
+    const std::vector<double> ap = apply(p);
+    const double pap = dot(p, ap);
+    if (!(pap > 0)) break;
+    const double alpha = rr / pap;
+    for (size_t r = 0; r < n; ++r) {
+      x[r] += alpha * p[r];
+      res[r] -= alpha * ap[r];
+    }
+    const double next = dot(res, res);
+    for (size_t r = 0; r < n; ++r) p[r] = res[r] + (next / rr) * p[r];
+    rr = next;
+  }
+  return x;
+}
+
+// Clock offsets that make the collectives' ends agree: for each rank and the first rank of
+// each collective it shares, the median difference of their ends; then the offsets that
+// fit those differences best (SolveOffsets), anchored at the first rank of each connected
+// set. Each offset's spread is the median deviation of the rank's ends after alignment.
 void AlignClocks(const std::vector<Entry>& entries, const std::vector<RankCollectivesOf>& ranks, Stragglers* s) {
   const size_t n = ranks.size();
   std::vector<const Entry*> use;
@@ -178,68 +235,82 @@ void AlignClocks(const std::vector<Entry>& entries, const std::vector<RankCollec
   if (!together) {
     for (const Entry& e : entries) use.push_back(&e);
   }
-  std::vector<double> offset(n, 0);
-  std::vector<std::vector<double>> residual(n);
-  for (int pass = 0; pass < 8; ++pass) {
-    for (auto& v : residual) v.clear();
-    for (const Entry* e : use) {
-      // Relative to the first rank's end before any double: nanoseconds since the epoch
-      // do not fit a double's mantissa.
-      std::vector<double> ends;
-      const int64_t ref = e->calls[0]->end_ns;
-      for (size_t k = 0; k < e->who.size(); ++k) {
-        ends.push_back(static_cast<double>(e->calls[k]->end_ns - ref) - offset[e->who[k]]);
-      }
-      const double median = Median(ends);
-      for (size_t k = 0; k < e->who.size(); ++k) residual[e->who[k]].push_back(ends[k] - median);
+  // Differences in int64 before any double: nanoseconds since the epoch overflow a double's mantissa.
+  std::map<std::pair<size_t, size_t>, std::vector<double>> diffs;
+  for (const Entry* e : use) {
+    for (size_t k = 1; k < e->who.size(); ++k) {
+      diffs[{e->who[0], e->who[k]}].push_back(static_cast<double>(e->calls[k]->end_ns - e->calls[0]->end_ns));
     }
-    double moved = 0;
-    for (size_t r = 0; r < n; ++r) {
-      if (residual[r].empty()) continue;
-      const double m = Median(residual[r]);
-      offset[r] += m;
-      moved = std::max(moved, std::abs(m));
-    }
-    if (moved < 1) break;
   }
+  std::vector<Edge> edges;
   std::vector<size_t> parent(n);
   std::iota(parent.begin(), parent.end(), 0);
-  for (const Entry* e : use) {
-    for (size_t r : e->who) parent[Find(parent, r)] = Find(parent, e->who[0]);
+  std::vector<bool> linked(n, false);
+  for (auto& [ab, d] : diffs) {
+    const double w = static_cast<double>(d.size());
+    edges.push_back({ab.first, ab.second, Median(std::move(d)), w});
+    parent[Find(parent, ab.second)] = Find(parent, ab.first);
+    linked[ab.first] = linked[ab.second] = true;
   }
-  std::vector<size_t> anchor(n, SIZE_MAX);  // per component root: its first rank
-  for (size_t r = 0; r < n; ++r) anchor[Find(parent, r)] = std::min(anchor[Find(parent, r)], r);
-  std::string offsets, apart;
-  std::set<size_t> components;
+  std::vector<size_t> anchor(n, SIZE_MAX);  // per set: its first rank with collectives
   for (size_t r = 0; r < n; ++r) {
-    const size_t a = anchor[Find(parent, r)];
-    components.insert(a);
-    s->ranks[r].offset_ns = std::llround(offset[r] - offset[a]);
-    std::vector<double> dev;
-    const double m = residual[r].empty() ? 0 : Median(residual[r]);
-    for (double v : residual[r]) dev.push_back(std::abs(v - m));
-    s->ranks[r].offset_spread_ns = dev.empty() ? 0 : std::llround(Median(dev));
-    if (r > 0 && r < 9) {
-      offsets += (offsets.empty() ? "" : ", ") + std::string("rank ") + std::to_string(ranks[r].rank) + " " +
-                 FormatNs(static_cast<double>(s->ranks[r].offset_ns)) + " +- " +
-                 FormatNs(static_cast<double>(s->ranks[r].offset_spread_ns));
-    }
-    if (a != 0 && apart.size() < 200) apart += (apart.empty() ? "" : ", ") + std::to_string(ranks[r].rank);
+    if (linked[r]) anchor[Find(parent, r)] = std::min(anchor[Find(parent, r)], r);
   }
+  std::vector<bool> fixed(n);
+  for (size_t r = 0; r < n; ++r) fixed[r] = !linked[r] || anchor[Find(parent, r)] == r;
+  const std::vector<double> offset = SolveOffsets(n, edges, fixed);
+  std::vector<std::vector<double>> residual(n);
+  for (const Entry* e : use) {
+    std::vector<double> ends;
+    for (size_t k = 0; k < e->who.size(); ++k) {
+      ends.push_back(static_cast<double>(e->calls[k]->end_ns - e->calls[0]->end_ns) - offset[e->who[k]]);
+    }
+    const double median = Median(ends);
+    for (size_t k = 0; k < e->who.size(); ++k) residual[e->who[k]].push_back(ends[k] - median);
+  }
+  std::string offsets, apart, none;
+  std::set<size_t> sets;
+  size_t first = SIZE_MAX;
+  for (size_t r = 0; r < n; ++r) {
+    StragglerRank& sr = s->ranks[r];
+    sr.aligned = linked[r];
+    if (!linked[r]) {
+      none += (none.empty() ? "" : ", ") + std::to_string(ranks[r].rank);
+      continue;
+    }
+    const size_t a = anchor[Find(parent, r)];
+    if (first == SIZE_MAX) first = a;
+    sets.insert(a);
+    sr.offset_ns = std::llround(offset[r]);
+    std::vector<double> dev;
+    const double m = Median(residual[r]);
+    for (double v : residual[r]) dev.push_back(std::abs(v - m));
+    sr.offset_spread_ns = std::llround(Median(dev));
+    // A median's standard error: 1.2533 sigma / sqrt(n), sigma estimated as 1.4826 MAD.
+    sr.offset_error_ns = 1.2533 * 1.4826 * Median(std::move(dev)) / std::sqrt(static_cast<double>(residual[r].size()));
+    if (r != a && offsets.size() < 400) {
+      offsets += (offsets.empty() ? "" : ", ") + std::string("rank ") + std::to_string(ranks[r].rank) + " " +
+                 FormatNs(static_cast<double>(sr.offset_ns)) + " +- " + FormatNs(static_cast<double>(sr.offset_spread_ns));
+    }
+    if (a != first && apart.size() < 200) apart += (apart.empty() ? "" : ", ") + std::to_string(ranks[r].rank);
+  }
+  const std::string from = first == SIZE_MAX ? "-" : std::to_string(ranks[first].rank);
   s->alignment = "clocks aligned by the ends of " + std::to_string(use.size()) +
                  (together ? " all-reduce / all-gather / reduce-scatter / all-to-all / barrier" : "") +
-                 " matched collectives (each rank moved by the median difference of its ends from each "
-                 "collective's median end; offsets from rank " + std::to_string(ranks[0].rank) + " +- their spread: " +
-                 offsets + (n > 9 ? ", ..." : "") + ")";
-  if (components.size() > 1) {
-    s->alignment += "; ranks " + apart + " share no such collective with rank " + std::to_string(ranks[0].rank) +
-                    ": aligned among themselves only";
+                 " matched collectives (the offsets that best fit the median difference of the ends of each pair of "
+                 "ranks sharing collectives, from rank " + from + "; +- the spread of each rank's ends after: " +
+                 (offsets.empty() ? std::string("none") : offsets) + ")";
+  if (sets.size() > 1) {
+    s->alignment += "; ranks " + apart + " share no such collective with rank " + from + ": aligned among themselves only";
   }
+  if (!none.empty()) s->alignment += "; ranks " + none + ": no matched collective to align by";
 }
 
 // The chance that the waiting gathers on one rank this much if each collective's last rank
 // were any of its ranks at random: the largest per-rank sum of lateness against the same
-// statistic over random draws (deterministic seed).
+// statistic over random draws (deterministic seed). The ranks are relabelled once per
+// process group and iteration, not per collective: a rank slowed for a whole iteration by
+// chance is late to every collective in it, which is not evidence of a straggler.
 void TestConcentration(const std::vector<Entry>& entries, const std::vector<std::pair<size_t, int64_t>>& last,
                        size_t n, Stragglers* s) {
   std::vector<size_t> late;  // entries with a last rank
@@ -247,18 +318,33 @@ void TestConcentration(const std::vector<Entry>& entries, const std::vector<std:
     if (last[i].second > 0) late.push_back(i);
   }
   if (late.empty()) return;
+  const bool steps = std::any_of(entries.begin(), entries.end(), [](const Entry& e) { return e.iteration != 0; });
+  s->independent = !steps;
+  std::map<std::pair<std::string, int64_t>, size_t> block_id;
+  std::vector<const std::vector<size_t>*> block_who;
+  std::vector<size_t> block(entries.size()), position(entries.size());
+  for (size_t i : late) {
+    const Entry& e = entries[i];
+    const auto key = steps ? std::make_pair(e.first->group, e.iteration) : std::make_pair(std::to_string(i), int64_t{0});
+    auto [it, fresh] = block_id.try_emplace(key, block_who.size());
+    if (fresh) block_who.push_back(&e.who);
+    block[i] = it->second;
+    position[i] = static_cast<size_t>(std::find(e.who.begin(), e.who.end(), last[i].first) - e.who.begin());
+  }
   std::vector<double> sum(n, 0);
   for (size_t i : late) sum[last[i].first] += static_cast<double>(last[i].second);
   const double observed = *std::max_element(sum.begin(), sum.end());
   const int64_t draws = std::clamp<int64_t>(20'000'000 / static_cast<int64_t>(late.size()), 200, 2000);
   SplitMix64 rng(0x5742'4c4c'4552'5321ull);
+  std::vector<std::vector<size_t>> perm(block_who.size());
   int64_t as_large = 0;
   for (int64_t d = 0; d < draws; ++d) {
-    std::fill(sum.begin(), sum.end(), 0.0);
-    for (size_t i : late) {
-      const std::vector<size_t>& who = entries[i].who;
-      sum[who[rng.Next() % who.size()]] += static_cast<double>(last[i].second);
+    for (size_t b = 0; b < block_who.size(); ++b) {  // Fisher-Yates per block
+      perm[b] = *block_who[b];
+      for (size_t k = perm[b].size(); k > 1; --k) std::swap(perm[b][k - 1], perm[b][rng.Next() % k]);
     }
+    std::fill(sum.begin(), sum.end(), 0.0);
+    for (size_t i : late) sum[perm[block[i]][position[i]]] += static_cast<double>(last[i].second);
     if (*std::max_element(sum.begin(), sum.end()) >= observed * (1 - 1e-12)) ++as_large;
   }
   s->permutations = draws;
@@ -298,6 +384,10 @@ RankCollectives FindCollectives(const TraceIndex& x) {
       for (const std::vector<size_t>* v : {&x.annotations, &x.ops}) {
         for (size_t i : *v) {
           if (!(*pick)(x.Name(i))) continue;
+          if (IsHostPointToPoint(x.Name(i))) {
+            ++out.point_to_point;
+            continue;
+          }
           const Event& e = x.E(i);
           keyed.push_back({e.ts_ns, {IterationAt(steps, e.ts_ns), std::string(x.Name(i)), "", -1, e.ts_ns, e.ts_ns,
                                      e.ts_ns + e.dur_ns}});
@@ -432,14 +522,17 @@ Table StragglerRankTable(const Stragglers& s) {
             "arrival (device) and issue (host) behind the median rank";
   t.columns = {"Rank", "Clock offset (ns)", "Offset +- (ns)", "Collectives", "Times last", "Late total (ns)",
                "Behind median avg (ns)", "Host behind median avg (ns)"};
+  const Cell dash{std::string("-")};
   for (const StragglerRank& r : s.ranks) {
-    t.AddRow({int64_t{r.rank}, r.offset_ns, r.offset_spread_ns, r.collectives, r.times_last, r.late_ns,
-              r.behind_median_ns, r.host_behind_median_ns});
+    t.AddRow({int64_t{r.rank}, r.aligned ? Cell{r.offset_ns} : dash, r.aligned ? Cell{r.offset_spread_ns} : dash,
+              r.collectives, r.times_last, r.late_ns, r.collectives > 0 ? Cell{r.behind_median_ns} : dash,
+              r.collectives > 0 ? Cell{r.host_behind_median_ns} : dash});
   }
   if (s.permutations > 0) {
-    char p[160];
-    std::snprintf(p, sizeof(p), "Chance of this much waiting on one rank with the last rank drawn at random: "
-                                "p = %.3g (%lld draws).", s.p_value, static_cast<long long>(s.permutations));
+    char p[200];
+    std::snprintf(p, sizeof(p), "Chance of this much waiting on one rank with the ranks drawn at random %s: p = %.3g "
+                                "(%lld draws).", s.independent ? "for each collective (no ProfilerStep)" :
+                                "once per group and iteration", s.p_value, static_cast<long long>(s.permutations));
     t.notes.push_back(p);
   }
   t.notes.push_back("Offset +-: the median deviation of the rank's collective ends from the others' after alignment; "
@@ -484,6 +577,12 @@ std::vector<Finding> StragglerFindings(const Stragglers& s) {
   // ... its lateness matters: at least 10 us and 5% of a collective's mean duration ...
   const double mean_late = static_cast<double>(worst->late_ns) / static_cast<double>(worst->times_last);
   if (mean_late < std::max(10'000.0, 0.05 * s.mean_duration_ns)) return {};
+  // ... well beyond the uncertainty of its clock's alignment: an offset off by its error
+  // makes a rank look late at every collective ...
+  if (mean_late < 2.0 * static_cast<double>(worst->offset_spread_ns) ||
+      worst->behind_median_ns < 3.0 * worst->offset_error_ns) {
+    return {};
+  }
   // ... and it is more than chance: ranks that take turns being last by noise gather
   // the waiting on one of them too, in a short or two-rank job.
   constexpr double kAlpha = 0.01;
@@ -493,8 +592,9 @@ std::vector<Finding> StragglerFindings(const Stragglers& s) {
   f.title = "Straggler: rank " + std::to_string(worst->rank) + " reaches the collectives last, and the other "
             "ranks wait for it";
   f.threshold = "one rank causes more than half of the waiting at collectives (its arrival - the next latest "
-                "rank's, summed over the collectives it reached last), at least 10 us and 5% of a collective's "
-                "mean duration each time, with p < 0.01 that the waiting gathers so on one rank by chance";
+                "rank's, summed over the collectives it reached last), is late by at least 10 us, 5% of a collective's mean duration and twice its clock's spread each "
+                "time, arrives after the median by more than 3 standard errors of its clock's offset, with p < 0.01 "
+                "that the waiting gathers so on one rank by chance";
   char share[64];
   std::snprintf(share, sizeof(share), "%.0f%%", 100.0 * static_cast<double>(worst->late_ns) / static_cast<double>(all_late));
   f.evidence.push_back("last in " + std::to_string(worst->times_last) + " of " + std::to_string(worst->collectives) +

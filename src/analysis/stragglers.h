@@ -40,8 +40,10 @@ RankCollectives FindCollectives(const TraceIndex& index);
 
 struct StragglerRank {
   int rank = 0;
+  bool aligned = false;         // had a matched collective to align its clock by
   int64_t offset_ns = 0;        // subtracted from its times to align it with its group's first rank
   int64_t offset_spread_ns = 0; // median absolute deviation of the ends it was aligned by
+  double offset_error_ns = 0;   // the standard error of its offset that spread implies
   int64_t collectives = 0;      // matched collectives it took part in
   int64_t times_last = 0;       // collectives it reached last
   int64_t late_ns = 0;          // summed over those: its arrival - the next latest
@@ -75,6 +77,7 @@ struct Stragglers {
   // collective were drawn at random (a permutation test); 1 when nothing was compared.
   double p_value = 1;
   int64_t permutations = 0;
+  bool independent = false;  // no ProfilerStep: collectives relabelled one by one
   std::vector<StragglerRank> ranks;
   std::vector<StragglerIteration> iterations;
   std::vector<StragglerCollective> collectives;

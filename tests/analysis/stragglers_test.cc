@@ -130,6 +130,67 @@ TEST(Stragglers, ProcessGroupsAreMatchedAndAlignedApart) {
   EXPECT_NE(findings[0].title.find("rank 3"), std::string::npos);
 }
 
+TEST(Stragglers, ChainedAndOverlappingGroupsAlignExactly) {
+  // Groups {0,1} x2, {1,2}, {2,3} x2 per iteration (a chain, unequal call counts); clocks
+  // skewed 0 / 3 / 6 / 9 ms; nobody late.
+  const std::vector<std::vector<int>> groups = {{0, 1}, {0, 1}, {1, 2}, {2, 3}, {2, 3}};
+  std::vector<RankCollectives> ranks(4);
+  for (int64_t it = 1; it <= 10; ++it) {
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const std::string name = "g" + std::to_string(groups[g][0]) + std::to_string(groups[g][1]);
+      const int64_t base = it * 10'000'000 + static_cast<int64_t>(g) * 1'000'000;
+      for (int r : groups[g]) {
+        CollectiveCall c = Call(it, "ncclKernel_AllReduce_RING_LL_Sum_float", base + r * 3'000'000,
+                                base + 500'000 + r * 3'000'000);
+        c.group = name;
+        ranks[static_cast<size_t>(r)].calls.push_back(c);
+      }
+    }
+  }
+  const Stragglers s = FindStragglers(Of(ranks));
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(s.ranks[r].offset_ns, r * 3'000'000) << r;
+    EXPECT_EQ(s.ranks[r].times_last, 0) << r;
+  }
+  EXPECT_TRUE(StragglerFindings(s).empty());
+}
+
+TEST(Stragglers, ARankSlowForWholeIterationsByChanceIsNotAStraggler) {
+  // 2 ranks, 5 iterations of 10 collectives; in each iteration one rank, drawn at random,
+  // is 300 us behind in every collective (a slow step, not a slow rank).
+  int named = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    SplitMix64 rng(seed);
+    std::vector<RankCollectives> ranks(2);
+    for (int64_t it = 1; it <= 5; ++it) {
+      const int slow = static_cast<int>(rng.Next() % 2);
+      for (int64_t k = 0; k < 10; ++k) {
+        const int64_t base = it * 100'000'000 + k * 2'000'000;
+        for (int r = 0; r < 2; ++r) {
+          const int64_t jitter = static_cast<int64_t>(rng.Next() % 20'000);
+          ranks[r].calls.push_back(Call(it, "ncclKernel_AllReduce_RING_LL_Sum_float",
+                                        base + jitter + (r == slow ? 300'000 : 0), base + 1'300'000));
+        }
+      }
+    }
+    named += StragglerFindings(FindStragglers(Of(ranks))).empty() ? 0 : 1;
+  }
+  EXPECT_LE(named, 1);
+}
+
+TEST(Stragglers, ARankWithoutCollectivesIsNotAlignedAndSaysSo) {
+  auto ranks = Job();
+  ranks[0].calls.clear();
+  const Stragglers s = FindStragglers(Of(ranks));
+  EXPECT_FALSE(s.ranks[0].aligned);
+  EXPECT_TRUE(s.ranks[1].aligned);
+  EXPECT_EQ(s.ranks[1].offset_ns, 0);  // the first rank with collectives anchors
+  EXPECT_EQ(s.ranks[3].offset_ns, 2'000'000);
+  EXPECT_NE(s.alignment.find("ranks 0: no matched collective"), std::string::npos) << s.alignment;
+  const Table t = StragglerRankTable(s);
+  EXPECT_EQ(std::get<std::string>(t.rows[0][1]), "-");
+}
+
 TEST(Stragglers, DifferentCountsInAnIterationAreNotPaired) {
   // 3 ranks, 4 identical all-reduces per step, all on time; rank 1's trace lost one in step 2.
   std::vector<RankCollectives> ranks(3);
@@ -209,8 +270,11 @@ TEST(Stragglers, CollectivesAreDeviceKernelsElseHostCalls) {
   cpu.Unit("ProfilerStep#1", 0, 1000);
   cpu.Op("c10d::allreduce_", 100, 5, 1);
   cpu.Unit("gloo:all_reduce", 110, 400, /*tid=*/2);
+  cpu.Unit("gloo:send", 600, 50, /*tid=*/2);  // point to point: left out
+  cpu.Unit("gloo:recv", 700, 50, /*tid=*/2);
   const RankCollectives c = FindCollectives(BuildIndex(cpu.trace(), {}));
   EXPECT_FALSE(c.device);
+  EXPECT_EQ(c.point_to_point, 2);
   ASSERT_EQ(c.calls.size(), 1u);
   EXPECT_EQ(c.calls[0].name, "gloo:all_reduce");
   EXPECT_EQ(c.calls[0].iteration, 1);
