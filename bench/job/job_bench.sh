@@ -35,7 +35,7 @@ echo "== tierscope analyze"
 read -r _ ts_s ts_mb < <(measure tierscope "$bin" analyze "$work/job")
 grep -m1 "^read:" "$work/tierscope.out"
 in_flight=$(sed -n 's/^read: \([0-9]*\) at a time.*/\1/p' "$work/tierscope.out")
-grep -A3 "^1\. \[straggler\]" "$work/tierscope.out" | head -2 || true
+grep -A2 "^[0-9]*\. \[straggler\]" "$work/tierscope.out" | head -3 || echo "no straggler named"
 echo "== HTA TraceAnalysis + get_temporal_breakdown"
 cat > "$work/hta_run.py" <<'PY'
 import logging, sys, warnings
