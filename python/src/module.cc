@@ -1,0 +1,215 @@
+// tierscope's Python module (_tierscope): the C++ importer and analyzer behind
+// tierscope.read_trace / report / analyze / diff. Columns come back as NumPy arrays that
+// own their buffers (filled in one pass over the events, no Python object per event);
+// every report and analysis is the CLI's own, rendered as its JSON. Errors raise with the
+// CLI's message.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/commands.h"
+#include "analysis/job.h"
+#include "analysis/reports.h"
+#include "analysis/table.h"
+#include "trace/trace.h"
+
+namespace nb = nanobind;
+
+namespace tierscope {
+namespace {
+
+// A loaded trace and, once a report asks, its index (which points into the trace).
+class PyTrace {
+ public:
+  explicit PyTrace(Trace t) : trace_(std::make_unique<Trace>(std::move(t))) {}
+  const Trace& trace() const { return *trace_; }
+  const TraceIndex& index() {
+    if (!index_) index_ = std::make_unique<TraceIndex>(BuildIndex(*trace_, options_));
+    return *index_;
+  }
+  const AnalysisOptions& options() const { return options_; }
+
+ private:
+  std::unique_ptr<Trace> trace_;
+  AnalysisOptions options_;
+  std::unique_ptr<TraceIndex> index_;
+};
+
+[[noreturn]] void Raise(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kNotFound:
+      PyErr_SetString(PyExc_FileNotFoundError, s.message().c_str());
+      throw nb::python_error();
+    default:
+      throw nb::value_error(s.message().c_str());
+  }
+}
+
+template <typename T>
+nb::object Column(std::vector<T>&& v) {
+  auto* owned = new std::vector<T>(std::move(v));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  const size_t n = owned->size();
+  return nb::cast(nb::ndarray<nb::numpy, T, nb::ndim<1>>(owned->data(), {n}, owner));
+}
+
+// The tables of read_trace: which kinds go where.
+int TableOf(EventKind k) {
+  switch (k) {
+    case EventKind::kKernel: return 0;
+    case EventKind::kOp: return 1;
+    case EventKind::kRuntime: return 2;
+    case EventKind::kMemcpy:
+    case EventKind::kMemset: return 3;
+    case EventKind::kAnnotation:
+    case EventKind::kGpuAnnotation: return 4;
+    case EventKind::kSync: return 5;
+    case EventKind::kMemory: return 6;
+    default: return 7;
+  }
+}
+constexpr const char* kTables[] = {"kernels", "ops", "runtime", "memops", "annotations", "syncs", "memory", "other"};
+
+struct Columns {
+  std::vector<int64_t> index, ts, dur, correlation, external_id;
+  std::vector<int32_t> name, pid, tid, kind;
+  std::vector<double> v0;
+};
+
+// Every event's fields, table by table; names as codes into one list of distinct names.
+nb::dict EventTables(const Trace& t) {
+  std::vector<Columns> cols(std::size(kTables));
+  std::vector<size_t> count(cols.size(), 0);
+  for (const Event& e : t.events) ++count[static_cast<size_t>(TableOf(e.kind))];
+  for (size_t c = 0; c < cols.size(); ++c) {
+    for (auto* v : {&cols[c].index, &cols[c].ts, &cols[c].dur, &cols[c].correlation, &cols[c].external_id}) {
+      v->reserve(count[c]);
+    }
+  }
+  std::unordered_map<int32_t, int32_t> code;  // interned id -> dense code
+  std::vector<std::string> names;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const Event& e = t.events[i];
+    Columns& c = cols[static_cast<size_t>(TableOf(e.kind))];
+    auto [it, fresh] = code.try_emplace(e.name, static_cast<int32_t>(names.size()));
+    if (fresh) names.emplace_back(e.name >= 0 ? t.strings.Get(e.name) : std::string_view());
+    c.index.push_back(static_cast<int64_t>(i));
+    c.ts.push_back(e.ts_ns);
+    c.dur.push_back(e.dur_ns);
+    c.correlation.push_back(e.correlation);
+    c.external_id.push_back(e.external_id);
+    c.name.push_back(it->second);
+    c.pid.push_back(e.pid);
+    c.tid.push_back(e.tid);
+    c.kind.push_back(static_cast<int32_t>(e.kind));
+    c.v0.push_back(e.v0);
+  }
+  nb::dict out;
+  for (size_t c = 0; c < cols.size(); ++c) {
+    nb::dict d;
+    d["index"] = Column(std::move(cols[c].index));
+    d["ts"] = Column(std::move(cols[c].ts));
+    d["dur"] = Column(std::move(cols[c].dur));
+    d["name"] = Column(std::move(cols[c].name));
+    d["pid"] = Column(std::move(cols[c].pid));
+    d["tid"] = Column(std::move(cols[c].tid));
+    d["correlation"] = Column(std::move(cols[c].correlation));
+    d["external_id"] = Column(std::move(cols[c].external_id));
+    d["kind"] = Column(std::move(cols[c].kind));
+    d["value"] = Column(std::move(cols[c].v0));
+    out[kTables[c]] = d;
+  }
+  std::vector<std::string> kinds;
+  for (int k = 0; k <= static_cast<int>(EventKind::kOther); ++k) kinds.emplace_back(EventKindName(static_cast<EventKind>(k)));
+  out["_names"] = nb::cast(names);
+  out["_kinds"] = nb::cast(kinds);
+  return out;
+}
+
+// Launch -> device event pairs (Kineto's ac2g flows), by correlation.
+nb::dict Flows(PyTrace& p) {
+  const TraceIndex& x = p.index();
+  std::vector<int64_t> from, to, corr;
+  for (const std::vector<size_t>* v : {&x.kernels, &x.memops}) {
+    for (size_t k : *v) {
+      const Event& e = x.E(k);
+      if (e.correlation == 0) continue;
+      auto it = x.runtime_by_corr.find(e.correlation);
+      if (it == x.runtime_by_corr.end()) continue;
+      from.push_back(static_cast<int64_t>(it->second));
+      to.push_back(static_cast<int64_t>(k));
+      corr.push_back(e.correlation);
+    }
+  }
+  nb::dict d;
+  d["launch_index"] = Column(std::move(from));
+  d["device_index"] = Column(std::move(to));
+  d["correlation"] = Column(std::move(corr));
+  return d;
+}
+
+PyTrace ReadTrace(const std::string& path) {
+  StatusOr<Trace> t = [&] {
+    nb::gil_scoped_release release;
+    return LoadTrace(path);
+  }();
+  if (!t.ok()) Raise(t.status());
+  return PyTrace(std::move(*t));
+}
+
+std::string Report(PyTrace& p, const std::string& name) {
+  const TraceIndex& x = p.index();
+  StatusOr<Table> t = RunReport(x, name, p.options());
+  if (!t.ok()) Raise(t.status());
+  return TableToJson(*t).dump();
+}
+
+std::string AnalyzeOne(PyTrace& p) { return AnalyzeTrace(p.trace(), p.options(), OutputFormat::kJson); }
+
+std::string AnalyzeFiles(const std::vector<std::string>& paths, int threads) {
+  StatusOr<JobAnalysis> job = [&] {
+    nb::gil_scoped_release release;
+    return AnalyzeJob(paths, AnalysisOptions{}, threads, nullptr);
+  }();
+  if (!job.ok()) Raise(job.status());
+  return RenderJob(*job, OutputFormat::kJson);
+}
+
+std::string Diff(PyTrace& a, PyTrace& b) {
+  return DiffTraceReport(a.trace(), b.trace(), a.options(), OutputFormat::kJson);
+}
+
+}  // namespace
+}  // namespace tierscope
+
+NB_MODULE(_tierscope, m) {
+  using tierscope::PyTrace;
+  m.doc() = "tierscope's importer and analyzer (C++), for the tierscope package";
+  nb::class_<PyTrace>(m, "NativeTrace")
+      .def_prop_ro("source", [](const PyTrace& p) { return p.trace().source; })
+      .def_prop_ro("format", [](const PyTrace& p) { return p.trace().format; })
+      .def_prop_ro("rank", [](const PyTrace& p) { return p.trace().rank; })
+      .def_prop_ro("world_size", [](const PyTrace& p) { return p.trace().world_size; })
+      .def_prop_ro("device_name", [](const PyTrace& p) { return p.trace().device_name; })
+      .def_prop_ro("events", [](const PyTrace& p) { return p.trace().events.size(); })
+      .def_prop_ro("malformed", [](const PyTrace& p) { return p.trace().stats.malformed; })
+      .def("tables", [](const PyTrace& p) { return tierscope::EventTables(p.trace()); })
+      .def("flows", &tierscope::Flows)
+      .def("report", &tierscope::Report)
+      .def("analyze", &tierscope::AnalyzeOne);
+  m.def("read_trace", &tierscope::ReadTrace, nb::arg("path"));
+  m.def("analyze_files", &tierscope::AnalyzeFiles, nb::arg("paths"), nb::arg("threads") = 0);
+  m.def("diff", &tierscope::Diff);
+  m.def("report_names", [] {
+    std::vector<std::string> names;
+    for (const auto& [name, title] : tierscope::ReportCatalog()) names.push_back(name);
+    return names;
+  });
+}

@@ -1,0 +1,171 @@
+"""tierscope for Python: the C++ importer and analyzer behind pandas DataFrames.
+
+    import tierscope
+    t = tierscope.read_trace("rank-0.json.gz")      # Kineto JSON(.gz) or nsys SQLite
+    t.kernels                                       # a DataFrame: ts, dur, name, stream, ...
+    tierscope.report(t, "cuda_gpu_kern_sum")        # any report `tierscope stats` has
+    tierscope.analyze(["job/"])                     # every report + findings, as the CLI
+    tierscope.diff(before, after)
+
+Times are integer nanoseconds (`ts`, `dur`; HTA's are microseconds). `name` is a pandas
+Categorical over the trace's distinct names, as HTA's symbol table is. Every number is
+the CLI's: reports are rendered by the same C++ code and handed over as its JSON.
+Errors raise FileNotFoundError or ValueError with the CLI's one-line message.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, Iterable, List, Union
+
+import numpy as np
+import pandas as pd
+
+from . import _tierscope
+
+__all__ = ["Trace", "read_trace", "report", "report_names", "analyze", "diff"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+# Columns a table keeps (the rest are the same for every row of that table's kind).
+_DEVICE_TABLES = {"kernels", "memops", "syncs"}
+
+
+def _frame(cols: Dict[str, np.ndarray], names: pd.Index, kinds: List[str], table: str) -> pd.DataFrame:
+    data = {
+        "index": cols["index"],
+        "ts": cols["ts"],
+        "dur": cols["dur"],
+        "name": pd.Categorical.from_codes(cols["name"], categories=names, validate=False),
+        "pid": cols["pid"],
+        "tid": cols["tid"],
+        "correlation": cols["correlation"],
+        "external_id": cols["external_id"],
+    }
+    if table in _DEVICE_TABLES:
+        # On the device side Kineto's pid is the device and tid the stream (HTA's names).
+        data["stream"] = cols["tid"]
+        data["device"] = cols["pid"]
+    if table in ("memops", "annotations", "other"):
+        data["kind"] = pd.Categorical.from_codes(cols["kind"], categories=kinds, validate=False)
+    if table == "kernels":
+        data["flops"] = cols["value"]  # tierscope's own traces: the cost model's FLOPs
+    if table == "memory":
+        data["bytes"] = cols["value"].astype(np.int64)
+    return pd.DataFrame(data, copy=False)
+
+
+class Trace:
+    """One trace, read by tierscope's C++ importer. Tables are DataFrames built on first use:
+    kernels, ops (cpu_op), runtime (launches and other runtime calls), memops (memcpy and
+    memset), annotations (user_annotation and gpu_user_annotation), syncs, memory
+    (allocations), other, and flows (launch -> device event by correlation). `index` is
+    the event's position in the trace, the same in every table."""
+
+    def __init__(self, native: "_tierscope.NativeTrace"):
+        self._native = native
+        self._tables: Dict[str, pd.DataFrame] = {}
+
+    @property
+    def source(self) -> str:
+        return self._native.source
+
+    @property
+    def format(self) -> str:
+        return self._native.format
+
+    @property
+    def rank(self) -> int:
+        """distributedInfo.rank, or -1 when the trace does not say."""
+        return self._native.rank
+
+    @property
+    def world_size(self) -> int:
+        return self._native.world_size
+
+    @property
+    def device_name(self) -> str:
+        return self._native.device_name
+
+    def __len__(self) -> int:
+        return self._native.events
+
+    def __repr__(self) -> str:
+        return f"tierscope.Trace({self.source!r}, {len(self)} events, format={self.format!r})"
+
+    def _build(self) -> None:
+        raw = self._native.tables()
+        names = pd.Index(raw.pop("_names"), dtype=object)
+        kinds = raw.pop("_kinds")
+        for table, cols in raw.items():
+            self._tables[table] = _frame(cols, names, kinds, table)
+        self._tables["flows"] = pd.DataFrame(self._native.flows(), copy=False)
+
+    def table(self, name: str) -> pd.DataFrame:
+        if not self._tables:
+            self._build()
+        if name not in self._tables:
+            raise KeyError(f"no table {name!r} (tables: {', '.join(sorted(self._tables))})")
+        return self._tables[name]
+
+    kernels = property(lambda self: self.table("kernels"))
+    ops = property(lambda self: self.table("ops"))
+    runtime = property(lambda self: self.table("runtime"))
+    memops = property(lambda self: self.table("memops"))
+    annotations = property(lambda self: self.table("annotations"))
+    syncs = property(lambda self: self.table("syncs"))
+    memory = property(lambda self: self.table("memory"))
+    other = property(lambda self: self.table("other"))
+    flows = property(lambda self: self.table("flows"))
+
+
+def read_trace(path: PathLike) -> Trace:
+    """Reads a Kineto trace (.json, .json.gz) or an nsys SQLite export."""
+    return Trace(_tierscope.read_trace(os.fspath(path)))
+
+
+def _table_frame(table: dict) -> pd.DataFrame:
+    df = pd.DataFrame(table.get("rows", []), columns=table.get("columns", []))
+    df.attrs["name"] = table.get("name", "")
+    df.attrs["title"] = table.get("title", "")
+    df.attrs["notes"] = table.get("notes", [])
+    return df
+
+
+def report_names() -> List[str]:
+    """Every report name `report` accepts (tierscope stats --list)."""
+    return list(_tierscope.report_names())
+
+
+def report(trace: Union[Trace, PathLike], name: str) -> pd.DataFrame:
+    """The report `name` of `trace` as a DataFrame (title and notes in .attrs), the same
+    table `tierscope stats TRACE --report NAME --format json` prints."""
+    t = trace if isinstance(trace, Trace) else read_trace(trace)
+    return _table_frame(json.loads(t._native.report(name)))
+
+
+def _result(doc: dict) -> dict:
+    out = dict(doc)
+    out["reports"] = {r["name"]: _table_frame(r) for r in doc.get("reports", [])}
+    return out
+
+
+def analyze(paths: Union[Trace, PathLike, Iterable[PathLike]], threads: int = 0) -> dict:
+    """`tierscope analyze`: one trace (a Trace or a path) gives its reports and findings;
+    several paths or a directory are a job (one trace per rank). Reports come back as
+    DataFrames under "reports", the rest as the CLI's JSON has it."""
+    if isinstance(paths, Trace):
+        return _result(json.loads(paths._native.analyze()))
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files = [os.fspath(p) for p in paths]
+    if len(files) == 1 and not os.path.isdir(files[0]):
+        return _result(json.loads(read_trace(files[0])._native.analyze()))
+    return _result(json.loads(_tierscope.analyze_files(files, threads)))
+
+
+def diff(base: Union[Trace, PathLike], new: Union[Trace, PathLike]) -> dict:
+    """`tierscope diff BASE NEW` of two traces."""
+    a = base if isinstance(base, Trace) else read_trace(base)
+    b = new if isinstance(new, Trace) else read_trace(new)
+    return _result(json.loads(_tierscope.diff(a._native, b._native)))

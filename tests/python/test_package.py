@@ -1,0 +1,133 @@
+"""The Python package against the CLI and against Python's json: read_trace's tables count
+what the trace holds, and report / analyze / diff give the CLI's numbers (the same JSON),
+on corpus traces, the corpus pair as a job and the nsys export. Errors are exceptions with
+the CLI's message. The package is installed into the test venv by scripts/test.sh."""
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+tierscope = pytest.importorskip("tierscope")
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO.parent / "shared" / "corpus"
+DDP = CORPUS / "traces" / "df_index_resolver.json.gz"
+PAIR = [CORPUS / "traces" / "field" / f"hta__trace_filter__sampled_rank-{r}.json.gz" for r in (0, 1)]
+NSYS = CORPUS / "nsys" / "saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
+
+
+def need(*paths):
+    for p in paths:
+        if not p.exists():
+            pytest.skip(f"corpus file missing: {p}")
+
+
+def cli_json(bin_path, *args):
+    p = subprocess.run([str(bin_path), *map(str, args), "--format", "json"], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def records(df):
+    return json.loads(df.to_json(orient="records"))
+
+
+def same_rows(frame, table):
+    assert list(frame.columns) == table["columns"]
+    got = records(frame)
+    assert len(got) == len(table["rows"])
+    for a, b in zip(got, table["rows"]):
+        for c in table["columns"]:
+            if isinstance(b.get(c), float):
+                assert a[c] == pytest.approx(b[c], rel=1e-12, abs=1e-9), c
+            else:
+                assert a[c] == b.get(c), c
+
+
+def test_tables_hold_every_event_of_the_trace():
+    need(DDP)
+    with gzip.open(DDP, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    t = tierscope.read_trace(DDP)
+    k = t.kernels
+    assert len(k) == len(kernels)
+    assert int(k["dur"].sum()) == round(sum(e["dur"] for e in kernels) * 1000)
+    assert set(k["name"].unique()) == {e["name"] for e in kernels}
+    assert (k["stream"] == k["tid"]).all()
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    assert len(t.ops) == len(ops)
+    # Every event is in exactly one table, by its position in the trace.
+    tables = ["kernels", "ops", "runtime", "memops", "annotations", "syncs", "memory", "other"]
+    indexes = sorted(i for name in tables for i in t.table(name)["index"])
+    assert indexes == list(range(len(t)))
+    # Flows: each launch -> kernel pair shares its correlation.
+    f = t.flows
+    assert len(f) > 0
+    corr = t.runtime.set_index("index")["correlation"]
+    assert (corr.loc[f["launch_index"]].to_numpy() == f["correlation"].to_numpy()).all()
+
+
+@pytest.mark.parametrize("name", ["cuda_gpu_kern_sum", "op_sum", "cuda_api_sum", "temporal_breakdown",
+                                  "kernel_breakdown", "nvtx_kern_sum"])
+def test_reports_are_the_clis(name, tierscope_bin):
+    need(DDP)
+    frame = tierscope.report(tierscope.read_trace(DDP), name)
+    cli = cli_json(tierscope_bin, "stats", DDP, "--report", name)["reports"][0]
+    assert frame.attrs["title"] == cli["title"]
+    same_rows(frame, cli)
+
+
+def test_every_listed_report_runs():
+    need(DDP)
+    t = tierscope.read_trace(DDP)
+    names = tierscope.report_names()
+    assert len(names) >= 20
+    for n in names:
+        assert tierscope.report(t, n).attrs["name"] == n
+
+
+def test_analyze_one_trace_a_job_and_a_diff_equal_the_cli(tierscope_bin):
+    need(DDP, *PAIR)
+    one = tierscope.analyze(DDP)
+    cli = cli_json(tierscope_bin, "analyze", DDP)
+    assert [f["rule"] for f in one["findings"]] == [f["rule"] for f in cli["findings"]]
+    same_rows(one["reports"]["cuda_gpu_kern_sum"], next(r for r in cli["reports"] if r["name"] == "cuda_gpu_kern_sum"))
+
+    job = tierscope.analyze(PAIR)
+    cli = cli_json(tierscope_bin, "analyze", *PAIR)
+    assert [r["rank"] for r in job["ranks"]] == [0, 1]
+    for r in cli["reports"]:
+        same_rows(job["reports"][r["name"]], r)
+
+    d = tierscope.diff(PAIR[0], PAIR[1])
+    cli = cli_json(tierscope_bin, "diff", *PAIR)
+    assert set(d["reports"]) == {r["name"] for r in cli.get("reports", [])}
+
+
+def test_an_nsys_export_reads_as_a_trace():
+    need(NSYS)
+    import sqlite3
+    db = sqlite3.connect(f"file:{NSYS}?mode=ro", uri=True)
+    (n, total), = db.execute("SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    t = tierscope.read_trace(NSYS)
+    assert t.format == "nsys-sqlite"
+    assert len(t.kernels) == n
+    assert int(t.kernels["dur"].sum()) == total
+    assert set(t.kernels["name"]) == {"saxpy(double *, double *, double *, double, int)"}
+
+
+def test_errors_are_exceptions_with_the_clis_message(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no-such.json"):
+        tierscope.read_trace(tmp_path / "no-such.json")
+    bad = tmp_path / "cut.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1,')
+    with pytest.raises(ValueError, match="cut.json"):
+        tierscope.read_trace(bad)
+    with pytest.raises(ValueError, match="unknown report"):
+        tierscope.report(tierscope.read_trace(PAIR[0]) if PAIR[0].exists() else bad, "no_such_report")
