@@ -16,6 +16,8 @@
 
 #include "analysis/commands.h"
 #include "analysis/job.h"
+#include "analysis/job_files.h"
+#include "analysis/rank_summary.h"
 #include "analysis/reports.h"
 #include "analysis/table.h"
 #include "trace/trace.h"
@@ -182,6 +184,40 @@ std::string AnalyzeFiles(const std::vector<std::string>& paths, int threads) {
   return RenderJob(*job, OutputFormat::kJson);
 }
 
+// A Dask worker's share of a job: one rank's trace read and reduced to its summary.
+nb::bytes RankSummary(const std::string& path) {
+  StatusOr<std::string> bytes = [&]() -> StatusOr<std::string> {
+    nb::gil_scoped_release release;
+    TS_ASSIGN_OR_RETURN(Trace t, LoadTrace(path));
+    return SaveRankSummary(AnalyzeRank(t, AnalysisOptions{}));
+  }();
+  if (!bytes.ok()) Raise(bytes.status());
+  return nb::bytes(bytes->data(), bytes->size());
+}
+
+// The client's share: the job from every rank's summary, as `analyze --format json`.
+std::string JobFromSummaries(const std::vector<std::string>& files, const std::vector<nb::bytes>& summaries,
+                             int workers) {
+  std::vector<RankAnalysis> ranks;
+  for (size_t i = 0; i < summaries.size(); ++i) {
+    StatusOr<RankAnalysis> r = LoadRankSummary(std::string_view(summaries[i].c_str(), summaries[i].size()));
+    if (!r.ok()) Raise(Status(r.status().code(), (i < files.size() ? files[i] + ": " : "") + r.status().message()));
+    ranks.push_back(std::move(*r));
+  }
+  LoadPlan plan;
+  plan.in_flight = workers;
+  plan.why = "Dask: " + std::to_string(workers) + (workers == 1 ? " worker" : " workers");
+  StatusOr<JobAnalysis> job = JobFromRanks(std::move(ranks), files, plan);
+  if (!job.ok()) Raise(job.status());
+  return RenderJob(*job, OutputFormat::kJson);
+}
+
+std::vector<std::string> ListJobFiles(const std::vector<std::string>& inputs) {
+  StatusOr<std::vector<std::string>> files = JobFiles(inputs);
+  if (!files.ok()) Raise(files.status());
+  return *files;
+}
+
 std::string Diff(PyTrace& a, PyTrace& b) {
   return DiffTraceReport(a.trace(), b.trace(), a.options(), OutputFormat::kJson);
 }
@@ -207,6 +243,10 @@ NB_MODULE(_tierscope, m) {
   m.def("read_trace", &tierscope::ReadTrace, nb::arg("path"));
   m.def("analyze_files", &tierscope::AnalyzeFiles, nb::arg("paths"), nb::arg("threads") = 0);
   m.def("diff", &tierscope::Diff);
+  m.def("rank_summary", &tierscope::RankSummary, nb::arg("path"));
+  m.def("job_from_summaries", &tierscope::JobFromSummaries, nb::arg("files"), nb::arg("summaries"),
+        nb::arg("workers"));
+  m.def("job_files", &tierscope::ListJobFiles, nb::arg("inputs"));
   m.def("report_names", [] {
     std::vector<std::string> names;
     for (const auto& [name, title] : tierscope::ReportCatalog()) names.push_back(name);

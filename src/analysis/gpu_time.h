@@ -46,6 +46,13 @@ struct KernelTotals {  // one kernel name's instances (mergeable across ranks)
   void Merge(const KernelTotals& o);
   double mean() const { return count ? static_cast<double>(total_ns) / static_cast<double>(count) : 0; }
   double stddev() const;  // sample (n - 1)
+  // Welford's state, to save a summary and restore it elsewhere (rank_summary.h).
+  double running_mean() const { return mean_; }
+  double m2() const { return m2_; }
+  void RestoreMoments(double mean, double m2) {
+    mean_ = mean;
+    m2_ = m2;
+  }
 
  private:
   double mean_ = 0, m2_ = 0;  // Welford's running mean and sum of squared deviations

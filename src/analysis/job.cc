@@ -12,10 +12,10 @@
 #include "trace/json_input.h"
 
 namespace tierscope {
-namespace {
 
-RankAnalysis Reduce(const Trace& t, const AnalysisOptions& o) {
+RankAnalysis AnalyzeRank(const Trace& t, const AnalysisOptions& o) {
   RankAnalysis r;
+  r.trace_rank = t.rank;
   r.source = t.source;
   r.format = t.format;
   r.device = t.device_name;
@@ -37,6 +37,8 @@ RankAnalysis Reduce(const Trace& t, const AnalysisOptions& o) {
   r.findings = Diagnose(x, o);
   return r;
 }
+
+namespace {
 
 // "0-3, 5, 7-8".
 std::string RankList(std::vector<int> ranks) {
@@ -166,21 +168,32 @@ StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const A
   TS_ASSIGN_OR_RETURN(std::vector<std::string> files, JobFiles(inputs));
   std::vector<int64_t> bytes;
   for (const std::string& f : files) bytes.push_back(std::max<int64_t>(0, EstimatedInputBytes(f)));
-  JobAnalysis job;
-  job.plan = PlanLoad(bytes, threads > 0 ? threads : ThreadPool::HardwareThreads(), AvailableMemoryBytes());
+  const LoadPlan plan =
+      PlanLoad(bytes, threads > 0 ? threads : ThreadPool::HardwareThreads(), AvailableMemoryBytes());
   std::vector<RankAnalysis> ranks(files.size());
-  std::vector<int> trace_ranks(files.size(), -1);
   const int64_t t0 = MonotonicNs();
   TS_RETURN_IF_ERROR(ForEachRankTrace(
-      files, job.plan,
+      files, plan,
       [&](size_t i, Trace& t) {
-        trace_ranks[i] = t.rank;
-        ranks[i] = Reduce(t, options);
+        ranks[i] = AnalyzeRank(t, options);
         return OkStatus();
       },
       [&](size_t done, size_t total, const std::string& path) {
         if (progress) progress(done, total, path, static_cast<double>(MonotonicNs() - t0) / 1e9);
       }));
+  return JobFromRanks(std::move(ranks), files, plan);
+}
+
+StatusOr<JobAnalysis> JobFromRanks(std::vector<RankAnalysis> ranks, const std::vector<std::string>& files,
+                                   LoadPlan plan) {
+  if (ranks.size() != files.size() || ranks.empty()) {
+    return InvalidArgument("a job needs one summary per file (" + std::to_string(ranks.size()) + " summaries, " +
+                           std::to_string(files.size()) + " files)");
+  }
+  JobAnalysis job;
+  job.plan = std::move(plan);
+  std::vector<int> trace_ranks;
+  for (const RankAnalysis& r : ranks) trace_ranks.push_back(r.trace_rank);
   TS_ASSIGN_OR_RETURN(RankAssignment a, AssignRanks(files, trace_ranks));
   for (size_t i = 0; i < ranks.size(); ++i) {
     ranks[i].rank = a.rank[i];

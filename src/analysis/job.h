@@ -35,7 +35,12 @@ struct RankAnalysis {
   std::map<std::pair<std::string, std::string>, KernelTotals> ranges;  // (side, name) -> durations
   std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> range_kernels;  // nvtx_kern_sum's
   std::vector<Finding> findings;
+  int32_t trace_rank = -1;  // the trace's own distributedInfo.rank (-1: it does not say)
 };
+
+// One rank's trace reduced to what the job needs (a few kilobytes to megabytes: never the
+// events): the work each worker does, here or on a Dask worker.
+RankAnalysis AnalyzeRank(const Trace& trace, const AnalysisOptions& options);
 
 struct JobAnalysis {
   std::vector<RankAnalysis> ranks;  // by rank
@@ -53,6 +58,11 @@ using JobProgress = std::function<void(size_t, size_t, const std::string&, doubl
 // at once (0: the hardware threads), within the memory available.
 StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const AnalysisOptions& options,
                                  int threads, const JobProgress& progress);
+
+// The job from its ranks' summaries, `files[i]` the file `ranks[i]` came from: ranks
+// numbered (AssignRanks), stragglers, the job's findings and every table.
+StatusOr<JobAnalysis> JobFromRanks(std::vector<RankAnalysis> ranks, const std::vector<std::string>& files,
+                                   LoadPlan plan);
 
 std::string RenderJob(const JobAnalysis& job, const RenderOptions& render);
 
