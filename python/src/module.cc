@@ -218,6 +218,12 @@ std::vector<std::string> ListJobFiles(const std::vector<std::string>& inputs) {
   return *files;
 }
 
+std::vector<int> Ranks(const std::vector<std::string>& files, const std::vector<int>& trace_ranks) {
+  StatusOr<RankAssignment> a = AssignRanks(files, trace_ranks);
+  if (!a.ok()) Raise(a.status());
+  return a->rank;
+}
+
 std::string Diff(PyTrace& a, PyTrace& b) {
   return DiffTraceReport(a.trace(), b.trace(), a.options(), OutputFormat::kJson);
 }
@@ -247,6 +253,7 @@ NB_MODULE(_tierscope, m) {
   m.def("job_from_summaries", &tierscope::JobFromSummaries, nb::arg("files"), nb::arg("summaries"),
         nb::arg("workers"));
   m.def("job_files", &tierscope::ListJobFiles, nb::arg("inputs"));
+  m.def("assign_ranks", &tierscope::Ranks, nb::arg("files"), nb::arg("trace_ranks"));
   m.def("report_names", [] {
     std::vector<std::string> names;
     for (const auto& [name, title] : tierscope::ReportCatalog()) names.push_back(name);

@@ -208,6 +208,7 @@ class Importer {
     QualifyCorrelations();
     FillMetadata();
     TS_RETURN_IF_ERROR(LoadDeviceInfo());
+    TS_RETURN_IF_ERROR(LoadRank());
     std::stable_sort(t_.events.begin(), t_.events.end(),
                      [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
     t_.stats.events_kept = static_cast<int64_t>(t_.events.size());
@@ -215,6 +216,30 @@ class Importer {
   }
 
  private:
+  // What a tierscope export recorded of the trace it came from (META_DATA_EXPORT rows
+  // TIERSCOPE_RANK, _WORLD_SIZE, _BACKEND, _RUNTIME; nsys itself writes none of them).
+  Status LoadRank() {
+    if (!HasTable("META_DATA_EXPORT") || !HasColumn("META_DATA_EXPORT", "name") ||
+        !HasColumn("META_DATA_EXPORT", "value")) {
+      return OkStatus();
+    }
+    TS_ASSIGN_OR_RETURN(Stmt s, Prepare("SELECT name, value FROM META_DATA_EXPORT WHERE name LIKE 'TIERSCOPE_%'",
+                                        "reading META_DATA_EXPORT"));
+    return Step(s.get(), "reading META_DATA_EXPORT", [&](sqlite3_stmt* st) {
+      const char* name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+      const char* value = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+      if (name == nullptr || value == nullptr) return;
+      const std::string n(name), v(value);
+      char* end = nullptr;
+      const long long x = std::strtoll(v.c_str(), &end, 10);
+      const bool number = end != v.c_str() && *end == '\0' && x >= -1 && x < (1LL << 24);
+      if (n == "TIERSCOPE_RANK" && number) t_.rank = static_cast<int32_t>(x);
+      if (n == "TIERSCOPE_WORLD_SIZE" && number) t_.world_size = static_cast<int32_t>(x);
+      if (n == "TIERSCOPE_BACKEND") t_.collective_backend = v;
+      if (n == "TIERSCOPE_RUNTIME" && (v == "cuda" || v == "hip" || v == "musa")) t_.runtime = v;
+    });
+  }
+
   Status SqlError(const std::string& what) const {
     const int code = sqlite3_errcode(db_);
     const std::string msg = path_ + ": " + what + ": " + sqlite3_errmsg(db_);
@@ -472,20 +497,24 @@ class Importer {
   Status ImportMemcpys() {
     const std::vector<const char*> cols = {"start",   "end",      "deviceId",      "streamId",
                                            "bytes",   "copyKind", "correlationId", "contextId",
-                                           "srcKind", "dstKind",  "globalPid"};
+                                           "srcKind", "dstKind",  "globalPid", "tierscopeName"};
     return ForEachRow(kMemcpyTable, "memcpy", cols, [&](RowReader& r) {
       const int64_t start = r.Required(0), end = r.Required(1);
       const int64_t device = r.Required(2), stream = r.Required(3), bytes = r.Required(4);
       if (!CheckSpan(r, start, end)) return;
       const std::optional<int64_t> kind = r.Optional(5);
-      Event& e = AddDeviceEvent(EventKind::kMemcpy, kind ? MemcpyName(*kind) : "Memcpy", start, end, device,
-                                stream, r.OptionalOr(6, 0), ProcessOf(r, 10), kMemcpyTable);
+      const char* src = r.Optional(8) ? MemKindName(*r.Optional(8)) : nullptr;
+      const char* dst = r.Optional(9) ? MemKindName(*r.Optional(9)) : nullptr;
+      // Named as Kineto names it: "Memcpy HtoD (Pageable -> Device)".
+      std::string name = kind ? MemcpyName(*kind) : "Memcpy";
+      if (src != nullptr && dst != nullptr) name += std::string(" (") + src + " -> " + dst + ")";
+      if (r.IsText(11) && !r.Text(11).empty()) name = std::string(r.Text(11));  // a tierscope export's
+      Event& e = AddDeviceEvent(EventKind::kMemcpy, name, start, end, device, stream, r.OptionalOr(6, 0),
+                                ProcessOf(r, 10), kMemcpyTable);
       e.v0 = static_cast<double>(bytes);
       std::string args = "\"device\": " + std::to_string(device);
       if (auto ctx = r.Optional(7)) args += ", \"context\": " + std::to_string(*ctx);
       args += ", \"stream\": " + std::to_string(stream);
-      const char* src = r.Optional(8) ? MemKindName(*r.Optional(8)) : nullptr;
-      const char* dst = r.Optional(9) ? MemKindName(*r.Optional(9)) : nullptr;
       if (src != nullptr) args += std::string(", \"src kind\": \"") + src + "\"";
       if (dst != nullptr) args += std::string(", \"dst kind\": \"") + dst + "\"";
       e.args = t_.strings.Intern(args);
@@ -494,13 +523,15 @@ class Importer {
 
   Status ImportMemsets() {
     const std::vector<const char*> cols = {"start",         "end",       "deviceId", "streamId", "bytes",
-                                           "correlationId", "contextId", "value",    "memKind",  "globalPid"};
+                                           "correlationId", "contextId", "value",    "memKind",  "globalPid",
+                                           "tierscopeName"};
     return ForEachRow(kMemsetTable, "memset", cols, [&](RowReader& r) {
       const int64_t start = r.Required(0), end = r.Required(1);
       const int64_t device = r.Required(2), stream = r.Required(3), bytes = r.Required(4);
       if (!CheckSpan(r, start, end)) return;
       const char* mem = r.Optional(8) ? MemKindName(*r.Optional(8)) : nullptr;
-      const std::string name = mem ? std::string("Memset (") + mem + ")" : "Memset";
+      std::string name = mem ? std::string("Memset (") + mem + ")" : "Memset";
+      if (r.IsText(10) && !r.Text(10).empty()) name = std::string(r.Text(10));  // a tierscope export's
       Event& e = AddDeviceEvent(EventKind::kMemset, name, start, end, device, stream, r.OptionalOr(5, 0),
                                 ProcessOf(r, 9), kMemsetTable);
       e.v0 = static_cast<double>(bytes);

@@ -18,7 +18,7 @@ namespace tierscope {
 // Mapping (times are the export's ns, unchanged):
 //   CUPTI_ACTIVITY_KIND_KERNEL          -> kKernel   pid = deviceId, tid = streamId
 //   CUPTI_ACTIVITY_KIND_RUNTIME         -> kRuntime  pid/tid from globalTid
-//   CUPTI_ACTIVITY_KIND_MEMCPY          -> kMemcpy   "Memcpy HtoD", v0 = bytes
+//   CUPTI_ACTIVITY_KIND_MEMCPY          -> kMemcpy   "Memcpy HtoD (Pageable -> Device)", v0 = bytes
 //   CUPTI_ACTIVITY_KIND_MEMSET          -> kMemset   "Memset (Device)", v0 = bytes
 //   CUPTI_ACTIVITY_KIND_SYNCHRONIZATION -> kSync     "Stream Sync", "Event Sync", ...
 //   NVTX_EVENTS push/pop, start/end     -> kAnnotation pid/tid from globalTid

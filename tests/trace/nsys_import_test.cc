@@ -191,7 +191,7 @@ TEST(NsysImportTest, ImportsAFullExport) {
 
   const auto memcpys = OfKind(t, EventKind::kMemcpy);
   ASSERT_EQ(memcpys.size(), 1u);
-  EXPECT_EQ(Name(t, *memcpys[0]), "Memcpy HtoD");
+  EXPECT_EQ(Name(t, *memcpys[0]), "Memcpy HtoD (Pageable -> Device)");  // as Kineto names it
   EXPECT_EQ(memcpys[0]->v0, 1048576.0);
   EXPECT_EQ(memcpys[0]->dur_ns, 1000);
   EXPECT_TRUE(Contains(Args(t, *memcpys[0]), "\"src kind\": \"Pageable\", \"dst kind\": \"Device\""));

@@ -1,0 +1,31 @@
+"""python -m tierscope export INPUT OUT [--format parquet|sqlite]: the CLI's export from
+the Python package (Parquet needs pyarrow; sqlite is written by the same C++ code)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tierscope")
+    sub = ap.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("export", help="a trace or a job directory as Parquet tables (partitioned by rank)")
+    ex.add_argument("input")
+    ex.add_argument("out")
+    ex.add_argument("--format", default="parquet", choices=["parquet"])
+    a = ap.parse_args(argv)
+    try:
+        from .export import export_parquet
+        rows = export_parquet(a.input, a.out)
+    except ImportError as e:
+        print(f"tierscope: error: --format parquet needs pyarrow ({e})", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as e:
+        print(f"tierscope: error: {e}", file=sys.stderr)
+        return 2
+    print("export: " + a.out + ": " + ", ".join(f"{n} {r}" for n, r in rows.items() if r))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+// Writes a Trace as an Nsight Systems SQLite export (`nsys export --type sqlite`'s
+// schema, the tables and columns nsys users' SQL joins on), so queries written for nsys
+// run on PyTorch (Kineto) traces; read back by ImportNsysSqlite.
+//
+//   kKernel      -> CUPTI_ACTIVITY_KIND_KERNEL   deviceId = pid, streamId = tid, grid / block /
+//                                                registers / shared memory from the args
+//   kRuntime     -> CUPTI_ACTIVITY_KIND_RUNTIME  globalTid = pid << 24 | tid
+//   kMemcpy      -> CUPTI_ACTIVITY_KIND_MEMCPY   copyKind / srcKind / dstKind from the name
+//                                                ("Memcpy HtoD (Pageable -> Device)"), bytes
+//   kMemset      -> CUPTI_ACTIVITY_KIND_MEMSET   memKind from "Memset (Device)", bytes
+//                (both with one column nsys lacks, tierscopeName: the name as the trace
+//                has it, which the importer prefers; kinds like "Host" have no nsys enum)
+//   kSync        -> CUPTI_ACTIVITY_KIND_SYNCHRONIZATION
+//   kAnnotation  -> NVTX_EVENTS (push/pop ranges, eventType 59)
+// with StringIds, ENUM_NSYS_EVENT_TYPE, TARGET_INFO_GPU (when the trace names its
+// device), META_DATA_EXPORT (the trace's rank, world size, backend and runtime family, which
+// the importer reads back) and indexes on the columns those queries join on (correlationId; globalTid and
+// start; start). Operators (cpu_op), device-side annotations (gpu_user_annotation), CPU
+// task spans and allocations have no place in the schema and are left out (counted).
+#ifndef TIERSCOPE_TRACE_NSYS_EXPORT_H_
+#define TIERSCOPE_TRACE_NSYS_EXPORT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "tierscope/status.h"
+#include "trace/trace.h"
+
+namespace tierscope {
+
+struct NsysExportStats {
+  int64_t kernels = 0, runtime = 0, memcpys = 0, memsets = 0, syncs = 0, ranges = 0;
+  int64_t left_out = 0;  // events with no table in the schema
+};
+
+// Writes `out` whole or not at all: into `out`.tmp first, renamed over `out` when done.
+StatusOr<NsysExportStats> ExportNsysSqlite(const Trace& trace, const std::string& out);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_TRACE_NSYS_EXPORT_H_

@@ -1,0 +1,113 @@
+"""`tierscope export`: the nsys SQLite schema round-trips through tierscope (the nsys-style
+reports of the export equal the trace's), answers the SQL nsys users write (kernel time by
+name through StringIds), and a job directory becomes report_<rank>.sqlite files; the
+Parquet tables (python -m tierscope, pyarrow) are read by DuckDB with the kernel totals of
+cuda_gpu_kern_sum, rank by rank."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TRACES = REPO.parent / "shared" / "corpus" / "traces"
+FIELD = TRACES / "field"
+CASES = [TRACES / "df_index_resolver.json.gz", FIELD / "h100__gaunernst_bert-small-uncased__1016001.json.gz",
+         FIELD / "b200__eager_trace.json.gz", FIELD / "inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz",
+         FIELD / "mi210__gpu_only_trace__gpu_only_trace.json.gz"]
+PAIR = [FIELD / f"hta__trace_filter__sampled_rank-{r}.json.gz" for r in (0, 1)]
+ROUND_TRIP = ["cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum",
+              "cuda_kern_exec_sum", "temporal_breakdown", "kernel_breakdown"]
+
+
+def run(bin_path, *args, ok=True):
+    p = subprocess.run([str(bin_path), *map(str, args)], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "TIERSCOPE_PYTHON": sys.executable})
+    if ok:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def need(*paths):
+    for p in paths:
+        if not p.exists():
+            pytest.skip(f"corpus file missing: {p}")
+
+
+@pytest.mark.parametrize("trace", CASES, ids=lambda p: p.name[:30])
+def test_the_sqlite_export_round_trips_and_answers_nsys_sql(trace, tierscope_bin, tmp_path):
+    need(trace)
+    out = tmp_path / "t.sqlite"
+    run(tierscope_bin, "export", trace, out)
+    for report in ROUND_TRIP:
+        a = json.loads(run(tierscope_bin, "stats", trace, "--report", report, "--format", "json").stdout)["reports"][0]
+        b = json.loads(run(tierscope_bin, "stats", out, "--report", report, "--format", "json").stdout)["reports"][0]
+        if report == "nvtx_sum":  # device-side annotations have no nsys table
+            a["rows"] = [r for r in a["rows"] if r["Side"] == "host"]
+        assert a["columns"] == b["columns"] and len(a["rows"]) == len(b["rows"]), report
+        for x, y in zip(a["rows"], b["rows"]):  # sums may add in another order: last-digit floats
+            assert x.keys() == y.keys(), report
+            for k in x:
+                assert x[k] == (pytest.approx(y[k], rel=1e-12) if isinstance(y[k], float) else y[k]), (report, k)
+    # The query nsys users write: kernel time by name through StringIds.
+    db = sqlite3.connect(f"file:{out}?mode=ro", uri=True)
+    rows = db.execute("SELECT s.value, count(*), sum(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
+                      "JOIN StringIds AS s ON s.id = k.shortName GROUP BY s.value").fetchall()
+    kern = json.loads(run(tierscope_bin, "stats", trace, "--report", "cuda_gpu_kern_sum", "--format", "json").stdout)
+    want = {r["Name"]: (r["Instances"], r["Total Time (ns)"]) for r in kern["reports"][0]["rows"]}
+    assert {n: (c, t) for n, c, t in rows} == want
+    # The indexes the joins use are there.
+    indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"kernel_correlation", "runtime_correlation", "nvtx_thread"} <= indexes
+
+
+def test_a_job_exports_one_file_per_rank(tierscope_bin, tmp_path):
+    need(*PAIR)
+    job = tmp_path / "job"
+    job.mkdir()
+    for p in PAIR:
+        (job / p.name).symlink_to(p)
+    run(tierscope_bin, "export", job, tmp_path / "out")
+    assert sorted(os.listdir(tmp_path / "out")) == ["report_0.sqlite", "report_1.sqlite"]
+    a = json.loads(run(tierscope_bin, "analyze", job, "--format", "json").stdout)
+    b = json.loads(run(tierscope_bin, "analyze", tmp_path / "out", "--format", "json").stdout)
+    ra = {r["name"]: r for r in a["reports"]}
+    rb = {r["name"]: r for r in b["reports"]}
+    for name in ("temporal_breakdown", "kernel_type_breakdown", "comm_comp_overlap"):
+        assert ra[name]["rows"] == rb[name]["rows"], name
+
+
+def test_bad_input_is_one_line_and_writes_nothing(tierscope_bin, tmp_path):
+    out = tmp_path / "t.sqlite"
+    p = run(tierscope_bin, "export", tmp_path / "missing.json", out, ok=False)
+    assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1 and "missing.json" in p.stderr
+    assert not out.exists()
+    p = run(tierscope_bin, "export", tmp_path / "missing.json", out, "--format", "xml", ok=False)
+    assert p.returncode == 2 and "--format" in p.stderr
+
+
+def test_parquet_tables_are_read_by_duckdb_with_the_kernel_totals(tierscope_bin, tmp_path):
+    need(*PAIR)
+    duckdb = pytest.importorskip("duckdb")
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("tierscope")
+    job = tmp_path / "job"
+    job.mkdir()
+    for p in PAIR:
+        (job / p.name).symlink_to(p)
+    run(tierscope_bin, "export", job, tmp_path / "pq", "--format", "parquet")
+    con = duckdb.connect()
+    got = con.execute(f"SELECT rank, name, count(*), sum(dur) FROM read_parquet('{tmp_path}/pq/kernels/*/*.parquet', "
+                      "hive_partitioning = true) GROUP BY rank, name").fetchall()
+    for rank, trace in enumerate(PAIR):
+        kern = json.loads(run(tierscope_bin, "stats", trace, "--report", "cuda_gpu_kern_sum", "--format",
+                              "json").stdout)
+        want = {r["Name"]: (r["Instances"], r["Total Time (ns)"]) for r in kern["reports"][0]["rows"]}
+        assert {n: (c, int(t)) for r, n, c, t in got if int(r) == rank} == want, rank
