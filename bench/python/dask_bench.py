@@ -18,6 +18,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def peak_rss_mb() -> float:
+    """This process's peak resident MB (VmHWM; ru_maxrss carries a forking parent's)."""
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -52,7 +56,7 @@ def run_hta(job: Path):
         "ta = TraceAnalysis(trace_dir=sys.argv[1])\n"
         "ta.get_temporal_breakdown(visualize=False)\n"
         "s = time.perf_counter() - t0\n"
-        "own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+        "own = max(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')) / 1024\n"
         "kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
         "print(s, max(own, kids))\n")
     p = subprocess.run([sys.executable, "-c", code, str(job)], capture_output=True, text=True, check=True)

@@ -20,6 +20,8 @@
 #include "analysis/rank_summary.h"
 #include "analysis/reports.h"
 #include "analysis/table.h"
+#include "trace/args.h"
+#include "trace/nsys_export.h"
 #include "trace/trace.h"
 
 namespace nb = nanobind;
@@ -82,8 +84,15 @@ constexpr const char* kTables[] = {"kernels", "ops", "runtime", "memops", "annot
 struct Columns {
   std::vector<int64_t> index, ts, dur, correlation, external_id;
   std::vector<int32_t> name, pid, tid, kind;
-  std::vector<double> v0;
+  std::vector<double> v0, v1;
 };
+
+// A memory operation's bytes: the importer's value, else Kineto's "bytes" arg.
+double Bytes(const Trace& t, const Event& e) {
+  if (e.v0 > 0 || e.args < 0) return e.v0;
+  const std::string v(ArgValue(t.strings.Get(e.args), "bytes"));
+  return v.empty() ? 0 : std::strtod(v.c_str(), nullptr);
+}
 
 // Every event's fields, table by table; names as codes into one list of distinct names.
 nb::dict EventTables(const Trace& t) {
@@ -111,7 +120,8 @@ nb::dict EventTables(const Trace& t) {
     c.pid.push_back(e.pid);
     c.tid.push_back(e.tid);
     c.kind.push_back(static_cast<int32_t>(e.kind));
-    c.v0.push_back(e.v0);
+    c.v0.push_back(e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset ? Bytes(t, e) : e.v0);
+    c.v1.push_back(e.v1);
   }
   nb::dict out;
   for (size_t c = 0; c < cols.size(); ++c) {
@@ -126,6 +136,7 @@ nb::dict EventTables(const Trace& t) {
     d["external_id"] = Column(std::move(cols[c].external_id));
     d["kind"] = Column(std::move(cols[c].kind));
     d["value"] = Column(std::move(cols[c].v0));
+    d["value2"] = Column(std::move(cols[c].v1));
     out[kTables[c]] = d;
   }
   std::vector<std::string> kinds;
@@ -224,6 +235,30 @@ std::vector<int> Ranks(const std::vector<std::string>& files, const std::vector<
   return a->rank;
 }
 
+std::string ExportSqlite(PyTrace& p, const std::string& out) {
+  StatusOr<NsysExportStats> n = [&] {
+    nb::gil_scoped_release release;
+    return ExportNsysSqlite(p.trace(), out);
+  }();
+  if (!n.ok()) Raise(n.status());
+  return std::to_string(n->kernels) + " kernels, " + std::to_string(n->runtime) + " runtime calls, " +
+         std::to_string(n->ranges) + " NVTX ranges";
+}
+
+// `tierscope diff A/ B/` of two jobs.
+std::string DiffJobs(const std::vector<std::string>& a, const std::vector<std::string>& b, int threads) {
+  auto run = [&](const std::vector<std::string>& paths) {
+    StatusOr<JobAnalysis> job = [&] {
+      nb::gil_scoped_release release;
+      return AnalyzeJob(paths, AnalysisOptions{}, threads, nullptr);
+    }();
+    if (!job.ok()) Raise(job.status());
+    return std::move(*job);
+  };
+  const JobAnalysis base = run(a), next = run(b);
+  return RenderJobDiff(base, next, OutputFormat::kJson);
+}
+
 std::string Diff(PyTrace& a, PyTrace& b) {
   return DiffTraceReport(a.trace(), b.trace(), a.options(), OutputFormat::kJson);
 }
@@ -245,10 +280,12 @@ NB_MODULE(_tierscope, m) {
       .def("tables", [](const PyTrace& p) { return tierscope::EventTables(p.trace()); })
       .def("flows", &tierscope::Flows)
       .def("report", &tierscope::Report)
-      .def("analyze", &tierscope::AnalyzeOne);
+      .def("analyze", &tierscope::AnalyzeOne)
+      .def("export_sqlite", &tierscope::ExportSqlite);
   m.def("read_trace", &tierscope::ReadTrace, nb::arg("path"));
   m.def("analyze_files", &tierscope::AnalyzeFiles, nb::arg("paths"), nb::arg("threads") = 0);
   m.def("diff", &tierscope::Diff);
+  m.def("diff_jobs", &tierscope::DiffJobs, nb::arg("base"), nb::arg("new"), nb::arg("threads") = 0);
   m.def("rank_summary", &tierscope::RankSummary, nb::arg("path"));
   m.def("job_from_summaries", &tierscope::JobFromSummaries, nb::arg("files"), nb::arg("summaries"),
         nb::arg("workers"));

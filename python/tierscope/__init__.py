@@ -23,7 +23,7 @@ import pandas as pd
 
 from . import _tierscope
 
-__all__ = ["Trace", "read_trace", "report", "report_names", "analyze", "diff"]
+__all__ = ["Trace", "read_trace", "report", "report_names", "analyze", "diff", "findings"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -32,26 +32,36 @@ _DEVICE_TABLES = {"kernels", "memops", "syncs"}
 
 
 def _frame(cols: Dict[str, np.ndarray], names: pd.Index, kinds: List[str], table: str) -> pd.DataFrame:
+    # Each table's names are its own categories (groupby("name") lists this table's names).
+    name = pd.Categorical.from_codes(cols["name"], categories=names, validate=False).remove_unused_categories()
     data = {
         "index": cols["index"],
         "ts": cols["ts"],
         "dur": cols["dur"],
-        "name": pd.Categorical.from_codes(cols["name"], categories=names, validate=False),
+        "name": name,
         "pid": cols["pid"],
         "tid": cols["tid"],
         "correlation": cols["correlation"],
-        "external_id": cols["external_id"],
     }
-    if table in _DEVICE_TABLES:
-        # On the device side Kineto's pid is the device and tid the stream (HTA's names).
-        data["stream"] = cols["tid"]
-        data["device"] = cols["pid"]
-    if table in ("memops", "annotations", "other"):
-        data["kind"] = pd.Categorical.from_codes(cols["kind"], categories=kinds, validate=False)
-    if table == "kernels":
-        data["flops"] = cols["value"]  # tierscope's own traces: the cost model's FLOPs
     if table == "memory":
+        # An allocation (+bytes) or a free (-bytes): Kineto's [memory] instant events.
+        data["addr"] = cols["external_id"]
         data["bytes"] = cols["value"].astype(np.int64)
+        data["total_allocated"] = cols["value2"].astype(np.int64)
+    else:
+        data["external_id"] = cols["external_id"]
+    if table in _DEVICE_TABLES:
+        # On the device side Kineto's pid is the device and tid the stream (HTA's names);
+        # their own arrays, so that writing one column leaves the other alone.
+        data["stream"] = cols["tid"].copy()
+        data["device"] = cols["pid"].copy()
+    if table in ("memops", "annotations", "other"):
+        data["kind"] = pd.Categorical.from_codes(cols["kind"], categories=kinds,
+                                                 validate=False).remove_unused_categories()
+    if table == "memops":
+        data["bytes"] = cols["value"].astype(np.int64)
+    if table == "kernels" and np.any(cols["value"]):
+        data["flops"] = cols["value"]  # tierscope's own traces: the cost model's FLOPs
     return pd.DataFrame(data, copy=False)
 
 
@@ -108,6 +118,10 @@ class Trace:
             raise KeyError(f"no table {name!r} (tables: {', '.join(sorted(self._tables))})")
         return self._tables[name]
 
+    def export_sqlite(self, out: PathLike) -> str:
+        """Writes the trace as an nsys SQLite export (`tierscope export TRACE OUT.sqlite`)."""
+        return self._native.export_sqlite(os.fspath(out))
+
     kernels = property(lambda self: self.table("kernels"))
     ops = property(lambda self: self.table("ops"))
     runtime = property(lambda self: self.table("runtime"))
@@ -144,10 +158,23 @@ def report(trace: Union[Trace, PathLike], name: str) -> pd.DataFrame:
     return _table_frame(json.loads(t._native.report(name)))
 
 
+def _findings_frame(findings: list) -> pd.DataFrame:
+    cols = ["rule", "title", "explained_ns", "evidence", "threshold", "examples", "next_step"]
+    return pd.DataFrame([{c: f.get(c) for c in cols} for f in findings], columns=cols)
+
+
 def _result(doc: dict) -> dict:
     out = dict(doc)
     out["reports"] = {r["name"]: _table_frame(r) for r in doc.get("reports", [])}
+    if isinstance(doc.get("findings"), list) and all(isinstance(f, dict) for f in doc["findings"]):
+        out["findings_frame"] = _findings_frame(doc["findings"])
     return out
+
+
+def findings(paths: Union[Trace, PathLike, Iterable[PathLike]]) -> pd.DataFrame:
+    """The diagnosis of `analyze` as a DataFrame: one row per finding (rule, title, the time
+    it explains, evidence, threshold, example events, next step), ranked as the CLI ranks them."""
+    return analyze(paths)["findings_frame"]
 
 
 def analyze(paths: Union[Trace, PathLike, Iterable[PathLike]], threads: int = 0) -> dict:
@@ -165,7 +192,10 @@ def analyze(paths: Union[Trace, PathLike, Iterable[PathLike]], threads: int = 0)
 
 
 def diff(base: Union[Trace, PathLike], new: Union[Trace, PathLike]) -> dict:
-    """`tierscope diff BASE NEW` of two traces."""
+    """`tierscope diff BASE NEW`: of two traces, or of two jobs (directories)."""
+    if not isinstance(base, Trace) and not isinstance(new, Trace) and (
+            os.path.isdir(os.fspath(base)) or os.path.isdir(os.fspath(new))):
+        return _result(json.loads(_tierscope.diff_jobs([os.fspath(base)], [os.fspath(new)])))
     a = base if isinstance(base, Trace) else read_trace(base)
     b = new if isinstance(new, Trace) else read_trace(new)
     return _result(json.loads(_tierscope.diff(a._native, b._native)))

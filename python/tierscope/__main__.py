@@ -1,5 +1,6 @@
-"""python -m tierscope export INPUT OUT [--format parquet|sqlite]: the CLI's export from
-the Python package (Parquet needs pyarrow; sqlite is written by the same C++ code)."""
+"""python -m tierscope export INPUT OUT [--format parquet|sqlite] [--force]: the CLI's
+export from the Python package (Parquet needs pyarrow; sqlite, of one trace, is written by
+the same C++ code as `tierscope export`)."""
 from __future__ import annotations
 
 import argparse
@@ -12,11 +13,20 @@ def main(argv=None) -> int:
     ex = sub.add_parser("export", help="a trace or a job directory as Parquet tables (partitioned by rank)")
     ex.add_argument("input")
     ex.add_argument("out")
-    ex.add_argument("--format", default="parquet", choices=["parquet"])
+    ex.add_argument("--format", default="parquet", choices=["parquet", "sqlite"])
+    ex.add_argument("--force", action="store_true", help="replace an existing OUT's tables")
     a = ap.parse_args(argv)
     try:
+        if a.format == "sqlite":
+            import os
+            from . import read_trace
+            if os.path.exists(a.out) and not a.force:
+                print(f"tierscope: error: {a.out}: exists (pass --force to replace)", file=sys.stderr)
+                return 2
+            print("export: " + a.out + ": " + read_trace(a.input).export_sqlite(a.out))
+            return 0
         from .export import export_parquet
-        rows = export_parquet(a.input, a.out)
+        rows = export_parquet(a.input, a.out, force=a.force)
     except ImportError as e:
         print(f"tierscope: error: --format parquet needs pyarrow ({e})", file=sys.stderr)
         return 2

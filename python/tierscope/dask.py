@@ -36,7 +36,8 @@ def analyze_job(paths: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.Pa
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    files = list(_tierscope.job_files([os.fspath(p) for p in paths]))
+    # Absolute: a worker's working directory is its own.
+    files = [os.path.abspath(f) for f in _tierscope.job_files([os.fspath(p) for p in paths])]
     own = client is None
     cluster = None
     if own:

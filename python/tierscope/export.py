@@ -8,6 +8,7 @@ column as the partition."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Dict, Iterable, Union
 
@@ -17,28 +18,46 @@ TABLES = ("kernels", "ops", "runtime", "memops", "annotations", "syncs", "memory
 
 
 def export_parquet(paths: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]],
-                   out_dir: Union[str, "os.PathLike[str]"]) -> Dict[str, int]:
-    """Writes every table of every rank under `out_dir`; returns rows written per table."""
+                   out_dir: Union[str, "os.PathLike[str]"], force: bool = False) -> Dict[str, int]:
+    """Writes every table of every rank under `out_dir`, one rank in memory at a time;
+    returns rows written per table. An `out_dir` that is not empty is refused unless
+    `force`, which replaces the tables this export writes (and nothing else)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     files = list(_tierscope.job_files([os.fspath(p) for p in paths]))
-    traces = [read_trace(f) for f in files]
-    ranks = _tierscope.assign_ranks(files, [t.rank for t in traces])
     out = Path(out_dir)
-    rows: Dict[str, int] = {}
-    for trace, rank in zip(traces, ranks):
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if not out.is_dir():
+            raise ValueError(f"{out}: exists and is not a directory")
+        if not force:
+            raise ValueError(f"{out}: exists and is not empty (pass --force to replace its tables)")
         for name in TABLES:
-            df = trace.table(name).copy()
-            for c in df.columns:
-                if str(df[c].dtype) == "category":
-                    df[c] = df[c].astype(str)
-            df["rank"] = rank
-            part = out / name / f"rank={rank}"
-            part.mkdir(parents=True, exist_ok=True)
-            table = pa.Table.from_pandas(df.drop(columns=["rank"]), preserve_index=False)
-            pq.write_table(table, part / "part-0.parquet")
-            rows[name] = rows.get(name, 0) + len(df)
+            shutil.rmtree(out / name, ignore_errors=True)
+    staging = out / ".staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    rows: Dict[str, int] = {}
+    trace_ranks = []
+    try:
+        for i, f in enumerate(files):
+            trace = read_trace(f)
+            trace_ranks.append(trace.rank)
+            for name in TABLES:
+                df = trace.table(name)
+                table = pa.Table.from_pandas(df, preserve_index=False)
+                part = staging / name / str(i)
+                part.mkdir(parents=True, exist_ok=True)
+                pq.write_table(table, part / "part-0.parquet")
+                rows[name] = rows.get(name, 0) + len(df)
+            del trace
+        ranks = _tierscope.assign_ranks(files, trace_ranks)
+        for name in TABLES:
+            for i, rank in enumerate(ranks):
+                dest = out / name / f"rank={rank}"
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                (staging / name / str(i)).rename(dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return rows

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -20,7 +21,9 @@ json Totals(const KernelTotals& k) {
 }
 KernelTotals Totals(const json& j) {
   KernelTotals k;
-  k.type = static_cast<KernelType>(j.at(0).get<int>());
+  const int type = j.at(0).get<int>();
+  if (type < 0 || type >= kKernelTypes) throw std::out_of_range("kernel type " + std::to_string(type));
+  k.type = static_cast<KernelType>(type);
   k.count = j.at(1).get<int64_t>();
   k.total_ns = j.at(2).get<int64_t>();
   k.min_ns = j.at(3).get<int64_t>();
@@ -186,7 +189,7 @@ StatusOr<RankAnalysis> LoadRankSummary(std::string_view bytes) {
     }
     r.findings = Findings(j.at("findings"));
     return r;
-  } catch (const json::exception& e) {
+  } catch (const std::exception& e) {  // json's own errors, and values out of range
     return InvalidArgument(std::string("not a tierscope rank summary: ") + e.what());
   }
 }

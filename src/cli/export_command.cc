@@ -23,18 +23,39 @@ namespace {
 
 struct ExportFlags {
   std::string input, out, format = "sqlite";
+  bool force = false;
 };
+
+// An OUT that exists is kept unless --force (as nsys export --force-overwrite); never the input.
+Status CheckOut(const ExportFlags& f, bool directory) {
+  std::error_code ec;
+  if (std::filesystem::exists(f.out, ec) && std::filesystem::equivalent(f.input, f.out, ec)) {
+    return InvalidArgument(f.out + ": is the input; export somewhere else");
+  }
+  if (!std::filesystem::exists(f.out, ec)) return OkStatus();
+  if (directory != std::filesystem::is_directory(f.out, ec)) {
+    return InvalidArgument(f.out + (directory ? ": exists and is not a directory" : ": is a directory"));
+  }
+  const bool empty = !directory || std::filesystem::is_empty(f.out, ec);
+  if (!f.force && !(directory && empty)) {
+    return InvalidArgument(f.out + ": exists (pass --force to replace" + std::string(directory ? " its report_*.sqlite" : "") + ")");
+  }
+  return OkStatus();
+}
 
 std::string Counts(const NsysExportStats& n) {
   return std::to_string(n.kernels) + " kernels, " + std::to_string(n.runtime) + " runtime calls, " +
          std::to_string(n.memcpys) + " memcpys, " + std::to_string(n.memsets) + " memsets, " + std::to_string(n.syncs) +
          " syncs, " + std::to_string(n.ranges) + " NVTX ranges (" + std::to_string(n.left_out) +
-         " events with no nsys table left out)";
+         " events with no nsys table left out" +
+         (n.threads_renumbered > 0 ? "; " + std::to_string(n.threads_renumbered) +
+                                         " thread ids beyond 24 bits renumbered" : "") + ")";
 }
 
 int ExportSqlite(const ExportFlags& f) {
   std::error_code ec;
   if (!std::filesystem::is_directory(f.input, ec)) {
+    if (Status s = CheckOut(f, false); !s.ok()) return Fail(s);
     auto t = LoadTrace(f.input);
     if (!t.ok()) return Fail(t.status());
     auto n = ExportNsysSqlite(*t, f.out);
@@ -43,25 +64,42 @@ int ExportSqlite(const ExportFlags& f) {
     return 0;
   }
   // A job: OUT is a directory of report_<rank>.sqlite, as nsys -o report_%q{RANK} names them.
+  // One rank in memory at a time: each is written under a temporary name, renamed once
+  // every rank's number is known.
+  if (Status s = CheckOut(f, true); !s.ok()) return Fail(s);
   auto files = JobFiles({f.input});
   if (!files.ok()) return Fail(files.status());
   std::filesystem::create_directories(f.out, ec);
   if (ec) return Fail(FailedPrecondition(f.out + ": cannot create: " + ec.message()));
-  std::vector<Trace> traces;
+  for (const auto& entry : std::filesystem::directory_iterator(f.out, ec)) {  // --force: the old export
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("report_", 0) == 0 && name.ends_with(".sqlite")) std::filesystem::remove(entry.path(), ec);
+  }
   std::vector<int> trace_ranks;
-  for (const std::string& file : *files) {
-    auto t = LoadTrace(file);
+  std::vector<std::string> staged, summary;
+  struct Unstage {  // a failure leaves no half-written export behind
+    std::vector<std::string>* files;
+    ~Unstage() {
+      std::error_code e;
+      for (const std::string& s : *files) std::filesystem::remove(s, e);
+    }
+  } unstage{&staged};
+  for (size_t i = 0; i < files->size(); ++i) {
+    auto t = LoadTrace((*files)[i]);
     if (!t.ok()) return Fail(t.status());
     trace_ranks.push_back(t->rank);
-    traces.push_back(std::move(*t));
+    staged.push_back((std::filesystem::path(f.out) / (".staged-" + std::to_string(i) + ".sqlite")).string());
+    auto n = ExportNsysSqlite(*t, staged.back());
+    if (!n.ok()) return Fail(n.status());
+    summary.push_back(Counts(*n));
   }
   auto a = AssignRanks(*files, trace_ranks);
   if (!a.ok()) return Fail(a.status());
-  for (size_t i = 0; i < traces.size(); ++i) {
+  for (size_t i = 0; i < staged.size(); ++i) {
     const std::string out = (std::filesystem::path(f.out) / ("report_" + std::to_string(a->rank[i]) + ".sqlite")).string();
-    auto n = ExportNsysSqlite(traces[i], out);
-    if (!n.ok()) return Fail(n.status());
-    std::cout << "export: rank " << a->rank[i] << " (" << (*files)[i] << ") -> " << out << ": " << Counts(*n) << "\n";
+    std::filesystem::rename(staged[i], out, ec);
+    if (ec) return Fail(FailedPrecondition(out + ": cannot write: " + ec.message()));
+    std::cout << "export: rank " << a->rank[i] << " (" << (*files)[i] << ") -> " << out << ": " << summary[i] << "\n";
   }
   return 0;
 }
@@ -71,6 +109,7 @@ int ExportParquet(const ExportFlags& f) {
   const char* py = std::getenv("TIERSCOPE_PYTHON");
   const std::string python = py != nullptr && *py != '\0' ? py : "python3";
   std::vector<std::string> args = {python, "-m", "tierscope", "export", f.input, f.out, "--format", "parquet"};
+  if (f.force) args.push_back("--force");
   std::vector<char*> argv;
   for (std::string& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -94,6 +133,7 @@ void RegisterExport(CLI::App& app, std::vector<Command>* out) {
   c->add_option("out", f->out, "sqlite: OUT.sqlite (a job: a directory of report_<rank>.sqlite); parquet: a directory")
       ->required();
   c->add_option("--format", f->format, "sqlite | parquet")->capture_default_str();
+  c->add_flag("--force", f->force, "replace an existing OUT (a job's: its report_*.sqlite or Parquet tables)");
   out->push_back({c, [f] {
                     if (f->format == "sqlite") return ExportSqlite(*f);
                     if (f->format == "parquet") return ExportParquet(*f);

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -53,6 +55,19 @@ CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER
   endGlobalTid INTEGER, textId INTEGER, domainId INTEGER);
 INSERT INTO ENUM_NSYS_EVENT_TYPE VALUES (59, 'NvtxPushPopRange', 'NVTX push/pop range'),
   (60, 'NvtxStartEndRange', 'NVTX start/end range');
+CREATE TABLE ENUM_CUDA_MEMCPY_OPER (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);
+INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES (0, 'CUDA_MEMCPY_OPER_UNKNOWN', 'Unknown'),
+  (1, 'CUDA_MEMCPY_OPER_HTOD', 'Host-to-Device'), (2, 'CUDA_MEMCPY_OPER_DTOH', 'Device-to-Host'),
+  (3, 'CUDA_MEMCPY_OPER_HTOA', 'Host-to-Array'), (4, 'CUDA_MEMCPY_OPER_ATOH', 'Array-to-Host'),
+  (5, 'CUDA_MEMCPY_OPER_ATOA', 'Array-to-Array'), (6, 'CUDA_MEMCPY_OPER_ATOD', 'Array-to-Device'),
+  (7, 'CUDA_MEMCPY_OPER_DTOA', 'Device-to-Array'), (8, 'CUDA_MEMCPY_OPER_DTOD', 'Device-to-Device'),
+  (9, 'CUDA_MEMCPY_OPER_HTOH', 'Host-to-Host'), (10, 'CUDA_MEMCPY_OPER_PTOP', 'Peer-to-Peer');
+CREATE TABLE ENUM_CUDA_MEM_KIND (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);
+INSERT INTO ENUM_CUDA_MEM_KIND VALUES (0, 'CUDA_MEMOPR_MEMORY_KIND_PAGEABLE', 'Pageable'),
+  (1, 'CUDA_MEMOPR_MEMORY_KIND_PINNED', 'Pinned'), (2, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE', 'Device'),
+  (3, 'CUDA_MEMOPR_MEMORY_KIND_ARRAY', 'Array'), (4, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED', 'Managed'),
+  (5, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC', 'Device Static'),
+  (6, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC', 'Managed Static'), (7, 'CUDA_MEMOPR_MEMORY_KIND_UNKNOWN', 'Unknown');
 )sql";
 
 constexpr char kIndexes[] = R"sql(
@@ -69,9 +84,12 @@ int64_t GlobalId(int32_t pid, int32_t tid) {
   return (static_cast<int64_t>(pid & 0xFFFFFF) << 24) | static_cast<int64_t>(tid & 0xFFFFFF);
 }
 
+// The launch size from the args ("[30,4,1]"); 0 x 0 x 0 when the trace does not record it
+// (the columns are NOT NULL; 1 x 1 x 1 would claim a one-block launch).
 std::array<int64_t, 3> Dims(std::string_view args, std::string_view key) {
+  const std::string v = CompactJson(ArgValue(args, key));
+  if (v.empty()) return {0, 0, 0};
   std::array<int64_t, 3> d = {1, 1, 1};
-  const std::string v = CompactJson(ArgValue(args, key));  // "[30,4,1]"
   size_t i = 0;
   for (int k = 0; k < 3 && i < v.size(); ++k) {
     while (i < v.size() && (v[i] < '0' || v[i] > '9')) ++i;
@@ -88,6 +106,32 @@ int64_t ArgNumber(std::string_view args, std::string_view key, int64_t otherwise
   char* end = nullptr;
   const double x = std::strtod(v.c_str(), &end);
   return end == v.c_str() ? otherwise : static_cast<int64_t>(x);
+}
+
+// nsys's shortName: the function's own name, without return type, scope, template
+// arguments or parameters ("void at::native::foo<4, bar>(int)" -> "foo").
+std::string_view ShortName(std::string_view name) {
+  if (name.substr(0, 5) == "void ") name.remove_prefix(5);
+  int depth = 0;
+  size_t end = name.size();
+  constexpr std::string_view kAnonymous = "(anonymous namespace)";
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name.substr(i, kAnonymous.size()) == kAnonymous) {  // a scope, not the parameter list
+      i += kAnonymous.size() - 1;
+      continue;
+    }
+    const char c = name[i];
+    if ((c == '<' || c == '(') && depth == 0) {
+      end = i;
+      break;
+    }
+    if (c == '<' || c == '(') ++depth;
+    if (c == '>' || c == ')') --depth;
+  }
+  std::string_view head = name.substr(0, end);
+  const size_t scope = head.rfind("::");
+  if (scope != std::string_view::npos) head.remove_prefix(scope + 2);
+  return head.empty() ? name : head;
 }
 
 int64_t CopyKind(std::string_view name) {
@@ -218,6 +262,9 @@ class Writer {
     const int64_t null = INT64_MIN;
     NsysExportStats n;
     for (const Event& e : t_.events) {
+      if (e.tid >= 0 && e.tid < (1 << 24)) small_tids_.insert({e.pid, e.tid});
+    }
+    for (const Event& e : t_.events) {
       const std::string_view name = e.name >= 0 ? t_.strings.Get(e.name) : std::string_view();
       const std::string_view args = e.args >= 0 ? t_.strings.Get(e.args) : std::string_view();
       const int64_t end = e.ts_ns + e.dur_ns;
@@ -225,9 +272,10 @@ class Writer {
       switch (e.kind) {
         case EventKind::kKernel: {
           const auto grid = Dims(args, "grid"), block = Dims(args, "block");
-          const int64_t id = StringId(name);
+          const int64_t id = StringId(name), short_id = StringId(ShortName(name));
           const int64_t smem = ArgNumber(args, "shared memory", 0);
-          TS_RETURN_IF_ERROR(Row(kernel, {e.ts_ns, end, e.pid, 0, null, e.tid, corr, pid_of(e), id, id, null, null, null,
+          devices_.insert(e.pid);
+          TS_RETURN_IF_ERROR(Row(kernel, {e.ts_ns, end, e.pid, 0, null, e.tid, corr, pid_of(e), id, short_id, null, null, null,
                                           ArgNumber(args, "registers per thread", 0), grid[0], grid[1], grid[2], block[0],
                                           block[1], block[2], ArgNumber(args, "static shared memory", smem),
                                           ArgNumber(args, "dynamic shared memory", 0), 0, 0, 0}));
@@ -235,7 +283,7 @@ class Writer {
           break;
         }
         case EventKind::kRuntime:
-          TS_RETURN_IF_ERROR(Row(runtime, {e.ts_ns, end, 0, GlobalId(e.pid, e.tid), corr, StringId(name), 0, null}));
+          TS_RETURN_IF_ERROR(Row(runtime, {e.ts_ns, end, 0, Thread(e.pid, e.tid, &n), corr, StringId(name), 0, null}));
           ++n.runtime;
           break;
         case EventKind::kMemcpy: {
@@ -265,7 +313,7 @@ class Writer {
           sqlite3_bind_int64(nvtx.s, 1, e.ts_ns);
           sqlite3_bind_int64(nvtx.s, 2, end);
           sqlite3_bind_text(nvtx.s, 3, name.data(), static_cast<int>(name.size()), SQLITE_STATIC);
-          sqlite3_bind_int64(nvtx.s, 4, GlobalId(e.pid, e.tid));
+          sqlite3_bind_int64(nvtx.s, 4, Thread(e.pid, e.tid, &n));
           if (sqlite3_step(nvtx.s) != SQLITE_DONE) return DataLoss(std::string("writing NVTX_EVENTS: ") + sqlite3_errmsg(db_.db));
           sqlite3_reset(nvtx.s);
           ++n.ranges;
@@ -291,14 +339,19 @@ class Writer {
         sqlite3_reset(meta.s);
       }
     }
-    if (!t_.device_name.empty()) {
+    if (!t_.device_name.empty()) {  // one row per device the kernels ran on (the trace names one)
       Stmt gpu;
       TS_RETURN_IF_ERROR(Prepare(gpu, "INSERT INTO TARGET_INFO_GPU (vmId, id, name, totalMemory, smCount) "
-                                      "VALUES (0, 0, ?1, ?2, ?3)"));
-      sqlite3_bind_text(gpu.s, 1, t_.device_name.data(), static_cast<int>(t_.device_name.size()), SQLITE_STATIC);
-      sqlite3_bind_int64(gpu.s, 2, t_.device_memory);
-      sqlite3_bind_int64(gpu.s, 3, t_.device_units);
-      if (sqlite3_step(gpu.s) != SQLITE_DONE) return DataLoss(std::string("writing TARGET_INFO_GPU: ") + sqlite3_errmsg(db_.db));
+                                      "VALUES (0, ?1, ?2, ?3, ?4)"));
+      if (devices_.empty()) devices_.insert(0);
+      for (int32_t d : devices_) {
+        sqlite3_bind_int64(gpu.s, 1, d);
+        sqlite3_bind_text(gpu.s, 2, t_.device_name.data(), static_cast<int>(t_.device_name.size()), SQLITE_STATIC);
+        sqlite3_bind_int64(gpu.s, 3, t_.device_memory);
+        sqlite3_bind_int64(gpu.s, 4, t_.device_units);
+        if (sqlite3_step(gpu.s) != SQLITE_DONE) return DataLoss(std::string("writing TARGET_INFO_GPU: ") + sqlite3_errmsg(db_.db));
+        sqlite3_reset(gpu.s);
+      }
     }
     return n;
   }
@@ -309,9 +362,26 @@ class Writer {
     return v;
   }
 
+  // A host thread's id in globalTid's 24 bits: its own when it fits, else a free one (Kineto
+  // writes pthread ids, often negative or above 2^24); distinct threads stay distinct.
+  int64_t Thread(int32_t pid, int32_t tid, NsysExportStats* n) {
+    if (tid >= 0 && tid < (1 << 24)) return GlobalId(pid, tid);
+    auto [it, fresh] = remapped_.try_emplace({pid, tid}, 0);
+    if (fresh) {
+      while (small_tids_.count({pid, next_tid_}) != 0) --next_tid_;
+      it->second = next_tid_--;
+      ++n->threads_renumbered;
+    }
+    return GlobalId(pid, it->second);
+  }
+
   const Trace& t_;
   Db& db_;
   std::unordered_map<std::string, int64_t> ids_;
+  std::set<int32_t> devices_;
+  std::map<std::pair<int32_t, int32_t>, int32_t> remapped_;
+  std::set<std::pair<int32_t, int32_t>> small_tids_;
+  int32_t next_tid_ = (1 << 24) - 1;
 };
 
 }  // namespace
@@ -341,8 +411,9 @@ StatusOr<NsysExportStats> ExportNsysSqlite(const Trace& trace, const std::string
   db.db = nullptr;
   std::filesystem::rename(tmp, out, ec);
   if (ec) {
+    const std::string why = ec.message();
     std::filesystem::remove(tmp, ec);
-    return FailedPrecondition(out + ": cannot write: " + ec.message());
+    return FailedPrecondition(out + ": cannot write: " + why);
   }
   return n;
 }

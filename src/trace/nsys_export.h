@@ -4,7 +4,9 @@
 //
 //   kKernel      -> CUPTI_ACTIVITY_KIND_KERNEL   deviceId = pid, streamId = tid, grid / block /
 //                                                registers / shared memory from the args
-//   kRuntime     -> CUPTI_ACTIVITY_KIND_RUNTIME  globalTid = pid << 24 | tid
+//   kRuntime     -> CUPTI_ACTIVITY_KIND_RUNTIME  globalTid = pid << 24 | tid (a tid beyond 24
+//                                                bits, as Kineto's pthread ids often are, is
+//                                                given a free one: threads stay distinct)
 //   kMemcpy      -> CUPTI_ACTIVITY_KIND_MEMCPY   copyKind / srcKind / dstKind from the name
 //                                                ("Memcpy HtoD (Pageable -> Device)"), bytes
 //   kMemset      -> CUPTI_ACTIVITY_KIND_MEMSET   memKind from "Memset (Device)", bytes
@@ -12,8 +14,9 @@
 //                has it, which the importer prefers; kinds like "Host" have no nsys enum)
 //   kSync        -> CUPTI_ACTIVITY_KIND_SYNCHRONIZATION
 //   kAnnotation  -> NVTX_EVENTS (push/pop ranges, eventType 59)
-// with StringIds, ENUM_NSYS_EVENT_TYPE, TARGET_INFO_GPU (when the trace names its
-// device), META_DATA_EXPORT (the trace's rank, world size, backend and runtime family, which
+// with StringIds (shortName: the bare function name, demangledName: the whole one),
+// ENUM_NSYS_EVENT_TYPE, ENUM_CUDA_MEMCPY_OPER, ENUM_CUDA_MEM_KIND, TARGET_INFO_GPU (one row
+// per device, when the trace names it), META_DATA_EXPORT (the trace's rank, world size, backend and runtime family, which
 // the importer reads back) and indexes on the columns those queries join on (correlationId; globalTid and
 // start; start). Operators (cpu_op), device-side annotations (gpu_user_annotation), CPU
 // task spans and allocations have no place in the schema and are left out (counted).
@@ -31,6 +34,7 @@ namespace tierscope {
 struct NsysExportStats {
   int64_t kernels = 0, runtime = 0, memcpys = 0, memsets = 0, syncs = 0, ranges = 0;
   int64_t left_out = 0;  // events with no table in the schema
+  int64_t threads_renumbered = 0;  // host thread ids beyond globalTid's 24 bits, given free ones
 };
 
 // Writes `out` whole or not at all: into `out`.tmp first, renamed over `out` when done.

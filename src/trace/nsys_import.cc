@@ -448,7 +448,10 @@ class Importer {
                std::to_string(r.OptionalOr(first + 1, 0)) + ", " +
                std::to_string(r.OptionalOr(first + 2, 0)) + "]";
       };
-      args += ", \"grid\": " + dims(10) + ", \"block\": " + dims(13);
+      // 0 x 0 x 0: the launch size is not known (a tierscope export of a trace without it).
+      if (r.OptionalOr(10, 0) != 0 || r.OptionalOr(13, 0) != 0) {
+        args += ", \"grid\": " + dims(10) + ", \"block\": " + dims(13);
+      }
       if (auto regs = r.Optional(16)) args += ", \"registers per thread\": " + std::to_string(*regs);
       const std::optional<int64_t> smem_static = r.Optional(17), smem_dynamic = r.Optional(18);
       if (smem_static || smem_dynamic) {

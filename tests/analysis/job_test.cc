@@ -7,6 +7,7 @@
 #include "trace/json_input.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -195,6 +196,17 @@ TEST(Job, RankSummariesSavedAndLoadedGiveTheSameJob) {
   ASSERT_TRUE(rebuilt.ok()) << rebuilt.status().ToString();
   EXPECT_EQ(RenderJob(*rebuilt, OutputFormat::kJson), RenderJob(*direct, OutputFormat::kJson));
   EXPECT_FALSE(LoadRankSummary("not msgpack").ok());
+  {  // a summary whose kernel type is out of range is refused, never indexed
+    auto t = LoadTrace(files[0]);
+    ASSERT_TRUE(t.ok());
+    nlohmann::json j = nlohmann::json::from_msgpack(SaveRankSummary(AnalyzeRank(*t, {})));
+    ASSERT_FALSE(j["gpu"]["kernels"].empty());
+    j["gpu"]["kernels"][0][1][0] = 255;
+    const std::vector<uint8_t> bad = nlohmann::json::to_msgpack(j);
+    auto r = LoadRankSummary(std::string(bad.begin(), bad.end()));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("kernel type 255"), std::string::npos) << r.status().ToString();
+  }
   EXPECT_FALSE(JobFromRanks({}, {}, {}).ok());
 }
 

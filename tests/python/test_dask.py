@@ -77,6 +77,15 @@ def test_a_four_rank_job_equals_the_cli(client, tierscope_bin, tmp_path):
     assert any(f["rule"] == "straggler" and "rank 2" in f["title"] for f in job["findings"])
 
 
+def test_relative_paths_reach_workers_whose_directory_differs(client, tierscope_bin, tmp_path, monkeypatch):
+    job = tmp_path / "job"
+    job.mkdir()
+    for p in PAIR:
+        (job / p.name).symlink_to(p)
+    monkeypatch.chdir(tmp_path)  # the workers started elsewhere
+    same_job(analyze_job("job", client=client), cli(tierscope_bin, job))
+
+
 def test_a_bad_rank_raises_naming_its_file(client, tmp_path):
     shutil.copy(PAIR[0], tmp_path / "rank-0.json.gz")
     (tmp_path / "rank-1.json").write_text('{"traceEvents": [{"ph": "X",')

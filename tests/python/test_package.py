@@ -62,6 +62,11 @@ def test_tables_hold_every_event_of_the_trace():
     assert (k["stream"] == k["tid"]).all()
     ops = [e for e in events if e.get("cat") == "cpu_op"]
     assert len(t.ops) == len(ops)
+    # Each table's names are its own; memory operations carry their bytes.
+    assert set(k["name"].cat.categories) == {e["name"] for e in kernels}
+    copies = [e for e in events if e.get("cat") in ("gpu_memcpy", "gpu_memset")]
+    assert int(t.memops["bytes"].sum()) == sum(int(e["args"]["bytes"]) for e in copies)
+    assert "flops" not in k.columns  # a PyTorch trace has no cost-model FLOPs
     # Every event is in exactly one table, by its position in the trace.
     tables = ["kernels", "ops", "runtime", "memops", "annotations", "syncs", "memory", "other"]
     indexes = sorted(i for name in tables for i in t.table(name)["index"])
@@ -97,6 +102,9 @@ def test_analyze_one_trace_a_job_and_a_diff_equal_the_cli(tierscope_bin):
     one = tierscope.analyze(DDP)
     cli = cli_json(tierscope_bin, "analyze", DDP)
     assert [f["rule"] for f in one["findings"]] == [f["rule"] for f in cli["findings"]]
+    frame = tierscope.findings(DDP)
+    assert list(frame["rule"]) == [f["rule"] for f in cli["findings"]]
+    assert list(frame["explained_ns"]) == [f["explained_ns"] for f in cli["findings"]]
     same_rows(one["reports"]["cuda_gpu_kern_sum"], next(r for r in cli["reports"] if r["name"] == "cuda_gpu_kern_sum"))
 
     job = tierscope.analyze(PAIR)
@@ -108,6 +116,29 @@ def test_analyze_one_trace_a_job_and_a_diff_equal_the_cli(tierscope_bin):
     d = tierscope.diff(PAIR[0], PAIR[1])
     cli = cli_json(tierscope_bin, "diff", *PAIR)
     assert set(d["reports"]) == {r["name"] for r in cli.get("reports", [])}
+
+
+def test_a_diff_of_two_jobs_is_the_clis(tierscope_bin, tmp_path):
+    need(*PAIR)
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        for p in PAIR:
+            (tmp_path / name / p.name).symlink_to(p)
+    d = tierscope.diff(tmp_path / "a", tmp_path / "b")
+    cli = cli_json(tierscope_bin, "diff", tmp_path / "a", tmp_path / "b")
+    assert set(d["reports"]) == {r["name"] for r in cli["reports"]}
+    same_rows(d["reports"]["job_diff_ranks"], next(r for r in cli["reports"] if r["name"] == "job_diff_ranks"))
+
+
+def test_allocations_are_addresses_and_sizes():
+    trace = CORPUS / "traces" / "field" / "b200__eager_trace.json.gz"
+    need(trace)
+    with gzip.open(trace, "rt") as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("name") == "[memory]"]
+    m = tierscope.read_trace(trace).memory
+    assert len(m) == len(events)
+    assert sorted(m["addr"]) == sorted(int(e["args"]["Addr"]) for e in events)
+    assert sorted(m["bytes"]) == sorted(int(e["args"]["Bytes"]) for e in events)
 
 
 def test_an_nsys_export_reads_as_a_trace():

@@ -59,13 +59,53 @@ def test_the_sqlite_export_round_trips_and_answers_nsys_sql(trace, tierscope_bin
     # The query nsys users write: kernel time by name through StringIds.
     db = sqlite3.connect(f"file:{out}?mode=ro", uri=True)
     rows = db.execute("SELECT s.value, count(*), sum(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
-                      "JOIN StringIds AS s ON s.id = k.shortName GROUP BY s.value").fetchall()
+                      "JOIN StringIds AS s ON s.id = k.demangledName GROUP BY s.value").fetchall()
     kern = json.loads(run(tierscope_bin, "stats", trace, "--report", "cuda_gpu_kern_sum", "--format", "json").stdout)
     want = {r["Name"]: (r["Instances"], r["Total Time (ns)"]) for r in kern["reports"][0]["rows"]}
     assert {n: (c, t) for n, c, t in rows} == want
     # The indexes the joins use are there.
     indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {"kernel_correlation", "runtime_correlation", "nvtx_thread"} <= indexes
+    # shortName is the bare function name, as nsys writes it.
+    for short, full in db.execute("SELECT a.value, b.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds a "
+                                  "ON a.id = k.shortName JOIN StringIds b ON b.id = k.demangledName LIMIT 50"):
+        assert "(" not in short and "<" not in short and short in full, (short, full)
+    # Every kernel's device has its TARGET_INFO_GPU row when the trace names its device.
+    if db.execute("SELECT count(*) FROM TARGET_INFO_GPU").fetchone()[0]:
+        (n,), = db.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN TARGET_INFO_GPU g "
+                           "ON g.id = k.deviceId WHERE g.id IS NULL")
+        assert n == 0
+    # The findings survive: launch sizes the trace does not record are not invented.
+    a = json.loads(run(tierscope_bin, "analyze", trace, "--format", "json").stdout)
+    b = json.loads(run(tierscope_bin, "analyze", out, "--format", "json").stdout)
+    assert [f["rule"] for f in a["findings"]] == [f["rule"] for f in b["findings"]]
+
+
+def test_thread_ids_beyond_24_bits_stay_distinct(tierscope_bin, tmp_path):
+    trace = TRACES / "control.json.gz"
+    need(trace)
+    out = tmp_path / "c.sqlite"
+    assert "thread ids beyond 24 bits renumbered" in run(tierscope_bin, "export", trace, out).stdout
+    import gzip
+    with gzip.open(trace, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    threads = {(e["pid"], e["tid"]) for e in events if e.get("cat") == "cuda_runtime"}
+    db = sqlite3.connect(f"file:{out}?mode=ro", uri=True)
+    (n,), = db.execute("SELECT count(DISTINCT globalTid) FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+    assert n == len(threads)
+
+
+def test_an_existing_out_is_kept_unless_forced(tierscope_bin, tmp_path):
+    trace = TRACES / "df_index_resolver.json.gz"
+    need(trace)
+    out = tmp_path / "t.sqlite"
+    out.write_text("keep me")
+    p = run(tierscope_bin, "export", trace, out, ok=False)
+    assert p.returncode == 2 and "--force" in p.stderr and out.read_text() == "keep me"
+    run(tierscope_bin, "export", trace, out, "--force")
+    assert out.stat().st_size > 1000
+    p = run(tierscope_bin, "export", out, out, "--force", ok=False)
+    assert p.returncode == 2 and "is the input" in p.stderr
 
 
 def test_a_job_exports_one_file_per_rank(tierscope_bin, tmp_path):
@@ -103,6 +143,11 @@ def test_parquet_tables_are_read_by_duckdb_with_the_kernel_totals(tierscope_bin,
     for p in PAIR:
         (job / p.name).symlink_to(p)
     run(tierscope_bin, "export", job, tmp_path / "pq", "--format", "parquet")
+    # A second export into the same place is refused, then replaces the tables with --force.
+    p = run(tierscope_bin, "export", PAIR[0], tmp_path / "pq", "--format", "parquet", ok=False)
+    assert p.returncode == 2 and "--force" in p.stderr
+    run(tierscope_bin, "export", job, tmp_path / "pq", "--format", "parquet", "--force")
+    assert sorted(os.listdir(tmp_path / "pq" / "kernels")) == ["rank=0", "rank=1"]
     con = duckdb.connect()
     got = con.execute(f"SELECT rank, name, count(*), sum(dur) FROM read_parquet('{tmp_path}/pq/kernels/*/*.parquet', "
                       "hive_partitioning = true) GROUP BY rank, name").fetchall()
