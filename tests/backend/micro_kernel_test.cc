@@ -65,6 +65,52 @@ TEST(MicroKernels, EveryVariantMatchesADoubleReference) {
   }
 }
 
+TEST(MicroKernels, PairKernelsMatchTwoSinglePanelsAndADoubleReference) {
+  SplitMix64 rng(7);
+  int with_pairs = 0;
+  for (const MicroKernelVariant& v : AvailableMicroKernels()) {
+    if (!v.kernels.has_pairs()) continue;
+    ++with_pairs;
+    for (int64_t kc : {1, 7, 64, 129}) {
+      const int64_t lda = kc + 1, ldc = 2 * kNR + 3;
+      for (int mr = 1; mr <= kMR; ++mr) {
+        for (bool accumulate : {true, false}) {
+          std::vector<float> a(static_cast<size_t>(mr * lda)), b0(static_cast<size_t>(kc * kNR)),
+              b1(static_cast<size_t>(kc * kNR)), c(static_cast<size_t>(mr * ldc));
+          for (auto* v2 : {&a, &b0, &b1, &c}) {
+            for (float& x : *v2) x = Uniform(rng);
+          }
+          std::vector<double> want(c.size());
+          for (int r = 0; r < mr; ++r) {
+            for (int j = 0; j < ldc; ++j) {
+              double acc = accumulate || j >= 2 * kNR ? c[r * ldc + j] : 0.0;
+              if (j < 2 * kNR) {
+                const std::vector<float>& b = j < kNR ? b0 : b1;
+                for (int64_t k = 0; k < kc; ++k) acc += double{a[r * lda + k]} * b[k * kNR + j % kNR];
+              }
+              want[r * ldc + j] = acc;
+            }
+          }
+          const MicroKernelPairFn fn = accumulate ? v.kernels.pair_by_rows[mr] : v.kernels.pair_overwrite[mr];
+          ASSERT_NE(fn, nullptr);
+          fn(kc, a.data(), lda, b0.data(), b1.data(), c.data(), ldc);
+          for (int r = 0; r < mr; ++r) {
+            for (int j = 0; j < ldc; ++j) {
+              ASSERT_NEAR(c[r * ldc + j], want[r * ldc + j], 1e-6 * (kc + 1))
+                  << v.isa << " pair kc " << kc << " rows " << mr << " at [" << r << "][" << j << "]";
+            }
+          }
+        }
+      }
+    }
+  }
+  RecordProperty("variants_with_pairs", with_pairs);
+  // Where the CPU has AVX-512, its pair kernels ran here.
+  for (const MicroKernelVariant& v : AvailableMicroKernels()) {
+    if (std::string(v.isa) == "avx512f") EXPECT_TRUE(v.kernels.has_pairs());
+  }
+}
+
 TEST(MicroKernels, TheRunTimeChoiceIsTheFastestVariant) {
   const MicroKernels& chosen = GetMicroKernels();
   EXPECT_EQ(chosen.by_rows[kMR], AvailableMicroKernels().front().kernels.by_rows[kMR]);

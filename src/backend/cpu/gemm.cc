@@ -99,8 +99,19 @@ void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
         b[pp] = dst;
       }
     }
-    // Panel-major: one B panel (kc x 16) stays in L1 while the rows stream past it.
-    for (int64_t pp = 0; pp < panels; ++pp) {
+    // Panel-major: one B panel (kc x 16), or two where the ISA has pair kernels, stays in
+    // L1 while the rows stream past it.
+    int64_t pp = 0;
+    if (mk.has_pairs()) {
+      for (; pp + 1 < panels; pp += 2) {
+        for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
+          const int64_t mr = std::min<int64_t>(kMR, rows - r0);
+          (k0 == 0 ? mk.pair_overwrite : mk.pair_by_rows)[mr](kc, a + r0 * lda, lda, b[pp], b[pp + 1],
+                                                             ctile + r0 * kNB + pp * kNR, kNB);
+        }
+      }
+    }
+    for (; pp < panels; ++pp) {
       for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
         const int64_t mr = std::min<int64_t>(kMR, rows - r0);
         const float* ar = a + r0 * lda;

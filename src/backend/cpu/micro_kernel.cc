@@ -54,6 +54,32 @@ __attribute__((target("avx512f"))) void MicroKernelAvx512(int64_t kc, const floa
 }
 
 template <int MR, bool kAcc>
+__attribute__((target("avx512f"))) void MicroKernelAvx512Pair(int64_t kc, const float* a, int64_t lda,
+                                                             const float* b0, const float* b1, float* c,
+                                                             int64_t ldc) {
+  __m512 x[MR], y[MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    x[r] = kAcc ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+    y[r] = kAcc ? _mm512_loadu_ps(c + r * ldc + kNR) : _mm512_setzero_ps();
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 v0 = _mm512_loadu_ps(b0 + k * kNR), v1 = _mm512_loadu_ps(b1 + k * kNR);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * lda + k]);
+      x[r] = _mm512_fmadd_ps(av, v0, x[r]);
+      y[r] = _mm512_fmadd_ps(av, v1, y[r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    _mm512_storeu_ps(c + r * ldc, x[r]);
+    _mm512_storeu_ps(c + r * ldc + kNR, y[r]);
+  }
+}
+
+template <int MR, bool kAcc>
 void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
                        int64_t ldc) {
   for (int r = 0; r < MR; ++r) {
@@ -75,7 +101,8 @@ void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const float* b, 
 std::vector<MicroKernelVariant> AvailableMicroKernels() {
   std::vector<MicroKernelVariant> v;
   if (CpuRunsIsa("avx512f")) {
-    v.push_back({"avx512f", {TS_KERNELS(MicroKernelAvx512, true), TS_KERNELS(MicroKernelAvx512, false)}});
+    v.push_back({"avx512f", {TS_KERNELS(MicroKernelAvx512, true), TS_KERNELS(MicroKernelAvx512, false),
+                             TS_KERNELS(MicroKernelAvx512Pair, true), TS_KERNELS(MicroKernelAvx512Pair, false)}});
   }
   if (CpuRunsIsa("avx2+fma")) {
     v.push_back({"avx2+fma", {TS_KERNELS(MicroKernelAvx2, true), TS_KERNELS(MicroKernelAvx2, false)}});

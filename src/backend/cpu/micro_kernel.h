@@ -14,10 +14,18 @@ constexpr int kMR = 6;   // most rows of one micro-kernel call
 
 using MicroKernelFn = void (*)(int64_t kc, const float* a, int64_t lda, const float* b,
                                float* c, int64_t ldc);
+// Two adjacent panels at once: c[r][0..16) from b0, c[r][16..32) from b1 (twice the
+// accumulators, so FMA latency is covered where the ISA has the registers: AVX-512).
+using MicroKernelPairFn = void (*)(int64_t kc, const float* a, int64_t lda, const float* b0,
+                                   const float* b1, float* c, int64_t ldc);
 
 struct MicroKernels {
   MicroKernelFn by_rows[kMR + 1];    // c += a.b; by_rows[mr] handles mr rows; [0] unused
   MicroKernelFn overwrite[kMR + 1];  // c = a.b (c need not be initialised)
+  // The same over two panels; all null where the ISA has no pair kernel.
+  MicroKernelPairFn pair_by_rows[kMR + 1] = {};
+  MicroKernelPairFn pair_overwrite[kMR + 1] = {};
+  bool has_pairs() const { return pair_by_rows[1] != nullptr; }
   // c[rows][cols of the panels] (+)= a[rows][kc] . panels; `panels` B panels of
   // [kc][16] each, `panel_stride` floats apart; c has row stride ldc. With
   // `accumulate` false, c is overwritten.
@@ -25,9 +33,17 @@ struct MicroKernels {
            int64_t panels, int64_t panel_stride, float* c, int64_t ldc,
            bool accumulate = true) const {
     const MicroKernelFn* fns = accumulate ? by_rows : overwrite;
+    const MicroKernelPairFn* pairs = accumulate ? pair_by_rows : pair_overwrite;
     for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
       const int64_t mr = rows - r0 < kMR ? rows - r0 : kMR;
-      for (int64_t p = 0; p < panels; ++p) {
+      int64_t p = 0;
+      if (has_pairs()) {
+        for (; p + 1 < panels; p += 2) {
+          pairs[mr](kc, a + r0 * lda, lda, b + p * panel_stride, b + (p + 1) * panel_stride,
+                    c + r0 * ldc + p * kNR, ldc);
+        }
+      }
+      for (; p < panels; ++p) {
         fns[mr](kc, a + r0 * lda, lda, b + p * panel_stride, c + r0 * ldc + p * kNR, ldc);
       }
     }
