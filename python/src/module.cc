@@ -90,8 +90,7 @@ struct Columns {
 // A memory operation's bytes: the importer's value, else Kineto's "bytes" arg.
 double Bytes(const Trace& t, const Event& e) {
   if (e.v0 > 0 || e.args < 0) return e.v0;
-  const std::string v(ArgValue(t.strings.Get(e.args), "bytes"));
-  return v.empty() ? 0 : std::strtod(v.c_str(), nullptr);
+  return ArgNumber(t.strings.Get(e.args), "bytes").value_or(0);
 }
 
 // Every event's fields, table by table; names as codes into one list of distinct names.

@@ -3,28 +3,18 @@
 #include "analysis/gpu_time.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
 #include <utility>
+
+#include "core/text.h"
 
 namespace tierscope {
 namespace {
 
 using Interval = std::pair<int64_t, int64_t>;  // [begin, end)
 
-bool ContainsIgnoreCase(std::string_view s, std::string_view word) {
-  if (word.size() > s.size()) return false;
-  for (size_t i = 0; i + word.size() <= s.size(); ++i) {
-    size_t j = 0;
-    while (j < word.size() && std::tolower(static_cast<unsigned char>(s[i + j])) == word[j]) ++j;
-    if (j == word.size()) return true;
-  }
-  return false;
-}
-
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 // Sorts and merges `v` in place (touching intervals join); returns the covered length.
 int64_t Merge(std::vector<Interval>& v) {
@@ -162,14 +152,14 @@ const char* KernelTypeName(KernelType t) {
 
 KernelType ClassifyDeviceEvent(EventKind kind, std::string_view name) {
   if (kind == EventKind::kMemcpy || kind == EventKind::kMemset) return KernelType::kMemory;
-  const bool nccl = (StartsWith(name, "nccl") || StartsWith(name, "void nccl")) &&
+  const bool nccl = (name.starts_with("nccl") || name.starts_with("void nccl")) &&
                     name.find("Kernel") != std::string_view::npos;
-  if (nccl || StartsWith(name, "rccl")) return KernelType::kCommunication;
+  if (nccl || name.starts_with("rccl")) return KernelType::kCommunication;
   for (std::string_view w : {"all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter",
                              "reducescatter", "all_to_all", "alltoall", "cross_device_reduce"}) {
     if (ContainsIgnoreCase(name, w)) return KernelType::kCommunication;
   }
-  if (StartsWith(name, "Memcpy") || StartsWith(name, "Memset") || StartsWith(name, "dma")) {
+  if (name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("dma")) {
     return KernelType::kMemory;
   }
   if (name.find("Memcpy") != std::string_view::npos || name.find("Memset") != std::string_view::npos ||
@@ -456,4 +446,5 @@ const std::vector<std::string>& GpuTimeReportNames() {
   return kNames;
 }
 
-}  // namespace tierscope
+}  // namespace tierscope#include "core/text.h"
+

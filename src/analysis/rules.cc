@@ -2,7 +2,6 @@
 #include "analysis/rules.h"
 
 #include <algorithm>
-#include <cctype>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -69,22 +68,8 @@ struct GridArg {
 };
 
 GridArg KernelGrid(std::string_view args) {
-  const std::string_view raw = ArgValue(args, "grid");
-  std::vector<int64_t> dims;
-  int64_t cur = -1;
-  for (const char c : raw) {
-    if (c >= '0' && c <= '9') {
-      if (cur > (int64_t{1} << 40)) return {};
-      cur = (cur < 0 ? 0 : cur * 10) + (c - '0');
-    } else if (c == ',' || c == '[' || c == ']' || std::isspace(static_cast<unsigned char>(c))) {
-      if (cur >= 0) dims.push_back(cur);
-      cur = -1;
-    } else {
-      return {};
-    }
-  }
-  if (cur >= 0) dims.push_back(cur);
-  if (dims.empty() || dims.size() > 3) return {};
+  const std::vector<int64_t> dims = ArgDims(args, "grid");
+  if (dims.empty()) return {};
   GridArg g;
   g.blocks = 1;
   for (size_t i = 0; i < dims.size(); ++i) {

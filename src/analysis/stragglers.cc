@@ -2,7 +2,6 @@
 #include "analysis/stragglers.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,14 +12,13 @@
 #include <utility>
 
 #include "analysis/gpu_time.h"
+#include "core/text.h"
 #include "core/splitmix.h"
 #include "core/stats.h"
 #include "trace/args.h"
 
 namespace tierscope {
 namespace {
-
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 struct Step {
   int64_t begin, end, n;
@@ -31,7 +29,7 @@ std::vector<Step> Steps(const TraceIndex& x) {
   std::vector<Step> steps;
   for (size_t i : x.annotations) {
     const std::string_view name = x.Name(i);
-    if (!StartsWith(name, "ProfilerStep#")) continue;
+    if (!name.starts_with("ProfilerStep#")) continue;
     char* end = nullptr;
     const std::string digits(name.substr(13));
     const long long n = std::strtoll(digits.c_str(), &end, 10);
@@ -50,14 +48,6 @@ int64_t IterationAt(const std::vector<Step>& steps, int64_t ts) {
   return ts < it->end ? it->n : -1;
 }
 
-bool ContainsIgnoreCase(std::string_view s, std::string_view word) {
-  for (size_t i = 0; i + word.size() <= s.size(); ++i) {
-    size_t j = 0;
-    while (j < word.size() && std::tolower(static_cast<unsigned char>(s[i + j])) == word[j]) ++j;
-    if (j == word.size()) return true;
-  }
-  return false;
-}
 
 // Collectives that end together on every rank (each waits for all the others' data); a
 // broadcast or a send/recv ends at different moments on the root and the receivers.
@@ -74,23 +64,11 @@ bool IsHostPointToPoint(std::string_view n) {
   return n.find("send") != std::string_view::npos || n.find("recv") != std::string_view::npos;
 }
 
-bool IsHostCollectiveRange(std::string_view n) { return StartsWith(n, "gloo:") || StartsWith(n, "nccl:"); }
+bool IsHostCollectiveRange(std::string_view n) { return n.starts_with("gloo:") || n.starts_with("nccl:"); }
 
 bool IsHostCollectiveOp(std::string_view n) {
-  return StartsWith(n, "c10d::") && n.find("wait") == std::string_view::npos &&
+  return n.starts_with("c10d::") && n.find("wait") == std::string_view::npos &&
          n.find("Work") == std::string_view::npos;
-}
-
-std::string Unquote(std::string_view v) {
-  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
-  return std::string(v);
-}
-
-int64_t ArgInt(std::string_view args, std::string_view key) {
-  const std::string v = Unquote(ArgValue(args, key));
-  char* end = nullptr;
-  const long long n = std::strtoll(v.c_str(), &end, 10);
-  return v.empty() || *end != '\0' || n < 0 ? -1 : n;
 }
 
 // PyTorch's "Collective name" for point-to-point calls: they join two ranks, not a group.
@@ -364,15 +342,17 @@ RankCollectives FindCollectives(const TraceIndex& x) {
     if (fresh) it->second = ClassifyDeviceEvent(e.kind, x.Name(k)) == KernelType::kCommunication;
     if (!it->second) continue;
     const std::string_view args = e.args >= 0 ? x.trace->strings.Get(e.args) : std::string_view();
-    if (IsPointToPoint(Unquote(ArgValue(args, "Collective name")))) {
+    if (IsPointToPoint(ArgText(args, "Collective name"))) {
       ++out.point_to_point;
       continue;
     }
     const int64_t issued = x.LaunchTime(k);
     // The group by its name, else by its ranks (both in PyTorch 2.x's NCCL kernel args).
-    std::string group = Unquote(ArgValue(args, "Process Group Name"));
-    if (group.empty()) group = Unquote(ArgValue(args, "Process Group Ranks"));
-    CollectiveCall c{IterationAt(steps, issued), std::string(x.Name(k)), std::move(group), ArgInt(args, "In msg nelems"),
+    std::string group(ArgText(args, "Process Group Name"));
+    if (group.empty()) group = ArgText(args, "Process Group Ranks");
+    const std::optional<double> elems = ArgNumber(args, "In msg nelems");
+    CollectiveCall c{IterationAt(steps, issued), std::string(x.Name(k)), std::move(group),
+                     elems && *elems >= 0 ? static_cast<int64_t>(*elems) : -1,
                      issued, e.ts_ns, e.ts_ns + e.dur_ns};
     keyed.push_back({issued, std::move(c)});
   }

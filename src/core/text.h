@@ -2,14 +2,26 @@
 #ifndef TIERSCOPE_CORE_TEXT_H_
 #define TIERSCOPE_CORE_TEXT_H_
 
+#include <cctype>
 #include <cstdint>
 #include <ctime>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tierscope/status.h"
 
 namespace tierscope {
+
+// Whether `s` contains `word`, ignoring the case of `s` (`word` is lower case).
+inline bool ContainsIgnoreCase(std::string_view s, std::string_view word) {
+  for (size_t i = 0; i + word.size() <= s.size(); ++i) {
+    size_t j = 0;
+    while (j < word.size() && std::tolower(static_cast<unsigned char>(s[i + j])) == word[j]) ++j;
+    if (j == word.size()) return true;
+  }
+  return false;
+}
 
 // "a, b,,c " -> {"a", "b", "c"}: split at commas, spaces trimmed, empty items dropped.
 inline std::vector<std::string> SplitList(const std::string& list) {

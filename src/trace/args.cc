@@ -3,6 +3,10 @@
 
 #include <simdjson.h>
 
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
 namespace tierscope {
 namespace {
 
@@ -102,6 +106,40 @@ std::string ShapesText(std::string_view input_dims) {
     i = e + 1;
   }
   return out;
+}
+
+std::string_view ArgText(std::string_view args, std::string_view key) {
+  std::string_view v = ArgValue(args, key);
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+  return v;
+}
+
+std::optional<double> ArgNumber(std::string_view args, std::string_view key) {
+  const std::string v(ArgText(args, key));
+  if (v.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (end != v.c_str() + v.size() || !std::isfinite(x)) return std::nullopt;
+  return x;
+}
+
+std::vector<int64_t> ArgDims(std::string_view args, std::string_view key) {
+  std::vector<int64_t> dims;
+  int64_t cur = -1;
+  for (const char c : ArgValue(args, key)) {
+    if (c >= '0' && c <= '9') {
+      if (cur > (int64_t{1} << 40)) return {};
+      cur = (cur < 0 ? 0 : cur * 10) + (c - '0');
+    } else if (c == ',' || c == '[' || c == ']' || std::isspace(static_cast<unsigned char>(c))) {
+      if (cur >= 0) dims.push_back(cur);
+      cur = -1;
+    } else {
+      return {};
+    }
+  }
+  if (cur >= 0) dims.push_back(cur);
+  if (dims.size() > 3) return {};
+  return dims;
 }
 
 }  // namespace tierscope

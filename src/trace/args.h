@@ -5,8 +5,11 @@
 #ifndef TIERSCOPE_TRACE_ARGS_H_
 #define TIERSCOPE_TRACE_ARGS_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tierscope {
 
@@ -15,6 +18,18 @@ namespace tierscope {
 // "[30, 4, 1]". Only top-level members match; a key inside a string or a nested object
 // does not.
 std::string_view ArgValue(std::string_view args, std::string_view key);
+
+// Member `key` as text: a string's contents without its quotes (escapes kept as
+// written), any other value as ArgValue gives it; "" when absent.
+std::string_view ArgText(std::string_view args, std::string_view key);
+
+// Member `key` as a number (written as a number or as a quoted one), or nullopt when it is
+// absent or not wholly a finite number.
+std::optional<double> ArgNumber(std::string_view args, std::string_view key);
+
+// Member `key` as a list of 1 to 3 non-negative sizes ("grid": [30, 4, 1]), however it is
+// spaced; empty when absent, malformed, or a size above 2^40.
+std::vector<int64_t> ArgDims(std::string_view args, std::string_view key);
 
 // `json` with every whitespace character outside strings removed ("[\n 30,\n 4 ]" ->
 // "[30,4]"); strings keep their bytes. Text with an unclosed string is kept as written.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <map>
 #include <memory>
 #include <set>
@@ -84,28 +85,19 @@ int64_t GlobalId(int32_t pid, int32_t tid) {
   return (static_cast<int64_t>(pid & 0xFFFFFF) << 24) | static_cast<int64_t>(tid & 0xFFFFFF);
 }
 
-// The launch size from the args ("[30,4,1]"); 0 x 0 x 0 when the trace does not record it
-// (the columns are NOT NULL; 1 x 1 x 1 would claim a one-block launch).
+// The launch size from the args ("[30,4,1]", missing sizes 1); 0 x 0 x 0 when the trace
+// does not record it (the columns are NOT NULL; 1 x 1 x 1 would claim a one-block launch).
 std::array<int64_t, 3> Dims(std::string_view args, std::string_view key) {
-  const std::string v = CompactJson(ArgValue(args, key));
+  const std::vector<int64_t> v = ArgDims(args, key);
   if (v.empty()) return {0, 0, 0};
   std::array<int64_t, 3> d = {1, 1, 1};
-  size_t i = 0;
-  for (int k = 0; k < 3 && i < v.size(); ++k) {
-    while (i < v.size() && (v[i] < '0' || v[i] > '9')) ++i;
-    if (i >= v.size()) break;
-    d[static_cast<size_t>(k)] = std::strtoll(v.c_str() + i, nullptr, 10);
-    while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i;
-  }
+  for (size_t i = 0; i < v.size(); ++i) d[i] = v[i];
   return d;
 }
 
-int64_t ArgNumber(std::string_view args, std::string_view key, int64_t otherwise) {
-  const std::string v(ArgValue(args, key));
-  if (v.empty()) return otherwise;
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  return end == v.c_str() ? otherwise : static_cast<int64_t>(x);
+int64_t ArgInt(std::string_view args, std::string_view key, int64_t otherwise) {
+  const std::optional<double> x = ArgNumber(args, key);
+  return x ? static_cast<int64_t>(*x) : otherwise;
 }
 
 // nsys's shortName: the function's own name, without return type, scope, template
@@ -273,12 +265,12 @@ class Writer {
         case EventKind::kKernel: {
           const auto grid = Dims(args, "grid"), block = Dims(args, "block");
           const int64_t id = StringId(name), short_id = StringId(ShortName(name));
-          const int64_t smem = ArgNumber(args, "shared memory", 0);
+          const int64_t smem = ArgInt(args, "shared memory", 0);
           devices_.insert(e.pid);
           TS_RETURN_IF_ERROR(Row(kernel, {e.ts_ns, end, e.pid, 0, null, e.tid, corr, pid_of(e), id, short_id, null, null, null,
-                                          ArgNumber(args, "registers per thread", 0), grid[0], grid[1], grid[2], block[0],
-                                          block[1], block[2], ArgNumber(args, "static shared memory", smem),
-                                          ArgNumber(args, "dynamic shared memory", 0), 0, 0, 0}));
+                                          ArgInt(args, "registers per thread", 0), grid[0], grid[1], grid[2], block[0],
+                                          block[1], block[2], ArgInt(args, "static shared memory", smem),
+                                          ArgInt(args, "dynamic shared memory", 0), 0, 0, 0}));
           ++n.kernels;
           break;
         }
@@ -288,10 +280,10 @@ class Writer {
           break;
         case EventKind::kMemcpy: {
           auto [src, dst] = Kinds(name);
-          if (src < 0) src = MemKind(Unquoted(ArgValue(args, "src kind")));
-          if (dst < 0) dst = MemKind(Unquoted(ArgValue(args, "dst kind")));
+          if (src < 0) src = MemKind(ArgText(args, "src kind"));
+          if (dst < 0) dst = MemKind(ArgText(args, "dst kind"));
           TS_RETURN_IF_ERROR(Row(memcpy, {e.ts_ns, end, e.pid, 0, e.tid, corr, pid_of(e),
-                                          ArgNumber(args, "bytes", static_cast<int64_t>(e.v0)),
+                                          ArgInt(args, "bytes", static_cast<int64_t>(e.v0)),
                                           CopyKind(name), src < 0 ? null : src, dst < 0 ? null : dst},
                                  name, true));
           ++n.memcpys;
@@ -299,8 +291,8 @@ class Writer {
         }
         case EventKind::kMemset: {
           const int64_t kind = Kinds(name).first;
-          TS_RETURN_IF_ERROR(Row(memset, {e.ts_ns, end, e.pid, 0, e.tid, corr, pid_of(e), ArgNumber(args, "value", 0),
-                                          ArgNumber(args, "bytes", static_cast<int64_t>(e.v0)), kind < 0 ? null : kind},
+          TS_RETURN_IF_ERROR(Row(memset, {e.ts_ns, end, e.pid, 0, e.tid, corr, pid_of(e), ArgInt(args, "value", 0),
+                                          ArgInt(args, "bytes", static_cast<int64_t>(e.v0)), kind < 0 ? null : kind},
                                  name, true));
           ++n.memsets;
           break;
@@ -357,11 +349,6 @@ class Writer {
   }
 
  private:
-  static std::string_view Unquoted(std::string_view v) {
-    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') return v.substr(1, v.size() - 2);
-    return v;
-  }
-
   // A host thread's id in globalTid's 24 bits: its own when it fits, else a free one (Kineto
   // writes pthread ids, often negative or above 2^24); distinct threads stay distinct.
   int64_t Thread(int32_t pid, int32_t tid, NsysExportStats* n) {

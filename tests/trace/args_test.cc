@@ -43,5 +43,19 @@ TEST(Args, ShapesAreOneShortLine) {
   EXPECT_EQ(ShapesText("not a list"), "notalist");
 }
 
+TEST(Args, TextNumbersAndSizesReadTheSameHoweverWritten) {
+  const std::string_view args = R"("Process Group Name": "0", "In msg nelems": 6637568, "bytes": "64",)"
+                                "\"grid\": [\n 30,\n 4,\n 1\n ], \"block\": [128], \"bad\": [1, x]";
+  EXPECT_EQ(ArgText(args, "Process Group Name"), "0");
+  EXPECT_EQ(ArgText(args, "missing"), "");
+  EXPECT_EQ(ArgNumber(args, "In msg nelems"), 6637568.0);
+  EXPECT_EQ(ArgNumber(args, "bytes"), 64.0);  // a quoted number
+  EXPECT_FALSE(ArgNumber(args, "grid").has_value());
+  EXPECT_EQ(ArgDims(args, "grid"), (std::vector<int64_t>{30, 4, 1}));
+  EXPECT_EQ(ArgDims(args, "block"), (std::vector<int64_t>{128}));
+  EXPECT_TRUE(ArgDims(args, "bad").empty());
+  EXPECT_TRUE(ArgDims(args, "missing").empty());
+}
+
 }  // namespace
 }  // namespace tierscope
