@@ -455,7 +455,10 @@ class Importer {
       if (auto regs = r.Optional(16)) args += ", \"registers per thread\": " + std::to_string(*regs);
       const std::optional<int64_t> smem_static = r.Optional(17), smem_dynamic = r.Optional(18);
       if (smem_static || smem_dynamic) {
-        args += ", \"shared memory\": " + std::to_string(smem_static.value_or(0) + smem_dynamic.value_or(0));
+        int64_t total = 0;  // a corrupt export's sizes may not add up in 64 bits: then no total
+        if (!__builtin_add_overflow(smem_static.value_or(0), smem_dynamic.value_or(0), &total)) {
+          args += ", \"shared memory\": " + std::to_string(total);
+        }
         args += ", \"static shared memory\": " + std::to_string(smem_static.value_or(0));
         args += ", \"dynamic shared memory\": " + std::to_string(smem_dynamic.value_or(0));
       }
