@@ -18,6 +18,12 @@ size_t DTypeSize(DType t);
 std::string_view DTypeName(DType t);
 // Parses "fp32"/"float32"/"f32", "fp16"/"float16"/"f16", "bf16"/"bfloat16".
 StatusOr<DType> ParseFloatDType(std::string_view s);
+// Parses a run precision: a float dtype as ParseFloatDType, or "int8" (kI8: dynamic
+// quantization, INT8 weights with FP32 activations).
+StatusOr<DType> ParseRunDType(std::string_view s);
+// The dtype a run of precision `run` keeps its activations in: FP32 for an INT8 run,
+// else the precision itself.
+inline DType ActivationDType(DType run) { return run == DType::kI8 ? DType::kF32 : run; }
 
 // IEEE binary16 stored as raw bits.
 struct Half { uint16_t bits; };

@@ -33,7 +33,10 @@ StatusOr<BertConfig> ParseBertConfig(const std::string& json_text, const std::st
 StatusOr<BertConfig> LoadBertConfig(const std::string& path);
 
 struct EngineOptions {
-  DType dtype = DType::kF32;  // precision of weights and activations
+  // Precision of weights and activations; kI8 is dynamic quantization: the Linear
+  // weights int8 per output channel, activations FP32, quantized per row at run time
+  // (CPU only).
+  DType dtype = DType::kF32;
   int threads = 0;            // 0: all hardware threads (CPU)
   std::string device = "cpu";  // cpu | cuda | cuda:N
 };

@@ -14,7 +14,7 @@ StatusOr<std::unique_ptr<PackedWeight>> Kernels::PackWeight(const HostTensor& w,
   if (w.shape.size() != 2 || w.shape[0] < 1 || w.shape[1] < 1) {
     return InvalidArgument("PackWeight: expected a non-empty 2-D weight, got shape " + ShapeString(w.shape));
   }
-  if (!IsFloatType(w.dtype) || !IsFloatType(dtype)) {
+  if (!IsFloatType(w.dtype) || !(IsFloatType(dtype) || dtype == DType::kI8)) {
     return InvalidArgument("PackWeight: unsupported dtype " + std::string(DTypeName(w.dtype)) + " -> " +
                            std::string(DTypeName(dtype)));
   }
@@ -28,8 +28,12 @@ Status Kernels::Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, cons
                        const Tensor* bias, Epilogue epilogue, Tensor& y) {
   const int64_t n = w.n(), k = w.k();
   const DType t = x.dtype();
-  if (!IsFloatType(t) || w.dtype() != t || y.dtype() != t || (bias && bias->dtype() != t)) {
+  if (!IsFloatType(t) || y.dtype() != t || (bias && bias->dtype() != t)) {
     return InvalidArgument("Linear: operands must share one float dtype");
+  }
+  if (w.dtype() != t && !(w.dtype() == DType::kI8 && t == DType::kF32)) {
+    return InvalidArgument("Linear: a " + std::string(DTypeName(w.dtype())) + " weight with " +
+                           std::string(DTypeName(t)) + " activations (INT8 weights take FP32 activations)");
   }
   if (rows <= 0 || x_row_stride < k || (rows - 1) * x_row_stride + k > x.numel()) {
     return InvalidArgument("Linear: input " + ShapeString(x.shape()) + " too small for " +

@@ -38,12 +38,14 @@ class Kernels {
  public:
   virtual ~Kernels() = default;
 
-  // Packs host weight `w` [N, K] (any float dtype) into `dtype` for Linear.
+  // Packs host weight `w` [N, K] (any float dtype) into `dtype` for Linear; kI8 quantizes
+  // it per output channel for an INT8 Linear (a backend without one says so).
   StatusOr<std::unique_ptr<PackedWeight>> PackWeight(const HostTensor& w, DType dtype);
 
   // y[m, :] = epilogue(x[m * x_row_stride .. +K] . W^T + bias) for m in [0, rows).
   // x_row_stride is in elements (K for a dense matrix); bias is [N] in y's dtype, or
-  // null. y is dense [rows, N].
+  // null. y is dense [rows, N]. With an INT8 weight x, bias and y are FP32 and x is
+  // quantized per row at run time (dynamic quantization).
   Status Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
                 const Tensor* bias, Epilogue epilogue, Tensor& y);
 

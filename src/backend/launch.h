@@ -33,7 +33,8 @@ struct LaunchDesc {
   double bytes_written = 0;
   int64_t shared_bytes = 0;  // GPUs: shared memory per block, static + dynamic
   // The arithmetic pipe the FLOPs run on, which names the peak they are measured against
-  // ("fp32_fma", "bf16_dot", "tensor_f16", "tensor_bf16"): always a string literal.
+  // ("fp32_fma", "bf16_dot", "int8_dot", "tensor_f16", "tensor_bf16"): always a string
+  // literal. An INT8 GEMM's multiply-adds count as 2 operations each, like FLOPs.
   std::string_view pipe = "fp32_fma";
   // Every buffer the kernel writes (tier-3 replay saves and restores them).
   std::array<MemRange, 2> writes{};

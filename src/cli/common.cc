@@ -30,7 +30,7 @@ int Fail(const Status& s) {
 
 void AddWorkloadOptions(CLI::App* c, BenchOptions& bench) {
   c->add_option("--model", bench.model_dir, "Hugging Face model directory (default: the built-in model)");
-  c->add_option("--mode", bench.mode, "serial-fp32 | batch-fp32 | batch-fp16 | batch-bf16")
+  c->add_option("--mode", bench.mode, "serial-fp32 | batch-fp32 | batch-fp16 | batch-bf16 | batch-int8")
       ->capture_default_str();
   c->add_option("--batch-size", bench.batch_size, "samples per work unit")->capture_default_str();
   c->add_option("--seq-len", bench.seq_len, "tokens per sample")->capture_default_str();

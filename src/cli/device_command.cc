@@ -94,6 +94,7 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
       "measured peaks (%s%s; best of %d trials after a warm-up):\n"
       "  FP32 FMA        %8.1f GFLOP/s on 1 thread, %8.1f on %d (%s; trials spread %.1f%%)\n"
       "  BF16 dot        %s\n"
+      "  INT8 dot        %s\n"
       "  memory (triad)  %8.1f GB/s on 1 thread, %8.1f on %d (trials spread %.1f%%)\n"
       "  ridge point     %8.2f FLOP/byte (FP32)\n",
       props.name.c_str(), props.kind.c_str(), props.compute_units,
@@ -105,6 +106,12 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
                         " GFLOP/s on 1 thread, " + std::to_string(static_cast<int>(peaks.bf16_flops / 1e9)) +
                         " on " + std::to_string(peaks.threads)).c_str()
                      : "not available (no AVX512_BF16: BF16 runs at the FP32 peak)",
+      !peaks.int8_dot.empty()
+          ? (std::to_string(static_cast<int>(peaks.int8_ops_1t / 1e9)) + " GOP/s on 1 thread, " +
+             std::to_string(static_cast<int>(peaks.int8_ops / 1e9)) + " on " + std::to_string(peaks.threads) +
+             " (" + peaks.int8_dot + ", a multiply-add counted 2)")
+                .c_str()
+          : "not available (no AVX2)",
       peaks.mem_bw_1t / 1e9, peaks.mem_bw / 1e9, peaks.threads, peaks.mem_spread_pct,
       peaks.fp32_flops / peaks.mem_bw);
   std::string out = buf;

@@ -89,7 +89,7 @@ StatusOr<BatchInput> ParseInputsJson(const std::string& text, const std::string&
 }
 
 Status RunModel(const RunOptions& o) {
-  TS_ASSIGN_OR_RETURN(DType dtype, ParseFloatDType(o.dtype));
+  TS_ASSIGN_OR_RETURN(DType dtype, ParseRunDType(o.dtype));
   const bool as_json = EndsWith(o.output_path, ".json");
   const bool as_npy = EndsWith(o.output_path, ".npy");
   const bool as_npz = EndsWith(o.output_path, ".npz");
@@ -150,7 +150,7 @@ void RegisterRun(CLI::App& app, std::vector<Command>* out) {
                 "JSON with input_ids, optional attention_mask and token_type_ids (lists of lists)")
       ->required();
   r->add_option("--output", run->output_path, "output file: .json, .npy or .npz")->required();
-  r->add_option("--dtype", run->dtype, "fp32 | fp16 | bf16")->capture_default_str();
+  r->add_option("--dtype", run->dtype, "fp32 | fp16 | bf16 | int8 (CPU: dynamic quantization)")->capture_default_str();
   r->add_flag("--pooler", run->pooler, "also write pooler_output");
   r->add_flag("--hidden-states", run->hidden_states,
               "also write hidden_states [layers+1, B, S, H] (embeddings and every layer)");

@@ -17,7 +17,7 @@
 namespace tierscope {
 
 Status RunServeCommand(ServeCommandOptions o) {
-  TS_ASSIGN_OR_RETURN(DType dtype, ParseFloatDType(o.dtype));
+  TS_ASSIGN_OR_RETURN(DType dtype, ParseRunDType(o.dtype));
   if (o.threads < 0) return InvalidArgument("--threads must be >= 0");
   if (!(o.max_queue_delay_ms >= 0) || !std::isfinite(o.max_queue_delay_ms)) {
     return InvalidArgument("--max-queue-delay-ms must be >= 0");
@@ -76,7 +76,7 @@ void RegisterServe(CLI::App& app, std::vector<Command>* out) {
   auto* sv = app.add_subcommand("serve", "Serve the model over HTTP with dynamic batching "
                                          "(/embed, KServe v2, /metrics, /info)");
   sv->add_option("--model", serve->model_dir, "Hugging Face model directory (default: the built-in model)");
-  sv->add_option("--dtype", serve->dtype, "fp32 | fp16 | bf16")->capture_default_str();
+  sv->add_option("--dtype", serve->dtype, "fp32 | fp16 | bf16 | int8 (CPU: dynamic quantization)")->capture_default_str();
   sv->add_option("--threads", serve->threads, "engine worker threads (0: all cores)")->capture_default_str();
   sv->add_option("--device", serve->device, "cpu | cuda | cuda:N")->capture_default_str();
   sv->add_option("--host", serve->server.host, "address to listen on")->capture_default_str();

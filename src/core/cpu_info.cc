@@ -78,6 +78,13 @@ bool CpuRunsIsa(const std::string& isa) {
   __builtin_cpu_init();
   if (isa == "avx512f") return __builtin_cpu_supports("avx512f");
   if (isa == "avx2+fma") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  // The INT8 dot instructions, as /proc/cpuinfo names them (the kernel reports what the
+  // hypervisor lets the guest use).
+  if (isa == "avx512vnni") {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           CpuHasFlag("avx512_vnni");
+  }
+  if (isa == "avxvnni") return __builtin_cpu_supports("avx2") && CpuHasFlag("avx_vnni");
 #endif
   return isa == "scalar";
 }

@@ -22,7 +22,8 @@ bool CpuHasFlag(const std::string& flag);
 // reports it (cpuid): "avx512f", "avx2+fma" or "scalar". The micro-kernel dispatch and the
 // calibration's cache key both use it, so they cannot disagree.
 std::string CpuVectorIsa();
-// Whether the CPU runs `isa` (one of CpuVectorIsa's names; "scalar" always).
+// Whether the CPU runs `isa`: one of CpuVectorIsa's names, or an INT8 dot ISA
+// ("avx512vnni", "avxvnni"); "scalar" always.
 bool CpuRunsIsa(const std::string& isa);
 
 struct CacheLevel {

@@ -49,6 +49,13 @@ StatusOr<DType> ParseFloatDType(std::string_view s) {
                          "' (valid: fp32, fp16, bf16)");
 }
 
+StatusOr<DType> ParseRunDType(std::string_view s) {
+  if (s == "int8" || s == "i8") return DType::kI8;
+  StatusOr<DType> t = ParseFloatDType(s);
+  if (!t.ok()) return InvalidArgument("unknown dtype '" + std::string(s) + "' (valid: fp32, fp16, bf16, int8)");
+  return t;
+}
+
 float HalfToFloat(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;

@@ -96,6 +96,64 @@ __attribute__((target("avx512f,avx512bf16"))) double DotBf16(int64_t iters) {
   return 2.0 * 32 * kChains * static_cast<double>(iters);  // 16 lanes x 2 products
 }
 
+// INT8 dot throughput: u8 x s8 multiply-adds summed into int32, counted 2 operations
+// each (as FLOPs), on the instruction the INT8 GEMM's micro-kernels use on this CPU.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) double DotInt8Avx512Vnni(int64_t iters) {
+  __m512i acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_epi32(i);
+  const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(-1);
+  for (int64_t it = 0; it < iters; ++it) {
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+  }
+  __m512i s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm512_add_epi32(s, acc[i]);
+  int out[16];
+  _mm512_storeu_si512(out, s);
+  volatile int sink = out[0];
+  (void)sink;
+  return 2.0 * 64 * kChains * static_cast<double>(iters);
+}
+
+__attribute__((target("avx2,avxvnni"))) double DotInt8AvxVnni(int64_t iters) {
+  __m256i acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_epi32(i);
+  const __m256i a = _mm256_set1_epi8(1), b = _mm256_set1_epi8(-1);
+  for (int64_t it = 0; it < iters; ++it) {
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_dpbusd_avx_epi32(acc[i], a, b);
+  }
+  __m256i s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm256_add_epi32(s, acc[i]);
+  volatile int sink = _mm256_extract_epi32(s, 0);
+  (void)sink;
+  return 2.0 * 32 * kChains * static_cast<double>(iters);
+}
+
+// AVX2 without VNNI: vpmaddubsw, vpmaddwd by ones, vpaddd — 32 multiply-adds a triple.
+__attribute__((target("avx2"))) double DotInt8Avx2(int64_t iters) {
+  __m256i acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_epi32(i);
+  const __m256i a = _mm256_set1_epi8(1), b = _mm256_set1_epi8(-1), ones = _mm256_set1_epi16(1);
+  for (int64_t it = 0; it < iters; ++it) {
+    for (int i = 0; i < kChains; ++i) {
+      acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones));
+    }
+    __asm__ volatile("" : "+x"(acc[0]));  // keep the products inside the loop
+  }
+  __m256i s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm256_add_epi32(s, acc[i]);
+  volatile int sink = _mm256_extract_epi32(s, 0);
+  (void)sink;
+  return 2.0 * 32 * kChains * static_cast<double>(iters);
+}
+
+// The INT8 dot ISA of this CPU as the INT8 GEMM picks it, and its test.
+std::string Int8DotIsa() {
+  for (const char* isa : {"avx512vnni", "avxvnni"}) {
+    if (CpuRunsIsa(isa)) return isa;
+  }
+  return CpuRunsIsa("avx2+fma") ? "avx2" : "";
+}
+
 // Runs `work` on `threads` threads released together: once untimed (a warm-up: clocks
 // up, pages touched, threads scheduled), then `trials` timed times. A trial's rate is
 // the units of work all threads did per second of the slowest thread's wall time.
@@ -169,6 +227,7 @@ std::string CacheKey(const MachinePeaks& p) {
 
 double MachinePeaks::PeakFlops(std::string_view pipe) const {
   if (pipe == "bf16_dot" && bf16_dot && bf16_flops > 0) return bf16_flops;
+  if (pipe == "int8_dot" && int8_ops > 0) return int8_ops;
   if (pipe == "tensor_f16" && fp16_tensor_flops > 0) return fp16_tensor_flops;
   if (pipe == "tensor_bf16" && bf16_tensor_flops > 0) return bf16_tensor_flops;
   return fp32_flops;
@@ -200,6 +259,9 @@ nlohmann::json MachinePeaks::ToJson() const {
                         {"bf16_dot", bf16_dot},
                         {"bf16_gflops_1t", bf16_flops_1t / 1e9},
                         {"bf16_gflops", bf16_flops / 1e9},
+                        {"int8_dot", int8_dot},
+                        {"int8_gops_1t", int8_ops_1t / 1e9},
+                        {"int8_gops", int8_ops / 1e9},
                         {"mem_gbps_1t", mem_bw_1t / 1e9},
                         {"mem_gbps", mem_bw / 1e9},
                         {"mem_spread_pct", mem_spread_pct},
@@ -233,6 +295,9 @@ StatusOr<MachinePeaks> MachinePeaks::FromJson(const nlohmann::json& j) {
       p.bf16_dot = j.at("bf16_dot").get<bool>();
       p.bf16_flops_1t = j.at("bf16_gflops_1t").get<double>() * 1e9;
       p.bf16_flops = j.at("bf16_gflops").get<double>() * 1e9;
+      p.int8_dot = j.at("int8_dot").get<std::string>();
+      p.int8_ops_1t = j.at("int8_gops_1t").get<double>() * 1e9;
+      p.int8_ops = j.at("int8_gops").get<double>() * 1e9;
       p.mem_bw_1t = j.at("mem_gbps_1t").get<double>() * 1e9;
       p.mem_spread_pct = j.at("mem_spread_pct").get<double>();
     }
@@ -269,6 +334,15 @@ MachinePeaks MeasureOnce(int threads) {
     const auto dot = [](int) { return DotBf16(kIters); };
     p.bf16_flops_1t = Rate(1, kFmaTrials, dot).best;
     p.bf16_flops = Rate(p.threads, kFmaTrials, dot).best;
+  }
+  p.int8_dot = Int8DotIsa();
+  if (!p.int8_dot.empty()) {
+    std::function<double(int)> dot;
+    if (p.int8_dot == "avx512vnni") dot = [](int) { return DotInt8Avx512Vnni(kIters); };
+    else if (p.int8_dot == "avxvnni") dot = [](int) { return DotInt8AvxVnni(kIters); };
+    else dot = [](int) { return DotInt8Avx2(kIters / 2); };
+    p.int8_ops_1t = Rate(1, kFmaTrials, dot).best;
+    p.int8_ops = Rate(p.threads, kFmaTrials, dot).best;
   }
   p.mem_bw_1t = TriadBandwidth(1).best;
   const RateSample mem = TriadBandwidth(p.threads);
@@ -453,6 +527,8 @@ StatusOr<MachinePeaks> RemeasurePeaks(Backend& backend, const MachinePeaks& prev
                              {&p.fp32_flops_1t, previous.fp32_flops_1t},
                              {&p.bf16_flops, previous.bf16_flops},
                              {&p.bf16_flops_1t, previous.bf16_flops_1t},
+                             {&p.int8_ops, previous.int8_ops},
+                             {&p.int8_ops_1t, previous.int8_ops_1t},
                              {&p.fp16_tensor_flops, previous.fp16_tensor_flops},
                              {&p.bf16_tensor_flops, previous.bf16_tensor_flops},
                              {&p.mem_bw, previous.mem_bw},

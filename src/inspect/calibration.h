@@ -39,6 +39,10 @@ struct MachinePeaks {
   double fp32_flops_1t = 0, fp32_flops = 0;  // FLOP/s, FMA counted as 2
   bool bf16_dot = false;                     // the CPU has a BF16 dot instruction
   double bf16_flops_1t = 0, bf16_flops = 0;  // FLOP/s; 0 without bf16_dot
+  // The INT8 dot instruction the INT8 GEMM uses here ("avx512vnni", "avxvnni", "avx2";
+  // "" without one) and its multiply-adds per second, counted 2 each as FLOPs.
+  std::string int8_dot;
+  double int8_ops_1t = 0, int8_ops = 0;
   double mem_bw_1t = 0, mem_bw = 0;          // bytes/s, triad (2 reads + 1 write per element)
   // CPU: the spread of the all-thread trials behind fp32_flops and mem_bw, and their
   // count; a wide spread means other work shared the cores while they ran.
@@ -49,15 +53,16 @@ struct MachinePeaks {
   bool from_cache = false;
   std::string remeasured_because;            // why a cached entry was measured again
 
-  // All-thread peak FLOP/s of an arithmetic pipe ("fp32_fma", "bf16_dot", "tensor_f16",
-  // "tensor_bf16"); the FP32 peak when the device lacks the pipe (BF16 then runs as FP32).
+  // All-thread peak FLOP/s of an arithmetic pipe ("fp32_fma", "bf16_dot", "int8_dot",
+  // "tensor_f16", "tensor_bf16"); the FP32 peak when the device lacks the pipe (BF16 then
+  // runs as FP32).
   double PeakFlops(std::string_view pipe) const;
   nlohmann::json ToJson() const;
   static StatusOr<MachinePeaks> FromJson(const nlohmann::json& j);
 };
 
 // The calibration method; a cache written by another method is measured again.
-inline constexpr int kCalibrationMethod = 2;
+inline constexpr int kCalibrationMethod = 3;
 // A trial spread above this means the machine was busy while the peaks were measured.
 inline constexpr double kNoisySpreadPct = 15;
 // Cached peaks older than this are measured again.

@@ -44,7 +44,7 @@ StatusOr<Tensor> BertModel::Upload(const HostTensor& t) {
 
 StatusOr<std::unique_ptr<BertModel>> BertModel::Create(Backend& backend, const BertConfig& config,
                                                        const Checkpoint& ck, DType dtype) {
-  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16) {
+  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16 && dtype != DType::kI8) {
     return InvalidArgument("unsupported run dtype " + std::string(DTypeName(dtype)));
   }
   std::unique_ptr<BertModel> m(new BertModel(backend, config, dtype));

@@ -26,7 +26,8 @@ class BertModel {
                                                      const Checkpoint& checkpoint, DType dtype);
 
   const BertConfig& config() const { return config_; }
-  DType dtype() const { return dtype_; }
+  DType dtype() const { return dtype_; }          // the activations' dtype
+  DType precision() const { return precision_; }  // the run's: dtype(), or kI8
   bool has_pooler() const { return pooler_w_ != nullptr; }
   int64_t weight_bytes() const { return weight_bytes_; }
 
@@ -53,8 +54,12 @@ class BertModel {
     std::unique_ptr<PackedWeight> qkv_w, attn_out_w, inter_w, out_w;
     Tensor qkv_b, attn_out_b, attn_ln_g, attn_ln_b, inter_b, out_b, out_ln_g, out_ln_b;
   };
-  BertModel(Backend& backend, const BertConfig& config, DType dtype)
-      : backend_(backend), kernels_(backend.kernels()), config_(config), dtype_(dtype) {}
+  BertModel(Backend& backend, const BertConfig& config, DType precision)
+      : backend_(backend),
+        kernels_(backend.kernels()),
+        config_(config),
+        dtype_(ActivationDType(precision)),
+        precision_(precision) {}
   StatusOr<Tensor> Upload(const HostTensor& t);
   template <bool kOn>
   StatusOr<Tensor> Empty(Shape shape, DType dtype);
@@ -78,7 +83,8 @@ class BertModel {
   Backend& backend_;
   Kernels& kernels_;
   BertConfig config_;
-  DType dtype_;
+  DType dtype_;      // activations and the weights outside the Linear layers
+  DType precision_;  // the Linear weights'
   Tensor word_emb_, pos_emb_, type_emb_, emb_ln_g_, emb_ln_b_;
   std::vector<Layer> layers_;
   std::unique_ptr<PackedWeight> pooler_w_;

@@ -1,5 +1,6 @@
 // BertEngine: the public façade that loads a model directory onto a backend (CPU, or
 // CUDA where built and present) and runs forwards with host inputs and outputs.
+#include <algorithm>
 #include <string>
 
 #include "backend/backend.h"
@@ -27,7 +28,7 @@ BertEngine::~BertEngine() {
 }
 
 const BertConfig& BertEngine::config() const { return model_->config(); }
-DType BertEngine::dtype() const { return model_->dtype(); }
+DType BertEngine::dtype() const { return model_->precision(); }
 int BertEngine::threads() const { return backend_->props().compute_units; }
 std::string BertEngine::device_name() const { return backend_->props().name; }
 
@@ -41,7 +42,7 @@ StatusOr<MemoryNeed> BertEngine::ForwardMemory(int64_t batch, int64_t seq_len,
   }
   const BertConfig& c = config();
   const double tokens = static_cast<double>(batch) * static_cast<double>(seq_len);
-  const double es = static_cast<double>(DTypeSize(dtype()));
+  const double es = static_cast<double>(DTypeSize(model_->dtype()));
   const double H = static_cast<double>(c.hidden_size), I = static_cast<double>(c.intermediate_size);
   // The forward's peak is inside a layer: the embedding output, the layer input, qkv
   // (3H), the attention context, its projection, the first LayerNorm, the intermediate
@@ -54,6 +55,8 @@ StatusOr<MemoryNeed> BertEngine::ForwardMemory(int64_t batch, int64_t seq_len,
   }
   MemoryNeed need;
   need.device = tokens * (act * es + 3 * 4);           // activations + ids, types, mask
+  // INT8: a Linear's input quantized (one byte a value, scale and zero point a row).
+  if (dtype() == DType::kI8) need.device += tokens * (std::max(H, I) + 8);
   need.host = tokens * (3 * 4 + host_out * (4 + es));  // staged inputs, raw + FP32 outputs
   if (options.pooler) need.device += static_cast<double>(batch) * H * es;
   if (!(need.device + need.host < 0x1p62)) {

@@ -24,8 +24,9 @@ StatusOr<BenchMode> ParseBenchMode(const std::string& mode) {
   if (mode == "batch-fp32") return BenchMode{false, DType::kF32};
   if (mode == "batch-fp16") return BenchMode{false, DType::kF16};
   if (mode == "batch-bf16") return BenchMode{false, DType::kBF16};
+  if (mode == "batch-int8") return BenchMode{false, DType::kI8};
   return InvalidArgument("unknown mode '" + mode +
-                         "' (valid: serial-fp32, batch-fp32, batch-fp16, batch-bf16)");
+                         "' (valid: serial-fp32, batch-fp32, batch-fp16, batch-bf16, batch-int8)");
 }
 
 Status ValidateBenchOptions(const BenchOptions& o) {
@@ -89,7 +90,7 @@ Status CheckWorkloadMemory(const BertEngine& engine, const BenchOptions& o, cons
   }
   TS_ASSIGN_OR_RETURN(MemoryNeed need, engine.ForwardMemory(mode.serial ? 1 : B, S, {}));
   const double tokens = static_cast<double>(B) * static_cast<double>(S);
-  const double es = static_cast<double>(DTypeSize(mode.dtype));
+  const double es = static_cast<double>(DTypeSize(ActivationDType(mode.dtype)));
   need.host += tokens * (8 + static_cast<double>(H) * (4 + es));  // the ids; the output read back
   if (mode.serial) need.device += tokens * (12 + static_cast<double>(H) * es);  // all inputs; the output
   return engine.CheckMemory(
@@ -235,7 +236,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   // One work unit: 64 samples through the model, serially or as one batch.
   auto run_unit = [&]() -> StatusOr<Tensor> {
     if (!mode.serial) return model.Forward(inputs[0]);
-    TS_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(backend, mode.dtype, {B, S, H}));
+    TS_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(backend, model.dtype(), {B, S, H}));
     for (int64_t i = 0; i < B; ++i) {
       TS_ASSIGN_OR_RETURN(Tensor y, model.Forward(inputs[i]));
       TS_RETURN_IF_ERROR(model.CopyIntoSlice(y, out, i));

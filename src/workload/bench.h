@@ -60,7 +60,8 @@ struct BenchMode {
   DType dtype = DType::kF32;
 };
 
-// Parses "serial-fp32", "batch-fp32", "batch-fp16", "batch-bf16".
+// Parses "serial-fp32", "batch-fp32", "batch-fp16", "batch-bf16", "batch-int8" (dtype is
+// the run's precision: kI8 for dynamic INT8 quantization).
 StatusOr<BenchMode> ParseBenchMode(const std::string& mode);
 // Checks the options that do not need the model (InvalidArgument on a bad value).
 Status ValidateBenchOptions(const BenchOptions& options);

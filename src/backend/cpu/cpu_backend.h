@@ -76,6 +76,10 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
                  const PackedWeight& w, const Tensor* bias, Epilogue epilogue, Tensor& y);
 StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const HostTensor& w,
                                                       DType dtype);
+// The INT8 pair (gemm_int8.cc): weights quantized per output channel; x and y FP32.
+StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeightInt8(CpuBackend& be, const HostTensor& w);
+Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
+                     const PackedWeight& w, const Tensor* bias, Epilogue epilogue, Tensor& y);
 Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids,
                        const Tensor& word, const Tensor& pos, const Tensor& type,
                        Tensor& out);

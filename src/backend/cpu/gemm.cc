@@ -156,6 +156,7 @@ const char* GemmKernelName(DType t, bool bias, Epilogue e) {
 
 StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const HostTensor& w,
                                                       DType dtype) {
+  if (dtype == DType::kI8) return CpuPackWeightInt8(be, w);
   const int64_t n = w.shape[0], k = w.shape[1];
   const int64_t panels = (n + kNR - 1) / kNR;
   TS_ASSIGN_OR_RETURN(Tensor packed, Tensor::Empty(be, dtype, {panels, k, kNR}));
@@ -176,6 +177,7 @@ StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const Host
 
 Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
                  const PackedWeight& w, const Tensor* bias, Epilogue epilogue, Tensor& y) {
+  if (w.dtype() == DType::kI8) return CpuLinearInt8(be, x, rows, x_row_stride, w, bias, epilogue, y);
   const auto& pw = static_cast<const CpuPackedWeight&>(w);
   const int64_t n = w.n(), k = w.k();
   const DType t = x.dtype();

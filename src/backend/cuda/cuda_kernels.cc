@@ -48,6 +48,9 @@ class CudaKernels : public Kernels {
  protected:
   // Contracts (shapes, dtypes) are the kernel front's (kernels.h); costs are op_cost.h's.
   StatusOr<std::unique_ptr<PackedWeight>> DoPackWeight(const HostTensor& w, DType dtype) override {
+    if (dtype == DType::kI8) {
+      return Unimplemented("INT8 is the CPU's precision lever; on a GPU use fp16 or bf16 (tensor cores)");
+    }
     TS_RETURN_IF_ERROR(ToElem(dtype).status());
     const size_t n = static_cast<size_t>(w.numel());
     std::vector<float> f(n);

@@ -1,0 +1,62 @@
+// The INT8 micro-kernels of the dynamically quantized GEMM: u8 activations times s8
+// weights, summed exactly in int32. B is packed in 16-column panels of 4-deep groups,
+// [K/4][16][4] bytes (64 bytes a group), the layout the dot instructions read: one zmm
+// (AVX512-VNNI vpdpbusd) or two ymm (AVX-VNNI vpdpbusd; AVX2 vpmaddubsw + vpmaddwd) a
+// group. c[r][0..16) = sum_k a[r*lda + k] * b[k] over kq groups; c is overwritten.
+#ifndef TIERSCOPE_BACKEND_CPU_MICRO_KERNEL_INT8_H_
+#define TIERSCOPE_BACKEND_CPU_MICRO_KERNEL_INT8_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/micro_kernel.h"
+
+namespace tierscope {
+
+constexpr int kQK = 4;                  // k values per 32-bit group
+constexpr int kQGroupBytes = kNR * kQK;  // one group of a panel: 16 columns x 4 k
+
+using Int8MicroKernelFn = void (*)(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b,
+                                   int32_t* c, int64_t ldc);
+// Two adjacent panels: c[r][0..16) from b0, c[r][16..32) from b1.
+using Int8MicroKernelPairFn = void (*)(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b0,
+                                       const int8_t* b1, int32_t* c, int64_t ldc);
+
+struct Int8MicroKernels {
+  const char* isa = "scalar";  // "avx512vnni", "avxvnni", "avx2", "scalar"
+  // The largest activation code the kernel sums exactly. vpmaddubsw adds two u8 x s8
+  // products into a saturating int16: with |w| <= 127 that is exact only for codes up to
+  // 127 (2 x 127 x 127 = 32258), so the AVX2 kernel quantizes activations to 7 bits.
+  int act_max = 255;
+  Int8MicroKernelFn single[kMR + 1] = {};
+  Int8MicroKernelPairFn pair[kMR + 1] = {};  // null where the ISA has no pair kernel
+
+  // c[rows][16 x panels] = a[rows][4 kq] . panels (each kq x 64 bytes, `panel_stride`
+  // bytes apart); c has row stride ldc.
+  void Run(int64_t rows, int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b,
+           int64_t panels, int64_t panel_stride, int32_t* c, int64_t ldc) const {
+    for (int64_t p = 0; p < panels;) {
+      const bool two = pair[1] != nullptr && p + 1 < panels;
+      for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
+        const int64_t mr = rows - r0 < kMR ? rows - r0 : kMR;
+        if (two) {
+          pair[mr](kq, a + r0 * lda, lda, b + p * panel_stride, b + (p + 1) * panel_stride,
+                   c + r0 * ldc + p * kNR, ldc);
+        } else {
+          single[mr](kq, a + r0 * lda, lda, b + p * panel_stride, c + r0 * ldc + p * kNR, ldc);
+        }
+      }
+      p += two ? 2 : 1;
+    }
+  }
+};
+
+// The fastest INT8 micro-kernels this CPU supports.
+const Int8MicroKernels& GetInt8MicroKernels();
+// Every variant this CPU can run, fastest first (the first is GetInt8MicroKernels'); the
+// tests check each against exact integer sums.
+std::vector<Int8MicroKernels> AvailableInt8MicroKernels();
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_BACKEND_CPU_MICRO_KERNEL_INT8_H_

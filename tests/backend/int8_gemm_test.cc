@@ -1,0 +1,234 @@
+// The INT8 GEMM: every micro-kernel variant this CPU runs (AVX512-VNNI, AVX-VNNI, AVX2,
+// scalar) sums exactly, at the largest codes included; Linear with INT8 weights equals a
+// double-precision reference of the same quantization, stays close to FP32, keeps a
+// non-finite row to itself, and refuses what it cannot do.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/micro_kernel_int8.h"
+
+namespace tierscope {
+namespace {
+
+// b packed as the kernels read it: panels of [kq][16][4].
+std::vector<int8_t> PackB(const std::vector<int8_t>& w, int64_t n, int64_t kq) {
+  const int64_t panels = (n + kNR - 1) / kNR;
+  std::vector<int8_t> b(static_cast<size_t>(panels * kq * kQGroupBytes), 0);
+  for (int64_t c = 0; c < n; ++c) {
+    for (int64_t k = 0; k < kq * kQK; ++k) {
+      b[((c / kNR) * kq + k / kQK) * kQGroupBytes + (c % kNR) * kQK + k % kQK] = w[c * kq * kQK + k];
+    }
+  }
+  return b;
+}
+
+TEST(Int8MicroKernels, EveryVariantSumsExactlyAtTheLargestCodes) {
+  const std::vector<Int8MicroKernels> variants = AvailableInt8MicroKernels();
+  ASSERT_FALSE(variants.empty());
+  EXPECT_EQ(std::string(variants.back().isa), "scalar");
+  EXPECT_EQ(std::string(variants.front().isa), GetInt8MicroKernels().isa);
+  std::string tested;
+  for (const auto& v : variants) tested += (tested.empty() ? "" : ", ") + std::string(v.isa);
+  RecordProperty("variants", tested);
+  std::cout << "INT8 micro-kernel variants tested on this CPU: " << tested << "\n";
+  std::mt19937 rng(2026);
+  for (const Int8MicroKernels& v : variants) {
+    for (int fill = 0; fill < 3; ++fill) {  // random; all codes at their largest; mixed signs at the edge
+      for (int64_t kq : {1, 3, 32, 129}) {
+        for (int64_t rows : {1, 5, 6, 7, 13}) {
+          for (int64_t n : {16, 32, 48}) {
+            const int64_t k = kq * kQK, lda = k + 8, ldc = n + 3;
+            std::vector<uint8_t> a(static_cast<size_t>(rows * lda), 0);
+            std::vector<int8_t> w(static_cast<size_t>(n * k));
+            for (int64_t r = 0; r < rows; ++r) {
+              for (int64_t j = 0; j < k; ++j) {
+                a[r * lda + j] = static_cast<uint8_t>(fill == 0 ? rng() % (v.act_max + 1) : v.act_max);
+              }
+            }
+            for (size_t i = 0; i < w.size(); ++i) {
+              w[i] = static_cast<int8_t>(fill == 0 ? static_cast<int>(rng() % 255) - 127
+                                         : fill == 1 ? 127
+                                                     : (i % 3 == 0 ? -127 : 127));
+            }
+            const std::vector<int8_t> b = PackB(w, n, kq);
+            std::vector<int32_t> c(static_cast<size_t>(rows * ldc), -7);
+            v.Run(rows, kq, a.data(), lda, b.data(), n / kNR, kq * kQGroupBytes, c.data(), ldc);
+            for (int64_t r = 0; r < rows; ++r) {
+              for (int64_t col = 0; col < ldc; ++col) {
+                int64_t want = -7;  // past the panels: untouched
+                if (col < n) {
+                  want = 0;
+                  for (int64_t j = 0; j < k; ++j) want += int64_t{a[r * lda + j]} * w[col * k + j];
+                }
+                ASSERT_EQ(c[r * ldc + col], want) << v.isa << " fill " << fill << " kq " << kq << " rows "
+                                                  << rows << " n " << n << " at [" << r << "][" << col << "]";
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+class Int8LinearTest : public ::testing::Test {
+ protected:
+  CpuBackend be_{2};
+  std::mt19937 rng_{11};
+
+  std::vector<float> Random(size_t n, float scale = 1.0f) {
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng_);
+    return v;
+  }
+  Tensor Device(const std::vector<float>& v, Shape shape) {
+    Tensor d = std::move(Tensor::Empty(be_, DType::kF32, std::move(shape))).value();
+    std::copy(v.begin(), v.end(), static_cast<float*>(d.data()));
+    return d;
+  }
+  static HostTensor Host(const std::vector<float>& w, int64_t n, int64_t k) {
+    HostTensor h;
+    h.dtype = DType::kF32;
+    h.shape = {n, k};
+    h.data = reinterpret_cast<const std::byte*>(w.data());
+    h.bytes = w.size() * sizeof(float);
+    return h;
+  }
+  // y from the quantization the kernels document, in double: weights per channel
+  // symmetric (scale max|w|/127), activations per row to [0, act_max] with a zero point.
+  static std::vector<double> Reference(const std::vector<float>& x, int64_t m, int64_t stride,
+                                       const std::vector<float>& w, int64_t n, int64_t k,
+                                       const std::vector<float>& bias, int act_max) {
+    std::vector<double> y(static_cast<size_t>(m * n));
+    std::vector<float> sw(n);
+    std::vector<int> wq(static_cast<size_t>(n * k));
+    for (int64_t c = 0; c < n; ++c) {
+      float amax = 0;
+      for (int64_t j = 0; j < k; ++j) amax = std::max(amax, std::fabs(w[c * k + j]));
+      sw[c] = amax > 0 ? amax / 127.0f : 1.0f;
+      for (int64_t j = 0; j < k; ++j) {
+        wq[c * k + j] = static_cast<int>(std::clamp(std::nearbyint(w[c * k + j] * (1.0f / sw[c])), -127.0f, 127.0f));
+      }
+    }
+    for (int64_t r = 0; r < m; ++r) {
+      const float* xr = x.data() + r * stride;
+      float lo = 0, hi = 0;
+      for (int64_t j = 0; j < k; ++j) lo = std::min(lo, xr[j]), hi = std::max(hi, xr[j]);
+      const float s = hi > lo ? static_cast<float>((double{hi} - lo) / act_max) : 1.0f;
+      const float zp = std::clamp(std::nearbyint(-lo / s), 0.0f, static_cast<float>(act_max));
+      std::vector<int> q(k);
+      for (int64_t j = 0; j < k; ++j) {
+        q[j] = static_cast<int>(std::clamp(std::nearbyint(std::fma(xr[j], 1.0f / s, zp)), 0.0f,
+                                           static_cast<float>(act_max)));
+      }
+      for (int64_t c = 0; c < n; ++c) {
+        int64_t acc = 0;
+        for (int64_t j = 0; j < k; ++j) acc += int64_t{q[j] - static_cast<int>(zp)} * wq[c * k + j];
+        y[r * n + c] = double{s} * sw[c] * static_cast<double>(acc) + bias[c];
+      }
+    }
+    return y;
+  }
+};
+
+TEST_F(Int8LinearTest, MatchesADoubleReferenceOfTheSameQuantizationAndStaysCloseToFp32) {
+  const int act_max = GetInt8MicroKernels().act_max;
+  for (const auto& [m, n, k, stride] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{37, 50, 70, 70},
+                                         {49, 64, 128, 131}, {1, 17, 3, 5}, {96, 384, 512, 512}}) {
+    const std::vector<float> x = Random(static_cast<size_t>(m * stride), 2.0f);
+    const std::vector<float> w = Random(static_cast<size_t>(n * k), 0.05f), bias = Random(n, 0.1f);
+    auto packed = be_.kernels().PackWeight(Host(w, n, k), DType::kI8);
+    ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+    EXPECT_EQ((*packed)->dtype(), DType::kI8);
+    Tensor dx = Device(x, {m, stride}), db = Device(bias, {n});
+    Tensor y = std::move(Tensor::Empty(be_, DType::kF32, {m, n})).value();
+    ASSERT_TRUE(be_.kernels().Linear(dx, m, stride, **packed, &db, Epilogue::kNone, y).ok());
+    const std::vector<double> want = Reference(x, m, stride, w, n, k, bias, act_max);
+    const float* got = static_cast<const float*>(y.data());
+    double scale = 0, err_fp32 = 0, ref_fp32 = 0;
+    for (double v : want) scale = std::max(scale, std::fabs(v));
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t c = 0; c < n; ++c) {
+        ASSERT_NEAR(got[r * n + c], want[r * n + c], 2e-6 * scale) << "m " << m << " at [" << r << "][" << c << "]";
+        double exact = bias[c];
+        for (int64_t j = 0; j < k; ++j) exact += double{x[r * stride + j]} * w[c * k + j];
+        err_fp32 = std::max(err_fp32, std::fabs(got[r * n + c] - exact));
+        ref_fp32 = std::max(ref_fp32, std::fabs(exact));
+      }
+    }
+    // Quantization error: a few code steps of a sum of k terms, far below the values.
+    EXPECT_LT(err_fp32, (act_max == 255 ? 0.03 : 0.06) * ref_fp32) << "m " << m << " k " << k;
+  }
+}
+
+TEST_F(Int8LinearTest, GeluEpilogueIsAppliedAfterDequantization) {
+  const int64_t m = 20, n = 40, k = 64;
+  const std::vector<float> x = Random(m * k), w = Random(n * k, 0.1f), bias = Random(n, 0.1f);
+  auto packed = be_.kernels().PackWeight(Host(w, n, k), DType::kI8);
+  ASSERT_TRUE(packed.ok());
+  Tensor dx = Device(x, {m, k}), db = Device(bias, {n});
+  Tensor plain = std::move(Tensor::Empty(be_, DType::kF32, {m, n})).value();
+  Tensor gelu = std::move(Tensor::Empty(be_, DType::kF32, {m, n})).value();
+  ASSERT_TRUE(be_.kernels().Linear(dx, m, k, **packed, &db, Epilogue::kNone, plain).ok());
+  ASSERT_TRUE(be_.kernels().Linear(dx, m, k, **packed, &db, Epilogue::kGelu, gelu).ok());
+  const float* p = static_cast<const float*>(plain.data());
+  const float* g = static_cast<const float*>(gelu.data());
+  for (int64_t i = 0; i < m * n; ++i) {
+    const double want = 0.5 * p[i] * (1.0 + std::erf(p[i] / std::sqrt(2.0)));
+    ASSERT_NEAR(g[i], want, 1e-6 + 1e-6 * std::fabs(want)) << i;
+  }
+}
+
+TEST_F(Int8LinearTest, ANonFiniteInputRowGivesNanInThatRowOnly) {
+  const int64_t m = 7, n = 16, k = 40;
+  std::vector<float> x = Random(m * k);
+  x[2 * k + 5] = std::numeric_limits<float>::quiet_NaN();
+  x[4 * k + 39] = std::numeric_limits<float>::infinity();
+  const std::vector<float> w = Random(n * k, 0.1f);
+  auto packed = be_.kernels().PackWeight(Host(w, n, k), DType::kI8);
+  ASSERT_TRUE(packed.ok());
+  Tensor dx = Device(x, {m, k});
+  Tensor y = std::move(Tensor::Empty(be_, DType::kF32, {m, n})).value();
+  ASSERT_TRUE(be_.kernels().Linear(dx, m, k, **packed, nullptr, Epilogue::kNone, y).ok());
+  const float* got = static_cast<const float*>(y.data());
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t c = 0; c < n; ++c) {
+      EXPECT_EQ(std::isnan(got[r * n + c]), r == 2 || r == 4) << "[" << r << "][" << c << "]";
+    }
+  }
+}
+
+TEST_F(Int8LinearTest, RefusesWhatItCannotDo) {
+  const std::vector<float> w = Random(16 * 8, 0.1f);
+  auto packed = be_.kernels().PackWeight(Host(w, 16, 8), DType::kI8);
+  ASSERT_TRUE(packed.ok());
+  // INT8 weights take FP32 activations only.
+  Tensor x16 = std::move(Tensor::Empty(be_, DType::kF16, {4, 8})).value();
+  Tensor y16 = std::move(Tensor::Empty(be_, DType::kF16, {4, 16})).value();
+  const Status s = be_.kernels().Linear(x16, 4, 8, **packed, nullptr, Epilogue::kNone, y16);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("INT8 weights take FP32 activations"), std::string::npos) << s.message();
+  // The int32 sums would overflow past 65,536 inputs.
+  const std::vector<float> wide(65537, 0.5f);
+  auto too_wide = be_.kernels().PackWeight(Host(wide, 1, 65537), DType::kI8);
+  EXPECT_EQ(too_wide.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(too_wide.status().message().find("in_features"), std::string::npos);
+  // A weight that is not finite cannot be scaled.
+  std::vector<float> bad = w;
+  bad[20] = std::numeric_limits<float>::infinity();
+  auto nonfinite = be_.kernels().PackWeight(Host(bad, 16, 8), DType::kI8);
+  EXPECT_EQ(nonfinite.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(nonfinite.status().message().find("weight row 2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tierscope
