@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 
 #include "analysis/commands.h"
@@ -26,7 +27,13 @@
 namespace tierscope {
 namespace {
 
-const char* const kModes[] = {"serial-fp32", "batch-fp32", "batch-fp16", "batch-bf16"};
+// The modes the lab measures on `device`: INT8 where the backend has an INT8 GEMM (the
+// CPU), the study's four everywhere.
+std::vector<std::string> LabModes(const std::string& device) {
+  std::vector<std::string> modes = {"serial-fp32", "batch-fp32", "batch-fp16", "batch-bf16"};
+  if (device == "cpu") modes.push_back("batch-int8");
+  return modes;
+}
 // FP32 serial and batched outputs of the same samples differ only by summation order.
 constexpr double kSerialBatchTolerance = 1e-4;
 
@@ -155,10 +162,10 @@ StatusOr<nlohmann::json> FinalStep(const BenchOptions& base, const LabOptions& o
                                    LabProgress& progress, nlohmann::json* commands) {
   nlohmann::json final_modes;
   std::vector<float> serial_out, batch_out;  // the same samples, run both ways
-  for (const char* mode : kModes) {
-    std::vector<float>* keep = std::string(mode) == "serial-fp32"  ? &serial_out
-                               : std::string(mode) == "batch-fp32" ? &batch_out
-                                                                   : nullptr;
+  for (const std::string& mode : LabModes(o.device)) {
+    std::vector<float>* keep = mode == "serial-fp32"  ? &serial_out
+                               : mode == "batch-fp32" ? &batch_out
+                                                      : nullptr;
     TS_ASSIGN_OR_RETURN(final_modes[mode], BenchMedian(base, mode, repeats, progress, keep));
   }
   int64_t recommended_batch = o.batch_size;
@@ -184,9 +191,9 @@ StatusOr<nlohmann::json> FinalStep(const BenchOptions& base, const LabOptions& o
   int64_t best_batch = recommended_batch;
   double best_sps = recommended_batch == o.batch_size ? PooledMedian(baseline, final_modes, best_mode.c_str())
                                                       : recommended["samples_per_s"].get<double>();
-  for (const char* mode : kModes) {
-    const double sps = PooledMedian(baseline, final_modes, mode);
-    if (std::string(mode) == "serial-fp32" || sps <= best_sps) continue;
+  for (const std::string& mode : LabModes(o.device)) {
+    const double sps = PooledMedian(baseline, final_modes, mode.c_str());
+    if (mode == "serial-fp32" || sps <= best_sps) continue;
     best = mode;
     best_batch = o.batch_size;
     best_sps = sps;
@@ -315,13 +322,13 @@ class LabRun {
     }
     commands_.push_back("tierscope device --recalibrate --threads " + std::to_string(o_.threads) +
                         (o_.device == "cpu" ? "" : " --device " + o_.device));
-    for (const char* mode : kModes) {
+    for (const std::string& mode : LabModes(o_.device)) {
       TS_ASSIGN_OR_RETURN(baseline_[mode], BenchMedian(base_, mode, repeats_, progress_));
-      commands_.push_back("tierscope bench --mode " + std::string(mode) + flags_);
+      commands_.push_back("tierscope bench --mode " + mode + flags_);
     }
     s_["baseline"] = baseline_;
-    for (const char* mode : kModes) {
-      if (std::string(mode) != "serial-fp32" &&
+    for (const std::string& mode : LabModes(o_.device)) {
+      if (mode != "serial-fp32" &&
           baseline_[mode]["samples_per_s"] > baseline_[best_mode_]["samples_per_s"]) {
         best_mode_ = mode;
       }
@@ -473,6 +480,7 @@ class LabRun {
                       {"baseline_memory_mb", baseline_["serial-fp32"]["max_memory_mb"]},
                       {"final_memory_mb", fin["max_memory_mb"]},
                       {"fp16_cosine", val_.json["fp16"]["cosine"]},
+                      {"precision_lever", PrecisionLever(pooled)},
                       {"validation_pass", val_.pass}};
     s_["diagnosis"] = Chain(serial_sps);
     s_["machine"] = {{"device", baseline_["batch-fp32"]["device"]},
@@ -483,6 +491,38 @@ class LabRun {
                    {"sweep", "batch_sweep.txt"}, {"report", "report.html"},
                    {"traces", {"traces/serial.json.gz", "traces/batch.json.gz"}},
                    {"kernels", {"kernels/serial.json", "kernels/batch.json"}}};
+  }
+
+  // The precision lever that pays on this device, and why, from the calibrated peaks and
+  // the pooled runs: FP16 on a GPU (tensor cores); INT8 on a CPU with an INT8 dot
+  // instruction, where the engine's FP16 and BF16 GEMMs convert to FP32 before each FMA.
+  nlohmann::json PrecisionLever(const std::function<double(const char*)>& pooled) const {
+    const double fp32_sps = pooled("batch-fp32");
+    const double fp32_peak = peaks_.value("fp32_gflops", 0.0);
+    const std::string int8_dot = peaks_.value("int8_dot", std::string());
+    std::string mode = "batch-fp16", why;
+    if (o_.device != "cpu") {
+      const double f16 = peaks_.value("fp16_tensor_gflops", 0.0);
+      why = "a GPU: FP16 runs on the tensor cores, calibrated at " + Fixed(f16, 0) + " GFLOP/s, " +
+            Fixed(f16 / fp32_peak, 1) + "x the FP32 peak";
+    } else if (!int8_dot.empty()) {
+      mode = "batch-int8";
+      const double i8 = peaks_.value("int8_gops", 0.0);
+      why = "a CPU: the engine's FP16 and BF16 GEMMs convert to FP32 before every FMA (storage formats that "
+            "save bytes, not arithmetic), while INT8 runs on " + int8_dot + ", calibrated at " + Fixed(i8, 0) +
+            " GOP/s, " + Fixed(i8 / fp32_peak, 1) + "x the FP32 peak";
+    } else {
+      why = "a CPU without an INT8 dot instruction: FP16 only halves the bytes moved";
+    }
+    const double sps = pooled(mode.c_str());
+    const std::string tag = mode == "batch-int8" ? "int8" : "fp16";
+    return {{"mode", mode},
+            {"why", why},
+            {"samples_per_s", sps},
+            {"speedup_over_batch", sps / fp32_sps},
+            {"fp16_speedup_over_batch", pooled("batch-fp16") / fp32_sps},
+            {"cosine", val_.json[tag]["cosine"]},
+            {"max_abs", val_.json[tag]["max_abs"]}};
   }
 
   // The evidence chain in words, from the typed results of each step.
@@ -513,6 +553,12 @@ class LabRun {
     for (const std::string& trend : sweep_.trends) {
       if (!trend.empty()) chain.push_back("Sweep (" + best_mode_ + "): " + trend + ".");
     }
+    const nlohmann::json& lever = s_["headline"]["precision_lever"];
+    chain.push_back("Precision: the lever for this device is " + lever["mode"].get<std::string>() + ", because it is " +
+                    lever["why"].get<std::string>() + ". Measured: " + Fixed(lever["samples_per_s"].get<double>(), 1) +
+                    " samples/s, " + Fixed(lever["speedup_over_batch"].get<double>(), 2) + "x batch-fp32 (batch-fp16: " +
+                    Fixed(lever["fp16_speedup_over_batch"].get<double>(), 2) + "x), output cosine " +
+                    Fixed(lever["cosine"].get<double>(), 8) + " vs FP32.");
     const double best_sps = fin["samples_per_s"];
     const nlohmann::json& diff = fin["serial_vs_batch_max_abs"];
     chain.push_back("Step 4: " + fin["mode"].get<std::string>() + " at batch " +

@@ -140,7 +140,7 @@ StatusOr<SweepResult> RunSweep(const SweepOptions& o,
   TS_RETURN_IF_ERROR(ValidateBenchOptions(o.bench));
   TS_ASSIGN_OR_RETURN(BenchMode mode, ParseBenchMode(o.bench.mode));
   if (mode.serial) {
-    return InvalidArgument("sweep needs a batch mode (batch-fp32, batch-fp16, batch-bf16), not " +
+    return InvalidArgument("sweep needs a batch mode (batch-fp32, batch-fp16, batch-bf16, batch-int8), not " +
                            o.bench.mode);
   }
   if (o.batch_sizes.empty()) return InvalidArgument("--batch-sizes: empty list");

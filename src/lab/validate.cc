@@ -1,4 +1,4 @@
-// FP16/BF16 against FP32 on the same inputs, with tolerances.
+// FP16, BF16 and (on the CPU) INT8 against FP32 on the same inputs, with tolerances.
 #include "lab/validate.h"
 
 #include <cmath>
@@ -36,6 +36,11 @@ PrecisionCheck CheckPrecision(const std::string& dtype, const OutputDiff& diff) 
   if (dtype == "fp16") {
     c.min_cosine = 0.9999;
     c.max_abs_limit = 0.1;
+  } else if (dtype == "int8") {
+    // Dynamic quantization: 8-bit weights and activations at every Linear, so the error
+    // is a few code steps a layer, not a rounding of the last bits.
+    c.min_cosine = 0.999;
+    c.max_abs_limit = 0.5;
   } else {
     c.min_cosine = 0.999;
     c.max_abs_limit = 0.5;
@@ -51,7 +56,10 @@ StatusOr<ValidationResult> RunValidation(const ValidateOptions& o) {
   std::vector<float> reference;
   ValidationResult r;
   BatchInput in;
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+  // INT8 is the CPU's lever (a GPU backend has no INT8 GEMM and says so).
+  std::vector<DType> precisions = {DType::kF32, DType::kF16, DType::kBF16};
+  if (o.device == "cpu") precisions.push_back(DType::kI8);
+  for (DType t : precisions) {
     EngineOptions eo;
     eo.dtype = t;
     eo.threads = o.threads;
@@ -79,7 +87,7 @@ StatusOr<ValidationResult> RunValidation(const ValidateOptions& o) {
       reference = std::move(out.last_hidden_state);
       continue;
     }
-    r.checks.push_back(CheckPrecision(t == DType::kF16 ? "fp16" : "bf16",
+    r.checks.push_back(CheckPrecision(t == DType::kF16 ? "fp16" : t == DType::kBF16 ? "bf16" : "int8",
                                       CompareOutputs(reference, out.last_hidden_state)));
   }
   r.pass = true;

@@ -95,7 +95,7 @@ def test_step_4_runs_the_recommendation_and_never_falls_below_its_neighbours(res
     assert choice["binding"] == "none"
     # Step 4 measured the method's recommendation: the fastest batched mode of step 0 at
     # the recommended batch size...
-    modes = ("batch-fp32", "batch-fp16", "batch-bf16")
+    modes = ("batch-fp32", "batch-fp16", "batch-bf16", "batch-int8")  # INT8: the CPU's lever
     fastest = max(modes, key=lambda m: s["baseline"][m]["samples_per_s"])
     assert fin["recommended"]["mode"] == fastest == sweep["mode"]
     assert fin["recommended"]["batch_size"] == choice["batch"]
@@ -112,6 +112,14 @@ def test_step_4_runs_the_recommendation_and_never_falls_below_its_neighbours(res
         assert fin["samples_per_s"] >= pooled(mode) - 1e-9, mode
     assert fin["samples_per_s"] >= fin["recommended"]["samples_per_s"] - 1e-9
     assert fin["samples_per_s"] >= max(head["batch_samples_per_s"], head["fp16_samples_per_s"])
+    # The precision step names the lever that pays here and why: INT8 on this CPU (its
+    # FP16 GEMMs convert to FP32), with the pooled figures and the validation's cosine.
+    lever = head["precision_lever"]
+    assert lever["mode"] == "batch-int8" and "INT8 runs on" in lever["why"], lever
+    assert lever["samples_per_s"] == pytest.approx(pooled("batch-int8"))
+    assert lever["speedup_over_batch"] == pytest.approx(pooled("batch-int8") / pooled("batch-fp32"))
+    assert lever["cosine"] == s["validation"]["int8"]["cosine"] >= 0.999
+    assert any(line.startswith("Precision: the lever for this device is batch-int8") for line in s["diagnosis"])
     assert head["final_samples_per_s"] == fin["samples_per_s"]
     assert (head["final_mode"], head["final_batch_size"]) == (fin["mode"], fin["batch_size"])
     # Serial and batched FP32 ran the same samples: the same outputs, element by element.

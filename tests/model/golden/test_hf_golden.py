@@ -24,7 +24,11 @@ except ImportError as e:  # pragma: no cover
 from hf_oracle import CUSTOM_CONFIG, EPS_CONFIG, hf_forward
 
 FP32_TOL = 1e-4
-THRESHOLD_COS = {"fp16": 0.9999, "bf16": 0.999}
+# INT8 (dynamic quantization: every Linear's weights and inputs in 8 bits) is held to
+# issue 19's bars: cosine >= 0.999 on last_hidden_state, >= 0.995 on all-MiniLM-L6-v2
+# sentence embeddings.
+THRESHOLD_COS = {"fp16": 0.9999, "bf16": 0.999, "int8": 0.999}
+MINILM_INT8_SENTENCE_COS = 0.995
 
 
 # --------------------------------------------------------------------------- helpers
@@ -283,7 +287,7 @@ def cosine64(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
-@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "int8"])
 def test_reduced_precision_cosine_similarity_to_fp32(tierscope, base_st_ckpt, dtype):
     inputs = random_inputs(12, batch=3, seq=32, vocab=base_st_ckpt.config.vocab_size,
                            lengths=[32, 20, 9], token_types=True)
@@ -294,6 +298,8 @@ def test_reduced_precision_cosine_similarity_to_fp32(tierscope, base_st_ckpt, dt
     assert np.isfinite(ours).all(), f"--dtype {dtype}: non-finite values in last_hidden_state"
     cos = cosine64(ours, ref["last_hidden_state"])
     maxerr = float(np.abs(ours.astype(np.float64) - ref["last_hidden_state"]).max())
+    meanerr = float(np.abs(ours.astype(np.float64) - ref["last_hidden_state"]).mean())
+    print(f"--dtype {dtype}: cosine {cos:.7f}, mean abs err {meanerr:.3g}, max abs err {maxerr:.3g}")
     assert cos >= THRESHOLD_COS[dtype], (
         f"--dtype {dtype}: cosine similarity {cos:.7f} < {THRESHOLD_COS[dtype]} (max abs err {maxerr:.3g})")
 
@@ -340,6 +346,31 @@ def test_pretrained_all_minilm_l6_v2_matches_hf(tierscope, minilm_ckpt, minilm_t
     out = tierscope.run(minilm_ckpt.path, inputs, pooler=True)
     assert out["hidden_states"].shape[0] == 7 and out["hidden_states"].shape[-1] == 384
     assert_matches_hf(out, minilm_ckpt.reference(inputs), exact=lambda: minilm_ckpt.reference64(inputs))
+
+
+def mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """sentence-transformers' all-MiniLM-L6-v2 head: mean over the unmasked tokens, then
+    L2-normalised."""
+    m = mask.astype(np.float64)[:, :, None]
+    emb = (hidden.astype(np.float64) * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+    return emb / np.linalg.norm(emb, axis=1, keepdims=True)
+
+
+def test_int8_all_minilm_l6_v2_sentence_embeddings_stay_close_to_fp32(tierscope, minilm_ckpt, minilm_tokenizer):
+    """--dtype int8 on the real model: every sentence's embedding (mean pooling, normalised)
+    within cosine 0.995 of HF's FP32 one, and not the same as FP32 (the quantization ran)."""
+    inputs = minilm_inputs(minilm_tokenizer, "padded")
+    mask = inputs["attention_mask"]
+    ref = mean_pooled(minilm_ckpt.reference(inputs)["last_hidden_state"], mask)
+    out = tierscope.run(minilm_ckpt.path, inputs, dtype="int8", hidden_states=False)
+    assert np.isfinite(out["last_hidden_state"]).all()
+    ours = mean_pooled(out["last_hidden_state"], mask)
+    cos = (ours * ref).sum(1)
+    err = np.abs(ours - ref)
+    print(f"int8 all-MiniLM-L6-v2 sentence cosine: min {cos.min():.6f} mean {cos.mean():.6f}; "
+          f"embedding abs err mean {err.mean():.3g} max {err.max():.3g}")
+    assert cos.min() >= MINILM_INT8_SENTENCE_COS, f"sentence cosines {cos.round(6).tolist()}"
+    assert err.max() > 1e-6, "the INT8 output equals FP32: was the model quantized at all?"
 
 
 # --------------------------------------------------------------------------- bad input
