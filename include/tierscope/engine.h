@@ -113,6 +113,7 @@ class BertEngine {
 
   // Internal access for the lab drivers.
   BertModel& model() { return *model_; }
+  const BertModel& model() const { return *model_; }
   Backend& backend() { return *backend_; }
 
  private:

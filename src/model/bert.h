@@ -31,6 +31,11 @@ class BertModel {
   bool has_pooler() const { return pooler_w_ != nullptr; }
   int64_t weight_bytes() const { return weight_bytes_; }
 
+  // The FLOPs of one sample of `seq_len` tokens through Forward (no pooler), summed from
+  // the cost model (op_cost.h) of each op the forward launches: the figure a throughput
+  // is held against the device's peak with.
+  double FlopsPerSample(int64_t seq_len) const;
+
   // Checks `input` against the model (shapes, id ranges, mask values).
   Status Validate(const BatchInput& input) const;
   // Validates and copies `input` to the device.

@@ -186,6 +186,7 @@ BenchResult Result(const BenchOptions& o, const BenchMode& mode, const std::stri
   r.checksum = m.checksum;
   r.max_memory_mb = static_cast<double>(m.peak_bytes) / (1024.0 * 1024.0);
   r.weight_memory_mb = static_cast<double>(engine.memory().weight_bytes) / (1024.0 * 1024.0);
+  r.flops_per_sample = engine.model().FlopsPerSample(o.seq_len);
   r.profiled = o.profile;
   r.profiled_units = m.profiled_units;
   r.trace = o.trace_path;
@@ -373,6 +374,7 @@ nlohmann::json BenchResult::ToJson() const {
   r["checksum"] = checksum;
   r["max_memory_mb"] = max_memory_mb;
   r["weight_memory_mb"] = weight_memory_mb;
+  r["flops_per_sample"] = flops_per_sample;
   r["version"] = TIERSCOPE_VERSION;
   r["profiled"] = profiled;
   if (profiled) {

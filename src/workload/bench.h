@@ -87,6 +87,7 @@ struct BenchResult {
   double latency_p50_ms = 0, latency_p95_ms = 0, latency_p99_ms = 0, latency_min_ms = 0, latency_max_ms = 0;
   double checksum = 0;  // core/checksum.h: order-sensitive
   double max_memory_mb = 0, weight_memory_mb = 0;
+  double flops_per_sample = 0;  // BertModel::FlopsPerSample at seq_len
   bool profiled = false;
   int64_t profiled_units = 0;  // with `profiled`
   std::string trace;           // with `profiled` and a trace file

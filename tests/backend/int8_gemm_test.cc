@@ -14,6 +14,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel_int8.h"
+#include "backend/cpu/vec_math.h"
 
 namespace tierscope {
 namespace {
@@ -182,9 +183,13 @@ TEST_F(Int8LinearTest, GeluEpilogueIsAppliedAfterDequantization) {
   ASSERT_TRUE(be_.kernels().Linear(dx, m, k, **packed, &db, Epilogue::kGelu, gelu).ok());
   const float* p = static_cast<const float*>(plain.data());
   const float* g = static_cast<const float*>(gelu.data());
+  std::vector<float> same(p, p + m * n);
+  GeluInPlace(same.data(), m * n);  // what the FP32 GEMM's epilogue computes
   for (int64_t i = 0; i < m * n; ++i) {
     const double want = 0.5 * p[i] * (1.0 + std::erf(p[i] / std::sqrt(2.0)));
     ASSERT_NEAR(g[i], want, 1e-6 + 1e-6 * std::fabs(want)) << i;
+    // The GELU fused into the AVX-512 dequantization is the same arithmetic, bit for bit.
+    ASSERT_EQ(g[i], same[i]) << i;
   }
 }
 

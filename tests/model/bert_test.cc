@@ -10,6 +10,7 @@
 
 #include "core/paths.h"
 #include "workload/bench.h"
+#include "model/bert.h"
 #include "tierscope/engine.h"
 #include "test_util.h"
 
@@ -137,6 +138,41 @@ TEST_F(BertEngineTest, HalfPrecisionsStayCloseToFp32AndHalveMemory) {
   EXPECT_GE(Cosine(r32->last_hidden_state, r16->last_hidden_state), 0.9999);
   EXPECT_GE(Cosine(r32->last_hidden_state, rb16->last_hidden_state), 0.999);
   EXPECT_LT(f16->memory().weight_bytes, f32->memory().weight_bytes * 0.55);
+}
+
+TEST_F(BertEngineTest, Int8StaysCloseToFp32WithAQuarterOfTheLinearWeights) {
+  auto f32 = Load(DType::kF32);
+  auto i8 = Load(DType::kI8);
+  ASSERT_TRUE(f32 && i8);
+  EXPECT_EQ(i8->dtype(), DType::kI8);
+  EXPECT_EQ(i8->model().dtype(), DType::kF32);  // activations stay FP32
+  BatchInput in = Inputs(2, 64);
+  auto r32 = f32->Forward(in, {});
+  auto r8 = i8->Forward(in, {});
+  ASSERT_TRUE(r32.ok() && r8.ok()) << r8.status().ToString();
+  EXPECT_GE(Cosine(r32->last_hidden_state, r8->last_hidden_state), 0.999);
+  EXPECT_NE(r32->last_hidden_state, r8->last_hidden_state);
+  // The tiny model's weights are mostly the FP32 embedding tables; its Linear weights,
+  // 4 x 128^2 x 3 + ... per layer, shrink fourfold.
+  const int64_t H = 128, I = 512, L = 2;
+  const int64_t linear = L * (3 * H * H + H * H + 2 * H * I) + H * H;  // with the pooler
+  EXPECT_EQ(f32->memory().weight_bytes - i8->memory().weight_bytes, linear * 3);
+}
+
+TEST_F(BertEngineTest, FlopsPerSampleSumsTheCostModelOfEveryOp) {
+  auto e = Load(DType::kF32);
+  ASSERT_NE(e, nullptr);
+  // The tiny model at 128 tokens: the GEMMs (2 x 128 x (384 + 128 + 512) x 128 + 2 x 128
+  // x 128 x 512 a layer) and attention (4 x 128^2 x 128 a layer) are DESIGN.md's 117.4
+  // MFLOP; biases, GELU (8 a value), LayerNorms (8 a value) and the embedding sum (2 a
+  // value) add the rest.
+  const double S = 128, H = 128, I = 512;
+  const double gemm = 2 * S * (3 * H * H + H * H + H * I + I * H);
+  const double attention = 4 * S * S * H;
+  const double extras = S * (3 * H + H + I + H) + 8 * S * I + 2 * 8 * S * H;
+  const double want = 2 * (gemm + attention + extras) + 2 * S * H + 8 * S * H;
+  EXPECT_DOUBLE_EQ(e->model().FlopsPerSample(128), want);
+  EXPECT_NEAR(2 * (gemm + attention), 117.44e6, 0.01e6);
 }
 
 TEST_F(BertEngineTest, HiddenStatesAndPoolerHaveHuggingFaceShapes) {

@@ -113,7 +113,7 @@ void QuantizeRow(const float* x, int64_t k, int64_t kp, int act_max, uint8_t* q,
 using DequantRowFn = void (*)(const int32_t* a, const float* cs, const float* sw, const float* bias,
                               float sx, float zp, float* out, int64_t n);
 
-template <bool kBias>
+template <bool kBias, bool kGelu>
 __attribute__((target("avx512f"))) void DequantRowAvx512(const int32_t* a, const float* cs, const float* sw,
                                                          const float* bias, float sx, float zp, float* out,
                                                          int64_t n) {
@@ -125,7 +125,7 @@ __attribute__((target("avx512f"))) void DequantRowAvx512(const int32_t* a, const
     const __m512 d = _mm512_fnmadd_ps(vzp, _mm512_maskz_loadu_ps(m, cs + j), v);
     const __m512 s = _mm512_mul_ps(vsx, _mm512_maskz_loadu_ps(m, sw + j));
     const __m512 y = kBias ? _mm512_fmadd_ps(s, d, _mm512_maskz_loadu_ps(m, bias + j)) : _mm512_mul_ps(s, d);
-    _mm512_mask_storeu_ps(out + j, m, y);
+    _mm512_mask_storeu_ps(out + j, m, kGelu ? Gelu16(y) : y);  // GELU on the registers
   }
 }
 
@@ -138,9 +138,14 @@ void DequantRowPortable(const int32_t* a, const float* cs, const float* sw, cons
   }
 }
 
-DequantRowFn PickDequantRow(bool bias) {
+// The dequantization for this CPU; `*gelu_fused` says whether it also applied GELU.
+DequantRowFn PickDequantRow(bool bias, Epilogue e, bool* gelu_fused) {
   static const bool avx512 = CpuRunsIsa("avx512f");
-  if (avx512) return bias ? DequantRowAvx512<true> : DequantRowAvx512<false>;
+  *gelu_fused = avx512 && e == Epilogue::kGelu;
+  if (avx512) {
+    if (*gelu_fused) return bias ? DequantRowAvx512<true, true> : DequantRowAvx512<false, true>;
+    return bias ? DequantRowAvx512<true, false> : DequantRowAvx512<false, false>;
+  }
   return bias ? DequantRowPortable<true> : DequantRowPortable<false>;
 }
 
@@ -153,7 +158,8 @@ struct Int8GemmParams {
   Epilogue epilogue;
   float* y;
   int64_t n_blocks;
-  DequantRowFn dequant;
+  DequantRowFn dequant = nullptr;
+  bool gelu_fused = false;  // dequant applied the GELU already
 };
 
 void Int8GemmTile(const Int8GemmParams& p, int64_t task, int32_t* acc) {
@@ -173,7 +179,9 @@ void Int8GemmTile(const Int8GemmParams& p, int64_t task, int32_t* acc) {
     float* out = p.y + (m0 + r) * p.n + n0;
     p.dequant(acc + r * kNB, cs, sw, bias, p.qparams[(m0 + r) * 2], p.qparams[(m0 + r) * 2 + 1], out, cols);
     switch (p.epilogue) {
-      case Epilogue::kGelu: GeluInPlace(out, cols); break;
+      case Epilogue::kGelu:
+        if (!p.gelu_fused) GeluInPlace(out, cols);
+        break;
       case Epilogue::kTanh: TanhInPlace(out, cols); break;
       case Epilogue::kNone: break;
     }
@@ -258,7 +266,8 @@ Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_ro
   }));
 
   Int8GemmParams p{qd, qp, rows, n, kp, &qw, bias ? static_cast<const float*>(bias->data()) : nullptr,
-                   epilogue, static_cast<float*>(y.data()), (n + kNB - 1) / kNB, PickDequantRow(bias != nullptr)};
+                   epilogue, static_cast<float*>(y.data()), (n + kNB - 1) / kNB};
+  p.dequant = PickDequantRow(bias != nullptr, epilogue, &p.gelu_fused);
   LaunchDesc desc;
   desc.kernel = Int8GemmKernelName(bias != nullptr, epilogue);
   desc.grid = Dim3{p.n_blocks, (rows + kMB - 1) / kMB, 1};

@@ -104,6 +104,30 @@ inline __m256 Erf8(__m256 a) {
   q = _mm256_fmadd_ps(x2, q, _mm256_set1_ps(-1.42647390514189e-02f));
   return _mm256_div_ps(p, q);
 }
+
+// Sixteen lanes, for kernels built for AVX-512 (their callers carry target("avx512f")):
+// the operations of Erf8 and GeluInPlace in the same order, so the lanes agree bit for bit.
+__attribute__((target("avx512f"))) inline __m512 Erf16(__m512 a) {
+  const __m512 x = _mm512_min_ps(_mm512_set1_ps(4.0f), _mm512_max_ps(_mm512_set1_ps(-4.0f), a));
+  const __m512 x2 = _mm512_mul_ps(x, x);
+  __m512 p = _mm512_fmadd_ps(x2, _mm512_set1_ps(-2.72614225801306e-10f), _mm512_set1_ps(2.77068142495902e-08f));
+  p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(-2.10102402082508e-06f));
+  p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(-5.69250639462346e-05f));
+  p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(-7.34990630326855e-04f));
+  p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(-2.95459980854025e-03f));
+  p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(-1.60960333262415e-02f));
+  p = _mm512_mul_ps(x, p);
+  __m512 q = _mm512_fmadd_ps(x2, _mm512_set1_ps(-1.45660718464996e-05f), _mm512_set1_ps(-2.13374055278905e-04f));
+  q = _mm512_fmadd_ps(x2, q, _mm512_set1_ps(-1.68282697438203e-03f));
+  q = _mm512_fmadd_ps(x2, q, _mm512_set1_ps(-7.37332916720468e-03f));
+  q = _mm512_fmadd_ps(x2, q, _mm512_set1_ps(-1.42647390514189e-02f));
+  return _mm512_div_ps(p, q);
+}
+
+__attribute__((target("avx512f"))) inline __m512 Gelu16(__m512 x) {
+  const __m512 e = Erf16(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)));
+  return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
 #endif
 
 // v[i] = GELU(v[i]) for i < n.
