@@ -52,25 +52,33 @@ TEST(Validate, BrokenPrecisionsFailTheirTolerance) {
   EXPECT_TRUE(CheckPrecision("bf16", drift).pass);
   OutputDiff spike{0.99999, 0.001, 2.0};
   EXPECT_FALSE(CheckPrecision("bf16", spike).pass);
+  // INT8: the cosine bar (0.999) and a max abs error of 0.5.
+  EXPECT_TRUE(CheckPrecision("int8", drift).pass);
+  EXPECT_FALSE(CheckPrecision("int8", OutputDiff{0.998, 0.01, 0.05}).pass);
+  EXPECT_FALSE(CheckPrecision("int8", spike).pass);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   EXPECT_FALSE(CheckPrecision("fp16", CompareOutputs({1, 2}, {1, nan})).pass);
 }
 
 class ValidateRunTest : public testing::FreshCacheTest {};
 
-TEST_F(ValidateRunTest, HalfPrecisionsStayWithinTolerance) {
+TEST_F(ValidateRunTest, ReducedPrecisionsStayWithinTolerance) {
   ValidateOptions o;
   o.batch_size = 4;
   o.seq_len = 32;
   o.threads = 2;
   auto r = RunValidation(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  ASSERT_EQ(r->checks.size(), 2u);
+  ASSERT_EQ(r->checks.size(), 3u);  // fp16, bf16 and, on the CPU, int8
   EXPECT_TRUE(r->pass) << r->text;
   EXPECT_GT(r->checks[0].diff.cosine, r->checks[1].diff.cosine);  // FP16 keeps more bits
   EXPECT_GT(r->checks[1].diff.max_abs, 0);
+  EXPECT_EQ(r->checks[2].dtype, "int8");
+  EXPECT_GT(r->checks[2].diff.max_abs, 0);  // quantized: not FP32 again
+  EXPECT_GE(r->checks[2].diff.cosine, 0.999);
   EXPECT_EQ(r->json["seed"], 2026);
   EXPECT_EQ(r->json["fp16"]["pass"], true);
+  EXPECT_EQ(r->json["int8"]["pass"], true);
 }
 
 }  // namespace

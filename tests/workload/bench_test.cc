@@ -22,9 +22,11 @@ TEST(BenchTest, ModesMapToSerialOrBatchAndDtype) {
   EXPECT_FALSE(ParseBenchMode("batch-fp32")->serial);
   EXPECT_EQ(ParseBenchMode("batch-fp16")->dtype, DType::kF16);
   EXPECT_EQ(ParseBenchMode("batch-bf16")->dtype, DType::kBF16);
-  auto bad = ParseBenchMode("batch-int8");
+  EXPECT_EQ(ParseBenchMode("batch-int8")->dtype, DType::kI8);  // the run's precision
+  EXPECT_FALSE(ParseBenchMode("batch-int8")->serial);
+  auto bad = ParseBenchMode("batch-int4");
   ASSERT_FALSE(bad.ok());
-  EXPECT_TRUE(Contains(bad.status().message(), "serial-fp32, batch-fp32, batch-fp16, batch-bf16"));
+  EXPECT_TRUE(Contains(bad.status().message(), "serial-fp32, batch-fp32, batch-fp16, batch-bf16, batch-int8"));
 }
 
 TEST(BenchTest, BadOptionValuesAreInvalidArguments) {
