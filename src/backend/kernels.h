@@ -25,6 +25,8 @@ class PackedWeight {
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
   DType dtype() const { return dtype_; }
+  // Bytes the packed weight holds on the device (padding, scales and sums included).
+  virtual int64_t bytes() const = 0;
 
  protected:
   PackedWeight(int64_t n, int64_t k, DType dtype) : n_(n), k_(k), dtype_(dtype) {}

@@ -503,8 +503,9 @@ class LabRun {
     std::string mode = "batch-fp16", why;
     if (o_.device != "cpu") {
       const double f16 = peaks_.value("fp16_tensor_gflops", 0.0);
-      why = "a GPU: FP16 runs on the tensor cores, calibrated at " + Fixed(f16, 0) + " GFLOP/s, " +
-            Fixed(f16 / fp32_peak, 1) + "x the FP32 peak";
+      why = f16 > 0 && fp32_peak > 0 ? "a GPU: FP16 runs on the tensor cores, calibrated at " + Fixed(f16, 0) +
+                                           " GFLOP/s, " + Fixed(f16 / fp32_peak, 1) + "x the FP32 peak"
+                                     : "a GPU: FP16 runs on the tensor cores (no tensor-core peak calibrated here)";
     } else if (!int8_dot.empty()) {
       mode = "batch-int8";
       const double i8 = peaks_.value("int8_gops", 0.0);

@@ -57,7 +57,7 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Create(Backend& backend, const B
   };
   auto pack = [&](const HostTensor& t, std::unique_ptr<PackedWeight>* out) -> Status {
     TS_ASSIGN_OR_RETURN(*out, m->kernels_.PackWeight(t, dtype));
-    m->weight_bytes_ += static_cast<int64_t>(t.numel() * DTypeSize(dtype));
+    m->weight_bytes_ += (*out)->bytes();
     return OkStatus();
   };
   TS_RETURN_IF_ERROR(upload("embeddings.word_embeddings.weight", {config.vocab_size, H},

@@ -13,6 +13,10 @@ namespace tierscope {
 
 StatusOr<std::unique_ptr<BertEngine>> BertEngine::Load(const std::string& model_dir,
                                                        const EngineOptions& options) {
+  if (options.dtype == DType::kI8 && options.device != "cpu") {
+    return InvalidArgument("--dtype int8 (batch-int8) runs on the CPU only: the " + options.device +
+                           " backend has no INT8 GEMM; on a GPU use fp16 or bf16 (tensor cores)");
+  }
   TS_ASSIGN_OR_RETURN(BertConfig config, LoadBertConfig(model_dir + "/config.json"));
   TS_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::Open(model_dir));
   std::unique_ptr<BertEngine> e(new BertEngine());

@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 
 #include "core/paths.h"
 #include "workload/bench.h"
+#include "backend/cpu/micro_kernel_int8.h"
 #include "model/bert.h"
 #include "tierscope/engine.h"
 #include "test_util.h"
@@ -152,11 +154,43 @@ TEST_F(BertEngineTest, Int8StaysCloseToFp32WithAQuarterOfTheLinearWeights) {
   ASSERT_TRUE(r32.ok() && r8.ok()) << r8.status().ToString();
   EXPECT_GE(Cosine(r32->last_hidden_state, r8->last_hidden_state), 0.999);
   EXPECT_NE(r32->last_hidden_state, r8->last_hidden_state);
-  // The tiny model's weights are mostly the FP32 embedding tables; its Linear weights,
-  // 4 x 128^2 x 3 + ... per layer, shrink fourfold.
+  // The Linear weights (N x K, every N a multiple of 16 here) go from 4 bytes a value to
+  // 1, plus an FP32 scale and an int32 column sum per output channel.
   const int64_t H = 128, I = 512, L = 2;
   const int64_t linear = L * (3 * H * H + H * H + 2 * H * I) + H * H;  // with the pooler
-  EXPECT_EQ(f32->memory().weight_bytes - i8->memory().weight_bytes, linear * 3);
+  const int64_t channels = L * (3 * H + H + I + H) + H;
+  EXPECT_EQ(f32->memory().weight_bytes - i8->memory().weight_bytes, linear * 3 - channels * 8);
+}
+
+TEST_F(BertEngineTest, Int8StaysCloseToFp32OnEveryMicroKernelVariant) {
+  // The host picks one variant; the others (AVX2's 7-bit codes, the portable
+  // dequantization) must hold the same bar where other CPUs pick them.
+  auto f32 = Load(DType::kF32);
+  ASSERT_NE(f32, nullptr);
+  BatchInput in = Inputs(2, 64);
+  auto r32 = f32->Forward(in, {});
+  ASSERT_TRUE(r32.ok());
+  for (const Int8MicroKernels& v : AvailableInt8MicroKernels()) {
+    ScopedInt8MicroKernels forced(v);
+    auto i8 = Load(DType::kI8);
+    ASSERT_NE(i8, nullptr);
+    auto r8 = i8->Forward(in, {});
+    ASSERT_TRUE(r8.ok()) << v.isa;
+    const double cos = Cosine(r32->last_hidden_state, r8->last_hidden_state);
+    std::cout << "INT8 " << v.isa << ": cosine " << cos << " to FP32\n";
+    EXPECT_GE(cos, 0.999) << v.isa;
+  }
+}
+
+TEST_F(BertEngineTest, Int8OffTheCpuIsRefusedBeforeAnythingLoads) {
+  EngineOptions o;
+  o.dtype = DType::kI8;
+  o.device = "cuda";
+  auto e = BertEngine::Load("/nonexistent-model-dir", o);  // refused before the directory is read
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find("--dtype int8 (batch-int8) runs on the CPU only"), std::string::npos)
+      << e.status().message();
 }
 
 TEST_F(BertEngineTest, FlopsPerSampleSumsTheCostModelOfEveryOp) {

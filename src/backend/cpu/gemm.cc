@@ -25,6 +25,7 @@ class CpuPackedWeight : public PackedWeight {
   CpuPackedWeight(int64_t n, int64_t k, DType dtype, Tensor panels)
       : PackedWeight(n, k, dtype), panels_(std::move(panels)) {}
   const Tensor& panels() const { return panels_; }
+  int64_t bytes() const override { return static_cast<int64_t>(panels_.bytes()); }
   int64_t num_panels() const { return (n() + kNR - 1) / kNR; }
 
  private:

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel_int8.h"
@@ -38,12 +39,13 @@ class CpuInt8Weight : public PackedWeight {
   int64_t panel_bytes() const { return kq() * kQGroupBytes; }
   const int8_t* panels() const { return static_cast<const int8_t*>(panels_.data()); }
   const float* scales() const { return static_cast<const float*>(scales_.data()); }
-  const float* colsums() const { return static_cast<const float*>(colsums_.data()); }
+  const int32_t* colsums() const { return static_cast<const int32_t*>(colsums_.data()); }
+  int64_t bytes() const override { return static_cast<int64_t>(panels_.bytes() + scales_.bytes() + colsums_.bytes()); }
 
  private:
   Tensor panels_;   // [num_panels][kq][16][4] int8, zero past N and past K
   Tensor scales_;   // [num_panels * 16] FP32: max |w[n, :]| / 127 (1 for an all-zero row)
-  Tensor colsums_;  // [num_panels * 16] FP32: sum_k wq[n, k] (exact: |sum| < 2^24), for the zero-point term
+  Tensor colsums_;  // [num_panels * 16] int32: sum_k wq[n, k], for the zero-point term
 };
 
 // Row r of x quantized to codes q[0, kp) in [0, act_max]: x ~ scale * (q - zp), with 0.0
@@ -83,9 +85,11 @@ void QuantizeRow(const float* x, int64_t k, int64_t kp, int act_max, uint8_t* q,
     return;
   }
   const double range = static_cast<double>(hi) - static_cast<double>(lo);
-  const float scale = range > 0 ? static_cast<float>(range / act_max) : 1.0f;
+  float scale = range > 0 ? static_cast<float>(range / act_max) : 1.0f;
+  float inv = 1.0f / scale;
+  if (!std::isfinite(inv)) scale = inv = 1.0f;  // a range below ~1e-36: every code rounds to 0
   const float zp = std::clamp(std::nearbyint(-lo / scale), 0.0f, static_cast<float>(act_max));
-  const float inv = 1.0f / scale, top = static_cast<float>(act_max);
+  const float top = static_cast<float>(act_max);
   const __m256 vinv = _mm256_set1_ps(inv), vzp = _mm256_set1_ps(zp), vtop = _mm256_set1_ps(top);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   j = 0;
@@ -106,23 +110,23 @@ void QuantizeRow(const float* x, int64_t k, int64_t kp, int act_max, uint8_t* q,
   params[1] = zp;
 }
 
-// out[j] = sx * sw[j] * (a[j] - zp * cs[j]) + bias[j] for j < n. acc and the column sums
-// are exact in FP32 (|a| < 2^24 for K up to 518; beyond, off by at most one unit, far
-// below the quantization noise of about sqrt(K) x 32 units), and the zero-point term is
-// taken off in one FMA, so the only rounding is FP32's.
-using DequantRowFn = void (*)(const int32_t* a, const float* cs, const float* sw, const float* bias,
-                              float sx, float zp, float* out, int64_t n);
+// out[j] = sx * sw[j] * (a[j] - zp * cs[j]) + bias[j] for j < n. The zero-point term is
+// taken off in int32, exactly (|a|, |zp cs| and their difference stay below 255 x 127 x K
+// < 2^31 for K <= 65,536), and the difference converted to FP32 once.
+using DequantRowFn = void (*)(const int32_t* a, const int32_t* cs, const float* sw, const float* bias,
+                              float sx, int32_t zp, float* out, int64_t n);
 
 template <bool kBias, bool kGelu>
-__attribute__((target("avx512f"))) void DequantRowAvx512(const int32_t* a, const float* cs, const float* sw,
-                                                         const float* bias, float sx, float zp, float* out,
+__attribute__((target("avx512f"))) void DequantRowAvx512(const int32_t* a, const int32_t* cs, const float* sw,
+                                                         const float* bias, float sx, int32_t zp, float* out,
                                                          int64_t n) {
-  const __m512 vsx = _mm512_set1_ps(sx), vzp = _mm512_set1_ps(zp);
+  const __m512 vsx = _mm512_set1_ps(sx);
+  const __m512i vzp = _mm512_set1_epi32(zp);
   int64_t j = 0;
   for (; j < n; j += 16) {
     const __mmask16 m = n - j >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - j)) - 1);
-    const __m512 v = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, a + j));
-    const __m512 d = _mm512_fnmadd_ps(vzp, _mm512_maskz_loadu_ps(m, cs + j), v);
+    const __m512i v = _mm512_maskz_loadu_epi32(m, a + j);
+    const __m512 d = _mm512_cvtepi32_ps(_mm512_sub_epi32(v, _mm512_mullo_epi32(vzp, _mm512_maskz_loadu_epi32(m, cs + j))));
     const __m512 s = _mm512_mul_ps(vsx, _mm512_maskz_loadu_ps(m, sw + j));
     const __m512 y = kBias ? _mm512_fmadd_ps(s, d, _mm512_maskz_loadu_ps(m, bias + j)) : _mm512_mul_ps(s, d);
     _mm512_mask_storeu_ps(out + j, m, kGelu ? Gelu16(y) : y);  // GELU on the registers
@@ -130,17 +134,18 @@ __attribute__((target("avx512f"))) void DequantRowAvx512(const int32_t* a, const
 }
 
 template <bool kBias>
-void DequantRowPortable(const int32_t* a, const float* cs, const float* sw, const float* bias, float sx,
-                        float zp, float* out, int64_t n) {
+void DequantRowPortable(const int32_t* a, const int32_t* cs, const float* sw, const float* bias, float sx,
+                        int32_t zp, float* out, int64_t n) {
   for (int64_t j = 0; j < n; ++j) {
-    const float d = std::fma(-zp, cs[j], static_cast<float>(a[j]));
+    const float d = static_cast<float>(a[j] - zp * cs[j]);
     out[j] = kBias ? std::fma(sx * sw[j], d, bias[j]) : sx * sw[j] * d;
   }
 }
 
-// The dequantization for this CPU; `*gelu_fused` says whether it also applied GELU.
-DequantRowFn PickDequantRow(bool bias, Epilogue e, bool* gelu_fused) {
-  static const bool avx512 = CpuRunsIsa("avx512f");
+// The dequantization that goes with micro-kernels `mk` (AVX-512 beside AVX512-VNNI, the
+// portable loop beside the others); `*gelu_fused` says whether it also applies GELU.
+DequantRowFn PickDequantRow(const Int8MicroKernels& mk, bool bias, Epilogue e, bool* gelu_fused) {
+  const bool avx512 = std::string_view(mk.isa) == "avx512vnni";
   *gelu_fused = avx512 && e == Epilogue::kGelu;
   if (avx512) {
     if (*gelu_fused) return bias ? DequantRowAvx512<true, true> : DequantRowAvx512<false, true>;
@@ -158,12 +163,13 @@ struct Int8GemmParams {
   Epilogue epilogue;
   float* y;
   int64_t n_blocks;
+  const Int8MicroKernels* mk = nullptr;
   DequantRowFn dequant = nullptr;
   bool gelu_fused = false;  // dequant applied the GELU already
 };
 
 void Int8GemmTile(const Int8GemmParams& p, int64_t task, int32_t* acc) {
-  const Int8MicroKernels& mk = GetInt8MicroKernels();
+  const Int8MicroKernels& mk = *p.mk;
   const int64_t mb = task / p.n_blocks, nb = task % p.n_blocks;
   const int64_t m0 = mb * kMB, p0 = nb * kPanelsPerTask;
   const int64_t rows = std::min<int64_t>(kMB, p.m - m0);
@@ -173,11 +179,12 @@ void Int8GemmTile(const Int8GemmParams& p, int64_t task, int32_t* acc) {
   const int64_t n0 = p0 * kNR;
   const int64_t cols = std::min<int64_t>(panels * kNR, p.n - n0);
   const float* sw = p.w->scales() + n0;
-  const float* cs = p.w->colsums() + n0;
+  const int32_t* cs = p.w->colsums() + n0;
   const float* bias = p.bias != nullptr ? p.bias + n0 : nullptr;
   for (int64_t r = 0; r < rows; ++r) {
     float* out = p.y + (m0 + r) * p.n + n0;
-    p.dequant(acc + r * kNB, cs, sw, bias, p.qparams[(m0 + r) * 2], p.qparams[(m0 + r) * 2 + 1], out, cols);
+    const auto zp = static_cast<int32_t>(p.qparams[(m0 + r) * 2 + 1]);  // a whole number in [0, 255]
+    p.dequant(acc + r * kNB, cs, sw, bias, p.qparams[(m0 + r) * 2], zp, out, cols);
     switch (p.epilogue) {
       case Epilogue::kGelu:
         if (!p.gelu_fused) GeluInPlace(out, cols);
@@ -207,10 +214,10 @@ StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeightInt8(CpuBackend& be, const 
   const int64_t panels = (n + kNR - 1) / kNR, kq = (k + kQK - 1) / kQK;
   TS_ASSIGN_OR_RETURN(Tensor packed, Tensor::Empty(be, DType::kI8, {panels, kq, kQGroupBytes}));
   TS_ASSIGN_OR_RETURN(Tensor scales, Tensor::Empty(be, DType::kF32, {panels * kNR}));
-  TS_ASSIGN_OR_RETURN(Tensor colsums, Tensor::Empty(be, DType::kF32, {panels * kNR}));
+  TS_ASSIGN_OR_RETURN(Tensor colsums, Tensor::Empty(be, DType::kI32, {panels * kNR}));
   auto* dst = static_cast<int8_t*>(packed.data());
   auto* sc = static_cast<float*>(scales.data());
-  auto* cs = static_cast<float*>(colsums.data());
+  auto* cs = static_cast<int32_t*>(colsums.data());
   std::memset(dst, 0, packed.bytes());
   std::vector<float> row(static_cast<size_t>(k));
   const size_t src_esize = DTypeSize(w.dtype);
@@ -227,7 +234,8 @@ StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeightInt8(CpuBackend& be, const 
       amax = std::max(amax, std::fabs(v));
     }
     if (amax > 0) sc[c] = amax / 127.0f;
-    const float inv = 1.0f / sc[c];
+    float inv = 1.0f / sc[c];
+    if (!std::isfinite(inv)) sc[c] = inv = 1.0f;  // |w| below ~1e-36: every code rounds to 0
     const int64_t p = c / kNR, j = c % kNR;
     int32_t sum = 0;
     for (int64_t kk = 0; kk < k; ++kk) {
@@ -235,7 +243,7 @@ StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeightInt8(CpuBackend& be, const 
       dst[(p * kq + kk / kQK) * kQGroupBytes + j * kQK + kk % kQK] = q;
       sum += q;
     }
-    cs[c] = static_cast<float>(sum);
+    cs[c] = sum;
   }
   return std::unique_ptr<PackedWeight>(
       new CpuInt8Weight(n, k, std::move(packed), std::move(scales), std::move(colsums)));
@@ -245,7 +253,8 @@ Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_ro
                      const PackedWeight& w, const Tensor* bias, Epilogue epilogue, Tensor& y) {
   const auto& qw = static_cast<const CpuInt8Weight&>(w);
   const int64_t n = w.n(), k = w.k(), kp = qw.kq() * kQK;
-  const int act_max = GetInt8MicroKernels().act_max;
+  const Int8MicroKernels& mk = GetInt8MicroKernels();
+  const int act_max = mk.act_max;
   TS_ASSIGN_OR_RETURN(Tensor q, Tensor::Empty(be, DType::kU8, {rows, kp}));
   TS_ASSIGN_OR_RETURN(Tensor qparams, Tensor::Empty(be, DType::kF32, {rows, 2}));
   const auto* xs = static_cast<const float*>(x.data());
@@ -266,8 +275,8 @@ Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_ro
   }));
 
   Int8GemmParams p{qd, qp, rows, n, kp, &qw, bias ? static_cast<const float*>(bias->data()) : nullptr,
-                   epilogue, static_cast<float*>(y.data()), (n + kNB - 1) / kNB};
-  p.dequant = PickDequantRow(bias != nullptr, epilogue, &p.gelu_fused);
+                   epilogue, static_cast<float*>(y.data()), (n + kNB - 1) / kNB, &mk};
+  p.dequant = PickDequantRow(mk, bias != nullptr, epilogue, &p.gelu_fused);
   LaunchDesc desc;
   desc.kernel = Int8GemmKernelName(bias != nullptr, epilogue);
   desc.grid = Dim3{p.n_blocks, (rows + kMB - 1) / kMB, 1};
@@ -277,7 +286,9 @@ Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_ro
   desc.writes[0] = {y.data(), y.bytes()};
   be.EnsureScratch(kMB * kNB);
   return be.Launch(desc, [&](int64_t task, int worker) {
-    // The worker's FP32 scratch holds the int32 tile (same size, only ever used as int32).
+    // The worker's scratch holds the int32 tile; it is only ever written and read as int32
+    // in this launch (std::vector<float> storage reused, sizes equal).
+    static_assert(sizeof(float) == sizeof(int32_t));
     Int8GemmTile(p, task, reinterpret_cast<int32_t*>(be.scratch(worker)));
   });
 }

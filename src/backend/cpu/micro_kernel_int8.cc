@@ -4,6 +4,7 @@
 
 #include <immintrin.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "core/cpu_info.h"
@@ -139,9 +140,19 @@ std::vector<Int8MicroKernels> AvailableInt8MicroKernels() {
 
 #undef TS_INT8_KERNELS
 
+namespace {
+std::atomic<const Int8MicroKernels*> g_forced{nullptr};
+}  // namespace
+
 const Int8MicroKernels& GetInt8MicroKernels() {
   static const Int8MicroKernels k = AvailableInt8MicroKernels().front();
-  return k;
+  const Int8MicroKernels* forced = g_forced.load(std::memory_order_acquire);
+  return forced != nullptr ? *forced : k;
 }
+
+ScopedInt8MicroKernels::ScopedInt8MicroKernels(const Int8MicroKernels& variant)
+    : variant_(variant), previous_(g_forced.exchange(&variant_, std::memory_order_acq_rel)) {}
+
+ScopedInt8MicroKernels::~ScopedInt8MicroKernels() { g_forced.store(previous_, std::memory_order_release); }
 
 }  // namespace tierscope

@@ -51,8 +51,24 @@ struct Int8MicroKernels {
   }
 };
 
-// The fastest INT8 micro-kernels this CPU supports.
+// The INT8 micro-kernels every INT8 Linear uses: the fastest this CPU supports, or the
+// variant a ScopedInt8MicroKernels in force names.
 const Int8MicroKernels& GetInt8MicroKernels();
+
+// Tests: runs the INT8 Linear on `variant` (one of AvailableInt8MicroKernels()) while in
+// scope, so the variants this host does not pick — AVX2's 7-bit codes, the portable
+// dequantization — are tested end to end too. Not for concurrent use.
+class ScopedInt8MicroKernels {
+ public:
+  explicit ScopedInt8MicroKernels(const Int8MicroKernels& variant);
+  ~ScopedInt8MicroKernels();
+  ScopedInt8MicroKernels(const ScopedInt8MicroKernels&) = delete;
+  ScopedInt8MicroKernels& operator=(const ScopedInt8MicroKernels&) = delete;
+
+ private:
+  Int8MicroKernels variant_;
+  const Int8MicroKernels* previous_;
+};
 // Every variant this CPU can run, fastest first (the first is GetInt8MicroKernels'); the
 // tests check each against exact integer sums.
 std::vector<Int8MicroKernels> AvailableInt8MicroKernels();

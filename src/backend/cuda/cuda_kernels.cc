@@ -35,6 +35,7 @@ class CudaPackedWeight : public PackedWeight {
   CudaPackedWeight(int64_t n, int64_t k, DType dtype, Tensor w)
       : PackedWeight(n, k, dtype), w_(std::move(w)) {}
   const void* data() const { return w_.data(); }
+  int64_t bytes() const override { return static_cast<int64_t>(w_.bytes()); }
 
  private:
   Tensor w_;  // [N, K] row-major on the device
