@@ -31,6 +31,62 @@ struct AttnParams {
   int64_t q_blocks;       // tasks per (head, sample)
 };
 
+// K^T panels from F32 rows: keys j0..j0+8 x dims d0..d0+8 of K (row stride lds) into
+// kp[panel][d][j % 16], eight keys and eight dims at a time (an 8x8 register transpose).
+void TransposeKeys8x8(const float* src, int64_t lds, float* dst) {
+#ifdef TIERSCOPE_VEC_AVX2
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  const __m256 s0 = _mm256_shuffle_ps(t[0], t[2], 0x44), s1 = _mm256_shuffle_ps(t[0], t[2], 0xEE);
+  const __m256 s2 = _mm256_shuffle_ps(t[1], t[3], 0x44), s3 = _mm256_shuffle_ps(t[1], t[3], 0xEE);
+  const __m256 s4 = _mm256_shuffle_ps(t[4], t[6], 0x44), s5 = _mm256_shuffle_ps(t[4], t[6], 0xEE);
+  const __m256 s6 = _mm256_shuffle_ps(t[5], t[7], 0x44), s7 = _mm256_shuffle_ps(t[5], t[7], 0xEE);
+  const __m256 out[8] = {_mm256_permute2f128_ps(s0, s4, 0x20), _mm256_permute2f128_ps(s1, s5, 0x20),
+                         _mm256_permute2f128_ps(s2, s6, 0x20), _mm256_permute2f128_ps(s3, s7, 0x20),
+                         _mm256_permute2f128_ps(s0, s4, 0x31), _mm256_permute2f128_ps(s1, s5, 0x31),
+                         _mm256_permute2f128_ps(s2, s6, 0x31), _mm256_permute2f128_ps(s3, s7, 0x31)};
+  for (int d = 0; d < 8; ++d) _mm256_storeu_ps(dst + d * kNR, out[d]);
+#else
+  for (int j = 0; j < 8; ++j) {
+    for (int d = 0; d < 8; ++d) dst[d * kNR + j] = src[j * lds + d];
+  }
+#endif
+}
+
+// Packs K^T [Kp/16][D][16] and V [Dp/16][keys][16] of one head (both zero-padded).
+void PackKeysAndValues(const AttnParams& p, const std::byte* k0, const std::byte* v0, int64_t keys,
+                       float* kp, float* vp, float* row) {
+  const int64_t D = p.head_dim, Kp = RoundUp(keys, kNR), Dp = RoundUp(D, kNR);
+  const int64_t stride = 3 * p.hidden;  // elements from one token's row to the next
+  const size_t es = DTypeSize(p.dtype);
+  std::memset(kp, 0, sizeof(float) * Kp * D);
+  std::memset(vp, 0, sizeof(float) * Dp * keys);
+  int64_t j = 0;
+  if (p.dtype == DType::kF32 && D % 8 == 0) {
+    const auto* k = reinterpret_cast<const float*>(k0);
+    for (; j + 8 <= keys; j += 8) {
+      for (int64_t d = 0; d < D; d += 8) {
+        TransposeKeys8x8(k + j * stride + d, stride, kp + (j / kNR) * D * kNR + d * kNR + j % kNR);
+      }
+    }
+  }
+  for (; j < keys; ++j) {
+    const float* k = AsFloat(p.dtype, k0 + j * stride * es, row, D);
+    float* kcol = kp + (j / kNR) * D * kNR + (j % kNR);
+    for (int64_t d = 0; d < D; ++d) kcol[d * kNR] = k[d];
+  }
+  for (j = 0; j < keys; ++j) {
+    const float* v = AsFloat(p.dtype, v0 + j * stride * es, row, D);
+    int64_t d = 0;
+    for (; d + kNR <= D; d += kNR) std::memcpy(vp + (d / kNR) * keys * kNR + j * kNR, v + d, sizeof(float) * kNR);
+    for (; d < D; ++d) vp[(d / kNR) * keys * kNR + j * kNR + (d % kNR)] = v[d];
+  }
+}
+
 // Scratch floats one task needs.
 size_t ScratchFloats(int64_t S, int64_t D) {
   const int64_t Sp = RoundUp(S, kNR), Dp = RoundUp(D, kNR);
@@ -64,15 +120,7 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
   };
 
   // Pack K^T and V once per task (zero-padded past the keys and D).
-  std::memset(kp, 0, sizeof(float) * Kp * D);
-  std::memset(vp, 0, sizeof(float) * Dp * keys);
-  for (int64_t j = 0; j < keys; ++j) {
-    const float* k = AsFloat(p.dtype, head_row(j, 1), row, D);
-    float* kcol = kp + (j / kNR) * D * kNR + (j % kNR);
-    for (int64_t d = 0; d < D; ++d) kcol[d * kNR] = k[d];
-    const float* v = AsFloat(p.dtype, head_row(j, 2), row, D);
-    for (int64_t d = 0; d < D; ++d) vp[(d / kNR) * keys * kNR + j * kNR + (d % kNR)] = v[d];
-  }
+  PackKeysAndValues(p, head_row(0, 1), head_row(0, 2), keys, kp, vp, row);
   const MicroKernels& mk = GetMicroKernels();
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int64_t first = qb * p.rows_per_task;
@@ -91,8 +139,7 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
           if (mask[j] == 0) s[j] += -FLT_MAX;  // as Hugging Face's additive mask
         }
       }
-      float max_score = -INFINITY;
-      for (int64_t j = 0; j < keys; ++j) max_score = std::max(max_score, s[j]);
+      const float max_score = MaxOf(s, keys);
       const float inv = 1.0f / ExpShiftSum(s, keys, max_score);
       for (int64_t j = 0; j < keys; ++j) s[j] *= inv;
     }

@@ -161,6 +161,23 @@ inline void TanhInPlace(float* v, int64_t n) {
   for (; i < n; ++i) v[i] = FastTanh(v[i]);
 }
 
+// The largest of s[0, n), -inf for n == 0; NaNs are passed over (as std::max's fold
+// does), so the lanes and the scalar tail agree. Eight independent lanes: no chain of
+// dependent compares through the row.
+inline float MaxOf(const float* s, int64_t n) {
+  float m = -INFINITY;
+  int64_t i = 0;
+#ifdef TIERSCOPE_VEC_AVX2
+  __m256 vm = _mm256_set1_ps(-INFINITY);
+  for (; i + 8 <= n; i += 8) vm = _mm256_max_ps(_mm256_loadu_ps(s + i), vm);  // NaN: keeps vm
+  float lanes[8];
+  _mm256_storeu_ps(lanes, vm);
+  for (float l : lanes) m = std::max(m, l);
+#endif
+  for (; i < n; ++i) m = std::max(m, s[i]);
+  return m;
+}
+
 // s[i] = exp(s[i] - max) for i < n; returns their sum.
 inline float ExpShiftSum(float* s, int64_t n, float max) {
   int64_t i = 0;
