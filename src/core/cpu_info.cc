@@ -1,6 +1,9 @@
 // /proc/cpuinfo, sysfs caches and /proc/meminfo (with the cgroup v2 limit).
 #include "core/cpu_info.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -85,6 +88,14 @@ bool CpuRunsIsa(const std::string& isa) {
            CpuHasFlag("avx512_vnni");
   }
   if (isa == "avxvnni") return __builtin_cpu_supports("avx2") && CpuHasFlag("avx_vnni");
+  // AMX: the CPU has the tiles, and Linux lets this process use them (the tile data is
+  // off until asked for, once per process: ARCH_REQ_XCOMP_PERM for XTILEDATA).
+  if (isa == "amx-int8") {
+    static const bool usable = CpuHasFlag("amx_tile") && CpuHasFlag("amx_int8") &&
+                               syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
+                                       18 /* XFEATURE_XTILEDATA */) == 0;
+    return usable;
+  }
 #endif
   return isa == "scalar";
 }

@@ -23,7 +23,8 @@ bool CpuHasFlag(const std::string& flag);
 // calibration's cache key both use it, so they cannot disagree.
 std::string CpuVectorIsa();
 // Whether the CPU runs `isa`: one of CpuVectorIsa's names, or an INT8 dot ISA
-// ("avx512vnni", "avxvnni"); "scalar" always.
+// ("amx-int8", "avx512vnni", "avxvnni"); "scalar" always. "amx-int8" asks Linux for the
+// tile state the first time (a process without it cannot use AMX).
 bool CpuRunsIsa(const std::string& isa);
 
 struct CacheLevel {

@@ -153,9 +153,50 @@ __attribute__((target("avx2"))) double DotInt8Avx2(int64_t iters) {
   return 2.0 * 32 * kInt8Avx2Chains * static_cast<double>(iters);
 }
 
+// AMX: TDPBUSD on 16 x 64 u8 by 64 x 16 s8 tiles into 16 x 16 int32, 16,384 multiply-adds
+// an instruction, over four independent C tiles (as the GEMM's 2 x 2 blocking), with the
+// INT8 GEMM's own tile configuration (micro_kernel_int8.cc).
+struct alignas(64) AmxPeakConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+__attribute__((target("amx-tile,amx-int8"))) double DotInt8Amx(int64_t iters) {
+  AmxPeakConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.rows[t] = 16;
+    cfg.colsb[t] = 64;
+  }
+  _tile_loadconfig(&cfg);
+  alignas(64) static const uint8_t a[16 * 64] = {1};
+  alignas(64) static const int8_t b[16 * 64] = {-1};
+  alignas(64) int32_t out[16 * 16];
+  _tile_loadd(4, a, 64);
+  _tile_loadd(5, a, 64);
+  _tile_loadd(6, b, 64);
+  _tile_loadd(7, b, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t it = 0; it < iters; ++it) {
+    _tile_dpbusd(0, 4, 6);
+    _tile_dpbusd(1, 4, 7);
+    _tile_dpbusd(2, 5, 6);
+    _tile_dpbusd(3, 5, 7);
+  }
+  _tile_stored(0, out, 64);
+  // No _tile_release: the INT8 GEMM configures each thread once with this same layout
+  // (8 tiles of 16 x 64 bytes) and would find its tiles gone.
+  volatile int sink = out[0];
+  (void)sink;
+  return 2.0 * 16 * 16 * 64 * 4 * static_cast<double>(iters);
+}
+
 // The INT8 dot ISA of this CPU as the INT8 GEMM picks it, and its test.
 std::string Int8DotIsa() {
-  for (const char* isa : {"avx512vnni", "avxvnni"}) {
+  for (const char* isa : {"amx-int8", "avx512vnni", "avxvnni"}) {
     if (CpuRunsIsa(isa)) return isa;
   }
   return CpuRunsIsa("avx2+fma") ? "avx2" : "";
@@ -345,7 +386,8 @@ MachinePeaks MeasureOnce(int threads) {
   p.int8_dot = Int8DotIsa();
   if (!p.int8_dot.empty()) {
     std::function<double(int)> dot;
-    if (p.int8_dot == "avx512vnni") dot = [](int) { return DotInt8Avx512Vnni(kIters); };
+    if (p.int8_dot == "amx-int8") dot = [](int) { return DotInt8Amx(kIters / 16); };
+    else if (p.int8_dot == "avx512vnni") dot = [](int) { return DotInt8Avx512Vnni(kIters); };
     else if (p.int8_dot == "avxvnni") dot = [](int) { return DotInt8AvxVnni(kIters); };
     else dot = [](int) { return DotInt8Avx2(kIters); };
     p.int8_ops_1t = Rate(1, kFmaTrials, dot).best;

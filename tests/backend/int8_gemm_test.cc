@@ -44,11 +44,13 @@ TEST(Int8MicroKernels, EveryVariantSumsExactlyAtTheLargestCodes) {
   std::mt19937 rng(2026);
   for (const Int8MicroKernels& v : variants) {
     for (int fill = 0; fill < 3; ++fill) {  // random; all codes at their largest; mixed signs at the edge
-      for (int64_t kq : {1, 3, 32, 129}) {
-        for (int64_t rows : {1, 5, 6, 7, 13}) {
+      for (int64_t kq : {1, 3, 32, 129, 48}) {  // 32, 48: whole AMX tiles; the rest: its VNNI fallback
+        for (int64_t rows : {1, 5, 6, 7, 13, 17, 33, 48}) {
           for (int64_t n : {16, 32, 48}) {
             const int64_t k = kq * kQK, lda = k + 8, ldc = n + 3;
-            std::vector<uint8_t> a(static_cast<size_t>(rows * lda), 0);
+            // Whole 16-row tiles of a and c, as the AMX kernel reads and writes them.
+            const int64_t padded = (rows + kAmxRows - 1) / kAmxRows * kAmxRows;
+            std::vector<uint8_t> a(static_cast<size_t>(padded * lda), 0);
             std::vector<int8_t> w(static_cast<size_t>(n * k));
             for (int64_t r = 0; r < rows; ++r) {
               for (int64_t j = 0; j < k; ++j) {
@@ -61,7 +63,7 @@ TEST(Int8MicroKernels, EveryVariantSumsExactlyAtTheLargestCodes) {
                                                      : (i % 3 == 0 ? -127 : 127));
             }
             const std::vector<int8_t> b = PackB(w, n, kq);
-            std::vector<int32_t> c(static_cast<size_t>(rows * ldc), -7);
+            std::vector<int32_t> c(static_cast<size_t>(padded * ldc), -7);
             v.Run(rows, kq, a.data(), lda, b.data(), n / kNR, kq * kQGroupBytes, c.data(), ldc);
             for (int64_t r = 0; r < rows; ++r) {
               for (int64_t col = 0; col < ldc; ++col) {
@@ -279,7 +281,11 @@ std::vector<std::string> VariantNames() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, Int8LinearTest, ::testing::ValuesIn(VariantNames()),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& info) {
+                           std::string name = info.param;  // "amx-int8": no '-' in a test name
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace tierscope

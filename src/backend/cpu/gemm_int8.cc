@@ -20,12 +20,18 @@
 namespace tierscope {
 namespace {
 
-constexpr int kMB = 48;  // rows of one task's tile
+constexpr int kMB = 48;  // rows of one task's tile (whole AMX tiles: the int32 tile has room)
+static_assert(kMB % kAmxRows == 0);
 constexpr int kNB = 64;  // columns of one task's tile
 constexpr int kPanelsPerTask = kNB / kNR;
 constexpr int64_t kQuantRowsPerTask = 16;
 // The int32 sums hold K x 255 x 127 for K up to 66,000; refuse more than this.
 constexpr int64_t kMaxInt8K = 65536;
+
+// 4-deep groups of a panel for K inputs: rounded up to a whole AMX tile (64 inputs), so
+// every variant runs on the same packing; the padding is zeros on both sides.
+int64_t PaddedKq(int64_t k) { return ((k + kQK - 1) / kQK + kAmxKq - 1) / kAmxKq * kAmxKq; }
+int64_t PaddedRows(int64_t rows) { return (rows + kAmxRows - 1) / kAmxRows * kAmxRows; }
 
 class CpuInt8Weight : public PackedWeight {
  public:
@@ -34,7 +40,7 @@ class CpuInt8Weight : public PackedWeight {
         panels_(std::move(panels)),
         scales_(std::move(scales)),
         colsums_(std::move(colsums)) {}
-  int64_t kq() const { return (k() + kQK - 1) / kQK; }
+  int64_t kq() const { return PaddedKq(k()); }
   int64_t num_panels() const { return (n() + kNR - 1) / kNR; }
   int64_t panel_bytes() const { return kq() * kQGroupBytes; }
   const int8_t* panels() const { return static_cast<const int8_t*>(panels_.data()); }
@@ -145,7 +151,7 @@ void DequantRowPortable(const int32_t* a, const int32_t* cs, const float* sw, co
 // The dequantization that goes with micro-kernels `mk` (AVX-512 beside AVX512-VNNI, the
 // portable loop beside the others); `*gelu_fused` says whether it also applies GELU.
 DequantRowFn PickDequantRow(const Int8MicroKernels& mk, bool bias, Epilogue e, bool* gelu_fused) {
-  const bool avx512 = std::string_view(mk.isa) == "avx512vnni";
+  const bool avx512 = std::string_view(mk.isa) == "avx512vnni" || std::string_view(mk.isa) == "amx-int8";
   *gelu_fused = avx512 && e == Epilogue::kGelu;
   if (avx512) {
     if (*gelu_fused) return bias ? DequantRowAvx512<true, true> : DequantRowAvx512<false, true>;
@@ -211,7 +217,7 @@ StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeightInt8(CpuBackend& be, const 
     return InvalidArgument("INT8 Linear sums in int32: in_features must be <= " + std::to_string(kMaxInt8K) +
                            ", got " + std::to_string(k));
   }
-  const int64_t panels = (n + kNR - 1) / kNR, kq = (k + kQK - 1) / kQK;
+  const int64_t panels = (n + kNR - 1) / kNR, kq = PaddedKq(k);
   TS_ASSIGN_OR_RETURN(Tensor packed, Tensor::Empty(be, DType::kI8, {panels, kq, kQGroupBytes}));
   TS_ASSIGN_OR_RETURN(Tensor scales, Tensor::Empty(be, DType::kF32, {panels * kNR}));
   TS_ASSIGN_OR_RETURN(Tensor colsums, Tensor::Empty(be, DType::kI32, {panels * kNR}));
@@ -255,7 +261,9 @@ Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_ro
   const int64_t n = w.n(), k = w.k(), kp = qw.kq() * kQK;
   const Int8MicroKernels& mk = GetInt8MicroKernels();
   const int act_max = mk.act_max;
-  TS_ASSIGN_OR_RETURN(Tensor q, Tensor::Empty(be, DType::kU8, {rows, kp}));
+  // Whole 16-row tiles of codes (AMX reads them); the rows past `rows` are zeros.
+  TS_ASSIGN_OR_RETURN(Tensor q, Tensor::Empty(be, DType::kU8, {PaddedRows(rows), kp}));
+  std::memset(static_cast<uint8_t*>(q.data()) + rows * kp, 0, static_cast<size_t>((PaddedRows(rows) - rows) * kp));
   TS_ASSIGN_OR_RETURN(Tensor qparams, Tensor::Empty(be, DType::kF32, {rows, 2}));
   const auto* xs = static_cast<const float*>(x.data());
   auto* qd = static_cast<uint8_t*>(q.data());

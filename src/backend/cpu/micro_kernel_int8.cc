@@ -107,6 +107,73 @@ __attribute__((target("avx2"))) void Int8Avx2(int64_t kq, const uint8_t* a, int6
   }
 }
 
+// AMX: 16 x 64-byte tiles. C in tiles 0-3 (2 x 2 blocks of 16 x 16 int32), A in 4-5
+// (16 rows x 64 codes), B in 6-7 (16 groups x 16 columns x 4: a panel slice as it lies).
+struct alignas(64) AmxTileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Once per thread (the configuration is per thread, and loading it costs about as much as
+// a small tile's work). Anything else in the process that uses AMX (the calibration)
+// loads this same layout and never releases the tiles, so a configured thread stays so.
+__attribute__((target("amx-tile"))) void ConfigureAmxTilesOnce() {
+  thread_local bool configured = false;
+  if (configured) return;
+  AmxTileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.rows[t] = kAmxRows;
+    cfg.colsb[t] = 64;
+  }
+  _tile_loadconfig(&cfg);
+  configured = true;
+}
+
+__attribute__((target("amx-tile,amx-int8"))) void Int8TileAmx(int64_t rows, int64_t kq, const uint8_t* a,
+                                                              int64_t lda, const int8_t* b, int64_t panels,
+                                                              int64_t panel_stride, int32_t* c, int64_t ldc) {
+  ConfigureAmxTilesOnce();
+  const int64_t ldc_bytes = ldc * static_cast<int64_t>(sizeof(int32_t));
+  for (int64_t r0 = 0; r0 < rows; r0 += 2 * kAmxRows) {
+    const bool two_rows = rows - r0 > kAmxRows;
+    const uint8_t* a0 = a + r0 * lda;
+    const uint8_t* a1 = a0 + kAmxRows * lda;
+    for (int64_t p = 0; p < panels; p += 2) {
+      const bool two_cols = p + 1 < panels;
+      const int8_t* b0 = b + p * panel_stride;
+      const int8_t* b1 = b0 + panel_stride;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int64_t k = 0; k < kq; k += kAmxKq) {
+        _tile_loadd(4, a0 + k * kQK, lda);
+        _tile_loadd(6, b0 + k * kQGroupBytes, kQGroupBytes);
+        _tile_dpbusd(0, 4, 6);
+        if (two_cols) {
+          _tile_loadd(7, b1 + k * kQGroupBytes, kQGroupBytes);
+          _tile_dpbusd(1, 4, 7);
+        }
+        if (two_rows) {
+          _tile_loadd(5, a1 + k * kQK, lda);
+          _tile_dpbusd(2, 5, 6);
+          if (two_cols) _tile_dpbusd(3, 5, 7);
+        }
+      }
+      int32_t* c0 = c + r0 * ldc + p * kNR;
+      _tile_stored(0, c0, ldc_bytes);
+      if (two_cols) _tile_stored(1, c0 + kNR, ldc_bytes);
+      if (two_rows) {
+        _tile_stored(2, c0 + kAmxRows * ldc, ldc_bytes);
+        if (two_cols) _tile_stored(3, c0 + kAmxRows * ldc + kNR, ldc_bytes);
+      }
+    }
+  }
+}
+
 template <int MR>
 void Int8Scalar(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b, int32_t* c, int64_t ldc) {
   for (int r = 0; r < MR; ++r) {
@@ -129,6 +196,10 @@ void Int8Scalar(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b, int3
 
 std::vector<Int8MicroKernels> AvailableInt8MicroKernels() {
   std::vector<Int8MicroKernels> v;
+  if (CpuRunsIsa("amx-int8") && CpuRunsIsa("avx512vnni")) {  // K not a multiple of 64: VNNI
+    v.push_back({"amx-int8", 255, TS_INT8_KERNELS(Int8Avx512Vnni), TS_INT8_KERNELS(Int8PairAvx512Vnni),
+                 Int8TileAmx});
+  }
   if (CpuRunsIsa("avx512vnni")) {
     v.push_back({"avx512vnni", 255, TS_INT8_KERNELS(Int8Avx512Vnni), TS_INT8_KERNELS(Int8PairAvx512Vnni)});
   }

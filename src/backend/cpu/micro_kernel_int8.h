@@ -18,23 +18,33 @@ constexpr int kQGroupBytes = kNR * kQK;  // one group of a panel: 16 columns x 4
 
 using Int8MicroKernelFn = void (*)(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b,
                                    int32_t* c, int64_t ldc);
+// A whole tile at once (AMX): c[rows][16 x panels] = a . panels, for kq a multiple of 16.
+// It reads a and writes c for RoundUp(rows, 16) rows (tiles are 16 rows high).
+using Int8TileFn = void (*)(int64_t rows, int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b,
+                            int64_t panels, int64_t panel_stride, int32_t* c, int64_t ldc);
 // Two adjacent panels: c[r][0..16) from b0, c[r][16..32) from b1.
 using Int8MicroKernelPairFn = void (*)(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b0,
                                        const int8_t* b1, int32_t* c, int64_t ldc);
 
+constexpr int64_t kAmxRows = 16;  // rows of an AMX tile
+constexpr int64_t kAmxKq = 16;    // 4-deep groups of an AMX tile (64 bytes a row)
+
 struct Int8MicroKernels {
-  const char* isa = "scalar";  // "avx512vnni", "avxvnni", "avx2", "scalar"
+  const char* isa = "scalar";  // "amx-int8", "avx512vnni", "avxvnni", "avx2", "scalar"
   // The largest activation code the kernel sums exactly. vpmaddubsw adds two u8 x s8
   // products into a saturating int16: with |w| <= 127 that is exact only for codes up to
   // 127 (2 x 127 x 127 = 32258), so the AVX2 kernel quantizes activations to 7 bits.
   int act_max = 255;
   Int8MicroKernelFn single[kMR + 1] = {};
   Int8MicroKernelPairFn pair[kMR + 1] = {};  // null where the ISA has no pair kernel
+  Int8TileFn tile = nullptr;                  // AMX only; used when kq % kAmxKq == 0
 
   // c[rows][16 x panels] = a[rows][4 kq] . panels (each kq x 64 bytes, `panel_stride`
-  // bytes apart); c has row stride ldc.
+  // bytes apart); c has row stride ldc. With a tile kernel and kq a multiple of 16, a is
+  // read and c written for RoundUp(rows, 16) rows: callers pad both.
   void Run(int64_t rows, int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b,
            int64_t panels, int64_t panel_stride, int32_t* c, int64_t ldc) const {
+    if (tile != nullptr && kq % kAmxKq == 0) return tile(rows, kq, a, lda, b, panels, panel_stride, c, ldc);
     for (int64_t p = 0; p < panels;) {
       const bool two = pair[1] != nullptr && p + 1 < panels;
       for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
