@@ -35,7 +35,8 @@ int ThreadPool::HardwareThreads() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads < 1 ? 1 : num_threads) {
+ThreadPool::ThreadPool(int num_threads)
+    : num_threads_(num_threads < 1 ? 1 : num_threads), shares_(new Share[num_threads_]) {
   threads_.reserve(num_threads_ - 1);
   try {
     for (int w = 1; w < num_threads_; ++w) threads_.emplace_back([this, w] { WorkerLoop(w); });
@@ -58,10 +59,13 @@ void ThreadPool::StopAndJoin() {
 }
 
 void ThreadPool::RunTasks(int worker) {
-  for (;;) {
-    int64_t t = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (t >= num_tasks_) break;
-    (*job_)(t, worker);
+  for (int i = 0; i < num_threads_; ++i) {  // its own share first, then the others' in turn
+    Share& s = shares_[(worker + i) % num_threads_];
+    for (;;) {
+      const int64_t t = s.next.fetch_add(1, std::memory_order_relaxed);
+      if (t >= s.end) break;
+      (*job_)(t, worker);
+    }
   }
 }
 
@@ -74,8 +78,10 @@ void ThreadPool::ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> 
   {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = &fn;
-    num_tasks_ = num_tasks;
-    next_task_.store(0, std::memory_order_relaxed);
+    for (int w = 0; w < num_threads_; ++w) {
+      shares_[w].next.store(num_tasks * w / num_threads_, std::memory_order_relaxed);
+      shares_[w].end = num_tasks * (w + 1) / num_threads_;
+    }
     active_workers_.store(num_threads_ - 1, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }
