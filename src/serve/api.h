@@ -40,18 +40,38 @@ std::optional<ApiError> ParseEmbedRequest(std::string_view body, const ApiLimits
 // [[floats], ...], one embedding per input.
 std::string EmbedResponse(const ServeResult& result);
 
+// POST /tokenize (TEI): {"inputs": "text" | ["text", ...], "add_special_tokens": bool =
+// true}; `ids` gets each input's tokens.
+std::optional<ApiError> ParseTokenizeRequest(std::string_view body, const ApiLimits& limits,
+                                             const WordPieceTokenizer& tokenizer,
+                                             std::vector<std::vector<int32_t>>* ids);
+// [[{"id", "text", "special", "start", "stop"}, ...], ...]: TEI's shape. start and stop
+// (character offsets) are null: this tokenizer does not track them.
+std::string TokenizeResponse(const WordPieceTokenizer& tokenizer, const std::vector<std::vector<int32_t>>& ids);
+
 // The parts of a v2 infer request the response needs.
 struct InferCall {
   std::string id;                     // echoed when given
   int64_t batch = 0, seq_len = 0;
   std::vector<std::string> outputs;  // last_hidden_state, pooler_output
+  std::vector<bool> binary;          // per output: in the binary tensor extension
 };
-// POST /v2/models/{name}/infer: INT64 (or INT32) input_ids, optional attention_mask and
-// token_type_ids, all [batch, seq_len], data flat or nested; optional "outputs".
-std::optional<ApiError> ParseInferRequest(std::string_view body, const ApiLimits& limits,
+// POST /v2/models/{name}/infer (kserve_api.cc): INT64 (or INT32) input_ids, optional
+// attention_mask and token_type_ids, all [batch, seq_len], as JSON data (flat or nested)
+// or, with the binary tensor extension, as little-endian bytes after a JSON header of
+// `header_length` bytes (the Inference-Header-Content-Length header; 0: all JSON), each
+// input's binary_data_size checked against its shape before anything is queued. Optional
+// "outputs", each binary with parameters.binary_data, or all with the request's
+// parameters.binary_data_output.
+std::optional<ApiError> ParseInferRequest(std::string_view body, size_t header_length, const ApiLimits& limits,
                                           bool has_pooler, ServeRequest* out, InferCall* call);
-std::string InferResponse(const std::string& model_name, const InferCall& call,
-                          const ServeResult& result);
+// The value of an Inference-Header-Content-Length header ("" when absent: 0), which must
+// be a whole number no larger than the body.
+std::optional<ApiError> ParseInferHeaderLength(std::string_view value, size_t body_size, size_t* length);
+// The response; binary outputs follow the JSON, whose length goes to `header_length`
+// (0 when every output is JSON data) for the Inference-Header-Content-Length header.
+std::string InferResponse(const std::string& model_name, const InferCall& call, const ServeResult& result,
+                          size_t* header_length);
 
 // GET /v2/models/{name}: name, versions, platform, inputs and outputs with their shapes.
 std::string ModelMetadata(const std::string& model_name, const BertConfig& config,

@@ -18,6 +18,7 @@
 #include "model/bert.h"
 #include "serve/api.h"
 #include "serve/metrics.h"
+#include "serve/openai_api.h"
 #include "tierscope/version.h"
 
 namespace tierscope {
@@ -71,7 +72,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void Close();
 
  private:
-  enum class Kind { kEmbed, kInfer };
+  enum class Kind { kEmbed, kInfer, kOpenAi };
   void DoRead();
   void OnRead(beast::error_code ec);
   void Handle();  // Route, with any exception answered as 500
@@ -82,7 +83,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void Finish(uint64_t seq, ServeResult result);
   void WatchDisconnect();
   void Respond(int code, std::string body, const char* content_type = "application/json");
-  void Error(const ApiError& e) { Respond(e.code, ErrorBody(e)); }
+  // In the error shape of the API the request came to: OpenAI's under /v1/, TEI's and
+  // KServe's ({"error", "error_type"}) elsewhere.
+  void Error(const ApiError& e) {
+    if (endpoint_.starts_with("/v1/")) return Respond(OpenAiErrorStatus(e), OpenAiErrorBody(e));
+    Respond(e.code, ErrorBody(e));
+  }
   void EndRequest();
 
   beast::tcp_stream stream_;
@@ -101,6 +107,8 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t pending_ = 0;  // the service's id of the queued request, 0 when none
   Kind kind_ = Kind::kEmbed;
   InferCall call_;
+  OpenAiCall openai_;
+  size_t infer_header_length_ = 0;  // of the response being written: its JSON part
   // Keeps the session alive while its request waits in the service (the service's
   // callback holds only a weak reference); cleared on the io thread by Finish or Close.
   std::shared_ptr<Session> hold_;
@@ -198,7 +206,8 @@ void Session::Route() {
     return true;
   };
 
-  if (path == "/embed") {
+  // TEI serves its embed route at / as well: Hugging Face's InferenceClient posts there.
+  if (path == "/embed" || path == "/") {
     endpoint_ = path;
     if (!method(post, "POST") || refuse_if_draining()) return;
     if (!server_.tokenizer) {
@@ -212,6 +221,35 @@ void Session::Route() {
       return Error(*e);
     }
     return Submit(std::move(request), Kind::kEmbed);
+  }
+  if (path == "/tokenize") {
+    endpoint_ = path;
+    if (!method(post, "POST")) return;
+    if (!server_.tokenizer) {
+      return Error({503, "this model directory has no vocab.txt: there is nothing to tokenize with", "Unhealthy"});
+    }
+    std::vector<std::vector<int32_t>> ids;
+    if (auto e = ParseTokenizeRequest(req_.body(), server_.limits, *server_.tokenizer, &ids)) return Error(*e);
+    return Respond(200, TokenizeResponse(*server_.tokenizer, ids));
+  }
+  if (path == "/v1/embeddings") {
+    endpoint_ = path;
+    if (!method(post, "POST") || refuse_if_draining()) return;
+    ServeRequest request;
+    openai_ = {};
+    if (auto e = ParseOpenAiEmbeddingsRequest(req_.body(), server_.limits, server_.tokenizer,
+                                              server_.options.pooling, name, &request, &openai_)) {
+      return Error(*e);
+    }
+    return Submit(std::move(request), Kind::kOpenAi);
+  }
+  if (path == "/v1/models") {
+    endpoint_ = path;
+    if (!method(get, "GET")) return;
+    return Respond(200, nlohmann::json{{"object", "list"},
+                                       {"data", {{{"id", name}, {"object", "model"}, {"created", 0},
+                                                  {"owned_by", "tierscope"}}}}}
+                            .dump());
   }
   if (path == "/health" || path == "/v2/health/ready" || path == "/v2/health/live") {
     endpoint_ = path;
@@ -256,9 +294,19 @@ void Session::Route() {
       }
       if (tail == "/ready") return Respond(ready ? 200 : 503, "");
       if (refuse_if_draining()) return;
+      if (auto enc = req_[http::field::content_encoding]; !enc.empty() && enc != "identity") {
+        return Error({415, "Content-Encoding " + std::string(enc) + " is not supported; send the body uncompressed",
+                      "Validation"});
+      }
+      size_t header_length = 0;
+      const auto header_value = req_["Inference-Header-Content-Length"];
+      if (auto e = ParseInferHeaderLength(std::string_view(header_value.data(), header_value.size()), req_.body().size(),
+                                          &header_length)) {
+        return Error(*e);
+      }
       ServeRequest request;
       call_ = {};
-      if (auto e = ParseInferRequest(req_.body(), server_.limits,
+      if (auto e = ParseInferRequest(req_.body(), header_length, server_.limits,
                                      server_.engine.model().has_pooler(), &request, &call_)) {
         return Error(*e);
       }
@@ -317,8 +365,14 @@ void Session::Finish(uint64_t seq, ServeResult result) {
     stream_.socket().cancel(ec);
   }
   if (!result.status.ok()) return Error({500, result.status.message(), "Backend"});
-  Respond(200, kind_ == Kind::kEmbed ? EmbedResponse(result)
-                                     : InferResponse(server_.options.model_name, call_, result));
+  switch (kind_) {
+    case Kind::kEmbed: return Respond(200, EmbedResponse(result));
+    case Kind::kOpenAi: return Respond(200, OpenAiEmbeddingsResponse(openai_, result));
+    case Kind::kInfer: {
+      std::string body = InferResponse(server_.options.model_name, call_, result, &infer_header_length_);
+      return Respond(200, std::move(body), infer_header_length_ > 0 ? "application/octet-stream" : "application/json");
+    }
+  }
 }
 
 void Session::Respond(int code, std::string body, const char* content_type) {
@@ -328,9 +382,16 @@ void Session::Respond(int code, std::string body, const char* content_type) {
       static_cast<http::status>(code), req_.version() ? req_.version() : 11);
   res->set(http::field::server, "tierscope/" TIERSCOPE_VERSION);
   res->set(http::field::content_type, content_type);
-  if (code == 429) res->set(http::field::retry_after, std::to_string(server_.options.retry_after_s));
+  if (code == 429) {
+    res->set(http::field::retry_after, std::to_string(server_.service.RetryAfterSeconds(server_.options.retry_after_s)));
+  }
+  if (infer_header_length_ > 0) {  // binary outputs follow this many bytes of JSON
+    res->set("Inference-Header-Content-Length", std::to_string(infer_header_length_));
+    infer_header_length_ = 0;
+  }
   if (code == 405) {
-    const bool post_only = endpoint_ == "/embed" || endpoint_ == "/v2/models/{name}/infer";
+    const bool post_only = endpoint_ == "/embed" || endpoint_ == "/" || endpoint_ == "/tokenize" ||
+                           endpoint_ == "/v1/embeddings" || endpoint_ == "/v2/models/{name}/infer";
     res->set(http::field::allow, post_only ? "POST" : "GET");
   }
   res->keep_alive(req_.keep_alive() && !server_.draining && code != 400 && code != 413);

@@ -30,7 +30,8 @@ struct ServerOptions {
   int64_t max_body_bytes = 8 << 20;      // larger bodies are 413
   double drain_timeout_s = 60;           // give up draining after this long
   double idle_timeout_s = 60;            // close keep-alive connections idle this long
-  int retry_after_s = 1;                 // Retry-After on 429
+  int retry_after_s = 1;                 // Retry-After on 429 before any batch has run; after,
+                                         // the queue's measured drain time
 };
 
 // Serves until SIGINT or SIGTERM, then drains and returns. Writes

@@ -6,6 +6,7 @@
 #include "core/exceptions.h"
 #include "model/bert.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -247,6 +248,10 @@ void InferenceService::Loop() {
 
     lock.lock();
     running_ = false;
+    if (inference_s > 0) {  // each batch weighs a quarter: a few batches follow a change of load
+      const double rate = static_cast<double>(copies.size()) / inference_s;
+      drain_rate_ = drain_rate_ > 0 ? 0.75 * drain_rate_ + 0.25 * rate : rate;
+    }
     std::vector<std::pair<ServeCallback, ServeResult>> finished;
     for (size_t r = 0; r < refs.size(); ++r) {
       auto it = pending_.find(refs[r].request);
@@ -269,6 +274,18 @@ void InferenceService::Loop() {
     for (auto& [done, result] : finished) done(std::move(result));
     lock.lock();
   }
+}
+
+double InferenceService::drain_rate() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return drain_rate_;
+}
+
+int InferenceService::RetryAfterSeconds(int fallback) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!(drain_rate_ > 0)) return fallback;
+  const double s = std::ceil(static_cast<double>(batcher_.queued()) / drain_rate_);
+  return static_cast<int>(std::clamp(s, 1.0, 60.0));
 }
 
 }  // namespace tierscope

@@ -96,6 +96,12 @@ class InferenceService {
   bool Idle() const;
   int64_t queued() const;
   const BatcherOptions& options() const { return batcher_.options(); }
+  // Inputs served per second of inference, averaged over recent batches (0 before the
+  // first batch): the rate the queue drains at.
+  double drain_rate() const;
+  // Seconds until the queue as it stands has drained at that rate, rounded up, within
+  // [1, 60]; `fallback` before any batch has been measured. What Retry-After says.
+  int RetryAfterSeconds(int fallback) const;
 
  private:
   struct Pending {
@@ -128,6 +134,7 @@ class InferenceService {
   std::map<uint64_t, InputRef> inputs_;
   uint64_t next_request_ = 1, next_input_ = 1;
   bool draining_ = false, stop_ = false, running_ = false;
+  double drain_rate_ = 0;  // inputs a second, an exponential average over batches
   std::thread thread_;
 };
 

@@ -8,6 +8,7 @@
 #include <unicode/unistr.h>
 #include <unicode/utf8.h>
 
+#include <algorithm>
 #include <fstream>
 
 namespace tierscope {
@@ -257,6 +258,11 @@ std::vector<int32_t> WordPieceTokenizer::Encode(std::string_view text, bool spec
   }
   if (special_tokens) ids.push_back(sep_);
   return ids;
+}
+
+bool WordPieceTokenizer::is_special(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= tokens_.size()) return false;
+  return std::find(specials_.begin(), specials_.end(), tokens_[static_cast<size_t>(id)]) != specials_.end();
 }
 
 }  // namespace tierscope

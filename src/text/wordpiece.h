@@ -37,6 +37,8 @@ class WordPieceTokenizer {
   int32_t sep_id() const { return sep_; }
   size_t vocab_size() const { return tokens_.size(); }
   const std::string& token(int32_t id) const { return tokens_[static_cast<size_t>(id)]; }
+  // Whether `id` is one of the special tokens ([PAD] [UNK] [CLS] [SEP] [MASK]).
+  bool is_special(int32_t id) const;
 
  private:
   WordPieceTokenizer() = default;

@@ -61,16 +61,21 @@ void Embed(std::string_view body) {
   }
 }
 
-void Infer(std::string_view body) {
+void Infer(std::string_view body, std::string_view header_length) {
   tierscope::ServeRequest r;
   tierscope::InferCall call;
-  if (!tierscope::ParseInferRequest(body, Limits(), /*has_pooler=*/true, &r, &call)) {
+  size_t json_bytes = 0;
+  if (tierscope::ParseInferHeaderLength(header_length, body.size(), &json_bytes)) return;
+  if (json_bytes > body.size()) __builtin_trap();  // checked against the body
+  if (!tierscope::ParseInferRequest(body, json_bytes, Limits(), /*has_pooler=*/true, &r, &call)) {
     for (const auto& in : r.inputs) {
       for (int32_t id : in.ids) {
         if (id < 0 || id >= Limits().vocab_size) __builtin_trap();  // validated before queueing
       }
     }
-    (void)tierscope::InferResponse("bert", call, Answer(r));
+    size_t response_json = 0;
+    const std::string response = tierscope::InferResponse("bert", call, Answer(r), &response_json);
+    if (response_json > response.size()) __builtin_trap();
   }
 }
 
@@ -82,7 +87,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                          bytes.rfind("HEAD ", 0) == 0 || bytes.rfind("PUT ", 0) == 0;
   if (!http_like) {
     Embed(bytes);
-    Infer(bytes);
+    Infer(bytes, "");
+    // The binary tensor extension: the first byte says where the JSON header ends.
+    if (size > 1) Infer(bytes.substr(1), std::to_string(data[0] % size));
     return 0;
   }
   http::request_parser<http::string_body> parser;
@@ -102,6 +109,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string path(req.target());
   if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
   if (path == "/embed" || path == "/") Embed(req.body());
-  if (path.rfind("/v2/models/", 0) == 0) Infer(req.body());
+  if (path.rfind("/v2/models/", 0) == 0) {
+    const auto header = req["Inference-Header-Content-Length"];
+    Infer(req.body(), std::string_view(header.data(), header.size()));
+  }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <future>
 #include <mutex>
 #include <new>
+#include <thread>
 #include <vector>
 
 namespace tierscope {
@@ -105,6 +106,48 @@ TEST(ServiceFaults, AnEngineThatThrowsFailsOnlyItsOwnInput) {
   EXPECT_EQ(r[1].status.code(), StatusCode::kResourceExhausted) << r[1].status.ToString();
   EXPECT_NE(r[1].status.message().find("out of memory"), std::string::npos) << r[1].status.ToString();
   EXPECT_EQ(runner.batches(), (std::vector<int64_t>{3, 1, 1, 1}));
+}
+
+// Takes at least 100 ms a batch: the service can drain at most 10 one-input batches a second.
+class SlowRunner : public FaultyRunner {
+ public:
+  StatusOr<ForwardOutput> Forward(const BatchInput& in, const ForwardOptions& o) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return FaultyRunner::Forward(in, o);
+  }
+};
+
+TEST(ServiceRetryAfter, ComesFromTheMeasuredDrainRateOnceABatchHasRun) {
+  SlowRunner runner;
+  BatcherOptions o;
+  o.bucket_edges = {4};
+  o.max_batch_size = 1;
+  o.max_queue_delay_us = 0;
+  o.max_queue = 64;
+  auto service = InferenceService::Start(runner, o, nullptr);
+  ASSERT_TRUE(service.ok()) << service.status().ToString();
+  EXPECT_EQ((*service)->RetryAfterSeconds(7), 7);  // nothing measured yet: the fallback
+  std::vector<std::promise<ServeResult>> done(21);
+  auto submit = [&](size_t i) {
+    ServeRequest r;
+    r.inputs.push_back(ServeInput{{5, 6}, {}, {}});
+    r.want_hidden = true;
+    ASSERT_TRUE((*service)->Submit(std::move(r), [&done, i](ServeResult res) { done[i].set_value(std::move(res)); }).ok());
+  };
+  submit(0);
+  ASSERT_EQ(done[0].get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  const double rate = (*service)->drain_rate();
+  EXPECT_GT(rate, 0);
+  EXPECT_LE(rate, 10.5);  // one input per >= 100 ms
+  EXPECT_EQ((*service)->RetryAfterSeconds(7), 1);  // an empty queue: the floor of 1 s
+  for (size_t i = 1; i < done.size(); ++i) submit(i);
+  // About 19-20 inputs wait behind the one running, at <= 10 a second: >= 2 s to drain.
+  const int retry = (*service)->RetryAfterSeconds(7);
+  EXPECT_GE(retry, 2);
+  EXPECT_LE(retry, 60);
+  for (size_t i = 1; i < done.size(); ++i) {
+    ASSERT_EQ(done[i].get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  }
 }
 
 }  // namespace

