@@ -74,13 +74,17 @@ namespace cli {
 void RegisterServe(CLI::App& app, std::vector<Command>* out) {
   auto serve = std::make_shared<ServeCommandOptions>();
   auto* sv = app.add_subcommand("serve", "Serve the model over HTTP with dynamic batching "
-                                         "(/embed, KServe v2, /metrics, /info)");
+                                         "(/embed, TEI, OpenAI embeddings, KServe v2 HTTP and gRPC, /metrics, /info)");
   sv->add_option("--model", serve->model_dir, "Hugging Face model directory (default: the built-in model)");
   sv->add_option("--dtype", serve->dtype, "fp32 | fp16 | bf16 | int8 (CPU: dynamic quantization)")->capture_default_str();
   sv->add_option("--threads", serve->threads, "engine worker threads (0: all cores)")->capture_default_str();
   sv->add_option("--device", serve->device, "cpu | cuda | cuda:N")->capture_default_str();
   sv->add_option("--host", serve->server.host, "address to listen on")->capture_default_str();
   sv->add_option("--port", serve->server.port, "port (0: any free one, printed)")->capture_default_str();
+  sv->add_option("--grpc-port", serve->server.grpc_port,
+                 "KServe v2 gRPC (inference.GRPCInferenceService) on this port, sharing the batcher "
+                 "(0: any free one, printed; -1: off)")
+      ->capture_default_str();
   sv->add_option("--model-name", serve->server.model_name,
                  "the name in /v2/models/{name} (default: the directory's name)");
   sv->add_option("--pooling", serve->pooling,

@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "model/bert.h"
 #include "serve/api.h"
+#include "serve/grpc_server.h"
 #include "serve/metrics.h"
 #include "serve/openai_api.h"
 #include "tierscope/version.h"
@@ -46,6 +47,7 @@ struct Server {
   net::steady_timer timer;
   net::signal_set signals;
   std::map<Session*, std::weak_ptr<Session>> sessions;
+  GrpcFrontend* grpc = nullptr;  // the gRPC front end, when serving one: drained with HTTP
   int64_t in_flight = 0;
   bool draining = false;
   Clock::time_point drain_deadline;
@@ -495,13 +497,14 @@ void Server::BeginDrain(int signal) {
   std::cerr << "tierscope serve: " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
             << ": draining (" << in_flight << " requests in flight, " << service.queued()
             << " inputs queued); new work is refused with 503, health says not ready\n";
+  if (grpc != nullptr) grpc->BeginDrain();
   service.BeginDrain();
   WaitSignal();
   CheckDrained();
 }
 
 void Server::CheckDrained() {
-  const bool done = in_flight == 0 && service.Idle();
+  const bool done = in_flight == 0 && (grpc == nullptr || grpc->in_flight() == 0) && service.Idle();
   if (!done && Clock::now() < drain_deadline) {
     timer.expires_after(std::chrono::milliseconds(2));
     timer.async_wait([this](beast::error_code ec) {
@@ -600,13 +603,21 @@ Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
   net::io_context ioc(1);
   Server server(ioc, engine, tokenizer, *service, metrics, o, limits);
   TS_RETURN_IF_ERROR(server.Listen());
+  std::unique_ptr<GrpcFrontend> grpc;
+  if (o.grpc_port >= 0) {
+    TS_ASSIGN_OR_RETURN(grpc, GrpcFrontend::Start(o.host, o.grpc_port, engine, *service, metrics, o.model_name, limits));
+    server.grpc = grpc.get();
+    std::cout << "tierscope serve: grpc listening on " << o.host << ":" << grpc->port() << std::endl;
+  }
   server.Accept();
   server.WaitSignal();
   ioc.run();
   // Join the dispatcher while the io context still exists: a callback it is delivering
-  // posts to the context (and is then dropped with it).
+  // posts to the context (and is then dropped with it), and while the gRPC server does:
+  // its calls still waiting are finished by the dispatcher's drain. Then gRPC stops.
   Status result = server.result;
   service.reset();
+  if (grpc) grpc->Shutdown(options.drain_timeout_s);
   return result;
 }
 

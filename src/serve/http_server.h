@@ -30,12 +30,14 @@ struct ServerOptions {
   int64_t max_body_bytes = 8 << 20;      // larger bodies are 413
   double drain_timeout_s = 60;           // give up draining after this long
   double idle_timeout_s = 60;            // close keep-alive connections idle this long
+  int grpc_port = -1;                    // KServe v2 gRPC on this port (0: any free; -1: off)
   int retry_after_s = 1;                 // Retry-After on 429 before any batch has run; after,
                                          // the queue's measured drain time
 };
 
 // Serves until SIGINT or SIGTERM, then drains and returns. Writes
-// "tierscope serve: listening on http://HOST:PORT" to stdout once the socket is bound.
+// "tierscope serve: listening on http://HOST:PORT" to stdout once the socket is bound,
+// and with a gRPC port "tierscope serve: grpc listening on HOST:PORT" after it.
 // `tokenizer` may be null (no vocab.txt): /embed then answers 503.
 Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
                  const BatcherOptions& batcher, const ServerOptions& options);

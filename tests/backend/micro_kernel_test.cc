@@ -107,7 +107,9 @@ TEST(MicroKernels, PairKernelsMatchTwoSinglePanelsAndADoubleReference) {
   RecordProperty("variants_with_pairs", with_pairs);
   // Where the CPU has AVX-512, its pair kernels ran here.
   for (const MicroKernelVariant& v : AvailableMicroKernels()) {
-    if (std::string(v.isa) == "avx512f") EXPECT_TRUE(v.kernels.has_pairs());
+    if (std::string(v.isa) == "avx512f") {
+      EXPECT_TRUE(v.kernels.has_pairs());
+    }
   }
 }
 

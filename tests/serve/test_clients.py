@@ -195,3 +195,93 @@ def test_binary_tensors_are_checked_against_their_shapes_before_queueing(serve):
     assert bad_id.status == 422 and "outside the vocabulary" in bad_id.json()["error"]
     assert send(good, ids.tobytes(), length=10 ** 6).status == 400
     assert s.get("/health").status == 200 and s.proc.poll() is None
+
+
+def batches(s) -> float:
+    """Batches run so far (no line before the first batch)."""
+    text = s.get("/metrics").body.decode()
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith("tierscope_batches_total"))
+
+
+def grpc_port(s) -> int:
+    """The gRPC port the server printed after its HTTP one."""
+    import re
+
+    line = s.proc.stdout.readline()
+    m = re.search(r"grpc listening on 127\.0\.0\.1:(\d+)", line)
+    assert m, f"no gRPC port line: {line!r}"
+    return int(m.group(1))
+
+
+def test_triton_grpc_client_shares_the_batcher_with_http(serve):
+    """tritonclient.grpc against --grpc-port: health, metadata and ModelInfer with raw
+    input contents; the same numbers as HTTP, and both protocols' inputs in one batch."""
+    grpcclient = pytest.importorskip("tritonclient.grpc")
+    from concurrent.futures import ThreadPoolExecutor
+
+    s = serve("--threads", "2", "--model-name", "tiny", "--grpc-port", "0", "--max-queue-delay-ms", "300")
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port(s)}")
+    assert client.is_server_live() and client.is_server_ready() and client.is_model_ready("tiny")
+    meta = client.get_model_metadata("tiny", as_json=True)
+    assert [i["name"] for i in meta["inputs"]] == ["input_ids", "attention_mask", "token_type_ids"]
+    ids = np.array([[101, 2000, 3000, 102], [101, 4000, 102, 0]], dtype=np.int64)
+    mask = (ids != 0).astype(np.int64)
+
+    def grpc_infer():
+        ins = []
+        for n, v in (("input_ids", ids), ("attention_mask", mask)):
+            t = grpcclient.InferInput(n, list(v.shape), "INT64")
+            t.set_data_from_numpy(v)
+            ins.append(t)
+        return client.infer("tiny", ins)
+
+    def http_infer():
+        return s.post("/v2/models/tiny/infer", {
+            "inputs": [{"name": "input_ids", "datatype": "INT64", "shape": [2, 4], "data": ids.ravel().tolist()},
+                       {"name": "attention_mask", "datatype": "INT64", "shape": [2, 4], "data": mask.ravel().tolist()}],
+            "outputs": [{"name": "last_hidden_state"}]})
+
+    batches_before = batches(s)
+    with ThreadPoolExecutor(2) as pool:  # sent together, inside one 300 ms queue window
+        g, h = pool.submit(grpc_infer), pool.submit(http_infer)
+        g, h = g.result(), h.result()
+    assert h.status == 200, h.body
+    want = np.array(h.json()["outputs"][0]["data"], dtype=np.float32).reshape(2, 4, 128)
+    np.testing.assert_allclose(g.as_numpy("last_hidden_state"), want, atol=1e-6)
+    assert g.as_numpy("pooler_output").shape == (2, 128)
+    # Four inputs of length 4 from two protocols: one batch (the batcher is shared).
+    assert batches(s) - batches_before == 1
+    # Errors are gRPC statuses with the HTTP parser's messages.
+    bad = grpcclient.InferInput("input_ids", [1, 3], "INT64")
+    bad.set_data_from_numpy(np.array([[101, 10 ** 9, 102]], dtype=np.int64))
+    with pytest.raises(grpcclient.InferenceServerException, match="outside the vocabulary"):
+        client.infer("tiny", [bad])
+    with pytest.raises(grpcclient.InferenceServerException, match="unknown model"):
+        client.infer("other", [bad])
+
+
+def test_sigterm_drains_http_and_grpc_together(serve):
+    grpcclient = pytest.importorskip("tritonclient.grpc")
+    import signal
+    from concurrent.futures import ThreadPoolExecutor
+
+    s = serve("--threads", "1", "--model-name", "tiny", "--grpc-port", "0", "--max-queue-delay-ms", "1500")
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port(s)}")
+    ids = np.array([[101, 2000, 102]], dtype=np.int64)
+
+    def grpc_infer():
+        t = grpcclient.InferInput("input_ids", [1, 3], "INT64")
+        t.set_data_from_numpy(ids)
+        return client.infer("tiny", [t]).as_numpy("last_hidden_state")
+
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(grpc_infer) for _ in range(2)] + [pool.submit(s.post, "/embed", {"inputs": "x y"})
+                                                                  for _ in range(2)]
+        s.wait_for(lambda: s.metric("tierscope_queue_depth") == 4, what="four queued inputs")
+        s.proc.send_signal(signal.SIGTERM)
+        results = [f.result(timeout=60) for f in futures]
+    assert all(r.shape == (1, 3, 128) for r in results[:2])
+    assert all(r.status == 200 for r in results[2:])
+    assert s.proc.wait(timeout=60) == 0  # one signal: a drain, then exit 0
+    s.reader.join(timeout=60)
+    assert any("every accepted request was answered" in line for line in s.stderr_lines)

@@ -1,0 +1,243 @@
+// The KServe v2 gRPC front end: health and metadata answered in place, ModelInfer
+// validated by the HTTP parser and submitted to the shared inference service; the
+// service's callback fills the response and finishes the call.
+#include "serve/grpc_server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <bit>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "kserve_grpc.grpc.pb.h"
+#include "model/bert.h"
+#include "tierscope/version.h"
+
+namespace tierscope {
+namespace {
+
+using nlohmann::json;
+
+grpc::StatusCode GrpcCode(int http) {
+  switch (http) {
+    case 400: case 413: case 415: case 422: return grpc::StatusCode::INVALID_ARGUMENT;
+    case 404: return grpc::StatusCode::NOT_FOUND;
+    case 429: return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case 503: return grpc::StatusCode::UNAVAILABLE;
+    default: return grpc::StatusCode::INTERNAL;
+  }
+}
+
+// The request as the HTTP binary tensor extension sees one: a JSON header with each
+// input's shape and byte count (every output asked for as binary), then the inputs' bytes:
+// raw_input_contents, or the typed contents written out little-endian.
+std::optional<ApiError> ToExtensionBody(const inference::ModelInferRequest& req, std::string* body,
+                                        size_t* header_length) {
+  if (req.raw_input_contents_size() > 0 && req.raw_input_contents_size() != req.inputs_size()) {
+    return ApiError{400,
+                    "raw_input_contents has " + std::to_string(req.raw_input_contents_size()) + " entries for " +
+                        std::to_string(req.inputs_size()) + " inputs",
+                    "Validation"};
+  }
+  static_assert(std::endian::native == std::endian::little);
+  json header{{"inputs", json::array()}, {"parameters", {{"binary_data_output", true}}}};
+  if (!req.id().empty()) header["id"] = req.id();
+  std::string bytes;
+  for (int i = 0; i < req.inputs_size(); ++i) {
+    const auto& in = req.inputs(i);
+    json shape = json::array();
+    for (int64_t d : in.shape()) shape.push_back(d);
+    const size_t before = bytes.size();
+    if (req.raw_input_contents_size() > 0) {
+      bytes += req.raw_input_contents(i);
+    } else if (in.datatype() == "INT64") {
+      const auto& v = in.contents().int64_contents();
+      bytes.append(reinterpret_cast<const char*>(v.data()), static_cast<size_t>(v.size()) * sizeof(int64_t));
+    } else if (in.datatype() == "INT32") {
+      const auto& v = in.contents().int_contents();
+      bytes.append(reinterpret_cast<const char*>(v.data()), static_cast<size_t>(v.size()) * sizeof(int32_t));
+    }
+    header["inputs"].push_back({{"name", in.name()},
+                                {"datatype", in.datatype()},
+                                {"shape", shape},
+                                {"parameters", {{"binary_data_size", bytes.size() - before}}}});
+  }
+  if (req.outputs_size() > 0) {
+    header["outputs"] = json::array();
+    for (const auto& o : req.outputs()) header["outputs"].push_back({{"name", o.name()}, {"parameters", {{"binary_data", true}}}});
+  }
+  *body = header.dump(-1, ' ', false, json::error_handler_t::replace);
+  *header_length = body->size();
+  *body += bytes;
+  return std::nullopt;
+}
+
+void FillResponse(const std::string& model, const InferCall& call, const ServeResult& r,
+                  inference::ModelInferResponse* resp) {
+  resp->set_model_name(model);
+  resp->set_model_version("1");
+  resp->set_id(call.id);
+  for (const std::string& name : call.outputs) {
+    const bool hidden = name == "last_hidden_state";
+    auto* o = resp->add_outputs();
+    o->set_name(name);
+    o->set_datatype("FP32");
+    o->add_shape(call.batch);
+    if (hidden) o->add_shape(call.seq_len);
+    o->add_shape(r.hidden);
+    std::string* raw = resp->add_raw_output_contents();
+    for (const auto& row : hidden ? r.last_hidden : r.pooler) {
+      raw->append(reinterpret_cast<const char*>(row.data()), row.size() * sizeof(float));
+    }
+  }
+}
+
+}  // namespace
+
+class GrpcFrontend::Impl final : public inference::GRPCInferenceService::CallbackService {
+ public:
+  Impl(BertEngine& engine, InferenceService& service, ServerMetrics& metrics, std::string model_name,
+       const ApiLimits& limits)
+      : engine_(engine), service_(service), metrics_(metrics), model_(std::move(model_name)), limits_(limits) {}
+
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* ctx, const inference::ServerLiveRequest*,
+                                       inference::ServerLiveResponse* resp) override {
+    resp->set_live(true);
+    return Done(ctx, grpc::Status::OK);
+  }
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* ctx, const inference::ServerReadyRequest*,
+                                        inference::ServerReadyResponse* resp) override {
+    resp->set_ready(!draining_.load());
+    return Done(ctx, grpc::Status::OK);
+  }
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* ctx, const inference::ModelReadyRequest* req,
+                                       inference::ModelReadyResponse* resp) override {
+    resp->set_ready(req->name() == model_ && !draining_.load());
+    return Done(ctx, grpc::Status::OK);
+  }
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* ctx, const inference::ServerMetadataRequest*,
+                                           inference::ServerMetadataResponse* resp) override {
+    resp->set_name("tierscope");
+    resp->set_version(TIERSCOPE_VERSION);
+    return Done(ctx, grpc::Status::OK);
+  }
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* ctx, const inference::ModelMetadataRequest* req,
+                                          inference::ModelMetadataResponse* resp) override {
+    if (req->name() != model_) return Done(ctx, UnknownModel(req->name()));
+    const json meta = json::parse(tierscope::ModelMetadata(model_, engine_.config(), engine_.model().has_pooler()));
+    resp->set_name(model_);
+    resp->add_versions("1");
+    resp->set_platform(meta["platform"].get<std::string>());
+    for (const char* side : {"inputs", "outputs"}) {
+      for (const json& t : meta[side]) {
+        auto* m = std::string(side) == "inputs" ? resp->add_inputs() : resp->add_outputs();
+        m->set_name(t["name"].get<std::string>());
+        m->set_datatype(t["datatype"].get<std::string>());
+        for (const json& d : t["shape"]) m->add_shape(d.get<int64_t>());
+      }
+    }
+    return Done(ctx, grpc::Status::OK);
+  }
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* ctx, const inference::ModelInferRequest* req,
+                                       inference::ModelInferResponse* resp) override;
+
+  std::atomic<bool> draining_{false};
+  std::atomic<int64_t> in_flight_{0};
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+
+ private:
+  grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx, const grpc::Status& s) {
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(s);
+    return reactor;
+  }
+  grpc::Status UnknownModel(const std::string& name) const {
+    return {grpc::StatusCode::NOT_FOUND, "unknown model '" + name + "'; this server has '" + model_ + "'"};
+  }
+  grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx, const ApiError& e) {
+    metrics_.CountRequest("grpc:ModelInfer", e.code);
+    return Done(ctx, grpc::Status(GrpcCode(e.code), e.message));
+  }
+
+  BertEngine& engine_;
+  InferenceService& service_;
+  ServerMetrics& metrics_;
+  const std::string model_;
+  const ApiLimits limits_;
+};
+
+grpc::ServerUnaryReactor* GrpcFrontend::Impl::ModelInfer(grpc::CallbackServerContext* ctx,
+                                                         const inference::ModelInferRequest* req,
+                                                         inference::ModelInferResponse* resp) {
+  if (draining_.load()) return Refuse(ctx, {503, "the server is draining (shutting down); send this request elsewhere", "Unhealthy"});
+  if (req->model_name() != model_) {
+    metrics_.CountRequest("grpc:ModelInfer", 404);
+    return Done(ctx, UnknownModel(req->model_name()));
+  }
+  std::string body;
+  size_t header_length = 0;
+  if (auto e = ToExtensionBody(*req, &body, &header_length)) return Refuse(ctx, *e);
+  ServeRequest request;
+  auto call = std::make_shared<InferCall>();
+  if (auto e = ParseInferRequest(body, header_length, limits_, engine_.model().has_pooler(), &request, call.get())) {
+    return Refuse(ctx, *e);
+  }
+  auto* reactor = ctx->DefaultReactor();
+  in_flight_.fetch_add(1);
+  StatusOr<uint64_t> id = service_.Submit(std::move(request), [this, reactor, resp, call](ServeResult r) {
+    if (r.status.ok()) {
+      FillResponse(model_, *call, r, resp);
+      metrics_.CountRequest("grpc:ModelInfer", 200);
+      reactor->Finish(grpc::Status::OK);
+    } else {
+      metrics_.CountRequest("grpc:ModelInfer", 500);
+      reactor->Finish(grpc::Status(grpc::StatusCode::INTERNAL, r.status.message()));
+    }
+    in_flight_.fetch_sub(1);
+  });
+  if (!id.ok()) {
+    in_flight_.fetch_sub(1);
+    const int code = id.status().code() == StatusCode::kResourceExhausted   ? 429
+                     : id.status().code() == StatusCode::kFailedPrecondition ? 413
+                                                                             : 422;
+    metrics_.CountRequest("grpc:ModelInfer", code);
+    reactor->Finish(grpc::Status(GrpcCode(code), id.status().message()));
+  }
+  return reactor;
+}
+
+GrpcFrontend::GrpcFrontend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GrpcFrontend::~GrpcFrontend() { Shutdown(0); }
+
+StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(const std::string& host, int port, BertEngine& engine,
+                                                            InferenceService& service, ServerMetrics& metrics,
+                                                            const std::string& model_name, const ApiLimits& limits) {
+  if (port < 0 || port > 65535) return InvalidArgument("--grpc-port must be in [0, 65535]");
+  auto impl = std::make_unique<Impl>(engine, service, metrics, model_name, limits);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(host + ":" + std::to_string(port), grpc::InsecureServerCredentials(), &impl->port_);
+  builder.RegisterService(impl.get());
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  impl->server_ = builder.BuildAndStart();
+  if (impl->server_ == nullptr || impl->port_ == 0) {
+    return FailedPrecondition("cannot serve gRPC on " + host + ":" + std::to_string(port) + " (port in use?)");
+  }
+  return std::unique_ptr<GrpcFrontend>(new GrpcFrontend(std::move(impl)));
+}
+
+int GrpcFrontend::port() const { return impl_->port_; }
+void GrpcFrontend::BeginDrain() { impl_->draining_.store(true); }
+int64_t GrpcFrontend::in_flight() const { return impl_->in_flight_.load(); }
+
+void GrpcFrontend::Shutdown(double deadline_s) {
+  if (impl_ == nullptr || impl_->server_ == nullptr) return;
+  impl_->draining_.store(true);
+  impl_->server_->Shutdown(std::chrono::system_clock::now() +
+                           std::chrono::milliseconds(static_cast<int64_t>(deadline_s * 1000)));
+  impl_->server_->Wait();
+  impl_->server_.reset();
+}
+
+}  // namespace tierscope
