@@ -104,27 +104,32 @@ class BackendOps : public ::testing::TestWithParam<OpCase> {
 };
 
 TEST_P(BackendOps, LinearWithBiasAndEveryEpilogue) {
-  // Odd sizes: rows not a multiple of any tile, N not of 16, K beyond one 256-deep block.
-  const int64_t M = 53, N = 37, K = 300;
-  auto x = Random(M * K), w = Random(N * K, 0.1f), b = Random(N);
-  const HostTensor hw{DType::kF32, {N, K}, reinterpret_cast<const std::byte*>(w.data()), w.size() * 4};
-  auto packed = k().PackWeight(hw, t());
-  ASSERT_TRUE(packed.ok()) << packed.status().ToString();
-  Tensor dx = Upload(x, {M, K}), db = Upload(b, {N});
-  for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu, Epilogue::kTanh}) {
-    Tensor dy = Empty({M, N});
-    ASSERT_TRUE(k().Linear(dx, M, K, **packed, &db, e, dy).ok());
-    std::vector<double> ref(M * N);
-    for (int64_t m = 0; m < M; ++m) {
-      for (int64_t n = 0; n < N; ++n) {
-        double acc = b[n];
-        for (int64_t kk = 0; kk < K; ++kk) acc += double{x[m * K + kk]} * w[n * K + kk];
-        if (e == Epilogue::kGelu) acc = 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)));
-        if (e == Epilogue::kTanh) acc = std::tanh(acc);
-        ref[m * N + n] = acc;
+  // Odd sizes: rows not a multiple of any tile, K beyond one 256-deep block; N = 37 (no
+  // whole panel past 32), 72 (a whole 64-column tile, then a partial panel) and 80 (whole
+  // panels only): the CPU GEMM writes whole panels straight into y, the rest through its
+  // scratch tile.
+  const int64_t M = 53, K = 300;
+  for (const int64_t N : {int64_t{37}, int64_t{72}, int64_t{80}}) {
+    auto x = Random(M * K), w = Random(N * K, 0.1f), b = Random(N);
+    const HostTensor hw{DType::kF32, {N, K}, reinterpret_cast<const std::byte*>(w.data()), w.size() * 4};
+    auto packed = k().PackWeight(hw, t());
+    ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+    Tensor dx = Upload(x, {M, K}), db = Upload(b, {N});
+    for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu, Epilogue::kTanh}) {
+      Tensor dy = Empty({M, N});
+      ASSERT_TRUE(k().Linear(dx, M, K, **packed, &db, e, dy).ok());
+      std::vector<double> ref(M * N);
+      for (int64_t m = 0; m < M; ++m) {
+        for (int64_t n = 0; n < N; ++n) {
+          double acc = b[n];
+          for (int64_t kk = 0; kk < K; ++kk) acc += double{x[m * K + kk]} * w[n * K + kk];
+          if (e == Epilogue::kGelu) acc = 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)));
+          if (e == Epilogue::kTanh) acc = std::tanh(acc);
+          ref[m * N + n] = acc;
+        }
       }
+      ExpectNear(dy, ref, "linear, N " + std::to_string(N) + ", epilogue " + std::to_string(static_cast<int>(e)));
     }
-    ExpectNear(dy, ref, "linear, epilogue " + std::to_string(static_cast<int>(e)));
   }
 }
 

@@ -67,11 +67,18 @@ void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
   const int64_t m0 = mb * kMB, p0 = nb * kPanelsPerTask;
   const int64_t rows = std::min<int64_t>(kMB, p.m - m0);
   const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
-  float* ctile = scratch;
-  float* abuf = ctile + kMB * kNB;
-  float* bbuf = abuf + kMB * kKC;
   const size_t esize = DTypeSize(p.dtype);
-  if (p.k == 0) std::memset(ctile, 0, sizeof(float) * kMB * kNB);  // no K block writes it
+  // FP32 with whole panels inside y: the micro-kernels accumulate straight into y (no tile
+  // to copy out); else into the scratch tile, converted into y at the end.
+  const int64_t n0 = p0 * kNR;
+  const bool direct = p.dtype == DType::kF32 && n0 + panels * kNR <= p.n;
+  const int64_t ldc = direct ? p.n : kNB;
+  float* ctile = direct ? static_cast<float*>(p.y) + m0 * p.n + n0 : scratch;
+  float* abuf = scratch + kMB * kNB;
+  float* bbuf = abuf + kMB * kKC;
+  if (p.k == 0) {  // no K block writes it
+    for (int64_t r = 0; r < rows; ++r) std::memset(ctile + r * ldc, 0, sizeof(float) * panels * kNR);
+  }
   const auto* wbase = static_cast<const std::byte*>(p.w->panels().data());
 
   for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
@@ -108,7 +115,7 @@ void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
         for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
           const int64_t mr = std::min<int64_t>(kMR, rows - r0);
           (k0 == 0 ? mk.pair_overwrite : mk.pair_by_rows)[mr](kc, a + r0 * lda, lda, b[pp], b[pp + 1],
-                                                             ctile + r0 * kNB + pp * kNR, kNB);
+                                                             ctile + r0 * ldc + pp * kNR, ldc);
         }
       }
     }
@@ -116,22 +123,21 @@ void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
       for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
         const int64_t mr = std::min<int64_t>(kMR, rows - r0);
         const float* ar = a + r0 * lda;
-        float* c = ctile + r0 * kNB + pp * kNR;
-        (k0 == 0 ? mk.overwrite : mk.by_rows)[mr](kc, ar, lda, b[pp], c, kNB);
+        float* c = ctile + r0 * ldc + pp * kNR;
+        (k0 == 0 ? mk.overwrite : mk.by_rows)[mr](kc, ar, lda, b[pp], c, ldc);
       }
     }
   }
-  // Epilogue: bias, activation, conversion to y's dtype.
-  const int64_t n0 = p0 * kNR;
+  // Epilogue: bias, activation, conversion to y's dtype (in place when direct).
   const int64_t cols = std::min<int64_t>(panels * kNR, p.n - n0);
   float bias[kNB];
   if (p.bias != nullptr) {
     ToFloat(p.dtype, static_cast<const std::byte*>(p.bias) + n0 * esize, bias, cols);
   }
   for (int64_t r = 0; r < rows; ++r) {
-    float* c = ctile + r * kNB;
+    float* c = ctile + r * ldc;
     ApplyEpilogue(p.epilogue, p.bias != nullptr ? bias : nullptr, c, cols);
-    FromFloat(c, p.dtype, static_cast<std::byte*>(p.y) + ((m0 + r) * p.n + n0) * esize, cols);
+    if (!direct) FromFloat(c, p.dtype, static_cast<std::byte*>(p.y) + ((m0 + r) * p.n + n0) * esize, cols);
   }
 }
 
