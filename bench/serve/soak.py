@@ -199,8 +199,20 @@ def main() -> None:
     # SIGTERM with requests in flight: each must be answered.
     results = []
     long_text = " ".join(["tierscope drains every request it accepted"] * 12)
+    import tritonclient.grpc as grpcclient
+
+    def grpc_call():
+        c = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port}")
+        t = grpcclient.InferInput("input_ids", [4, 5], "INT64")
+        t.set_data_from_numpy(np.tile(np.array([[101, 2000, 2001, 2002, 102]], dtype=np.int64), (4, 1)))
+        try:
+            c.infer("soak", [t])
+            results.append(200)
+        except grpcclient.InferenceServerException as e:  # UNAVAILABLE: it came after the signal
+            results.append(503 if "UNAVAILABLE" in str(e.status()) else f"grpc {e.status()}")
+
     inflight = [threading.Thread(target=lambda: results.append(post(port, "/embed", {"inputs": [long_text] * 16})))
-                for _ in range(16)]
+                for _ in range(12)] + [threading.Thread(target=grpc_call) for _ in range(4)]
     for t in inflight:
         t.start()
     time.sleep(0.02)  # the first requests are running, the rest queued or still arriving
@@ -222,10 +234,16 @@ def main() -> None:
           f"{'back to baseline' if fds_after <= fds0 else 'NOT back to baseline'}")
     answered = sum(1 for r in results if r == 200)
     refused = sum(1 for r in results if r == 503)  # arrived after SIGTERM: refused, as documented
-    print(f"  SIGTERM among {len(inflight)} requests of 16 inputs: {answered} accepted and answered 200, "
+    print(f"  SIGTERM among {len(inflight)} requests (12 HTTP of 16 inputs, 4 gRPC of 4): {answered} accepted and answered 200, "
           f"{refused} arrived after it and got 503, {len(results) - answered - refused} otherwise; exit code {code}; "
           f"server: {''.join(l for l in stderr_lines if 'drain' in l).strip()}")
-    ok = (not tally.lost and abs(growth) <= 5 and fds_after <= fds0 and code == 0 and
+    # A valid client answered with a server error, or a bad one accepted, is a failure too.
+    wrong = {k: n for k, n in tally.codes.items()
+             if (k[0] in ("embed", "openai", "kserve", "grpc", "slow") and isinstance(k[1], int) and k[1] >= 500)
+             or (k[0] in ("malformed", "oversized") and isinstance(k[1], int) and k[1] < 400)}
+    if wrong:
+        print(f"  unexpected answers: {wrong}")
+    ok = (not tally.lost and not wrong and abs(growth) <= 5 and fds_after <= fds0 and code == 0 and
           answered + refused == len(inflight) == len(results))
     if tally.lost:
         print(f"  requests without an answer: {len(tally.lost)}: {tally.lost[:5]}")

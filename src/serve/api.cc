@@ -201,10 +201,18 @@ std::optional<ApiError> ParseTokenizeRequest(std::string_view body, const ApiLim
   } else {
     return Invalid("`inputs` must be a string or a non-empty list of strings");
   }
-  bool special = true;
+  bool special = true, truncate = false;
   if (auto e = OptionalBool(j, "add_special_tokens", &special)) return e;
+  if (auto e = OptionalBool(j, "truncate", &truncate)) return e;
   ids->clear();
-  for (const std::string& t : texts) ids->push_back(tokenizer.Encode(t, special));
+  for (size_t i = 0; i < texts.size(); ++i) {
+    // As long as the model takes, like every other route (an 8 MiB body would otherwise
+    // be millions of tokens on the io thread).
+    std::vector<int32_t> tokens;
+    if (auto e = EncodeInput(tokenizer, texts[i], limits, truncate, i, &tokens)) return e;
+    if (!special) tokens = std::vector<int32_t>(tokens.begin() + 1, tokens.end() - 1);  // [CLS] ... [SEP]
+    ids->push_back(std::move(tokens));
+  }
   return std::nullopt;
 }
 

@@ -41,7 +41,8 @@ std::optional<ApiError> ParseEmbedRequest(std::string_view body, const ApiLimits
 std::string EmbedResponse(const ServeResult& result);
 
 // POST /tokenize (TEI): {"inputs": "text" | ["text", ...], "add_special_tokens": bool =
-// true}; `ids` gets each input's tokens.
+// true, "truncate": bool = false}; `ids` gets each input's tokens. An input longer than
+// the model takes is refused, or with "truncate" cut as /embed cuts it.
 std::optional<ApiError> ParseTokenizeRequest(std::string_view body, const ApiLimits& limits,
                                              const WordPieceTokenizer& tokenizer,
                                              std::vector<std::vector<int32_t>>* ids);

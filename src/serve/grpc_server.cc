@@ -5,8 +5,13 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <bit>
+#include <climits>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +46,24 @@ std::optional<ApiError> ToExtensionBody(const inference::ModelInferRequest& req,
                     "Validation"};
   }
   static_assert(std::endian::native == std::endian::little);
+  for (const auto& in : req.inputs()) {
+    const auto& c = in.contents();
+    const bool typed = c.int64_contents_size() > 0 || c.int_contents_size() > 0 || c.uint64_contents_size() > 0 ||
+                       c.uint_contents_size() > 0 || c.fp32_contents_size() > 0 || c.fp64_contents_size() > 0 ||
+                       c.bool_contents_size() > 0 || c.bytes_contents_size() > 0;
+    if (typed && req.raw_input_contents_size() > 0) {
+      return ApiError{400, "input `" + in.name() + "` has typed contents beside raw_input_contents; send one or the other",
+                      "Validation"};
+    }
+    if (in.datatype() == "INT64" && c.int64_contents_size() == 0 && c.int_contents_size() > 0) {
+      return ApiError{400, "INT64 input `" + in.name() + "` has its data in int_contents; INT64 data goes in int64_contents",
+                      "Validation"};
+    }
+    if (in.datatype() == "INT32" && c.int_contents_size() == 0 && c.int64_contents_size() > 0) {
+      return ApiError{400, "INT32 input `" + in.name() + "` has its data in int64_contents; INT32 data goes in int_contents",
+                      "Validation"};
+    }
+  }
   json header{{"inputs", json::array()}, {"parameters", {{"binary_data_output", true}}}};
   if (!req.id().empty()) header["id"] = req.id();
   std::string bytes;
@@ -97,6 +120,20 @@ void FillResponse(const std::string& model, const InferCall& call, const ServeRe
 
 class GrpcFrontend::Impl final : public inference::GRPCInferenceService::CallbackService {
  public:
+  // A ModelInfer call waiting in the inference service. Exactly one of the service's
+  // callback, a client cancel (OnCancel) or a drain that timed out finishes it: whichever
+  // takes it out of calls_ (the service's Cancel decides between the last two and the first).
+  class InferReactor final : public grpc::ServerUnaryReactor {
+   public:
+    explicit InferReactor(Impl* impl) : impl_(impl) {}
+    void OnCancel() override { impl_->Abandon(this, grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client")); }
+    void OnDone() override { delete this; }
+    uint64_t id = 0;  // the service's request id, set before the call is visible to OnCancel
+
+   private:
+    Impl* impl_;
+  };
+
   Impl(BertEngine& engine, InferenceService& service, ServerMetrics& metrics, std::string model_name,
        const ApiLimits& limits)
       : engine_(engine), service_(service), metrics_(metrics), model_(std::move(model_name)), limits_(limits) {}
@@ -142,10 +179,36 @@ class GrpcFrontend::Impl final : public inference::GRPCInferenceService::Callbac
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* ctx, const inference::ModelInferRequest* req,
                                        inference::ModelInferResponse* resp) override;
 
+  // Takes `reactor`'s call out of the service if it is still waiting there, and finishes
+  // it with `status`; nothing when the service already delivered it.
+  void Abandon(InferReactor* reactor, const grpc::Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = calls_.find(reactor->id);
+      if (it == calls_.end() || !service_.Cancel(reactor->id)) return;
+      calls_.erase(it);
+    }
+    metrics_.CountRequest("grpc:ModelInfer", status.error_code() == grpc::StatusCode::CANCELLED ? 499 : 503);
+    in_flight_.fetch_sub(1);
+    reactor->Finish(status);
+  }
+  // Finishes every call still waiting in the service (a drain that timed out).
+  void AbandonAll() {
+    std::vector<InferReactor*> waiting;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [id, r] : calls_) waiting.push_back(r);
+    }
+    for (InferReactor* r : waiting) {
+      Abandon(r, grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server's drain timed out before this request ran"));
+    }
+  }
+
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> in_flight_{0};
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  int64_t max_message_bytes_ = 8 << 20;
 
  private:
   grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx, const grpc::Status& s) {
@@ -166,45 +229,57 @@ class GrpcFrontend::Impl final : public inference::GRPCInferenceService::Callbac
   ServerMetrics& metrics_;
   const std::string model_;
   const ApiLimits limits_;
+  std::mutex mu_;  // calls_; taken before the service's own lock, never after
+  std::map<uint64_t, InferReactor*> calls_;
 };
 
 grpc::ServerUnaryReactor* GrpcFrontend::Impl::ModelInfer(grpc::CallbackServerContext* ctx,
                                                          const inference::ModelInferRequest* req,
                                                          inference::ModelInferResponse* resp) {
-  if (draining_.load()) return Refuse(ctx, {503, "the server is draining (shutting down); send this request elsewhere", "Unhealthy"});
-  if (req->model_name() != model_) {
-    metrics_.CountRequest("grpc:ModelInfer", 404);
-    return Done(ctx, UnknownModel(req->model_name()));
+  // Counted before the drain flag is read: a drain that sees no call in flight cannot miss
+  // one that is past this check (both are sequentially consistent).
+  in_flight_.fetch_add(1);
+  auto refuse = [&](const ApiError& e) {
+    in_flight_.fetch_sub(1);
+    return Refuse(ctx, e);
+  };
+  if (draining_.load()) return refuse({503, "the server is draining (shutting down); send this request elsewhere", "Unhealthy"});
+  if (req->model_name() != model_) return refuse({404, "unknown model '" + req->model_name() + "'; this server has '" + model_ + "'", "NotFound"});
+  if (!req->model_version().empty() && req->model_version() != "1") {
+    return refuse({404, "model '" + model_ + "' has version 1 only, not '" + req->model_version() + "'", "NotFound"});
   }
   std::string body;
   size_t header_length = 0;
-  if (auto e = ToExtensionBody(*req, &body, &header_length)) return Refuse(ctx, *e);
+  if (auto e = ToExtensionBody(*req, &body, &header_length)) return refuse(*e);
   ServeRequest request;
   auto call = std::make_shared<InferCall>();
   if (auto e = ParseInferRequest(body, header_length, limits_, engine_.model().has_pooler(), &request, call.get())) {
-    return Refuse(ctx, *e);
+    return refuse(*e);
   }
-  auto* reactor = ctx->DefaultReactor();
-  in_flight_.fetch_add(1);
+  auto* reactor = new InferReactor(this);
+  std::unique_lock<std::mutex> lock(mu_);  // held until the call is in calls_: its callback waits
   StatusOr<uint64_t> id = service_.Submit(std::move(request), [this, reactor, resp, call](ServeResult r) {
-    if (r.status.ok()) {
-      FillResponse(model_, *call, r, resp);
-      metrics_.CountRequest("grpc:ModelInfer", 200);
-      reactor->Finish(grpc::Status::OK);
-    } else {
-      metrics_.CountRequest("grpc:ModelInfer", 500);
-      reactor->Finish(grpc::Status(grpc::StatusCode::INTERNAL, r.status.message()));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      calls_.erase(reactor->id);
     }
-    in_flight_.fetch_sub(1);
+    if (r.status.ok()) FillResponse(model_, *call, r, resp);
+    metrics_.CountRequest("grpc:ModelInfer", r.status.ok() ? 200 : 500);
+    in_flight_.fetch_sub(1);  // before Finish: after it the frontend may be gone
+    reactor->Finish(r.status.ok() ? grpc::Status::OK : grpc::Status(grpc::StatusCode::INTERNAL, r.status.message()));
   });
   if (!id.ok()) {
-    in_flight_.fetch_sub(1);
     const int code = id.status().code() == StatusCode::kResourceExhausted   ? 429
                      : id.status().code() == StatusCode::kFailedPrecondition ? 413
                                                                              : 422;
     metrics_.CountRequest("grpc:ModelInfer", code);
+    in_flight_.fetch_sub(1);
+    lock.unlock();  // Finish may run the reactor's hooks, which take the lock
     reactor->Finish(grpc::Status(GrpcCode(code), id.status().message()));
+    return reactor;
   }
+  reactor->id = *id;
+  calls_[*id] = reactor;
   return reactor;
 }
 
@@ -213,13 +288,16 @@ GrpcFrontend::~GrpcFrontend() { Shutdown(0); }
 
 StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(const std::string& host, int port, BertEngine& engine,
                                                             InferenceService& service, ServerMetrics& metrics,
-                                                            const std::string& model_name, const ApiLimits& limits) {
+                                                            const std::string& model_name, const ApiLimits& limits,
+                                                            int64_t max_message_bytes) {
   if (port < 0 || port > 65535) return InvalidArgument("--grpc-port must be in [0, 65535]");
   auto impl = std::make_unique<Impl>(engine, service, metrics, model_name, limits);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(host + ":" + std::to_string(port), grpc::InsecureServerCredentials(), &impl->port_);
+  const std::string address = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl->port_);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a port in use is an error, not shared
   builder.RegisterService(impl.get());
-  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(max_message_bytes, INT32_MAX)));
   impl->server_ = builder.BuildAndStart();
   if (impl->server_ == nullptr || impl->port_ == 0) {
     return FailedPrecondition("cannot serve gRPC on " + host + ":" + std::to_string(port) + " (port in use?)");
@@ -229,6 +307,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(const std::string& h
 
 int GrpcFrontend::port() const { return impl_->port_; }
 void GrpcFrontend::BeginDrain() { impl_->draining_.store(true); }
+void GrpcFrontend::AbandonWaiting() { impl_->AbandonAll(); }
 int64_t GrpcFrontend::in_flight() const { return impl_->in_flight_.load(); }
 
 void GrpcFrontend::Shutdown(double deadline_s) {

@@ -21,11 +21,13 @@ namespace tierscope {
 
 class GrpcFrontend {
  public:
-  // Binds host:port (0: any free port) and starts serving. Unavailable when the port
-  // cannot be bound.
+  // Binds host:port (0: any free port) and starts serving; a request message may be up
+  // to `max_message_bytes` (--max-body-bytes). FailedPrecondition when the port cannot be
+  // bound (in use: the port is not shared).
   static StatusOr<std::unique_ptr<GrpcFrontend>> Start(const std::string& host, int port, BertEngine& engine,
                                                        InferenceService& service, ServerMetrics& metrics,
-                                                       const std::string& model_name, const ApiLimits& limits);
+                                                       const std::string& model_name, const ApiLimits& limits,
+                                                       int64_t max_message_bytes);
   ~GrpcFrontend();
 
   int port() const;
@@ -33,6 +35,10 @@ class GrpcFrontend {
   void BeginDrain();
   // ModelInfer calls accepted and not yet answered.
   int64_t in_flight() const;
+  // Finishes every call still waiting in the inference service with UNAVAILABLE, taking
+  // it out of the queue (a drain that timed out). A client that cancels has its call
+  // taken out the same way, at once.
+  void AbandonWaiting();
   // Stops the server: waits up to `deadline_s` for calls still running, then cancels them.
   void Shutdown(double deadline_s);
 

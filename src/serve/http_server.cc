@@ -88,7 +88,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // In the error shape of the API the request came to: OpenAI's under /v1/, TEI's and
   // KServe's ({"error", "error_type"}) elsewhere.
   void Error(const ApiError& e) {
-    if (endpoint_.starts_with("/v1/")) return Respond(OpenAiErrorStatus(e), OpenAiErrorBody(e));
+    if (endpoint_.starts_with("/v1/") || openai_target_) return Respond(OpenAiErrorStatus(e), OpenAiErrorBody(e));
     Respond(e.code, ErrorBody(e));
   }
   void EndRequest();
@@ -111,6 +111,7 @@ class Session : public std::enable_shared_from_this<Session> {
   InferCall call_;
   OpenAiCall openai_;
   size_t infer_header_length_ = 0;  // of the response being written: its JSON part
+  bool openai_target_ = false;      // the request went to /v1/...: errors in OpenAI's shape
   // Keeps the session alive while its request waits in the service (the service's
   // callback holds only a weak reference); cleared on the io thread by Finish or Close.
   std::shared_ptr<Session> hold_;
@@ -161,6 +162,10 @@ void Session::OnRead(beast::error_code ec) {
   ++server_.in_flight;
   server_.metrics.SetInFlight(server_.in_flight);
   ++seq_;
+  if (parser_) {
+    const auto target = parser_->get().target();
+    openai_target_ = std::string_view(target.data(), target.size()).starts_with("/v1/");
+  }
   if (ec == http::error::body_limit) {
     endpoint_ = "other";
     req_.keep_alive(false);
@@ -213,9 +218,10 @@ void Session::Route() {
     endpoint_ = path;
     if (!method(post, "POST") || refuse_if_draining()) return;
     if (!server_.tokenizer) {
-      return Error({503, "this model directory has no vocab.txt: /embed cannot tokenize; use "
+      // Not 503: nothing will change by waiting, and clients retry a 503.
+      return Error({422, "this model directory has no vocab.txt: text cannot be tokenized; use "
                          "/v2/models/" + name + "/infer with token ids",
-                    "Unhealthy"});
+                    "Validation"});
     }
     ServeRequest request;
     if (auto e = ParseEmbedRequest(req_.body(), server_.limits, *server_.tokenizer,
@@ -228,7 +234,7 @@ void Session::Route() {
     endpoint_ = path;
     if (!method(post, "POST")) return;
     if (!server_.tokenizer) {
-      return Error({503, "this model directory has no vocab.txt: there is nothing to tokenize with", "Unhealthy"});
+      return Error({422, "this model directory has no vocab.txt: there is nothing to tokenize with", "Validation"});
     }
     std::vector<std::vector<int32_t>> ids;
     if (auto e = ParseTokenizeRequest(req_.body(), server_.limits, *server_.tokenizer, &ids)) return Error(*e);
@@ -513,8 +519,11 @@ void Server::CheckDrained() {
     return;
   }
   if (!done) {
+    const int64_t grpc_calls = grpc != nullptr ? grpc->in_flight() : 0;
+    if (grpc != nullptr) grpc->AbandonWaiting();  // as the HTTP sessions are closed below
     result = Internal("the drain timed out after " + std::to_string(options.drain_timeout_s) +
-                      " s with " + std::to_string(in_flight) + " requests in flight");
+                      " s with " + std::to_string(in_flight) + " HTTP and " + std::to_string(grpc_calls) +
+                      " gRPC requests in flight");
     std::cerr << "tierscope serve: error: " << result.message() << "\n";
   } else {
     std::cerr << "tierscope serve: drained; every accepted request was answered\n";
@@ -605,7 +614,8 @@ Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
   TS_RETURN_IF_ERROR(server.Listen());
   std::unique_ptr<GrpcFrontend> grpc;
   if (o.grpc_port >= 0) {
-    TS_ASSIGN_OR_RETURN(grpc, GrpcFrontend::Start(o.host, o.grpc_port, engine, *service, metrics, o.model_name, limits));
+    TS_ASSIGN_OR_RETURN(grpc, GrpcFrontend::Start(o.host, o.grpc_port, engine, *service, metrics, o.model_name, limits,
+                                                  o.max_body_bytes));
     server.grpc = grpc.get();
     std::cout << "tierscope serve: grpc listening on " << o.host << ":" << grpc->port() << std::endl;
   }

@@ -64,7 +64,7 @@ std::optional<ApiError> CollectInputs(const json& input, const ApiLimits& limits
     ServeInput in;
     if (items[i]->is_string()) {
       if (tokenizer == nullptr) {
-        return ApiError{503, "this model directory has no vocab.txt: send token arrays, not text", "Unhealthy"};
+        return BadRequest("this model directory has no vocab.txt: send token arrays, not text");
       }
       if (auto e = EncodeInput(*tokenizer, items[i]->get<std::string>(), limits, false, i, &in.ids)) {
         return BadRequest(e->message);

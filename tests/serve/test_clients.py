@@ -110,6 +110,12 @@ def test_tokenize_answers_in_teis_shape(serve):
     assert [t["text"] for t in plain[0]] == texts[1:-1] and len(plain) == 2
     bad = s.post("/tokenize", {"inputs": 3})
     assert bad.status == 422 and set(bad.json()) == {"error", "error_type"}
+    # As long as the model takes, as on every route: refused, or cut with "truncate".
+    long_text = "tierscope " * 2000
+    too_long = s.post("/tokenize", {"inputs": long_text})
+    assert too_long.status == 422 and "truncate" in too_long.json()["error"]
+    (cut,) = s.post("/tokenize", {"inputs": long_text, "truncate": True}).json()
+    assert len(cut) == 512 and cut[-1]["text"] == "[SEP]"
 
 
 def test_minilm_openai_and_hf_clients_match_sentence_transformers(serve, monkeypatch):
@@ -188,7 +194,8 @@ def test_binary_tensors_are_checked_against_their_shapes_before_queueing(serve):
     short = send(good, ids.tobytes()[:16])
     assert short.status == 422 and "needs 24 bytes" in short.json()["error"]
     wrong = dict(good, inputs=[dict(good["inputs"][0], parameters={"binary_data_size": 20})])
-    assert "needs 24 bytes" in send(wrong, ids.tobytes()).json()["error"]
+    r = send(wrong, ids.tobytes())
+    assert r.status == 422 and "needs 24 bytes" in r.json()["error"]
     extra = send(good, ids.tobytes() + b"\0" * 8)
     assert extra.status == 422 and "beyond" in extra.json()["error"]
     bad_id = send(good, np.array([[101, 10 ** 9, 102]], dtype=np.int64).tobytes())
@@ -219,7 +226,7 @@ def test_triton_grpc_client_shares_the_batcher_with_http(serve):
     grpcclient = pytest.importorskip("tritonclient.grpc")
     from concurrent.futures import ThreadPoolExecutor
 
-    s = serve("--threads", "2", "--model-name", "tiny", "--grpc-port", "0", "--max-queue-delay-ms", "300")
+    s = serve("--threads", "2", "--model-name", "tiny", "--grpc-port", "0", "--max-queue-delay-ms", "3000")
     client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port(s)}")
     assert client.is_server_live() and client.is_server_ready() and client.is_model_ready("tiny")
     meta = client.get_model_metadata("tiny", as_json=True)
@@ -242,8 +249,9 @@ def test_triton_grpc_client_shares_the_batcher_with_http(serve):
             "outputs": [{"name": "last_hidden_state"}]})
 
     batches_before = batches(s)
-    with ThreadPoolExecutor(2) as pool:  # sent together, inside one 300 ms queue window
+    with ThreadPoolExecutor(2) as pool:  # both wait in the queue (3 s window) before the batch leaves
         g, h = pool.submit(grpc_infer), pool.submit(http_infer)
+        s.wait_for(lambda: s.metric("tierscope_queue_depth") == 4, what="both requests' inputs queued")
         g, h = g.result(), h.result()
     assert h.status == 200, h.body
     want = np.array(h.json()["outputs"][0]["data"], dtype=np.float32).reshape(2, 4, 128)
@@ -265,7 +273,7 @@ def test_sigterm_drains_http_and_grpc_together(serve):
     import signal
     from concurrent.futures import ThreadPoolExecutor
 
-    s = serve("--threads", "1", "--model-name", "tiny", "--grpc-port", "0", "--max-queue-delay-ms", "1500")
+    s = serve("--threads", "1", "--model-name", "tiny", "--grpc-port", "0", "--max-queue-delay-ms", "10000")
     client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port(s)}")
     ids = np.array([[101, 2000, 102]], dtype=np.int64)
 
@@ -285,3 +293,35 @@ def test_sigterm_drains_http_and_grpc_together(serve):
     assert s.proc.wait(timeout=60) == 0  # one signal: a drain, then exit 0
     s.reader.join(timeout=60)
     assert any("every accepted request was answered" in line for line in s.stderr_lines)
+
+
+def test_grpc_calls_a_client_abandons_leave_the_queue_and_bad_contents_are_refused(serve):
+    grpcclient = pytest.importorskip("tritonclient.grpc")
+    import grpc
+    from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+    s = serve("--threads", "1", "--model-name", "tiny", "--grpc-port", "0", "--max-queue-delay-ms", "5000")
+    port = grpc_port(s)
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{port}")
+    t = grpcclient.InferInput("input_ids", [1, 3], "INT64")
+    t.set_data_from_numpy(np.array([[101, 2000, 102]], dtype=np.int64))
+    with pytest.raises(grpcclient.InferenceServerException, match="Deadline"):
+        client.infer("tiny", [t], client_timeout=0.3)  # it would wait 5 s in the queue
+    # The server hears the cancel and takes the input out at once, not after the 5 s window.
+    s.wait_for(lambda: s.metric("tierscope_queue_depth") == 0, timeout=2.5, what="the abandoned input to leave")
+    # The raw protocol: typed contents beside raw ones, and INT64 data in the INT32 field.
+    stub = service_pb2_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+    req = service_pb2.ModelInferRequest(model_name="tiny")
+    inp = req.inputs.add(name="input_ids", datatype="INT64", shape=[1, 3])
+    inp.contents.int_contents.extend([101, 2000, 102])
+    with pytest.raises(grpc.RpcError) as e:
+        stub.ModelInfer(req)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "int64_contents" in e.value.details()
+    req.raw_input_contents.append(np.array([[101, 2000, 102]], dtype=np.int64).tobytes())
+    with pytest.raises(grpc.RpcError) as e:
+        stub.ModelInfer(req)
+    assert "beside raw_input_contents" in e.value.details()
+    ok = service_pb2.ModelInferRequest(model_name="tiny", model_version="2")
+    with pytest.raises(grpc.RpcError) as e:
+        stub.ModelInfer(ok)
+    assert e.value.code() == grpc.StatusCode.NOT_FOUND and "version 1 only" in e.value.details()
