@@ -178,9 +178,10 @@ std::vector<double> AttentionReference(const std::vector<float>& qkv, const std:
 
 TEST_P(BackendOps, AttentionWithKeyMasksPaddingAndEveryKeyMasked) {
   // B = 2 and 9: both task layouts of the CPU kernel; sample 1 right-padded, a key masked
-  // mid-sequence, and (B = 9) a sample with every key masked (uniform average of V).
-  for (const int64_t B : {int64_t{2}, int64_t{9}}) {
-    const int64_t S = 37, heads = 3, D = 8, H = heads * D;
+  // mid-sequence, and (B = 9) a sample with every key masked (uniform average of V). Head
+  // dims 8 and 16: the CPU kernel writes whole 16-wide panels straight into the output.
+  for (const auto& [B, D] : {std::pair<int64_t, int64_t>{2, 8}, {9, 8}, {2, 16}, {9, 16}}) {
+    const int64_t S = 37, heads = 3, H = heads * D;
     auto qkv = Random(B * S * 3 * H);
     std::vector<int32_t> mask(B * S, 1);
     for (int64_t s = 20; s < S; ++s) mask[1 * S + s] = 0;
@@ -188,7 +189,8 @@ TEST_P(BackendOps, AttentionWithKeyMasksPaddingAndEveryKeyMasked) {
     if (B > 2) for (int64_t s = 0; s < S; ++s) mask[8 * S + s] = 0;
     Tensor dq = Upload(qkv, {B, S, 3 * H}), dm = UploadI32(mask, {B, S}), dout = Empty({B, S, H});
     ASSERT_TRUE(k().Attention(dq, dm, static_cast<int>(heads), dout).ok());
-    ExpectNear(dout, AttentionReference(qkv, mask, B, S, heads, D), "attention, batch " + std::to_string(B));
+    ExpectNear(dout, AttentionReference(qkv, mask, B, S, heads, D),
+               "attention, batch " + std::to_string(B) + ", head dim " + std::to_string(D));
   }
 }
 

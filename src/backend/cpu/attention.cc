@@ -143,6 +143,12 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
       const float inv = 1.0f / ExpShiftSum(s, keys, max_score);
       for (int64_t j = 0; j < keys; ++j) s[j] *= inv;
     }
+    // FP32 with whole panels (D a multiple of 16): P.V lands straight in the output rows.
+    if (p.dtype == DType::kF32 && D == Dp) {
+      float* out = static_cast<float*>(p.out) + (b * S + i0) * H + h * D;
+      mk.Run(rows, keys, scores, Kp, vp, Dp / kNR, keys * kNR, out, H, /*accumulate=*/false);
+      continue;
+    }
     mk.Run(rows, keys, scores, Kp, vp, Dp / kNR, keys * kNR, o, Dp, /*accumulate=*/false);
     for (int64_t i = 0; i < rows; ++i) {
       FromFloat(o + i * Dp, p.dtype,
