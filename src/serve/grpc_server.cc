@@ -189,6 +189,7 @@ class GrpcFrontend::Impl final : public inference::GRPCInferenceService::Callbac
       calls_.erase(it);
     }
     metrics_.CountRequest("grpc:ModelInfer", status.error_code() == grpc::StatusCode::CANCELLED ? 499 : 503);
+    metrics_.AddGrpcInFlight(-1);
     in_flight_.fetch_sub(1);
     reactor->Finish(status);
   }
@@ -238,8 +239,10 @@ grpc::ServerUnaryReactor* GrpcFrontend::Impl::ModelInfer(grpc::CallbackServerCon
                                                          inference::ModelInferResponse* resp) {
   // Counted before the drain flag is read: a drain that sees no call in flight cannot miss
   // one that is past this check (both are sequentially consistent).
+  metrics_.AddGrpcInFlight(1);
   in_flight_.fetch_add(1);
   auto refuse = [&](const ApiError& e) {
+    metrics_.AddGrpcInFlight(-1);
     in_flight_.fetch_sub(1);
     return Refuse(ctx, e);
   };
@@ -265,7 +268,8 @@ grpc::ServerUnaryReactor* GrpcFrontend::Impl::ModelInfer(grpc::CallbackServerCon
     }
     if (r.status.ok()) FillResponse(model_, *call, r, resp);
     metrics_.CountRequest("grpc:ModelInfer", r.status.ok() ? 200 : 500);
-    in_flight_.fetch_sub(1);  // before Finish: after it the frontend may be gone
+    metrics_.AddGrpcInFlight(-1);
+    in_flight_.fetch_sub(1);  // last of this frontend's state touched, before Finish
     reactor->Finish(r.status.ok() ? grpc::Status::OK : grpc::Status(grpc::StatusCode::INTERNAL, r.status.message()));
   });
   if (!id.ok()) {
@@ -273,6 +277,7 @@ grpc::ServerUnaryReactor* GrpcFrontend::Impl::ModelInfer(grpc::CallbackServerCon
                      : id.status().code() == StatusCode::kFailedPrecondition ? 413
                                                                              : 422;
     metrics_.CountRequest("grpc:ModelInfer", code);
+    metrics_.AddGrpcInFlight(-1);
     in_flight_.fetch_sub(1);
     lock.unlock();  // Finish may run the reactor's hooks, which take the lock
     reactor->Finish(grpc::Status(GrpcCode(code), id.status().message()));

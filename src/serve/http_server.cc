@@ -565,6 +565,7 @@ std::string Server::Info() const {
       {"max_batch_tokens", b.max_batch_tokens},
       {"max_queue_delay_us", b.max_queue_delay_us},
       {"max_queue", b.max_queue},
+      {"grpc_port", grpc != nullptr ? nlohmann::json(grpc->port()) : nlohmann::json(nullptr)},
       {"buckets", b.bucket_edges},
       {"threads", engine.threads()},
       {"device", engine.device_name()},

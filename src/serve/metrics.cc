@@ -92,9 +92,9 @@ std::string ServerMetrics::Render(bool ready) const {
   out += "# HELP tierscope_queue_depth Inputs waiting in the batcher.\n"
          "# TYPE tierscope_queue_depth gauge\ntierscope_queue_depth " +
          std::to_string(queue_depth_.load()) + "\n";
-  out += "# HELP tierscope_requests_in_flight Requests read and not yet answered.\n"
+  out += "# HELP tierscope_requests_in_flight Requests read and not yet answered, HTTP and gRPC.\n"
          "# TYPE tierscope_requests_in_flight gauge\ntierscope_requests_in_flight " +
-         std::to_string(in_flight_.load()) + "\n";
+         std::to_string(in_flight_.load() + grpc_in_flight_.load()) + "\n";
   out += "# HELP tierscope_ready 1 when the server accepts work, 0 while it drains.\n"
          "# TYPE tierscope_ready gauge\ntierscope_ready " + std::string(ready ? "1" : "0") + "\n";
   batch_size_.Write("tierscope_batch_size", "Inputs per batch run by the engine.", &out);

@@ -39,7 +39,8 @@ class ServerMetrics {
   void ObserveQueue(double seconds) { queue_s_.Observe(seconds); }
   void ObserveTotal(double seconds) { total_s_.Observe(seconds); }
   void SetQueueDepth(int64_t depth) { queue_depth_.store(depth); }
-  void SetInFlight(int64_t n) { in_flight_.store(n); }
+  void SetInFlight(int64_t n) { in_flight_.store(n); }  // HTTP requests
+  void AddGrpcInFlight(int64_t delta) { grpc_in_flight_.fetch_add(delta); }
   // The whole exposition, with `ready` as a gauge.
   std::string Render(bool ready) const;
 
@@ -47,7 +48,7 @@ class ServerMetrics {
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   std::map<std::string, uint64_t> batches_by_reason_;
-  std::atomic<int64_t> queue_depth_{0}, in_flight_{0};
+  std::atomic<int64_t> queue_depth_{0}, in_flight_{0}, grpc_in_flight_{0};
   Histogram batch_size_, batch_tokens_, queue_s_, inference_s_, total_s_;
 };
 

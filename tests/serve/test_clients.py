@@ -227,7 +227,9 @@ def test_triton_grpc_client_shares_the_batcher_with_http(serve):
     from concurrent.futures import ThreadPoolExecutor
 
     s = serve("--threads", "2", "--model-name", "tiny", "--grpc-port", "0", "--max-queue-delay-ms", "3000")
-    client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port(s)}")
+    port = grpc_port(s)
+    assert s.get("/info").json()["grpc_port"] == port
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{port}")
     assert client.is_server_live() and client.is_server_ready() and client.is_model_ready("tiny")
     meta = client.get_model_metadata("tiny", as_json=True)
     assert [i["name"] for i in meta["inputs"]] == ["input_ids", "attention_mask", "token_type_ids"]
@@ -252,6 +254,8 @@ def test_triton_grpc_client_shares_the_batcher_with_http(serve):
     with ThreadPoolExecutor(2) as pool:  # both wait in the queue (3 s window) before the batch leaves
         g, h = pool.submit(grpc_infer), pool.submit(http_infer)
         s.wait_for(lambda: s.metric("tierscope_queue_depth") == 4, what="both requests' inputs queued")
+        # In flight: the gRPC call, the HTTP one, and the /metrics request itself.
+        assert s.metric("tierscope_requests_in_flight") == 3
         g, h = g.result(), h.result()
     assert h.status == 200, h.body
     want = np.array(h.json()["outputs"][0]["data"], dtype=np.float32).reshape(2, 4, 128)
