@@ -71,9 +71,7 @@ def timed(fn, iterations: int, warmup: int = 3) -> float:
 
 
 def compare(ref: np.ndarray, out: np.ndarray) -> str:
-    out = np.asarray(out, dtype=np.float64).reshape(ref.shape)
-    err = float(np.max(np.abs(out - ref)))
-    cos = float(np.dot(out.ravel(), ref.ravel()) / (np.linalg.norm(out) * np.linalg.norm(ref)))
+    cos, _, err = accuracy(ref, out)
     ok = err <= 2e-3 and cos >= 0.99999
     return f"{'ok' if ok else 'MISMATCH'} (max abs {err:.1e})"
 
@@ -195,7 +193,7 @@ def run_model(label: str, model_dir: str, a) -> None:
             rows.append((f"torch {torch.__version__} eager", "serial-fp32", a.batch_size / t, check))
             bf16 = AutoModel.from_pretrained(model_dir, attn_implementation="eager", torch_dtype=torch.bfloat16).eval()
             out = bf16(input_ids=check_ids, attention_mask=torch.ones_like(check_ids)).last_hidden_state.float().numpy()
-            cos = float(np.dot(out.ravel(), ref.ravel()) / (np.linalg.norm(out) * np.linalg.norm(ref)))
+            cos = accuracy(ref, out)[0]
             t = timed(lambda: bf16(input_ids=ids, attention_mask=mask), a.iterations)
             rows.append((f"torch {torch.__version__} eager", "batch-bf16", a.batch_size / t, f"cosine {cos:.5f}"))
             if not a.skip_compile:

@@ -107,6 +107,14 @@ std::string CpuVectorIsa() {
   return "scalar";
 }
 
+std::string CpuInt8DotIsa() {
+  if (CpuRunsIsa("amx-int8") && CpuRunsIsa("avx512vnni")) return "amx-int8";
+  for (const char* isa : {"avx512vnni", "avxvnni"}) {
+    if (CpuRunsIsa(isa)) return isa;
+  }
+  return CpuRunsIsa("avx2+fma") ? "avx2" : "scalar";
+}
+
 bool CpuHasFlag(const std::string& flag) {
   static const std::vector<std::string> flags = [] {
     std::vector<std::string> v;

@@ -22,6 +22,10 @@ bool CpuHasFlag(const std::string& flag);
 // reports it (cpuid): "avx512f", "avx2+fma" or "scalar". The micro-kernel dispatch and the
 // calibration's cache key both use it, so they cannot disagree.
 std::string CpuVectorIsa();
+// The INT8 dot instruction set the INT8 GEMM uses on this CPU, fastest first:
+// "amx-int8" (with AVX512-VNNI beside it), "avx512vnni", "avxvnni", "avx2" or "scalar".
+// The GEMM's dispatch and the calibration of its peak both use it, so they cannot disagree.
+std::string CpuInt8DotIsa();
 // Whether the CPU runs `isa`: one of CpuVectorIsa's names, or an INT8 dot ISA
 // ("amx-int8", "avx512vnni", "avxvnni"); "scalar" always. "amx-int8" asks Linux for the
 // tile state the first time (a process without it cannot use AMX).

@@ -194,14 +194,6 @@ __attribute__((target("amx-tile,amx-int8"))) double DotInt8Amx(int64_t iters) {
   return 2.0 * 16 * 16 * 64 * 4 * static_cast<double>(iters);
 }
 
-// The INT8 dot ISA of this CPU as the INT8 GEMM picks it, and its test.
-std::string Int8DotIsa() {
-  for (const char* isa : {"amx-int8", "avx512vnni", "avxvnni"}) {
-    if (CpuRunsIsa(isa)) return isa;
-  }
-  return CpuRunsIsa("avx2+fma") ? "avx2" : "";
-}
-
 // Runs `work` on `threads` threads released together: once untimed (a warm-up: clocks
 // up, pages touched, threads scheduled), then `trials` timed times. A trial's rate is
 // the units of work all threads did per second of the slowest thread's wall time.
@@ -383,7 +375,8 @@ MachinePeaks MeasureOnce(int threads) {
     p.bf16_flops_1t = Rate(1, kFmaTrials, dot).best;
     p.bf16_flops = Rate(p.threads, kFmaTrials, dot).best;
   }
-  p.int8_dot = Int8DotIsa();
+  p.int8_dot = CpuInt8DotIsa();  // the INT8 GEMM's own choice
+  if (p.int8_dot == "scalar") p.int8_dot.clear();
   if (!p.int8_dot.empty()) {
     std::function<double(int)> dot;
     if (p.int8_dot == "amx-int8") dot = [](int) { return DotInt8Amx(kIters / 16); };

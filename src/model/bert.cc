@@ -32,11 +32,11 @@ HostTensor Concat3(const HostTensor* a, const HostTensor* b, const HostTensor* c
 }  // namespace
 
 StatusOr<Tensor> BertModel::Upload(const HostTensor& t) {
-  TS_ASSIGN_OR_RETURN(Tensor d, Tensor::Empty(backend_, dtype_, t.shape));
+  TS_ASSIGN_OR_RETURN(Tensor d, Tensor::Empty(backend_, dtype(), t.shape));
   std::vector<float> f(static_cast<size_t>(t.numel()));
   ToFloat(t.dtype, t.data, f.data(), f.size());
   std::vector<std::byte> conv(d.bytes());
-  FromFloat(f.data(), dtype_, conv.data(), f.size());
+  FromFloat(f.data(), dtype(), conv.data(), f.size());
   TS_RETURN_IF_ERROR(backend_.CopyHostToDevice(d.data(), conv.data(), conv.size()));
   weight_bytes_ += static_cast<int64_t>(d.bytes());
   return d;
@@ -268,7 +268,7 @@ StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Tens
 
 double BertModel::FlopsPerSample(int64_t S) const {
   const int64_t H = config_.hidden_size, I = config_.intermediate_size, heads = config_.num_attention_heads;
-  const DType t = dtype_;
+  const DType t = dtype();
   double layer = LinearCost(S, 3 * H, H, true, Epilogue::kNone, t).flops +
                  AttentionCost(1, S, heads, H / heads, t).flops +
                  LinearCost(S, H, H, true, Epilogue::kNone, t).flops + LayerNormCost(S, H, true, t).flops +

@@ -26,7 +26,8 @@ class BertModel {
                                                      const Checkpoint& checkpoint, DType dtype);
 
   const BertConfig& config() const { return config_; }
-  DType dtype() const { return dtype_; }          // the activations' dtype
+  // The activations' dtype (and the weights' outside the Linear layers): FP32 for an INT8 run.
+  DType dtype() const { return ActivationDType(precision_); }
   DType precision() const { return precision_; }  // the run's: dtype(), or kI8
   bool has_pooler() const { return pooler_w_ != nullptr; }
   int64_t weight_bytes() const { return weight_bytes_; }
@@ -63,13 +64,12 @@ class BertModel {
       : backend_(backend),
         kernels_(backend.kernels()),
         config_(config),
-        dtype_(ActivationDType(precision)),
         precision_(precision) {}
   StatusOr<Tensor> Upload(const HostTensor& t);
   template <bool kOn>
   StatusOr<Tensor> Empty(Shape shape, DType dtype);
   template <bool kOn>
-  StatusOr<Tensor> Empty(Shape shape) { return Empty<kOn>(std::move(shape), dtype_); }
+  StatusOr<Tensor> Empty(Shape shape) { return Empty<kOn>(std::move(shape), dtype()); }
   template <bool kOn>
   StatusOr<Tensor> LinearOp(const Tensor& x, int64_t rows, int64_t stride, const PackedWeight& w,
                             const Tensor& bias, Epilogue epilogue, Shape out_shape);
@@ -88,7 +88,6 @@ class BertModel {
   Backend& backend_;
   Kernels& kernels_;
   BertConfig config_;
-  DType dtype_;      // activations and the weights outside the Linear layers
   DType precision_;  // the Linear weights'
   Tensor word_emb_, pos_emb_, type_emb_, emb_ln_g_, emb_ln_b_;
   std::vector<Layer> layers_;

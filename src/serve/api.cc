@@ -22,20 +22,6 @@ using nlohmann::json;
 
 ApiError Invalid(std::string message) { return {422, std::move(message), "Validation"}; }
 
-// Text from a request or the file system may not be UTF-8: invalid bytes become U+FFFD
-// rather than an exception.
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-std::optional<ApiError> ParseJson(std::string_view body, json* out) {
-  try {
-    *out = json::parse(body.begin(), body.end());
-  } catch (const json::exception& e) {  // parse errors, and numbers out of double's range
-    return Invalid("invalid JSON: " + std::string(e.what()));
-  }
-  if (!out->is_object()) return Invalid("the body must be a JSON object");
-  return std::nullopt;
-}
-
 std::optional<ApiError> OptionalBool(const json& j, const char* key, bool* value) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
@@ -73,8 +59,19 @@ std::vector<int32_t> EncodeAtMost(const WordPieceTokenizer& tokenizer, std::stri
 }  // namespace
 
 ApiError InvalidRequest(std::string message) { return Invalid(std::move(message)); }
-std::optional<ApiError> ParseJsonObject(std::string_view body, json* out) { return ParseJson(body, out); }
-std::string DumpJson(const json& j) { return Dump(j); }
+std::optional<ApiError> ParseJsonObject(std::string_view body, json* out) {
+  try {
+    *out = json::parse(body.begin(), body.end());
+  } catch (const json::exception& e) {  // parse errors, and numbers out of double's range
+    return Invalid("invalid JSON: " + std::string(e.what()));
+  }
+  if (!out->is_object()) return Invalid("the body must be a JSON object");
+  return std::nullopt;
+}
+
+// Text from a request or the file system may not be UTF-8: invalid bytes become U+FFFD
+// rather than an exception.
+std::string DumpJson(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 void AppendFloats(const std::vector<float>& v, std::string* out) {
   *out += '[';
@@ -115,14 +112,14 @@ void AppendFloat(float v, std::string* out) {
 }
 
 std::string ErrorBody(const ApiError& e) {
-  return Dump(json{{"error", e.message}, {"error_type", e.type}});
+  return DumpJson(json{{"error", e.message}, {"error_type", e.type}});
 }
 
 std::optional<ApiError> ParseEmbedRequest(std::string_view body, const ApiLimits& limits,
                                           const WordPieceTokenizer& tokenizer, Pooling pooling,
                                           ServeRequest* out) {
   json j;
-  if (auto e = ParseJson(body, &j)) return e;
+  if (auto e = ParseJsonObject(body, &j)) return e;
   auto it = j.find("inputs");
   if (it == j.end()) return Invalid("missing `inputs`");
   std::vector<std::string> texts;
@@ -181,7 +178,7 @@ std::optional<ApiError> ParseTokenizeRequest(std::string_view body, const ApiLim
                                              const WordPieceTokenizer& tokenizer,
                                              std::vector<std::vector<int32_t>>* ids) {
   json j;
-  if (auto e = ParseJson(body, &j)) return e;
+  if (auto e = ParseJsonObject(body, &j)) return e;
   auto it = j.find("inputs");
   if (it == j.end()) return Invalid("missing `inputs`");
   std::vector<std::string> texts;
@@ -226,7 +223,7 @@ std::string TokenizeResponse(const WordPieceTokenizer& tokenizer, const std::vec
     }
     out.push_back(std::move(tokens));
   }
-  return Dump(out);
+  return DumpJson(out);
 }
 
 StatusOr<std::optional<Pooling>> PoolingFromModelDir(const std::string& dir) {

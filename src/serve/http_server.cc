@@ -84,11 +84,13 @@ class Session : public std::enable_shared_from_this<Session> {
   void Submit(ServeRequest request, Kind kind);
   void Finish(uint64_t seq, ServeResult result);
   void WatchDisconnect();
-  void Respond(int code, std::string body, const char* content_type = "application/json");
+  // `json_length` > 0: binary outputs follow that many bytes of JSON (KServe's extension).
+  void Respond(int code, std::string body, const char* content_type = "application/json",
+               size_t json_length = 0);
   // In the error shape of the API the request came to: OpenAI's under /v1/, TEI's and
   // KServe's ({"error", "error_type"}) elsewhere.
   void Error(const ApiError& e) {
-    if (endpoint_.starts_with("/v1/") || openai_target_) return Respond(OpenAiErrorStatus(e), OpenAiErrorBody(e));
+    if (openai_target_) return Respond(OpenAiErrorStatus(e), OpenAiErrorBody(e));
     Respond(e.code, ErrorBody(e));
   }
   void EndRequest();
@@ -110,8 +112,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Kind kind_ = Kind::kEmbed;
   InferCall call_;
   OpenAiCall openai_;
-  size_t infer_header_length_ = 0;  // of the response being written: its JSON part
-  bool openai_target_ = false;      // the request went to /v1/...: errors in OpenAI's shape
+  bool openai_target_ = false;  // the request went to /v1/...: errors in OpenAI's shape
   // Keeps the session alive while its request waits in the service (the service's
   // callback holds only a weak reference); cleared on the io thread by Finish or Close.
   std::shared_ptr<Session> hold_;
@@ -377,13 +378,15 @@ void Session::Finish(uint64_t seq, ServeResult result) {
     case Kind::kEmbed: return Respond(200, EmbedResponse(result));
     case Kind::kOpenAi: return Respond(200, OpenAiEmbeddingsResponse(openai_, result));
     case Kind::kInfer: {
-      std::string body = InferResponse(server_.options.model_name, call_, result, &infer_header_length_);
-      return Respond(200, std::move(body), infer_header_length_ > 0 ? "application/octet-stream" : "application/json");
+      size_t json_length = 0;
+      std::string body = InferResponse(server_.options.model_name, call_, result, &json_length);
+      return Respond(200, std::move(body), json_length > 0 ? "application/octet-stream" : "application/json",
+                     json_length);
     }
   }
 }
 
-void Session::Respond(int code, std::string body, const char* content_type) {
+void Session::Respond(int code, std::string body, const char* content_type, size_t json_length) {
   code_ = code;
   responding_ = true;
   auto res = std::make_shared<http::response<http::string_body>>(
@@ -393,10 +396,7 @@ void Session::Respond(int code, std::string body, const char* content_type) {
   if (code == 429) {
     res->set(http::field::retry_after, std::to_string(server_.service.RetryAfterSeconds(server_.options.retry_after_s)));
   }
-  if (infer_header_length_ > 0) {  // binary outputs follow this many bytes of JSON
-    res->set("Inference-Header-Content-Length", std::to_string(infer_header_length_));
-    infer_header_length_ = 0;
-  }
+  if (json_length > 0) res->set("Inference-Header-Content-Length", std::to_string(json_length));
   if (code == 405) {
     const bool post_only = endpoint_ == "/embed" || endpoint_ == "/" || endpoint_ == "/tokenize" ||
                            endpoint_ == "/v1/embeddings" || endpoint_ == "/v2/models/{name}/infer";

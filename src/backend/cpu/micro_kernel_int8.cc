@@ -196,7 +196,7 @@ void Int8Scalar(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b, int3
 
 std::vector<Int8MicroKernels> AvailableInt8MicroKernels() {
   std::vector<Int8MicroKernels> v;
-  if (CpuRunsIsa("amx-int8") && CpuRunsIsa("avx512vnni")) {  // K not a multiple of 64: VNNI
+  if (CpuInt8DotIsa() == "amx-int8") {  // K not a multiple of 64: its VNNI kernels
     v.push_back({"amx-int8", 255, TS_INT8_KERNELS(Int8Avx512Vnni), TS_INT8_KERNELS(Int8PairAvx512Vnni),
                  Int8TileAmx});
   }
@@ -216,7 +216,13 @@ std::atomic<const Int8MicroKernels*> g_forced{nullptr};
 }  // namespace
 
 const Int8MicroKernels& GetInt8MicroKernels() {
-  static const Int8MicroKernels k = AvailableInt8MicroKernels().front();
+  static const Int8MicroKernels k = [] {  // the variant CpuInt8DotIsa names (its peak is calibrated)
+    const std::vector<Int8MicroKernels> all = AvailableInt8MicroKernels();
+    for (const Int8MicroKernels& v : all) {
+      if (CpuInt8DotIsa() == v.isa) return v;
+    }
+    return all.front();
+  }();
   const Int8MicroKernels* forced = g_forced.load(std::memory_order_acquire);
   return forced != nullptr ? *forced : k;
 }

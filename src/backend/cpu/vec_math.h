@@ -41,20 +41,24 @@ inline float FastExp(float x) {
   return y * scale;
 }
 
+// erf(x) ~ x P(x^2) / Q(x^2) on [-4, 4]: the coefficients, highest power first, shared by
+// the scalar, 8-lane and 16-lane versions (evaluated by Horner's rule in the same order).
+inline constexpr float kErfP[] = {-2.72614225801306e-10f, 2.77068142495902e-08f, -2.10102402082508e-06f,
+                                  -5.69250639462346e-05f, -7.34990630326855e-04f, -2.95459980854025e-03f,
+                                  -1.60960333262415e-02f};
+inline constexpr float kErfQ[] = {-1.45660718464996e-05f, -2.13374055278905e-04f, -1.68282697438203e-03f,
+                                  -7.37332916720468e-03f, -1.42647390514189e-02f};
+
 inline float FastErf(float a) {
   const float x = ClampKeepNan(a, -4.0f, 4.0f);
   const float x2 = x * x;
-  float p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
-  p = x2 * p + -2.10102402082508e-06f;
-  p = x2 * p + -5.69250639462346e-05f;
-  p = x2 * p + -7.34990630326855e-04f;
-  p = x2 * p + -2.95459980854025e-03f;
-  p = x2 * p + -1.60960333262415e-02f;
+  float p = x2 * kErfP[0] + kErfP[1];
+#pragma GCC unroll 8
+  for (int i = 2; i < 7; ++i) p = x2 * p + kErfP[i];
   p = x * p;
-  float q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
-  q = x2 * q + -1.68282697438203e-03f;
-  q = x2 * q + -7.37332916720468e-03f;
-  q = x2 * q + -1.42647390514189e-02f;
+  float q = x2 * kErfQ[0] + kErfQ[1];
+#pragma GCC unroll 8
+  for (int i = 2; i < 5; ++i) q = x2 * q + kErfQ[i];
   return p / q;
 }
 
@@ -91,17 +95,13 @@ inline __m256 Exp8(__m256 x) {
 inline __m256 Erf8(__m256 a) {
   const __m256 x = _mm256_min_ps(_mm256_set1_ps(4.0f), _mm256_max_ps(_mm256_set1_ps(-4.0f), a));
   const __m256 x2 = _mm256_mul_ps(x, x);
-  __m256 p = _mm256_fmadd_ps(x2, _mm256_set1_ps(-2.72614225801306e-10f), _mm256_set1_ps(2.77068142495902e-08f));
-  p = _mm256_fmadd_ps(x2, p, _mm256_set1_ps(-2.10102402082508e-06f));
-  p = _mm256_fmadd_ps(x2, p, _mm256_set1_ps(-5.69250639462346e-05f));
-  p = _mm256_fmadd_ps(x2, p, _mm256_set1_ps(-7.34990630326855e-04f));
-  p = _mm256_fmadd_ps(x2, p, _mm256_set1_ps(-2.95459980854025e-03f));
-  p = _mm256_fmadd_ps(x2, p, _mm256_set1_ps(-1.60960333262415e-02f));
+  __m256 p = _mm256_fmadd_ps(x2, _mm256_set1_ps(kErfP[0]), _mm256_set1_ps(kErfP[1]));
+#pragma GCC unroll 8
+  for (int i = 2; i < 7; ++i) p = _mm256_fmadd_ps(x2, p, _mm256_set1_ps(kErfP[i]));
   p = _mm256_mul_ps(x, p);
-  __m256 q = _mm256_fmadd_ps(x2, _mm256_set1_ps(-1.45660718464996e-05f), _mm256_set1_ps(-2.13374055278905e-04f));
-  q = _mm256_fmadd_ps(x2, q, _mm256_set1_ps(-1.68282697438203e-03f));
-  q = _mm256_fmadd_ps(x2, q, _mm256_set1_ps(-7.37332916720468e-03f));
-  q = _mm256_fmadd_ps(x2, q, _mm256_set1_ps(-1.42647390514189e-02f));
+  __m256 q = _mm256_fmadd_ps(x2, _mm256_set1_ps(kErfQ[0]), _mm256_set1_ps(kErfQ[1]));
+#pragma GCC unroll 8
+  for (int i = 2; i < 5; ++i) q = _mm256_fmadd_ps(x2, q, _mm256_set1_ps(kErfQ[i]));
   return _mm256_div_ps(p, q);
 }
 
@@ -110,17 +110,13 @@ inline __m256 Erf8(__m256 a) {
 __attribute__((target("avx512f"))) inline __m512 Erf16(__m512 a) {
   const __m512 x = _mm512_min_ps(_mm512_set1_ps(4.0f), _mm512_max_ps(_mm512_set1_ps(-4.0f), a));
   const __m512 x2 = _mm512_mul_ps(x, x);
-  __m512 p = _mm512_fmadd_ps(x2, _mm512_set1_ps(-2.72614225801306e-10f), _mm512_set1_ps(2.77068142495902e-08f));
-  p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(-2.10102402082508e-06f));
-  p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(-5.69250639462346e-05f));
-  p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(-7.34990630326855e-04f));
-  p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(-2.95459980854025e-03f));
-  p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(-1.60960333262415e-02f));
+  __m512 p = _mm512_fmadd_ps(x2, _mm512_set1_ps(kErfP[0]), _mm512_set1_ps(kErfP[1]));
+#pragma GCC unroll 8
+  for (int i = 2; i < 7; ++i) p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(kErfP[i]));
   p = _mm512_mul_ps(x, p);
-  __m512 q = _mm512_fmadd_ps(x2, _mm512_set1_ps(-1.45660718464996e-05f), _mm512_set1_ps(-2.13374055278905e-04f));
-  q = _mm512_fmadd_ps(x2, q, _mm512_set1_ps(-1.68282697438203e-03f));
-  q = _mm512_fmadd_ps(x2, q, _mm512_set1_ps(-7.37332916720468e-03f));
-  q = _mm512_fmadd_ps(x2, q, _mm512_set1_ps(-1.42647390514189e-02f));
+  __m512 q = _mm512_fmadd_ps(x2, _mm512_set1_ps(kErfQ[0]), _mm512_set1_ps(kErfQ[1]));
+#pragma GCC unroll 8
+  for (int i = 2; i < 5; ++i) q = _mm512_fmadd_ps(x2, q, _mm512_set1_ps(kErfQ[i]));
   return _mm512_div_ps(p, q);
 }
 
