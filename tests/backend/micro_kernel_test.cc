@@ -1,6 +1,7 @@
 // Every instruction-set variant of the FP32 micro-kernel this CPU can run (AVX-512,
 // AVX2+FMA, scalar), not only the one picked at run time, against a double-precision
-// reference: each row count, accumulate and overwrite, odd depths and row strides.
+// reference: each row count, accumulate and overwrite, odd depths and row strides; the
+// pair and wide (8x48) forms too where the ISA has them.
 #include "backend/cpu/micro_kernel.h"
 
 #include <gtest/gtest.h>
@@ -109,6 +110,56 @@ TEST(MicroKernels, PairKernelsMatchTwoSinglePanelsAndADoubleReference) {
   for (const MicroKernelVariant& v : AvailableMicroKernels()) {
     if (std::string(v.isa) == "avx512f") {
       EXPECT_TRUE(v.kernels.has_pairs());
+    }
+  }
+}
+
+TEST(MicroKernels, WideKernelsMatchADoubleReferenceOverThreeStridedPanels) {
+  SplitMix64 rng(11);
+  int with_wide = 0;
+  for (const MicroKernelVariant& v : AvailableMicroKernels()) {
+    if (!v.kernels.has_wide()) continue;
+    ++with_wide;
+    for (int64_t kc : {1, 7, 64, 129}) {
+      const int64_t lda = kc + 2, ldc = kWidePanels * kNR + 5;
+      const int64_t panel_stride = kc * kNR + 16;  // panels apart, with a gap between them
+      for (int mr = 1; mr <= kMRWide; ++mr) {
+        for (bool accumulate : {true, false}) {
+          std::vector<float> a(static_cast<size_t>(mr * lda)), b(static_cast<size_t>(kWidePanels * panel_stride)),
+              c(static_cast<size_t>(mr * ldc));
+          for (auto* v2 : {&a, &b, &c}) {
+            for (float& x : *v2) x = Uniform(rng);
+          }
+          std::vector<double> want(c.size());
+          for (int r = 0; r < mr; ++r) {
+            for (int j = 0; j < ldc; ++j) {
+              const bool inside = j < kWidePanels * kNR;
+              double acc = accumulate || !inside ? c[r * ldc + j] : 0.0;
+              if (inside) {
+                const float* panel = b.data() + (j / kNR) * panel_stride;
+                for (int64_t k = 0; k < kc; ++k) acc += double{a[r * lda + k]} * panel[k * kNR + j % kNR];
+              }
+              want[r * ldc + j] = acc;
+            }
+          }
+          const MicroKernelWideFn fn = accumulate ? v.kernels.wide_by_rows[mr] : v.kernels.wide_overwrite[mr];
+          ASSERT_NE(fn, nullptr);
+          fn(kc, a.data(), lda, b.data(), panel_stride, c.data(), ldc);
+          for (int r = 0; r < mr; ++r) {
+            for (int j = 0; j < ldc; ++j) {
+              ASSERT_NEAR(c[r * ldc + j], want[r * ldc + j], 1e-6 * (kc + 1))
+                  << v.isa << " wide kc " << kc << " rows " << mr << (accumulate ? " +=" : " =") << " at [" << r
+                  << "][" << j << "]";
+            }
+          }
+        }
+      }
+    }
+  }
+  RecordProperty("variants_with_wide", with_wide);
+  for (const MicroKernelVariant& v : AvailableMicroKernels()) {
+    if (std::string(v.isa) == "avx512f") {
+      EXPECT_TRUE(v.kernels.has_wide());
     }
   }
 }

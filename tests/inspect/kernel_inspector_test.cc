@@ -249,7 +249,7 @@ KernelCommandOptions GemmCommand(const std::string& mode, int threads) {
   k.bench.iterations = 1;
   k.bench.threads = threads;
   // The attention output projection: N = hidden = 128, the narrowest GEMM.
-  k.inspector = Pick("cpu_sgemm_nt_f32_48x64_bias", 1, 1, 3);
+  k.inspector = Pick("cpu_sgemm_nt_f32_48x96_bias", 1, 1, 3);
   return k;
 }
 
@@ -283,8 +283,8 @@ TEST_F(KernelInspectorTest, BadRequestsSayWhatIsValid) {
   auto none = RunKernelCommand(k);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
-  EXPECT_TRUE(Contains(none.status().message(), "cpu_sgemm_nt_f32_48x64_bias_gelu"));
-  k.inspector.filter.name = "cpu_sgemm_nt_f32_48x64_bias";
+  EXPECT_TRUE(Contains(none.status().message(), "cpu_sgemm_nt_f32_48x96_bias_gelu"));
+  k.inspector.filter.name = "cpu_sgemm_nt_f32_48x96_bias";
   k.inspector.filter.count = 0;
   EXPECT_TRUE(Contains(RunKernelCommand(k).status().message(), "--launch-count must be at least 1"));
   k.inspector.filter.count = 1;

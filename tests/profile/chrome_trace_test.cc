@@ -130,7 +130,7 @@ namespace {
 TEST(ChromeTraceTest, MillionEventTraceIsWrittenCompletely) {
   Trace t;
   t.device_name = "cpu";
-  const int32_t name = t.strings.Intern("cpu_sgemm_nt_f32_48x64");
+  const int32_t name = t.strings.Intern("cpu_sgemm_nt_f32_48x96");
   t.events.resize(1000000);
   for (size_t i = 0; i < t.events.size(); ++i) {
     Event& e = t.events[i];

@@ -1,7 +1,7 @@
 // CPU GEMM for Linear: y = epilogue(x . W^T + bias), FP32 accumulation for F32, F16 and
 // BF16 operands. Weights are pre-packed at load into 16-column panels [N/16][K][16];
-// each task computes one 48x64 tile of y with a 6x16 register-blocked micro-kernel,
-// converting F16/BF16 operands to FP32 per 256-deep K block.
+// each task computes one 48x96 tile of y with register-blocked micro-kernels (8x48 where
+// the ISA has them, else 6x32 or 6x16), converting F16/BF16 operands to FP32 per K block.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,14 +10,16 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel.h"
 #include "backend/cpu/vec_math.h"
+#include "core/cpu_info.h"
 
 namespace tierscope {
 namespace {
 
 constexpr int kMB = 48;   // rows of one task's tile
-constexpr int kNB = 64;   // columns of one task's tile
+constexpr int kNB = 96;   // columns of one task's tile: two wide calls
+static_assert(kMB % kMRWide == 0 && kMB % kMR == 0 && kNB % (kWidePanels * kNR) == 0);
 constexpr int kPanelsPerTask = kNB / kNR;
-constexpr int kKC = 256;  // depth of one K block
+constexpr int kKC = 128;  // depth of one K block (three B panels of it fit L1 beside A rows)
 constexpr size_t kScratchFloats = kMB * kNB + kMB * kKC + kPanelsPerTask * kKC * kNR;
 
 class CpuPackedWeight : public PackedWeight {
@@ -44,8 +46,28 @@ struct GemmParams {
   int64_t n_blocks;
 };
 
+// The same on 16 lanes, bias and GELU on the registers in one pass (AVX-512 hosts).
+template <bool kBias, bool kGelu>
+__attribute__((target("avx512f"))) void BiasGeluRowAvx512(const float* bias, float* v, int64_t n) {
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - j)) - 1);
+    __m512 y = _mm512_maskz_loadu_ps(m, v + j);
+    if (kBias) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, bias + j));
+    _mm512_mask_storeu_ps(v + j, m, kGelu ? Gelu16(y) : y);
+  }
+}
+
 // Adds the bias and applies the activation to one row of n floats, in place.
 void ApplyEpilogue(Epilogue e, const float* bias, float* v, int64_t n) {
+  static const bool kAvx512 = CpuRunsIsa("avx512f");
+  if (kAvx512 && e != Epilogue::kTanh) {
+    if (e == Epilogue::kGelu) {
+      (bias != nullptr ? BiasGeluRowAvx512<true, true> : BiasGeluRowAvx512<false, true>)(bias, v, n);
+    } else if (bias != nullptr) {
+      BiasGeluRowAvx512<true, false>(bias, v, n);
+    }
+    return;
+  }
   if (bias != nullptr) {
     for (int64_t j = 0; j < n; ++j) v[j] += bias[j];
   }
@@ -107,9 +129,19 @@ void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
         b[pp] = dst;
       }
     }
-    // Panel-major: one B panel (kc x 16), or two where the ISA has pair kernels, stays in
-    // L1 while the rows stream past it.
+    // Panel-major: three B panels (kc x 48) where the ISA has wide kernels, else two or
+    // one, stay in L1 while the rows stream past them.
+    const int64_t panel_stride = p.dtype == DType::kF32 ? p.k * kNR : kKC * kNR;
     int64_t pp = 0;
+    if (mk.has_wide()) {
+      for (; pp + kWidePanels <= panels; pp += kWidePanels) {
+        for (int64_t r0 = 0; r0 < rows; r0 += kMRWide) {
+          const int64_t mr = std::min<int64_t>(kMRWide, rows - r0);
+          (k0 == 0 ? mk.wide_overwrite : mk.wide_by_rows)[mr](kc, a + r0 * lda, lda, b[pp], panel_stride,
+                                                             ctile + r0 * ldc + pp * kNR, ldc);
+        }
+      }
+    }
     if (mk.has_pairs()) {
       for (; pp + 1 < panels; pp += 2) {
         for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
@@ -144,16 +176,16 @@ void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
 const char* GemmKernelName(DType t, bool bias, Epilogue e) {
   // Names carry operation, dtype, layout, tile and fusion, like vendor GEMM names.
   static const char* kNames[3][2][3] = {
-      {{"cpu_sgemm_nt_f32_48x64", "cpu_sgemm_nt_f32_48x64_gelu", "cpu_sgemm_nt_f32_48x64_tanh"},
-       {"cpu_sgemm_nt_f32_48x64_bias", "cpu_sgemm_nt_f32_48x64_bias_gelu",
-        "cpu_sgemm_nt_f32_48x64_bias_tanh"}},
-      {{"cpu_hgemm_nt_f16_48x64", "cpu_hgemm_nt_f16_48x64_gelu", "cpu_hgemm_nt_f16_48x64_tanh"},
-       {"cpu_hgemm_nt_f16_48x64_bias", "cpu_hgemm_nt_f16_48x64_bias_gelu",
-        "cpu_hgemm_nt_f16_48x64_bias_tanh"}},
-      {{"cpu_bgemm_nt_bf16_48x64", "cpu_bgemm_nt_bf16_48x64_gelu",
-        "cpu_bgemm_nt_bf16_48x64_tanh"},
-       {"cpu_bgemm_nt_bf16_48x64_bias", "cpu_bgemm_nt_bf16_48x64_bias_gelu",
-        "cpu_bgemm_nt_bf16_48x64_bias_tanh"}}};
+      {{"cpu_sgemm_nt_f32_48x96", "cpu_sgemm_nt_f32_48x96_gelu", "cpu_sgemm_nt_f32_48x96_tanh"},
+       {"cpu_sgemm_nt_f32_48x96_bias", "cpu_sgemm_nt_f32_48x96_bias_gelu",
+        "cpu_sgemm_nt_f32_48x96_bias_tanh"}},
+      {{"cpu_hgemm_nt_f16_48x96", "cpu_hgemm_nt_f16_48x96_gelu", "cpu_hgemm_nt_f16_48x96_tanh"},
+       {"cpu_hgemm_nt_f16_48x96_bias", "cpu_hgemm_nt_f16_48x96_bias_gelu",
+        "cpu_hgemm_nt_f16_48x96_bias_tanh"}},
+      {{"cpu_bgemm_nt_bf16_48x96", "cpu_bgemm_nt_bf16_48x96_gelu",
+        "cpu_bgemm_nt_bf16_48x96_tanh"},
+       {"cpu_bgemm_nt_bf16_48x96_bias", "cpu_bgemm_nt_bf16_48x96_bias_gelu",
+        "cpu_bgemm_nt_bf16_48x96_bias_tanh"}}};
   int ti = t == DType::kF16 ? 1 : t == DType::kBF16 ? 2 : 0;
   return kNames[ti][bias ? 1 : 0][static_cast<int>(e)];
 }

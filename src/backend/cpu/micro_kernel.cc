@@ -80,6 +80,38 @@ __attribute__((target("avx512f"))) void MicroKernelAvx512Pair(int64_t kc, const 
 }
 
 template <int MR, bool kAcc>
+__attribute__((target("avx512f"))) void MicroKernelAvx512Wide(int64_t kc, const float* a, int64_t lda,
+                                                             const float* b, int64_t panel_stride,
+                                                             float* c, int64_t ldc) {
+  __m512 acc[MR][kWidePanels];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 3
+    for (int p = 0; p < kWidePanels; ++p) {
+      acc[r][p] = kAcc ? _mm512_loadu_ps(c + r * ldc + p * kNR) : _mm512_setzero_ps();
+    }
+  }
+  const float* b1 = b + panel_stride;
+  const float* b2 = b1 + panel_stride;
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 v0 = _mm512_loadu_ps(b + k * kNR), v1 = _mm512_loadu_ps(b1 + k * kNR),
+                 v2 = _mm512_loadu_ps(b2 + k * kNR);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * lda + k]);
+      acc[r][0] = _mm512_fmadd_ps(av, v0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(av, v1, acc[r][1]);
+      acc[r][2] = _mm512_fmadd_ps(av, v2, acc[r][2]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 3
+    for (int p = 0; p < kWidePanels; ++p) _mm512_storeu_ps(c + r * ldc + p * kNR, acc[r][p]);
+  }
+}
+
+template <int MR, bool kAcc>
 void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
                        int64_t ldc) {
   for (int r = 0; r < MR; ++r) {
@@ -95,6 +127,8 @@ void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const float* b, 
 
 #define TS_KERNELS(K, ACC) \
   {nullptr, K<1, ACC>, K<2, ACC>, K<3, ACC>, K<4, ACC>, K<5, ACC>, K<6, ACC>}
+#define TS_WIDE_KERNELS(K, ACC) \
+  {nullptr, K<1, ACC>, K<2, ACC>, K<3, ACC>, K<4, ACC>, K<5, ACC>, K<6, ACC>, K<7, ACC>, K<8, ACC>}
 
 }  // namespace
 
@@ -102,7 +136,9 @@ std::vector<MicroKernelVariant> AvailableMicroKernels() {
   std::vector<MicroKernelVariant> v;
   if (CpuRunsIsa("avx512f")) {
     v.push_back({"avx512f", {TS_KERNELS(MicroKernelAvx512, true), TS_KERNELS(MicroKernelAvx512, false),
-                             TS_KERNELS(MicroKernelAvx512Pair, true), TS_KERNELS(MicroKernelAvx512Pair, false)}});
+                             TS_KERNELS(MicroKernelAvx512Pair, true), TS_KERNELS(MicroKernelAvx512Pair, false),
+                             TS_WIDE_KERNELS(MicroKernelAvx512Wide, true),
+                             TS_WIDE_KERNELS(MicroKernelAvx512Wide, false)}});
   }
   if (CpuRunsIsa("avx2+fma")) {
     v.push_back({"avx2+fma", {TS_KERNELS(MicroKernelAvx2, true), TS_KERNELS(MicroKernelAvx2, false)}});
@@ -112,6 +148,7 @@ std::vector<MicroKernelVariant> AvailableMicroKernels() {
 }
 
 #undef TS_KERNELS
+#undef TS_WIDE_KERNELS
 
 const MicroKernels& GetMicroKernels() {
   static const MicroKernels k = AvailableMicroKernels().front().kernels;

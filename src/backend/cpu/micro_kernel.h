@@ -11,6 +11,8 @@ namespace tierscope {
 
 constexpr int kNR = 16;  // columns of a B panel / of the micro-kernel
 constexpr int kMR = 6;   // most rows of one micro-kernel call
+constexpr int kMRWide = 8;    // most rows of one wide call
+constexpr int kWidePanels = 3;  // B panels of one wide call
 
 using MicroKernelFn = void (*)(int64_t kc, const float* a, int64_t lda, const float* b,
                                float* c, int64_t ldc);
@@ -19,13 +21,23 @@ using MicroKernelFn = void (*)(int64_t kc, const float* a, int64_t lda, const fl
 using MicroKernelPairFn = void (*)(int64_t kc, const float* a, int64_t lda, const float* b0,
                                    const float* b1, float* c, int64_t ldc);
 
+// Three panels `panel_stride` floats apart at once: c[r][0..48) for r < MR (MR in 1..8);
+// 24 accumulators, the most the AVX-512 register file holds beside B and a broadcast, so
+// fewer loads per FMA than the pair kernel (the GEMM's main loop on AVX-512).
+using MicroKernelWideFn = void (*)(int64_t kc, const float* a, int64_t lda, const float* b,
+                                   int64_t panel_stride, float* c, int64_t ldc);
+
 struct MicroKernels {
   MicroKernelFn by_rows[kMR + 1];    // c += a.b; by_rows[mr] handles mr rows; [0] unused
   MicroKernelFn overwrite[kMR + 1];  // c = a.b (c need not be initialised)
   // The same over two panels; all null where the ISA has no pair kernel.
   MicroKernelPairFn pair_by_rows[kMR + 1] = {};
   MicroKernelPairFn pair_overwrite[kMR + 1] = {};
+  // The same over three panels, up to kMRWide rows; all null where the ISA has none.
+  MicroKernelWideFn wide_by_rows[kMRWide + 1] = {};
+  MicroKernelWideFn wide_overwrite[kMRWide + 1] = {};
   bool has_pairs() const { return pair_by_rows[1] != nullptr; }
+  bool has_wide() const { return wide_by_rows[1] != nullptr; }
   // c[rows][cols of the panels] (+)= a[rows][kc] . panels; `panels` B panels of
   // [kc][16] each, `panel_stride` floats apart; c has row stride ldc. With
   // `accumulate` false, c is overwritten.
