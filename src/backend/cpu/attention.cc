@@ -132,6 +132,9 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
       for (int64_t d = 0; d < D; ++d) q[i * D + d] = qi[d] * scale;
     }
     mk.Run(rows, D, q, D, kp, Kp / kNR, D * kNR, scores, Kp, /*accumulate=*/false);
+    // exp(s - max) per row; the division by the row's sum is left to the D outputs of
+    // P.V (fewer than the keys at these shapes) instead of the keys' probabilities.
+    float inv[kQueryBlock];
     for (int64_t i = 0; i < rows; ++i) {
       float* s = scores + i * Kp;
       if (any_masked) {
@@ -140,17 +143,18 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
         }
       }
       const float max_score = MaxOf(s, keys);
-      const float inv = 1.0f / ExpShiftSum(s, keys, max_score);
-      for (int64_t j = 0; j < keys; ++j) s[j] *= inv;
+      inv[i] = 1.0f / ExpShiftSum(s, keys, max_score);
     }
     // FP32 with whole panels (D a multiple of 16): P.V lands straight in the output rows.
     if (p.dtype == DType::kF32 && D == Dp) {
       float* out = static_cast<float*>(p.out) + (b * S + i0) * H + h * D;
       mk.Run(rows, keys, scores, Kp, vp, Dp / kNR, keys * kNR, out, H, /*accumulate=*/false);
+      for (int64_t i = 0; i < rows; ++i) ScaleInPlace(out + i * H, D, inv[i]);
       continue;
     }
     mk.Run(rows, keys, scores, Kp, vp, Dp / kNR, keys * kNR, o, Dp, /*accumulate=*/false);
     for (int64_t i = 0; i < rows; ++i) {
+      ScaleInPlace(o + i * Dp, D, inv[i]);
       FromFloat(o + i * Dp, p.dtype,
                 static_cast<std::byte*>(p.out) + ((b * S + i0 + i) * H + h * D) * es, D);
     }

@@ -40,23 +40,35 @@ struct MicroKernels {
   bool has_wide() const { return wide_by_rows[1] != nullptr; }
   // c[rows][cols of the panels] (+)= a[rows][kc] . panels; `panels` B panels of
   // [kc][16] each, `panel_stride` floats apart; c has row stride ldc. With
-  // `accumulate` false, c is overwritten.
+  // `accumulate` false, c is overwritten. Three panels at a time on wide kernels, then
+  // pairs, then a single panel.
   void Run(int64_t rows, int64_t kc, const float* a, int64_t lda, const float* b,
            int64_t panels, int64_t panel_stride, float* c, int64_t ldc,
            bool accumulate = true) const {
+    int64_t p = 0;
+    if (has_wide()) {
+      const int64_t wide_end = panels / kWidePanels * kWidePanels;
+      const MicroKernelWideFn* wide = accumulate ? wide_by_rows : wide_overwrite;
+      for (; p < wide_end; p += kWidePanels) {
+        for (int64_t r0 = 0; r0 < rows; r0 += kMRWide) {
+          const int64_t mr = rows - r0 < kMRWide ? rows - r0 : kMRWide;
+          wide[mr](kc, a + r0 * lda, lda, b + p * panel_stride, panel_stride, c + r0 * ldc + p * kNR, ldc);
+        }
+      }
+    }
     const MicroKernelFn* fns = accumulate ? by_rows : overwrite;
     const MicroKernelPairFn* pairs = accumulate ? pair_by_rows : pair_overwrite;
     for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
       const int64_t mr = rows - r0 < kMR ? rows - r0 : kMR;
-      int64_t p = 0;
+      int64_t q = p;
       if (has_pairs()) {
-        for (; p + 1 < panels; p += 2) {
-          pairs[mr](kc, a + r0 * lda, lda, b + p * panel_stride, b + (p + 1) * panel_stride,
-                    c + r0 * ldc + p * kNR, ldc);
+        for (; q + 1 < panels; q += 2) {
+          pairs[mr](kc, a + r0 * lda, lda, b + q * panel_stride, b + (q + 1) * panel_stride,
+                    c + r0 * ldc + q * kNR, ldc);
         }
       }
-      for (; p < panels; ++p) {
-        fns[mr](kc, a + r0 * lda, lda, b + p * panel_stride, c + r0 * ldc + p * kNR, ldc);
+      for (; q < panels; ++q) {
+        fns[mr](kc, a + r0 * lda, lda, b + q * panel_stride, c + r0 * ldc + q * kNR, ldc);
       }
     }
   }

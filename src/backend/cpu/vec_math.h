@@ -181,6 +181,11 @@ inline void TanhInPlace(float* v, int64_t n) {
   for (; i < n; ++i) v[i] = FastTanh(v[i]);
 }
 
+// v[i] *= f for i < n (compilers vectorise this loop as it is).
+inline void ScaleInPlace(float* v, int64_t n, float f) {
+  for (int64_t i = 0; i < n; ++i) v[i] *= f;
+}
+
 // The largest of s[0, n), -inf for n == 0; NaNs are passed over (as std::max's fold
 // does), so the lanes and the scalar tail agree. Eight independent lanes: no chain of
 // dependent compares through the row.
@@ -199,10 +204,55 @@ inline float MaxOf(const float* s, int64_t n) {
 }
 
 // s[i] = exp(s[i] - max) for i < n; returns their sum.
+#ifdef TIERSCOPE_VEC_AVX2
+// Exp8 on sixteen lanes (the same operations, so the same results).
+__attribute__((target("avx512f"))) inline __m512 Exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_set1_ps(88.3762626647949f), _mm512_max_ps(_mm512_set1_ps(-88.3762626647949f), x));
+  const __m512 fx = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
+                                         _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 y = _mm512_set1_ps(1.9875691500e-4f);
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
+  y = _mm512_fmadd_ps(_mm512_mul_ps(y, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  __m512i n = _mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127));
+  n = _mm512_max_epi32(n, _mm512_setzero_si512());
+  return _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(n, 23)));
+}
+
+// ExpShiftSum's body on 16 lanes, two accumulators, the tail masked (AVX-512 hosts).
+__attribute__((target("avx512f"))) inline float ExpShiftSum16(float* s, int64_t n, float max) {
+  const __m512 m = _mm512_set1_ps(max);
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 e0 = Exp16(_mm512_sub_ps(_mm512_loadu_ps(s + i), m));
+    const __m512 e1 = Exp16(_mm512_sub_ps(_mm512_loadu_ps(s + i + 16), m));
+    _mm512_storeu_ps(s + i, e0);
+    _mm512_storeu_ps(s + i + 16, e1);
+    acc0 = _mm512_add_ps(acc0, e0);
+    acc1 = _mm512_add_ps(acc1, e1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 e = Exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + i), m));
+    _mm512_mask_storeu_ps(s + i, k, e);
+    acc0 = _mm512_add_ps(acc0, _mm512_maskz_mov_ps(k, e));
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+#endif
+
 inline float ExpShiftSum(float* s, int64_t n, float max) {
   int64_t i = 0;
   float sum = 0.0f;
 #ifdef TIERSCOPE_VEC_AVX2
+  static const bool avx512 = CpuRunsIsa("avx512f");
+  if (avx512) return ExpShiftSum16(s, n, max);
   const __m256 m = _mm256_set1_ps(max);
   __m256 acc = _mm256_setzero_ps();
   for (; i + 8 <= n; i += 8) {
