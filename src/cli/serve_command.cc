@@ -110,6 +110,11 @@ void RegisterServe(CLI::App& app, std::vector<Command>* out) {
       ->capture_default_str();
   sv->add_option("--drain-timeout", serve->server.drain_timeout_s,
                  "seconds to finish queued work after SIGTERM/SIGINT")->capture_default_str();
+  sv->add_option("--tokenization-workers", serve->server.tokenization_workers,
+                 "threads that parse and tokenize request bodies and write embedding responses, off the "
+                 "io thread (0: on it; -1: the cores the engine's threads leave free, at most 4)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 64));
   sv->add_option("--idle-timeout", serve->server.idle_timeout_s,
                  "seconds before an idle keep-alive connection is closed")->capture_default_str();
   out->push_back({sv, [serve] {

@@ -33,8 +33,15 @@ struct ServerOptions {
   int grpc_port = -1;                    // KServe v2 gRPC on this port (0: any free; -1: off)
   int retry_after_s = 1;                 // Retry-After on 429 before any batch has run; after,
                                          // the queue's measured drain time
+  int tokenization_workers = -1;         // threads that parse and tokenize request bodies and
+                                         // write embedding responses (0: the io thread does;
+                                         // -1: the cores the engine leaves free, at most 4)
 };
 
+// Request bodies are parsed and tokenized, and embedding responses written, on a pool of
+// `tokenization_workers` threads (as TEI's --tokenization-workers), so a long input never
+// holds up the io thread's accepts, reads and writes; the sessions' state stays on the io
+// thread, the pool sees only a request's body and returns what it made of it.
 // Serves until SIGINT or SIGTERM, then drains and returns. Writes
 // "tierscope serve: listening on http://HOST:PORT" to stdout once the socket is bound,
 // and with a gRPC port "tierscope serve: grpc listening on HOST:PORT" after it.

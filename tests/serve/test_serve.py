@@ -353,6 +353,46 @@ def test_client_that_disconnects_does_not_poison_its_batch(serve):
     assert s.post("/embed", {"inputs": "after"}).status == 200
 
 
+# ------------------------------------------------------------------ tokenization pool
+
+
+def test_tokenization_pool_answers_as_the_io_thread_does(serve):
+    """Bodies parsed and responses written on a pool (--tokenization-workers 3) give the
+    same statuses and bytes as on the io thread (0), for every parsing endpoint and for
+    errors; and 48 concurrent requests each get their own answer, not a neighbour's."""
+    inline = serve("--threads", "1", "--tokenization-workers", "0", "--max-queue-delay-ms", "0")
+    pooled = serve("--threads", "1", "--tokenization-workers", "3", "--max-queue-delay-ms", "0")
+    assert inline.get("/info").json()["tokenization_workers"] == 0
+    assert pooled.get("/info").json()["tokenization_workers"] == 3
+    # By default the pool takes the cores the engine's threads leave free, at most 4.
+    auto = serve("--threads", "1").get("/info").json()
+    assert auto["tokenization_workers"] == max(0, min(4, os.cpu_count() - 1))
+    calls = [
+        ("/embed", {"inputs": "the quick brown fox"}),
+        ("/embed", {"inputs": ["one", "two words", words(40)]}),
+        ("/", {"inputs": "tei's embed route"}),
+        ("/tokenize", {"inputs": ["Hello, world!", "unaffable"]}),
+        ("/v1/embeddings", {"input": ["a", "b c"], "model": "m"}),
+        ("/v1/embeddings", {"input": "x", "model": "m", "encoding_format": "base64"}),
+        ("/v2/models/bert/infer", infer_body([[101, 7592, 102]])),
+        ("/embed", {"inputs": 7}),                        # 422
+        ("/v1/embeddings", {"input": "x", "dimensions": 8}),  # 400, OpenAI's shape
+        ("/v2/models/bert/infer", {"inputs": []}),        # 422
+        ("/embed", "{not json"),                           # 422
+    ]
+    for path, body in calls:
+        a, b = inline.post(path, body), pooled.post(path, body)
+        assert (a.status, a.body) == (b.status, b.body), path
+    texts = [words(5 + i % 30, seed=i) for i in range(48)]
+    want = [inline.post("/embed", {"inputs": t}).body for t in texts]
+    with ThreadPoolExecutor(48) as pool:
+        got = list(pool.map(lambda t: pooled.post("/embed", {"inputs": t}), texts))
+    assert [r.status for r in got] == [200] * 48
+    for w, g in zip(want, got):
+        assert np.allclose(json.loads(w), json.loads(g.body), atol=1e-5)  # batch mates may differ
+    assert pooled.stop() == 0 and inline.stop() == 0
+
+
 # ------------------------------------------------------------------ drain
 
 
