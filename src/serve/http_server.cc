@@ -5,10 +5,10 @@
 
 #include <chrono>
 #include <csignal>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <functional>
 #include <optional>
 #include <thread>
 
@@ -353,18 +353,26 @@ void Session::OffPool(Work work, Done done) {
     Result r;
     try {
       work(r);
-    } catch (const std::exception& e) {  // a bug, answered as 500 like Handle's
+    } catch (const std::exception& e) {  // a bug, or out of memory: answered as 500 like Handle's
       r = Result{};
       r.error = ApiError{500, std::string("internal error: ") + e.what(), "Backend"};
+    } catch (...) {
+      r = Result{};
+      r.error = ApiError{500, "internal error: an unknown exception", "Backend"};
     }
     return r;
   };
   if (!server_.pool) return done(run());
   net::post(*server_.pool, [self = shared_from_this(), run = std::move(run), done = std::move(done)]() mutable {
-    auto result = std::make_shared<Result>(run());
-    net::post(self->server_.ioc, [self, result, done = std::move(done)]() mutable {
+    net::io_context& ioc = self->server_.ioc;
+    // The session moves to the io thread with its result: never released on the pool.
+    net::post(ioc, [self = std::move(self), result = run(), done = std::move(done)]() mutable {
       if (self->closed_) return;  // the client left, or the server stopped: Close counted it
-      done(std::move(*result));
+      try {
+        done(std::move(result));
+      } catch (const std::exception& e) {
+        if (!self->responding_) self->Error({500, std::string("internal error: ") + e.what(), "Backend"});
+      }
     });
   });
 }

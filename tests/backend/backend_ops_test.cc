@@ -104,12 +104,13 @@ class BackendOps : public ::testing::TestWithParam<OpCase> {
 };
 
 TEST_P(BackendOps, LinearWithBiasAndEveryEpilogue) {
-  // Odd sizes: rows not a multiple of any tile, K beyond one 256-deep block; N = 37 (no
-  // whole panel past 32), 72 (a whole 64-column tile, then a partial panel) and 80 (whole
-  // panels only): the CPU GEMM writes whole panels straight into y, the rest through its
-  // scratch tile.
+  // Odd sizes: rows not a multiple of any tile, K over two 128-deep blocks and a partial
+  // one; N = 37 (no whole panel past 32), 72 (one wide call of 3 panels, then a partial
+  // panel), 80 (whole panels only) and 200 (two whole 96-column tiles of two wide calls
+  // each, then a partial panel in a third): the CPU GEMM writes whole panels straight into
+  // y, the rest through its scratch tile.
   const int64_t M = 53, K = 300;
-  for (const int64_t N : {int64_t{37}, int64_t{72}, int64_t{80}}) {
+  for (const int64_t N : {int64_t{37}, int64_t{72}, int64_t{80}, int64_t{200}}) {
     auto x = Random(M * K), w = Random(N * K, 0.1f), b = Random(N);
     const HostTensor hw{DType::kF32, {N, K}, reinterpret_cast<const std::byte*>(w.data()), w.size() * 4};
     auto packed = k().PackWeight(hw, t());

@@ -164,6 +164,40 @@ TEST(MicroKernels, WideKernelsMatchADoubleReferenceOverThreeStridedPanels) {
   }
 }
 
+TEST(MicroKernels, RunCoversEveryMixOfWidePairAndSinglePanels) {
+  // 1..7 panels: wide calls, then pairs, then a single one, over row counts that leave
+  // tails of the 8-row and the 6-row steps alike; every variant, not only the chosen one.
+  SplitMix64 rng(13);
+  for (const MicroKernelVariant& v : AvailableMicroKernels()) {
+    for (int64_t panels = 1; panels <= 7; ++panels) {
+      for (int64_t rows : {1, 5, 8, 13, 21}) {
+        for (bool accumulate : {true, false}) {
+          const int64_t kc = 37, lda = kc + 3, ldc = panels * kNR + 2, stride = kc * kNR + 16;
+          std::vector<float> a(static_cast<size_t>(rows * lda)), b(static_cast<size_t>(panels * stride)),
+              c(static_cast<size_t>(rows * ldc));
+          for (auto* v2 : {&a, &b, &c}) {
+            for (float& x : *v2) x = Uniform(rng);
+          }
+          std::vector<double> want(c.begin(), c.end());
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t j = 0; j < panels * kNR; ++j) {
+              double acc = accumulate ? c[r * ldc + j] : 0.0;
+              const float* panel = b.data() + (j / kNR) * stride;
+              for (int64_t k = 0; k < kc; ++k) acc += double{a[r * lda + k]} * panel[k * kNR + j % kNR];
+              want[r * ldc + j] = acc;
+            }
+          }
+          v.kernels.Run(rows, kc, a.data(), lda, b.data(), panels, stride, c.data(), ldc, accumulate);
+          for (size_t i = 0; i < c.size(); ++i) {
+            ASSERT_NEAR(c[i], want[i], 1e-6 * (kc + 1))
+                << v.isa << " panels " << panels << " rows " << rows << (accumulate ? " +=" : " =") << " at " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(MicroKernels, TheRunTimeChoiceIsTheFastestVariant) {
   const MicroKernels& chosen = GetMicroKernels();
   EXPECT_EQ(chosen.by_rows[kMR], AvailableMicroKernels().front().kernels.by_rows[kMR]);

@@ -119,6 +119,50 @@ TEST(VecMathTest, EightLaneExpAndErfMatchADoubleReference) {
   }
 }
 
+// The 16-lane kernels (AVX-512 hosts) against libm in double, and the two GELU paths
+// (16 lanes, whose division is a reciprocal and a Newton step, and 8 lanes, which divide)
+// against each other: the 8-lane one is no longer what GeluInPlace runs on such a host.
+__attribute__((target("avx512f"))) void CheckSixteenLanes() {
+  for (float x0 = -87.0f; x0 <= 88.0f; x0 += 0.37f) {
+    alignas(64) float x[16], e[16];
+    for (int l = 0; l < 16; ++l) x[l] = x0 + 0.01f * static_cast<float>(l);
+    _mm512_store_ps(e, Exp16(_mm512_load_ps(x)));
+    alignas(32) float e8[8];
+    _mm256_store_ps(e8, Exp8(_mm256_load_ps(x)));
+    for (int l = 0; l < 16; ++l) ASSERT_NEAR(e[l] / std::exp(static_cast<double>(x[l])), 1.0, 3e-7) << x[l];
+    for (int l = 0; l < 8; ++l) ASSERT_EQ(e[l], e8[l]) << "Exp16 and Exp8 are the same operations, at " << x[l];
+  }
+  for (float x0 = -6.0f; x0 <= 6.0f; x0 += 0.013f) {
+    alignas(64) float x[16], r[16];
+    for (int l = 0; l < 16; ++l) x[l] = x0 + 0.001f * static_cast<float>(l);
+    _mm512_store_ps(r, Erf16(_mm512_load_ps(x)));
+    for (int l = 0; l < 16; ++l) {
+      ASSERT_NEAR(r[l], std::erf(static_cast<double>(x[l])), 1e-6) << x[l];
+      ASSERT_LE(std::fabs(r[l]), 1.0f) << x[l];
+    }
+  }
+  std::vector<float> x(1003);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = -12.0f + 24.0f * static_cast<float>(i) / x.size();
+  std::vector<float> g16 = x;
+  GeluInPlace16(g16.data(), static_cast<int64_t>(g16.size()));
+  for (size_t i = 0; i + 8 <= x.size(); i += 8) {
+    alignas(32) float g8[8];
+    const __m256 v = _mm256_loadu_ps(x.data() + i);
+    const __m256 e = Erf8(_mm256_mul_ps(v, _mm256_set1_ps(0.70710678118654752f)));
+    _mm256_store_ps(g8, _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), _mm256_add_ps(_mm256_set1_ps(1.0f), e)));
+    for (int l = 0; l < 8; ++l) {
+      const double want = 0.5 * x[i + l] * (1.0 + std::erf(x[i + l] / std::sqrt(2.0)));
+      ASSERT_NEAR(g16[i + l], want, 2e-6 * std::max(1.0, std::fabs(want))) << x[i + l];
+      ASSERT_NEAR(g16[i + l], g8[l], 1e-6f * std::max(1.0f, std::fabs(g8[l]))) << x[i + l];
+    }
+  }
+}
+
+TEST(VecMathTest, SixteenLaneExpErfAndGeluMatchADoubleReferenceAndTheEightLaneOnes) {
+  if (!RunsAvx512()) GTEST_SKIP() << "no AVX-512 here: GeluInPlace and ExpShiftSum run the 8-lane code tested above";
+  CheckSixteenLanes();
+}
+
 }  // namespace
 }  // namespace tierscope
 #endif

@@ -133,7 +133,7 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
     }
     mk.Run(rows, D, q, D, kp, Kp / kNR, D * kNR, scores, Kp, /*accumulate=*/false);
     // exp(s - max) per row; the division by the row's sum is left to the D outputs of
-    // P.V (fewer than the keys at these shapes) instead of the keys' probabilities.
+    // P.V instead of the keys' probabilities (fewer wherever keys > D, as at seq 128).
     float inv[kQueryBlock];
     for (int64_t i = 0; i < rows; ++i) {
       float* s = scores + i * Kp;

@@ -10,7 +10,6 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel.h"
 #include "backend/cpu/vec_math.h"
-#include "core/cpu_info.h"
 
 namespace tierscope {
 namespace {
@@ -46,26 +45,20 @@ struct GemmParams {
   int64_t n_blocks;
 };
 
-// The same on 16 lanes, bias and GELU on the registers in one pass (AVX-512 hosts).
-template <bool kBias, bool kGelu>
-__attribute__((target("avx512f"))) void BiasGeluRowAvx512(const float* bias, float* v, int64_t n) {
+// Adds the bias and applies GELU or nothing on 16 lanes in one pass (AVX-512 hosts).
+template <bool kGelu>
+__attribute__((target("avx512f"))) void BiasRowAvx512(const float* bias, float* v, int64_t n) {
   for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 m = n - j >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - j)) - 1);
-    __m512 y = _mm512_maskz_loadu_ps(m, v + j);
-    if (kBias) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, bias + j));
+    const __mmask16 m = TailMask16(n - j);
+    const __m512 y = _mm512_add_ps(_mm512_maskz_loadu_ps(m, v + j), _mm512_maskz_loadu_ps(m, bias + j));
     _mm512_mask_storeu_ps(v + j, m, kGelu ? Gelu16(y) : y);
   }
 }
 
 // Adds the bias and applies the activation to one row of n floats, in place.
 void ApplyEpilogue(Epilogue e, const float* bias, float* v, int64_t n) {
-  static const bool kAvx512 = CpuRunsIsa("avx512f");
-  if (kAvx512 && e != Epilogue::kTanh) {
-    if (e == Epilogue::kGelu) {
-      (bias != nullptr ? BiasGeluRowAvx512<true, true> : BiasGeluRowAvx512<false, true>)(bias, v, n);
-    } else if (bias != nullptr) {
-      BiasGeluRowAvx512<true, false>(bias, v, n);
-    }
+  if (bias != nullptr && e != Epilogue::kTanh && RunsAvx512()) {
+    (e == Epilogue::kGelu ? BiasRowAvx512<true> : BiasRowAvx512<false>)(bias, v, n);
     return;
   }
   if (bias != nullptr) {

@@ -130,7 +130,7 @@ __attribute__((target("avx512f"))) void DequantRowAvx512(const int32_t* a, const
   const __m512i vzp = _mm512_set1_epi32(zp);
   int64_t j = 0;
   for (; j < n; j += 16) {
-    const __mmask16 m = n - j >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - j)) - 1);
+    const __mmask16 m = TailMask16(n - j);
     const __m512i v = _mm512_maskz_loadu_epi32(m, a + j);
     const __m512 d = _mm512_cvtepi32_ps(_mm512_sub_epi32(v, _mm512_mullo_epi32(vzp, _mm512_maskz_loadu_epi32(m, cs + j))));
     const __m512 s = _mm512_mul_ps(vsx, _mm512_maskz_loadu_ps(m, sw + j));

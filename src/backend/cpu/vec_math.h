@@ -107,6 +107,17 @@ inline __m256 Erf8(__m256 a) {
   return _mm256_div_ps(p, q);
 }
 
+// The mask of the first min(left, 16) lanes: the tail of a 16-lane loop.
+inline __mmask16 TailMask16(int64_t left) {
+  return left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1);
+}
+
+// Whether the 16-lane versions below run here (CpuVectorIsa's choice, made once).
+inline bool RunsAvx512() {
+  static const bool avx512 = CpuVectorIsa() == "avx512f";
+  return avx512;
+}
+
 // Sixteen lanes, for kernels built for AVX-512 (their callers carry target("avx512f")):
 // the operations of Erf8 and GeluInPlace in the same order, but for the final division.
 __attribute__((target("avx512f"))) inline __m512 Erf16(__m512 a) {
@@ -125,7 +136,9 @@ __attribute__((target("avx512f"))) inline __m512 Erf16(__m512 a) {
   // agree within that ulp, which the tests' tolerances allow.
   __m512 r = _mm512_rcp14_ps(q);
   r = _mm512_fmadd_ps(_mm512_fnmadd_ps(q, r, _mm512_set1_ps(1.0f)), r, r);
-  return _mm512_mul_ps(p, r);
+  // That ulp could carry |erf| past 1 near the clamp: held to [-1, 1] (NaN passes).
+  const __m512 one = _mm512_set1_ps(1.0f);
+  return _mm512_min_ps(one, _mm512_max_ps(_mm512_set1_ps(-1.0f), _mm512_mul_ps(p, r)));
 }
 
 __attribute__((target("avx512f"))) inline __m512 Gelu16(__m512 x) {
@@ -138,7 +151,7 @@ __attribute__((target("avx512f"))) inline __m512 Gelu16(__m512 x) {
 // v[i] = GELU(v[i]) for i < n on 16 lanes, the tail masked (AVX-512 hosts).
 __attribute__((target("avx512f"))) inline void GeluInPlace16(float* v, int64_t n) {
   for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 m = n - j >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - j)) - 1);
+    const __mmask16 m = TailMask16(n - j);
     _mm512_mask_storeu_ps(v + j, m, Gelu16(_mm512_maskz_loadu_ps(m, v + j)));
   }
 }
@@ -149,8 +162,7 @@ __attribute__((target("avx512f"))) inline void GeluInPlace16(float* v, int64_t n
 inline void GeluInPlace(float* v, int64_t n) {
   int64_t i = 0;
 #ifdef TIERSCOPE_VEC_AVX2
-  static const bool avx512 = CpuRunsIsa("avx512f");
-  if (avx512) {
+  if (RunsAvx512()) {
     GeluInPlace16(v, n);
     return;
   }
@@ -203,7 +215,6 @@ inline float MaxOf(const float* s, int64_t n) {
   return m;
 }
 
-// s[i] = exp(s[i] - max) for i < n; returns their sum.
 #ifdef TIERSCOPE_VEC_AVX2
 // Exp8 on sixteen lanes (the same operations, so the same results).
 __attribute__((target("avx512f"))) inline __m512 Exp16(__m512 x) {
@@ -238,7 +249,7 @@ __attribute__((target("avx512f"))) inline float ExpShiftSum16(float* s, int64_t 
     acc1 = _mm512_add_ps(acc1, e1);
   }
   for (; i < n; i += 16) {
-    const __mmask16 k = n - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __mmask16 k = TailMask16(n - i);
     const __m512 e = Exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + i), m));
     _mm512_mask_storeu_ps(s + i, k, e);
     acc0 = _mm512_add_ps(acc0, _mm512_maskz_mov_ps(k, e));
@@ -247,12 +258,12 @@ __attribute__((target("avx512f"))) inline float ExpShiftSum16(float* s, int64_t 
 }
 #endif
 
+// s[i] = exp(s[i] - max) for i < n; returns their sum.
 inline float ExpShiftSum(float* s, int64_t n, float max) {
   int64_t i = 0;
   float sum = 0.0f;
 #ifdef TIERSCOPE_VEC_AVX2
-  static const bool avx512 = CpuRunsIsa("avx512f");
-  if (avx512) return ExpShiftSum16(s, n, max);
+  if (RunsAvx512()) return ExpShiftSum16(s, n, max);
   const __m256 m = _mm256_set1_ps(max);
   __m256 acc = _mm256_setzero_ps();
   for (; i + 8 <= n; i += 8) {
