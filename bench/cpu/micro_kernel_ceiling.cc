@@ -1,0 +1,100 @@
+// The FP32 micro-kernels' ceiling on this CPU: each form the GEMM and attention use
+// (6x16, 6x32 pair, 8x48 wide, where the ISA has them) on one thread with A, B and C in
+// L1, against the calibrated one-thread FMA peak, beside a loop of one broadcast load per
+// FMA (the least memory traffic any GEMM micro-kernel has). A GEMM cannot run closer to
+// the peak than its micro-kernel does here, so this bounds `tierscope kernel`'s figures.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "backend/cpu/micro_kernel.h"
+#include "core/cpu_info.h"
+#include "inspect/calibration.h"
+
+namespace tierscope {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Best GFLOP/s over 5 trials of about 50 ms of `call` (which does `flops` each time).
+template <typename Call>
+double BestGflops(double flops, Call call) {
+  double best = 0;
+  int64_t iters = 1;
+  for (;;) {  // size a trial to ~50 ms
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < iters; ++i) call();
+    if (std::chrono::duration<double>(Clock::now() - t0).count() > 0.05) break;
+    iters *= 2;
+  }
+  for (int trial = 0; trial < 5; ++trial) {
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < iters; ++i) call();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, flops * static_cast<double>(iters) / s / 1e9);
+  }
+  return best;
+}
+
+// 16 accumulators, each FMA fed by its own broadcast from L1: the loads-per-FMA floor.
+__attribute__((target("avx512f"), noinline)) float BroadcastFmaLoop(int64_t n, const float* a) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512 b = _mm512_set1_ps(1.0000001f);
+  for (int64_t k = 0; k < n; ++k) {
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[(i & 7) + (k & 63)]), b, acc[i]);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+
+int Main() {
+  auto peaks = LoadOrMeasurePeaks(0, /*recalibrate=*/false);
+  if (!peaks.ok()) {
+    std::fprintf(stderr, "micro_kernel_ceiling: %s\n", peaks.status().ToString().c_str());
+    return 1;
+  }
+  const double peak = peaks->fp32_flops_1t / 1e9;
+  const MicroKernels& mk = GetMicroKernels();
+  std::printf("calibrated FP32 FMA peak, 1 thread: %.1f GFLOP/s (%s)\n", peak, peaks->isa.c_str());
+  std::printf("%-28s %6s %10s %8s\n", "form", "depth", "GFLOP/s", "of peak");
+  volatile float sink = 0;
+  for (int64_t kc : {64, 128, 256, 512}) {
+    std::vector<float> a(static_cast<size_t>(8 * kc), 0.5f), b(static_cast<size_t>(3 * kc * kNR), 0.25f),
+        c(static_cast<size_t>(8 * 3 * kNR), 0.0f);
+    const int64_t stride = kc * kNR;
+    auto row = [&](const char* form, int rows, int panels, auto call) {
+      const double g = BestGflops(2.0 * rows * panels * kNR * kc, call);
+      std::printf("%-28s %6lld %10.1f %7.0f%%\n", form, static_cast<long long>(kc), g, 100 * g / peak);
+    };
+    row("single 6x16", kMR, 1, [&] { mk.by_rows[kMR](kc, a.data(), kc, b.data(), c.data(), kNR); });
+    if (mk.has_pairs()) {
+      row("pair 6x32", kMR, 2, [&] {
+        mk.pair_by_rows[kMR](kc, a.data(), kc, b.data(), b.data() + stride, c.data(), 2 * kNR);
+      });
+    }
+    if (mk.has_wide()) {
+      row("wide 8x48", kMRWide, kWidePanels, [&] {
+        mk.wide_by_rows[kMRWide](kc, a.data(), kc, b.data(), stride, c.data(), kWidePanels * kNR);
+      });
+    }
+    sink = sink + c[0];
+  }
+  if (CpuRunsIsa("avx512f")) {
+    std::vector<float> a(128, 1.0f);
+    const int64_t n = 1 << 16;
+    const double g = BestGflops(2.0 * 16 * 16 * n, [&] { sink = sink + BroadcastFmaLoop(n, a.data()); });
+    std::printf("%-28s %6s %10.1f %7.0f%%\n", "one broadcast per FMA", "-", g, 100 * g / peak);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace tierscope
+
+int main() { return tierscope::Main(); }
