@@ -162,10 +162,13 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=120, help="seconds of load after warm-up")
     ap.add_argument("--warmup", type=float, default=20)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--tokenization-workers", type=int, default=2,
+                    help="the server's parse pool (2: on, so disconnects and drains meet it; 0: the io thread)")
     a = ap.parse_args()
 
     proc = subprocess.Popen([a.tierscope, "serve", "--port", "0", "--grpc-port", "0", "--model-name", "soak",
-                             "--threads", str(a.threads), "--max-queue", "256"],
+                             "--threads", str(a.threads), "--max-queue", "256",
+                             "--tokenization-workers", str(a.tokenization_workers)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     port = int(re.search(r":(\d+)", proc.stdout.readline()).group(1))
     grpc_port = int(re.search(r":(\d+)$", proc.stdout.readline().strip()).group(1))
@@ -223,7 +226,8 @@ def main() -> None:
     time.sleep(0.2)
 
     total = sum(tally.codes.values())
-    print(f"soak: {a.duration:.0f} s after a {a.warmup:.0f} s warm-up, {len(kinds)} client threads, HTTP and gRPC")
+    print(f"soak: {a.duration:.0f} s after a {a.warmup:.0f} s warm-up, {len(kinds)} client threads, HTTP and gRPC, "
+          f"{a.tokenization_workers} tokenization workers")
     print(f"  requests: {total}")
     for (kind, c), n in sorted(tally.codes.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         print(f"    {kind:11s} {str(c):28s} {n}")
