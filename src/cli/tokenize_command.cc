@@ -24,9 +24,21 @@ int Run(const TokenizeFlags& f) {
   auto tok = WordPieceTokenizer::Load(path, !f.cased);
   if (!tok.ok()) return Fail(tok.status());
   auto emit = [&](const std::string& text) {
+    // One pass: the pieces' ids, their tokens (every piece is a vocabulary entry or
+    // [UNK]) and each one's code points of the text, [start, stop), as Hugging Face's
+    // fast tokenizers give offset_mapping.
+    nlohmann::json tokens = nlohmann::json::array(), ids = nlohmann::json::array(), offsets = nlohmann::json::array();
+    if (!f.no_special) ids.push_back(tok->cls_id());
+    for (const WordPieceTokenizer::Piece& p : tok->EncodeWithOffsets(text)) {
+      tokens.push_back(tok->token(p.id));
+      ids.push_back(p.id);
+      offsets.push_back({p.start, p.stop});
+    }
+    if (!f.no_special) ids.push_back(tok->sep_id());
     nlohmann::json j;
-    j["tokens"] = tok->Tokenize(text);
-    j["ids"] = tok->Encode(text, !f.no_special);
+    j["tokens"] = std::move(tokens);
+    j["ids"] = std::move(ids);
+    j["offsets"] = std::move(offsets);
     std::cout << j.dump() << "\n";
   };
   if (f.has_text) {

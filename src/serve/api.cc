@@ -11,6 +11,7 @@
 #include <map>
 
 #include <nlohmann/json.hpp>
+#include <unicode/utf8.h>
 
 #include "core/paths.h"
 #include "serve/api_util.h"
@@ -30,12 +31,13 @@ std::optional<ApiError> OptionalBool(const json& j, const char* key, bool* value
   return std::nullopt;
 }
 
-// Encodes enough of `text` to know its first max_tokens + 1 tokens, so a megabyte of text
-// costs about what its first few hundred tokens do. Prefixes end just after ASCII
-// whitespace or punctuation, where BERT's pre-tokenizer always splits, so the tokens of a
-// prefix are the first tokens of the whole. `whole` says whether all of it was encoded.
-std::vector<int32_t> EncodeAtMost(const WordPieceTokenizer& tokenizer, std::string_view text,
-                                  int64_t max_tokens, bool* whole) {
+// Encodes enough of `text` to know its first max_tokens + 1 tokens ([CLS] and [SEP]
+// counted), so a megabyte of text costs about what its first few hundred tokens do.
+// Prefixes end just after ASCII whitespace or punctuation, where BERT's pre-tokenizer
+// always splits, so the tokens of a prefix are the first tokens of the whole. `whole`
+// says whether all of it was encoded. No [CLS]/[SEP] in what it returns.
+std::vector<WordPieceTokenizer::Piece> EncodeAtMost(const WordPieceTokenizer& tokenizer, std::string_view text,
+                                                    int64_t max_tokens, bool* whole) {
   size_t budget = static_cast<size_t>(std::max<int64_t>(max_tokens, 1)) * 16;
   for (;;) {
     if (budget >= text.size()) break;
@@ -45,15 +47,15 @@ std::vector<int32_t> EncodeAtMost(const WordPieceTokenizer& tokenizer, std::stri
       --cut;
     }
     if (cut == 0) break;  // one giant word: encode it all
-    std::vector<int32_t> ids = tokenizer.Encode(text.substr(0, cut), true);
-    if (static_cast<int64_t>(ids.size()) > max_tokens) {
+    std::vector<WordPieceTokenizer::Piece> pieces = tokenizer.EncodeWithOffsets(text.substr(0, cut));
+    if (static_cast<int64_t>(pieces.size()) + 2 > max_tokens) {
       *whole = false;
-      return ids;
+      return pieces;
     }
     budget *= 4;
   }
   *whole = true;
-  return tokenizer.Encode(text, true);
+  return tokenizer.EncodeWithOffsets(text);
 }
 
 }  // namespace
@@ -84,10 +86,10 @@ void AppendFloats(const std::vector<float>& v, std::string* out) {
 
 std::optional<ApiError> EncodeInput(const WordPieceTokenizer& tokenizer, std::string_view text,
                                     const ApiLimits& limits, bool truncate, size_t index,
-                                    std::vector<int32_t>* ids) {
+                                    std::vector<int32_t>* ids, std::vector<std::pair<int64_t, int64_t>>* offsets) {
   bool whole = true;
-  *ids = EncodeAtMost(tokenizer, text, limits.max_input_length, &whole);
-  const int64_t n = static_cast<int64_t>(ids->size());
+  std::vector<WordPieceTokenizer::Piece> pieces = EncodeAtMost(tokenizer, text, limits.max_input_length, &whole);
+  const int64_t n = static_cast<int64_t>(pieces.size()) + 2;  // with [CLS] and [SEP]
   if (n > limits.max_input_length) {
     if (!truncate) {
       return Invalid("input " + std::to_string(index) + " has " + (whole ? "" : "at least ") +
@@ -95,8 +97,18 @@ std::optional<ApiError> EncodeInput(const WordPieceTokenizer& tokenizer, std::st
                      std::to_string(limits.max_input_length) + "; shorten it or send \"truncate\": true");
     }
     // As Hugging Face truncates: keep the first max-1 tokens, end with [SEP].
-    ids->resize(static_cast<size_t>(limits.max_input_length));
+    pieces.resize(static_cast<size_t>(std::max<int64_t>(limits.max_input_length - 2, 0)));
+  }
+  ids->assign({tokenizer.cls_id()});
+  for (const auto& p : pieces) ids->push_back(p.id);
+  ids->push_back(tokenizer.sep_id());
+  if (static_cast<int64_t>(ids->size()) > limits.max_input_length) {  // a limit below 2: [SEP] last
+    ids->resize(static_cast<size_t>(std::max<int64_t>(limits.max_input_length, 1)));
     ids->back() = tokenizer.sep_id();
+  }
+  if (offsets != nullptr) {
+    offsets->assign(ids->size(), {-1, -1});
+    for (size_t i = 1; i + 1 < ids->size(); ++i) offsets->at(i) = {pieces[i - 1].start, pieces[i - 1].stop};
   }
   return std::nullopt;
 }
@@ -175,15 +187,14 @@ std::string EmbedResponse(const ServeResult& result) {
 }
 
 std::optional<ApiError> ParseTokenizeRequest(std::string_view body, const ApiLimits& limits,
-                                             const WordPieceTokenizer& tokenizer,
-                                             std::vector<std::vector<int32_t>>* ids) {
+                                             const WordPieceTokenizer& tokenizer, std::vector<TokenizedInput>* out) {
   json j;
   if (auto e = ParseJsonObject(body, &j)) return e;
   auto it = j.find("inputs");
   if (it == j.end()) return Invalid("missing `inputs`");
-  std::vector<std::string> texts;
+  out->clear();
   if (it->is_string()) {
-    texts.push_back(it->get<std::string>());
+    out->push_back({it->get<std::string>(), {}, {}});
   } else if (it->is_array() && !it->empty()) {
     if (static_cast<int64_t>(it->size()) > limits.max_client_batch_size) {
       return ApiError{413,
@@ -193,7 +204,7 @@ std::optional<ApiError> ParseTokenizeRequest(std::string_view body, const ApiLim
     }
     for (size_t i = 0; i < it->size(); ++i) {
       if (!(*it)[i].is_string()) return Invalid("`inputs[" + std::to_string(i) + "]` must be a string");
-      texts.push_back((*it)[i].get<std::string>());
+      out->push_back({(*it)[i].get<std::string>(), {}, {}});
     }
   } else {
     return Invalid("`inputs` must be a string or a non-empty list of strings");
@@ -201,25 +212,43 @@ std::optional<ApiError> ParseTokenizeRequest(std::string_view body, const ApiLim
   bool special = true, truncate = false;
   if (auto e = OptionalBool(j, "add_special_tokens", &special)) return e;
   if (auto e = OptionalBool(j, "truncate", &truncate)) return e;
-  ids->clear();
-  for (size_t i = 0; i < texts.size(); ++i) {
+  for (size_t i = 0; i < out->size(); ++i) {
     // As long as the model takes, like every other route (an 8 MiB body would otherwise
     // be millions of tokens on the io thread).
-    std::vector<int32_t> tokens;
-    if (auto e = EncodeInput(tokenizer, texts[i], limits, truncate, i, &tokens)) return e;
-    if (!special) tokens = std::vector<int32_t>(tokens.begin() + 1, tokens.end() - 1);  // [CLS] ... [SEP]
-    ids->push_back(std::move(tokens));
+    TokenizedInput& in = (*out)[i];
+    if (auto e = EncodeInput(tokenizer, in.text, limits, truncate, i, &in.ids, &in.offsets)) return e;
+    if (!special && in.ids.size() >= 2) {  // [CLS] ... [SEP] off
+      in.ids = std::vector<int32_t>(in.ids.begin() + 1, in.ids.end() - 1);
+      in.offsets = std::vector<std::pair<int64_t, int64_t>>(in.offsets.begin() + 1, in.offsets.end() - 1);
+    }
   }
   return std::nullopt;
 }
 
-std::string TokenizeResponse(const WordPieceTokenizer& tokenizer, const std::vector<std::vector<int32_t>>& ids) {
+std::string TokenizeResponse(const WordPieceTokenizer& tokenizer, const std::vector<TokenizedInput>& inputs) {
   json out = json::array();
-  for (const std::vector<int32_t>& input : ids) {
+  for (const TokenizedInput& in : inputs) {
+    // Byte offset of each code point of the text, as far as the offsets reach.
+    int64_t last = 0;
+    for (const auto& [start, stop] : in.offsets) last = std::max(last, stop);
+    std::vector<size_t> at = {0};
+    const auto* s = reinterpret_cast<const uint8_t*>(in.text.data());
+    const int32_t n = static_cast<int32_t>(in.text.size());
+    for (int32_t i = 0; static_cast<int64_t>(at.size()) <= last && i < n;) {
+      U8_FWD_1(s, i, n);
+      at.push_back(static_cast<size_t>(i));
+    }
     json tokens = json::array();
-    for (int32_t id : input) {
-      tokens.push_back({{"id", id}, {"text", tokenizer.token(id)}, {"special", tokenizer.is_special(id)},
-                        {"start", nullptr}, {"stop", nullptr}});
+    for (size_t t = 0; t < in.ids.size(); ++t) {
+      const auto [start, stop] = in.offsets[t];
+      if (start < 0) {
+        tokens.push_back({{"id", in.ids[t]}, {"text", tokenizer.token(in.ids[t])}, {"special", true},
+                          {"start", nullptr}, {"stop", nullptr}});
+        continue;
+      }
+      const size_t b0 = at[static_cast<size_t>(start)], b1 = at[static_cast<size_t>(stop)];
+      tokens.push_back({{"id", in.ids[t]}, {"text", in.text.substr(b0, b1 - b0)}, {"special", false},
+                        {"start", start}, {"stop", stop}});
     }
     out.push_back(std::move(tokens));
   }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "serve/service.h"
@@ -40,15 +41,23 @@ std::optional<ApiError> ParseEmbedRequest(std::string_view body, const ApiLimits
 // [[floats], ...], one embedding per input.
 std::string EmbedResponse(const ServeResult& result);
 
+// One input of a /tokenize request: its text, its tokens and their code-point offsets
+// ({-1, -1} for the [CLS] and [SEP] the request asked for).
+struct TokenizedInput {
+  std::string text;
+  std::vector<int32_t> ids;
+  std::vector<std::pair<int64_t, int64_t>> offsets;
+};
 // POST /tokenize (TEI): {"inputs": "text" | ["text", ...], "add_special_tokens": bool =
-// true, "truncate": bool = false}; `ids` gets each input's tokens. An input longer than
+// true, "truncate": bool = false}; `out` gets each input's tokens. An input longer than
 // the model takes is refused, or with "truncate" cut as /embed cuts it.
 std::optional<ApiError> ParseTokenizeRequest(std::string_view body, const ApiLimits& limits,
-                                             const WordPieceTokenizer& tokenizer,
-                                             std::vector<std::vector<int32_t>>* ids);
-// [[{"id", "text", "special", "start", "stop"}, ...], ...]: TEI's shape. start and stop
-// (character offsets) are null: this tokenizer does not track them.
-std::string TokenizeResponse(const WordPieceTokenizer& tokenizer, const std::vector<std::vector<int32_t>>& ids);
+                                             const WordPieceTokenizer& tokenizer, std::vector<TokenizedInput>* out);
+// [[{"id", "text", "special", "start", "stop"}, ...], ...], as TEI answers: a token read
+// from the text has its code-point offsets [start, stop) and, as text, those characters
+// of the input (so "##ing" reads "ing", in the input's case); [CLS] and [SEP] are special,
+// with their token as text and null offsets.
+std::string TokenizeResponse(const WordPieceTokenizer& tokenizer, const std::vector<TokenizedInput>& inputs);
 
 // The parts of a v2 infer request the response needs.
 struct InferCall {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,9 +26,11 @@ std::string DumpJson(const nlohmann::json& j);
 // The ids of `text` ([CLS] ... [SEP]), at most limits.max_input_length of them: longer
 // input is an error naming input `index`, or with `truncate` cut as Hugging Face does
 // (the first max-1 tokens, then [SEP]).
+// With `offsets`, each id's code points of the text as well ({-1, -1} for [CLS], [SEP]).
 std::optional<ApiError> EncodeInput(const WordPieceTokenizer& tokenizer, std::string_view text,
                                     const ApiLimits& limits, bool truncate, size_t index,
-                                    std::vector<int32_t>* ids);
+                                    std::vector<int32_t>* ids,
+                                    std::vector<std::pair<int64_t, int64_t>>* offsets = nullptr);
 // [v0,v1,...] with each float as AppendFloat writes it.
 void AppendFloats(const std::vector<float>& v, std::string* out);
 

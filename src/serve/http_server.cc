@@ -262,9 +262,9 @@ void Session::Route() {
       return Error({422, "this model directory has no vocab.txt: there is nothing to tokenize with", "Validation"});
     }
     return ParseThenSubmit(Kind::kTokenize, [this](Parsed& out) -> std::optional<ApiError> {
-      std::vector<std::vector<int32_t>> ids;
-      if (auto e = ParseTokenizeRequest(req_.body(), server_.limits, *server_.tokenizer, &ids)) return e;
-      out.body = TokenizeResponse(*server_.tokenizer, ids);
+      std::vector<TokenizedInput> inputs;
+      if (auto e = ParseTokenizeRequest(req_.body(), server_.limits, *server_.tokenizer, &inputs)) return e;
+      out.body = TokenizeResponse(*server_.tokenizer, inputs);
       return std::nullopt;
     });
   }

@@ -18,6 +18,10 @@
 
 namespace tierscope {
 
+// The code points in `text` as the tokenizer reads it (an invalid byte sequence counts
+// once, as the U+FFFD it reads as): the unit of its offsets.
+int64_t CodePoints(std::string_view text);
+
 class WordPieceTokenizer {
  public:
   // Reads vocab.txt: one token per line, its id the line number (from 0). The special
@@ -30,6 +34,15 @@ class WordPieceTokenizer {
   std::vector<std::string> Tokenize(std::string_view text) const;
   // Their ids, with [CLS] first and [SEP] last when `special_tokens`.
   std::vector<int32_t> Encode(std::string_view text, bool special_tokens = true) const;
+  // One token of a text and the code points it came from, [start, stop) counted in code
+  // points of the text, as Hugging Face's tokenizers give offsets: a piece "##ing" spans
+  // the "ing" it was read from, in the text's own case and accents.
+  struct Piece {
+    int32_t id;
+    int64_t start, stop;
+  };
+  // Encode's ids without [CLS] and [SEP], each with its offsets.
+  std::vector<Piece> EncodeWithOffsets(std::string_view text) const;
 
   int32_t pad_id() const { return pad_; }
   int32_t unk_id() const { return unk_; }
@@ -42,10 +55,27 @@ class WordPieceTokenizer {
 
  private:
   WordPieceTokenizer() = default;
-  // Appends the pieces of one basic token (already cleaned, lower-cased, split).
-  void WordPieces(const std::u32string& word, std::vector<std::string>* out) const;
-  // Appends the pieces of text that holds no special token.
-  void TokenizeSegment(std::string_view text, std::vector<std::string>* out) const;
+  struct Spanned {  // a piece, its id and the code points of the text it came from
+    std::string piece;
+    int32_t id;
+    int64_t start, stop;
+  };
+  struct Span {
+    int64_t start, stop;
+  };
+  struct Origin {  // a normalised character's span; where it composed, each part's start
+    Span span;
+    std::vector<int64_t> parts;
+  };
+  // The pieces of `text` with their offsets: what Tokenize, Encode and EncodeWithOffsets
+  // all give, one way or another.
+  std::vector<Spanned> Pieces(std::string_view text) const;
+  // Appends the pieces of one basic token (already cleaned, lower-cased, split); spans[i]
+  // is where word[i] came from.
+  void WordPieces(const std::u32string& word, const std::vector<Span>& spans, std::vector<Spanned>* out) const;
+  // Appends the pieces of text that holds no special token; its first code point is the
+  // text's `first`.
+  void TokenizeSegment(std::string_view text, int64_t first, std::vector<Spanned>* out) const;
 
   std::vector<std::string> tokens_;
   std::unordered_map<std::string, int32_t> ids_;

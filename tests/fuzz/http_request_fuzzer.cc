@@ -1,8 +1,8 @@
 // libFuzzer target: the server's request path without the sockets. Bytes that start like
 // an HTTP request go through Beast's request parser (eager, with smaller header and body
-// limits than the server's, to keep inputs fast), then, by target, into the /embed (TEI)
-// or KServe v2 infer parser the server calls; any other bytes are handed to both parsers
-// as a body. A request they accept is answered with a response of the right shape,
+// limits than the server's, to keep inputs fast), then, by target, into the /embed and
+// /tokenize (TEI) or KServe v2 infer parser the server calls; any other bytes are handed
+// to all of them as a body. A request they accept is answered with a response of the right shape,
 // written by the server's writers. The routing of http_server.cc itself (a session on a
 // socket) is not exercised here; tests/serve covers it over loopback.
 #include <boost/asio/buffer.hpp>
@@ -61,6 +61,22 @@ void Embed(std::string_view body) {
   }
 }
 
+// /tokenize: offsets inside the text, in order, each token's text the characters they
+// name (the response slices the input by them).
+void TokenizeRoute(std::string_view body) {
+  std::vector<tierscope::TokenizedInput> inputs;
+  if (tierscope::ParseTokenizeRequest(body, Limits(), Tokenizer(), &inputs)) return;
+  for (const tierscope::TokenizedInput& in : inputs) {
+    if (in.offsets.size() != in.ids.size()) __builtin_trap();
+    const int64_t n = tierscope::CodePoints(in.text);
+    for (const auto& [start, stop] : in.offsets) {
+      if (start == -1 && stop == -1) continue;  // [CLS], [SEP]
+      if (start < 0 || start >= stop || stop > n) __builtin_trap();
+    }
+  }
+  (void)tierscope::TokenizeResponse(Tokenizer(), inputs);
+}
+
 void Infer(std::string_view body, std::string_view header_length) {
   tierscope::ServeRequest r;
   tierscope::InferCall call;
@@ -87,6 +103,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                          bytes.rfind("HEAD ", 0) == 0 || bytes.rfind("PUT ", 0) == 0;
   if (!http_like) {
     Embed(bytes);
+    TokenizeRoute(bytes);
     Infer(bytes, "");
     // The binary tensor extension: the first byte says where the JSON header ends.
     if (size > 1) Infer(bytes.substr(1), std::to_string(data[0] % size));
@@ -109,6 +126,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string path(req.target());
   if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
   if (path == "/embed" || path == "/") Embed(req.body());
+  if (path == "/tokenize") TokenizeRoute(req.body());
   if (path.rfind("/v2/models/", 0) == 0) {
     const auto header = req["Inference-Header-Content-Length"];
     Infer(req.body(), std::string_view(header.data(), header.size()));

@@ -169,6 +169,8 @@ def http_seeds() -> None:
     put("http_request_fuzzer", "chunked", "POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                                           "b\r\n{\"inputs\": \r\n9\r\n\"hello\"}\r\n0\r\n\r\n")
     put("http_request_fuzzer", "get", "GET /v2/models/bert HTTP/1.1\r\nHost: x\r\n\r\n")
+    put("http_request_fuzzer", "tokenize", req("/tokenize", {"inputs": ["Hello, the wörld e\u0301!", "a [MASK] 東"],
+                                                             "add_special_tokens": False, "truncate": True}))
 
 
 if __name__ == "__main__":

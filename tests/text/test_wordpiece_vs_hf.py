@@ -2,7 +2,8 @@
 real bert-base-uncased vocabulary from ../shared/corpus/vocab: tokens and ids must be
 identical over varied text — accents, CJK, Hangul, punctuation of every script,
 control and zero-width characters, case oddities (İ, ß, final sigma), 100-character
-words, and random draws from the vocabulary and from Unicode."""
+words, and random draws from the vocabulary and from Unicode; and each token's offsets
+against the tokenizers library's."""
 from __future__ import annotations
 
 import json
@@ -94,3 +95,30 @@ def test_bad_stdin_lines_are_reported(tierscope_bin):
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2
     assert "stdin line 2: expected a JSON string" in run.stderr
+
+
+def test_offsets_match_hugging_face_fast_tokenizer(tierscope_bin):
+    """Each token's code-point offsets against Hugging Face's tokenizers library (Rust:
+    the offsets TEI's /tokenize serves), over the same texts."""
+    tokenizers = pytest.importorskip("tokenizers")
+    if not VOCAB.is_file():
+        pytest.skip(f"no vocabulary at {VOCAB}")
+    fast = tokenizers.BertWordPieceTokenizer(str(VOCAB), lowercase=True)
+    vocab = VOCAB.read_text(encoding="utf-8").splitlines()
+    texts = [t for t in TEXTS + random_texts(vocab, 150) if t.strip()]
+    run = subprocess.run([str(tierscope_bin), "tokenize", "--vocab", str(VOCAB)],
+                         input="\n".join(json.dumps(t) for t in texts) + "\n",
+                         capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert run.returncode == 0, run.stderr
+    ours = [json.loads(l) for l in run.stdout.splitlines()]
+    compared, mismatches = 0, []
+    for text, got in zip(texts, ours):
+        enc = fast.encode(text, add_special_tokens=False)
+        if enc.tokens != got["tokens"]:
+            continue  # the Rust and Python tokenizers differ here; the tokens are tested above
+        compared += 1
+        want = [list(o) for o in enc.offsets]
+        if got["offsets"] != want:
+            mismatches.append((text, got["tokens"], got["offsets"], want))
+    assert compared >= 0.9 * len(texts), f"only {compared} of {len(texts)} texts tokenized alike"
+    assert mismatches == [], "\n".join(f"{t!r}\n  tokens {k}\n  ours {o}\n  HF   {w}" for t, k, o, w in mismatches[:4])
