@@ -34,25 +34,30 @@ std::optional<ApiError> OptionalBool(const json& j, const char* key, bool* value
 // Encodes enough of `text` to know its first max_tokens + 1 tokens ([CLS] and [SEP]
 // counted), so a megabyte of text costs about what its first few hundred tokens do.
 // Prefixes end just after ASCII whitespace or punctuation, where BERT's pre-tokenizer
-// always splits, so the tokens of a prefix are the first tokens of the whole. `whole`
+// always splits, so the tokens of a prefix are the first tokens of the whole (but for a
+// last one that a cut inside "[MASK]" splits: it is past what the caller keeps). `whole`
 // says whether all of it was encoded. No [CLS]/[SEP] in what it returns.
 std::vector<WordPieceTokenizer::Piece> EncodeAtMost(const WordPieceTokenizer& tokenizer, std::string_view text,
                                                     int64_t max_tokens, bool* whole) {
+  const auto splits = [](char c) {
+    return std::isspace(static_cast<unsigned char>(c)) || std::ispunct(static_cast<unsigned char>(c));
+  };
   size_t budget = static_cast<size_t>(std::max<int64_t>(max_tokens, 1)) * 16;
   for (;;) {
     if (budget >= text.size()) break;
     size_t cut = budget;
-    while (cut > 0 && !(std::isspace(static_cast<unsigned char>(text[cut - 1])) ||
-                        std::ispunct(static_cast<unsigned char>(text[cut - 1])))) {
-      --cut;
+    while (cut > 0 && !splits(text[cut - 1])) --cut;
+    if (cut == 0) {  // a giant first word: cut after the first split past it, if any
+      cut = budget;
+      while (cut < text.size() && !splits(text[cut - 1])) ++cut;
+      if (cut >= text.size()) break;  // none: encode it all
     }
-    if (cut == 0) break;  // one giant word: encode it all
     std::vector<WordPieceTokenizer::Piece> pieces = tokenizer.EncodeWithOffsets(text.substr(0, cut));
     if (static_cast<int64_t>(pieces.size()) + 2 > max_tokens) {
       *whole = false;
       return pieces;
     }
-    budget *= 4;
+    budget = std::max(budget, cut) * 4;
   }
   *whole = true;
   return tokenizer.EncodeWithOffsets(text);

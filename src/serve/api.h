@@ -53,10 +53,11 @@ struct TokenizedInput {
 // the model takes is refused, or with "truncate" cut as /embed cuts it.
 std::optional<ApiError> ParseTokenizeRequest(std::string_view body, const ApiLimits& limits,
                                              const WordPieceTokenizer& tokenizer, std::vector<TokenizedInput>* out);
-// [[{"id", "text", "special", "start", "stop"}, ...], ...], as TEI answers: a token read
+// [[{"id", "text", "special", "start", "stop"}, ...], ...], TEI's shape: a token read
 // from the text has its code-point offsets [start, stop) and, as text, those characters
 // of the input (so "##ing" reads "ing", in the input's case); [CLS] and [SEP] are special,
-// with their token as text and null offsets.
+// with their token as text and null offsets. (TEI's own offsets are UTF-8 bytes: equal
+// on ASCII.)
 std::string TokenizeResponse(const WordPieceTokenizer& tokenizer, const std::vector<TokenizedInput>& inputs);
 
 // The parts of a v2 infer request the response needs.

@@ -87,9 +87,106 @@ void AppendUtf8(std::string* out, char32_t c) {
   if (!error) out->append(buf, static_cast<size_t>(n));
 }
 
-std::string Utf8(const std::u32string& s, size_t begin, size_t end) {
+std::string Utf8(std::u32string_view s, size_t begin, size_t end) {
   std::string out;
   for (size_t i = begin; i < end; ++i) AppendUtf8(&out, s[i]);
+  return out;
+}
+
+// A segment cleaned (control characters dropped, whitespace unified, CJK spaced) and
+// NFC-composed, with where each character came from, in code points of the segment.
+struct NfcText {
+  using Span = WordPieceTokenizer::Span;
+  std::u32string chars;
+  // Per character: the code point it came from (>= 0), or -(k + 1) for composed[k].
+  std::vector<int32_t> source;
+  struct Composed {
+    Span span;                   // the characters it took
+    std::vector<int32_t> parts;  // its NFD, part by part: the code point each came from
+  };
+  std::vector<Composed> composed;
+
+  Span SpanOf(size_t i) const {
+    const int32_t s = source[i];
+    return s >= 0 ? Span{s, s + 1} : composed[static_cast<size_t>(-s - 1)].span;
+  }
+  const std::vector<int32_t>* PartsOf(size_t i) const {
+    return source[i] >= 0 ? nullptr : &composed[static_cast<size_t>(-source[i] - 1)].parts;
+  }
+};
+
+size_t NfdLength(const icu::Normalizer2& nfd, char32_t c) {
+  UErrorCode st = U_ZERO_ERROR;
+  return static_cast<size_t>(nfd.normalize(icu::UnicodeString(static_cast<UChar32>(c)), st).countChar32());
+}
+
+// NFC a run at a time between normalisation boundaries (ICU: the runs normalise
+// independently, so this is the NFC of the whole). A run that keeps its length maps one
+// to one; where characters composed, each result spans the characters it took and keeps,
+// part by part of its decomposition, where each came from, so that "e" + U+0301, composed
+// and then stripped of its accent, spans the "e" alone (as in Hugging Face's tokenizers,
+// which never compose). Both follow the input's order, which the canonical reordering of
+// two or more marks can change: then only those marks' own spans are off, and the uncased
+// path strips them.
+NfcText CleanAndCompose(std::string_view text, const icu::Normalizer2& nfc, const icu::Normalizer2& nfd) {
+  std::u32string cleaned;
+  std::vector<int32_t> origin;  // cleaned[i] came from the segment's code point origin[i]
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  const int32_t n = static_cast<int32_t>(text.size());
+  for (int32_t cp = 0, i = 0; i < n; ++cp) {
+    UChar32 c;
+    U8_NEXT(s, i, n, c);
+    if (c < 0) c = 0xFFFD;
+    if (c == 0 || c == 0xFFFD || IsControl(c)) continue;
+    if (IsWhitespace(c)) {
+      cleaned.push_back(U' ');
+      origin.push_back(cp);
+    } else if (IsCjk(c)) {
+      cleaned.append({U' ', static_cast<char32_t>(c), U' '});
+      origin.insert(origin.end(), {cp, cp, cp});
+    } else {
+      cleaned.push_back(static_cast<char32_t>(c));
+      origin.push_back(cp);
+    }
+  }
+  NfcText out;
+  out.chars.reserve(cleaned.size());
+  out.source.reserve(cleaned.size());
+  for (size_t a = 0; a < cleaned.size();) {
+    size_t b = a + 1;
+    while (b < cleaned.size() && !nfc.hasBoundaryBefore(static_cast<UChar32>(cleaned[b]))) ++b;
+    if (b - a == 1 && nfc.isInert(static_cast<UChar32>(cleaned[a]))) {  // the common case
+      out.chars.push_back(cleaned[a]);
+      out.source.push_back(origin[a]);
+      a = b;
+      continue;
+    }
+    UErrorCode st = U_ZERO_ERROR;
+    const std::u32string run = ToU32(nfc.normalize(FromU32(cleaned.substr(a, b - a)), st));
+    out.chars += run;
+    if (run.size() == b - a) {
+      out.source.insert(out.source.end(), origin.begin() + static_cast<std::ptrdiff_t>(a),
+                        origin.begin() + static_cast<std::ptrdiff_t>(b));
+    } else {
+      std::vector<int32_t> parts;  // the run's decomposition, each part where it came from
+      for (size_t i = a; i < b; ++i) parts.insert(parts.end(), NfdLength(nfd, cleaned[i]), origin[i]);
+      size_t used = 0;
+      for (char32_t c : run) {
+        const size_t n_parts = NfdLength(nfd, c);
+        NfcText::Composed k{{origin[a], origin[b - 1] + 1}, {}};
+        if (used + n_parts <= parts.size()) {
+          k.parts.assign(parts.begin() + static_cast<std::ptrdiff_t>(used),
+                         parts.begin() + static_cast<std::ptrdiff_t>(used + n_parts));
+          k.span = {*std::min_element(k.parts.begin(), k.parts.end()),
+                    *std::max_element(k.parts.begin(), k.parts.end()) + 1};
+        }
+        used += n_parts;
+        out.composed.push_back(std::move(k));
+        out.source.push_back(-static_cast<int32_t>(out.composed.size()));
+      }
+    }
+    a = b;
+  }
   return out;
 }
 
@@ -137,41 +234,38 @@ StatusOr<WordPieceTokenizer> WordPieceTokenizer::FromVocab(std::vector<std::stri
   return t;
 }
 
-void WordPieceTokenizer::WordPieces(const std::u32string& word, const std::vector<Span>& spans,
-                                    std::vector<Spanned>* out) const {
-  const Span whole{spans.front().start, spans.back().stop};
+void WordPieceTokenizer::WordPieces(std::u32string_view word, const Span* spans, int64_t first,
+                                    std::vector<Piece>* out) const {
+  const int64_t whole_start = first + spans[0].start, whole_stop = first + spans[word.size() - 1].stop;
   if (word.size() > kMaxWordChars) {
-    out->push_back({tokens_[static_cast<size_t>(unk_)], unk_, whole.start, whole.stop});
+    out->push_back({unk_, whole_start, whole_stop});
     return;
   }
-  std::vector<Spanned> pieces;
+  const size_t before = out->size();
   size_t start = 0;
   while (start < word.size()) {
     size_t end = word.size();
-    std::string found;
     int32_t id = unk_;
     for (; end > start; --end) {
-      std::string piece = (start > 0 ? "##" : "") + Utf8(word, start, end);
-      if (auto it = ids_.find(piece); it != ids_.end()) {
-        found = std::move(piece);
+      if (auto it = ids_.find((start > 0 ? "##" : "") + Utf8(word, start, end)); it != ids_.end()) {
         id = it->second;
         break;
       }
     }
     if (end == start) {  // no piece matches: the whole word is unknown
-      out->push_back({tokens_[static_cast<size_t>(unk_)], unk_, whole.start, whole.stop});
+      out->resize(before);
+      out->push_back({unk_, whole_start, whole_stop});
       return;
     }
-    pieces.push_back({std::move(found), id, spans[start].start, spans[end - 1].stop});
+    out->push_back({id, first + spans[start].start, first + spans[end - 1].stop});
     start = end;
   }
-  for (auto& p : pieces) out->push_back(std::move(p));
 }
 
-std::vector<WordPieceTokenizer::Spanned> WordPieceTokenizer::Pieces(std::string_view text) const {
+std::vector<WordPieceTokenizer::Piece> WordPieceTokenizer::Pieces(std::string_view text) const {
   // Special tokens written in the text ("[MASK]") are tokens as they stand, as in
   // Hugging Face's tokenizers (added tokens are matched before normalisation).
-  std::vector<Spanned> out;
+  std::vector<Piece> out;
   size_t done = 0;
   int64_t first = 0;  // code points before text[done]
   for (size_t at = text.find('['); at != std::string_view::npos; at = text.find('[', at + 1)) {
@@ -180,7 +274,7 @@ std::vector<WordPieceTokenizer::Spanned> WordPieceTokenizer::Pieces(std::string_
       const std::string_view before = text.substr(done, at - done);
       TokenizeSegment(before, first, &out);
       first += CodePoints(before);
-      out.push_back({special, ids_.at(special), first, first + static_cast<int64_t>(special.size())});  // ASCII
+      out.push_back({ids_.at(special), first, first + static_cast<int64_t>(special.size())});  // ASCII
       first += static_cast<int64_t>(special.size());
       done = at + special.size();
       at = done - 1;
@@ -193,140 +287,70 @@ std::vector<WordPieceTokenizer::Spanned> WordPieceTokenizer::Pieces(std::string_
 
 std::vector<std::string> WordPieceTokenizer::Tokenize(std::string_view text) const {
   std::vector<std::string> out;
-  for (Spanned& p : Pieces(text)) out.push_back(std::move(p.piece));
+  for (const Piece& p : Pieces(text)) out.push_back(token(p.id));
   return out;
 }
 
-void WordPieceTokenizer::TokenizeSegment(std::string_view text, int64_t first, std::vector<Spanned>* out_ptr) const {
-  std::vector<Spanned>& out = *out_ptr;
+void WordPieceTokenizer::TokenizeSegment(std::string_view text, int64_t first, std::vector<Piece>* out_ptr) const {
+  std::vector<Piece>& out = *out_ptr;
   if (text.empty()) return;
-  // Clean-up and CJK spacing, on code points; origin[i] is where cleaned[i] came from.
-  std::u32string cleaned;
-  std::vector<int64_t> origin;
-  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
-  const int32_t n = static_cast<int32_t>(text.size());
-  for (int64_t cp = first, i = 0; i < n; ++cp) {
-    UChar32 c;
-    int32_t at = static_cast<int32_t>(i);
-    U8_NEXT(s, at, n, c);
-    i = at;
-    if (c < 0) c = 0xFFFD;
-    if (c == 0 || c == 0xFFFD || IsControl(c)) continue;
-    if (IsWhitespace(c)) {
-      cleaned.push_back(U' ');
-      origin.push_back(cp);
-    } else if (IsCjk(c)) {
-      cleaned.append({U' ', static_cast<char32_t>(c), U' '});
-      origin.insert(origin.end(), {cp, cp, cp});
-    } else {
-      cleaned.push_back(static_cast<char32_t>(c));
-      origin.push_back(cp);
-    }
-  }
   UErrorCode status = U_ZERO_ERROR;
   const icu::Normalizer2* nfc = icu::Normalizer2::getNFCInstance(status);
   const icu::Normalizer2* nfd = icu::Normalizer2::getNFDInstance(status);
   if (U_FAILURE(status)) {  // ICU without its data: nothing can be normalised
-    out.push_back({tokens_[static_cast<size_t>(unk_)], unk_, first, first + CodePoints(text)});
+    out.push_back({unk_, first, first + CodePoints(text)});
     return;
   }
-  // NFC, a run at a time between normalisation boundaries (ICU: the runs normalise
-  // independently, so this is the NFC of the whole). A run that keeps its length maps
-  // one to one; where characters composed, each result spans the characters it took and
-  // remembers, part by part of its decomposition, where each came from (so that "e" +
-  // U+0301, composed and then stripped of its accent, spans the "e" alone, as in
-  // Hugging Face's tokenizers, which never compose).
-  std::u32string normalized;
-  std::vector<Origin> origins;
-  for (size_t a = 0; a < cleaned.size();) {
-    size_t b = a + 1;
-    while (b < cleaned.size() && !nfc->hasBoundaryBefore(static_cast<UChar32>(cleaned[b]))) ++b;
-    const std::u32string run = ToU32(nfc->normalize(FromU32(cleaned.substr(a, b - a)), status));
-    normalized += run;
-    if (run.size() == b - a) {
-      for (size_t i = a; i < b; ++i) origins.push_back({{origin[i], origin[i] + 1}, {}});
-    } else {
-      std::vector<int64_t> parts;  // the run's decomposition, each part where it came from
-      for (size_t i = a; i < b; ++i) {
-        UErrorCode st = U_ZERO_ERROR;
-        parts.insert(parts.end(), ToU32(nfd->normalize(icu::UnicodeString(static_cast<UChar32>(cleaned[i])), st)).size(),
-                     origin[i]);
-      }
-      size_t used = 0;
-      for (char32_t c : run) {
-        UErrorCode st = U_ZERO_ERROR;
-        const size_t n_parts = ToU32(nfd->normalize(icu::UnicodeString(static_cast<UChar32>(c)), st)).size();
-        Origin o{{origin[a], origin[b - 1] + 1}, {}};
-        if (used + n_parts <= parts.size()) {
-          o.parts.assign(parts.begin() + static_cast<std::ptrdiff_t>(used),
-                         parts.begin() + static_cast<std::ptrdiff_t>(used + n_parts));
-          o.span = {*std::min_element(o.parts.begin(), o.parts.end()), *std::max_element(o.parts.begin(), o.parts.end()) + 1};
-        }
-        used += n_parts;
-        origins.push_back(std::move(o));
-      }
-    }
-    a = b;
-  }
+  const NfcText normalized = CleanAndCompose(text, *nfc, *nfd);
 
-  std::u32string word;
-  std::vector<Origin> word_origins;
-  const auto flush_word = [&]() {
-    if (word.empty()) return;
-    std::u32string w;
-    std::vector<Span> ws;
-    if (lower_case_) {  // lower-case, then strip accents (NFD, combining marks removed)
-      // Each character on its own (full mappings, no context: a final sigma stays σ,
-      // as Hugging Face lower-cases). What it becomes spans where it came from; part by
-      // part where it composed and the parts line up.
-      for (size_t i = 0; i < word.size(); ++i) {
-        icu::UnicodeString one(static_cast<UChar32>(word[i]));
-        UErrorCode st = U_ZERO_ERROR;
-        const std::u32string d = ToU32(nfd->normalize(one.toLower(icu::Locale::getRoot()), st));
-        const Origin& o = word_origins[i];
-        for (size_t t = 0; t < d.size(); ++t) {
-          if (u_charType(static_cast<UChar32>(d[t])) == U_NON_SPACING_MARK) continue;
-          w.push_back(d[t]);
-          ws.push_back(o.parts.size() == d.size() ? Span{o.parts[t], o.parts[t] + 1} : o.span);
-        }
+  // Words (between whitespace) of the normalised text, as ranges of it; each is
+  // lower-cased and stripped of accents into w, with ws where each of its characters
+  // came from, then split at punctuation into basic tokens.
+  std::u32string w;
+  std::vector<Span> ws;
+  const auto flush_word = [&](size_t begin, size_t end) {
+    if (begin == end) return;
+    w.clear();
+    ws.clear();
+    for (size_t i = begin; i < end; ++i) {
+      const Span whole = normalized.SpanOf(i);
+      if (!lower_case_) {
+        w.push_back(normalized.chars[i]);
+        ws.push_back(whole);
+        continue;
       }
-    } else {
-      w = word;
-      for (const Origin& o : word_origins) ws.push_back(o.span);
-    }
-    // Punctuation splits: each punctuation character is a word of its own.
-    std::u32string part;
-    std::vector<Span> part_spans;
-    const auto flush_part = [&]() {
-      if (!part.empty()) WordPieces(part, part_spans, &out);
-      part.clear();
-      part_spans.clear();
-    };
-    for (size_t i = 0; i < w.size(); ++i) {
-      const UChar32 c = static_cast<UChar32>(w[i]);
-      if (IsPunctuation(c)) {
-        flush_part();
-        WordPieces(std::u32string(1, w[i]), {ws[i]}, &out);
-      } else if (SplitsWords(c)) {  // lower-casing can expose one
-        flush_part();
-      } else {
-        part.push_back(w[i]);
-        part_spans.push_back(ws[i]);
+      // Lower-cased each character on its own (full mappings, no context: a final sigma
+      // stays σ, as Hugging Face lower-cases), then NFD with combining marks removed.
+      // What it becomes spans where it came from; part by part where it composed and the
+      // parts line up.
+      icu::UnicodeString one(static_cast<UChar32>(normalized.chars[i]));
+      UErrorCode st = U_ZERO_ERROR;
+      const std::u32string d = ToU32(nfd->normalize(one.toLower(icu::Locale::getRoot()), st));
+      const std::vector<int32_t>* parts = normalized.PartsOf(i);
+      for (size_t t = 0; t < d.size(); ++t) {
+        if (u_charType(static_cast<UChar32>(d[t])) == U_NON_SPACING_MARK) continue;
+        w.push_back(d[t]);
+        ws.push_back(parts != nullptr && parts->size() == d.size() ? Span{(*parts)[t], (*parts)[t] + 1} : whole);
       }
     }
-    flush_part();
+    // Punctuation splits: each punctuation character is a basic token of its own.
+    size_t part = 0;
+    for (size_t i = 0; i <= w.size(); ++i) {
+      const UChar32 c = i < w.size() ? static_cast<UChar32>(w[i]) : U' ';
+      const bool punct = i < w.size() && IsPunctuation(c);
+      if (!punct && !SplitsWords(c)) continue;  // lower-casing can expose a split
+      if (i > part) WordPieces(std::u32string_view(w).substr(part, i - part), ws.data() + part, first, &out);
+      if (punct) WordPieces(std::u32string_view(w).substr(i, 1), ws.data() + i, first, &out);
+      part = i + 1;
+    }
   };
-  for (size_t i = 0; i < normalized.size(); ++i) {
-    if (SplitsWords(static_cast<UChar32>(normalized[i]))) {
-      flush_word();
-      word.clear();
-      word_origins.clear();
-    } else {
-      word.push_back(normalized[i]);
-      word_origins.push_back(std::move(origins[i]));
-    }
+  size_t word = 0;
+  for (size_t i = 0; i < normalized.chars.size(); ++i) {
+    if (!SplitsWords(static_cast<UChar32>(normalized.chars[i]))) continue;
+    flush_word(word, i);
+    word = i + 1;
   }
-  flush_word();
+  flush_word(word, normalized.chars.size());
 }
 
 std::vector<int32_t> WordPieceTokenizer::Encode(std::string_view text, bool special_tokens) const {
@@ -338,9 +362,7 @@ std::vector<int32_t> WordPieceTokenizer::Encode(std::string_view text, bool spec
 }
 
 std::vector<WordPieceTokenizer::Piece> WordPieceTokenizer::EncodeWithOffsets(std::string_view text) const {
-  std::vector<Piece> out;
-  for (const Spanned& p : Pieces(text)) out.push_back({p.id, p.start, p.stop});
-  return out;
+  return Pieces(text);
 }
 
 bool WordPieceTokenizer::is_special(int32_t id) const {

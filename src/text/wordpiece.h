@@ -43,6 +43,11 @@ class WordPieceTokenizer {
   };
   // Encode's ids without [CLS] and [SEP], each with its offsets.
   std::vector<Piece> EncodeWithOffsets(std::string_view text) const;
+  // Code points of a segment of text (the part between special tokens written in it),
+  // counted from its first: [start, stop). The pipeline's own unit.
+  struct Span {
+    int32_t start, stop;
+  };
 
   int32_t pad_id() const { return pad_; }
   int32_t unk_id() const { return unk_; }
@@ -55,27 +60,15 @@ class WordPieceTokenizer {
 
  private:
   WordPieceTokenizer() = default;
-  struct Spanned {  // a piece, its id and the code points of the text it came from
-    std::string piece;
-    int32_t id;
-    int64_t start, stop;
-  };
-  struct Span {
-    int64_t start, stop;
-  };
-  struct Origin {  // a normalised character's span; where it composed, each part's start
-    Span span;
-    std::vector<int64_t> parts;
-  };
   // The pieces of `text` with their offsets: what Tokenize, Encode and EncodeWithOffsets
-  // all give, one way or another.
-  std::vector<Spanned> Pieces(std::string_view text) const;
+  // all give, one way or another (every piece is a vocabulary entry, or [UNK]).
+  std::vector<Piece> Pieces(std::string_view text) const;
   // Appends the pieces of one basic token (already cleaned, lower-cased, split); spans[i]
-  // is where word[i] came from.
-  void WordPieces(const std::u32string& word, const std::vector<Span>& spans, std::vector<Spanned>* out) const;
+  // is where word[i] came from in the segment that starts at the text's code point `first`.
+  void WordPieces(std::u32string_view word, const Span* spans, int64_t first, std::vector<Piece>* out) const;
   // Appends the pieces of text that holds no special token; its first code point is the
   // text's `first`.
-  void TokenizeSegment(std::string_view text, int64_t first, std::vector<Spanned>* out) const;
+  void TokenizeSegment(std::string_view text, int64_t first, std::vector<Piece>* out) const;
 
   std::vector<std::string> tokens_;
   std::unordered_map<std::string, int32_t> ids_;

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -110,10 +111,22 @@ def test_tokenize_answers_in_teis_shape(serve):
     assert tokens[0]["start"] is None and tokens[-1]["stop"] is None
     assert all("Hello, world"[t["start"]:t["stop"]] == t["text"] for t in tokens[1:-1])
     assert "".join(t["text"] for t in tokens[1:-1]) == "Hello,world"
-    (accented,) = s.post("/tokenize", {"inputs": "Ça va, 東京 e\u0301t\u00e9 [MASK]"}).json()
-    text = "Ça va, 東京 e\u0301t\u00e9 [MASK]"
-    for t in accented[1:-1]:
-        assert text[t["start"]:t["stop"]] == t["text"], t
+    # Offsets against Hugging Face's tokenizers library on the served vocabulary (char
+    # offsets; TEI's own server reports the library's byte offsets, equal on ASCII).
+    tokenizers = pytest.importorskip("tokenizers")
+    vocab = Path(s.get("/info").json()["model_id"]) / "vocab.txt"
+    hf = tokenizers.BertWordPieceTokenizer(str(vocab), lowercase=True)
+    text = "Ça va, 東京 e\u0301t\u00e9 [MASK] unaffable"
+    (accented,) = s.post("/tokenize", {"inputs": text}).json()
+    want = hf.encode(text, add_special_tokens=False)
+    assert [t["id"] for t in accented[1:-1]] == want.ids
+    assert [(t["start"], t["stop"]) for t in accented[1:-1]] == want.offsets
+    assert [t["text"] for t in accented[1:-1]] == [text[a:b] for a, b in want.offsets]
+    # Cut by "truncate": the offsets still index the text, in order.
+    (cut_accented,) = s.post("/tokenize", {"inputs": text * 200, "truncate": True}).json()
+    spans = [(t["start"], t["stop"]) for t in cut_accented[1:-1]]
+    assert len(cut_accented) == 512 and spans == sorted(spans) and spans[-1][1] <= len(text * 200)
+    assert [t["id"] for t in cut_accented[1:-1]] == hf.encode(text * 200, add_special_tokens=False).ids[:510]
     plain = s.post("/tokenize", {"inputs": ["Hello, world", "x"], "add_special_tokens": False}).json()
     assert plain[0] == tokens[1:-1] and len(plain) == 2
     bad = s.post("/tokenize", {"inputs": 3})
