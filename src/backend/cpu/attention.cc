@@ -174,10 +174,11 @@ const char* AttentionKernelName(DType t) {
 Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int heads,
                     Tensor& out) {
   const int64_t B = qkv.dim(0), S = qkv.dim(1), H = out.dim(2);  // checked by the front
-  // One task per (head, sample) when that alone gives every worker a few tasks (K and V
-  // are then packed once per head); else one per 32-query block as well.
-  const int64_t rows_per_task =
-      B * heads >= 4 * static_cast<int64_t>(be.num_workers()) ? S : kQueryBlock;
+  // One task per (head, sample) when that alone gives every worker a few tasks, or the
+  // same number each (K and V are then packed once per head, where 32-query tasks pack
+  // them once per block: as much work again at S=128, D=64); else one per 32-query block.
+  const int64_t pairs = B * heads, workers = be.num_workers();
+  const int64_t rows_per_task = pairs >= 4 * workers || (pairs >= workers && pairs % workers == 0) ? S : kQueryBlock;
   AttnParams p{qkv.data(), mask.data_as<int32_t>(), out.data(), qkv.dtype(), B, S, heads,
                H / heads, H, rows_per_task, (S + rows_per_task - 1) / rows_per_task};
   const int64_t D = p.head_dim;
