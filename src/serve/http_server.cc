@@ -385,21 +385,19 @@ void Session::ParseThenSubmit(Kind kind, std::function<std::optional<ApiError>(P
                   [this](Parsed parsed) { OnParsed(std::move(parsed)); });
 }
 
+// Its exceptions are answered 500 by its callers: OffPool's handler on the io thread, or
+// Handle when there is no pool.
 void Session::OnParsed(Parsed parsed) {
-  try {
-    if (parsed.error) return Error(*parsed.error);
-    switch (kind_) {
-      case Kind::kTokenize: return Respond(200, std::move(parsed.body));
-      case Kind::kOpenAi: openai_ = std::move(parsed.openai); break;
-      case Kind::kInfer: call_ = std::move(parsed.call); break;
-      case Kind::kEmbed: break;
-    }
-    // Accepted before any drain began (Route refused it otherwise): it is queued and
-    // answered, as the drain keeps the service running while requests are in flight.
-    Submit(std::move(parsed.request), kind_);
-  } catch (const std::exception& e) {
-    if (!responding_) Error({500, std::string("internal error: ") + e.what(), "Backend"});
+  if (parsed.error) return Error(*parsed.error);
+  switch (kind_) {
+    case Kind::kTokenize: return Respond(200, std::move(parsed.body));
+    case Kind::kOpenAi: openai_ = std::move(parsed.openai); break;
+    case Kind::kInfer: call_ = std::move(parsed.call); break;
+    case Kind::kEmbed: break;
   }
+  // Accepted before any drain began (Route refused it otherwise): it is queued and
+  // answered, as the drain keeps the service running while requests are in flight.
+  Submit(std::move(parsed.request), kind_);
 }
 
 void Session::Submit(ServeRequest request, Kind kind) {

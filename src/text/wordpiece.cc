@@ -262,7 +262,7 @@ void WordPieceTokenizer::WordPieces(std::u32string_view word, const Span* spans,
   }
 }
 
-std::vector<WordPieceTokenizer::Piece> WordPieceTokenizer::Pieces(std::string_view text) const {
+std::vector<WordPieceTokenizer::Piece> WordPieceTokenizer::EncodeWithOffsets(std::string_view text) const {
   // Special tokens written in the text ("[MASK]") are tokens as they stand, as in
   // Hugging Face's tokenizers (added tokens are matched before normalisation).
   std::vector<Piece> out;
@@ -287,7 +287,7 @@ std::vector<WordPieceTokenizer::Piece> WordPieceTokenizer::Pieces(std::string_vi
 
 std::vector<std::string> WordPieceTokenizer::Tokenize(std::string_view text) const {
   std::vector<std::string> out;
-  for (const Piece& p : Pieces(text)) out.push_back(token(p.id));
+  for (const Piece& p : EncodeWithOffsets(text)) out.push_back(token(p.id));
   return out;
 }
 
@@ -361,9 +361,6 @@ std::vector<int32_t> WordPieceTokenizer::Encode(std::string_view text, bool spec
   return ids;
 }
 
-std::vector<WordPieceTokenizer::Piece> WordPieceTokenizer::EncodeWithOffsets(std::string_view text) const {
-  return Pieces(text);
-}
 
 bool WordPieceTokenizer::is_special(int32_t id) const {
   if (id < 0 || static_cast<size_t>(id) >= tokens_.size()) return false;

@@ -41,7 +41,9 @@ class WordPieceTokenizer {
     int32_t id;
     int64_t start, stop;
   };
-  // Encode's ids without [CLS] and [SEP], each with its offsets.
+  // Encode's ids without [CLS] and [SEP], each with its offsets: the pipeline that
+  // Tokenize and Encode give, one way or another (every piece is a vocabulary entry, or
+  // [UNK]).
   std::vector<Piece> EncodeWithOffsets(std::string_view text) const;
   // Code points of a segment of text (the part between special tokens written in it),
   // counted from its first: [start, stop). The pipeline's own unit.
@@ -60,9 +62,6 @@ class WordPieceTokenizer {
 
  private:
   WordPieceTokenizer() = default;
-  // The pieces of `text` with their offsets: what Tokenize, Encode and EncodeWithOffsets
-  // all give, one way or another (every piece is a vocabulary entry, or [UNK]).
-  std::vector<Piece> Pieces(std::string_view text) const;
   // Appends the pieces of one basic token (already cleaned, lower-cased, split); spans[i]
   // is where word[i] came from in the segment that starts at the text's code point `first`.
   void WordPieces(std::u32string_view word, const Span* spans, int64_t first, std::vector<Piece>* out) const;
