@@ -8,7 +8,9 @@ a test that did not run checked nothing. A module skipped whole at import (say, 
 missing) then becomes a collection error, which stops the session: that is meant."""
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,19 @@ def tierscope_bin() -> Path:
     if not os.access(path, os.X_OK):
         pytest.fail(f"tierscope binary at {path} is not executable", pytrace=False)
     return path
+
+
+@pytest.fixture(scope="session")
+def int8_variants(tierscope_bin) -> list:
+    """Every INT8 GEMM variant this CPU runs, fastest first, as `tierscope device` lists
+    them: the INT8 accuracy tests run each one, forced by TIERSCOPE_INT8_KERNELS, so an
+    AVX-512 host checks the AVX2 path too."""
+    proc = subprocess.run([str(tierscope_bin), "device", "--format", "json"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    variants = json.loads(proc.stdout)["int8_kernels"]
+    assert variants and variants[-1] == "scalar", variants
+    return variants
 
 
 def under_ci() -> bool:

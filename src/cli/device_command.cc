@@ -2,6 +2,7 @@
 // them) and the peaks tier 3 measures against, as text or JSON.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -82,6 +83,7 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
                      {"compute_units", props.compute_units},
                      {"total_memory", props.total_memory},
                      {"features", features},
+                     {"int8_kernels", CpuInt8DotIsas()},
                      {"peaks", peaks.ToJson()},
                      {"peaks_cache", peaks.cache_path}};
     return j.dump(2) + "\n";
@@ -115,6 +117,13 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
       peaks.mem_bw_1t / 1e9, peaks.mem_bw / 1e9, peaks.threads, peaks.mem_spread_pct,
       peaks.fp32_flops / peaks.mem_bw);
   std::string out = buf;
+  std::string variants;
+  for (const std::string& v : CpuInt8DotIsas()) variants += (variants.empty() ? "" : ", ") + v;
+  const char* forced = std::getenv("TIERSCOPE_INT8_KERNELS");
+  out += "INT8 GEMM variants: " + variants +
+         (forced != nullptr && *forced != '\0' ? " (in force: " + std::string(forced) + ", by TIERSCOPE_INT8_KERNELS)"
+                                                : " (the first runs; TIERSCOPE_INT8_KERNELS=<variant> forces another)") +
+         "\n";
   if (!peaks.remeasured_because.empty() && peaks.remeasured_because != "--recalibrate") {
     out += "measured again: " + peaks.remeasured_because + "\n";
   }

@@ -115,6 +115,17 @@ std::string CpuInt8DotIsa() {
   return CpuRunsIsa("avx2+fma") ? "avx2" : "scalar";
 }
 
+std::vector<std::string> CpuInt8DotIsas() {
+  std::vector<std::string> v;
+  if (CpuInt8DotIsa() == "amx-int8") v.push_back("amx-int8");
+  for (const char* isa : {"avx512vnni", "avxvnni"}) {
+    if (CpuRunsIsa(isa)) v.push_back(isa);
+  }
+  if (CpuRunsIsa("avx2+fma")) v.push_back("avx2");
+  v.push_back("scalar");
+  return v;
+}
+
 bool CpuHasFlag(const std::string& flag) {
   static const std::vector<std::string> flags = [] {
     std::vector<std::string> v;

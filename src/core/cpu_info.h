@@ -26,6 +26,10 @@ std::string CpuVectorIsa();
 // "amx-int8" (with AVX512-VNNI beside it), "avx512vnni", "avxvnni", "avx2" or "scalar".
 // The GEMM's dispatch and the calibration of its peak both use it, so they cannot disagree.
 std::string CpuInt8DotIsa();
+// Every INT8 dot instruction set this CPU runs, fastest first (CpuInt8DotIsa's first):
+// the INT8 GEMM has a variant for each, and the tests force each in turn
+// (TIERSCOPE_INT8_KERNELS=<isa>).
+std::vector<std::string> CpuInt8DotIsas();
 // Whether the CPU runs `isa`: one of CpuVectorIsa's names, or an INT8 dot ISA
 // ("amx-int8", "avx512vnni", "avxvnni"); "scalar" always. "amx-int8" asks Linux for the
 // tile state the first time (a process without it cannot use AMX).

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -20,13 +22,21 @@
 namespace tierscope {
 namespace {
 
-// b packed as the kernels read it: panels of [kq][16][4].
-std::vector<int8_t> PackB(const std::vector<int8_t>& w, int64_t n, int64_t kq) {
+// b packed as the kernels read it: panels of [kq][16][4] int8, or for the wide layout
+// (operand_bytes 2) [kq][2 pairs][16][2] int16; as bytes.
+std::vector<int8_t> PackB(const std::vector<int8_t>& w, int64_t n, int64_t kq, int operand_bytes) {
   const int64_t panels = (n + kNR - 1) / kNR;
-  std::vector<int8_t> b(static_cast<size_t>(panels * kq * kQGroupBytes), 0);
+  std::vector<int8_t> b(static_cast<size_t>(panels * kq * kQGroupBytes * operand_bytes), 0);
   for (int64_t c = 0; c < n; ++c) {
     for (int64_t k = 0; k < kq * kQK; ++k) {
-      b[((c / kNR) * kq + k / kQK) * kQGroupBytes + (c % kNR) * kQK + k % kQK] = w[c * kq * kQK + k];
+      const int8_t v = w[c * kq * kQK + k];
+      const int64_t group = (c / kNR) * kq + k / kQK;
+      if (operand_bytes == 1) {
+        b[group * kQGroupBytes + (c % kNR) * kQK + k % kQK] = v;
+      } else {
+        const int16_t v16 = v;
+        std::memcpy(&b[2 * (group * kQGroupBytes + (k % kQK / 2) * 2 * kNR + (c % kNR) * 2 + k % 2)], &v16, 2);
+      }
     }
   }
   return b;
@@ -47,14 +57,24 @@ TEST(Int8MicroKernels, EveryVariantSumsExactlyAtTheLargestCodes) {
       for (int64_t kq : {1, 3, 32, 129, 48}) {  // 32, 48: whole AMX tiles; the rest: its VNNI fallback
         for (int64_t rows : {1, 5, 6, 7, 13, 17, 33, 48}) {
           for (int64_t n : {16, 32, 48}) {
-            const int64_t k = kq * kQK, lda = k + 8, ldc = n + 3;
+            const int64_t k = kq * kQK, lda_codes = k + 8, ldc = n + 3;
+            const int64_t lda = lda_codes * v.operand_bytes;  // bytes
             // Whole 16-row tiles of a and c, as the AMX kernel reads and writes them.
             const int64_t padded = (rows + kAmxRows - 1) / kAmxRows * kAmxRows;
-            std::vector<uint8_t> a(static_cast<size_t>(padded * lda), 0);
+            std::vector<uint8_t> codes(static_cast<size_t>(padded * lda_codes), 0);
             std::vector<int8_t> w(static_cast<size_t>(n * k));
             for (int64_t r = 0; r < rows; ++r) {
               for (int64_t j = 0; j < k; ++j) {
-                a[r * lda + j] = static_cast<uint8_t>(fill == 0 ? rng() % (v.act_max + 1) : v.act_max);
+                codes[r * lda_codes + j] = static_cast<uint8_t>(fill == 0 ? rng() % (kQActMax + 1) : kQActMax);
+              }
+            }
+            std::vector<uint8_t> a(static_cast<size_t>(padded * lda), 0);  // as the variant reads them
+            for (size_t i = 0; i < codes.size(); ++i) {
+              if (v.operand_bytes == 1) {
+                a[i] = codes[i];
+              } else {
+                const uint16_t c16 = codes[i];
+                std::memcpy(&a[2 * i], &c16, 2);
               }
             }
             for (size_t i = 0; i < w.size(); ++i) {
@@ -62,15 +82,15 @@ TEST(Int8MicroKernels, EveryVariantSumsExactlyAtTheLargestCodes) {
                                          : fill == 1 ? 127
                                                      : (i % 3 == 0 ? -127 : 127));
             }
-            const std::vector<int8_t> b = PackB(w, n, kq);
+            const std::vector<int8_t> b = PackB(w, n, kq, v.operand_bytes);
             std::vector<int32_t> c(static_cast<size_t>(padded * ldc), -7);
-            v.Run(rows, kq, a.data(), lda, b.data(), n / kNR, kq * kQGroupBytes, c.data(), ldc);
+            v.Run(rows, kq, a.data(), lda, b.data(), n / kNR, kq * kQGroupBytes * v.operand_bytes, c.data(), ldc);
             for (int64_t r = 0; r < rows; ++r) {
               for (int64_t col = 0; col < ldc; ++col) {
                 int64_t want = -7;  // past the panels: untouched
                 if (col < n) {
                   want = 0;
-                  for (int64_t j = 0; j < k; ++j) want += int64_t{a[r * lda + j]} * w[col * k + j];
+                  for (int64_t j = 0; j < k; ++j) want += int64_t{codes[r * lda_codes + j]} * w[col * k + j];
                 }
                 ASSERT_EQ(c[r * ldc + col], want) << v.isa << " fill " << fill << " kq " << kq << " rows "
                                                   << rows << " n " << n << " at [" << r << "][" << col << "]";
@@ -119,10 +139,11 @@ class Int8LinearTest : public ::testing::TestWithParam<std::string> {
     return h;
   }
   // y from the quantization the kernels document, in double: weights per channel
-  // symmetric (scale max|w|/127), activations per row to [0, act_max] with a zero point.
+  // symmetric (scale max|w|/127), activations per row to [0, 255] with a zero point.
   static std::vector<double> Reference(const std::vector<float>& x, int64_t m, int64_t stride,
                                        const std::vector<float>& w, int64_t n, int64_t k,
-                                       const std::vector<float>& bias, int act_max) {
+                                       const std::vector<float>& bias) {
+    const int act_max = kQActMax;
     std::vector<double> y(static_cast<size_t>(m * n));
     std::vector<float> sw(n);
     std::vector<int> wq(static_cast<size_t>(n * k));
@@ -156,7 +177,6 @@ class Int8LinearTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(Int8LinearTest, MatchesADoubleReferenceOfTheSameQuantizationAndStaysCloseToFp32) {
-  const int act_max = GetInt8MicroKernels().act_max;
   for (const auto& [m, n, k, stride] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{37, 50, 70, 70},
                                          {49, 64, 128, 131}, {1, 17, 3, 5}, {96, 384, 512, 512}}) {
     const std::vector<float> x = Random(static_cast<size_t>(m * stride), 2.0f);
@@ -167,7 +187,7 @@ TEST_P(Int8LinearTest, MatchesADoubleReferenceOfTheSameQuantizationAndStaysClose
     Tensor dx = Device(x, {m, stride}), db = Device(bias, {n});
     Tensor y = std::move(Tensor::Empty(be_, DType::kF32, {m, n})).value();
     ASSERT_TRUE(be_.kernels().Linear(dx, m, stride, **packed, &db, Epilogue::kNone, y).ok());
-    const std::vector<double> want = Reference(x, m, stride, w, n, k, bias, act_max);
+    const std::vector<double> want = Reference(x, m, stride, w, n, k, bias);
     const float* got = static_cast<const float*>(y.data());
     double scale = 0, err_fp32 = 0, ref_fp32 = 0;
     for (double v : want) scale = std::max(scale, std::fabs(v));
@@ -180,9 +200,9 @@ TEST_P(Int8LinearTest, MatchesADoubleReferenceOfTheSameQuantizationAndStaysClose
         ref_fp32 = std::max(ref_fp32, std::fabs(exact));
       }
     }
-    // Quantization error: a few code steps of a sum of k terms, far below the values (the
-    // AVX2 kernel's 7-bit codes have twice the step).
-    EXPECT_LT(err_fp32, (act_max == 255 ? 0.03 : 0.06) * ref_fp32) << GetParam() << " m " << m << " k " << k;
+    // Quantization error: a few code steps of a sum of k terms, far below the values; one
+    // bound for every variant (each sums the same 8-bit codes exactly).
+    EXPECT_LT(err_fp32, 0.03 * ref_fp32) << GetParam() << " m " << m << " k " << k;
   }
 }
 
@@ -271,6 +291,53 @@ TEST_P(Int8LinearTest, ARowOfTinyValuesQuantizesToZeroNotNan) {
   }
   ASSERT_TRUE(be_.kernels().Linear(dx, m, k, **tiny, nullptr, Epilogue::kNone, y).ok());
   for (int64_t i = 0; i < m * n; ++i) EXPECT_EQ(got[i], 0.0f) << i;
+}
+
+// Every variant sums the same 8-bit codes exactly, so an INT8 Linear gives the same bits on
+// each (AVX2 included: its int16 operands hold the full codes), and weights packed for one
+// layout are refused by the kernels of the other.
+TEST(Int8Linear, EveryVariantGivesTheSameOutputsBitForBit) {
+  CpuBackend be(2);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  const int64_t m = 53, n = 72, k = 200;
+  std::vector<float> x(static_cast<size_t>(m * k)), w(static_cast<size_t>(n * k)), bias(n);
+  for (float& v : x) v = 2.0f * d(rng);
+  for (float& v : w) v = 0.05f * d(rng);
+  for (float& v : bias) v = 0.1f * d(rng);
+  HostTensor hw;
+  hw.dtype = DType::kF32;
+  hw.shape = {n, k};
+  hw.data = reinterpret_cast<const std::byte*>(w.data());
+  hw.bytes = w.size() * sizeof(float);
+  Tensor dx = std::move(Tensor::Empty(be, DType::kF32, {m, k})).value();
+  Tensor db = std::move(Tensor::Empty(be, DType::kF32, {n})).value();
+  std::copy(x.begin(), x.end(), static_cast<float*>(dx.data()));
+  std::copy(bias.begin(), bias.end(), static_cast<float*>(db.data()));
+  std::vector<float> first;
+  std::string first_isa;
+  std::unique_ptr<PackedWeight> other_layout;
+  for (const Int8MicroKernels& v : AvailableInt8MicroKernels()) {
+    ScopedInt8MicroKernels forced(v);
+    auto packed = be.kernels().PackWeight(hw, DType::kI8);
+    ASSERT_TRUE(packed.ok()) << v.isa << ": " << packed.status().ToString();
+    Tensor y = std::move(Tensor::Empty(be, DType::kF32, {m, n})).value();
+    ASSERT_TRUE(be.kernels().Linear(dx, m, k, **packed, &db, Epilogue::kNone, y).ok()) << v.isa;
+    const float* got = static_cast<const float*>(y.data());
+    if (first.empty()) {
+      first.assign(got, got + m * n);
+      first_isa = v.isa;
+    } else {
+      for (int64_t i = 0; i < m * n; ++i) ASSERT_EQ(got[i], first[i]) << v.isa << " vs " << first_isa << " at " << i;
+    }
+    if (v.operand_bytes != AvailableInt8MicroKernels().front().operand_bytes) other_layout = std::move(*packed);
+  }
+  if (other_layout != nullptr) {  // a host with AVX2 and a faster variant
+    Tensor y = std::move(Tensor::Empty(be, DType::kF32, {m, n})).value();
+    const Status s = be.kernels().Linear(dx, m, k, *other_layout, &db, Epilogue::kNone, y);
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(s.message().find("pack them again"), std::string::npos) << s.message();
+  }
 }
 
 // The variants this CPU runs (the scalar one everywhere), so none is skipped.

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <limits>
 
+#include "backend/cpu/micro_kernel_int8.h"
 #include "test_util.h"
 
 namespace tierscope {
@@ -79,6 +81,25 @@ TEST_F(ValidateRunTest, ReducedPrecisionsStayWithinTolerance) {
   EXPECT_EQ(r->json["seed"], 2026);
   EXPECT_EQ(r->json["fp16"]["pass"], true);
   EXPECT_EQ(r->json["int8"]["pass"], true);
+}
+
+// `tierscope validate`'s INT8 check passes on every INT8 micro-kernel variant this CPU
+// runs, each forced in turn (an AVX-512 host checks its AVX2 path too).
+TEST_F(ValidateRunTest, Int8PassesOnEveryMicroKernelVariant) {
+  ValidateOptions o;
+  o.batch_size = 4;
+  o.seq_len = 32;
+  o.threads = 2;
+  for (const Int8MicroKernels& v : AvailableInt8MicroKernels()) {
+    ScopedInt8MicroKernels forced(v);
+    auto r = RunValidation(o);
+    ASSERT_TRUE(r.ok()) << v.isa << ": " << r.status().ToString();
+    ASSERT_EQ(r->checks.size(), 3u);
+    EXPECT_TRUE(r->checks[2].pass) << v.isa << ": " << r->text;
+    EXPECT_GE(r->checks[2].diff.cosine, 0.999) << v.isa;
+    std::cout << "validate int8 " << v.isa << ": cosine " << r->checks[2].diff.cosine << ", max abs "
+              << r->checks[2].diff.max_abs << "\n";
+  }
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
-// The INT8 micro-kernels (AVX512-VNNI, AVX-VNNI, AVX2, scalar), chosen once at run time
-// for the CPU at hand; every variant the CPU can run is listed for the tests.
+// The INT8 micro-kernels (AMX, AVX512-VNNI, AVX-VNNI, AVX2 on int16 operands, scalar),
+// chosen once at run time for the CPU at hand; every variant the CPU runs is listed for
+// the tests.
 #include "backend/cpu/micro_kernel_int8.h"
 
 #include <immintrin.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/cpu_info.h"
 
@@ -81,29 +84,46 @@ __attribute__((target("avx2,avxvnni"))) void Int8AvxVnni(int64_t kq, const uint8
   }
 }
 
-// vpmaddubsw: u8 x s8 pairs into int16 (exact for codes <= 127); vpmaddwd by ones: the
-// two int16 pairs of each group into int32.
+// The wide layout: a holds int16 codes, so the 4 codes of group k are two 32-bit pairs
+// at byte k * 8; group k of the panel is [pair 0: 16 columns x 2 k][pair 1: ...] int16.
+// vpmaddwd multiplies each pair of codes by a column's pair of weights and adds the two
+// products into int32 exactly (2 x 255 x 127 fits with room to spare). At most 3 rows a
+// pass: 6 accumulators and 4 weight registers leave room for the broadcasts (6 rows
+// spill, and measured 20% slower).
 template <int MR>
-__attribute__((target("avx2"))) void Int8Avx2(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b,
-                                              int32_t* c, int64_t ldc) {
+__attribute__((target("avx2"))) void Int8Avx2WideRows(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b,
+                                                      int32_t* c, int64_t ldc) {
   __m256i x[MR], y[MR];
-  const __m256i ones = _mm256_set1_epi16(1);
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) x[r] = y[r] = _mm256_setzero_si256();
   for (int64_t k = 0; k < kq; ++k) {
-    const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + k * kQGroupBytes));
-    const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + k * kQGroupBytes + 32));
+    const auto* g = reinterpret_cast<const __m256i*>(b + k * 2 * kQGroupBytes);
+    const __m256i v00 = _mm256_loadu_si256(g), v01 = _mm256_loadu_si256(g + 1);  // pair 0: columns 0-7, 8-15
+    const __m256i v10 = _mm256_loadu_si256(g + 2), v11 = _mm256_loadu_si256(g + 3);  // pair 1
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
-      const __m256i av = _mm256_set1_epi32(Quad(a, lda, r, k));
-      x[r] = _mm256_add_epi32(x[r], _mm256_madd_epi16(_mm256_maddubs_epi16(av, v0), ones));
-      y[r] = _mm256_add_epi32(y[r], _mm256_madd_epi16(_mm256_maddubs_epi16(av, v1), ones));
+      const __m256i p0 = _mm256_set1_epi32(Quad(a, lda, r, 2 * k));
+      const __m256i p1 = _mm256_set1_epi32(Quad(a, lda, r, 2 * k + 1));
+      x[r] = _mm256_add_epi32(x[r], _mm256_madd_epi16(p0, v00));
+      y[r] = _mm256_add_epi32(y[r], _mm256_madd_epi16(p0, v01));
+      x[r] = _mm256_add_epi32(x[r], _mm256_madd_epi16(p1, v10));
+      y[r] = _mm256_add_epi32(y[r], _mm256_madd_epi16(p1, v11));
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * ldc), x[r]);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * ldc + 8), y[r]);
+  }
+}
+
+template <int MR>
+void Int8Avx2Wide(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b, int32_t* c, int64_t ldc) {
+  if constexpr (MR > 3) {
+    Int8Avx2WideRows<3>(kq, a, lda, b, c, ldc);
+    Int8Avx2WideRows<MR - 3>(kq, a + 3 * lda, lda, b, c + 3 * ldc, ldc);
+  } else {
+    Int8Avx2WideRows<MR>(kq, a, lda, b, c, ldc);
   }
 }
 
@@ -196,16 +216,19 @@ void Int8Scalar(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b, int3
 
 std::vector<Int8MicroKernels> AvailableInt8MicroKernels() {
   std::vector<Int8MicroKernels> v;
-  if (CpuInt8DotIsa() == "amx-int8") {  // K not a multiple of 64: its VNNI kernels
-    v.push_back({"amx-int8", 255, TS_INT8_KERNELS(Int8Avx512Vnni), TS_INT8_KERNELS(Int8PairAvx512Vnni),
-                 Int8TileAmx});
+  for (const std::string& isa : CpuInt8DotIsas()) {
+    if (isa == "amx-int8") {  // K not a multiple of 64: its VNNI kernels
+      v.push_back({"amx-int8", 1, TS_INT8_KERNELS(Int8Avx512Vnni), TS_INT8_KERNELS(Int8PairAvx512Vnni), Int8TileAmx});
+    } else if (isa == "avx512vnni") {
+      v.push_back({"avx512vnni", 1, TS_INT8_KERNELS(Int8Avx512Vnni), TS_INT8_KERNELS(Int8PairAvx512Vnni)});
+    } else if (isa == "avxvnni") {
+      v.push_back({"avxvnni", 1, TS_INT8_KERNELS(Int8AvxVnni), {}});
+    } else if (isa == "avx2") {
+      v.push_back({"avx2", 2, TS_INT8_KERNELS(Int8Avx2Wide), {}});
+    } else {
+      v.push_back({"scalar", 1, TS_INT8_KERNELS(Int8Scalar), {}});
+    }
   }
-  if (CpuRunsIsa("avx512vnni")) {
-    v.push_back({"avx512vnni", 255, TS_INT8_KERNELS(Int8Avx512Vnni), TS_INT8_KERNELS(Int8PairAvx512Vnni)});
-  }
-  if (CpuRunsIsa("avxvnni")) v.push_back({"avxvnni", 255, TS_INT8_KERNELS(Int8AvxVnni), {}});
-  if (CpuRunsIsa("avx2+fma")) v.push_back({"avx2", 127, TS_INT8_KERNELS(Int8Avx2), {}});
-  v.push_back({"scalar", 255, TS_INT8_KERNELS(Int8Scalar), {}});
   return v;
 }
 
@@ -213,19 +236,45 @@ std::vector<Int8MicroKernels> AvailableInt8MicroKernels() {
 
 namespace {
 std::atomic<const Int8MicroKernels*> g_forced{nullptr};
+
+struct PickedInt8MicroKernels {
+  Int8MicroKernels kernels;
+  std::string env_error;
+};
+
+// The variant CpuInt8DotIsa names (its peak is calibrated), unless TIERSCOPE_INT8_KERNELS
+// names another this CPU runs.
+const PickedInt8MicroKernels& Picked() {
+  static const PickedInt8MicroKernels picked = [] {
+    const std::vector<Int8MicroKernels> all = AvailableInt8MicroKernels();
+    PickedInt8MicroKernels p{all.front(), ""};
+    for (const Int8MicroKernels& v : all) {
+      if (CpuInt8DotIsa() == v.isa) p.kernels = v;
+    }
+    const char* env = std::getenv("TIERSCOPE_INT8_KERNELS");
+    if (env == nullptr || *env == '\0') return p;
+    std::string names;
+    for (const Int8MicroKernels& v : all) {
+      if (std::string(env) == v.isa) {
+        p.kernels = v;
+        return p;
+      }
+      names += (names.empty() ? "" : ", ") + std::string(v.isa);
+    }
+    p.env_error = "TIERSCOPE_INT8_KERNELS=" + std::string(env) + " names no INT8 variant this CPU runs (it runs " +
+                  names + ")";
+    return p;
+  }();
+  return picked;
+}
 }  // namespace
 
 const Int8MicroKernels& GetInt8MicroKernels() {
-  static const Int8MicroKernels k = [] {  // the variant CpuInt8DotIsa names (its peak is calibrated)
-    const std::vector<Int8MicroKernels> all = AvailableInt8MicroKernels();
-    for (const Int8MicroKernels& v : all) {
-      if (CpuInt8DotIsa() == v.isa) return v;
-    }
-    return all.front();
-  }();
   const Int8MicroKernels* forced = g_forced.load(std::memory_order_acquire);
-  return forced != nullptr ? *forced : k;
+  return forced != nullptr ? *forced : Picked().kernels;
 }
+
+const std::string& Int8MicroKernelsEnvError() { return Picked().env_error; }
 
 ScopedInt8MicroKernels::ScopedInt8MicroKernels(const Int8MicroKernels& variant)
     : variant_(variant), previous_(g_forced.exchange(&variant_, std::memory_order_acq_rel)) {}

@@ -1,12 +1,17 @@
-// The INT8 micro-kernels of the dynamically quantized GEMM: u8 activations times s8
-// weights, summed exactly in int32. B is packed in 16-column panels of 4-deep groups,
-// [K/4][16][4] bytes (64 bytes a group), the layout the dot instructions read: one zmm
-// (AVX512-VNNI vpdpbusd) or two ymm (AVX-VNNI vpdpbusd; AVX2 vpmaddubsw + vpmaddwd) a
-// group. c[r][0..16) = sum_k a[r*lda + k] * b[k] over kq groups; c is overwritten.
+// The INT8 micro-kernels of the dynamically quantized GEMM: u8 activation codes [0, 255]
+// times s8 weights [-127, 127], summed exactly in int32, the same sums on every variant.
+// B is packed in 16-column panels of 4-deep groups, [K/4][16][4] bytes (64 bytes a group),
+// the layout the dot instructions read: one zmm (AVX512-VNNI vpdpbusd) or two ymm
+// (AVX-VNNI vpdpbusd) a group. AVX2 has no exact u8 x s8 dot (vpmaddubsw saturates its
+// int16 pair sums: 2 x 255 x 127 > 32,767), so its kernel reads the "wide" layout: codes
+// as int16, and each group as [2 k-pairs][16][2] int16 (128 bytes), which vpmaddwd sums
+// pair by pair into int32 — as many multiplies per product as vpmaddubsw + vpmaddwd.
+// c[r][0..16) = sum_k a[r*lda + k] * b[k] over kq groups; c is overwritten.
 #ifndef TIERSCOPE_BACKEND_CPU_MICRO_KERNEL_INT8_H_
 #define TIERSCOPE_BACKEND_CPU_MICRO_KERNEL_INT8_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/micro_kernel.h"
@@ -15,7 +20,9 @@ namespace tierscope {
 
 constexpr int kQK = 4;                  // k values per 32-bit group
 constexpr int kQGroupBytes = kNR * kQK;  // one group of a panel: 16 columns x 4 k
+constexpr int kQActMax = 255;            // the largest activation code, on every variant
 
+// lda, ldc and panel strides below: a's row stride in bytes, c's in int32s.
 using Int8MicroKernelFn = void (*)(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b,
                                    int32_t* c, int64_t ldc);
 // A whole tile at once (AMX): c[rows][16 x panels] = a . panels, for kq a multiple of 16.
@@ -31,10 +38,9 @@ constexpr int64_t kAmxKq = 16;    // 4-deep groups of an AMX tile (64 bytes a ro
 
 struct Int8MicroKernels {
   const char* isa = "scalar";  // "amx-int8", "avx512vnni", "avxvnni", "avx2", "scalar"
-  // The largest activation code the kernel sums exactly. vpmaddubsw adds two u8 x s8
-  // products into a saturating int16: with |w| <= 127 that is exact only for codes up to
-  // 127 (2 x 127 x 127 = 32258), so the AVX2 kernel quantizes activations to 7 bits.
-  int act_max = 255;
+  // Bytes per operand element: 1, or 2 for the wide layout (AVX2's int16 operands). Codes
+  // and weight panels are written in the layout of the variant that will read them.
+  int operand_bytes = 1;
   Int8MicroKernelFn single[kMR + 1] = {};
   Int8MicroKernelPairFn pair[kMR + 1] = {};  // null where the ISA has no pair kernel
   Int8TileFn tile = nullptr;                  // AMX only; used when kq % kAmxKq == 0
@@ -61,13 +67,19 @@ struct Int8MicroKernels {
   }
 };
 
-// The INT8 micro-kernels every INT8 Linear uses: the fastest this CPU supports, or the
-// variant a ScopedInt8MicroKernels in force names.
+// The INT8 micro-kernels every INT8 Linear uses: the fastest this CPU supports, the one
+// TIERSCOPE_INT8_KERNELS names (one of CpuInt8DotIsas()), or the variant a
+// ScopedInt8MicroKernels in force names.
 const Int8MicroKernels& GetInt8MicroKernels();
+// Empty, or why TIERSCOPE_INT8_KERNELS cannot be honoured (it names no variant this CPU
+// runs); the INT8 weight packing returns it as an error, before any INT8 GEMM runs.
+const std::string& Int8MicroKernelsEnvError();
 
 // Tests: runs the INT8 Linear on `variant` (one of AvailableInt8MicroKernels()) while in
-// scope, so the variants this host does not pick — AVX2's 7-bit codes, the portable
-// dequantization — are tested end to end too. Not for concurrent use.
+// scope, so the variants this host does not pick — AVX2's wide layout, the portable
+// dequantization — are tested end to end too; weights are packed for the variant in force
+// (a Linear refuses weights packed for another layout). Not for concurrent use. A whole
+// process (the CLI, the Python suites) is forced by TIERSCOPE_INT8_KERNELS=<isa>.
 class ScopedInt8MicroKernels {
  public:
   explicit ScopedInt8MicroKernels(const Int8MicroKernels& variant);

@@ -49,14 +49,15 @@ class TierscopeRunner:
         self.workdir = workdir
         self._n = 0
 
-    def _env(self):
+    def _env(self, extra=None):
         env = dict(os.environ)
         env["HF_HUB_OFFLINE"] = "1"
         env["TRANSFORMERS_OFFLINE"] = "1"
+        env.update(extra or {})
         return env
 
     def invoke(self, model_dir, inputs: dict, *, dtype="fp32", pooler=False, hidden_states=True,
-               threads=THREADS, extra_args=()):
+               threads=THREADS, extra_args=(), env=None):
         """Runs the binary; returns (CompletedProcess, output path). Never raises on rc."""
         self._n += 1
         in_path = self.workdir / f"in{self._n}.json"
@@ -72,7 +73,7 @@ class TierscopeRunner:
             cmd.append("--hidden-states")
         cmd.extend(extra_args)
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-                              env=self._env(), cwd=self.workdir)
+                              env=self._env(env), cwd=self.workdir)
         proc.cmd_line = " ".join(cmd)
         return proc, out_path
 

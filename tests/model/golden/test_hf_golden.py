@@ -287,21 +287,41 @@ def cosine64(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
+def int8_env(variant):
+    """The environment that forces the INT8 GEMM's `variant` (None: the host's pick)."""
+    return {"TIERSCOPE_INT8_KERNELS": variant} if variant else None
+
+
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "int8"])
-def test_reduced_precision_cosine_similarity_to_fp32(tierscope, base_st_ckpt, dtype):
+def test_reduced_precision_cosine_similarity_to_fp32(tierscope, base_st_ckpt, dtype, int8_variants):
+    """Each reduced precision within its cosine of HF's FP32; INT8 on every micro-kernel
+    variant this CPU runs (AVX2, VNNI, AMX, scalar), each forced in turn."""
     inputs = random_inputs(12, batch=3, seq=32, vocab=base_st_ckpt.config.vocab_size,
                            lengths=[32, 20, 9], token_types=True)
-    out = tierscope.run(base_st_ckpt.path, inputs, dtype=dtype, hidden_states=False)
     ref = base_st_ckpt.reference(inputs)
-    ours = out["last_hidden_state"]
-    assert ours.shape == ref["last_hidden_state"].shape
-    assert np.isfinite(ours).all(), f"--dtype {dtype}: non-finite values in last_hidden_state"
-    cos = cosine64(ours, ref["last_hidden_state"])
-    maxerr = float(np.abs(ours.astype(np.float64) - ref["last_hidden_state"]).max())
-    meanerr = float(np.abs(ours.astype(np.float64) - ref["last_hidden_state"]).mean())
-    print(f"--dtype {dtype}: cosine {cos:.7f}, mean abs err {meanerr:.3g}, max abs err {maxerr:.3g}")
-    assert cos >= THRESHOLD_COS[dtype], (
-        f"--dtype {dtype}: cosine similarity {cos:.7f} < {THRESHOLD_COS[dtype]} (max abs err {maxerr:.3g})")
+    failures = []
+    for variant in (int8_variants if dtype == "int8" else [None]):
+        out = tierscope.run(base_st_ckpt.path, inputs, dtype=dtype, hidden_states=False, env=int8_env(variant))
+        ours = out["last_hidden_state"]
+        assert ours.shape == ref["last_hidden_state"].shape
+        assert np.isfinite(ours).all(), f"--dtype {dtype} {variant or ''}: non-finite values in last_hidden_state"
+        cos = cosine64(ours, ref["last_hidden_state"])
+        maxerr = float(np.abs(ours.astype(np.float64) - ref["last_hidden_state"]).max())
+        meanerr = float(np.abs(ours.astype(np.float64) - ref["last_hidden_state"]).mean())
+        print(f"--dtype {dtype} {variant or ''}: cosine {cos:.7f}, mean abs err {meanerr:.3g}, max abs err {maxerr:.3g}")
+        if cos < THRESHOLD_COS[dtype]:
+            failures.append(f"{variant or dtype}: cosine similarity {cos:.7f} < {THRESHOLD_COS[dtype]} "
+                            f"(max abs err {maxerr:.3g})")
+    assert not failures, f"--dtype {dtype}: " + "; ".join(failures)
+
+
+def test_an_int8_variant_this_cpu_cannot_run_is_refused_in_one_line(tierscope, base_st_ckpt, int8_variants):
+    inputs = random_inputs(3, batch=1, seq=8, vocab=base_st_ckpt.config.vocab_size)
+    proc, _ = tierscope.invoke(base_st_ckpt.path, inputs, dtype="int8", env=int8_env("avx9000"))
+    assert proc.returncode != 0
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1 and "TIERSCOPE_INT8_KERNELS=avx9000" in err, err
+    assert all(v in err for v in int8_variants), err
 
 
 # --------------------------------------------------------------------------- pretrained
@@ -356,21 +376,27 @@ def mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return emb / np.linalg.norm(emb, axis=1, keepdims=True)
 
 
-def test_int8_all_minilm_l6_v2_sentence_embeddings_stay_close_to_fp32(tierscope, minilm_ckpt, minilm_tokenizer):
-    """--dtype int8 on the real model: every sentence's embedding (mean pooling, normalised)
-    within cosine 0.995 of HF's FP32 one, and not the same as FP32 (the quantization ran)."""
+def test_int8_all_minilm_l6_v2_sentence_embeddings_stay_close_to_fp32(tierscope, minilm_ckpt, minilm_tokenizer,
+                                                                      int8_variants):
+    """--dtype int8 on the real model, on every INT8 micro-kernel variant this CPU runs
+    (each forced): every sentence's embedding (mean pooling, normalised) within cosine
+    0.995 of HF's FP32 one, and not the same as FP32 (the quantization ran)."""
     inputs = minilm_inputs(minilm_tokenizer, "padded")
     mask = inputs["attention_mask"]
     ref = mean_pooled(minilm_ckpt.reference(inputs)["last_hidden_state"], mask)
-    out = tierscope.run(minilm_ckpt.path, inputs, dtype="int8", hidden_states=False)
-    assert np.isfinite(out["last_hidden_state"]).all()
-    ours = mean_pooled(out["last_hidden_state"], mask)
-    cos = (ours * ref).sum(1)
-    err = np.abs(ours - ref)
-    print(f"int8 all-MiniLM-L6-v2 sentence cosine: min {cos.min():.6f} mean {cos.mean():.6f}; "
-          f"embedding abs err mean {err.mean():.3g} max {err.max():.3g}")
-    assert cos.min() >= MINILM_INT8_SENTENCE_COS, f"sentence cosines {cos.round(6).tolist()}"
-    assert err.max() > 1e-6, "the INT8 output equals FP32: was the model quantized at all?"
+    failures = []
+    for variant in int8_variants:
+        out = tierscope.run(minilm_ckpt.path, inputs, dtype="int8", hidden_states=False, env=int8_env(variant))
+        assert np.isfinite(out["last_hidden_state"]).all(), variant
+        ours = mean_pooled(out["last_hidden_state"], mask)
+        cos = (ours * ref).sum(1)
+        err = np.abs(ours - ref)
+        print(f"int8 {variant} all-MiniLM-L6-v2 sentence cosine: min {cos.min():.6f} mean {cos.mean():.6f}; "
+              f"embedding abs err mean {err.mean():.3g} max {err.max():.3g}")
+        if cos.min() < MINILM_INT8_SENTENCE_COS:
+            failures.append(f"{variant}: sentence cosines {cos.round(6).tolist()}")
+        assert err.max() > 1e-6, f"{variant}: the INT8 output equals FP32: was the model quantized at all?"
+    assert not failures, "; ".join(failures)
 
 
 # --------------------------------------------------------------------------- bad input
