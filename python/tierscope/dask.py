@@ -8,18 +8,26 @@ DIR`. The result is the CLI's JSON, reports as DataFrames.
     from dask.distributed import Client
     job = analyze_job(paths, client=Client(scheduler_file="scheduler.json"))  # a cluster
 
-On a cluster every worker needs the tierscope package and the trace files at the same
-paths (a shared file system), as for Nsight Systems' Dask recipes.
+Each worker reads no more traces at once than its threads and, by the CLI's rule, than
+fit in 80% of its memory_limit at 1.5x each trace's JSON; a trace that fits no worker is
+refused before anything is read. On a cluster every worker needs the tierscope package and
+the trace files at the same paths (a shared file system), as for Nsight Systems' Dask
+recipes.
 """
 from __future__ import annotations
 
 import json
 import os
-from typing import Iterable, Optional, Union
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import _result, _tierscope
 
-__all__ = ["analyze_job", "rank_summary"]
+__all__ = ["analyze_job", "rank_summary", "estimated_bytes", "run_within_memory"]
+
+# The CLI's memory rule (src/analysis/job_files.cc, PlanLoad): a trace being read and
+# indexed takes about 1.5x its JSON, and the traces in flight stay within 80% of memory.
+_PER_BYTE = 1.5
+_MEMORY_SHARE = 0.8
 
 
 def rank_summary(path: str) -> bytes:
@@ -27,17 +35,111 @@ def rank_summary(path: str) -> bytes:
     return _tierscope.rank_summary(path)
 
 
+def estimated_bytes(path: str) -> int:
+    """The bytes `path` holds once read, as the CLI budgets them (EstimatedInputBytes): its
+    size, or for gzip what its trailer claims when plausible, else 8x the compressed size."""
+    size = os.stat(path).st_size
+    with open(path, "rb") as f:
+        if size >= 18 and f.read(2) == b"\x1f\x8b":
+            f.seek(-4, os.SEEK_END)
+            isize = int.from_bytes(f.read(4), "little")
+            return isize if size // 2 <= isize <= size * 256 + 65536 else size * 8
+    return size
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def _workers(client) -> Dict[str, dict]:
+    """Address -> {"nthreads", "budget"}: budget is 80% of memory_limit (None: no limit)."""
+    out = {}
+    for address, w in sorted(client.scheduler_info().get("workers", {}).items()):
+        limit = w.get("memory_limit") or 0
+        out[address] = {"nthreads": max(1, int(w.get("nthreads") or 1)),
+                        "memory_limit": int(limit),
+                        "budget": _MEMORY_SHARE * limit if limit > 0 else None}
+    if not out:
+        raise ValueError("the Dask cluster has no workers")
+    return out
+
+
+def run_within_memory(client, fn: Callable[[str], object], paths: Sequence[str],
+                      sizes: Sequence[int]) -> tuple:
+    """fn(path) for every path on the cluster, each worker running at most its threads'
+    worth at once and only while the traces it runs need (1.5x their `sizes`) no more than
+    80% of its memory_limit. Returns (results in the order of `paths`, one dict per worker:
+    address, nthreads, memory_limit, budget_bytes, most_at_once). ValueError, before
+    anything runs, for a path that fits no worker; the first task's error otherwise."""
+    from dask.distributed import as_completed
+
+    workers = _workers(client)
+    budgets = [w["budget"] for w in workers.values()]
+    largest = None if any(b is None for b in budgets) else max(budgets)
+    for path, size in zip(paths, sizes):
+        need = _PER_BYTE * size
+        if largest is not None and need > largest:
+            raise ValueError(f"{path}: reading it takes about {_gib(need)} (1.5 x its {_gib(size)} of JSON), "
+                             f"more than 80% of any Dask worker's memory_limit (the largest allows "
+                             f"{_gib(largest)}); give the workers more memory")
+    running: Dict[str, List[float]] = {a: [] for a in workers}  # address -> needs in flight
+    most = {a: 0 for a in workers}
+    pending = list(range(len(paths)))
+    owner = {}  # future key -> (index, address, need)
+    results: List[object] = [None] * len(paths)
+    done = as_completed()
+
+    def fits(address: str, need: float) -> bool:
+        w = workers[address]
+        if len(running[address]) >= w["nthreads"]:
+            return False
+        return w["budget"] is None or sum(running[address]) + need <= w["budget"]
+
+    def start() -> None:
+        for i in list(pending):
+            need = _PER_BYTE * sizes[i]
+            # The least busy worker that has room for it now, then the most memory left.
+            room = [a for a in workers if fits(a, need)]
+            if not room:
+                continue
+            address = min(room, key=lambda a: (len(running[a]), sum(running[a]) - (workers[a]["budget"] or 0)))
+            future = client.submit(fn, paths[i], workers=[address], allow_other_workers=False, pure=False)
+            running[address].append(need)
+            most[address] = max(most[address], len(running[address]))
+            owner[future.key] = (i, address, need)
+            pending.remove(i)
+            done.add(future)
+
+    start()
+    try:
+        for future in done:
+            i, address, need = owner.pop(future.key)
+            running[address].remove(need)
+            results[i] = future.result()  # raises the task's error
+            start()
+    except BaseException:
+        for future in list(done.futures):
+            future.cancel()
+        raise
+    plan = [{"address": a, "nthreads": w["nthreads"], "memory_limit": w["memory_limit"],
+             "budget_bytes": int(w["budget"]) if w["budget"] is not None else None, "most_at_once": most[a]}
+            for a, w in workers.items()]
+    return results, plan
+
+
 def analyze_job(paths: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]],
                 client: Optional["distributed.Client"] = None, n_workers: int = 2) -> dict:
     """`tierscope analyze` of a job (a directory, or one trace per rank) on Dask: the
     caller's `client`, or a LocalCluster of `n_workers` single-threaded worker processes
-    started for the call and closed after it."""
+    started for the call and closed after it. Each worker reads its traces within its
+    memory_limit (run_within_memory); job["read"]["dask"] says how, per worker."""
     from dask.distributed import Client, LocalCluster
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     # Absolute: a worker's working directory is its own.
     files = [os.path.abspath(f) for f in _tierscope.job_files([os.fspath(p) for p in paths])]
+    sizes = [estimated_bytes(f) for f in files]
     own = client is None
     cluster = None
     if own:
@@ -45,11 +147,11 @@ def analyze_job(paths: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.Pa
                                dashboard_address=None)
         client = Client(cluster)
     try:
-        futures = client.map(rank_summary, files, pure=False)
-        summaries = client.gather(futures)
-        workers = len(client.scheduler_info().get("workers", {})) or 1
+        summaries, plan = run_within_memory(client, rank_summary, files, sizes)
     finally:
         if own:
             client.close()
             cluster.close()
-    return _result(json.loads(_tierscope.job_from_summaries(files, summaries, workers)))
+    job = _result(json.loads(_tierscope.job_from_summaries(files, summaries, len(plan))))
+    job["read"]["dask"] = plan
+    return job

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <algorithm>
 #include <fstream>
+#include <memory>
+#include <string_view>
 
 #include "analysis/diff.h"
 #include "analysis/rules.h"
@@ -43,9 +45,23 @@ std::string Header(const Trace& t, const TraceIndex& x) {
   return h;
 }
 
-}  // namespace
+// A trace that yields no timeline event while entries were skipped is refused, naming
+// the reasons: analysing nothing would pass for a trace with nothing in it.
+Status CheckTimeline(const Trace& t) {
+  if (!t.events.empty() || t.stats.malformed == 0) return OkStatus();
+  std::string why;
+  for (const auto& [reason, n] : t.stats.malformed_reasons) {
+    if (!why.empty()) why += ", ";
+    why += std::to_string(n);
+    why += ' ';
+    why += reason;
+  }
+  return InvalidArgument(t.source + ": no timeline events: " + std::to_string(t.stats.malformed) +
+                         " of its " + std::to_string(t.stats.events_read) +
+                         " entries were malformed and skipped (" + why + ")");
+}
 
-StatusOr<Trace> LoadTrace(const std::string& path) {
+StatusOr<Trace> LoadAnyTrace(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path + ": cannot open");
   char magic[16] = {};
@@ -60,14 +76,31 @@ StatusOr<Trace> LoadTrace(const std::string& path) {
   return ImportKinetoTrace(path);
 }
 
+}  // namespace
+
+StatusOr<Trace> LoadTrace(const std::string& path) {
+  TS_ASSIGN_OR_RETURN(Trace t, LoadAnyTrace(path));
+  TS_RETURN_IF_ERROR(CheckTimeline(t));
+  return t;
+}
+
 bool IsNcuCsv(const std::string& path) {
   if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0) return true;
-  std::ifstream in(path, std::ios::binary);
-  std::string line;
-  for (int i = 0; i < 50 && std::getline(in, line); ++i) {
-    if (line.rfind("==PROF==", 0) == 0) return true;
-    if (line.find("\"Metric Name\"") != std::string::npos) return true;
+  // Sniffed from the first 16 KiB only, line by line: a minified JSON trace or any file
+  // without newlines is one line, and must not be read whole to look at its start.
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (f == nullptr) return false;
+  std::string head(16 << 10, '\0');
+  head.resize(std::fread(head.data(), 1, head.size(), f.get()));
+  std::string_view rest(head);
+  for (int i = 0; i < 50 && !rest.empty(); ++i) {
+    const size_t eol = rest.find('\n');
+    const std::string_view line = rest.substr(0, eol);
+    if (line.starts_with("==PROF==")) return true;
+    if (line.find("\"Metric Name\"") != std::string_view::npos) return true;
     if (!line.empty() && line[0] != '=') break;
+    if (eol == std::string_view::npos) break;
+    rest.remove_prefix(eol + 1);
   }
   return false;
 }
@@ -118,6 +151,9 @@ Table ImportStatsTable(const Trace& t) {
   s.AddRow({t.stats.metadata, std::string("metadata / flow entries")});
   s.AddRow({t.stats.malformed, std::string("malformed entries skipped")});
   for (const auto& [reason, n] : t.stats.malformed_reasons) s.AddRow({n, "  malformed: " + reason});
+  if (t.stats.invalid_utf8 > 0) {
+    s.AddRow({t.stats.invalid_utf8, std::string("invalid UTF-8 sequences replaced by U+FFFD")});
+  }
   for (const auto& [cat, n] : t.stats.by_category) s.AddRow({n, "  category " + cat});
   return s;
 }

@@ -17,10 +17,12 @@
 namespace tierscope {
 
 // Loads a Kineto trace (.json, .json.gz, either object or bare-list form) or an Nsight
-// Systems SQLite export, deciding by content.
+// Systems SQLite export, deciding by content. A trace that yields no timeline event while
+// entries were skipped as malformed is InvalidArgument, the message naming the reasons.
 StatusOr<Trace> LoadTrace(const std::string& path);
 
-// True when `path` holds Nsight Compute CSV (`ncu --csv`) rather than a timeline.
+// True when `path` holds Nsight Compute CSV (`ncu --csv`) rather than a timeline; reads
+// at most the first 16 KiB.
 bool IsNcuCsv(const std::string& path);
 // The per-kernel metrics table of an Nsight Compute CSV (the metrics present; "(not in
 // this CSV)" for the others), as text, JSON or CSV.

@@ -1,10 +1,12 @@
-// AnalyzeJob: every rank read and reduced in parallel, then the job's tables and findings.
+// AnalyzeJob: every trace read and reduced in parallel, a rank's windows added up, then the
+// job's tables and findings.
 #include "analysis/job.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <mutex>
+#include <set>
 
 #include "core/clock.h"
 #include "core/cpu_info.h"
@@ -24,6 +26,15 @@ RankAnalysis AnalyzeRank(const Trace& t, const AnalysisOptions& o) {
   r.events = static_cast<int64_t>(t.events.size());
   r.bytes = t.stats.bytes;
   r.malformed = t.stats.malformed;
+  r.base_time_ns = t.base_time_ns;
+  if (!t.events.empty()) {
+    r.begin_ns = t.events.front().ts_ns;
+    r.end_ns = r.begin_ns;
+    for (const Event& e : t.events) {
+      r.begin_ns = std::min(r.begin_ns, e.ts_ns);
+      r.end_ns = std::max(r.end_ns, e.ts_ns + e.dur_ns);
+    }
+  }
   const TraceIndex x = BuildIndex(t, o);
   r.unit_name = x.unit_name;
   r.units = static_cast<int64_t>(x.units.size());
@@ -35,6 +46,137 @@ RankAnalysis AnalyzeRank(const Trace& t, const AnalysisOptions& o) {
   }
   r.range_kernels = NvtxKernTotals(x);
   r.findings = Diagnose(x, o);
+  return r;
+}
+
+namespace {
+
+// Two sets of values' summary from theirs: exact (the sample variance pooled) but for the
+// median, the two medians weighted by their counts.
+Summary MergeSummary(const Summary& a, const Summary& b) {
+  if (a.count == 0) return b;
+  if (b.count == 0) return a;
+  Summary s;
+  s.count = a.count + b.count;
+  s.total = a.total + b.total;
+  const double na = static_cast<double>(a.count), nb = static_cast<double>(b.count), n = na + nb;
+  s.mean = s.total / n;
+  s.min = std::min(a.min, b.min);
+  s.max = std::max(a.max, b.max);
+  s.median = (a.median * na + b.median * nb) / n;
+  const double squares = a.stddev * a.stddev * (na - 1) + b.stddev * b.stddev * (nb - 1) +
+                         na * (a.mean - s.mean) * (a.mean - s.mean) + nb * (b.mean - s.mean) * (b.mean - s.mean);
+  s.stddev = std::sqrt(std::max(0.0, squares / (n - 1)));
+  return s;
+}
+
+void MergeGpuTime(GpuTime& g, const GpuTime& w) {
+  g.has_device_events = g.has_device_events || w.has_device_events;
+  g.temporal.span_ns += w.temporal.span_ns;
+  g.temporal.busy_ns += w.temporal.busy_ns;
+  g.temporal.compute_ns += w.temporal.compute_ns;
+  for (size_t m = 0; m < g.by_mask.size(); ++m) g.by_mask[m] += w.by_mask[m];
+  g.communication_ns += w.communication_ns;
+  g.overlap_ns += w.overlap_ns;
+  for (const auto& [name, k] : w.kernels) g.kernels[name].Merge(k);
+  for (const StreamIdle& s : w.idle) {
+    auto it = std::find_if(g.idle.begin(), g.idle.end(),
+                           [&](const StreamIdle& x) { return x.device == s.device && x.stream == s.stream; });
+    if (it == g.idle.end()) {
+      g.idle.push_back(s);
+      continue;
+    }
+    it->events += s.events;
+    it->host_wait_ns += s.host_wait_ns;
+    it->kernel_wait_ns += s.kernel_wait_ns;
+    it->other_ns += s.other_ns;
+  }
+  LaunchStats& l = g.launch;
+  l.launches += w.launch.launches;
+  l.cpu_ns = MergeSummary(l.cpu_ns, w.launch.cpu_ns);
+  l.gpu_ns = MergeSummary(l.gpu_ns, w.launch.gpu_ns);
+  l.delay_ns = MergeSummary(l.delay_ns, w.launch.delay_ns);
+  l.shorter_than_launch += w.launch.shorter_than_launch;
+  l.long_delay += w.launch.long_delay;
+  for (const StreamQueue& q : w.queues) {
+    auto it = std::find_if(g.queues.begin(), g.queues.end(),
+                           [&](const StreamQueue& x) { return x.device == q.device && x.stream == q.stream; });
+    if (it == g.queues.end()) {
+      g.queues.push_back(q);
+      continue;
+    }
+    const double total = static_cast<double>(it->launches + q.launches);
+    if (total > 0) {  // the windows' means, weighted by their launches
+      it->mean_depth = (it->mean_depth * static_cast<double>(it->launches) +
+                        q.mean_depth * static_cast<double>(q.launches)) / total;
+    }
+    it->launches += q.launches;
+    it->max_depth = std::max(it->max_depth, q.max_depth);
+  }
+}
+
+// Each rule once: the time it explains summed over the windows, the words and evidence of
+// the window where it explains the most.
+std::vector<Finding> MergeFindings(const std::vector<RankAnalysis>& windows) {
+  std::map<std::string, std::vector<std::pair<size_t, const Finding*>>> by_rule;
+  for (size_t k = 0; k < windows.size(); ++k) {
+    for (const Finding& f : windows[k].findings) by_rule[f.rule].push_back({k, &f});
+  }
+  std::vector<Finding> out;
+  const std::string n = std::to_string(windows.size());
+  for (const auto& [rule, hits] : by_rule) {
+    const auto worst = std::max_element(hits.begin(), hits.end(), [](const auto& a, const auto& b) {
+      return a.second->explained_ns < b.second->explained_ns;
+    });
+    Finding f = *worst->second;
+    f.explained_ns = 0;
+    for (const auto& [k, hit] : hits) f.explained_ns += hit->explained_ns;
+    if (hits.size() < windows.size()) f.title += " (in " + std::to_string(hits.size()) + " of " + n + " windows)";
+    for (std::string& e : f.evidence) e = "window " + std::to_string(worst->first + 1) + " of " + n + ": " + e;
+    out.push_back(std::move(f));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Finding& a, const Finding& b) { return a.explained_ns > b.explained_ns; });
+  return out;
+}
+
+}  // namespace
+
+RankAnalysis MergeRankWindows(std::vector<RankAnalysis> windows, int64_t step_stride) {
+  if (windows.empty()) return {};
+  RankAnalysis r = windows.front();
+  r.findings = MergeFindings(windows);
+  for (size_t k = 1; k < windows.size(); ++k) {
+    RankAnalysis& w = windows[k];
+    if (r.device.empty()) r.device = w.device;
+    if (r.backend.empty()) r.backend = w.backend;
+    if (r.unit_name.empty()) r.unit_name = w.unit_name;
+    r.world_size = std::max(r.world_size, w.world_size);
+    r.events += w.events;
+    r.bytes += w.bytes;
+    r.malformed += w.malformed;
+    r.units += w.units;
+    MergeGpuTime(r.gpu, w.gpu);
+    // One clock: the first window's (the windows of one process share it; Kineto's base
+    // time can differ between them).
+    const int64_t shift = w.base_time_ns - r.base_time_ns;
+    r.end_ns = std::max(r.end_ns, w.end_ns + shift);
+    r.collectives.device = r.collectives.device || w.collectives.device;
+    r.collectives.point_to_point += w.collectives.point_to_point;
+    for (CollectiveCall& c : w.collectives.calls) {
+      if (step_stride > 0 && c.iteration >= 0) c.iteration += static_cast<int64_t>(k) * step_stride;
+      c.issue_ns += shift;
+      c.arrive_ns += shift;
+      c.end_ns += shift;
+      r.collectives.calls.push_back(std::move(c));
+    }
+    for (const auto& [key, k_totals] : w.ranges) r.ranges[key].Merge(k_totals);
+    for (const auto& [key, rk] : w.range_kernels) {
+      RangeKernels& into = r.range_kernels[key];
+      into.kernels.Merge(rk.kernels);
+      into.range_instances += rk.range_instances;
+    }
+  }
   return r;
 }
 
@@ -56,15 +198,19 @@ std::string RankList(std::vector<int> ranks) {
 Table RanksTable(const JobAnalysis& job) {
   Table t;
   t.name = "ranks";
-  t.title = "Ranks: one trace each";
-  t.columns = {"Rank", "Events", "Work units", "Device events", "Findings", "Malformed", "Rank from", "Device", "File"};
+  t.title = "Ranks: one trace each, or one per profiler cycle (windows)";
+  t.columns = {"Rank",      "Events", "Work units", "Device events", "Findings", "Malformed",
+               "Rank from", "Windows", "Device",    "File"};
   for (const RankAnalysis& r : job.ranks) {
     int64_t device_events = 0;
     for (const auto& [name, k] : r.gpu.kernels) device_events += k.count;
+    const int64_t windows = std::max<int64_t>(1, static_cast<int64_t>(r.windows.size()));
     t.AddRow({int64_t{r.rank}, r.events, r.units, device_events, static_cast<int64_t>(r.findings.size()), r.malformed,
-              r.rank_from, r.device.empty() ? std::string("-") : r.device, r.source});
+              r.rank_from, windows, r.device.empty() ? std::string("-") : r.device,
+              windows > 1 ? r.source + " (+" + std::to_string(windows - 1) + ")" : r.source});
   }
   if (!job.rank_note.empty()) t.notes.push_back(job.rank_note + ".");
+  for (const std::string& n : job.notes) t.notes.push_back(n + ".");
   return t;
 }
 
@@ -165,7 +311,8 @@ std::vector<RankGpuTime> GpuTimes(const JobAnalysis& job) {
 
 StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const AnalysisOptions& options,
                                  int threads, const JobProgress& progress) {
-  TS_ASSIGN_OR_RETURN(std::vector<std::string> files, JobFiles(inputs));
+  TS_ASSIGN_OR_RETURN(JobFileList list, FindJobFiles(inputs));
+  const std::vector<std::string>& files = list.files;
   std::vector<int64_t> bytes;
   for (const std::string& f : files) bytes.push_back(std::max<int64_t>(0, EstimatedInputBytes(f)));
   const LoadPlan plan =
@@ -181,27 +328,88 @@ StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const A
       [&](size_t done, size_t total, const std::string& path) {
         if (progress) progress(done, total, path, static_cast<double>(MonotonicNs() - t0) / 1e9);
       }));
-  return JobFromRanks(std::move(ranks), files, plan);
+  return JobFromRanks(std::move(ranks), files, plan, SkippedNotes(list.skipped));
 }
 
+namespace {
+
+// How the ranks read as several windows were read, for the ranks table: "" when none was.
+std::string WindowsNote(const std::vector<RankAnalysis>& ranks, int64_t step_stride) {
+  std::map<size_t, std::vector<int>> by_count;
+  for (const RankAnalysis& r : ranks) {
+    if (r.windows.size() > 1) by_count[r.windows.size()].push_back(r.rank);
+  }
+  if (by_count.empty()) return "";
+  std::string note = "Several traces of one rank are its windows (one per profiler cycle), read in time order:";
+  for (const auto& [count, list] : by_count) {
+    note += std::string(note.back() == ':' ? " " : "; ") + (list.size() == 1 ? "rank " : "ranks ") + RankList(list) +
+            ": " + std::to_string(count) + " windows" + (list.size() > 1 ? " each" : "");
+  }
+  note += ". Each window is analysed on its own and the figures added: the time between windows was not profiled "
+          "and counts for nothing";
+  if (step_stride > 0) {
+    note += "; step numbers repeat across windows, so window k's ProfilerStep#N is iteration k x " +
+            std::to_string(step_stride) + " + N in the straggler tables";
+  }
+  return note;
+}
+
+// 0 when no rank's windows repeat a step number; else a power of ten above every step
+// number in the job, so that k * stride + N keeps window k's steps apart on every rank.
+int64_t StepStride(const std::vector<RankAnalysis>& ranks, const RankAssignment& a) {
+  bool repeat = false;
+  int64_t top = 0;
+  for (const RankAnalysis& r : ranks) {
+    for (const CollectiveCall& c : r.collectives.calls) top = std::max(top, c.iteration);
+  }
+  for (const std::vector<size_t>& group : a.windows) {
+    std::set<int64_t> earlier;
+    for (size_t i : group) {
+      std::set<int64_t> mine;
+      for (const CollectiveCall& c : ranks[i].collectives.calls) {
+        if (c.iteration >= 0) mine.insert(c.iteration);
+      }
+      for (int64_t n : mine) repeat = repeat || !earlier.insert(n).second;
+    }
+  }
+  if (!repeat) return 0;
+  int64_t stride = 10;
+  while (stride <= top && stride < (int64_t{1} << 40)) stride *= 10;
+  return stride;
+}
+
+}  // namespace
+
 StatusOr<JobAnalysis> JobFromRanks(std::vector<RankAnalysis> ranks, const std::vector<std::string>& files,
-                                   LoadPlan plan) {
+                                   LoadPlan plan, std::vector<std::string> notes) {
   if (ranks.size() != files.size() || ranks.empty()) {
     return InvalidArgument("a job needs one summary per file (" + std::to_string(ranks.size()) + " summaries, " +
                            std::to_string(files.size()) + " files)");
   }
   JobAnalysis job;
   job.plan = std::move(plan);
-  std::vector<int> trace_ranks;
-  for (const RankAnalysis& r : ranks) trace_ranks.push_back(r.trace_rank);
-  TS_ASSIGN_OR_RETURN(RankAssignment a, AssignRanks(files, trace_ranks));
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    ranks[i].rank = a.rank[i];
-    ranks[i].rank_from = a.from[i];
+  std::vector<TraceWindow> windows;
+  for (const RankAnalysis& r : ranks) {
+    windows.push_back({r.trace_rank, r.base_time_ns + r.begin_ns, r.base_time_ns + r.end_ns});
+  }
+  TS_ASSIGN_OR_RETURN(RankAssignment a, AssignRankWindows(files, windows));
+  const int64_t stride = StepStride(ranks, a);
+  for (const std::vector<size_t>& group : a.windows) {
+    std::vector<RankAnalysis> parts;
+    std::vector<std::string> paths;
+    for (size_t i : group) {
+      parts.push_back(std::move(ranks[i]));
+      paths.push_back(files[i]);
+    }
+    RankAnalysis r = parts.size() == 1 ? std::move(parts.front()) : MergeRankWindows(std::move(parts), stride);
+    r.rank = a.rank[group.front()];
+    r.rank_from = a.from[group.front()];
+    r.windows = std::move(paths);
+    job.ranks.push_back(std::move(r));
   }
   job.rank_note = a.note;
-  std::sort(ranks.begin(), ranks.end(), [](const RankAnalysis& x, const RankAnalysis& y) { return x.rank < y.rank; });
-  job.ranks = std::move(ranks);
+  job.notes = std::move(notes);
+  if (std::string w = WindowsNote(job.ranks, stride); !w.empty()) job.notes.push_back(std::move(w));
   std::vector<RankCollectivesOf> collectives;
   for (const RankAnalysis& r : job.ranks) collectives.push_back({r.rank, &r.collectives});
   int world_size = 0;
@@ -228,8 +436,10 @@ std::string RenderJob(const JobAnalysis& job, const RenderOptions& render) {
     for (const RankAnalysis& r : job.ranks) {
       j["ranks"].push_back({{"rank", r.rank}, {"rank_from", r.rank_from}, {"source", r.source}, {"format", r.format},
                             {"device", r.device}, {"backend", r.backend}, {"world_size", r.world_size},
-                            {"events", r.events}, {"findings", FindingsToJson(r.findings)}});
+                            {"events", r.events}, {"windows", std::max<size_t>(1, r.windows.size())},
+                            {"files", r.windows}, {"findings", FindingsToJson(r.findings)}});
     }
+    j["notes"] = job.notes;
     j["read"] = {{"in_flight", job.plan.in_flight}, {"why", job.plan.why}};
     j["alignment"] = job.stragglers.alignment;
     j["reports"] = nlohmann::json::array();
@@ -244,6 +454,9 @@ std::string RenderJob(const JobAnalysis& job, const RenderOptions& render) {
            " (numbered by " + first.rank_from + ")";
     if (first.world_size > 0) out += ", world size " + std::to_string(first.world_size);
     if (!first.backend.empty()) out += ", " + first.backend;
+    size_t traces = 0;
+    for (const RankAnalysis& r : job.ranks) traces += std::max<size_t>(1, r.windows.size());
+    if (traces != job.ranks.size()) out += ", " + std::to_string(traces) + " traces (a rank's windows: the ranks table)";
     out += "\nread: " + std::to_string(job.plan.in_flight) + " at a time (" + job.plan.why + ")\n\n";
   }
   for (const Table& t : job.tables) {

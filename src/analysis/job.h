@@ -1,7 +1,8 @@
-// A whole job: one trace per rank, read in parallel within a memory budget (job_files.h),
-// each rank reduced to what the job's reports need — where its device time went
-// (gpu_time.h), its collectives (stragglers.h), its NVTX ranges and its findings — before
-// its trace is let go. The job's reports put the ranks side by side and across each other.
+// A whole job: one trace per rank, or several (one per profiler cycle), read in parallel
+// within a memory budget (job_files.h), each reduced to what the job's reports need —
+// where its device time went (gpu_time.h), its collectives (stragglers.h), its NVTX ranges
+// and its findings — before its trace is let go; a rank's windows are then added up in
+// time order. The job's reports put the ranks side by side and across each other.
 #ifndef TIERSCOPE_ANALYSIS_JOB_H_
 #define TIERSCOPE_ANALYSIS_JOB_H_
 
@@ -36,16 +37,32 @@ struct RankAnalysis {
   std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> range_kernels;  // nvtx_kern_sum's
   std::vector<Finding> findings;
   int32_t trace_rank = -1;  // the trace's own distributedInfo.rank (-1: it does not say)
+  // Where the trace lies in time: its events' first start and last end on its clock, and
+  // the wall-clock time of that clock's 0 (Kineto's baseTimeNanoseconds; 0 if unknown).
+  int64_t begin_ns = 0, end_ns = 0, base_time_ns = 0;
+  // The files the rank was read from, in time order: one, or one per profiler cycle (set
+  // when the job is assembled).
+  std::vector<std::string> windows;
 };
 
 // One rank's trace reduced to what the job needs (a few kilobytes to megabytes: never the
 // events): the work each worker does, here or on a Dask worker.
 RankAnalysis AnalyzeRank(const Trace& trace, const AnalysisOptions& options);
 
+// One rank's windows (their summaries, in time order) as one rank: events, durations and
+// device time added (the time between windows was not profiled and counts for nothing),
+// collectives one after another on the first window's clock, findings merged by rule
+// (summed, with the evidence of the window where each explains the most). With
+// `step_stride` > 0, window k's step numbers N become k * step_stride + N, so steps that
+// repeat across windows stay distinct. Launch statistics' medians are the windows'
+// medians weighted by their counts; everything else is exact.
+RankAnalysis MergeRankWindows(std::vector<RankAnalysis> windows, int64_t step_stride);
+
 struct JobAnalysis {
   std::vector<RankAnalysis> ranks;  // by rank
   LoadPlan plan;
   std::string rank_note;  // how ranks were numbered when the traces disagree ("" otherwise)
+  std::vector<std::string> notes;  // the files skipped, the ranks read as several windows
   Stragglers stragglers;
   std::vector<Finding> findings;  // the job's: stragglers, then each rule over the ranks
   std::vector<Table> tables;      // ranks, the seven GPU-time tables, stragglers, NVTX
@@ -59,10 +76,11 @@ using JobProgress = std::function<void(size_t, size_t, const std::string&, doubl
 StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const AnalysisOptions& options,
                                  int threads, const JobProgress& progress);
 
-// The job from its ranks' summaries, `files[i]` the file `ranks[i]` came from: ranks
-// numbered (AssignRanks), stragglers, the job's findings and every table.
+// The job from its traces' summaries, `files[i]` the file `ranks[i]` came from: ranks
+// numbered and a rank's windows merged (AssignRankWindows, MergeRankWindows), stragglers,
+// the job's findings and every table; `notes` go with the ranks table.
 StatusOr<JobAnalysis> JobFromRanks(std::vector<RankAnalysis> ranks, const std::vector<std::string>& files,
-                                   LoadPlan plan);
+                                   LoadPlan plan, std::vector<std::string> notes = {});
 
 std::string RenderJob(const JobAnalysis& job, const RenderOptions& render);
 

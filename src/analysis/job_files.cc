@@ -1,8 +1,9 @@
-// Finding a job's trace files, assigning ranks, and reading them in parallel within a
-// memory budget.
+// Finding a job's trace files (and skipping what is not one), assigning ranks and a rank's
+// windows, and reading them in parallel within a memory budget.
 #include "analysis/job_files.h"
 
 #include <malloc.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -10,9 +11,11 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "analysis/commands.h"
+#include "analysis/table.h"
 #include "core/cpu_info.h"
 #include "core/exceptions.h"
 #include "trace/json_input.h"
@@ -24,6 +27,139 @@ namespace fs = std::filesystem;
 
 bool IsTraceFile(const std::string& name) {
   return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".sqlite");
+}
+
+bool EndsWithIgnoreCase(std::string_view s, std::string_view suffix) {
+  if (s.size() < suffix.size()) return false;
+  for (size_t i = 0; i < suffix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i]) return false;
+  }
+  return true;
+}
+
+// Why a file whose name is not a trace's is skipped.
+std::string WhyNotByName(const std::string& name) {
+  if (EndsWithIgnoreCase(name, ".csv")) return "CSV";
+  if (EndsWithIgnoreCase(name, ".yml") || EndsWithIgnoreCase(name, ".yaml")) return "YAML";
+  if (EndsWithIgnoreCase(name, ".nsys-rep") || EndsWithIgnoreCase(name, ".qdrep")) {
+    return "Nsight Systems reports: export them with nsys export --type sqlite";
+  }
+  if (EndsWithIgnoreCase(name, ".et")) return "Chakra execution traces (operators, not a timeline)";
+  return "not trace files (*.json, *.json.gz, *.sqlite)";
+}
+
+// What the first bytes of a JSON document say it is. Only a positive sign skips a file:
+// anything unclear is left to the importer, which names what is wrong with it.
+enum class JsonKind { kTrace, kExecutionTrace, kRocprof, kNoTraceEvents, kEmpty };
+
+// A JSON string at s[i] (the opening quote): its end (past the closing quote), or npos.
+size_t SkipString(std::string_view s, size_t i, std::string* out) {
+  for (++i; i < s.size(); ++i) {
+    if (s[i] == '\\') {
+      ++i;
+      continue;
+    }
+    if (s[i] == '"') return i + 1;
+    if (out != nullptr && out->size() < 64) out->push_back(s[i]);
+  }
+  return std::string_view::npos;
+}
+
+// A JSON value at s[i]: its end, or npos when the prefix ends inside it.
+size_t SkipValue(std::string_view s, size_t i) {
+  if (i >= s.size()) return std::string_view::npos;
+  if (s[i] == '"') return SkipString(s, i, nullptr);
+  if (s[i] == '{' || s[i] == '[') {
+    int depth = 0;
+    for (; i < s.size(); ++i) {
+      if (s[i] == '"') {
+        i = SkipString(s, i, nullptr);
+        if (i == std::string_view::npos) return i;
+        --i;
+      } else if (s[i] == '{' || s[i] == '[') {
+        ++depth;
+      } else if ((s[i] == '}' || s[i] == ']') && --depth == 0) {
+        return i + 1;
+      }
+    }
+    return std::string_view::npos;
+  }
+  while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ']') ++i;
+  return i < s.size() ? i : std::string_view::npos;
+}
+
+// The top-level keys of `prefix` (the whole document when `whole`), read until one tells.
+JsonKind ClassifyJson(std::string_view s, bool whole) {
+  size_t i = 0;
+  if (s.starts_with("\xEF\xBB\xBF")) i = 3;
+  const auto ws = [&] {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  };
+  ws();
+  if (i >= s.size()) return whole ? JsonKind::kEmpty : JsonKind::kTrace;
+  if (s[i] != '{') return JsonKind::kTrace;  // a bare array of events, or not JSON at all
+  ++i;
+  for (bool first_key = true;; first_key = false) {
+    ws();
+    if (i >= s.size()) break;
+    if (s[i] == '}') return JsonKind::kNoTraceEvents;  // the whole object read: it has none
+    if (s[i] != '"') return JsonKind::kTrace;
+    std::string key;
+    i = SkipString(s, i, &key);
+    if (i == std::string_view::npos) break;
+    if (key == "traceEvents") return JsonKind::kTrace;
+    if (key == "rocprofiler-sdk-tool") return JsonKind::kRocprof;
+    // PyTorch's ExecutionTraceObserver and Chakra's JSON: {"schema": "1.0.1", "pid": ...,
+    // "nodes": [...]} (Kineto's is "schemaVersion").
+    if (key == "nodes" || (first_key && key == "schema")) return JsonKind::kExecutionTrace;
+    ws();
+    if (i >= s.size() || s[i] != ':') break;
+    ++i;
+    ws();
+    i = SkipValue(s, i);
+    if (i == std::string_view::npos) break;
+    ws();
+    if (i < s.size() && s[i] == ',') ++i;
+  }
+  return JsonKind::kTrace;
+}
+
+constexpr int kSniffBytes = 64 << 10;
+
+JsonKind SniffJson(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");  // reads plain files as they are
+  if (f == nullptr) return JsonKind::kTrace;
+  std::string buf(kSniffBytes + 1, '\0');
+  const int n = gzread(f, buf.data(), kSniffBytes + 1);
+  gzclose(f);
+  if (n < 0) return JsonKind::kTrace;  // a corrupt stream: the importer says where
+  buf.resize(static_cast<size_t>(n));
+  const bool whole = n <= kSniffBytes;
+  JsonKind kind = ClassifyJson(buf, whole);
+  if (kind == JsonKind::kTrace && buf.find("\"traceEvents\"") == std::string::npos) {
+    // No sign either way: the names PyTorch's execution traces go by.
+    const std::string name = std::filesystem::path(path).filename().string();
+    for (const char* et : {"_et.json", "_et.json.gz", "_CPU_trace.json", "_CPU_trace.json.gz"}) {
+      if (name.ends_with(et)) kind = JsonKind::kExecutionTrace;
+    }
+  }
+  return kind;
+}
+
+const char* WhyNotTrace(JsonKind k) {
+  switch (k) {
+    case JsonKind::kExecutionTrace:
+      return "PyTorch execution traces (operators, not a timeline)";
+    case JsonKind::kRocprof:
+      return "rocprofv3 results (rocprofiler-sdk-tool JSON, not a Kineto trace)";
+    case JsonKind::kNoTraceEvents:
+      return "JSON without traceEvents";
+    case JsonKind::kEmpty:
+      return "empty files";
+    case JsonKind::kTrace:
+      break;
+  }
+  return "";
 }
 
 std::string_view BaseName(std::string_view path) {
@@ -59,32 +195,101 @@ bool NaturalLess(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-StatusOr<std::vector<std::string>> JobFiles(const std::vector<std::string>& inputs) {
-  std::vector<std::string> files;
+namespace {
+
+constexpr int kMaxDepth = 3;  // the job directory, rank_0/ and one level under it
+
+// Lists `dir` (depth 0: the job directory itself) into `found` and `skipped`.
+Status ListDirectory(const fs::path& dir, const std::string& shown, int depth, std::vector<std::pair<std::string, std::string>>& found,
+                     std::vector<SkippedFile>& skipped) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string place = shown.empty() ? name : shown + "/" + name;
+    std::error_code type_ec;
+    if (entry.is_directory(type_ec)) {
+      if (depth + 1 < kMaxDepth && (depth > 0 || RankFromDirectoryName(name) >= 0)) {
+        TS_RETURN_IF_ERROR(ListDirectory(entry.path(), place, depth + 1, found, skipped));
+      } else {
+        skipped.push_back({entry.path().string() + "/", place + "/",
+                           depth == 0 ? "directories not named for a rank (rank_N/)" : "directories nested too deep"});
+      }
+      continue;
+    }
+    if (!entry.is_regular_file(type_ec)) continue;
+    if (!IsTraceFile(name)) {
+      skipped.push_back({entry.path().string(), place, WhyNotByName(name)});
+      continue;
+    }
+    const JsonKind kind = name.ends_with(".sqlite") ? JsonKind::kTrace : SniffJson(entry.path().string());
+    if (kind != JsonKind::kTrace) {
+      skipped.push_back({entry.path().string(), place, WhyNotTrace(kind)});
+      continue;
+    }
+    found.push_back({place, entry.path().string()});
+  }
+  if (ec) return FailedPrecondition(dir.string() + ": cannot list: " + ec.message());
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<JobFileList> FindJobFiles(const std::vector<std::string>& inputs) {
+  JobFileList out;
   for (const std::string& in : inputs) {
     std::error_code ec;
     const fs::file_status st = fs::status(in, ec);
     if (ec || !fs::exists(st)) return NotFound(in + ": no such file or directory");
     if (!fs::is_directory(st)) {
-      files.push_back(in);
+      out.files.push_back(in);
       continue;
     }
-    std::vector<std::string> found;
-    for (const auto& entry : fs::directory_iterator(in, ec)) {
-      if (entry.is_regular_file() && IsTraceFile(entry.path().filename().string())) {
-        found.push_back(entry.path().string());
-      }
-    }
-    if (ec) return FailedPrecondition(in + ": cannot list: " + ec.message());
+    std::vector<std::pair<std::string, std::string>> found;  // (place under `in`, path)
+    const size_t skipped_before = out.skipped.size();
+    TS_RETURN_IF_ERROR(ListDirectory(in, "", 0, found, out.skipped));
     if (found.empty()) {
-      return InvalidArgument(in + ": no trace files in it (*.json, *.json.gz, *.sqlite)");
+      std::string why = in + ": no trace files in it (*.json, *.json.gz, *.sqlite, also under rank_N/)";
+      const size_t n = out.skipped.size() - skipped_before;
+      if (n > 0) {
+        why += "; skipped " + std::to_string(n) + ": " + out.skipped[skipped_before].place + " (" +
+               out.skipped[skipped_before].why + ")" + (n > 1 ? ", ..." : "");
+      }
+      return InvalidArgument(why);
     }
-    std::sort(found.begin(), found.end(),
-              [](const std::string& a, const std::string& b) { return NaturalLess(BaseName(a), BaseName(b)); });
-    files.insert(files.end(), found.begin(), found.end());
+    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return NaturalLess(a.first, b.first); });
+    for (auto& [place, path] : found) out.files.push_back(std::move(path));
   }
-  if (files.empty()) return InvalidArgument("no trace files given");
-  return files;
+  if (out.files.empty()) return InvalidArgument("no trace files given");
+  std::sort(out.skipped.begin(), out.skipped.end(),
+            [](const SkippedFile& a, const SkippedFile& b) { return NaturalLess(a.path, b.path); });
+  return out;
+}
+
+StatusOr<std::vector<std::string>> JobFiles(const std::vector<std::string>& inputs) {
+  TS_ASSIGN_OR_RETURN(JobFileList list, FindJobFiles(inputs));
+  return std::move(list.files);
+}
+
+std::vector<std::string> SkippedNotes(const std::vector<SkippedFile>& skipped) {
+  using Key = std::pair<std::string, std::string>;  // (job directory, why)
+  std::map<Key, std::vector<std::string>> by_why;
+  std::vector<Key> order;
+  for (const SkippedFile& f : skipped) {
+    const size_t cut = f.path.size() > f.place.size() ? f.path.size() - f.place.size() - 1 : 0;
+    auto [it, fresh] = by_why.try_emplace(Key{f.path.substr(0, cut), f.why});
+    if (fresh) order.push_back(it->first);
+    it->second.push_back(f.place);
+  }
+  std::vector<std::string> notes;
+  constexpr size_t kNamed = 8;
+  for (const Key& key : order) {
+    const std::vector<std::string>& places = by_why.at(key);
+    std::string note = "Skipped, not traces (" + key.second + "): ";
+    for (size_t i = 0; i < places.size() && i < kNamed; ++i) note += (i ? ", " : "") + places[i];
+    if (places.size() > kNamed) note += " and " + std::to_string(places.size() - kNamed) + " more";
+    notes.push_back(note + " (in " + key.first + ")");
+  }
+  return notes;
 }
 
 int RankFromFileName(std::string_view path) {
@@ -203,16 +408,68 @@ Status ForEachRankTrace(const std::vector<std::string>& files, const LoadPlan& p
   return first_error;
 }
 
-StatusOr<RankAssignment> AssignRanks(const std::vector<std::string>& files,
-                                     const std::vector<int>& trace_ranks) {
+int RankFromDirectoryName(std::string_view name) {
+  if (name.size() < 5) return -1;
+  for (size_t i = 0; i < 4; ++i) {
+    if (std::tolower(static_cast<unsigned char>(name[i])) != "rank"[i]) return -1;
+  }
+  size_t j = 4;
+  if (name[j] == '-' || name[j] == '_') ++j;
+  int64_t rank = -1;
+  while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j])) && rank < (1 << 24)) {
+    rank = (rank < 0 ? 0 : rank * 10) + (name[j] - '0');
+    ++j;
+  }
+  return rank >= 0 && rank < (1 << 24) ? static_cast<int>(rank) : -1;
+}
+
+namespace {
+
+// The rank of the nearest directory above `path` named for one (up to kMaxDepth), or -1.
+int RankOfDirectory(std::string_view path) {
+  fs::path p = fs::path(path).parent_path();
+  for (int up = 0; up < kMaxDepth && !p.empty() && p.has_filename(); ++up, p = p.parent_path()) {
+    const int r = RankFromDirectoryName(p.filename().string());
+    if (r >= 0) return r;
+  }
+  return -1;
+}
+
+// tensorboard_trace_handler names its files WORKER.TIME.pt.trace.json(.gz), WORKER being
+// host_pid by default: WORKER, or "" for another name.
+std::string WorkerOf(std::string_view path) {
+  std::string_view name = BaseName(path);
+  bool matched = false;
+  for (std::string_view ext : {std::string_view(".pt.trace.json.gz"), std::string_view(".pt.trace.json")}) {
+    if (!matched && name.ends_with(ext)) {
+      name.remove_suffix(ext.size());
+      matched = true;
+    }
+  }
+  const size_t dot = name.rfind('.');
+  if (!matched || dot == std::string_view::npos || dot == 0 || dot + 1 == name.size()) return "";
+  for (char c : name.substr(dot + 1)) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return "";
+  }
+  return std::string(name.substr(0, dot));
+}
+
+// Every file numbered from one source; with `windows`, several files may share a rank.
+RankAssignment NumberFiles(const std::vector<std::string>& files, const std::vector<int>& trace_ranks,
+                           bool windows) {
   RankAssignment a;
   a.rank.resize(files.size());
   a.from.resize(files.size());
-  // One source for the whole job: distributedInfo when every trace has it, else file
-  // names when every name has one, else the order of the files.
+  const auto every = [&](const auto& rank_of) {
+    return std::all_of(files.begin(), files.end(), [&](const std::string& f) { return rank_of(f) >= 0; });
+  };
   const bool all_info = std::all_of(trace_ranks.begin(), trace_ranks.end(), [](int r) { return r >= 0; });
-  bool all_names = true;
-  for (const std::string& f : files) all_names = all_names && RankFromFileName(f) >= 0;
+  const bool all_names = every(RankFromFileName);
+  // rank_0/ ... rank_N/: only when the directories tell ranks apart (one directory named
+  // rank3_runs/ holding a whole job says nothing about its files).
+  std::set<int> dir_ranks;
+  for (const std::string& f : files) dir_ranks.insert(RankOfDirectory(f));
+  const bool all_dirs = every(RankOfDirectory) && dir_ranks.size() >= 2;
   // nsys -o report_%q{RANK} names files report_0 ... report_N-1: a number in every name,
   // trusted only when the numbers are exactly 0..N-1 (not pids or timestamps).
   std::vector<int> numbers;
@@ -221,6 +478,18 @@ StatusOr<RankAssignment> AssignRanks(const std::vector<std::string>& files,
   std::sort(sorted_numbers.begin(), sorted_numbers.end());
   bool numbered = !files.empty();
   for (size_t i = 0; i < sorted_numbers.size(); ++i) numbered = numbered && sorted_numbers[i] == static_cast<int>(i);
+  // One process's profiler cycles, as tensorboard_trace_handler names them.
+  std::map<std::string, int, decltype([](const std::string& x, const std::string& y) { return NaturalLess(x, y); })>
+      workers;
+  bool by_worker = windows;
+  for (const std::string& f : files) {
+    const std::string w = WorkerOf(f);
+    by_worker = by_worker && !w.empty();
+    ++workers[w];
+  }
+  by_worker = by_worker && workers.size() < files.size();
+  int next_worker = 0;
+  for (auto& [w, n] : workers) n = next_worker++;
   for (size_t i = 0; i < files.size(); ++i) {
     if (all_info) {
       a.rank[i] = trace_ranks[i];
@@ -228,9 +497,15 @@ StatusOr<RankAssignment> AssignRanks(const std::vector<std::string>& files,
     } else if (all_names) {
       a.rank[i] = RankFromFileName(files[i]);
       a.from[i] = "file name";
+    } else if (all_dirs) {
+      a.rank[i] = RankOfDirectory(files[i]);
+      a.from[i] = "directory name";
     } else if (numbered) {
       a.rank[i] = numbers[i];
       a.from[i] = "number in the file name";
+    } else if (by_worker) {
+      a.rank[i] = workers.at(WorkerOf(files[i]));
+      a.from[i] = "worker name";
     } else {
       a.rank[i] = static_cast<int>(i);
       a.from[i] = "order";
@@ -241,6 +516,14 @@ StatusOr<RankAssignment> AssignRanks(const std::vector<std::string>& files,
     a.note = "distributedInfo names a rank in " + std::to_string(with_info) + " of " + std::to_string(files.size()) +
              " traces only: every rank is numbered by " + a.from.front() + " instead";
   }
+  return a;
+}
+
+}  // namespace
+
+StatusOr<RankAssignment> AssignRanks(const std::vector<std::string>& files,
+                                     const std::vector<int>& trace_ranks) {
+  RankAssignment a = NumberFiles(files, trace_ranks, /*windows=*/false);
   std::map<int, size_t> seen;
   for (size_t i = 0; i < files.size(); ++i) {
     auto [it, fresh] = seen.emplace(a.rank[i], i);
@@ -248,6 +531,40 @@ StatusOr<RankAssignment> AssignRanks(const std::vector<std::string>& files,
       return InvalidArgument("two traces are rank " + std::to_string(a.rank[i]) + " (by " + a.from[i] +
                              "): " + files[it->second] + " and " + files[i]);
     }
+  }
+  for (const auto& [rank, i] : seen) a.windows.push_back({i});
+  return a;
+}
+
+StatusOr<RankAssignment> AssignRankWindows(const std::vector<std::string>& files,
+                                           const std::vector<TraceWindow>& windows) {
+  if (windows.size() != files.size()) {
+    return InvalidArgument("a job needs one window per file (" + std::to_string(windows.size()) + " windows, " +
+                           std::to_string(files.size()) + " files)");
+  }
+  std::vector<int> trace_ranks;
+  for (const TraceWindow& w : windows) trace_ranks.push_back(w.trace_rank);
+  RankAssignment a = NumberFiles(files, trace_ranks, /*windows=*/true);
+  std::map<int, std::vector<size_t>> by_rank;
+  for (size_t i = 0; i < files.size(); ++i) by_rank[a.rank[i]].push_back(i);
+  for (auto& [rank, group] : by_rank) {
+    std::stable_sort(group.begin(), group.end(),
+                     [&](size_t x, size_t y) { return windows[x].begin_ns < windows[y].begin_ns; });
+    // Successive profiler cycles follow one another; two runs' traces of one rank overlap.
+    for (size_t p = 0; p < group.size(); ++p) {
+      for (size_t q = p + 1; q < group.size(); ++q) {
+        const TraceWindow &x = windows[group[p]], &y = windows[group[q]];
+        const int64_t both = std::min(x.end_ns, y.end_ns) - std::max(x.begin_ns, y.begin_ns);
+        const int64_t shorter = std::min(x.end_ns - x.begin_ns, y.end_ns - y.begin_ns);
+        if (both > 0 && both > shorter / 10) {
+          return InvalidArgument("two traces are rank " + std::to_string(rank) + " (by " + a.from[group[p]] +
+                                 ") and overlap in time (" + FormatNs(static_cast<double>(both)) + " of " +
+                                 FormatNs(static_cast<double>(shorter)) + "), so they are not windows of one run: " +
+                                 files[group[p]] + " and " + files[group[q]]);
+        }
+      }
+    }
+    a.windows.push_back(std::move(group));
   }
   return a;
 }

@@ -14,7 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;  // 2: the trace's place in time (a rank's windows); no step is kNoStep, not 0
 
 json Totals(const KernelTotals& k) {
   return json::array({static_cast<int>(k.type), k.count, k.total_ns, k.min_ns, k.max_ns, k.running_mean(), k.m2()});
@@ -142,6 +142,7 @@ std::string SaveRankSummary(const RankAnalysis& r) {
   j["trace_rank"] = r.trace_rank;
   j["text"] = {r.rank_from, r.source, r.format, r.device, r.backend, r.unit_name};
   j["counts"] = {r.world_size, r.events, r.bytes, r.malformed, r.units};
+  j["time"] = {r.begin_ns, r.end_ns, r.base_time_ns};
   j["gpu"] = Gpu(r.gpu);
   j["collectives"] = Calls(r.collectives);
   json ranges = json::array();
@@ -179,6 +180,10 @@ StatusOr<RankAnalysis> LoadRankSummary(std::string_view bytes) {
     r.bytes = counts.at(2).get<int64_t>();
     r.malformed = counts.at(3).get<int64_t>();
     r.units = counts.at(4).get<int64_t>();
+    const json& time = j.at("time");
+    r.begin_ns = time.at(0).get<int64_t>();
+    r.end_ns = time.at(1).get<int64_t>();
+    r.base_time_ns = time.at(2).get<int64_t>();
     r.gpu = Gpu(j.at("gpu"));
     r.collectives = Calls(j.at("collectives"));
     for (const json& x : j.at("ranges")) r.ranges[{x.at(0).get<std::string>(), x.at(1).get<std::string>()}] = Totals(x.at(2));

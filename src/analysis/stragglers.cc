@@ -12,8 +12,8 @@
 #include <utility>
 
 #include "analysis/gpu_time.h"
+#include "analysis/straggler_test_stats.h"
 #include "core/text.h"
-#include "core/splitmix.h"
 #include "core/stats.h"
 #include "trace/args.h"
 
@@ -40,14 +40,17 @@ std::vector<Step> Steps(const TraceIndex& x) {
   return steps;
 }
 
+// The N of the step that holds `ts`; kNoStep outside every step (and without steps).
 int64_t IterationAt(const std::vector<Step>& steps, int64_t ts) {
-  if (steps.empty()) return 0;
   auto it = std::upper_bound(steps.begin(), steps.end(), ts, [](int64_t t, const Step& s) { return t < s.begin; });
-  if (it == steps.begin()) return -1;
+  if (it == steps.begin()) return kNoStep;
   --it;
-  return ts < it->end ? it->n : -1;
+  return ts < it->end ? it->n : kNoStep;
 }
 
+std::string StepText(int64_t iteration) {
+  return iteration == kNoStep ? "outside any ProfilerStep" : "iteration " + std::to_string(iteration);
+}
 
 // Collectives that end together on every rank (each waits for all the others' data); a
 // broadcast or a send/recv ends at different moments on the root and the receivers.
@@ -81,7 +84,7 @@ bool IsPointToPoint(std::string_view collective) {
 
 // One collective matched across the ranks that took part in it.
 struct Entry {
-  int64_t iteration = 0, index = 0;
+  int64_t iteration = kNoStep, index = 0;
   const CollectiveCall* first = nullptr;
   std::vector<size_t> who;                   // indices into the job's ranks
   std::vector<const CollectiveCall*> calls;  // parallel to who
@@ -110,7 +113,7 @@ std::vector<Entry> Match(const std::vector<RankCollectivesOf>& ranks, Stragglers
       if (!per_rank[r].empty()) who.push_back(r);
     }
     if (who.size() < 2) continue;  // the group's other ranks are not in the job's traces
-    const std::string where = "iteration " + std::to_string(iter) + (group.empty() ? "" : " (group " + group + ")");
+    const std::string where = StepText(iter) + (group.empty() ? "" : " (group " + group + ")");
     const size_t count = per_rank[who[0]].size();
     bool same_count = true;
     for (size_t r : who) same_count = same_count && per_rank[r].size() == count;
@@ -284,51 +287,6 @@ void AlignClocks(const std::vector<Entry>& entries, const std::vector<RankCollec
   if (!none.empty()) s->alignment += "; ranks " + none + ": no matched collective to align by";
 }
 
-// The chance that the waiting gathers on one rank this much if each collective's last rank
-// were any of its ranks at random: the largest per-rank sum of lateness against the same
-// statistic over random draws (deterministic seed). The ranks are relabelled once per
-// process group and iteration, not per collective: a rank slowed for a whole iteration by
-// chance is late to every collective in it, which is not evidence of a straggler.
-void TestConcentration(const std::vector<Entry>& entries, const std::vector<std::pair<size_t, int64_t>>& last,
-                       size_t n, Stragglers* s) {
-  std::vector<size_t> late;  // entries with a last rank
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (last[i].second > 0) late.push_back(i);
-  }
-  if (late.empty()) return;
-  const bool steps = std::any_of(entries.begin(), entries.end(), [](const Entry& e) { return e.iteration != 0; });
-  s->independent = !steps;
-  std::map<std::pair<std::string, int64_t>, size_t> block_id;
-  std::vector<const std::vector<size_t>*> block_who;
-  std::vector<size_t> block(entries.size()), position(entries.size());
-  for (size_t i : late) {
-    const Entry& e = entries[i];
-    const auto key = steps ? std::make_pair(e.first->group, e.iteration) : std::make_pair(std::to_string(i), int64_t{0});
-    auto [it, fresh] = block_id.try_emplace(key, block_who.size());
-    if (fresh) block_who.push_back(&e.who);
-    block[i] = it->second;
-    position[i] = static_cast<size_t>(std::find(e.who.begin(), e.who.end(), last[i].first) - e.who.begin());
-  }
-  std::vector<double> sum(n, 0);
-  for (size_t i : late) sum[last[i].first] += static_cast<double>(last[i].second);
-  const double observed = *std::max_element(sum.begin(), sum.end());
-  const int64_t draws = std::clamp<int64_t>(20'000'000 / static_cast<int64_t>(late.size()), 200, 2000);
-  SplitMix64 rng(0x5742'4c4c'4552'5321ull);
-  std::vector<std::vector<size_t>> perm(block_who.size());
-  int64_t as_large = 0;
-  for (int64_t d = 0; d < draws; ++d) {
-    for (size_t b = 0; b < block_who.size(); ++b) {  // Fisher-Yates per block
-      perm[b] = *block_who[b];
-      for (size_t k = perm[b].size(); k > 1; --k) std::swap(perm[b][k - 1], perm[b][rng.Next() % k]);
-    }
-    std::fill(sum.begin(), sum.end(), 0.0);
-    for (size_t i : late) sum[perm[block[i]][position[i]]] += static_cast<double>(last[i].second);
-    if (*std::max_element(sum.begin(), sum.end()) >= observed * (1 - 1e-12)) ++as_large;
-  }
-  s->permutations = draws;
-  s->p_value = static_cast<double>(1 + as_large) / static_cast<double>(1 + draws);
-}
-
 }  // namespace
 
 RankCollectives FindCollectives(const TraceIndex& x) {
@@ -449,7 +407,12 @@ void Compare(const std::vector<Entry>& entries, const std::vector<RankCollective
     }
     s->iterations.push_back(it);
   }
-  TestConcentration(entries, last, n, s);
+  std::vector<TestedCollective> tested;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    tested.push_back({e.first->group, e.iteration, e.who, last[i].first, last[i].second});
+  }
+  TestStragglerConcentration(tested, s);
 }
 
 }  // namespace
@@ -473,6 +436,14 @@ Stragglers FindStragglers(const std::vector<RankCollectivesOf>& ranks, int world
   return s;
 }
 
+namespace {
+
+Cell IterationCell(int64_t iteration) {
+  return iteration == kNoStep ? Cell{std::string("-")} : Cell{iteration};  // "-": outside any step
+}
+
+}  // namespace
+
 Table StragglerTable(const Stragglers& s) {
   Table t;
   t.name = "stragglers";
@@ -481,9 +452,10 @@ Table StragglerTable(const Stragglers& s) {
   t.columns = {"Iteration", "Collectives", "Last rank", "Times last", "Late avg (ns)", "Late max (ns)"};
   for (const StragglerIteration& i : s.iterations) {
     const Cell last = i.last_rank < 0 ? Cell{std::string("-")} : Cell{int64_t{i.last_rank}};  // all tied
-    t.AddRow({i.iteration, i.collectives, last, i.times_last, i.mean_late_ns, i.max_late_ns});
+    t.AddRow({IterationCell(i.iteration), i.collectives, last, i.times_last, i.mean_late_ns, i.max_late_ns});
   }
   t.notes.push_back(s.alignment + ".");
+  for (const std::string& u : s.undecided) t.notes.push_back("Straggler test: " + u + ".");
   if (!s.mismatch.empty()) {
     t.notes.push_back("Sequences differ (" + std::to_string(s.skipped) + " collectives not compared): first at " +
                       s.mismatch + ".");
@@ -508,13 +480,7 @@ Table StragglerRankTable(const Stragglers& s) {
               r.collectives, r.times_last, r.late_ns, r.collectives > 0 ? Cell{r.behind_median_ns} : dash,
               r.collectives > 0 ? Cell{r.host_behind_median_ns} : dash});
   }
-  if (s.permutations > 0) {
-    char p[200];
-    std::snprintf(p, sizeof(p), "Chance of this much waiting on one rank with the ranks drawn at random %s: p = %.3g "
-                                "(%lld draws).", s.independent ? "for each collective (no ProfilerStep)" :
-                                "once per group and iteration", s.p_value, static_cast<long long>(s.permutations));
-    t.notes.push_back(p);
-  }
+  if (s.permutations > 0) t.notes.push_back(StragglerTestText(s) + ".");
   t.notes.push_back("Offset +-: the median deviation of the rank's collective ends from the others' after alignment; "
                     "lateness below it is within the clocks' uncertainty.");
   return t;
@@ -531,7 +497,7 @@ Table StragglerCollectiveTable(const Stragglers& s, size_t limit) {
                    [](const StragglerCollective* a, const StragglerCollective* b) { return a->late_ns > b->late_ns; });
   for (size_t i = 0; i < order.size() && i < limit; ++i) {
     const StragglerCollective& c = *order[i];
-    t.AddRow({c.iteration, c.index + 1, c.group.empty() ? std::string("-") : c.group, c.ranks,
+    t.AddRow({IterationCell(c.iteration), c.index + 1, c.group.empty() ? std::string("-") : c.group, c.ranks,
               c.last_rank < 0 ? Cell{std::string("tie")} : Cell{int64_t{c.last_rank}}, c.late_ns, c.spread_ns, c.name});
   }
   if (order.size() > limit) {
@@ -564,25 +530,28 @@ std::vector<Finding> StragglerFindings(const Stragglers& s) {
     return {};
   }
   // ... and it is more than chance: ranks that take turns being last by noise gather
-  // the waiting on one of them too, in a short or two-rank job.
-  constexpr double kAlpha = 0.01;
-  if (s.p_value >= kAlpha) return {};
+  // the waiting on one of them too, in a short or two-rank job; with too few steps to
+  // relabel them whole, a rank slowed for a step by chance is told apart only by being
+  // late beyond chance in every step on its own (straggler_test_stats.cc says why).
+  if (s.p_value >= kStragglerAlpha) return {};
+  if (s.test == StragglerTest::kFewSteps && s.steps_late < s.steps) return {};
   Finding f;
   f.rule = "straggler";
   f.title = "Straggler: rank " + std::to_string(worst->rank) + " reaches the collectives last, and the other "
             "ranks wait for it";
   f.threshold = "one rank causes more than half of the waiting at collectives (its arrival - the next latest "
-                "rank's, summed over the collectives it reached last), is late by at least 10 us, 5% of a collective's mean duration and twice its clock's spread each "
-                "time, arrives after the median by more than 3 standard errors of its clock's offset, with p < 0.01 "
-                "that the waiting gathers so on one rank by chance";
+                "rank's, summed over the collectives it reached last), is late by at least 10 us, 5% of a "
+                "collective's mean duration and twice its clock's spread each time, arrives after the median by "
+                "more than 3 standard errors of its clock's offset, with p < 0.01 that the waiting gathers so on "
+                "one rank by chance (and, when the steps are too few to relabel them whole, is late beyond chance "
+                "in every step on its own)";
   char share[64];
   std::snprintf(share, sizeof(share), "%.0f%%", 100.0 * static_cast<double>(worst->late_ns) / static_cast<double>(all_late));
   f.evidence.push_back("last in " + std::to_string(worst->times_last) + " of " + std::to_string(worst->collectives) +
                        " collectives, by " + FormatNs(mean_late) + " on average: " + share + " of all the waiting");
-  char chance[128];
-  std::snprintf(chance, sizeof(chance), "p = %.2g that one rank gathers this much of the waiting by chance (%lld draws)",
-                s.p_value, static_cast<long long>(s.permutations));
-  f.evidence.push_back(chance);
+  f.evidence.push_back("p = " + PValueText(s.p_value) + " that one rank gathers this much of the waiting by chance: " +
+                       StragglerTestText(s));
+  for (const std::string& u : s.undecided) f.evidence.push_back(u);
   f.evidence.push_back("arrives " + FormatNs(worst->behind_median_ns) + " after the median rank on average (host issue: " +
                        FormatNs(worst->host_behind_median_ns) + ")");
   f.evidence.push_back(s.alignment);

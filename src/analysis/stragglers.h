@@ -2,7 +2,7 @@
 // Each rank's collectives are its communication kernels (GPU jobs; send / recv left out)
 // or, without any, its host collective calls (c10d::allreduce_, ..., or gloo:/nccl:
 // ranges); they are matched across the ranks that took part by process group, iteration
-// (ProfilerStep#N) and order, and only where every such rank made the same calls (same
+// (ProfilerStep#N; kNoStep outside any) and order, and only where every such rank made the same calls (same
 // name, same message size when the trace records it). Ranks' clocks are aligned by the
 // collectives' ends — a collective ends at nearly the same moment on every rank, whatever
 // each host's clock says — and a rank's arrival is its collective's start (the kernel's on
@@ -21,8 +21,12 @@
 
 namespace tierscope {
 
+// The iteration of a collective issued outside every ProfilerStep#N range (or in a trace
+// without any): one value for "no step", apart from every step's N, ProfilerStep#0's too.
+inline constexpr int64_t kNoStep = -1;
+
 struct CollectiveCall {
-  int64_t iteration = 0;  // N of the ProfilerStep#N it was issued in; 0 without steps
+  int64_t iteration = kNoStep;  // N of the ProfilerStep#N it was issued in; kNoStep outside any
   std::string name;
   std::string group;      // the trace's "Process Group Name" ("" when it does not say)
   int64_t elems = -1;     // "In msg nelems", -1 when absent
@@ -51,7 +55,7 @@ struct StragglerRank {
   double host_behind_median_ns = 0;  // the same for the host's issue of the collective
 };
 struct StragglerIteration {
-  int64_t iteration = 0;
+  int64_t iteration = kNoStep;
   int64_t collectives = 0;   // matched
   int last_rank = -1;        // the rank that held the others up longest
   int64_t times_last = 0;
@@ -59,13 +63,24 @@ struct StragglerIteration {
   int64_t max_late_ns = 0;
 };
 struct StragglerCollective {  // one matched collective
-  int64_t iteration = 0, index = 0;  // index: its place among its group's in the iteration
+  int64_t iteration = kNoStep, index = 0;  // index: its place among its group's in the iteration
   std::string group, name;
   int64_t ranks = 0;
   int last_rank = -1;     // -1: a tie
   int64_t late_ns = 0;    // the last rank's arrival - the next latest's
   int64_t spread_ns = 0;  // latest - earliest arrival
 };
+// How the ranks are relabelled in the permutation test.
+enum class StragglerTest {
+  kNone,         // nothing late to test
+  kCollectives,  // no ProfilerStep: each collective apart
+  // Too few steps to tell a late rank from a rank slowed for a whole step by chance
+  // (step_floor >= 0.01): each collective apart, and the rank must be late beyond chance
+  // in every step it takes part in, each step tested on its own (steps_late).
+  kFewSteps,
+  kCollectivesAndSteps,  // each collective apart, and whole steps: p is the larger
+};
+
 struct Stragglers {
   std::string alignment;  // how the clocks were aligned, in words
   std::string mismatch;   // where the ranks' collective sequences stopped matching ("" if never)
@@ -73,11 +88,22 @@ struct Stragglers {
   int64_t skipped = 0;    // collectives left out: the ranks' sequences differ there
   int world_size = 0;     // the job's, from the traces (0: unknown)
   double mean_duration_ns = 0;  // of the matched collectives, over ranks (arrival to end)
-  // The chance that lateness gathers on one rank this much if the last rank of each
-  // collective were drawn at random (a permutation test); 1 when nothing was compared.
+  // The permutation test (see StragglerFindings): the chance that the waiting gathers on
+  // one rank this much by chance. p_value decides; 1 when nothing was compared.
+  StragglerTest test = StragglerTest::kNone;
   double p_value = 1;
-  int64_t permutations = 0;
-  bool independent = false;  // no ProfilerStep: collectives relabelled one by one
+  double p_collective = 1;  // each collective's ranks relabelled at random, apart
+  double p_step = 1;        // the ranks relabelled once per process group and step (1: not run)
+  // The least p each relabelling can give here, by construction: whole steps, were the
+  // worst rank last at every collective (n^(1-B) for B steps of n ranks); each collective,
+  // given the collectives the worst rank was last at (n^(1-K) for K of them).
+  double step_floor = 1, collective_floor = 1;
+  int64_t permutations = 0;  // draws, for each relabelling
+  int worst = -1;            // index into ranks: the rank with the most waiting (-1: none)
+  int64_t worst_last = 0, worst_joined = 0;  // collectives it reached last / took part in
+  int64_t steps = 0, steps_worst = 0;        // steps it took part in / held the others up longest in
+  int64_t steps_late = 0;  // of those, where it is late beyond chance on its own (p < 0.01 in the step)
+  std::vector<std::string> undecided;        // why these data cannot decide, a sentence each
   std::vector<StragglerRank> ranks;
   std::vector<StragglerIteration> iterations;
   std::vector<StragglerCollective> collectives;
@@ -96,7 +122,8 @@ Table StragglerRankTable(const Stragglers& s);
 // The matched collectives, the latest first (the first `limit` of them).
 Table StragglerCollectiveTable(const Stragglers& s, size_t limit = 50);
 // A finding when one rank causes most of the waiting, often and by more than noise
-// would (none otherwise).
+// would (none otherwise): p_value < 0.01, and under kFewSteps the rank is late beyond
+// chance in every step (steps_late == steps).
 std::vector<Finding> StragglerFindings(const Stragglers& s);
 
 }  // namespace tierscope

@@ -30,11 +30,12 @@ bool IsDirectory(const std::string& path) {
   return std::filesystem::is_directory(path, ec);
 }
 
-// On a terminal, one updating line per rank read; nothing otherwise.
+// On a terminal, one updating line per trace read (a rank's, or one of its windows);
+// nothing otherwise.
 JobProgress Progress() {
   if (isatty(2) == 0) return nullptr;
   return [](size_t done, size_t total, const std::string& path, double seconds) {
-    std::fprintf(stderr, "\r[ranks %zu/%zu] %.1f s, read %s\033[K", done, total, seconds, path.c_str());
+    std::fprintf(stderr, "\r[traces %zu/%zu] %.1f s, read %s\033[K", done, total, seconds, path.c_str());
     if (done == total) std::fprintf(stderr, "\n");
   };
 }

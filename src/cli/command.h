@@ -42,6 +42,10 @@ int Fail(const Status& s);
 void SetCommandLine(int argc, char** argv);
 const std::string& CommandLine();
 
+// A CLI11 check: a finite number in [lo, hi] (`unit` after the range), else the parse
+// fails with "--flag: must be in [lo, hi], got X" (status 2).
+CLI::Validator InRange(double lo, double hi, const std::string& unit = "");
+
 // The workload flags `bench`, `kernel` and `sweep` share.
 void AddWorkloadOptions(CLI::App* c, BenchOptions& bench);
 

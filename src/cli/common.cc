@@ -1,5 +1,10 @@
 // What every command shares: the exit status of a failure, and the workload flags.
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "cli/command.h"
 
@@ -26,6 +31,26 @@ int Fail(const Status& s) {
                  s.code() == StatusCode::kNotFound
              ? 2
              : 1;
+}
+
+CLI::Validator InRange(double lo, double hi, const std::string& unit) {
+  const auto show = [](double v) {
+    std::ostringstream o;
+    o << std::setprecision(15) << v;
+    return o.str();
+  };
+  const std::string range = "[" + show(lo) + ", " + show(hi) + "]" + unit;
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) {
+          return "must be in " + range + ", got " + text;
+        }
+        return "";
+      },
+      "in " + range);
 }
 
 void AddWorkloadOptions(CLI::App* c, BenchOptions& bench) {

@@ -97,7 +97,7 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
       "  FP32 FMA        %8.1f GFLOP/s on 1 thread, %8.1f on %d (%s; trials spread %.1f%%)\n"
       "  BF16 dot        %s\n"
       "  INT8 dot        %s\n"
-      "  memory (triad)  %8.1f GB/s on 1 thread, %8.1f on %d (trials spread %.1f%%)\n"
+      "  memory (triad)  %8.1f GB/s on 1 thread, %8.1f on %d (3 arrays of %s; trials spread %.1f%%)\n"
       "  ridge point     %8.2f FLOP/byte (FP32)\n",
       props.name.c_str(), props.kind.c_str(), props.compute_units,
       static_cast<long long>(props.total_memory >> 20), features.c_str(),
@@ -114,7 +114,8 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
              " (" + peaks.int8_dot + ", a multiply-add counted 2)")
                 .c_str()
           : "not available (no AVX2)",
-      peaks.mem_bw_1t / 1e9, peaks.mem_bw / 1e9, peaks.threads, peaks.mem_spread_pct,
+      peaks.mem_bw_1t / 1e9, peaks.mem_bw / 1e9, peaks.threads,
+      FormatBytes(static_cast<double>(peaks.triad_array_bytes)).c_str(), peaks.mem_spread_pct,
       peaks.fp32_flops / peaks.mem_bw);
   std::string out = buf;
   std::string variants;
@@ -127,6 +128,7 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
   if (!peaks.remeasured_because.empty() && peaks.remeasured_because != "--recalibrate") {
     out += "measured again: " + peaks.remeasured_because + "\n";
   }
+  if (!peaks.mem_note.empty()) out += "warning: memory (triad): " + peaks.mem_note + "\n";
   if (std::max(peaks.fp32_spread_pct, peaks.mem_spread_pct) > kNoisySpreadPct) {
     out += "warning: the trials spread more than " + std::to_string(static_cast<int>(kNoisySpreadPct)) +
            "%: other work shared the cores; measure again on a quiet machine (--recalibrate)\n";
@@ -149,7 +151,7 @@ void RegisterDevice(CLI::App& app, std::vector<Command>* out) {
   auto* dv = app.add_subcommand("device", "The device's properties and its measured peaks");
   dv->add_option("--threads", f->threads, "worker threads (0: all cores)")->capture_default_str();
   dv->add_option("--device", f->device, "cpu | cuda | cuda:N")->capture_default_str();
-  dv->add_flag("--recalibrate", f->recalibrate, "measure the peaks again (about 2 s)");
+  dv->add_flag("--recalibrate", f->recalibrate, "measure the peaks again (a few seconds)");
   dv->add_option("--format", f->format, "text | json")->capture_default_str();
   out->push_back({dv, [f] {
                     if (f->format != "text" && f->format != "json") {

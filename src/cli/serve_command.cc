@@ -77,14 +77,15 @@ void RegisterServe(CLI::App& app, std::vector<Command>* out) {
                                          "(/embed, TEI, OpenAI embeddings, KServe v2 HTTP and gRPC, /metrics, /info)");
   sv->add_option("--model", serve->model_dir, "Hugging Face model directory (default: the built-in model)");
   sv->add_option("--dtype", serve->dtype, "fp32 | fp16 | bf16 | int8 (CPU: dynamic quantization)")->capture_default_str();
-  sv->add_option("--threads", serve->threads, "engine worker threads (0: all cores)")->capture_default_str();
+  sv->add_option("--threads", serve->threads, "engine worker threads (0: all cores)")->capture_default_str()->check(InRange(0, 1024));
   sv->add_option("--device", serve->device, "cpu | cuda | cuda:N")->capture_default_str();
   sv->add_option("--host", serve->server.host, "address to listen on")->capture_default_str();
-  sv->add_option("--port", serve->server.port, "port (0: any free one, printed)")->capture_default_str();
+  sv->add_option("--port", serve->server.port, "port (0: any free one, printed)")->capture_default_str()->check(InRange(0, 65535));
   sv->add_option("--grpc-port", serve->server.grpc_port,
                  "KServe v2 gRPC (inference.GRPCInferenceService) on this port, sharing the batcher "
                  "(0: any free one, printed; -1: off)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(InRange(-1, 65535));
   sv->add_option("--model-name", serve->server.model_name,
                  "the name in /v2/models/{name} (default: the directory's name)");
   sv->add_option("--pooling", serve->pooling,
@@ -93,30 +94,51 @@ void RegisterServe(CLI::App& app, std::vector<Command>* out) {
   sv->add_option("--buckets", serve->buckets, "sequence-length bucket edges, increasing")
       ->capture_default_str();
   sv->add_option("--max-batch-size", serve->batcher.max_batch_size, "inputs per batch (1: no batching)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(InRange(1, 1 << 16));
   sv->add_option("--max-batch-tokens", serve->batcher.max_batch_tokens,
-                 "padded tokens per batch (size x bucket edge)")->capture_default_str();
+                 "padded tokens per batch (size x bucket edge)")->capture_default_str()->check(InRange(1, 1 << 24));
   sv->add_option("--max-queue-delay-ms", serve->max_queue_delay_ms,
-                 "longest an input waits for its batch to fill")->capture_default_str();
+                 "longest an input waits for its batch to fill")->capture_default_str()->check(InRange(0, 60000, " ms"));
   sv->add_option("--max-queue", serve->batcher.max_queue, "inputs waiting before 429")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(InRange(1, 1 << 20));
   sv->add_option("--max-client-batch-size", serve->server.max_client_batch_size,
-                 "inputs per request before 413")->capture_default_str();
+                 "inputs per request before 413")->capture_default_str()->check(InRange(1, 1 << 16));
   sv->add_option("--max-input-length", serve->server.max_input_length,
                  "tokens per input before 422 or truncation (0: sentence_bert_config.json's "
                  "max_seq_length, else the model's positions; capped by the largest bucket)")
-      ->capture_default_str();
-  sv->add_option("--max-body-bytes", serve->server.max_body_bytes, "request body limit (413 above)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(InRange(0, 1 << 20));
+  sv->add_option("--max-body-bytes", serve->server.max_body_bytes, "request body limit (413 above); also gRPC's message limit")
+      ->capture_default_str()
+      ->check(InRange(1, 1 << 30, " bytes"));
   sv->add_option("--drain-timeout", serve->server.drain_timeout_s,
-                 "seconds to finish queued work after SIGTERM/SIGINT")->capture_default_str();
+                 "seconds to finish queued work after SIGTERM/SIGINT (a second signal stops at once)")
+      ->capture_default_str()
+      ->check(InRange(0, 86400, " s"));
   sv->add_option("--tokenization-workers", serve->server.tokenization_workers,
                  "threads that parse and tokenize request bodies and write embedding responses, off the "
                  "io thread (0: on it; -1: the cores the engine's threads leave free, at most 4)")
       ->capture_default_str()
-      ->check(CLI::Range(-1, 64));
+      ->check(InRange(-1, 64));
   sv->add_option("--idle-timeout", serve->server.idle_timeout_s,
-                 "seconds before an idle keep-alive connection is closed")->capture_default_str();
+                 "seconds before an idle keep-alive connection is closed (HTTP and gRPC)")
+      ->capture_default_str()
+      ->check(InRange(0.01, 86400, " s"));
+  sv->add_option("--max-connections", serve->server.max_connections,
+                 "open HTTP connections at most (0: what the descriptor limit leaves, at most 4096); at the cap "
+                 "the connection waiting longest for a request is closed, else the new one gets 503")
+      ->capture_default_str()
+      ->check(InRange(0, 1 << 20));
+  sv->add_option("--max-buffered-bytes", serve->server.max_buffered_bytes,
+                 "request bytes held at once over every connection, HTTP bodies and gRPC's memory (0: 32 bodies "
+                 "of --max-body-bytes, 64 MiB to 1 GiB); beyond it requests get 503")
+      ->capture_default_str()
+      ->check(InRange(0, 1099511627776.0, " bytes"));
+  sv->add_option("--grpc-max-streams", serve->server.grpc_max_streams, "concurrent gRPC calls per connection")
+      ->capture_default_str()
+      ->check(InRange(1, 1 << 16));
   out->push_back({sv, [serve] {
                     Status s = RunServeCommand(*serve);
                     return s.ok() ? 0 : Fail(s);

@@ -1,4 +1,5 @@
-// /proc/cpuinfo, sysfs caches and /proc/meminfo (with the cgroup v2 limit).
+// /proc/cpuinfo, sysfs caches (CPU 0's, and the last level over every online CPU) and
+// /proc/meminfo (with the cgroup v2 limit).
 #include "core/cpu_info.h"
 
 #include <sys/syscall.h>
@@ -7,7 +8,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace tierscope {
@@ -37,19 +40,39 @@ int64_t ParseSysfsSize(const std::string& text) {
   return v;
 }
 
-// Counts CPUs in a sysfs list such as "0-3,8,10-11".
-int CountCpuList(const std::string& list) {
-  int n = 0;
+// The CPUs of a sysfs list such as "0-3,8,10-11", in the list's order.
+std::vector<int> CpuListIds(const std::string& list) {
+  std::vector<int> ids;
   std::stringstream ss(list);
   std::string part;
   while (std::getline(ss, part, ',')) {
     int a = 0, b = 0;
-    if (std::sscanf(part.c_str(), "%d-%d", &a, &b) == 2 && b >= a) n += b - a + 1;
-    else if (std::sscanf(part.c_str(), "%d", &a) == 1) ++n;
+    if (std::sscanf(part.c_str(), "%d-%d", &a, &b) == 2 && b >= a && a >= 0) {
+      for (int c = a; c <= b; ++c) ids.push_back(c);
+    } else if (std::sscanf(part.c_str(), "%d", &a) == 1 && a >= 0) {
+      ids.push_back(a);
+    }
   }
-  return std::max(n, 1);
+  return ids;
 }
 
+// The data and unified caches sysfs lists under `cpu_dir` (.../cpu<N>), in index order.
+std::vector<CacheLevel> ReadCaches(const std::string& cpu_dir) {
+  std::vector<CacheLevel> out;
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = cpu_dir + "/cache/index" + std::to_string(i);
+    const std::string type = ReadFirstLine(dir + "/type");
+    if (type.empty()) break;
+    if (type == "Instruction") continue;
+    CacheLevel c;
+    c.level = std::atoi(ReadFirstLine(dir + "/level").c_str());
+    c.bytes = ParseSysfsSize(ReadFirstLine(dir + "/size"));
+    c.shared_cpus = ReadFirstLine(dir + "/shared_cpu_list");
+    c.shared_by = std::max<int>(static_cast<int>(CpuListIds(c.shared_cpus).size()), 1);
+    if (c.level > 0 && c.bytes > 0) out.push_back(c);
+  }
+  return out;
+}
 
 // The value of the first "key : value" line of /proc/cpuinfo whose key is `key`.
 std::string CpuInfoField(const std::string& key) {
@@ -138,20 +161,46 @@ bool CpuHasFlag(const std::string& flag) {
 
 
 std::vector<CacheLevel> CpuDataCaches() {
-  std::vector<CacheLevel> out;
-  for (int i = 0; i < 8; ++i) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i);
-    const std::string type = ReadFirstLine(dir + "/type");
-    if (type.empty()) break;
-    if (type == "Instruction") continue;
-    CacheLevel c;
-    c.level = std::atoi(ReadFirstLine(dir + "/level").c_str());
-    c.bytes = ParseSysfsSize(ReadFirstLine(dir + "/size"));
-    c.shared_by = CountCpuList(ReadFirstLine(dir + "/shared_cpu_list"));
-    if (c.level > 0 && c.bytes > 0) out.push_back(c);
-  }
-  std::sort(out.begin(), out.end(), [](const CacheLevel& a, const CacheLevel& b) { return a.level < b.level; });
+  std::vector<CacheLevel> out = ReadCaches("/sys/devices/system/cpu/cpu0");
+  std::stable_sort(out.begin(), out.end(),
+                   [](const CacheLevel& a, const CacheLevel& b) { return a.level < b.level; });
   return out;
+}
+
+LastLevelCache CpuLastLevelCache(const std::string& sysfs_cpu) {
+  std::vector<int> cpus = CpuListIds(ReadFirstLine(sysfs_cpu + "/online"));
+  if (cpus.empty()) {  // no online list: every cpu<N> directory
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(sysfs_cpu, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.size() > 3 && name.rfind("cpu", 0) == 0 &&
+          name.find_first_not_of("0123456789", 3) == std::string::npos) {
+        cpus.push_back(std::atoi(name.c_str() + 3));
+      }
+    }
+  }
+  // Each instance of the outermost level once, keyed by the CPUs that share it.
+  LastLevelCache llc;
+  std::map<std::string, int64_t> instances;
+  for (int cpu : cpus) {
+    for (const CacheLevel& c : ReadCaches(sysfs_cpu + "/cpu" + std::to_string(cpu))) {
+      if (c.level > llc.level) {
+        llc.level = c.level;
+        instances.clear();
+      }
+      if (c.level == llc.level) {
+        // A CPU that lists no sharers shares with no one else.
+        const std::string key = c.shared_cpus.empty() ? std::to_string(cpu) : c.shared_cpus;
+        instances[key] = std::max(instances[key], c.bytes);
+      }
+    }
+  }
+  for (const auto& [cpus_sharing, bytes] : instances) {
+    ++llc.instances;
+    llc.total_bytes += bytes;
+    llc.instance_bytes = std::max(llc.instance_bytes, bytes);
+  }
+  return llc;
 }
 
 std::string FormatBytes(double bytes) {

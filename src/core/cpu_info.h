@@ -1,7 +1,7 @@
 // What the host says about its CPU and memory: the model name (/proc/cpuinfo), the data
-// cache sizes (sysfs), and the memory available to a new allocation (/proc/meminfo and
-// the cgroup limit). One reader of each, used by the backend, calibration and the
-// workload's memory check.
+// cache sizes (sysfs: CPU 0's levels, and the whole machine's last-level cache), and the
+// memory available to a new allocation (/proc/meminfo and the cgroup limit). One reader
+// of each, used by the backend, calibration and the workload's memory check.
 #ifndef TIERSCOPE_CORE_CPU_INFO_H_
 #define TIERSCOPE_CORE_CPU_INFO_H_
 
@@ -39,10 +39,23 @@ struct CacheLevel {
   int level = 0;         // 1, 2, 3
   int64_t bytes = 0;     // size of one instance
   int shared_by = 1;     // logical CPUs sharing one instance
+  std::string shared_cpus;  // which: sysfs's shared_cpu_list ("0-7,64-71")
 };
 
 // The data and unified caches of CPU 0, innermost first (empty when sysfs lacks them).
 std::vector<CacheLevel> CpuDataCaches();
+
+// The machine's last-level cache: the outermost level any online CPU reports, over all
+// of its instances (one per distinct shared_cpu_list: a socket, or on AMD each CCX), so
+// two sockets of 240 MiB hold 480 MiB. level 0 when sysfs says nothing. `sysfs_cpu` is
+// the directory of cpu<N>/cache/index<M>/ (and `online`); tests give their own.
+struct LastLevelCache {
+  int level = 0;
+  int instances = 0;
+  int64_t instance_bytes = 0;  // the largest instance (what one core can use)
+  int64_t total_bytes = 0;     // all instances together
+};
+LastLevelCache CpuLastLevelCache(const std::string& sysfs_cpu = "/sys/devices/system/cpu");
 
 // "48 KiB", "1 MiB", "32 MiB", "1.5 GiB".
 std::string FormatBytes(double bytes);

@@ -1,8 +1,6 @@
 // Peak FLOP/s and memory-bandwidth measurements, and their per-machine cache.
 #include "inspect/calibration.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -21,6 +19,7 @@
 #include "core/stats.h"
 #include "core/text.h"
 #include "core/thread_pool.h"
+#include "inspect/peak_kernels.h"
 #include "tierscope/version.h"
 
 namespace tierscope {
@@ -28,170 +27,27 @@ namespace {
 
 using Clock = MonotonicClock;
 
-// Each FMA test runs kChains independent accumulator chains, enough to cover the FMA
-// latency on two pipes; returns FLOPs done.
-constexpr int kChains = 12;
-constexpr int64_t kIters = 12'000'000;  // ~25 ms per AVX2 trial on a 3 GHz core
+constexpr int64_t kIters = 12'000'000;  // FMA passes: ~25 ms per AVX2 trial on a 3 GHz core
 constexpr int kFmaTrials = 7;
 constexpr int kTriadTrials = 5;
 constexpr int kMeasureAttempts = 3;  // while the trials' spread says the cores were shared
 
-__attribute__((target("avx512f"))) double FmaAvx512(int64_t iters) {
-  __m512 acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i) * 1e-3f);
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-  for (int64_t it = 0; it < iters; ++it) {
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-  }
-  __m512 s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
-  float out[16];
-  _mm512_storeu_ps(out, s);
-  volatile float sink = out[0];
-  (void)sink;
-  return 2.0 * 16 * kChains * static_cast<double>(iters);
-}
+// The triad's arrays (PlanTriad): each at least kTriadCacheFactor x the last-level cache,
+// never under 64 MiB, 256 MiB when the cache's size is unknown; the three at most half
+// the available memory (1 GiB each when that is unknown). A trial streams at least
+// kTriadTrialBytes (two passes over 3 x 64 MiB).
+constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kTriadCacheFactor = 4;
+constexpr int64_t kTriadMinBytes = 64 * kMiB;
+constexpr int64_t kTriadUnknownCacheBytes = 256 * kMiB;
+constexpr int64_t kTriadNoMemInfoBytes = 1024 * kMiB;
+constexpr int64_t kTriadTrialBytes = 384 * kMiB;
 
-__attribute__((target("avx2,fma"))) double FmaAvx2(int64_t iters) {
-  __m256 acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i) * 1e-3f);
-  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  for (int64_t it = 0; it < iters; ++it) {
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
-  }
-  __m256 s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm256_add_ps(s, acc[i]);
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  volatile float sink = out[0];
-  (void)sink;
-  return 2.0 * 8 * kChains * static_cast<double>(iters);
-}
-
-double FmaScalar(int64_t iters) {
-  float acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = static_cast<float>(i) * 1e-3f;
-  for (int64_t it = 0; it < iters; ++it) {
-    for (int i = 0; i < kChains; ++i) acc[i] = acc[i] * 0.999999f + 1e-7f;
-  }
-  volatile float sink = acc[0];
-  (void)sink;
-  return 2.0 * kChains * static_cast<double>(iters);
-}
-
-__attribute__((target("avx512f,avx512bf16"))) double DotBf16(int64_t iters) {
-  __m512 acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_setzero_ps();
-  const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80);  // 1.0 in BF16
-  const __m512bh b = (__m512bh)_mm512_set1_epi16(0x3380);  // ~6e-8
-  for (int64_t it = 0; it < iters; ++it) {
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
-  }
-  __m512 s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
-  float out[16];
-  _mm512_storeu_ps(out, s);
-  volatile float sink = out[0];
-  (void)sink;
-  return 2.0 * 32 * kChains * static_cast<double>(iters);  // 16 lanes x 2 products
-}
-
-// INT8 dot throughput: u8 x s8 multiply-adds summed into int32, counted 2 operations
-// each (as FLOPs), on the instruction the INT8 GEMM's micro-kernels use on this CPU.
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) double DotInt8Avx512Vnni(int64_t iters) {
-  __m512i acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_epi32(i);
-  const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(-1);
-  for (int64_t it = 0; it < iters; ++it) {
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
-  }
-  __m512i s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm512_add_epi32(s, acc[i]);
-  int out[16];
-  _mm512_storeu_si512(out, s);
-  volatile int sink = out[0];
-  (void)sink;
-  return 2.0 * 64 * kChains * static_cast<double>(iters);
-}
-
-__attribute__((target("avx2,avxvnni"))) double DotInt8AvxVnni(int64_t iters) {
-  __m256i acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_epi32(i);
-  const __m256i a = _mm256_set1_epi8(1), b = _mm256_set1_epi8(-1);
-  for (int64_t it = 0; it < iters; ++it) {
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_dpbusd_avx_epi32(acc[i], a, b);
-  }
-  __m256i s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm256_add_epi32(s, acc[i]);
-  volatile int sink = _mm256_extract_epi32(s, 0);
-  (void)sink;
-  return 2.0 * 32 * kChains * static_cast<double>(iters);
-}
-
-// AVX2 without VNNI: vpmaddubsw, vpmaddwd by ones, vpaddd — 32 multiply-adds a triple.
-// The products do not depend on the sums, so each pass hides `a` from the compiler and
-// each chain multiplies its own b: nothing can be computed once and reused.
-constexpr int kInt8Avx2Chains = 6;  // 6 sums + 6 b + a + ones fit the 16 ymm registers
-__attribute__((target("avx2"))) double DotInt8Avx2(int64_t iters) {
-  __m256i acc[kInt8Avx2Chains], b[kInt8Avx2Chains];
-  for (int i = 0; i < kInt8Avx2Chains; ++i) {
-    acc[i] = _mm256_set1_epi32(i);
-    b[i] = _mm256_set1_epi8(static_cast<char>(-1 - i));
-  }
-  __m256i a = _mm256_set1_epi8(1);
-  const __m256i ones = _mm256_set1_epi16(1);
-  for (int64_t it = 0; it < iters; ++it) {
-    __asm__ volatile("" : "+x"(a));  // a is new to the compiler each pass
-    for (int i = 0; i < kInt8Avx2Chains; ++i) {
-      acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b[i]), ones));
-    }
-  }
-  __m256i s = acc[0];
-  for (int i = 1; i < kInt8Avx2Chains; ++i) s = _mm256_add_epi32(s, acc[i]);
-  volatile int sink = _mm256_extract_epi32(s, 0);
-  (void)sink;
-  return 2.0 * 32 * kInt8Avx2Chains * static_cast<double>(iters);
-}
-
-// AMX: TDPBUSD on 16 x 64 u8 by 64 x 16 s8 tiles into 16 x 16 int32, 16,384 multiply-adds
-// an instruction, over four independent C tiles (as the GEMM's 2 x 2 blocking), with the
-// INT8 GEMM's own tile configuration (micro_kernel_int8.cc).
-struct alignas(64) AmxPeakConfig {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-__attribute__((target("amx-tile,amx-int8"))) double DotInt8Amx(int64_t iters) {
-  AmxPeakConfig cfg;
-  for (int t = 0; t < 8; ++t) {
-    cfg.rows[t] = 16;
-    cfg.colsb[t] = 64;
-  }
-  _tile_loadconfig(&cfg);
-  alignas(64) static const uint8_t a[16 * 64] = {1};
-  alignas(64) static const int8_t b[16 * 64] = {-1};
-  alignas(64) int32_t out[16 * 16];
-  _tile_loadd(4, a, 64);
-  _tile_loadd(5, a, 64);
-  _tile_loadd(6, b, 64);
-  _tile_loadd(7, b, 64);
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  for (int64_t it = 0; it < iters; ++it) {
-    _tile_dpbusd(0, 4, 6);
-    _tile_dpbusd(1, 4, 7);
-    _tile_dpbusd(2, 5, 6);
-    _tile_dpbusd(3, 5, 7);
-  }
-  _tile_stored(0, out, 64);
-  // No _tile_release: the INT8 GEMM configures each thread once with this same layout
-  // (8 tiles of 16 x 64 bytes) and would find its tiles gone.
-  volatile int sink = out[0];
-  (void)sink;
-  return 2.0 * 16 * 16 * 64 * 4 * static_cast<double>(iters);
+// Passes of the calibration's kernel `k` per thread and trial.
+int64_t PeakIters(const PeakKernel& k) {
+  if (k.isa == "scalar") return kIters / 4;
+  if (k.isa == "amx-int8") return kIters / 16;
+  return kIters;
 }
 
 // Runs `work` on `threads` threads released together: once untimed (a warm-up: clocks
@@ -233,22 +89,65 @@ RateSample Rate(int threads, int trials, const std::function<double(int)>& work)
   return r;
 }
 
-// STREAM triad a = b + s*c over arrays far larger than the caches, split by thread.
-RateSample TriadBandwidth(int threads) {
-  constexpr size_t kElems = size_t{16} << 20;  // 64 MiB per array
-  std::vector<float> a(kElems), b(kElems, 1.0f), c(kElems, 2.0f);
-  const auto work = [&](int t) {
-    const size_t per = kElems / static_cast<size_t>(threads);
-    const size_t lo = per * static_cast<size_t>(t), hi = lo + per;
-    float* pa = a.data();
-    const float* pb = b.data();
-    const float* pc = c.data();
-    for (int rep = 0; rep < 2; ++rep) {
+// The triad's arrays, allocated once per measurement (PlanTriad sizes them) and first
+// touched by the threads that stream them, so each page sits on its thread's node.
+struct TriadArrays {
+  std::unique_ptr<float[]> a, b, c;
+  size_t n = 0;    // floats in each array
+  size_t one = 0;  // floats the one-thread run streams (a prefix)
+};
+
+// Allocates plan.array_bytes per array or, when that fails, halves it down to 16 MiB.
+TriadArrays AllocateTriad(const TriadPlan& plan, int threads) {
+  TriadArrays t;
+  for (int64_t bytes = plan.array_bytes; t.n == 0; bytes /= 2) {
+    const size_t n = static_cast<size_t>(bytes) / sizeof(float);
+    t.a.reset(new (std::nothrow) float[n]);
+    t.b.reset(new (std::nothrow) float[n]);
+    t.c.reset(new (std::nothrow) float[n]);
+    if (t.a && t.b && t.c) {
+      t.n = n;
+      t.one = std::min(n, static_cast<size_t>(plan.one_thread_bytes) / sizeof(float));
+    } else {
+      t.a.reset();
+      t.b.reset();
+      t.c.reset();
+      if (bytes / 2 < 16 * kMiB) break;
+    }
+  }
+  if (t.n == 0) return t;
+  // Rate with no timed trial runs `work` once on every thread: the first touch.
+  Rate(threads, 0, [&](int th) {
+    const size_t per = t.n / static_cast<size_t>(threads);
+    const size_t lo = per * static_cast<size_t>(th);
+    const size_t hi = th == threads - 1 ? t.n : lo + per;
+    for (size_t i = lo; i < hi; ++i) {
+      t.a[i] = 0.0f;
+      t.b[i] = 1.0f;
+      t.c[i] = 2.0f;
+    }
+    return 0.0;
+  });
+  return t;
+}
+
+// STREAM triad a = b + s*c over the first `span` floats of the arrays, split by thread;
+// bytes/s, 12 bytes an element (two reads, one write).
+RateSample TriadBandwidth(TriadArrays& t, int threads, size_t span) {
+  const size_t per = span / static_cast<size_t>(threads);
+  const int64_t pass = static_cast<int64_t>(12 * per) * threads;
+  const int reps = static_cast<int>(
+      std::max<int64_t>(1, (kTriadTrialBytes + pass - 1) / std::max<int64_t>(pass, 1)));
+  const auto work = [&](int th) {
+    const size_t lo = per * static_cast<size_t>(th), hi = lo + per;
+    float* pa = t.a.get();
+    const float* pb = t.b.get();
+    const float* pc = t.c.get();
+    for (int rep = 0; rep < reps; ++rep) {
       for (size_t i = lo; i < hi; ++i) pa[i] = pb[i] + 3.0f * pc[i];
     }
-    return 2.0 * 3.0 * sizeof(float) * static_cast<double>(per);
+    return static_cast<double>(reps) * 3.0 * sizeof(float) * static_cast<double>(per);
   };
-  work(0);  // fault the pages in outside the timing
   return Rate(threads, kTriadTrials, work);
 }
 
@@ -305,6 +204,8 @@ nlohmann::json MachinePeaks::ToJson() const {
                         {"mem_gbps_1t", mem_bw_1t / 1e9},
                         {"mem_gbps", mem_bw / 1e9},
                         {"mem_spread_pct", mem_spread_pct},
+                        {"triad_array_bytes", triad_array_bytes},
+                        {"mem_note", mem_note},
                         {"measured_at", measured_at}};
 }
 
@@ -340,6 +241,8 @@ StatusOr<MachinePeaks> MachinePeaks::FromJson(const nlohmann::json& j) {
       p.int8_ops = j.at("int8_gops").get<double>() * 1e9;
       p.mem_bw_1t = j.at("mem_gbps_1t").get<double>() * 1e9;
       p.mem_spread_pct = j.at("mem_spread_pct").get<double>();
+      p.triad_array_bytes = j.at("triad_array_bytes").get<int64_t>();
+      p.mem_note = j.at("mem_note").get<std::string>();
     }
   } catch (const nlohmann::json::exception& e) {
     return DataLoss(std::string("calibration cache: ") + e.what());
@@ -353,57 +256,102 @@ StatusOr<MachinePeaks> MachinePeaks::FromJson(const nlohmann::json& j) {
 
 namespace {
 
-// One measurement: FP32 FMA (and BF16 dot) on one thread and on all, then the triad.
-MachinePeaks MeasureOnce(int threads) {
+// The calibration's kernel for `pipe` on `isa`, as a Rate work item (the CPU runs it:
+// the ISA came from CpuVectorIsa, CpuInt8DotIsa or the CPU's flags).
+std::function<double(int)> PeakWork(PeakPipe pipe, const std::string& isa, int64_t divide = 1) {
+  StatusOr<PeakKernel> k = FindPeakKernel(pipe, isa);
+  if (!k.ok()) k = FindPeakKernel(PeakPipe::kFp32Fma, "scalar");
+  const int64_t iters = std::max<int64_t>(PeakIters(*k) / divide, 1);
+  return [run = k->run, iters](int) { return run(iters, nullptr); };
+}
+
+// One measurement: FP32 FMA (and BF16 and INT8 dot) on one thread and on all, then the
+// triad over `triad`.
+MachinePeaks MeasureOnce(int threads, TriadArrays& triad) {
   MachinePeaks p;
   p.threads = threads;
   p.cpu = CpuModelName();
   p.isa = CpuVectorIsa();
   p.build = TIERSCOPE_BUILD_ID;
-  std::function<double(int)> fma;
-  if (p.isa == "avx512f") fma = [](int) { return FmaAvx512(kIters); };
-  else if (p.isa == "avx2+fma") fma = [](int) { return FmaAvx2(kIters); };
-  else fma = [](int) { return FmaScalar(kIters / 4); };
+  const std::function<double(int)> fma = PeakWork(PeakPipe::kFp32Fma, p.isa);
   p.fp32_flops_1t = Rate(1, kFmaTrials, fma).best;
   const RateSample all = Rate(p.threads, kFmaTrials, fma);
   p.fp32_flops = all.best;
   p.fp32_spread_pct = all.spread_pct;
   p.trials = all.trials;
-  p.bf16_dot = CpuHasFlag("avx512_bf16");
+  p.bf16_dot = FindPeakKernel(PeakPipe::kBf16Dot, "avx512_bf16").ok();
   if (p.bf16_dot) {
-    const auto dot = [](int) { return DotBf16(kIters); };
+    const std::function<double(int)> dot = PeakWork(PeakPipe::kBf16Dot, "avx512_bf16");
     p.bf16_flops_1t = Rate(1, kFmaTrials, dot).best;
     p.bf16_flops = Rate(p.threads, kFmaTrials, dot).best;
   }
   p.int8_dot = CpuInt8DotIsa();  // the INT8 GEMM's own choice
-  if (p.int8_dot == "scalar") p.int8_dot.clear();
+  if (!FindPeakKernel(PeakPipe::kInt8Dot, p.int8_dot).ok()) p.int8_dot.clear();  // "scalar"
   if (!p.int8_dot.empty()) {
-    std::function<double(int)> dot;
-    if (p.int8_dot == "amx-int8") dot = [](int) { return DotInt8Amx(kIters / 16); };
-    else if (p.int8_dot == "avx512vnni") dot = [](int) { return DotInt8Avx512Vnni(kIters); };
-    else if (p.int8_dot == "avxvnni") dot = [](int) { return DotInt8AvxVnni(kIters); };
-    else dot = [](int) { return DotInt8Avx2(kIters); };
+    const std::function<double(int)> dot = PeakWork(PeakPipe::kInt8Dot, p.int8_dot);
     p.int8_ops_1t = Rate(1, kFmaTrials, dot).best;
     p.int8_ops = Rate(p.threads, kFmaTrials, dot).best;
   }
-  p.mem_bw_1t = TriadBandwidth(1).best;
-  const RateSample mem = TriadBandwidth(p.threads);
-  p.mem_bw = mem.best;
-  p.mem_spread_pct = mem.spread_pct;
+  p.triad_array_bytes = static_cast<int64_t>(triad.n * sizeof(float));
+  if (triad.n > 0) {
+    p.mem_bw_1t = TriadBandwidth(triad, 1, triad.one).best;
+    const RateSample mem = TriadBandwidth(triad, p.threads, triad.n);
+    p.mem_bw = mem.best;
+    p.mem_spread_pct = mem.spread_pct;
+  }
   p.measured_at = UtcNowIso8601();
   return p;
 }
 
+// A quarter of a trial's FMA passes, best of 3.
 double ProbeFp32(int threads) {
-  std::function<double(int)> fma;
-  const std::string isa = CpuVectorIsa();
-  if (isa == "avx512f") fma = [](int) { return FmaAvx512(kIters / 4); };
-  else if (isa == "avx2+fma") fma = [](int) { return FmaAvx2(kIters / 4); };
-  else fma = [](int) { return FmaScalar(kIters / 16); };
-  return Rate(threads, 3, fma).best;
+  return Rate(threads, 3, PeakWork(PeakPipe::kFp32Fma, CpuVectorIsa(), 4)).best;
 }
 
 }  // namespace
+
+TriadPlan PlanTriad(const LastLevelCache& llc, int64_t available_bytes) {
+  TriadPlan plan;
+  const bool known = llc.total_bytes > 0;
+  const int64_t want = known ? std::max(kTriadCacheFactor * llc.total_bytes, kTriadMinBytes)
+                             : kTriadUnknownCacheBytes;
+  const int64_t want_one = llc.instance_bytes > 0
+                               ? std::max(kTriadCacheFactor * llc.instance_bytes, kTriadMinBytes)
+                               : want;
+  const int64_t cap = available_bytes > 0 ? available_bytes / 6 : kTriadNoMemInfoBytes;
+  plan.array_bytes = std::max<int64_t>(std::min(want, cap) / 4096 * 4096, 4096);
+  plan.one_thread_bytes = std::min(want_one, plan.array_bytes);
+  const std::string arrays = FormatBytes(static_cast<double>(plan.array_bytes));
+  if (!known) {
+    plan.note = "the last-level cache's size is unknown (sysfs lists no CPU caches): the triad's "
+                "arrays are " + arrays + " each, which a larger cache would hold, so 'memory' may be "
+                "cache bandwidth";
+  } else if (plan.array_bytes < kTriadCacheFactor * llc.total_bytes) {
+    const std::string why =
+        available_bytes > 0
+            ? "a sixth of the " + FormatBytes(static_cast<double>(available_bytes)) + " of memory available"
+            : std::string("the available memory is unknown");
+    plan.note = "the triad's arrays are " + arrays + " each, under " + std::to_string(kTriadCacheFactor) +
+                "x the " + FormatBytes(static_cast<double>(llc.total_bytes)) + " last-level cache (" + why +
+                " caps them), so 'memory' may include cache bandwidth";
+  }
+  return plan;
+}
+
+bool KeepBestPeaks(const MachinePeaks& other, MachinePeaks* p) {
+  bool kept = false;
+  for (double MachinePeaks::*f :
+       {&MachinePeaks::fp32_flops, &MachinePeaks::fp32_flops_1t, &MachinePeaks::bf16_flops,
+        &MachinePeaks::bf16_flops_1t, &MachinePeaks::int8_ops, &MachinePeaks::int8_ops_1t,
+        &MachinePeaks::fp16_tensor_flops, &MachinePeaks::bf16_tensor_flops, &MachinePeaks::mem_bw,
+        &MachinePeaks::mem_bw_1t}) {
+    if (other.*f > p->*f) {
+      p->*f = other.*f;
+      kept = true;
+    }
+  }
+  return kept;
+}
 
 const PeakMeter& DefaultPeakMeter() {
   static const PeakMeter meter{[](int threads) { return MeasurePeaks(threads); }, ProbeFp32};
@@ -413,31 +361,34 @@ const PeakMeter& DefaultPeakMeter() {
 StatusOr<MachinePeaks> MeasurePeaks(int threads) {
   if (threads < 0) return InvalidArgument("threads must be >= 0");
   if (threads == 0) threads = ThreadPool::HardwareThreads();
+  const TriadPlan plan = PlanTriad(CpuLastLevelCache(), AvailableMemoryBytes());
+  TriadArrays triad = AllocateTriad(plan, threads);
+  if (triad.n == 0) {
+    return ResourceExhausted("calibration: no memory for the triad's arrays (3 x " +
+                             FormatBytes(static_cast<double>(plan.array_bytes)) + " planned)");
+  }
+  std::string note = plan.note;
+  if (static_cast<int64_t>(triad.n * sizeof(float)) < plan.array_bytes) {
+    note += std::string(note.empty() ? "" : "; ") + "the triad's arrays were cut to " +
+            FormatBytes(static_cast<double>(triad.n * sizeof(float))) + " each (" +
+            FormatBytes(static_cast<double>(plan.array_bytes)) +
+            " could not be allocated), so 'memory' may include cache bandwidth";
+  }
   // Peaks are maxima: other work on the cores only lowers a trial, so each figure is the
   // best seen, and a wide spread is measured again.
-  MachinePeaks p = MeasureOnce(threads);
+  MachinePeaks p = MeasureOnce(threads, triad);
   for (int attempt = 1; attempt < kMeasureAttempts &&
                         std::max(p.fp32_spread_pct, p.mem_spread_pct) > kNoisySpreadPct;
        ++attempt) {
-    const MachinePeaks again = MeasureOnce(threads);
-    if (again.fp32_flops > p.fp32_flops) {
-      p.fp32_flops = again.fp32_flops;
-      p.fp32_spread_pct = again.fp32_spread_pct;
-    } else {
-      p.fp32_spread_pct = std::min(p.fp32_spread_pct, again.fp32_spread_pct);
-    }
-    if (again.mem_bw > p.mem_bw) {
-      p.mem_bw = again.mem_bw;
-      p.mem_spread_pct = again.mem_spread_pct;
-    } else {
-      p.mem_spread_pct = std::min(p.mem_spread_pct, again.mem_spread_pct);
-    }
-    p.fp32_flops_1t = std::max(p.fp32_flops_1t, again.fp32_flops_1t);
-    p.mem_bw_1t = std::max(p.mem_bw_1t, again.mem_bw_1t);
-    p.bf16_flops_1t = std::max(p.bf16_flops_1t, again.bf16_flops_1t);
-    p.bf16_flops = std::max(p.bf16_flops, again.bf16_flops);
+    const MachinePeaks again = MeasureOnce(threads, triad);
+    p.fp32_spread_pct = again.fp32_flops > p.fp32_flops ? again.fp32_spread_pct
+                                                        : std::min(p.fp32_spread_pct, again.fp32_spread_pct);
+    p.mem_spread_pct = again.mem_bw > p.mem_bw ? again.mem_spread_pct
+                                               : std::min(p.mem_spread_pct, again.mem_spread_pct);
+    KeepBestPeaks(again, &p);  // every peak, INT8 and BF16 too
     p.trials += again.trials;
   }
+  p.mem_note = note;
   return p;
 }
 
@@ -564,22 +515,7 @@ StatusOr<MachinePeaks> RemeasurePeaks(Backend& backend, const MachinePeaks& prev
       p.threads != previous.threads || p.build != previous.build) {
     return p;  // not the same key: nothing to keep
   }
-  bool kept = false;
-  for (auto [now, before] : {std::pair{&p.fp32_flops, previous.fp32_flops},
-                             {&p.fp32_flops_1t, previous.fp32_flops_1t},
-                             {&p.bf16_flops, previous.bf16_flops},
-                             {&p.bf16_flops_1t, previous.bf16_flops_1t},
-                             {&p.int8_ops, previous.int8_ops},
-                             {&p.int8_ops_1t, previous.int8_ops_1t},
-                             {&p.fp16_tensor_flops, previous.fp16_tensor_flops},
-                             {&p.bf16_tensor_flops, previous.bf16_tensor_flops},
-                             {&p.mem_bw, previous.mem_bw},
-                             {&p.mem_bw_1t, previous.mem_bw_1t}}) {
-    if (before > *now) {
-      *now = before;
-      kept = true;
-    }
-  }
+  const bool kept = KeepBestPeaks(previous, &p);
   if (kept) Store(p.cache_path.empty() ? CachePath(p) : p.cache_path, p);
   return p;
 }

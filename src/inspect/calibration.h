@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cpu_info.h"
 #include "tierscope/status.h"
 
 namespace tierscope {
@@ -44,6 +45,10 @@ struct MachinePeaks {
   std::string int8_dot;
   double int8_ops_1t = 0, int8_ops = 0;
   double mem_bw_1t = 0, mem_bw = 0;          // bytes/s, triad (2 reads + 1 write per element)
+  // CPU: the size of each triad array (PlanTriad), and why the triad may have measured
+  // cache rather than memory bandwidth ("" when its arrays are well beyond the caches).
+  int64_t triad_array_bytes = 0;
+  std::string mem_note;
   // CPU: the spread of the all-thread trials behind fp32_flops and mem_bw, and their
   // count; a wide spread means other work shared the cores while they ran.
   double fp32_spread_pct = 0, mem_spread_pct = 0;
@@ -62,7 +67,7 @@ struct MachinePeaks {
 };
 
 // The calibration method; a cache written by another method is measured again.
-inline constexpr int kCalibrationMethod = 3;
+inline constexpr int kCalibrationMethod = 4;  // 4: triad arrays sized from the LLC
 // A trial spread above this means the machine was busy while the peaks were measured.
 inline constexpr double kNoisySpreadPct = 15;
 // Cached peaks older than this are measured again.
@@ -70,6 +75,26 @@ inline constexpr int64_t kPeaksMaxAgeS = 30 * 24 * 3600;
 // A quick probe faster than the cached FP32 peak by this factor makes the cache stale:
 // the cached figure was measured while other work held the cores.
 inline constexpr double kProbeStaleFactor = 1.05;
+
+// The CPU triad's arrays for a machine with last-level cache `llc` and
+// `available_bytes` of memory (-1: unknown): each at least 4x the whole last-level cache
+// (all sockets' or CCXs' instances together) and 64 MiB, 256 MiB when the cache's size is
+// unknown, and the three together at most half the memory available (1 GiB each when
+// that is unknown). The one-thread run streams a prefix of 4x one instance (a core uses
+// only its own). `note` says why the figure may be cache bandwidth: the cache's size is
+// unknown, or memory kept the arrays under 4x the cache.
+struct TriadPlan {
+  int64_t array_bytes = 0;
+  int64_t one_thread_bytes = 0;
+  std::string note;
+};
+TriadPlan PlanTriad(const LastLevelCache& llc, int64_t available_bytes);
+
+// Keeps in `p`, field by field, the larger of its peaks and `other`'s: FP32, BF16 and
+// INT8 (one thread and all), the tensor-core GEMMs and memory. Peaks are maxima; a
+// measurement taken while other work shared the cores must not lower one. Returns whether
+// any of `other`'s was kept.
+bool KeepBestPeaks(const MachinePeaks& other, MachinePeaks* p);
 
 // How CPU peaks are measured. The default runs the FMA and triad kernels; tests give
 // their own to play a busy or a recovered machine.

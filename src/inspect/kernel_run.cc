@@ -136,6 +136,9 @@ StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
   for (const ProfiledLaunch& p : inspector->profiled()) {
     KernelEvidence e = EvidenceFromReplay(p, *inspector, peaks, props, device);
     e.peaks_note = peaks_note;
+    if (!peaks.mem_note.empty()) {  // the memory peak may be a cache's: the verdict says so
+      e.peaks_note += (e.peaks_note.empty() ? "" : "; ") + std::string("memory peak: ") + peaks.mem_note;
+    }
     r.reports.push_back(BuildKernelReport(e, sections));
   }
   nlohmann::json kernels = nlohmann::json::array();

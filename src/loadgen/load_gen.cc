@@ -9,6 +9,7 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include "core/process_limits.h"
 #include "core/text.h"
 #include "loadgen/load_client.h"
 
@@ -128,11 +129,12 @@ Status CheckLoadOptions(const LoadOptions& o) {
   if (o.mode != "open" && o.mode != "closed") {
     return InvalidArgument("--mode '" + o.mode + "': expected open or closed");
   }
-  if (o.mode == "open" && !(o.rate > 0 && o.rate <= 1e6)) {
+  // Every flag is checked, whichever mode uses it.
+  if (!(o.rate > 0 && o.rate <= 1e6)) {
     return InvalidArgument("--rate must be in (0, 1e6] requests per second");
   }
-  if (o.mode == "closed" && (o.concurrency < 1 || o.concurrency > 100000)) {
-    return InvalidArgument("--concurrency must be in 1..100000");
+  if (o.concurrency < 1 || o.concurrency > 100000) {
+    return InvalidArgument("--concurrency must be in [1, 100000]");
   }
   if (!(o.duration_s > 0 && o.duration_s <= 86400)) {
     return InvalidArgument("--duration must be in (0, 86400] seconds");
@@ -144,10 +146,19 @@ Status CheckLoadOptions(const LoadOptions& o) {
     return InvalidArgument("--timeout must be in (0, 3600] seconds");
   }
   if (o.inputs_per_request < 1 || o.inputs_per_request > 100000) {
-    return InvalidArgument("--inputs-per-request must be in 1..100000");
+    return InvalidArgument("--inputs-per-request must be in [1, 100000]");
   }
   if (o.max_connections < 1 || o.max_connections > 100000) {
-    return InvalidArgument("--max-connections must be in 1..100000");
+    return InvalidArgument("--max-connections must be in [1, 100000]");
+  }
+  // Each client holds a socket: as many as the descriptor limit leaves, no more.
+  const int64_t limit = DescriptorLimit(), room = limit - ReservedDescriptors(limit);
+  const bool closed = o.mode == "closed";
+  const int64_t sockets = closed ? o.concurrency : o.max_connections;
+  if (sockets > room) {
+    return InvalidArgument(std::string(closed ? "--concurrency" : "--max-connections") + " " +
+                           std::to_string(sockets) + " needs as many sockets; this process's descriptor limit (ulimit -n " +
+                           std::to_string(limit) + ") leaves " + std::to_string(room) + ": use at most that");
   }
   return ParseLengthSpec(o.lengths).status();
 }

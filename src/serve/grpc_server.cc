@@ -4,6 +4,7 @@
 #include "serve/grpc_server.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
 
 #include <algorithm>
 #include <bit>
@@ -194,22 +195,19 @@ class GrpcFrontend::Impl final : public inference::GRPCInferenceService::Callbac
     reactor->Finish(status);
   }
   // Finishes every call still waiting in the service (a drain that timed out).
-  void AbandonAll() {
+  void AbandonAll(const std::string& why) {
     std::vector<InferReactor*> waiting;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& [id, r] : calls_) waiting.push_back(r);
     }
-    for (InferReactor* r : waiting) {
-      Abandon(r, grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server's drain timed out before this request ran"));
-    }
+    for (InferReactor* r : waiting) Abandon(r, grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
   }
 
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> in_flight_{0};
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
-  int64_t max_message_bytes_ = 8 << 20;
 
  private:
   grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx, const grpc::Status& s) {
@@ -294,7 +292,7 @@ GrpcFrontend::~GrpcFrontend() { Shutdown(0); }
 StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(const std::string& host, int port, BertEngine& engine,
                                                             InferenceService& service, ServerMetrics& metrics,
                                                             const std::string& model_name, const ApiLimits& limits,
-                                                            int64_t max_message_bytes) {
+                                                            const GrpcLimits& grpc_limits) {
   if (port < 0 || port > 65535) return InvalidArgument("--grpc-port must be in [0, 65535]");
   auto impl = std::make_unique<Impl>(engine, service, metrics, model_name, limits);
   grpc::ServerBuilder builder;
@@ -302,7 +300,16 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(const std::string& h
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl->port_);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a port in use is an error, not shared
   builder.RegisterService(impl.get());
-  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(max_message_bytes, INT32_MAX)));
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(grpc_limits.max_message_bytes, INT32_MAX)));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, grpc_limits.max_streams);
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, 16 << 10);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(std::clamp(grpc_limits.idle_timeout_s * 1000, 1.0, 2e9)));
+  // Memory for every connection's buffers and calls together: beyond it gRPC refuses new
+  // work (RESOURCE_EXHAUSTED) instead of growing.
+  grpc::ResourceQuota quota("tierscope-serve-grpc");
+  quota.Resize(static_cast<size_t>(grpc_limits.memory_bytes));
+  builder.SetResourceQuota(quota);
   impl->server_ = builder.BuildAndStart();
   if (impl->server_ == nullptr || impl->port_ == 0) {
     return FailedPrecondition("cannot serve gRPC on " + host + ":" + std::to_string(port) + " (port in use?)");
@@ -312,7 +319,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(const std::string& h
 
 int GrpcFrontend::port() const { return impl_->port_; }
 void GrpcFrontend::BeginDrain() { impl_->draining_.store(true); }
-void GrpcFrontend::AbandonWaiting() { impl_->AbandonAll(); }
+void GrpcFrontend::AbandonWaiting(const std::string& why) { impl_->AbandonAll(why); }
 int64_t GrpcFrontend::in_flight() const { return impl_->in_flight_.load(); }
 
 void GrpcFrontend::Shutdown(double deadline_s) {

@@ -8,6 +8,7 @@
 #define TIERSCOPE_SERVE_GRPC_SERVER_H_
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -19,15 +20,23 @@
 
 namespace tierscope {
 
+// What one client may take of the gRPC server.
+struct GrpcLimits {
+  int64_t max_message_bytes = 8 << 20;  // a request message (--max-body-bytes)
+  int max_streams = 64;                 // concurrent calls per connection (--grpc-max-streams)
+  int64_t memory_bytes = 64 << 20;      // gRPC's resource quota (--max-buffered-bytes)
+  double idle_timeout_s = 60;           // a connection without calls is closed (--idle-timeout)
+};
+
 class GrpcFrontend {
  public:
-  // Binds host:port (0: any free port) and starts serving; a request message may be up
-  // to `max_message_bytes` (--max-body-bytes). FailedPrecondition when the port cannot be
-  // bound (in use: the port is not shared).
+  // Binds host:port (0: any free port) and starts serving within `limits`, its metadata
+  // at most 16 KiB. FailedPrecondition when the port cannot be bound (in use: the port
+  // is not shared).
   static StatusOr<std::unique_ptr<GrpcFrontend>> Start(const std::string& host, int port, BertEngine& engine,
                                                        InferenceService& service, ServerMetrics& metrics,
                                                        const std::string& model_name, const ApiLimits& limits,
-                                                       int64_t max_message_bytes);
+                                                       const GrpcLimits& grpc_limits);
   ~GrpcFrontend();
 
   int port() const;
@@ -35,10 +44,10 @@ class GrpcFrontend {
   void BeginDrain();
   // ModelInfer calls accepted and not yet answered.
   int64_t in_flight() const;
-  // Finishes every call still waiting in the inference service with UNAVAILABLE, taking
-  // it out of the queue (a drain that timed out). A client that cancels has its call
-  // taken out the same way, at once.
-  void AbandonWaiting();
+  // Finishes every call still waiting in the inference service with UNAVAILABLE and
+  // `why`, taking it out of the queue (a drain that timed out, a second signal). A client
+  // that cancels has its call taken out the same way, at once.
+  void AbandonWaiting(const std::string& why);
   // Stops the server: waits up to `deadline_s` for calls still running, then cancels them.
   void Shutdown(double deadline_s);
 

@@ -22,6 +22,8 @@
 #include "model/bert.h"
 #include "serve/api.h"
 #include "serve/grpc_server.h"
+#include "serve/http_limits.h"
+#include "serve/http_router.h"
 #include "serve/metrics.h"
 #include "serve/openai_api.h"
 #include "tierscope/version.h"
@@ -52,8 +54,14 @@ struct Server {
   net::signal_set signals;
   std::map<Session*, std::weak_ptr<Session>> sessions;
   GrpcFrontend* grpc = nullptr;  // the gRPC front end, when serving one: drained with HTTP
+  RouteContext route;            // what the router reads; route.draining follows `draining`
+  ResolvedServerLimits resolved;
+  int64_t buffered = 0;          // request body bytes the sessions hold (reserved at their headers)
+  int64_t refusing = 0;          // connections over the cap being answered 503
+  LogLimiter accept_log{std::chrono::seconds(1)};
   int64_t in_flight = 0;
   bool draining = false;
+  bool interrupted = false;      // a second signal: stop now, answering nothing more
   Clock::time_point drain_deadline;
   Status result;
   // Parses bodies and writes responses off the io thread; null with 0 workers. Last, so it
@@ -61,14 +69,28 @@ struct Server {
   std::unique_ptr<net::thread_pool> pool;
 
   Server(net::io_context& io, BertEngine& e, const WordPieceTokenizer* t, InferenceService& s,
-         ServerMetrics& m, const ServerOptions& o, const ApiLimits& l)
+         ServerMetrics& m, const ServerOptions& o, const ApiLimits& l, const ResolvedServerLimits& r)
       : ioc(io), engine(e), tokenizer(t), service(s), metrics(m), options(o), limits(l),
-        acceptor(io), timer(io), signals(io, SIGINT, SIGTERM) {
+        acceptor(io), timer(io), signals(io, SIGINT, SIGTERM), resolved(r) {
+    route.limits = &limits;
+    route.tokenizer = tokenizer;
+    route.pooling = options.pooling;
+    route.model_name = options.model_name;
+    route.config = &engine.config();
+    route.has_pooler = engine.model().has_pooler();
+    route.info = [this] { return Info(); };
+    route.metrics = [this](bool ready) { return metrics.Render(ready); };
     if (o.tokenization_workers > 0) pool = std::make_unique<net::thread_pool>(o.tokenization_workers);
   }
 
   Status Listen();
   void Accept();
+  // At the connection cap: closes the session that has waited longest for a request
+  // (idle keep-alive, slow-loris headers); false when every one has a request in hand.
+  bool EvictIdle();
+  // Answers a connection over the cap 503 and closes it (at most 16 at once; beyond, the
+  // socket is closed unanswered).
+  void RefuseConnection(tcp::socket socket);
   void WaitSignal();
   void BeginDrain(int signal);
   void CheckDrained();
@@ -76,24 +98,17 @@ struct Server {
   std::string Info() const;
 };
 
-// What a body's parse hands back to the io thread: an error, or the request to queue and
-// the call's details (or, for /tokenize, the whole response).
-struct Parsed {
-  std::optional<ApiError> error;
-  ServeRequest request;
-  OpenAiCall openai;
-  InferCall call;
-  std::string body;
-};
-
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, Server& server) : stream_(std::move(socket)), server_(server) {}
   void Start() { DoRead(); }
   void Close();
+  // No request read and being answered: the session waits for one (since read_since()).
+  bool WaitingForRequest() const { return !active_ && !closed_; }
+  Clock::time_point read_since() const { return read_since_; }
 
  private:
-  enum class Kind { kEmbed, kInfer, kOpenAi, kTokenize };
+  using Kind = RequestKind;
   // Runs `work` on the pool (here, without one), any exception an internal error, and then
   // `done` with its result on the io thread, unless the session closed meanwhile.
   template <typename Result, typename Work, typename Done>
@@ -102,7 +117,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void ParseThenSubmit(Kind kind, std::function<std::optional<ApiError>(Parsed&)> parse);
   void OnParsed(Parsed parsed);
   void DoRead();
+  // A request has arrived (whole, or refused at its header): counted in flight.
+  void BeginRequest();
   void OnRead(beast::error_code ec);
+  void ReleaseBuffered();
   void Handle();  // Route, with any exception answered as 500
   void Route();
   void OnHeader(beast::error_code ec);
@@ -133,6 +151,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool responding_ = false;  // its response is being written
   bool watching_ = false;
   bool closed_ = false;
+  Clock::time_point read_since_;  // when the read of the next request began
+  int64_t reserved_ = 0;          // this request's share of the server's body budget
   uint64_t seq_ = 0;      // requests read on this connection
   uint64_t pending_ = 0;  // the service's id of the queued request, 0 when none
   Kind kind_ = Kind::kEmbed;
@@ -146,6 +166,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
 void Session::DoRead() {
   if (closed_) return;
+  read_since_ = Clock::now();
   parser_.emplace();
   parser_->body_limit(static_cast<uint64_t>(server_.options.max_body_bytes));
   stream_.expires_after(std::chrono::milliseconds(
@@ -158,6 +179,26 @@ void Session::DoRead() {
 
 void Session::OnHeader(beast::error_code ec) {
   if (ec || closed_) return OnRead(ec);
+  // The body's bytes come out of the server's budget before they are read: a declared
+  // length, the whole limit for a chunked body, nothing when there is none (a GET).
+  const int64_t limit = server_.options.max_body_bytes;
+  const auto declared = parser_->content_length();
+  reserved_ = parser_->chunked() ? limit
+              : declared         ? static_cast<int64_t>(std::min<uint64_t>(*declared, static_cast<uint64_t>(limit)))
+                                 : 0;
+  if (server_.buffered + reserved_ > server_.resolved.max_buffered_bytes) {
+    reserved_ = 0;
+    BeginRequest();
+    endpoint_ = "other";
+    req_ = {};
+    req_.version(parser_->get().version());
+    req_.keep_alive(false);
+    return Error({503, "the server holds " + std::to_string(server_.buffered) +
+                           " bytes of request bodies, its budget (--max-buffered-bytes " +
+                           std::to_string(server_.resolved.max_buffered_bytes) + "); retry shortly",
+                  "Overloaded"});
+  }
+  server_.buffered += reserved_;
   // A client that sent `Expect: 100-continue` waits for a go-ahead before its body.
   const auto& h = parser_->get();
   if (beast::iequals(h[http::field::expect], "100-continue") && !parser_->is_done()) {
@@ -184,15 +225,7 @@ void Session::OnRead(beast::error_code ec) {
       ec == net::error::eof) {
     return Close();
   }
-  active_ = true;
-  t0_ = Clock::now();
-  ++server_.in_flight;
-  server_.metrics.SetInFlight(server_.in_flight);
-  ++seq_;
-  if (parser_) {
-    const auto target = parser_->get().target();
-    openai_target_ = std::string_view(target.data(), target.size()).starts_with("/v1/");
-  }
+  BeginRequest();
   if (ec == http::error::body_limit) {
     endpoint_ = "other";
     req_.keep_alive(false);
@@ -209,6 +242,23 @@ void Session::OnRead(beast::error_code ec) {
   Handle();
 }
 
+void Session::BeginRequest() {
+  active_ = true;
+  t0_ = Clock::now();
+  ++server_.in_flight;
+  server_.metrics.SetInFlight(server_.in_flight);
+  ++seq_;
+  if (parser_) {
+    const auto target = parser_->get().target();
+    openai_target_ = std::string_view(target.data(), target.size()).starts_with("/v1/");
+  }
+}
+
+void Session::ReleaseBuffered() {
+  server_.buffered -= reserved_;
+  reserved_ = 0;
+}
+
 void Session::Handle() {
   try {
     Route();
@@ -219,132 +269,12 @@ void Session::Handle() {
 }
 
 void Session::Route() {
-  std::string path(req_.target());
-  if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
-  const bool get = req_.method() == http::verb::get || req_.method() == http::verb::head;
-  const bool post = req_.method() == http::verb::post;
-  auto method = [&](bool ok, const char* allow) {
-    if (ok) return true;
-    Error({405, "method " + std::string(req_.method_string()) + " is not allowed on " + path +
-                    "; use " + allow,
-           "Validation"});
-    return false;
-  };
-  const bool ready = !server_.draining;
-  const std::string& name = server_.options.model_name;
-  auto refuse_if_draining = [&] {
-    if (!server_.draining) return false;
-    req_.keep_alive(false);
-    Error({503, "the server is draining (shutting down); send this request elsewhere",
-           "Unhealthy"});
-    return true;
-  };
-
-  // TEI serves its embed route at / as well: Hugging Face's InferenceClient posts there.
-  if (path == "/embed" || path == "/") {
-    endpoint_ = path;
-    if (!method(post, "POST") || refuse_if_draining()) return;
-    if (!server_.tokenizer) {
-      // Not 503: nothing will change by waiting, and clients retry a 503.
-      return Error({422, "this model directory has no vocab.txt: text cannot be tokenized; use "
-                         "/v2/models/" + name + "/infer with token ids",
-                    "Validation"});
-    }
-    return ParseThenSubmit(Kind::kEmbed, [this](Parsed& out) {
-      return ParseEmbedRequest(req_.body(), server_.limits, *server_.tokenizer, server_.options.pooling,
-                               &out.request);
-    });
-  }
-  if (path == "/tokenize") {
-    endpoint_ = path;
-    if (!method(post, "POST")) return;
-    if (!server_.tokenizer) {
-      return Error({422, "this model directory has no vocab.txt: there is nothing to tokenize with", "Validation"});
-    }
-    return ParseThenSubmit(Kind::kTokenize, [this](Parsed& out) -> std::optional<ApiError> {
-      std::vector<TokenizedInput> inputs;
-      if (auto e = ParseTokenizeRequest(req_.body(), server_.limits, *server_.tokenizer, &inputs)) return e;
-      out.body = TokenizeResponse(*server_.tokenizer, inputs);
-      return std::nullopt;
-    });
-  }
-  if (path == "/v1/embeddings") {
-    endpoint_ = path;
-    if (!method(post, "POST") || refuse_if_draining()) return;
-    return ParseThenSubmit(Kind::kOpenAi, [this](Parsed& out) {
-      return ParseOpenAiEmbeddingsRequest(req_.body(), server_.limits, server_.tokenizer, server_.options.pooling,
-                                          server_.options.model_name, &out.request, &out.openai);
-    });
-  }
-  if (path == "/v1/models") {
-    endpoint_ = path;
-    if (!method(get, "GET")) return;
-    return Respond(200, nlohmann::json{{"object", "list"},
-                                       {"data", {{{"id", name}, {"object", "model"}, {"created", 0},
-                                                  {"owned_by", "tierscope"}}}}}
-                            .dump());
-  }
-  if (path == "/health" || path == "/v2/health/ready" || path == "/v2/health/live") {
-    endpoint_ = path;
-    if (!method(get, "GET")) return;
-    const bool ok = path == "/v2/health/live" || ready;
-    return Respond(ok ? 200 : 503, ok ? "" : "{\"error\":\"draining\"}");
-  }
-  if (path == "/info") {
-    endpoint_ = path;
-    if (!method(get, "GET")) return;
-    return Respond(200, server_.Info());
-  }
-  if (path == "/metrics") {
-    endpoint_ = path;
-    if (!method(get, "GET")) return;
-    return Respond(200, server_.metrics.Render(ready), "text/plain; version=0.0.4");
-  }
-  if (path == "/v2") {
-    endpoint_ = path;
-    if (!method(get, "GET")) return;
-    return Respond(200, nlohmann::json{{"name", "tierscope"},
-                                       {"version", TIERSCOPE_VERSION},
-                                       {"extensions", nlohmann::json::array()}}
-                            .dump());
-  }
-  const std::string prefix = "/v2/models/";
-  if (path.compare(0, prefix.size(), prefix) == 0) {
-    std::string rest = path.substr(prefix.size());
-    std::string model = rest.substr(0, rest.find('/'));
-    std::string tail = rest.substr(model.size());
-    if (tail.compare(0, 11, "/versions/1") == 0) tail = tail.substr(11);
-    if (tail.empty() || tail == "/ready" || tail == "/infer") {
-      endpoint_ = "/v2/models/{name}" + tail;
-      if (!method(tail == "/infer" ? post : get, tail == "/infer" ? "POST" : "GET")) return;
-      if (model != name) {
-        return Error({404, "unknown model '" + model + "'; this server has '" + name + "'",
-                      "NotFound"});
-      }
-      if (tail.empty()) {
-        return Respond(200, ModelMetadata(name, server_.engine.config(),
-                                          server_.engine.model().has_pooler()));
-      }
-      if (tail == "/ready") return Respond(ready ? 200 : 503, "");
-      if (refuse_if_draining()) return;
-      if (auto enc = req_[http::field::content_encoding]; !enc.empty() && enc != "identity") {
-        return Error({415, "Content-Encoding " + std::string(enc) + " is not supported; send the body uncompressed",
-                      "Validation"});
-      }
-      size_t header_length = 0;
-      const auto header_value = req_["Inference-Header-Content-Length"];
-      if (auto e = ParseInferHeaderLength(std::string_view(header_value.data(), header_value.size()), req_.body().size(),
-                                          &header_length)) {
-        return Error(*e);
-      }
-      return ParseThenSubmit(Kind::kInfer, [this, header_length](Parsed& out) {
-        return ParseInferRequest(req_.body(), header_length, server_.limits, server_.engine.model().has_pooler(),
-                                 &out.request, &out.call);
-      });
-    }
-  }
-  endpoint_ = "other";
-  Error({404, "no endpoint " + path, "NotFound"});
+  RouteDecision d = RouteRequest(server_.route, req_);
+  endpoint_ = d.endpoint;
+  if (d.close) req_.keep_alive(false);
+  if (d.error) return Error(*d.error);
+  if (d.parse) return ParseThenSubmit(*d.kind, std::move(d.parse));
+  Respond(d.code, std::move(d.body), d.content_type);
 }
 
 template <typename Result, typename Work, typename Done>
@@ -434,8 +364,16 @@ void Session::WatchDisconnect() {
         if (ec || self->closed_ || self->seq_ != seq || self->pending_ == 0) return;
         beast::error_code ec2;
         const size_t available = self->stream_.socket().available(ec2);
-        if (!ec2 && available > 0) return;  // a pipelined request: the client is still there
-        self->Close();                      // end of stream: the client left
+        if (ec2 || available == 0) return self->Close();  // end of stream: the client left
+        // A pipelined request: its bytes wait in the read buffer for the next read, and the
+        // watch goes on, so a client that pipelines and then leaves is still seen to leave.
+        // Past 64 KiB buffered the watch stops (the bytes stay unread in the socket).
+        constexpr size_t kMaxPipelinedBytes = 64 << 10;
+        if (self->buffer_.size() + available > kMaxPipelinedBytes) return;
+        const size_t n = self->stream_.socket().read_some(self->buffer_.prepare(available), ec2);
+        if (ec2) return self->Close();
+        self->buffer_.commit(n);
+        self->WatchDisconnect();
       });
 }
 
@@ -503,6 +441,7 @@ void Session::Respond(int code, std::string body, const char* content_type, size
 }
 
 void Session::EndRequest() {
+  ReleaseBuffered();
   if (!active_) return;
   active_ = false;
   server_.metrics.CountRequest(endpoint_, code_);
@@ -523,6 +462,7 @@ void Session::Close() {
     code_ = 499;  // nginx's "client closed request"
     EndRequest();
   }
+  ReleaseBuffered();
   beast::error_code ec;
   stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
   stream_.close();
@@ -554,10 +494,18 @@ void Server::Accept() {
   acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted) return;
     if (ec) {  // e.g. out of file descriptors: try again shortly rather than spin
-      std::cerr << "tierscope serve: accept failed: " << ec.message() << "\n";
+      int64_t held = 0;
+      if (accept_log.Allow(&held)) {
+        std::cerr << "tierscope serve: accept failed: " << ec.message()
+                  << (held > 0 ? " (and " + std::to_string(held) + " more since the last report)" : "") << "\n";
+      }
       auto retry = std::make_shared<net::steady_timer>(ioc, std::chrono::milliseconds(50));
       retry->async_wait([this, retry](beast::error_code) { Accept(); });
       return;
+    }
+    if (static_cast<int64_t>(sessions.size()) >= resolved.max_connections && !EvictIdle()) {
+      RefuseConnection(std::move(socket));
+      return Accept();
     }
     socket.set_option(tcp::no_delay(true), ec);
     auto session = std::make_shared<Session>(std::move(socket), *this);
@@ -567,12 +515,61 @@ void Server::Accept() {
   });
 }
 
+bool Server::EvictIdle() {
+  std::shared_ptr<Session> oldest;
+  for (auto& [p, weak] : sessions) {
+    auto s = weak.lock();
+    if (s && s->WaitingForRequest() && (!oldest || s->read_since() < oldest->read_since())) oldest = s;
+  }
+  if (!oldest) return false;
+  metrics.CountConnectionEvicted();
+  oldest->Close();
+  return true;
+}
+
+void Server::RefuseConnection(tcp::socket socket) {
+  metrics.CountConnectionRefused();
+  int64_t held = 0;
+  if (accept_log.Allow(&held)) {
+    std::cerr << "tierscope serve: " << sessions.size() << " connections, every one with a request in hand "
+              << "(--max-connections " << resolved.max_connections << "): answering new ones 503"
+              << (held > 0 ? " (" + std::to_string(held) + " more log lines held back)" : "") << "\n";
+  }
+  if (refusing >= 16) {  // a flood: no answer, just the descriptor back
+    beast::error_code ec;
+    socket.close(ec);
+    return;
+  }
+  ++refusing;
+  static const std::string kBusy = [] {
+    const std::string body =
+        "{\"error\":\"the server is at its connection limit (--max-connections)\",\"error_type\":\"Overloaded\"}";
+    return "HTTP/1.1 503 Service Unavailable\r\nServer: tierscope/" TIERSCOPE_VERSION
+           "\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  }();
+  auto s = std::make_shared<beast::tcp_stream>(std::move(socket));
+  s->expires_after(std::chrono::seconds(2));
+  net::async_write(*s, net::buffer(kBusy), [this, s](beast::error_code, size_t) {
+    --refusing;
+    beast::error_code ec;
+    s->socket().shutdown(tcp::socket::shutdown_both, ec);
+    s->close();
+  });
+}
+
 void Server::WaitSignal() {
   signals.async_wait([this](beast::error_code ec, int signal) {
     if (ec) return;
     if (draining) {
-      std::cerr << "tierscope serve: second signal: stopping without finishing the drain\n";
+      // At once: the queued inputs are dropped, not run, and gRPC waits for nobody.
+      std::cerr << "tierscope serve: second signal: stopping now; " << in_flight << " HTTP and "
+                << (grpc != nullptr ? grpc->in_flight() : 0) << " gRPC requests and " << service.queued()
+                << " queued inputs are dropped\n";
       result = Internal("interrupted while draining " + std::to_string(in_flight) + " requests");
+      interrupted = true;
+      service.AbandonQueued();
+      if (grpc != nullptr) grpc->AbandonWaiting("the server was stopped by a second signal");
       return Stop();
     }
     BeginDrain(signal);
@@ -581,6 +578,7 @@ void Server::WaitSignal() {
 
 void Server::BeginDrain(int signal) {
   draining = true;
+  route.draining = true;
   drain_deadline = Clock::now() + std::chrono::milliseconds(
                                       static_cast<int64_t>(options.drain_timeout_s * 1000));
   std::cerr << "tierscope serve: " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
@@ -603,7 +601,7 @@ void Server::CheckDrained() {
   }
   if (!done) {
     const int64_t grpc_calls = grpc != nullptr ? grpc->in_flight() : 0;
-    if (grpc != nullptr) grpc->AbandonWaiting();  // as the HTTP sessions are closed below
+    if (grpc != nullptr) grpc->AbandonWaiting("the server's drain timed out before this request ran");
     result = Internal("the drain timed out after " + std::to_string(options.drain_timeout_s) +
                       " s with " + std::to_string(in_flight) + " HTTP and " + std::to_string(grpc_calls) +
                       " gRPC requests in flight");
@@ -627,11 +625,19 @@ void Server::Stop() {
   ioc.stop();
 }
 
+// The model directory's name, as TEI's model_id is the hub's: where it lies on the
+// server's disk is not the clients' business.
+std::string ModelId(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const size_t slash = dir.find_last_of('/');
+  return slash == std::string::npos ? dir : dir.substr(slash + 1);
+}
+
 std::string Server::Info() const {
   const BertConfig& c = engine.config();
   const BatcherOptions& b = service.options();
   return nlohmann::json{
-      {"model_id", engine.model_dir()},
+      {"model_id", ModelId(engine.model_dir())},
       {"model_name", options.model_name},
       {"model_type", "embedding"},
       {"model_dtype", DTypeName(engine.dtype())},
@@ -652,6 +658,8 @@ std::string Server::Info() const {
       {"buckets", b.bucket_edges},
       {"threads", engine.threads()},
       {"tokenization_workers", options.tokenization_workers},  // as resolved
+      {"max_connections", resolved.max_connections},
+      {"max_buffered_bytes", resolved.max_buffered_bytes},
       {"device", engine.device_name()},
       {"version", TIERSCOPE_VERSION}}
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // the dir may not be UTF-8
@@ -661,11 +669,9 @@ std::string Server::Info() const {
 
 Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
                  const BatcherOptions& batcher, const ServerOptions& options) {
-  if (options.max_client_batch_size < 1) return InvalidArgument("--max-client-batch-size must be >= 1");
-  if (options.port < 0 || options.port > 65535) return InvalidArgument("--port must be in [0, 65535]");
+  TS_ASSIGN_OR_RETURN(const ResolvedServerLimits resolved, ResolveServerLimits(options, DescriptorLimit()));
   ApiLimits limits;
   limits.max_client_batch_size = options.max_client_batch_size;
-  if (options.max_input_length < 0) return InvalidArgument("--max-input-length must be >= 0");
   if (batcher.bucket_edges.empty()) return InvalidArgument("no length buckets");
   limits.max_input_length =
       std::min(engine.config().max_position_embeddings, batcher.bucket_edges.back());
@@ -702,12 +708,16 @@ Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
   TS_ASSIGN_OR_RETURN(std::unique_ptr<InferenceService> service,
                       InferenceService::Start(runner, batcher, &metrics));
   net::io_context ioc(1);
-  Server server(ioc, engine, tokenizer, *service, metrics, o, limits);
+  Server server(ioc, engine, tokenizer, *service, metrics, o, limits, resolved);
   TS_RETURN_IF_ERROR(server.Listen());
   std::unique_ptr<GrpcFrontend> grpc;
   if (o.grpc_port >= 0) {
-    TS_ASSIGN_OR_RETURN(grpc, GrpcFrontend::Start(o.host, o.grpc_port, engine, *service, metrics, o.model_name, limits,
-                                                  o.max_body_bytes));
+    GrpcLimits gl;
+    gl.max_message_bytes = o.max_body_bytes;
+    gl.max_streams = o.grpc_max_streams;
+    gl.memory_bytes = resolved.max_buffered_bytes;
+    gl.idle_timeout_s = o.idle_timeout_s;
+    TS_ASSIGN_OR_RETURN(grpc, GrpcFrontend::Start(o.host, o.grpc_port, engine, *service, metrics, o.model_name, limits, gl));
     server.grpc = grpc.get();
     std::cout << "tierscope serve: grpc listening on " << o.host << ":" << grpc->port() << std::endl;
   }
@@ -721,7 +731,7 @@ Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
   // its calls still waiting are finished by the dispatcher's drain. Then gRPC stops.
   Status result = server.result;
   service.reset();
-  if (grpc) grpc->Shutdown(options.drain_timeout_s);
+  if (grpc) grpc->Shutdown(server.interrupted ? 0 : options.drain_timeout_s);
   return result;
 }
 

@@ -36,6 +36,13 @@ struct ServerOptions {
   int tokenization_workers = -1;         // threads that parse and tokenize request bodies and
                                          // write embedding responses (0: the io thread does;
                                          // -1: the cores the engine leaves free, at most 4)
+  int64_t max_connections = 0;           // open HTTP connections (0: what the descriptor
+                                         // limit leaves, at most 4096); at the cap the
+                                         // connection waiting longest for a request is
+                                         // closed, else the new one is answered 503
+  int64_t max_buffered_bytes = 0;        // request bodies held at once, all connections
+                                         // (0: 32 bodies, 64 MiB to 1 GiB); beyond: 503
+  int grpc_max_streams = 64;             // concurrent gRPC calls per connection
 };
 
 // Request bodies are parsed and tokenized, and embedding responses written, on a pool of

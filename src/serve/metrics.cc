@@ -95,6 +95,12 @@ std::string ServerMetrics::Render(bool ready) const {
   out += "# HELP tierscope_requests_in_flight Requests read and not yet answered, HTTP and gRPC.\n"
          "# TYPE tierscope_requests_in_flight gauge\ntierscope_requests_in_flight " +
          std::to_string(in_flight_.load() + grpc_in_flight_.load()) + "\n";
+  out += "# HELP tierscope_connections_closed_total HTTP connections closed at the connection cap: "
+         "idle ones to make room (evicted), new ones answered 503 (refused).\n"
+         "# TYPE tierscope_connections_closed_total counter\n"
+         "tierscope_connections_closed_total{reason=\"evicted\"} " + std::to_string(connections_evicted_.load()) +
+         "\ntierscope_connections_closed_total{reason=\"refused\"} " + std::to_string(connections_refused_.load()) +
+         "\n";
   out += "# HELP tierscope_ready 1 when the server accepts work, 0 while it drains.\n"
          "# TYPE tierscope_ready gauge\ntierscope_ready " + std::string(ready ? "1" : "0") + "\n";
   batch_size_.Write("tierscope_batch_size", "Inputs per batch run by the engine.", &out);

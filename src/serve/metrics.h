@@ -41,6 +41,9 @@ class ServerMetrics {
   void SetQueueDepth(int64_t depth) { queue_depth_.store(depth); }
   void SetInFlight(int64_t n) { in_flight_.store(n); }  // HTTP requests
   void AddGrpcInFlight(int64_t delta) { grpc_in_flight_.fetch_add(delta); }
+  // At the connection cap: an idle connection closed to make room, or a new one refused.
+  void CountConnectionEvicted() { connections_evicted_.fetch_add(1); }
+  void CountConnectionRefused() { connections_refused_.fetch_add(1); }
   // The whole exposition, with `ready` as a gauge.
   std::string Render(bool ready) const;
 
@@ -49,6 +52,7 @@ class ServerMetrics {
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   std::map<std::string, uint64_t> batches_by_reason_;
   std::atomic<int64_t> queue_depth_{0}, in_flight_{0}, grpc_in_flight_{0};
+  std::atomic<int64_t> connections_evicted_{0}, connections_refused_{0};
   Histogram batch_size_, batch_tokens_, queue_s_, inference_s_, total_s_;
 };
 

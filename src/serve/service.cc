@@ -136,6 +136,14 @@ void InferenceService::BeginDrain() {
   cv_.notify_all();
 }
 
+void InferenceService::AbandonQueued() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    abandon_ = true;
+  }
+  cv_.notify_all();
+}
+
 bool InferenceService::Idle() const {
   std::lock_guard<std::mutex> lock(mu_);
   return batcher_.queued() == 0 && !running_ && pending_.empty();
@@ -195,7 +203,7 @@ StatusOr<ForwardOutput> InferenceService::RunForward(const std::vector<const Ser
 void InferenceService::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    if (stop_ && batcher_.queued() == 0) break;
+    if (abandon_ || (stop_ && batcher_.queued() == 0)) break;
     const int64_t now = NowUs();
     // While draining every waiting input is due: look from far in the future.
     std::optional<Batch> batch = batcher_.Next(draining_ ? now + (int64_t{1} << 40) : now);

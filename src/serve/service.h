@@ -92,6 +92,10 @@ class InferenceService {
   bool Cancel(uint64_t id);
   // From now on every waiting input is dispatched at once, without the queue delay.
   void BeginDrain();
+  // Stopping now (a second signal): nothing waiting is run any more — the batch running
+  // finishes, the destructor then returns without draining; no callback of a waiting
+  // request is called.
+  void AbandonQueued();
   // True when nothing is waiting or running.
   bool Idle() const;
   int64_t queued() const;
@@ -134,6 +138,7 @@ class InferenceService {
   std::map<uint64_t, InputRef> inputs_;
   uint64_t next_request_ = 1, next_input_ = 1;
   bool draining_ = false, stop_ = false, running_ = false;
+  bool abandon_ = false;  // AbandonQueued: leave without running what waits
   double drain_rate_ = 0;  // inputs a second, an exponential average over batches
   std::thread thread_;
 };

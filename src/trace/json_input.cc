@@ -89,45 +89,65 @@ bool PaddedBuffer::Map(int fd, size_t size) {
 
 namespace {
 
+uint32_t LittleEndian32(const unsigned char* t) {
+  return t[0] | (t[1] << 8) | (t[2] << 16) | (static_cast<uint32_t>(t[3]) << 24);
+}
 
-// Makes room for another read, growing by half; JSON beyond 4 GiB is refused.
+Status TooLarge(const std::string& path, size_t known_size = 0) {
+  const std::string size =
+      known_size > 0 ? std::to_string(known_size) + " bytes of JSON" : "more than 4 GiB of JSON";
+  return ResourceExhausted(path + ": " + size + ", over simdjson's limit of " +
+                           std::to_string(kMaxJsonBytes) + " bytes; split the trace");
+}
+
+Status CheckSize(const PaddedBuffer& buf, const std::string& path) {
+  return buf.size() > kMaxJsonBytes ? TooLarge(path) : OkStatus();
+}
+
+// Makes room for another read, growing by half up to just past the limit, so that JSON
+// beyond 4 GiB is refused as soon as one byte more has arrived.
 Status EnsureRoom(PaddedBuffer& buf, const std::string& path) {
-  if (buf.size() > kMaxJsonBytes) {
-    return ResourceExhausted(path + ": the JSON is larger than 4 GiB, simdjson's limit");
-  }
+  if (buf.size() > kMaxJsonBytes) return TooLarge(path);
   if (buf.room() >= 4096) return OkStatus();
-  const size_t want = buf.size() + std::max(buf.size() / 2, size_t{1} << 20);
+  const size_t want =
+      std::min(buf.size() + std::max(buf.size() / 2, size_t{1} << 20), kMaxJsonBytes + 1);
   if (buf.Reserve(want)) return OkStatus();
   return ResourceExhausted(path + ": out of memory for " + std::to_string(want) + " bytes");
 }
 
-// The uncompressed size a gzip trailer claims (mod 2^32) when it is plausible for a
-// file of `file_size` bytes; else `file_size` x 8, a typical JSON ratio.
-size_t GzipSizeHint(const unsigned char* trailer, size_t file_size) {
-  const unsigned char* t = trailer;
-  const size_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (static_cast<size_t>(t[3]) << 24);
-  return isize >= file_size / 2 && isize <= file_size * 256 + 65536 ? isize : file_size * 8;
+// Whether a gzip trailer's uncompressed size (mod 2^32) is plausible for a file of
+// `file_size` bytes: a truncated or multi-member file's last four bytes are noise, and a
+// JSON past 4 GiB wraps around to a small number.
+bool PlausibleIsize(size_t isize, size_t file_size) {
+  return isize >= file_size / 2 && isize <= file_size * 256 + 65536;
 }
 
-// zlib, streaming: the path for inputs libdeflate rejects, so that a truncated or corrupt
-// stream is reported with where it broke.
-Status ReadGzipStream(FILE* f, const std::string& path, size_t file_size, PaddedBuffer& buf) {
-  // The gzip trailer holds the uncompressed size mod 2^32: the first allocation, unless
-  // it is implausible (a truncated or multi-member file).
-  size_t hint = file_size * 8;
-  unsigned char t[4];
-  if (file_size >= 18 && std::fseek(f, -4, SEEK_END) == 0 && std::fread(t, 1, 4, f) == 4) {
-    hint = GzipSizeHint(t, file_size);
+// zlib, streaming, from byte `offset` of the file (a gzip member's start) to the end,
+// appended to `buf` and grown as it goes, so each byte is decompressed once: the path for
+// inputs libdeflate cannot take in one pass, and for a truncated or corrupt stream, which
+// it reports with where it broke. Refuses as soon as the output passes 4 GiB.
+Status ReadGzipStream(FILE* f, const std::string& path, size_t file_size, size_t offset,
+                      PaddedBuffer& buf) {
+  if (buf.size() == 0) {
+    // The trailer holds the uncompressed size mod 2^32: the first allocation, unless it
+    // is implausible; then 8x the compressed size, a typical JSON ratio.
+    size_t hint = file_size * 8;
+    unsigned char t[4];
+    if (file_size >= 18 && std::fseek(f, -4, SEEK_END) == 0 && std::fread(t, 1, 4, f) == 4 &&
+        PlausibleIsize(LittleEndian32(t), file_size)) {
+      hint = LittleEndian32(t);
+    }
+    buf.Reserve(std::min(hint, kMaxJsonBytes) + 1);  // a failure shows in EnsureRoom
   }
-  if (std::fseek(f, 0, SEEK_SET) != 0) return DataLoss(path + ": cannot seek");
-  buf.Reserve(std::min(hint, kMaxJsonBytes) + 1);  // a failure shows in EnsureRoom
-
+  if (std::fseek(f, static_cast<long>(offset), SEEK_SET) != 0) {
+    return DataLoss(path + ": cannot seek");
+  }
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 32) != Z_OK) return Internal(path + ": inflateInit failed");
   std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&zs, inflateEnd);
   std::vector<unsigned char> in(size_t{1} << 18);
   bool eof = false;
-  size_t compressed = 0;
+  size_t compressed = offset;
   auto refill = [&]() {
     if (zs.avail_in > 0 || eof) return;
     const size_t n = std::fread(in.data(), 1, in.size(), f);
@@ -163,67 +183,52 @@ Status ReadGzipStream(FILE* f, const std::string& path, size_t file_size, Padded
                     std::to_string(compressed - zs.avail_in) + ": " +
                     (zs.msg != nullptr ? zs.msg : "inflate error"));
   }
-  return EnsureRoom(buf, path);
+  return CheckSize(buf, path);
 }
 
-// libdeflate, whole-buffer (several times zlib's speed): the compressed file is read at
-// once and each gzip member decompressed into the buffer, sized from the trailer's
-// length and doubled if that was short. Bad data goes to ReadGzipStream for its report.
+// libdeflate, whole-buffer (several times zlib's speed), when the trailer's size is
+// plausible: the compressed file is read at once and its first member decompressed, in
+// one pass, into a buffer of exactly that size. libdeflate cannot resume, so the rest
+// goes to ReadGzipStream: members after the first (from where the first ended), or the
+// whole file when the trailer was short (a multi-member file whose last member is the
+// smallest, or JSON past 4 GiB, the trailer being mod 2^32), implausible, or the data
+// bad (zlib says where). No buffer is ever doubled and decompressed into again.
 Status ReadGzip(FILE* f, const std::string& path, size_t file_size, PaddedBuffer& buf) {
-  std::vector<unsigned char> in;
-  if (file_size < 18 || file_size > kMaxJsonBytes) {
-    return ReadGzipStream(f, path, file_size, buf);
+  unsigned char t[4];
+  const bool trailer = file_size >= 18 && file_size <= kMaxJsonBytes &&
+                       std::fseek(f, -4, SEEK_END) == 0 && std::fread(t, 1, 4, f) == 4;
+  const size_t isize = trailer ? LittleEndian32(t) : 0;
+  if (std::fseek(f, 0, SEEK_SET) != 0) return DataLoss(path + ": cannot seek");
+  if (!trailer || !PlausibleIsize(isize, file_size)) {
+    return ReadGzipStream(f, path, file_size, 0, buf);
   }
-  in.resize(file_size);
+  std::vector<unsigned char> in(file_size);
   if (std::fread(in.data(), 1, file_size, f) != file_size || std::fgetc(f) != EOF) {
-    // Shorter or longer than stat said (a file being written): stream it.
-    if (std::fseek(f, 0, SEEK_SET) != 0) return DataLoss(path + ": cannot seek");
-    return ReadGzipStream(f, path, file_size, buf);
+    return ReadGzipStream(f, path, file_size, 0, buf);  // not what stat said: being written
   }
-  const unsigned char* t = in.data() + file_size - 4;
-  const size_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (static_cast<size_t>(t[3]) << 24);
-  size_t want = GzipSizeHint(t, file_size);
-  // Pages are allocated up front only for a typical JSON ratio: the trailer of a truncated
-  // file is noise, and must not commit gigabytes.
-  bool populate = want == isize && isize <= file_size * 32;
+  // Pages are allocated up front only for a typical JSON ratio.
+  if (!buf.Reserve(isize + 1, /*populate=*/isize <= file_size * 32)) {
+    return ResourceExhausted(path + ": out of memory for " + std::to_string(isize + 1) +
+                             " bytes");
+  }
   std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> d(
       libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
   if (d == nullptr) return ResourceExhausted(path + ": out of memory for the decompressor");
-  size_t pos = 0;
-  while (pos + 2 <= in.size() && in[pos] == 0x1f && in[pos + 1] == 0x8b) {
-    const size_t start = buf.size();
-    for (;;) {
-      want = std::min(want, kMaxJsonBytes + 1);
-      if (!buf.Reserve(start + want, populate)) {
-        return ResourceExhausted(path + ": out of memory for " + std::to_string(start + want) +
-                                 " bytes");
-      }
-      size_t used = 0, got = 0;
-      const libdeflate_result r = libdeflate_gzip_decompress_ex(
-          d.get(), in.data() + pos, in.size() - pos, buf.data() + start, buf.room(), &used, &got);
-      if (r == LIBDEFLATE_SUCCESS) {
-        buf.Grow(got);
-        pos += used;
-        break;
-      }
-      if (r != LIBDEFLATE_INSUFFICIENT_SPACE) {  // corrupt or truncated: say where
-        buf = PaddedBuffer();
-        if (std::fseek(f, 0, SEEK_SET) != 0) return DataLoss(path + ": cannot seek");
-        return ReadGzipStream(f, path, file_size, buf);
-      }
-      if (buf.room() > kMaxJsonBytes) {
-        return ResourceExhausted(path + ": the JSON is larger than 4 GiB, simdjson's limit");
-      }
-      want = std::max(buf.room() * 2, size_t{1} << 20);
-      populate = false;
-    }
-    want = std::max(want / 4, size_t{1} << 20);  // a following member: a guess, grown as needed
+  size_t used = 0, got = 0;
+  const libdeflate_result r = libdeflate_gzip_decompress_ex(
+      d.get(), in.data(), in.size(), buf.data(), buf.room(), &used, &got);
+  d.reset();
+  if (r != LIBDEFLATE_SUCCESS) {  // the allocation is kept for zlib
+    buf.Truncate(0);
+    return ReadGzipStream(f, path, file_size, 0, buf);
   }
-  if (buf.size() > kMaxJsonBytes) {
-    return ResourceExhausted(path + ": the JSON is larger than 4 GiB, simdjson's limit");
-  }
-  // Anything after the last member is ignored, as gzip does.
-  return EnsureRoom(buf, path);
+  buf.Grow(got);
+  const bool more = used + 2 <= in.size() && in[used] == 0x1f && in[used + 1] == 0x8b;
+  in = std::vector<unsigned char>();
+  // Another member follows (concatenated .gz); anything else after the first is ignored,
+  // as gzip does.
+  if (more) return ReadGzipStream(f, path, file_size, used, buf);
+  return CheckSize(buf, path);
 }
 
 }  // namespace
@@ -238,7 +243,8 @@ int64_t EstimatedInputBytes(const std::string& path) {
   unsigned char t[4];
   if (file_size >= 18 && std::fread(magic, 1, 2, f.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b &&
       std::fseek(f.get(), -4, SEEK_END) == 0 && std::fread(t, 1, 4, f.get()) == 4) {
-    return static_cast<int64_t>(GzipSizeHint(t, file_size));
+    const size_t isize = LittleEndian32(t);
+    return static_cast<int64_t>(PlausibleIsize(isize, file_size) ? isize : file_size * 8);
   }
   return static_cast<int64_t>(file_size);
 }
@@ -262,19 +268,20 @@ StatusOr<PaddedBuffer> ReadJsonInput(const std::string& path) {
   PaddedBuffer buf;
   if (gz) {
     TS_RETURN_IF_ERROR(ReadGzip(f.get(), path, file_size, buf));
+  } else if (file_size > kMaxJsonBytes) {
+    return TooLarge(path, file_size);  // refused from its size, before reading a byte
   } else {
     // A regular file is mapped rather than copied (the padding is zero pages after it).
-    if (file_size > (size_t{1} << 20) && file_size <= kMaxJsonBytes &&
-        buf.Map(fileno(f.get()), file_size)) {
+    if (file_size > (size_t{1} << 20) && buf.Map(fileno(f.get()), file_size)) {
       return buf;
     }
-    buf.Reserve(std::min(file_size, kMaxJsonBytes) + 1);  // +1: EOF seen without growing
+    buf.Reserve(file_size + 1);  // +1: EOF seen without growing
     for (size_t n = 1; n > 0; buf.Grow(n)) {
       TS_RETURN_IF_ERROR(EnsureRoom(buf, path));
       n = std::fread(buf.data() + buf.size(), 1, buf.room(), f.get());
     }
     if (std::ferror(f.get())) return DataLoss(path + ": read failed: " + std::strerror(errno));
-    TS_RETURN_IF_ERROR(EnsureRoom(buf, path));
+    TS_RETURN_IF_ERROR(CheckSize(buf, path));
   }
   buf.Finish();
   return buf;

@@ -5,6 +5,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -36,6 +37,7 @@ class PaddedBuffer {
   // fault per page.
   bool Reserve(size_t n, bool populate = false);
   void Grow(size_t n) { size_ += n; }
+  void Truncate(size_t n) { size_ = std::min(size_, n); }  // keeps the allocation
   void Finish() { std::memset(data_ + size_, 0, kPadding); }
   // Maps `size` bytes of the open file `fd` privately, followed by zero pages for the
   // padding; false if the system refuses (the caller then reads the file instead).
@@ -50,7 +52,10 @@ class PaddedBuffer {
 };
 
 // The whole file (gunzipped when it is gzip) in a padded buffer. NotFound for a missing
-// file; DataLoss for a truncated or corrupt gzip stream; ResourceExhausted past 4 GiB.
+// file; DataLoss for a truncated or corrupt gzip stream; ResourceExhausted past 4 GiB: a
+// plain file from its size, before anything is read or allocated; gzip as soon as the
+// output passes the limit. Gzip is decompressed once, into a buffer sized by its trailer
+// (mod 2^32, so only a hint) and grown while zlib streams when that was short.
 StatusOr<PaddedBuffer> ReadJsonInput(const std::string& path);
 
 // The bytes `path` holds once read: its size, or for gzip what its trailer claims (when

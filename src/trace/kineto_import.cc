@@ -262,9 +262,34 @@ bool Reader::ReadChunk(size_t begin, size_t end, bool copy) {
   chunk_end_ = open + len;
   bool ok = false;
   od::array events;
-  if (const error_code e = parser_.iterate(open, len, capacity).get(doc_)) {
+  size_t n = len;
+  error_code e = parser_.iterate(open, n, capacity).get(doc_);
+  if (e == simdjson::UTF8_ERROR) {  // a copy with U+FFFD for each ill-formed sequence
+    if (!copy) {
+      *open = saved_open;
+      *close = saved_close;
+      copy = true;
+    }
+    std::string fixed = "[";
+    trace_.stats.invalid_utf8 += kineto::RepairUtf8({data_ + begin, end - begin}, &fixed);
+    fixed += ']';
+    n = fixed.size();
+    copy_ = PaddedBuffer();
+    if (!copy_.Reserve(n)) {
+      error_ = simdjson::MEMALLOC;
+      return false;
+    }
+    std::memcpy(copy_.data(), fixed.data(), n);
+    copy_.Grow(n);
+    copy_.Finish();
+    open = copy_.data();
+    base_ = open;
+    chunk_end_ = open + n;  // error offsets past a repair are then approximate
+    e = parser_.iterate(open, n, copy_.capacity()).get(doc_);
+  }
+  if (e) {
     error_ = e;
-    error_offset_ = begin - 1 + kineto::LocateStage1Error(open, len, e);
+    error_offset_ = begin - 1 + kineto::LocateStage1Error(open, n, e);
   } else if (const error_code e2 = doc_.get_array().get(events)) {
     Fail(e2);
   } else {
@@ -441,8 +466,8 @@ bool Reader::ReadEvent(od::value v) {
     const std::string_view key = KeyOf(field, chunk_end_);
     od::value fv = field.value();
     if (Is(key, "ph")) ev.got_ph = got(GetString(fv, &ev.ph));
-    else if (Is(key, "ts")) ev.got_ts = got(GetNumberText(fv, &ev.ts));
-    else if (Is(key, "dur")) ev.got_dur = got(GetNumberText(fv, &ev.dur));
+    else if (Is(key, "ts")) ev.got_ts = got(GetNumberText(fv, &ev.ts) || GetString(fv, &ev.ts));
+    else if (Is(key, "dur")) ev.got_dur = got(GetNumberText(fv, &ev.dur) || GetString(fv, &ev.dur));
     else if (Is(key, "cat")) ev.has_cat = GetString(fv, &ev.cat);
     else if (Is(key, "name")) ev.got_name = got(GetString(fv, &ev.name));
     else if (Is(key, "pid")) ev.pid_ok = ReadId(fv, &ev.pid, &ev.pid_local, &ev.pid_string);
@@ -561,6 +586,7 @@ void Reader::Merge(Reader& later) {
   stats.events_kept += more.events_kept;
   stats.metadata += more.metadata;
   stats.malformed += more.malformed;
+  stats.invalid_utf8 += more.invalid_utf8;
   for (const auto& [reason, n] : more.malformed_reasons) stats.malformed_reasons[reason] += n;
   const StringTable& theirs = later.trace_.strings;
   std::vector<int32_t> ids(theirs.size(), -1);  // their interned string ids -> ours

@@ -24,13 +24,16 @@
 //                                               external_id = Addr); other instants,
 //                                               ph M, flows (s/f/t), B/E and unknown
 //                                               phases are counted in stats.metadata.
-// Timestamps (µs, integer or decimal) become ns exactly (decimal digits, rounded to the
-// nearest ns); they are not rebased. String pids/tids map to their trailing number
+// Timestamps and durations (µs, integer or decimal; also as a string of those digits, as
+// torch_npu writes "ts": "1736408883688177.930") become ns exactly (decimal digits,
+// rounded to the nearest ns); they are not rebased. String pids/tids map to their trailing number
 // ("stream 7" -> 7, "25738" -> 25738) or else to ids -2, -3, ... in order of first
 // appearance; such names and all thread_name metadata land in Trace::thread_names.
-// Invalid JSON anywhere in traceEvents (invalid UTF-8 too) fails the whole file, as
-// json.load would; bad events inside valid JSON are counted in stats.malformed (with a
-// reason in malformed_reasons) and skipped.
+// Ill-formed UTF-8 (in names, say) is read as U+FFFD, one per maximal subpart, and
+// counted in stats.invalid_utf8, as Perfetto and Python's errors="replace" do; clean
+// input pays nothing for it. Other invalid JSON anywhere in traceEvents fails the whole
+// file, as json.load would; bad events inside valid JSON are counted in stats.malformed
+// (with a reason in malformed_reasons) and skipped.
 // args: "External id" / "external id" -> external_id, "correlation" (kTask: "kernel
 // correlation") -> correlation; kKernel: v0 = flops, v1 = bytes when present. For kOp,
 // kKernel, kMemcpy, kMemset, kSync and kTask the args object's members (raw JSON text

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 namespace tierscope::kineto {
 namespace {
@@ -113,6 +114,44 @@ bool MicrosToNs(std::string_view tok, int64_t* ns) {
   return true;
 }
 
+
+int64_t RepairUtf8(std::string_view in, std::string* out) {
+  const auto* s = reinterpret_cast<const unsigned char*>(in.data());
+  const size_t n = in.size();
+  int64_t replaced = 0;
+  size_t copied = 0;  // in[copied, i) is valid and not yet appended
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // The well-formed sequences (Unicode Table 3-7): the lead byte fixes the length and
+    // the range of the second byte; later bytes are 80..BF.
+    const size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+                       : c >= 0xf0 && c <= 0xf4                 ? 4
+                                                                : 0;
+    const unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+    const unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+    size_t k = 1;  // the valid prefix: lead byte and fitting continuation bytes
+    while (len > 0 && k < len && i + k < n && s[i + k] >= (k == 1 ? lo : 0x80) &&
+           s[i + k] <= (k == 1 ? hi : 0xbf)) {
+      ++k;
+    }
+    if (len > 0 && k == len) {
+      i += len;
+      continue;
+    }
+    // Ill-formed: its maximal subpart (the valid prefix, or the one byte) becomes U+FFFD.
+    out->append(in.data() + copied, i - copied);
+    out->append("\xEF\xBF\xBD");
+    ++replaced;
+    i += k;
+    copied = i;
+  }
+  out->append(in.data() + copied, n - copied);
+  return replaced;
+}
 
 size_t LocateStage1Error(const char* data, size_t n, simdjson::error_code error) {
   const auto* s = reinterpret_cast<const unsigned char*>(data);

@@ -1,7 +1,7 @@
 // The Kineto importer's first pass and scalar parsing: finds traceEvents in the raw
 // JSON and cuts it into ~1 MiB runs of whole events (tracking only strings and bracket
 // depth; simdjson validates each run as it parses it), parses µs timestamps into exact
-// ns, and locates the byte where simdjson's first stage failed.
+// ns, repairs ill-formed UTF-8, and locates the byte where simdjson's first stage failed.
 #ifndef TIERSCOPE_TRACE_KINETO_SCAN_H_
 #define TIERSCOPE_TRACE_KINETO_SCAN_H_
 
@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -33,6 +34,11 @@ bool EndsWithIgnoreCase(std::string_view s, std::string_view lower);
 // ns, rounded to the nearest (halves away from zero). False if it is not a number or does
 // not fit in int64 ns.
 bool MicrosToNs(std::string_view tok, int64_t* ns);
+
+// Appends `in` to `out` with each ill-formed UTF-8 sequence replaced by U+FFFD (one per
+// maximal subpart, as Unicode recommends and browsers, Python and Perfetto do); returns how
+// many were replaced.
+int64_t RepairUtf8(std::string_view in, std::string* out);
 
 // Where simdjson's first stage failed (it gives no position): the first invalid UTF-8
 // sequence, raw control character in a string, or unclosed string.

@@ -3,15 +3,17 @@
 // per "ID" with its metric and rule rows.
 #include "trace/ncu_import.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <initializer_list>
 #include <map>
-#include <sstream>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -454,12 +456,18 @@ StatusOr<NcuReport> ParseNcuCsv(std::string_view text, const std::string& source
 StatusOr<NcuReport> ImportNcuCsv(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return InvalidArgument(path + ": is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot open");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return DataLoss(path + ": read error");
-  return ParseNcuCsv(buf.str(), path);
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (f == nullptr) return NotFound(path + ": cannot open");
+  // Read once into a string sized from stat (not a stream's buffer and then its copy).
+  struct stat st;
+  std::string text;
+  if (::fstat(fileno(f.get()), &st) == 0 && S_ISREG(st.st_mode)) {
+    text.reserve(static_cast<size_t>(st.st_size) + 1);
+  }
+  char chunk[1 << 16];
+  for (size_t n; (n = std::fread(chunk, 1, sizeof(chunk), f.get())) > 0;) text.append(chunk, n);
+  if (std::ferror(f.get())) return DataLoss(path + ": read error");
+  return ParseNcuCsv(text, path);
 }
 
 }  // namespace tierscope

@@ -3,17 +3,24 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <optional>
+#include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "trace/args.h"
@@ -21,11 +28,22 @@
 namespace tierscope {
 namespace {
 
+// The tables and columns of `nsys export --type sqlite` (names, declared types, NOT NULL and
+// order as nsys 2022.2's schema 2.9.1 writes them; greenContextId as nsys 2024 adds it),
+// plus tierscopeName. Columns a Kineto trace does not record are NULL, as nsys leaves them
+// when CUPTI does not report them.
 constexpr char kSchema[] = R"sql(
 CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE ENUM_NSYS_EVENT_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT, description TEXT);
 CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT,
-  totalMemory INTEGER, smCount INTEGER, computeMajor INTEGER, computeMinor INTEGER);
+  isDiscrete INTEGER, l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER,
+  smCount INTEGER, pwGpuId INTEGER, uuid TEXT, luid INTEGER, chipName TEXT, cuDevice INTEGER,
+  ctxswDevPath TEXT, ctrlDevPath TEXT, revision INTEGER, nodeMask INTEGER, constantMemory INTEGER,
+  maxIPC INTEGER, maxRegistersPerBlock INTEGER, maxShmemPerBlock INTEGER, maxShmemPerBlockOptin INTEGER,
+  maxShmemPerSm INTEGER, maxRegistersPerSm INTEGER, threadsPerWarp INTEGER, asyncEngines INTEGER,
+  maxWarpsPerSm INTEGER, maxBlocksPerSm INTEGER, maxThreadsPerBlock INTEGER, maxBlockDimX INTEGER,
+  maxBlockDimY INTEGER, maxBlockDimZ INTEGER, maxGridDimX INTEGER, maxGridDimY INTEGER, maxGridDimZ INTEGER,
+  computeMajor INTEGER, computeMinor INTEGER, smMajor INTEGER, smMinor INTEGER);
 CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
   deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,
   streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
@@ -34,26 +52,32 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT
   gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL,
   blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,
   staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL,
-  localMemoryPerThread INTEGER NOT NULL, localMemoryTotal INTEGER NOT NULL, gridId INTEGER NOT NULL);
+  localMemoryPerThread INTEGER NOT NULL, localMemoryTotal INTEGER NOT NULL, gridId INTEGER NOT NULL,
+  sharedMemoryExecuted INTEGER, graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER);
 CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
   eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL,
   returnValue INTEGER NOT NULL, callchainId INTEGER);
 CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL,
   deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,
   correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL,
-  srcKind INTEGER, dstKind INTEGER, tierscopeName TEXT);
+  deprecatedSrcId INTEGER, srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER, srcContextId INTEGER,
+  dstDeviceId INTEGER, dstContextId INTEGER, migrationCause INTEGER, graphNodeId INTEGER,
+  virtualAddress INTEGER, tierscopeName TEXT);
 CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL,
   deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,
   correlationId INTEGER, globalPid INTEGER, value INTEGER NOT NULL, bytes INTEGER NOT NULL,
-  memKind INTEGER, tierscopeName TEXT);
+  graphNodeId INTEGER, memKind INTEGER, tierscopeName TEXT);
 CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end INTEGER NOT NULL,
   deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,
   correlationId INTEGER, globalPid INTEGER, syncType INTEGER NOT NULL, eventId INTEGER NOT NULL);
-CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
-INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PROGRAM', 'tierscope export');
+CREATE TABLE EXPORT_META_DATA (name TEXT NOT NULL, value TEXT);
+INSERT INTO EXPORT_META_DATA VALUES ('EXPORT_PROGRAM', 'tierscope export');
+CREATE VIEW META_DATA_EXPORT AS SELECT name, value FROM EXPORT_META_DATA;
 CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,
   rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER,
-  endGlobalTid INTEGER, textId INTEGER, domainId INTEGER);
+  endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, uint64Value INTEGER, int64Value INTEGER,
+  doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, floatValue REAL, jsonTextId INTEGER,
+  jsonText TEXT);
 INSERT INTO ENUM_NSYS_EVENT_TYPE VALUES (59, 'NvtxPushPopRange', 'NVTX push/pop range'),
   (60, 'NvtxStartEndRange', 'NVTX start/end range');
 CREATE TABLE ENUM_CUDA_MEMCPY_OPER (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);
@@ -185,12 +209,34 @@ struct Stmt {
   ~Stmt() { sqlite3_finalize(s); }
 };
 
+// "INSERT INTO table (a, b) VALUES (?1, ?2)": the columns not named are NULL.
+std::string InsertSql(std::string_view table, std::initializer_list<std::string_view> cols) {
+  std::string sql = "INSERT INTO " + std::string(table) + " (";
+  std::string values;
+  int i = 0;
+  for (std::string_view c : cols) {
+    if (i > 0) {
+      sql += ", ";
+      values += ", ";
+    }
+    sql += c;
+    values += "?" + std::to_string(++i);
+  }
+  return sql + ") VALUES (" + values + ")";
+}
+
+// The host side of a correlation id: the process that made the API call, and when.
+struct Launch {
+  int32_t pid = 0;
+  int64_t ts_ns = 0;
+};
+
 class Writer {
  public:
   Writer(const Trace& t, Db& db) : t_(t), db_(db) {}
 
-  Status Prepare(Stmt& st, const char* sql) {
-    if (sqlite3_prepare_v2(db_.db, sql, -1, &st.s, nullptr) != SQLITE_OK) {
+  Status Prepare(Stmt& st, const std::string& sql) {
+    if (sqlite3_prepare_v2(db_.db, sql.c_str(), -1, &st.s, nullptr) != SQLITE_OK) {
       return Internal(std::string("preparing an insert: ") + sqlite3_errmsg(db_.db));
     }
     return OkStatus();
@@ -200,7 +246,7 @@ class Writer {
   Status Row(Stmt& st, std::initializer_list<int64_t> values, std::string_view text = {}, bool with_text = false) {
     int i = 1;
     for (int64_t v : values) {
-      if (v == INT64_MIN) {
+      if (v == kNull) {
         sqlite3_bind_null(st.s, i++);
       } else {
         sqlite3_bind_int64(st.s, i++, v);
@@ -231,27 +277,39 @@ class Writer {
 
   StatusOr<NsysExportStats> Write() {
     Stmt kernel, runtime, memcpy, memset, sync, nvtx;
-    TS_RETURN_IF_ERROR(Prepare(kernel, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-                                       "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)"));
-    TS_RETURN_IF_ERROR(Prepare(runtime, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
-    TS_RETURN_IF_ERROR(Prepare(memcpy, "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-                                       "?9, ?10, ?11, ?12)"));
-    TS_RETURN_IF_ERROR(Prepare(memset, "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-                                       "?9, ?10, ?11)"));
-    TS_RETURN_IF_ERROR(Prepare(sync, "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                                     "?7, ?8, ?9)"));
+    TS_RETURN_IF_ERROR(Prepare(kernel, InsertSql("CUPTI_ACTIVITY_KIND_KERNEL",
+                                                 {"start", "end", "deviceId", "contextId", "streamId", "correlationId",
+                                                  "globalPid", "demangledName", "shortName", "registersPerThread",
+                                                  "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
+                                                  "staticSharedMemory", "dynamicSharedMemory", "localMemoryPerThread",
+                                                  "localMemoryTotal", "gridId", "graphNodeId"})));
+    TS_RETURN_IF_ERROR(Prepare(runtime, InsertSql("CUPTI_ACTIVITY_KIND_RUNTIME",
+                                                  {"start", "end", "eventClass", "globalTid", "correlationId",
+                                                   "nameId", "returnValue"})));
+    TS_RETURN_IF_ERROR(Prepare(memcpy, InsertSql("CUPTI_ACTIVITY_KIND_MEMCPY",
+                                                 {"start", "end", "deviceId", "contextId", "streamId", "correlationId",
+                                                  "globalPid", "bytes", "copyKind", "srcKind", "dstKind",
+                                                  "srcDeviceId", "srcContextId", "dstDeviceId", "dstContextId",
+                                                  "graphNodeId", "tierscopeName"})));
+    TS_RETURN_IF_ERROR(Prepare(memset, InsertSql("CUPTI_ACTIVITY_KIND_MEMSET",
+                                                 {"start", "end", "deviceId", "contextId", "streamId", "correlationId",
+                                                  "globalPid", "value", "bytes", "graphNodeId", "memKind",
+                                                  "tierscopeName"})));
+    TS_RETURN_IF_ERROR(Prepare(sync, InsertSql("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                                               {"start", "end", "deviceId", "contextId", "streamId", "correlationId",
+                                                "globalPid", "syncType", "eventId"})));
     TS_RETURN_IF_ERROR(Prepare(nvtx, "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) "
                                      "VALUES (?1, ?2, 59, ?3, ?4)"));
-    // The host process of each correlation: a device event's globalPid.
-    std::unordered_map<int64_t, int32_t> process;
+    // The host side of each correlation: a device event's globalPid, a kernel's launch time.
+    std::unordered_map<int64_t, Launch> launches;
     for (const Event& e : t_.events) {
-      if (e.kind == EventKind::kRuntime && e.correlation != 0) process.emplace(e.correlation, e.pid);
+      if (e.kind == EventKind::kRuntime && e.correlation != 0) launches.emplace(e.correlation, Launch{e.pid, e.ts_ns});
     }
     const auto pid_of = [&](const Event& e) -> int64_t {
-      auto it = process.find(e.correlation);
-      return GlobalId(it != process.end() ? it->second : t_.host_pid, 0);
+      auto it = launches.find(e.correlation);
+      return GlobalId(it != launches.end() ? it->second.pid : t_.host_pid, 0);
     };
-    const int64_t null = INT64_MIN;
+    const std::vector<int64_t> grid_ids = GridIds(launches);
     NsysExportStats n;
     for (const Event& e : t_.events) {
       if (e.tid >= 0 && e.tid < (1 << 24)) small_tids_.insert({e.pid, e.tid});
@@ -260,47 +318,56 @@ class Writer {
       const std::string_view name = e.name >= 0 ? t_.strings.Get(e.name) : std::string_view();
       const std::string_view args = e.args >= 0 ? t_.strings.Get(e.args) : std::string_view();
       const int64_t end = e.ts_ns + e.dur_ns;
-      const int64_t corr = e.correlation != 0 ? e.correlation : null;
+      const int64_t corr = e.correlation != 0 ? e.correlation : kNull;
       switch (e.kind) {
         case EventKind::kKernel: {
           const auto grid = Dims(args, "grid"), block = Dims(args, "block");
           const int64_t id = StringId(name), short_id = StringId(ShortName(name));
           const int64_t smem = ArgInt(args, "shared memory", 0);
           devices_.insert(e.pid);
-          TS_RETURN_IF_ERROR(Row(kernel, {e.ts_ns, end, e.pid, 0, null, e.tid, corr, pid_of(e), id, short_id, null, null, null,
+          TS_RETURN_IF_ERROR(Row(kernel, {e.ts_ns, end, e.pid, ContextId(args), e.tid, corr, pid_of(e), id, short_id,
                                           ArgInt(args, "registers per thread", 0), grid[0], grid[1], grid[2], block[0],
                                           block[1], block[2], ArgInt(args, "static shared memory", smem),
-                                          ArgInt(args, "dynamic shared memory", 0), 0, 0, 0}));
+                                          ArgInt(args, "dynamic shared memory", 0), 0, 0,
+                                          grid_ids[static_cast<size_t>(n.kernels)], GraphNodeId(args)}));
           ++n.kernels;
           break;
         }
         case EventKind::kRuntime:
-          TS_RETURN_IF_ERROR(Row(runtime, {e.ts_ns, end, 0, Thread(e.pid, e.tid, &n), corr, StringId(name), 0, null}));
+          TS_RETURN_IF_ERROR(Row(runtime, {e.ts_ns, end, 0, Thread(e.pid, e.tid, &n), corr, StringId(name), 0}));
           ++n.runtime;
           break;
         case EventKind::kMemcpy: {
           auto [src, dst] = Kinds(name);
           if (src < 0) src = MemKind(ArgText(args, "src kind"));
           if (dst < 0) dst = MemKind(ArgText(args, "dst kind"));
-          TS_RETURN_IF_ERROR(Row(memcpy, {e.ts_ns, end, e.pid, 0, e.tid, corr, pid_of(e),
-                                          ArgInt(args, "bytes", static_cast<int64_t>(e.v0)),
-                                          CopyKind(name), src < 0 ? null : src, dst < 0 ? null : dst},
+          // Peer-to-peer copies name both ends (Kineto's fromDevice / toDevice); nsys leaves them
+          // NULL for the others, which CUPTI reports without.
+          TS_RETURN_IF_ERROR(Row(memcpy, {e.ts_ns, end, e.pid, ContextId(args), e.tid, corr, pid_of(e),
+                                          ArgInt(args, "bytes", static_cast<int64_t>(e.v0)), CopyKind(name),
+                                          src < 0 ? kNull : src, dst < 0 ? kNull : dst, ArgId(args, "fromDevice"),
+                                          ArgId(args, "fromContext"), ArgId(args, "toDevice"),
+                                          ArgId(args, "toContext"), GraphNodeId(args)},
                                  name, true));
           ++n.memcpys;
           break;
         }
         case EventKind::kMemset: {
           const int64_t kind = Kinds(name).first;
-          TS_RETURN_IF_ERROR(Row(memset, {e.ts_ns, end, e.pid, 0, e.tid, corr, pid_of(e), ArgInt(args, "value", 0),
-                                          ArgInt(args, "bytes", static_cast<int64_t>(e.v0)), kind < 0 ? null : kind},
+          TS_RETURN_IF_ERROR(Row(memset, {e.ts_ns, end, e.pid, ContextId(args), e.tid, corr, pid_of(e),
+                                          ArgInt(args, "value", 0), ArgInt(args, "bytes", static_cast<int64_t>(e.v0)),
+                                          GraphNodeId(args), kind < 0 ? kNull : kind},
                                  name, true));
           ++n.memsets;
           break;
         }
-        case EventKind::kSync:
-          TS_RETURN_IF_ERROR(Row(sync, {e.ts_ns, end, e.pid, 0, e.tid, corr, pid_of(e), SyncType(name), 0}));
+        case EventKind::kSync: {
+          const int64_t event = ArgId(args, "wait_on_cuda_event_id");  // event syncs only
+          TS_RETURN_IF_ERROR(Row(sync, {e.ts_ns, end, e.pid, ContextId(args), e.tid, corr, pid_of(e), SyncType(name),
+                                        event == kNull ? 0 : event}));
           ++n.syncs;
           break;
+        }
         case EventKind::kAnnotation:
           sqlite3_bind_int64(nvtx.s, 1, e.ts_ns);
           sqlite3_bind_int64(nvtx.s, 2, end);
@@ -315,40 +382,96 @@ class Writer {
       }
     }
     TS_RETURN_IF_ERROR(WriteStrings());
-    {
-      Stmt meta;
-      TS_RETURN_IF_ERROR(Prepare(meta, "INSERT INTO META_DATA_EXPORT VALUES (?1, ?2)"));
-      const std::vector<std::pair<std::string, std::string>> rows = {
-          {"TIERSCOPE_RANK", std::to_string(t_.rank)},
-          {"TIERSCOPE_WORLD_SIZE", std::to_string(t_.world_size)},
-          {"TIERSCOPE_BACKEND", t_.collective_backend},
-          {"TIERSCOPE_RUNTIME", t_.runtime},
-          {"TIERSCOPE_SOURCE", t_.source}};
-      for (const auto& [k, v] : rows) {
-        sqlite3_bind_text(meta.s, 1, k.data(), static_cast<int>(k.size()), SQLITE_STATIC);
-        sqlite3_bind_text(meta.s, 2, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
-        if (sqlite3_step(meta.s) != SQLITE_DONE) return DataLoss(std::string("writing META_DATA_EXPORT: ") + sqlite3_errmsg(db_.db));
-        sqlite3_reset(meta.s);
-      }
-    }
-    if (!t_.device_name.empty()) {  // one row per device the kernels ran on (the trace names one)
-      Stmt gpu;
-      TS_RETURN_IF_ERROR(Prepare(gpu, "INSERT INTO TARGET_INFO_GPU (vmId, id, name, totalMemory, smCount) "
-                                      "VALUES (0, ?1, ?2, ?3, ?4)"));
-      if (devices_.empty()) devices_.insert(0);
-      for (int32_t d : devices_) {
-        sqlite3_bind_int64(gpu.s, 1, d);
-        sqlite3_bind_text(gpu.s, 2, t_.device_name.data(), static_cast<int>(t_.device_name.size()), SQLITE_STATIC);
-        sqlite3_bind_int64(gpu.s, 3, t_.device_memory);
-        sqlite3_bind_int64(gpu.s, 4, t_.device_units);
-        if (sqlite3_step(gpu.s) != SQLITE_DONE) return DataLoss(std::string("writing TARGET_INFO_GPU: ") + sqlite3_errmsg(db_.db));
-        sqlite3_reset(gpu.s);
-      }
-    }
+    TS_RETURN_IF_ERROR(WriteMetaData());
+    TS_RETURN_IF_ERROR(WriteGpus());
     return n;
   }
 
  private:
+  static constexpr int64_t kNull = INT64_MIN;
+
+  // Member `key` as an exact integer (ids are never rounded through a double), or kNull when
+  // absent or not an integer.
+  static int64_t ArgId(std::string_view args, std::string_view key) {
+    const std::string_view v = ArgText(args, key);
+    int64_t x = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+    return !v.empty() && ec == std::errc() && end == v.data() + v.size() ? x : kNull;
+  }
+  // Kineto's "context" ("inContext" for a peer-to-peer copy); 0 when the trace has neither.
+  static int64_t ContextId(std::string_view args) {
+    int64_t c = ArgId(args, "context");
+    if (c == kNull) c = ArgId(args, "inContext");
+    return c == kNull ? 0 : c;
+  }
+  // Kineto's "graph node id" (CUDA 12 builds); 0 there, like no member, is no graph launch:
+  // NULL, as nsys writes it.
+  static int64_t GraphNodeId(std::string_view args) {
+    const int64_t id = ArgId(args, "graph node id");
+    return id == 0 ? kNull : id;
+  }
+
+  // nsys's gridId, per kernel in event order: each launch its own, numbered from 1 in launch
+  // order (the launching call's start, else the kernel's; then the kernel's start), the
+  // order in which CUPTI hands grid ids out.
+  std::vector<int64_t> GridIds(const std::unordered_map<int64_t, Launch>& launches) const {
+    struct Key {
+      int64_t launch_ns, start_ns;
+      size_t ordinal;
+    };
+    std::vector<Key> keys;
+    for (const Event& e : t_.events) {
+      if (e.kind != EventKind::kKernel) continue;
+      const auto it = e.correlation != 0 ? launches.find(e.correlation) : launches.end();
+      keys.push_back({it != launches.end() ? it->second.ts_ns : e.ts_ns, e.ts_ns, keys.size()});
+    }
+    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+      return std::tie(a.launch_ns, a.start_ns, a.ordinal) < std::tie(b.launch_ns, b.start_ns, b.ordinal);
+    });
+    std::vector<int64_t> ids(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) ids[keys[i].ordinal] = static_cast<int64_t>(i) + 1;
+    return ids;
+  }
+
+  // EXPORT_META_DATA, nsys's name / value rows (nsys 2022's table name; META_DATA_EXPORT,
+  // nsys 2024's, is a view of it): what the importer reads back of the trace.
+  Status WriteMetaData() {
+    Stmt meta;
+    TS_RETURN_IF_ERROR(Prepare(meta, "INSERT INTO EXPORT_META_DATA VALUES (?1, ?2)"));
+    const std::vector<std::pair<std::string, std::string>> rows = {
+        {"TIERSCOPE_RANK", std::to_string(t_.rank)},
+        {"TIERSCOPE_WORLD_SIZE", std::to_string(t_.world_size)},
+        {"TIERSCOPE_BACKEND", t_.collective_backend},
+        {"TIERSCOPE_RUNTIME", t_.runtime},
+        {"TIERSCOPE_SOURCE", t_.source}};
+    for (const auto& [k, v] : rows) {
+      sqlite3_bind_text(meta.s, 1, k.data(), static_cast<int>(k.size()), SQLITE_STATIC);
+      sqlite3_bind_text(meta.s, 2, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+      if (sqlite3_step(meta.s) != SQLITE_DONE) return DataLoss(std::string("writing EXPORT_META_DATA: ") + sqlite3_errmsg(db_.db));
+      sqlite3_reset(meta.s);
+    }
+    return OkStatus();
+  }
+
+  // One TARGET_INFO_GPU row per device the kernels ran on, when the trace names its device:
+  // the name, memory and SM count the trace has; the device's other properties are NULL.
+  Status WriteGpus() {
+    if (t_.device_name.empty()) return OkStatus();
+    Stmt gpu;
+    TS_RETURN_IF_ERROR(Prepare(gpu, "INSERT INTO TARGET_INFO_GPU (vmId, id, name, totalMemory, smCount, cuDevice) "
+                                    "VALUES (0, ?1, ?2, ?3, ?4, ?1)"));
+    if (devices_.empty()) devices_.insert(0);
+    for (int32_t d : devices_) {
+      sqlite3_bind_int64(gpu.s, 1, d);
+      sqlite3_bind_text(gpu.s, 2, t_.device_name.data(), static_cast<int>(t_.device_name.size()), SQLITE_STATIC);
+      sqlite3_bind_int64(gpu.s, 3, t_.device_memory);
+      sqlite3_bind_int64(gpu.s, 4, t_.device_units);
+      if (sqlite3_step(gpu.s) != SQLITE_DONE) return DataLoss(std::string("writing TARGET_INFO_GPU: ") + sqlite3_errmsg(db_.db));
+      sqlite3_reset(gpu.s);
+    }
+    return OkStatus();
+  }
+
   // A host thread's id in globalTid's 24 bits: its own when it fits, else a free one (Kineto
   // writes pthread ids, often negative or above 2^24); distinct threads stay distinct.
   int64_t Thread(int32_t pid, int32_t tid, NsysExportStats* n) {

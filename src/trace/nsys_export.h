@@ -1,25 +1,31 @@
 // Writes a Trace as an Nsight Systems SQLite export (`nsys export --type sqlite`'s
-// schema, the tables and columns nsys users' SQL joins on), so queries written for nsys
-// run on PyTorch (Kineto) traces; read back by ImportNsysSqlite.
+// schema: every column of these tables, with nsys's names, declared types and order), so
+// queries written for nsys run on PyTorch (Kineto) traces; read back by ImportNsysSqlite.
 //
-//   kKernel      -> CUPTI_ACTIVITY_KIND_KERNEL   deviceId = pid, streamId = tid, grid / block /
-//                                                registers / shared memory from the args
+//   kKernel      -> CUPTI_ACTIVITY_KIND_KERNEL   deviceId = pid, streamId = tid, contextId,
+//                                                grid / block / registers / shared memory and
+//                                                graphNodeId from the args; gridId one per
+//                                                launch, from 1 in launch order
 //   kRuntime     -> CUPTI_ACTIVITY_KIND_RUNTIME  globalTid = pid << 24 | tid (a tid beyond 24
 //                                                bits, as Kineto's pthread ids often are, is
 //                                                given a free one: threads stay distinct)
 //   kMemcpy      -> CUPTI_ACTIVITY_KIND_MEMCPY   copyKind / srcKind / dstKind from the name
-//                                                ("Memcpy HtoD (Pageable -> Device)"), bytes
+//                                                ("Memcpy HtoD (Pageable -> Device)"), bytes,
+//                                                src / dst device and context of a P2P copy
 //   kMemset      -> CUPTI_ACTIVITY_KIND_MEMSET   memKind from "Memset (Device)", bytes
 //                (both with one column nsys lacks, tierscopeName: the name as the trace
 //                has it, which the importer prefers; kinds like "Host" have no nsys enum)
-//   kSync        -> CUPTI_ACTIVITY_KIND_SYNCHRONIZATION
+//   kSync        -> CUPTI_ACTIVITY_KIND_SYNCHRONIZATION  eventId of an event sync
 //   kAnnotation  -> NVTX_EVENTS (push/pop ranges, eventType 59)
-// with StringIds (shortName: the bare function name, demangledName: the whole one),
+// Columns the trace does not record are NULL (0 where nsys declares them NOT NULL).
+// With StringIds (shortName: the bare function name, demangledName: the whole one),
 // ENUM_NSYS_EVENT_TYPE, ENUM_CUDA_MEMCPY_OPER, ENUM_CUDA_MEM_KIND, TARGET_INFO_GPU (one row
-// per device, when the trace names it), META_DATA_EXPORT (the trace's rank, world size, backend and runtime family, which
-// the importer reads back) and indexes on the columns those queries join on (correlationId; globalTid and
-// start; start). Operators (cpu_op), device-side annotations (gpu_user_annotation), CPU
-// task spans and allocations have no place in the schema and are left out (counted).
+// per device, when the trace names it), EXPORT_META_DATA (nsys's name / value table; the
+// trace's rank, world size, backend and runtime family, which the importer reads back;
+// META_DATA_EXPORT, nsys 2024's name, is a view of it) and indexes on the columns those
+// queries join on (correlationId; globalTid and start; start). Operators (cpu_op),
+// device-side annotations (gpu_user_annotation), CPU task spans and allocations have no
+// place in the schema and are left out (counted).
 #ifndef TIERSCOPE_TRACE_NSYS_EXPORT_H_
 #define TIERSCOPE_TRACE_NSYS_EXPORT_H_
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -216,28 +217,31 @@ class Importer {
   }
 
  private:
-  // What a tierscope export recorded of the trace it came from (META_DATA_EXPORT rows
-  // TIERSCOPE_RANK, _WORLD_SIZE, _BACKEND, _RUNTIME; nsys itself writes none of them).
+  // What a tierscope export recorded of the trace it came from (name / value rows
+  // TIERSCOPE_RANK, _WORLD_SIZE, _BACKEND, _RUNTIME; nsys itself writes none of them), in
+  // EXPORT_META_DATA (nsys 2022's name, which tierscope writes) or META_DATA_EXPORT (nsys
+  // 2024's, which older tierscope exports used as a table; now a view, not read twice).
   Status LoadRank() {
-    if (!HasTable("META_DATA_EXPORT") || !HasColumn("META_DATA_EXPORT", "name") ||
-        !HasColumn("META_DATA_EXPORT", "value")) {
-      return OkStatus();
+    for (const char* table : {"META_DATA_EXPORT", "EXPORT_META_DATA"}) {
+      if (!HasTable(table) || !HasColumn(table, "name") || !HasColumn(table, "value")) continue;
+      const std::string what = std::string("reading ") + table;
+      TS_ASSIGN_OR_RETURN(
+          Stmt s, Prepare(std::string("SELECT name, value FROM ") + table + " WHERE name LIKE 'TIERSCOPE_%'", what));
+      TS_RETURN_IF_ERROR(Step(s.get(), what, [&](sqlite3_stmt* st) {
+        const char* name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+        const char* value = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+        if (name == nullptr || value == nullptr) return;
+        const std::string n(name), v(value);
+        char* end = nullptr;
+        const long long x = std::strtoll(v.c_str(), &end, 10);
+        const bool number = end != v.c_str() && *end == '\0' && x >= -1 && x < (1LL << 24);
+        if (n == "TIERSCOPE_RANK" && number) t_.rank = static_cast<int32_t>(x);
+        if (n == "TIERSCOPE_WORLD_SIZE" && number) t_.world_size = static_cast<int32_t>(x);
+        if (n == "TIERSCOPE_BACKEND") t_.collective_backend = v;
+        if (n == "TIERSCOPE_RUNTIME" && (v == "cuda" || v == "hip" || v == "musa")) t_.runtime = v;
+      }));
     }
-    TS_ASSIGN_OR_RETURN(Stmt s, Prepare("SELECT name, value FROM META_DATA_EXPORT WHERE name LIKE 'TIERSCOPE_%'",
-                                        "reading META_DATA_EXPORT"));
-    return Step(s.get(), "reading META_DATA_EXPORT", [&](sqlite3_stmt* st) {
-      const char* name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-      const char* value = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
-      if (name == nullptr || value == nullptr) return;
-      const std::string n(name), v(value);
-      char* end = nullptr;
-      const long long x = std::strtoll(v.c_str(), &end, 10);
-      const bool number = end != v.c_str() && *end == '\0' && x >= -1 && x < (1LL << 24);
-      if (n == "TIERSCOPE_RANK" && number) t_.rank = static_cast<int32_t>(x);
-      if (n == "TIERSCOPE_WORLD_SIZE" && number) t_.world_size = static_cast<int32_t>(x);
-      if (n == "TIERSCOPE_BACKEND") t_.collective_backend = v;
-      if (n == "TIERSCOPE_RUNTIME" && (v == "cuda" || v == "hip" || v == "musa")) t_.runtime = v;
-    });
+    return OkStatus();
   }
 
   Status SqlError(const std::string& what) const {

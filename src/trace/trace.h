@@ -99,6 +99,7 @@ struct ImportStats {
   int64_t events_kept = 0;       // became Trace events
   int64_t metadata = 0;          // ph M, flows and other non-timeline entries
   int64_t malformed = 0;         // skipped: missing or mistyped fields
+  int64_t invalid_utf8 = 0;      // ill-formed UTF-8 sequences read as U+FFFD
   std::map<std::string, int64_t> malformed_reasons;  // reason -> count
   std::map<std::string, int64_t> by_category;        // category as written -> count
 };

@@ -1,10 +1,11 @@
 // libFuzzer target: the server's request path without the sockets. Bytes that start like
 // an HTTP request go through Beast's request parser (eager, with smaller header and body
-// limits than the server's, to keep inputs fast), then, by target, into the /embed and
-// /tokenize (TEI) or KServe v2 infer parser the server calls; any other bytes are handed
-// to all of them as a body. A request they accept is answered with a response of the right shape,
-// written by the server's writers. The routing of http_server.cc itself (a session on a
-// socket) is not exercised here; tests/serve covers it over loopback.
+// limits than the server's, to keep inputs fast), then through the server's own router
+// (RouteRequest, which Session::Route calls) — draining or not, with or without a
+// vocabulary — and the parse it picks (/embed and /tokenize of TEI, KServe v2 infer,
+// OpenAI's /v1/embeddings); any other bytes are handed to every parser as a body. An
+// accepted request is answered with a response of the right shape by the server's writers,
+// and a refusal is written in its API's error shape.
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http.hpp>
 
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include "serve/api.h"
+#include "serve/http_router.h"
+#include "serve/openai_api.h"
 #include "text/wordpiece.h"
 
 namespace {
@@ -95,6 +98,105 @@ void Infer(std::string_view body, std::string_view header_length) {
   }
 }
 
+// OpenAI's /v1/embeddings, with the vocabulary or without it (token arrays only).
+void OpenAi(std::string_view body, bool with_vocab) {
+  tierscope::ServeRequest r;
+  tierscope::OpenAiCall call;
+  if (auto e = tierscope::ParseOpenAiEmbeddingsRequest(body, Limits(), with_vocab ? &Tokenizer() : nullptr,
+                                                       tierscope::Pooling::kMean, "bert", &r, &call)) {
+    const int status = tierscope::OpenAiErrorStatus(*e);
+    if (status < 400 || status > 599) __builtin_trap();
+    (void)tierscope::OpenAiErrorBody(*e);
+    return;
+  }
+  if (r.inputs.empty()) __builtin_trap();
+  for (const auto& in : r.inputs) {
+    if (in.ids.empty() || static_cast<int64_t>(in.ids.size()) > Limits().max_input_length) __builtin_trap();
+    for (int32_t id : in.ids) {
+      if (id < 0 || id >= Limits().vocab_size) __builtin_trap();
+    }
+  }
+  (void)tierscope::OpenAiEmbeddingsResponse(call, Answer(r));
+}
+
+const tierscope::BertConfig& Config() {
+  static const tierscope::BertConfig c = [] {
+    tierscope::BertConfig config;
+    config.vocab_size = Limits().vocab_size;
+    config.hidden_size = 4;
+    config.num_hidden_layers = 1;
+    config.num_attention_heads = 1;
+    config.intermediate_size = 8;
+    config.max_position_embeddings = Limits().max_input_length;
+    return config;
+  }();
+  return c;
+}
+
+// The request through the server's router, as Session::Route takes it: an answer now or
+// a parse, then the response the session would write.
+void Route(const http::request<http::string_body>& req, bool draining, bool with_vocab) {
+  static const tierscope::ApiLimits limits = Limits();
+  tierscope::RouteContext ctx;
+  ctx.limits = &limits;
+  ctx.tokenizer = with_vocab ? &Tokenizer() : nullptr;
+  ctx.pooling = tierscope::Pooling::kMean;
+  ctx.model_name = "bert";
+  ctx.config = &Config();
+  ctx.has_pooler = true;
+  ctx.draining = draining;
+  ctx.info = [] { return std::string("{}"); };
+  ctx.metrics = [](bool) { return std::string(); };
+  tierscope::RouteDecision d = tierscope::RouteRequest(ctx, req);
+  if (d.endpoint.empty()) __builtin_trap();
+  if (d.error) {
+    if (d.error->code < 400 || d.error->code > 599 || d.parse) __builtin_trap();  // one decision
+    (void)tierscope::ErrorBody(*d.error);
+    return;
+  }
+  if (!d.parse) {
+    if (d.kind || d.code < 200 || d.code > 599) __builtin_trap();
+    // Nothing that reaches the model is answered without a parse, and never while draining.
+    if (d.endpoint == "/embed" || d.endpoint == "/tokenize" || d.endpoint == "/v1/embeddings") __builtin_trap();
+    return;
+  }
+  if (draining || !d.kind) __builtin_trap();  // a drain refuses every inference route, /tokenize too
+  tierscope::Parsed out;
+  out.error = d.parse(out);
+  if (out.error) {
+    if (out.error->code < 400 || out.error->code > 599) __builtin_trap();
+    if (*d.kind == tierscope::RequestKind::kOpenAi) {
+      (void)tierscope::OpenAiErrorBody(*out.error);
+    } else {
+      (void)tierscope::ErrorBody(*out.error);
+    }
+    return;
+  }
+  if (*d.kind == tierscope::RequestKind::kTokenize) {
+    if (out.body.empty()) __builtin_trap();  // the whole response
+    return;
+  }
+  if (out.request.inputs.empty()) __builtin_trap();
+  for (const auto& in : out.request.inputs) {
+    for (int32_t id : in.ids) {
+      if (id < 0 || id >= limits.vocab_size) __builtin_trap();  // validated before queueing
+    }
+  }
+  switch (*d.kind) {
+    case tierscope::RequestKind::kEmbed: (void)tierscope::EmbedResponse(Answer(out.request)); break;
+    case tierscope::RequestKind::kOpenAi:
+      (void)tierscope::OpenAiEmbeddingsResponse(out.openai, Answer(out.request));
+      break;
+    case tierscope::RequestKind::kInfer: {
+      size_t json = 0;
+      const std::string response = tierscope::InferResponse("bert", out.call, Answer(out.request), &json);
+      if (json > response.size()) __builtin_trap();
+      break;
+    }
+    case tierscope::RequestKind::kTokenize: break;
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -105,6 +207,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Embed(bytes);
     TokenizeRoute(bytes);
     Infer(bytes, "");
+    OpenAi(bytes, true);
+    OpenAi(bytes, false);
     // The binary tensor extension: the first byte says where the JSON header ends.
     if (size > 1) Infer(bytes.substr(1), std::to_string(data[0] % size));
     return 0;
@@ -123,13 +227,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!parser.is_done()) parser.put_eof(ec);
   if (ec || !parser.is_done()) return 0;
   const auto& req = parser.get();
-  std::string path(req.target());
-  if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
-  if (path == "/embed" || path == "/") Embed(req.body());
-  if (path == "/tokenize") TokenizeRoute(req.body());
-  if (path.rfind("/v2/models/", 0) == 0) {
-    const auto header = req["Inference-Header-Content-Length"];
-    Infer(req.body(), std::string_view(header.data(), header.size()));
-  }
+  // Two headers of the fuzzer's own set the server's state, so seeds and mutations reach
+  // a draining server and a model directory without vocab.txt.
+  Route(req, /*draining=*/req.count("X-Fuzz-Draining") > 0, /*with_vocab=*/req.count("X-Fuzz-No-Vocab") == 0);
   return 0;
 }

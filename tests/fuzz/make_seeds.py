@@ -154,9 +154,10 @@ def ncu_seeds() -> None:
 
 
 def http_seeds() -> None:
-    def req(target: str, body: dict | str) -> str:
+    def req(target: str, body: dict | str, headers: str = "") -> str:
         b = body if isinstance(body, str) else json.dumps(body)
-        return f"POST {target} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(b)}\r\n\r\n{b}"
+        return (f"POST {target} HTTP/1.1\r\nHost: x\r\n{headers}Content-Type: application/json\r\n"
+                f"Content-Length: {len(b.encode())}\r\n\r\n{b}")
     put("http_request_fuzzer", "embed", req("/embed", {"inputs": ["hello world", "the tokens!"], "normalize": True}))
     put("http_request_fuzzer", "embed_truncate", req("/embed?x=1", {"inputs": "hello " * 40, "truncate": True}))
     infer = {"id": "7", "inputs": [
@@ -171,6 +172,13 @@ def http_seeds() -> None:
     put("http_request_fuzzer", "get", "GET /v2/models/bert HTTP/1.1\r\nHost: x\r\n\r\n")
     put("http_request_fuzzer", "tokenize", req("/tokenize", {"inputs": ["Hello, the wörld e\u0301!", "a [MASK] 東"],
                                                              "add_special_tokens": False, "truncate": True}))
+    put("http_request_fuzzer", "openai", req("/v1/embeddings", {"input": ["hello world", [2, 6, 3]], "model": "bert",
+                                                                "encoding_format": "base64"}))
+    put("http_request_fuzzer", "openai_no_vocab", req("/v1/embeddings", {"input": [[2, 6, 3]], "model": "bert"},
+                                                      "X-Fuzz-No-Vocab: 1\r\n"))
+    put("http_request_fuzzer", "tokenize_draining", req("/tokenize", {"inputs": "hello"}, "X-Fuzz-Draining: 1\r\n"))
+    put("http_request_fuzzer", "infer_repeated_output", req("/v2/models/bert/infer", {**infer, "outputs": [
+        {"name": "last_hidden_state"}, {"name": "last_hidden_state"}]}))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/cpu_info.h"
 #include "inspect/calibration.h"
 #include "inspect/evidence.h"
 #include "inspect/sections.h"
@@ -310,6 +311,11 @@ TEST_F(KernelInspectorTest, CalibrationIsCachedPerMachineAndBuild) {
   EXPECT_LE(first->fp32_spread_pct, 100);
   EXPECT_FALSE(first->build.empty());
   EXPECT_EQ(first->bf16_dot, first->bf16_flops > 0);
+  // The triad's arrays reach well past the whole last-level cache, or the peaks say why not.
+  const LastLevelCache llc = CpuLastLevelCache();
+  EXPECT_TRUE((llc.total_bytes > 0 && first->triad_array_bytes >= 4 * llc.total_bytes) ||
+              !first->mem_note.empty())
+      << first->triad_array_bytes << " bytes an array, LLC " << llc.total_bytes;
   // A probe that finds the machine no faster than the cache says: the cache is used.
   PeakMeter quiet = DefaultPeakMeter();
   quiet.probe = [](int) { return 0.0; };
@@ -318,6 +324,8 @@ TEST_F(KernelInspectorTest, CalibrationIsCachedPerMachineAndBuild) {
   EXPECT_TRUE(second->from_cache);
   // The cache keeps GFLOP/s for people to read: x / 1e9 * 1e9 may be 1 ulp off.
   EXPECT_DOUBLE_EQ(second->fp32_flops, first->fp32_flops);
+  EXPECT_EQ(second->triad_array_bytes, first->triad_array_bytes);
+  EXPECT_EQ(second->mem_note, first->mem_note);
   // A corrupt cache is measured again, not trusted.
   testing::WriteBytes(first->cache_path, "{\"cpu\": 3");
   auto third = LoadOrMeasurePeaks(1, false);

@@ -305,9 +305,14 @@ TEST(LoadOptions, BadOptionsNameTheOption) {
   o = LoadOptions();
   o.rate = -3;
   expect_bad(o, "--rate");
-  o.mode = "closed";  // the rate does not matter in a closed loop
-  EXPECT_TRUE(CheckLoadOptions(o).ok());
-  o.concurrency = 0;
+  o.mode = "closed";  // every flag is checked, whichever mode uses it
+  expect_bad(o, "--rate");
+  o = LoadOptions();
+  o.concurrency = 0;  // open loop: unused, yet out of range
+  expect_bad(o, "--concurrency");
+  o.concurrency = 100000000;
+  expect_bad(o, "--concurrency");
+  o.mode = "closed";
   expect_bad(o, "--concurrency");
   // One bad field at a time, each on fresh defaults.
   const std::vector<std::pair<std::function<void(LoadOptions&)>, std::string>> cases = {

@@ -68,6 +68,13 @@ class Server:
             time.sleep(0.02)
         raise AssertionError(f"timed out waiting for {what}")
 
+    def model_dir(self) -> str:
+        """The model directory, from the server's own log line (clients' /info names the
+        model, not where it lies on the server's disk)."""
+        pattern = re.compile(r"^tierscope serve: model .* \((/.*)\), ")
+        self.wait_for(lambda: any(pattern.match(l) for l in self.stderr_lines), what="the model line")
+        return next(pattern.match(l).group(1) for l in self.stderr_lines if pattern.match(l))
+
     def stop(self, sig=signal.SIGTERM, timeout: float = 60) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
@@ -77,9 +84,10 @@ class Server:
         return code
 
 
-def start_server(tierscope_bin, *args) -> Server:
+def start_server(tierscope_bin, *args, preexec_fn=None) -> Server:
+    """`preexec_fn` runs in the child before exec (e.g. to lower its RLIMIT_NOFILE)."""
     proc = subprocess.Popen([str(tierscope_bin), "serve", "--port", "0", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
     line = proc.stdout.readline()
     m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
     if not m:
@@ -102,8 +110,8 @@ def serve(tierscope_bin):
     """A factory: serve(*flags) starts a server; every one started is stopped afterwards."""
     started = []
 
-    def make(*args) -> Server:
-        s = start_server(tierscope_bin, *args)
+    def make(*args, preexec_fn=None) -> Server:
+        s = start_server(tierscope_bin, *args, preexec_fn=preexec_fn)
         started.append(s)
         return s
 

@@ -114,7 +114,7 @@ def test_tokenize_answers_in_teis_shape(serve):
     # Offsets against Hugging Face's tokenizers library on the served vocabulary (char
     # offsets; TEI's own server reports the library's byte offsets, equal on ASCII).
     tokenizers = pytest.importorskip("tokenizers")
-    vocab = Path(s.get("/info").json()["model_id"]) / "vocab.txt"
+    vocab = Path(s.model_dir()) / "vocab.txt"
     hf = tokenizers.BertWordPieceTokenizer(str(vocab), lowercase=True)
     text = "Ça va, 東京 e\u0301t\u00e9 [MASK] unaffable"
     (accented,) = s.post("/tokenize", {"inputs": text}).json()

@@ -6,11 +6,14 @@
 #include <algorithm>
 
 #include "backend/cuda/cuda_elem.cuh"
+#include "backend/cuda/fma_peak_plan.h"
 
 namespace tierscope {
 namespace cuda {
 namespace {
 
+// Eight chains: what fma_peak_plan.h counts (kFmaPeakChains x 2 FLOPs a step).
+static_assert(kFmaPeakChains == 8, "FmaPeakKernel runs 8 FMA chains a thread");
 __global__ void FmaPeakKernel(float* sink, int iters, float a, float b) {
   float x0 = threadIdx.x * 1e-6f, x1 = x0 + 1e-3f, x2 = x0 + 2e-3f, x3 = x0 + 3e-3f;
   float x4 = x0 + 4e-3f, x5 = x0 + 5e-3f, x6 = x0 + 6e-3f, x7 = x0 + 7e-3f;

@@ -26,6 +26,7 @@
 #define gpuDeviceProp musaDeviceProp
 #define gpuGetDeviceProperties musaGetDeviceProperties
 #define gpuDeviceGetAttribute musaDeviceGetAttribute
+#define gpuDevAttrClockRate musaDevAttrClockRate
 #define gpuStream_t musaStream_t
 #define gpuStreamCreateWithFlags musaStreamCreateWithFlags
 #define gpuStreamNonBlocking musaStreamNonBlocking
@@ -108,6 +109,7 @@
 #define gpuDeviceProp cudaDeviceProp
 #define gpuGetDeviceProperties cudaGetDeviceProperties
 #define gpuDeviceGetAttribute cudaDeviceGetAttribute
+#define gpuDevAttrClockRate cudaDevAttrClockRate
 #define gpuStream_t cudaStream_t
 #define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
 #define gpuStreamNonBlocking cudaStreamNonBlocking

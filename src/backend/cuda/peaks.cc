@@ -1,15 +1,16 @@
 // CudaBackend::MeasurePeaks: the device's own peaks for tier 3's speed of light — an
-// FP32 FMA kernel over every SM, FP16 and BF16 tensor-core GEMMs through cuBLASLt (the
-// engine's GEMM path, FP32 accumulation) and a triad kernel over buffers far larger than
-// L2. Each is the best of several event-timed batches of back-to-back runs, after one
-// warm-up run. Buffers are
-// the measurement's own (plain cudaMalloc, outside the workload's accounting).
+// FP32 FMA kernel over every SM (sized by fma_peak_plan.h to ~20 ms a launch), FP16 and
+// BF16 tensor-core GEMMs through cuBLASLt (the engine's GEMM path, FP32 accumulation) and
+// a triad kernel over buffers far larger than L2. Each is the best of several event-timed
+// batches of back-to-back runs, after one warm-up run. Buffers are the measurement's own
+// (plain cudaMalloc, outside the workload's accounting).
 #include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <limits>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/fma_peak_plan.h"
 #include "backend/cuda/gemm.h"
 
 namespace tierscope {
@@ -73,18 +74,23 @@ StatusOr<DevicePeaks> CudaBackend::MeasurePeaks() {
   };
   DevicePeaks peaks;
 
-  // FP32: a full residency of 256-thread blocks on every SM.
+  // FP32: several full residencies of 256-thread blocks on every SM, each launch about
+  // 20 ms at the device's nominal rate (fma_peak_plan.h).
   {
-    const int threads = 256;
-    const int blocks = sm_count_ * std::max(max_threads_per_sm_ / threads, 1);
-    const int iters = 1 << 16;
+    int clock_khz = 0;
+    if (gpuDeviceGetAttribute(&clock_khz, gpuDevAttrClockRate, ordinal_) != gpuSuccess) {
+      clock_khz = 0;
+      (void)gpuGetLastError();  // not sticky: the kernel's launch must not report it
+    }
+    const FmaPeakPlan plan = PlanFmaPeak(sm_count_, max_threads_per_sm_, cc_, clock_khz);
     DeviceBuffer sink;
-    TS_RETURN_IF_ERROR(sink.Allocate(sizeof(float) * static_cast<size_t>(blocks), "the FMA sink"));
+    TS_RETURN_IF_ERROR(sink.Allocate(sizeof(float) * static_cast<size_t>(plan.blocks), "the FMA sink"));
     TS_ASSIGN_OR_RETURN(const double s, best_seconds("FP32 FMA kernel", 2, [&] {
-                          return GpuStatus(cuda::FmaPeak(stream_, sink.as<float>(), blocks, threads, iters),
+                          return GpuStatus(cuda::FmaPeak(stream_, sink.as<float>(), plan.blocks,
+                                                         plan.threads, plan.iters),
                                            "FP32 FMA kernel");
                         }));
-    peaks.fp32_flops = 16.0 * iters * static_cast<double>(blocks) * threads / s;
+    peaks.fp32_flops = plan.flops / s;
   }
 
   // Tensor cores: square GEMMs as the engine runs them (y = x W^T, FP32 accumulation).

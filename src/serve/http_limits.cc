@@ -1,0 +1,85 @@
+// The server's option ranges, its connection and buffer limits, and the log limiter.
+#include "serve/http_limits.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "serve/http_server.h"
+
+namespace tierscope {
+namespace {
+
+std::string Num(double v) {
+  std::string s = std::to_string(v);
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+Status InRange(const char* flag, double v, double lo, double hi, const char* unit = "") {
+  if (std::isfinite(v) && v >= lo && v <= hi) return OkStatus();
+  return InvalidArgument(std::string(flag) + " must be in [" + Num(lo) + ", " + Num(hi) + "]" + unit + ", got " +
+                         (std::isfinite(v) ? Num(v) : std::string("a non-finite value")));
+}
+
+}  // namespace
+
+Status CheckServerOptions(const ServerOptions& o) {
+  TS_RETURN_IF_ERROR(InRange("--port", o.port, 0, 65535));
+  TS_RETURN_IF_ERROR(InRange("--grpc-port", o.grpc_port, -1, 65535));
+  TS_RETURN_IF_ERROR(InRange("--max-client-batch-size", static_cast<double>(o.max_client_batch_size), 1, 1 << 16));
+  TS_RETURN_IF_ERROR(InRange("--max-input-length", static_cast<double>(o.max_input_length), 0, 1 << 20));
+  TS_RETURN_IF_ERROR(InRange("--max-body-bytes", static_cast<double>(o.max_body_bytes), 1, 1 << 30, " bytes"));
+  TS_RETURN_IF_ERROR(InRange("--drain-timeout", o.drain_timeout_s, 0, 86400, " seconds"));
+  TS_RETURN_IF_ERROR(InRange("--idle-timeout", o.idle_timeout_s, 0.01, 86400, " seconds"));
+  TS_RETURN_IF_ERROR(InRange("--tokenization-workers", o.tokenization_workers, -1, 64));
+  TS_RETURN_IF_ERROR(InRange("--max-connections", static_cast<double>(o.max_connections), 0, 1 << 20));
+  TS_RETURN_IF_ERROR(
+      InRange("--max-buffered-bytes", static_cast<double>(o.max_buffered_bytes), 0, 1LL << 40, " bytes"));
+  TS_RETURN_IF_ERROR(InRange("--grpc-max-streams", o.grpc_max_streams, 1, 1 << 16));
+  return InRange("--retry-after", o.retry_after_s, 1, 3600, " seconds");
+}
+
+StatusOr<ResolvedServerLimits> ResolveServerLimits(const ServerOptions& o, int64_t descriptor_limit) {
+  TS_RETURN_IF_ERROR(CheckServerOptions(o));
+  ResolvedServerLimits r;
+  r.descriptor_limit = descriptor_limit;
+  const int64_t room = descriptor_limit - ReservedDescriptors(descriptor_limit);
+  if (room < 1) {
+    return FailedPrecondition("the descriptor limit (ulimit -n " + std::to_string(descriptor_limit) +
+                              ") leaves no room for connections; raise it");
+  }
+  if (o.max_connections > room) {
+    return InvalidArgument("--max-connections must be in [1, " + std::to_string(room) +
+                           "] with this descriptor limit (ulimit -n " + std::to_string(descriptor_limit) + "), got " +
+                           std::to_string(o.max_connections));
+  }
+  r.max_connections = o.max_connections > 0 ? o.max_connections : std::min<int64_t>(room, 4096);
+  if (o.max_buffered_bytes > 0 && o.max_buffered_bytes < o.max_body_bytes) {
+    return InvalidArgument("--max-buffered-bytes must hold at least one body of --max-body-bytes (" +
+                           std::to_string(o.max_body_bytes) + "), got " + std::to_string(o.max_buffered_bytes));
+  }
+  r.max_buffered_bytes = o.max_buffered_bytes > 0
+                             ? o.max_buffered_bytes
+                             : std::clamp<int64_t>(32 * o.max_body_bytes, std::max<int64_t>(64 << 20, o.max_body_bytes),
+                                                   std::max<int64_t>(1 << 30, o.max_body_bytes));
+  return r;
+}
+
+bool LogLimiter::Allow(int64_t* suppressed) {
+  const auto now = std::chrono::steady_clock::now();
+  if (any_ && now - last_ < interval_) {
+    ++held_;
+    return false;
+  }
+  *suppressed = held_;
+  held_ = 0;
+  any_ = true;
+  last_ = now;
+  return true;
+}
+
+}  // namespace tierscope

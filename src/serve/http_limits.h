@@ -1,0 +1,47 @@
+// What keeps `tierscope serve` standing under hostile load: the valid range of every
+// server option, the connection cap and the request-body budget resolved against this
+// process's descriptor limit, and a rate limit for log lines a flood would repeat.
+#ifndef TIERSCOPE_SERVE_HTTP_LIMITS_H_
+#define TIERSCOPE_SERVE_HTTP_LIMITS_H_
+
+#include <chrono>
+#include <cstdint>
+
+#include "core/process_limits.h"
+#include "tierscope/status.h"
+
+namespace tierscope {
+
+struct ServerOptions;
+
+struct ResolvedServerLimits {
+  int64_t max_connections = 0;     // open HTTP connections at most
+  int64_t max_buffered_bytes = 0;  // request bodies held at once, all connections together
+  int64_t descriptor_limit = 0;
+};
+
+// InvalidArgument naming the option and its valid range when one is out of it
+// (the command line checks the same ranges; this guards every other caller).
+Status CheckServerOptions(const ServerOptions& o);
+// --max-connections 0: what the descriptor limit leaves (at most 4096); more than it
+// leaves is refused. --max-buffered-bytes 0: 32 request bodies of --max-body-bytes, at
+// least 64 MiB and at most 1 GiB; below one body is refused.
+StatusOr<ResolvedServerLimits> ResolveServerLimits(const ServerOptions& o, int64_t descriptor_limit);
+
+// At most one line per `interval`: Allow() says whether one may be written now and how
+// many were held back since the last (to say "and N more").
+class LogLimiter {
+ public:
+  explicit LogLimiter(std::chrono::milliseconds interval) : interval_(interval) {}
+  bool Allow(int64_t* suppressed);
+
+ private:
+  std::chrono::milliseconds interval_;
+  std::chrono::steady_clock::time_point last_{};
+  bool any_ = false;
+  int64_t held_ = 0;
+};
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_SERVE_HTTP_LIMITS_H_

@@ -1,0 +1,301 @@
+"""`tierscope serve` against hostile clients: many idle sockets under a low descriptor
+limit, slow-loris headers, outputs repeated to amplify a response, a pipelined request
+then a disconnect; flags out of range; a second signal; /tokenize while draining; and
+/info that keeps the model's path to itself. /health must keep answering throughout."""
+from __future__ import annotations
+
+import json
+import re
+import resource
+import signal
+import socket
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from test_serve import infer_body, words
+
+
+def health_answers(s, timeout: float = 5) -> bool:
+    return s.request("GET", "/health", timeout=timeout).status == 200
+
+
+def descriptor_limit(n: int):
+    def lower():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+    return lower
+
+
+# ------------------------------------------------------------------ amplification
+
+
+def test_repeated_and_unknown_outputs_are_400_naming_them(serve):
+    s = serve("--threads", "1", "--model-name", "m")
+    body = infer_body([[101, 7592, 102]])
+    body["outputs"] = [{"name": "last_hidden_state"}] * 1000  # 31 KB once gave an 11 MB response
+    r = s.post("/v2/models/m/infer", body)
+    assert r.status == 400, r.body[:200]
+    assert "`last_hidden_state` is requested more than once" in r.json()["error"]
+    assert len(r.body) < 1000
+    body["outputs"] = [{"name": "logits"}]
+    r = s.post("/v2/models/m/infer", body)
+    assert r.status == 400 and "unknown output `logits`" in r.json()["error"], r.json()
+    body["outputs"] = [{"name": "x" * 100000}]
+    r = s.post("/v2/models/m/infer", body)
+    assert r.status == 400 and len(r.body) < 1000  # the name is clipped, not echoed
+    body["outputs"] = [{"name": "pooler_output"}, {"name": "last_hidden_state"}]
+    r = s.post("/v2/models/m/infer", body)
+    assert r.status == 200 and [o["name"] for o in r.json()["outputs"]] == ["pooler_output", "last_hidden_state"]
+
+
+def test_grpc_repeated_outputs_are_invalid_argument(serve):
+    grpcclient = pytest.importorskip("tritonclient.grpc")
+    from test_clients import grpc_port
+
+    s = serve("--threads", "1", "--model-name", "tiny", "--grpc-port", "0")
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port(s)}")
+    t = grpcclient.InferInput("input_ids", [1, 3], "INT64")
+    t.set_data_from_numpy(np.array([[101, 2000, 102]], dtype=np.int64))
+    outs = [grpcclient.InferRequestedOutput("last_hidden_state") for _ in range(50)]
+    with pytest.raises(grpcclient.InferenceServerException, match="requested more than once"):
+        client.infer("tiny", [t], outputs=outs)
+    with pytest.raises(grpcclient.InferenceServerException, match="unknown output `logits`"):
+        client.infer("tiny", [t], outputs=[grpcclient.InferRequestedOutput("logits")])
+    assert client.infer("tiny", [t]).as_numpy("last_hidden_state").shape == (1, 3, 128)
+
+
+# ------------------------------------------------------------------ connections
+
+
+def test_idle_sockets_beyond_the_descriptor_limit_never_stop_health(serve):
+    """The issue's case: ulimit -n 64 and 80 idle `POST /embed` sockets once made /health
+    time out and stderr fill with "accept failed" 20 times a second."""
+    s = serve("--threads", "1", "--idle-timeout", "60", preexec_fn=descriptor_limit(64))
+    info = s.get("/info").json()
+    assert 0 < info["max_connections"] < 64, info  # a default below the descriptor limit
+    head = b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20\r\n"
+    idle = []
+    try:
+        for i in range(80):
+            c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+            c.sendall(head)  # headers never finished
+            idle.append(c)
+            if i % 10 == 9:
+                assert health_answers(s), f"/health failed after {i + 1} idle sockets"
+        for _ in range(10):
+            assert health_answers(s)
+        assert s.post("/embed", {"inputs": "still serving"}).status == 200
+        evicted = s.metric('tierscope_connections_closed_total{reason="evicted"}')
+        assert evicted >= 80 - info["max_connections"], evicted
+    finally:
+        for c in idle:
+            c.close()
+    assert s.stop() == 0
+    floods = [l for l in s.stderr_lines if "accept failed" in l]
+    assert len(floods) <= 5, floods  # rate-limited, if any at all
+
+
+def test_slow_loris_headers_do_not_hold_the_server(serve):
+    """Clients that send a header byte at a time hold a connection each; at the cap the
+    one waiting longest for its request is closed to make room for /health."""
+    s = serve("--threads", "1", "--max-connections", "8", "--idle-timeout", "60")
+    stop = threading.Event()
+    socks = [socket.create_connection(("127.0.0.1", s.port), timeout=10) for _ in range(16)]
+
+    def drip():
+        line = b"POST /embed HTTP/1.1\r\nX-Slow: " + b"a" * 200
+        for byte in line:
+            if stop.is_set():
+                return
+            for c in socks:
+                try:
+                    c.send(bytes([byte]))
+                except OSError:
+                    pass  # closed by the server to make room: expected
+            time.sleep(0.02)
+
+    t = threading.Thread(target=drip, daemon=True)
+    t.start()
+    try:
+        for _ in range(20):
+            assert health_answers(s)
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        t.join(timeout=10)
+        for c in socks:
+            c.close()
+    assert s.metric('tierscope_connections_closed_total{reason="evicted"}') >= 8
+    assert s.post("/embed", {"inputs": "after the drip"}).status == 200
+
+
+def raw_get_health(port: int) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+        c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        return c.recv(4096)
+
+
+def test_connections_over_the_cap_with_requests_in_hand_get_503(serve):
+    """Every connection holds a queued request (none can be evicted): the next one is
+    answered 503 and closed, and the queued ones are still answered."""
+    s = serve("--threads", "1", "--max-connections", "4", "--max-queue-delay-ms", "3000",
+              "--max-batch-size", "64")
+    held = []
+    for i in range(4):
+        c = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+        body = json.dumps({"inputs": f"held {i}"}).encode()
+        c.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        held.append(c)
+    time.sleep(0.5)  # each request is read (and queued) long before its 3 s batch window ends
+    reply = raw_get_health(s.port)
+    assert reply.startswith(b"HTTP/1.1 503") and b"--max-connections" in reply, reply
+    for c in held:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = c.recv(65536)
+            assert chunk, data
+            data += chunk
+        assert data.startswith(b"HTTP/1.1 200"), data
+        c.close()
+    assert s.metric('tierscope_connections_closed_total{reason="refused"}') >= 1
+    assert health_answers(s)
+
+
+def test_request_bytes_beyond_the_buffer_budget_get_503(serve):
+    s = serve("--threads", "1", "--max-body-bytes", str(1 << 20), "--max-buffered-bytes", str(1 << 20))
+    size = 800000
+    head = (b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: " + str(size).encode() + b"\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as holder:
+        # One body announced and partly sent holds most of the budget...
+        holder.sendall(head + b'{"inputs": "' + b"a" * 1000)
+        time.sleep(0.2)
+        # ...so the next large body is refused at its header, and small requests still pass.
+        with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
+            c.sendall(head)
+            reply = c.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 503") and b"--max-buffered-bytes" in reply, reply
+        assert health_answers(s)
+    assert s.post("/embed", {"inputs": "budget released"}).status == 200
+
+
+def test_pipelined_request_then_disconnect_is_seen_as_leaving(serve):
+    """A request queued, a second pipelined behind it, then the client leaves: the watch
+    re-armed after the pipelined bytes sees the close and drops the queued input."""
+    s = serve("--threads", "1", "--max-queue-delay-ms", "2000")
+    body = json.dumps({"inputs": "going away"}).encode()
+    c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+    c.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    s.wait_for(lambda: s.metric("tierscope_queue_depth") == 1, what="queued")
+    c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    time.sleep(0.2)
+    c.close()
+    s.wait_for(lambda: s.metric("tierscope_queue_depth") == 0, timeout=1.5, what="the cancel before the batch")
+    text = s.get("/metrics").body.decode()
+    assert 'tierscope_requests_total{endpoint="/embed",code="499"} 1' in text, text
+    assert health_answers(s)
+
+
+# ------------------------------------------------------------------ flags
+
+
+@pytest.mark.parametrize("flag,value,fragment", [
+    ("--max-body-bytes", "-1", "[1, 1073741824] bytes"),
+    ("--idle-timeout", "0", "[0.01, 86400] s"),
+    ("--port", "70000", "[0, 65535]"),
+    ("--threads", "1e12", "[0, 1024]"),
+    ("--drain-timeout", "nan", "[0, 86400] s"),
+    ("--max-connections", "-1", "[0, 1048576]"),
+    ("--max-queue", "0", "[1, 1048576]"),
+    ("--max-queue-delay-ms", "1e300", "[0, 60000] ms"),
+])
+def test_serve_flags_out_of_range_exit_2_in_one_line(tierscope_bin, flag, value, fragment):
+    proc = subprocess.run([str(tierscope_bin), "serve", "--port", "0", flag, value] if flag != "--port"
+                          else [str(tierscope_bin), "serve", flag, value],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and flag in lines[0] and fragment in lines[0], proc.stderr
+
+
+def test_max_connections_above_what_the_descriptor_limit_leaves_is_refused(tierscope_bin):
+    proc = subprocess.run([str(tierscope_bin), "serve", "--port", "0", "--max-connections", "1000"],
+                          capture_output=True, text=True, timeout=60, preexec_fn=descriptor_limit(64))
+    assert proc.returncode == 2, proc.stderr
+    assert "--max-connections must be in [1, 48]" in proc.stderr and "ulimit -n 64" in proc.stderr
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--concurrency", "100000000"], "--concurrency"),
+    (["--duration", "-1"], "--duration"),
+    (["--rate", "1e300"], "--rate"),
+])
+def test_load_flags_out_of_range_exit_2_naming_the_flag(tierscope_bin, args, fragment):
+    proc = subprocess.run([str(tierscope_bin), "load", "--url", "http://127.0.0.1:9", *args],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and fragment in proc.stderr, proc.stderr
+    assert len([l for l in proc.stderr.splitlines() if l.strip()]) == 1, proc.stderr
+
+
+# ------------------------------------------------------------------ signals and draining
+
+
+def test_a_second_signal_stops_at_once(serve):
+    """The first signal drains: every queued input would run, a batch per length bucket
+    (none is full, so none has left before). The second stops now, dropping what is
+    still queued, and the exit status says the drain was cut short."""
+    lengths, per, reqs = (12, 28, 60, 120, 250, 500), 8, 6  # 48 inputs in each of 6 buckets
+    s = serve("--threads", "1", "--max-queue-delay-ms", "60000", "--max-batch-size", "64",
+              "--max-batch-tokens", "131072", "--drain-timeout", "600")
+    n = len(lengths) * reqs
+    with ThreadPoolExecutor(n) as pool:
+        futures = [pool.submit(s.post, "/embed", {"inputs": [words(k, seed=i)] * per})
+                   for k in lengths for i in range(reqs)]
+        s.wait_for(lambda: s.metric("tierscope_queue_depth") == n * per, what="every request queued")
+        assert s.metric("tierscope_batch_size_count") == 0
+        s.proc.send_signal(signal.SIGTERM)
+        s.wait_for(lambda: any("draining" in l for l in s.stderr_lines), what="the drain")
+        s.proc.send_signal(signal.SIGTERM)
+        code = s.proc.wait(timeout=60)
+        answered = 0
+        for f in futures:
+            try:
+                answered += f.result(timeout=60).status == 200
+            except OSError:
+                pass  # the connection closed without an answer: expected
+    s.reader.join(timeout=30)
+    assert code == 1, (code, s.stderr_lines)
+    line = next((l for l in s.stderr_lines if "second signal: stopping now" in l), None)
+    assert line is not None, s.stderr_lines
+    dropped = int(re.search(r"(\d+) queued inputs are dropped", line).group(1))
+    # Only the inputs of the batches run before the second signal were answered.
+    assert dropped > 0 and answered < n, (line, answered)
+    assert not any("every accepted request was answered" in l for l in s.stderr_lines)
+
+
+def test_tokenize_is_refused_while_draining(serve):
+    s = serve("--threads", "1", "--max-queue-delay-ms", "60000", "--max-batch-size", "64", "--drain-timeout", "60")
+    with ThreadPoolExecutor(1) as pool:
+        held = pool.submit(s.post, "/embed", {"inputs": "keeps the drain open"})
+        s.wait_for(lambda: s.metric("tierscope_queue_depth") == 1, what="queued")
+        s.proc.send_signal(signal.SIGTERM)
+        s.wait_for(lambda: s.get("/v2/health/ready").status == 503, what="draining")
+        r = s.post("/tokenize", {"inputs": "hello"})
+        assert r.status == 503 and "draining" in r.json()["error"], r.body
+        assert held.result(timeout=60).status == 200
+    assert s.proc.wait(timeout=60) == 0
+
+
+def test_info_names_the_model_without_its_path(serve, tmp_path):
+    s = serve("--threads", "1")
+    info = s.get("/info")
+    assert "/" not in info.json()["model_id"], info.json()
+    assert info.json()["model_id"]
+    assert b"/work" not in info.body and b"/tmp" not in info.body and b"/home" not in info.body, info.body
+

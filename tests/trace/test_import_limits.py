@@ -1,0 +1,144 @@
+"""`tierscope analyze` on inputs it used to read whole before refusing them, or to come out
+of empty with exit status 0 (issue 25): a plain file past 4 GiB, a big file without
+newlines, a minified one-line trace, a trace with ill-formed UTF-8, one whose every entry
+is malformed, and the real 2-rank Huawei Ascend job whose timestamps are strings. Peak
+memory is the child's own (os.wait4), a bound on memory, not a timing."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ASCEND = REPO_ROOT.parent / "shared" / "corpus" / "traces" / "vendors" / "ascend_2rank"
+ASCEND_TRACES = [ASCEND / f"rank{r}_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "trace_view.json.gz" for r in (0, 1)]
+MB = 1 << 20
+
+
+def run(bin_path, *args, timeout=300):
+    """(exit status, stdout, stderr) of one tierscope run."""
+    p = subprocess.Popen([str(bin_path), *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise
+    return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def run_measured(bin_path, *args, timeout=300):
+    """Like run(), plus the child's peak RSS in bytes, from wait4 (Linux reports KiB)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: stdout and stderr into the pipe, then exec
+        os.close(r)
+        os.dup2(w, 1)
+        os.dup2(w, 2)
+        os.execv(str(bin_path), [str(bin_path), *map(str, args)])
+    os.close(w)
+    chunks = []
+    with os.fdopen(r, "rb") as f:
+        while chunk := f.read(65536):
+            chunks.append(chunk)
+    _, status, usage = os.wait4(pid, 0)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode(errors="replace"), usage.ru_maxrss * 1024
+
+
+def test_a_plain_file_over_4_gib_is_refused_before_it_is_read(tierscope_bin, tmp_path):
+    big = tmp_path / "huge.json"
+    with open(big, "wb") as f:
+        f.truncate(4500 * MB)  # sparse: 4.5 GB of zeros on no disk
+    code, out, peak = run_measured(tierscope_bin, "analyze", big)
+    assert code != 0, out
+    first = out.splitlines()[0]
+    assert f"{big}: 4718592000 bytes of JSON, over simdjson's limit" in first, out
+    # Reading it first cost 4.2 GB resident; refusing from stat's size costs nothing.
+    assert peak < 200 * MB, f"peak RSS {peak / MB:.0f} MB to refuse a 4.5 GB file"
+
+
+def test_a_big_file_without_newlines_is_not_read_whole_to_sniff_it(tierscope_bin, tmp_path):
+    blob = tmp_path / "blob.json"
+    blob.write_bytes(b"a" * (64 * MB))
+    code, out, peak = run_measured(tierscope_bin, "analyze", blob)
+    assert code != 0, out
+    assert "invalid JSON at byte 0" in out.splitlines()[0], out
+    # The ncu sniffer read its one "line" (all 64 MB) into a string before the JSON
+    # importer, which maps the file and stops at byte 0, looked at it.
+    assert peak < 40 * MB, f"peak RSS {peak / MB:.0f} MB for a 64 MB file refused at byte 0"
+
+
+def trace_text(n_instants: int) -> str:
+    """2,000 operators, then instants with 400-byte args (metadata: read, not kept), on one line."""
+    ops = [{"ph": "X", "cat": "cpu_op", "name": f"op{i % 50}", "pid": 1, "tid": 1, "ts": 1000 + 10 * i, "dur": 1.5}
+           for i in range(2000)]
+    marks = [{"ph": "i", "s": "t", "name": "mark", "pid": 1, "tid": 1, "ts": 1000 + i, "args": {"note": "x" * 400}}
+             for i in range(n_instants)]
+    return json.dumps({"traceEvents": ops + marks}, separators=(",", ":"))
+
+
+def test_a_minified_one_line_trace_costs_no_more_than_the_same_trace_with_newlines(tierscope_bin, tmp_path):
+    text = trace_text(75_000)
+    size = len(text)
+    # Just past 32 MiB: a string grown by doubling to hold it held 32 + 32 MiB at once.
+    assert 32 * MB < size < 40 * MB, size
+    minified, pretty = tmp_path / "minified.json", tmp_path / "pretty.json"
+    minified.write_text(text)
+    pretty.write_text(text.replace('},{"ph"', '},\n{"ph"'))
+    peaks = {}
+    for path in (minified, pretty):
+        code, out, peaks[path] = run_measured(tierscope_bin, "analyze", path, "--format", "json")
+        assert code == 0, out[-2000:]
+        stats = {r["Item"]: r["Count"] for r in json.loads(out)["reports"][0]["rows"]}
+        assert stats["timeline events kept"] == 2000
+    # The ncu sniffer's getline copied the minified file's one line whole (+1 to 2x its size).
+    assert peaks[minified] < peaks[pretty] + size / 4, \
+        f"peak RSS {peaks[minified] / MB:.0f} MB minified, {peaks[pretty] / MB:.0f} MB with newlines ({size / MB:.0f} MB)"
+
+
+def test_ill_formed_utf8_is_replaced_and_counted_not_fatal(tierscope_bin, tmp_path):
+    trace = tmp_path / "utf8.json"
+    names = [b"ok", b"bad \xff", b"\xe2\x82", b"kernel \xc0\xaf"]
+    events = b",".join(b'{"ph":"X","cat":"cpu_op","name":"' + n + b'","pid":1,"tid":1,"ts":%d,"dur":1}' % i
+                       for i, n in enumerate(names))
+    trace.write_bytes(b'{"traceEvents":[' + events + b"]}")
+    code, out, _ = run(tierscope_bin, "analyze", trace, "--format", "json")
+    assert code == 0, out
+    stats = {r["Item"]: r["Count"] for r in json.loads(out)["reports"][0]["rows"]}
+    assert stats["invalid UTF-8 sequences replaced by U+FFFD"] == 4
+    assert stats["timeline events kept"] == 4
+    code, text, _ = run(tierscope_bin, "analyze", trace)
+    assert code == 0 and "invalid UTF-8 sequences replaced by U+FFFD" in text, text
+
+
+def test_a_trace_whose_every_event_is_malformed_fails_saying_so(tierscope_bin, tmp_path):
+    trace = tmp_path / "all_bad.json.gz"
+    events = [{"ph": "X", "cat": "cpu_op", "name": "op", "ts": {"us": i}, "dur": 1} for i in range(30)]
+    events.append({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "host"}})
+    with gzip.open(trace, "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    code, out, err = run(tierscope_bin, "analyze", trace)
+    assert code != 0, out
+    first = err.splitlines()[0]
+    assert "no timeline events: 30 of its 31 entries were malformed and skipped (30 ts not a number)" in first, err
+    assert out == ""
+
+
+def test_the_real_ascend_job_imports_every_event(tierscope_bin):
+    for path in ASCEND_TRACES:
+        if not path.is_file():
+            pytest.skip(f"the Ascend corpus trace {path} is absent")
+    # Before: 0 events, 4,384 "ts not a number", exit status 0.
+    code, out, err = run(tierscope_bin, "analyze", *ASCEND_TRACES, "--format", "json")
+    assert code == 0, err
+    job = json.loads(out)
+    assert [r["events"] for r in job["ranks"]] == [4384, 4385], job["ranks"]
+    for path, events in zip(ASCEND_TRACES, (4384, 4385)):
+        code, out, err = run(tierscope_bin, "analyze", path, "--format", "json")
+        assert code == 0, err
+        stats = {r["Item"]: r["Count"] for r in json.loads(out)["reports"][0]["rows"]}
+        assert stats["timeline events kept"] == events
+        assert stats["malformed entries skipped"] == 0
