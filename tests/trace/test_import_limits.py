@@ -9,6 +9,7 @@ import gzip
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,22 +31,25 @@ def run(bin_path, *args, timeout=300):
     return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
+# Runs the command from a fresh, small interpreter: a child's peak RSS (ru_maxrss) counts
+# the memory of the process it was forked from until its exec, and this one (pytest with
+# torch loaded) holds hundreds of MB.
+MEASURE = """
+import os, subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+out = p.stdout.read()
+_, status, usage = os.wait4(p.pid, 0)
+sys.stdout.buffer.write(out)
+sys.stderr.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss * 1024}")
+"""
+
+
 def run_measured(bin_path, *args, timeout=300):
     """Like run(), plus the child's peak RSS in bytes, from wait4 (Linux reports KiB)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: stdout and stderr into the pipe, then exec
-        os.close(r)
-        os.dup2(w, 1)
-        os.dup2(w, 2)
-        os.execv(str(bin_path), [str(bin_path), *map(str, args)])
-    os.close(w)
-    chunks = []
-    with os.fdopen(r, "rb") as f:
-        while chunk := f.read(65536):
-            chunks.append(chunk)
-    _, status, usage = os.wait4(pid, 0)
-    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode(errors="replace"), usage.ru_maxrss * 1024
+    p = subprocess.run([sys.executable, "-S", "-c", MEASURE, str(bin_path), *map(str, args)],
+                       capture_output=True, timeout=timeout)
+    code, peak = map(int, p.stderr.decode().split()[-2:])
+    return code, p.stdout.decode(errors="replace"), peak
 
 
 def test_a_plain_file_over_4_gib_is_refused_before_it_is_read(tierscope_bin, tmp_path):
