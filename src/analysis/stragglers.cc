@@ -543,8 +543,15 @@ std::vector<Finding> StragglerFindings(const Stragglers& s) {
                 "rank's, summed over the collectives it reached last), is late by at least 10 us, 5% of a "
                 "collective's mean duration and twice its clock's spread each time, arrives after the median by "
                 "more than 3 standard errors of its clock's offset, with p < 0.01 that the waiting gathers so on "
-                "one rank by chance (and, when the steps are too few to relabel them whole, is late beyond chance "
-                "in every step on its own)";
+                "one rank by chance";
+  if (s.test == StragglerTest::kFewSteps) {
+    // The per-collective p does not cover a rank slowed for each whole step by chance:
+    // with these few steps nothing can, and the finding says so rather than claim it.
+    f.threshold += " when each collective's ranks are relabelled apart (a slow step delays every rank alike, so "
+                   "it cannot make one rank late within a collective), and late beyond chance in every step on its "
+                   "own; that the same rank was slowed for each of the " + std::to_string(s.steps) +
+                   " steps by chance is not ruled out (p >= " + PValueText(s.step_floor) + " by construction)";
+  }
   char share[64];
   std::snprintf(share, sizeof(share), "%.0f%%", 100.0 * static_cast<double>(worst->late_ns) / static_cast<double>(all_late));
   f.evidence.push_back("last in " + std::to_string(worst->times_last) + " of " + std::to_string(worst->collectives) +

@@ -33,7 +33,8 @@ Status RunServeCommand(ServeCommandOptions o) {
   } else if (o.pooling == "auto") {
     TS_ASSIGN_OR_RETURN(std::optional<Pooling> p, PoolingFromModelDir(dir));
     o.server.pooling = p.value_or(Pooling::kCls);
-    o.server.pooling_source = p ? dir + "/1_Pooling/config.json" : "default (CLS)";
+    // Relative to the model directory: /info does not tell clients where it lies.
+    o.server.pooling_source = p ? "1_Pooling/config.json" : "default (CLS)";
   } else {
     return InvalidArgument("--pooling must be auto, cls or mean, got '" + o.pooling + "'");
   }

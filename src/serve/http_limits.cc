@@ -47,7 +47,8 @@ StatusOr<ResolvedServerLimits> ResolveServerLimits(const ServerOptions& o, int64
   TS_RETURN_IF_ERROR(CheckServerOptions(o));
   ResolvedServerLimits r;
   r.descriptor_limit = descriptor_limit;
-  const int64_t room = descriptor_limit - ReservedDescriptors(descriptor_limit);
+  // The sockets answered 503 over the cap come out of the room too, not out of the reserve.
+  const int64_t room = descriptor_limit - ReservedDescriptors(descriptor_limit) - r.max_refusing;
   if (room < 1) {
     return FailedPrecondition("the descriptor limit (ulimit -n " + std::to_string(descriptor_limit) +
                               ") leaves no room for connections; raise it");

@@ -18,13 +18,14 @@ struct ResolvedServerLimits {
   int64_t max_connections = 0;     // open HTTP connections at most
   int64_t max_buffered_bytes = 0;  // request bodies held at once, all connections together
   int64_t descriptor_limit = 0;
+  int64_t max_refusing = 16;       // connections over the cap being answered 503 at once
 };
 
 // InvalidArgument naming the option and its valid range when one is out of it
 // (the command line checks the same ranges; this guards every other caller).
 Status CheckServerOptions(const ServerOptions& o);
-// --max-connections 0: what the descriptor limit leaves (at most 4096); more than it
-// leaves is refused. --max-buffered-bytes 0: 32 request bodies of --max-body-bytes, at
+// --max-connections 0: what the descriptor limit leaves (at most 4096) after the reserve
+// and the sockets being refused 503 over the cap; more than it leaves is refused. --max-buffered-bytes 0: 32 request bodies of --max-body-bytes, at
 // least 64 MiB and at most 1 GiB; below one body is refused.
 StatusOr<ResolvedServerLimits> ResolveServerLimits(const ServerOptions& o, int64_t descriptor_limit);
 

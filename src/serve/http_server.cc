@@ -88,6 +88,11 @@ struct Server {
   // At the connection cap: closes the session that has waited longest for a request
   // (idle keep-alive, slow-loris headers); false when every one has a request in hand.
   bool EvictIdle();
+  // The request-body budget is short by `need`: closes the uploads whose bodies have been
+  // arriving longest (at least kStalledUpload: headers that announce a body and then
+  // stall would otherwise hold the budget until the idle timeout), oldest first; false
+  // when that does not make room.
+  bool EvictStalledUploads(int64_t need);
   // Answers a connection over the cap 503 and closes it (at most 16 at once; beyond, the
   // socket is closed unanswered).
   void RefuseConnection(tcp::socket socket);
@@ -104,7 +109,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void Start() { DoRead(); }
   void Close();
   // No request read and being answered: the session waits for one (since read_since()).
-  bool WaitingForRequest() const { return !active_ && !closed_; }
+  bool WaitingForRequest() const { return !header_read_ && !active_ && !closed_; }
+  // Its header is in and its body is still arriving (holding `reserved_` of the budget).
+  bool Uploading() const { return header_read_ && !active_ && !closed_ && reserved_ > 0; }
+  Clock::time_point header_since() const { return header_since_; }
   Clock::time_point read_since() const { return read_since_; }
 
  private:
@@ -148,6 +156,8 @@ class Session : public std::enable_shared_from_this<Session> {
   Clock::time_point t0_;
   int code_ = 0;
   bool active_ = false;      // a request was read and its response is not yet written
+  bool header_read_ = false;  // its header is in: the body is on its way (never evicted as idle)
+  Clock::time_point header_since_;
   bool responding_ = false;  // its response is being written
   bool watching_ = false;
   bool closed_ = false;
@@ -167,6 +177,7 @@ class Session : public std::enable_shared_from_this<Session> {
 void Session::DoRead() {
   if (closed_) return;
   read_since_ = Clock::now();
+  header_read_ = false;
   parser_.emplace();
   parser_->body_limit(static_cast<uint64_t>(server_.options.max_body_bytes));
   stream_.expires_after(std::chrono::milliseconds(
@@ -179,6 +190,8 @@ void Session::DoRead() {
 
 void Session::OnHeader(beast::error_code ec) {
   if (ec || closed_) return OnRead(ec);
+  header_read_ = true;
+  header_since_ = Clock::now();
   // The body's bytes come out of the server's budget before they are read: a declared
   // length, the whole limit for a chunked body, nothing when there is none (a GET).
   const int64_t limit = server_.options.max_body_bytes;
@@ -186,7 +199,8 @@ void Session::OnHeader(beast::error_code ec) {
   reserved_ = parser_->chunked() ? limit
               : declared         ? static_cast<int64_t>(std::min<uint64_t>(*declared, static_cast<uint64_t>(limit)))
                                  : 0;
-  if (server_.buffered + reserved_ > server_.resolved.max_buffered_bytes) {
+  if (server_.buffered + reserved_ > server_.resolved.max_buffered_bytes &&
+      !server_.EvictStalledUploads(reserved_)) {
     reserved_ = 0;
     BeginRequest();
     endpoint_ = "other";
@@ -527,6 +541,25 @@ bool Server::EvictIdle() {
   return true;
 }
 
+bool Server::EvictStalledUploads(int64_t need) {
+  constexpr auto kStalledUpload = std::chrono::seconds(2);
+  const Clock::time_point now = Clock::now();
+  while (buffered + need > resolved.max_buffered_bytes) {
+    std::shared_ptr<Session> oldest;
+    for (auto& [p, weak] : sessions) {
+      auto s = weak.lock();
+      if (s && s->Uploading() && now - s->header_since() >= kStalledUpload &&
+          (!oldest || s->header_since() < oldest->header_since())) {
+        oldest = s;
+      }
+    }
+    if (!oldest) return false;
+    metrics.CountConnectionEvicted();
+    oldest->Close();  // gives its reservation back
+  }
+  return true;
+}
+
 void Server::RefuseConnection(tcp::socket socket) {
   metrics.CountConnectionRefused();
   int64_t held = 0;
@@ -535,7 +568,7 @@ void Server::RefuseConnection(tcp::socket socket) {
               << "(--max-connections " << resolved.max_connections << "): answering new ones 503"
               << (held > 0 ? " (" + std::to_string(held) + " more log lines held back)" : "") << "\n";
   }
-  if (refusing >= 16) {  // a flood: no answer, just the descriptor back
+  if (refusing >= resolved.max_refusing) {  // a flood: no answer, just the descriptor back
     beast::error_code ec;
     socket.close(ec);
     return;
@@ -620,6 +653,9 @@ void Server::Stop() {
   for (auto& s : all) s->Close();
   beast::error_code ec;
   signals.cancel(ec);
+  // And back to the default action: a signal during the last of the shutdown (gRPC's)
+  // stops the process instead of waiting unheard in the set.
+  signals.clear(ec);
   timer.cancel();
   acceptor.close(ec);
   ioc.stop();
@@ -731,7 +767,8 @@ Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
   // its calls still waiting are finished by the dispatcher's drain. Then gRPC stops.
   Status result = server.result;
   service.reset();
-  if (grpc) grpc->Shutdown(server.interrupted ? 0 : options.drain_timeout_s);
+  // A drain that ran out of time, or a second signal, waits for no gRPC call.
+  if (grpc) grpc->Shutdown(server.interrupted || !result.ok() ? 0 : options.drain_timeout_s);
   return result;
 }
 

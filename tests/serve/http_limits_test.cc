@@ -40,10 +40,10 @@ TEST(ResolveServerLimits, TheDefaultCapLeavesDescriptorsForEverythingElse) {
   ServerOptions o;
   StatusOr<ResolvedServerLimits> r = ResolveServerLimits(o, 64);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(r->max_connections, 64 - 16);  // ulimit -n 64: 16 kept back
+  EXPECT_EQ(r->max_connections, 64 - 16 - 16);  // ulimit -n 64: 16 kept back, 16 to refuse with
   r = ResolveServerLimits(o, 1024);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->max_connections, 1024 - 256);
+  EXPECT_EQ(r->max_connections, 1024 - 256 - 16);
   r = ResolveServerLimits(o, 1 << 20);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->max_connections, 4096);  // never more than 4096 by default
@@ -55,10 +55,10 @@ TEST(ResolveServerLimits, ACapAboveWhatTheLimitLeavesIsRefused) {
   o.max_connections = 100;
   const StatusOr<ResolvedServerLimits> r = ResolveServerLimits(o, 64);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("--max-connections must be in [1, 48]"), std::string::npos)
+  EXPECT_NE(r.status().message().find("--max-connections must be in [1, 32]"), std::string::npos)
       << r.status().message();
   EXPECT_NE(r.status().message().find("ulimit -n 64"), std::string::npos);
-  EXPECT_FALSE(ResolveServerLimits(ServerOptions{}, 16).ok());  // nothing left for sockets
+  EXPECT_FALSE(ResolveServerLimits(ServerOptions{}, 32).ok());  // nothing left for sockets
 }
 
 TEST(ResolveServerLimits, TheBodyBudgetHoldsThirtyTwoBodiesWithinItsBounds) {
