@@ -135,7 +135,7 @@ StatusOr<std::string> AnalyzeNcuCsv(const std::string& path, const RenderOptions
     nlohmann::json j;
     j["source"] = path;
     j["reports"] = nlohmann::json::array({TableToJson(t)});
-    return j.dump(2) + "\n";
+    return ReportJsonText(j);
   }
   return Render({t}, f);
 }
@@ -193,7 +193,7 @@ std::string RenderAnalysis(const TraceAnalysis& a, const RenderOptions& f) {
     j["reports"] = nlohmann::json::array();
     for (const Table& tb : a.reports) j["reports"].push_back(TableToJson(tb));
     j["findings"] = FindingsToJson(a.findings);
-    return j.dump(2) + "\n";
+    return ReportJsonText(j);
   }
   if (f.format == OutputFormat::kCsv) return Render(a.reports, f);
   return Header(t, a.index) + Render(a.reports, f) + RenderFindings(a.findings);
@@ -222,7 +222,7 @@ StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>&
     j["trace"] = TraceInfo(t);
     j["reports"] = nlohmann::json::array();
     for (const Table& tb : tables) j["reports"].push_back(TableToJson(tb));
-    return j.dump(2) + "\n";
+    return ReportJsonText(j);
   }
   return Render(tables, f);
 }
@@ -246,7 +246,7 @@ std::string RenderDiff(const TraceDiff& d, const Trace& base, const Trace& next,
     j["headline"] = d.headline;
     j["reports"] = nlohmann::json::array();
     for (const Table& tb : tables) j["reports"].push_back(TableToJson(tb));
-    return j.dump(2) + "\n";
+    return ReportJsonText(j);
   }
   if (f.format == OutputFormat::kCsv) return Render(tables, f);
   std::string out = "base: " + base.source + "\nnew:  " + next.source + "\n\n";

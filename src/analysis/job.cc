@@ -445,7 +445,7 @@ std::string RenderJob(const JobAnalysis& job, const RenderOptions& render) {
     j["reports"] = nlohmann::json::array();
     for (const Table& t : job.tables) j["reports"].push_back(TableToJson(t));
     j["findings"] = FindingsToJson(job.findings);
-    return j.dump(2) + "\n";
+    return ReportJsonText(j);
   }
   std::string out;
   if (render.format == OutputFormat::kText) {
@@ -544,7 +544,7 @@ std::string RenderJobDiff(const JobAnalysis& base, const JobAnalysis& next, cons
     j["reports"] = nlohmann::json::array();
     for (const Table& t : tables) j["reports"].push_back(TableToJson(t));
     j["findings"] = {{"base", FindingsToJson(base.findings)}, {"new", FindingsToJson(next.findings)}};
-    return j.dump(2) + "\n";
+    return ReportJsonText(j);
   }
   std::string out;
   if (render.format == OutputFormat::kText) {

@@ -46,6 +46,11 @@ std::string RenderText(const Table& t, bool wide = false);
 std::string ShortenMiddle(const std::string& s, size_t max);
 std::string RenderCsv(const Table& t);
 nlohmann::json TableToJson(const Table& t);
+// A report as JSON text (2-space indent, a newline after): bytes that are not UTF-8 (a
+// file path, a name from a trace's string table) come out as U+FFFD instead of throwing.
+inline std::string ReportJsonText(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
 
 // "1.234 ms" style durations for text.
 std::string FormatNs(double ns);

@@ -84,7 +84,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
   if (which == Which::kStats && flags.list) {
     Table t{"reports", "Reports stats can run", {"Report", "Title"}, {}, {"musa_* and hip_* are aliases of cuda_*."}};
     for (const auto& [name, title] : ReportCatalog()) t.AddRow({name, title});
-    if (f.format == OutputFormat::kJson) std::cout << TableToJson(t).dump(2) << "\n";
+    if (f.format == OutputFormat::kJson) std::cout << ReportJsonText(TableToJson(t));
     else if (f.format == OutputFormat::kCsv) std::cout << RenderCsv(t);
     else std::cout << RenderText(t, /*wide=*/true);
     return 0;

@@ -458,14 +458,25 @@ StatusOr<NcuReport> ImportNcuCsv(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) return InvalidArgument(path + ": is a directory");
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
   if (f == nullptr) return NotFound(path + ": cannot open");
-  // Read once into a string sized from stat (not a stream's buffer and then its copy).
+  // Read once into a string sized from stat (not a stream's buffer and then its copy),
+  // refused before reading when stat says it is too big, and while reading otherwise
+  // (a pipe): an ncu CSV of one kernel's sections is kilobytes, a whole run's megabytes.
+  constexpr uint64_t kMaxNcuCsvBytes = uint64_t{1} << 32;
+  const auto too_big = [&path](uint64_t bytes) {
+    return ResourceExhausted(path + ": " + std::to_string(bytes) + " bytes, more than the " +
+                             std::to_string(kMaxNcuCsvBytes) + " an ncu CSV is read up to");
+  };
   struct stat st;
   std::string text;
   if (::fstat(fileno(f.get()), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (static_cast<uint64_t>(st.st_size) > kMaxNcuCsvBytes) return too_big(static_cast<uint64_t>(st.st_size));
     text.reserve(static_cast<size_t>(st.st_size) + 1);
   }
   char chunk[1 << 16];
-  for (size_t n; (n = std::fread(chunk, 1, sizeof(chunk), f.get())) > 0;) text.append(chunk, n);
+  for (size_t n; (n = std::fread(chunk, 1, sizeof(chunk), f.get())) > 0;) {
+    if (text.size() + n > kMaxNcuCsvBytes) return too_big(text.size() + n);
+    text.append(chunk, n);
+  }
   if (std::ferror(f.get())) return DataLoss(path + ": read error");
   return ParseNcuCsv(text, path);
 }

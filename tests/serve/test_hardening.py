@@ -339,15 +339,21 @@ def test_a_second_signal_stops_at_once(serve):
 
 
 def test_tokenize_is_refused_while_draining(serve):
-    s = serve("--threads", "1", "--max-queue-delay-ms", "60000", "--max-batch-size", "64", "--drain-timeout", "60")
-    with ThreadPoolExecutor(1) as pool:
-        held = pool.submit(s.post, "/embed", {"inputs": "keeps the drain open"})
-        s.wait_for(lambda: s.metric("tierscope_queue_depth") == 1, what="queued")
+    # Enough queued work (a batch per length bucket, none full) that the drain lasts while
+    # the test asks.
+    lengths, per, reqs = (12, 28, 60, 120, 250, 500), 32, 5  # 160 inputs in each of 6 buckets
+    s = serve("--threads", "1", "--max-queue-delay-ms", "60000", "--max-batch-size", "256",
+              "--max-batch-tokens", "131072", "--drain-timeout", "600")
+    n = len(lengths) * reqs
+    with ThreadPoolExecutor(n) as pool:
+        held = [pool.submit(s.post, "/embed", {"inputs": [words(k, seed=i)] * per})
+                for k in lengths for i in range(reqs)]
+        s.wait_for(lambda: s.metric("tierscope_queue_depth") == n * per, what="every request queued")
         s.proc.send_signal(signal.SIGTERM)
         s.wait_for(lambda: s.get("/v2/health/ready").status == 503, what="draining")
         r = s.post("/tokenize", {"inputs": "hello"})
         assert r.status == 503 and "draining" in r.json()["error"], r.body
-        assert held.result(timeout=60).status == 200
+        assert all(f.result(timeout=120).status == 200 for f in held)
     assert s.proc.wait(timeout=60) == 0
 
 

@@ -4,6 +4,9 @@
 #include "trace/ncu_import.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <string>
 
@@ -247,6 +250,22 @@ TEST(NcuImportTest, ImportsFromFile) {
   auto no_header = ImportNcuCsv(log);
   ASSERT_FALSE(no_header.ok());
   EXPECT_TRUE(Contains(no_header.status().message(), log));
+}
+
+TEST(NcuImportTest, AFileOverTheLimitIsRefusedBeforeItIsRead) {
+  TempDir dir;
+  const std::string path = dir.file("huge.csv");
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(::ftruncate(fileno(f), int64_t{4500} << 20), 0);  // sparse: no disk, no reading
+    std::fclose(f);
+  }
+  auto r = ImportNcuCsv(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(Contains(r.status().message(), path + ": 4718592000 bytes, more than the 4294967296"))
+      << r.status().message();
 }
 
 TEST(NcuImportTest, ParsesNumbers) {

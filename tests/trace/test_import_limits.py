@@ -118,6 +118,15 @@ def test_ill_formed_utf8_is_replaced_and_counted_not_fatal(tierscope_bin, tmp_pa
     assert code == 0 and "invalid UTF-8 sequences replaced by U+FFFD" in text, text
 
 
+def test_a_path_that_is_not_utf8_still_gives_json(tierscope_bin, tmp_path):
+    """The JSON writer once threw on the bytes of such a path (nlohmann's type_error 316)."""
+    trace = Path(os.fsdecode(bytes(tmp_path) + b"/trace-\xff.json"))
+    trace.write_bytes(b'{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"op","pid":1,"tid":1,"ts":1,"dur":1}]}')
+    code, out, err = run(tierscope_bin, "analyze", trace, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["reports"], out
+
+
 def test_a_trace_whose_every_event_is_malformed_fails_saying_so(tierscope_bin, tmp_path):
     trace = tmp_path / "all_bad.json.gz"
     events = [{"ph": "X", "cat": "cpu_op", "name": "op", "ts": {"us": i}, "dur": 1} for i in range(30)]
