@@ -305,19 +305,35 @@ def test_load_flags_out_of_range_exit_2_naming_the_flag(tierscope_bin, args, fra
 # ------------------------------------------------------------------ signals and draining
 
 
+BUCKET_LENGTHS = (12, 28, 60, 120, 250, 500)  # words: one input length per bucket edge
+
+
+def serve_with_a_batch_per_bucket(serve):
+    """A server whose batches never fill (a batch per length bucket, a minute's delay), so
+    that a drain has a batch per bucket to run, one after another."""
+    return serve("--threads", "1", "--max-queue-delay-ms", "60000", "--max-batch-size", "256",
+                 "--max-batch-tokens", "131072", "--drain-timeout", "600")
+
+
+def queue_in_every_bucket(s, pool, per: int, reqs: int) -> list:
+    """`reqs` requests of `per` inputs in each bucket, waited for until all are queued."""
+    futures = [pool.submit(s.post, "/embed", {"inputs": [words(k, seed=i)] * per})
+               for k in BUCKET_LENGTHS for i in range(reqs)]
+    total = len(BUCKET_LENGTHS) * reqs * per
+    s.wait_for(lambda: s.metric("tierscope_queue_depth") == total, what="every request queued")
+    assert s.metric("tierscope_batch_size_count") == 0
+    return futures
+
+
 def test_a_second_signal_stops_at_once(serve):
     """The first signal drains: every queued input would run, a batch per length bucket
     (none is full, so none has left before). The second stops now, dropping what is
     still queued, and the exit status says the drain was cut short."""
-    lengths, per, reqs = (12, 28, 60, 120, 250, 500), 8, 6  # 48 inputs in each of 6 buckets
-    s = serve("--threads", "1", "--max-queue-delay-ms", "60000", "--max-batch-size", "64",
-              "--max-batch-tokens", "131072", "--drain-timeout", "600")
-    n = len(lengths) * reqs
+    per, reqs = 8, 6  # 48 inputs in each of 6 buckets
+    s = serve_with_a_batch_per_bucket(serve)
+    n = len(BUCKET_LENGTHS) * reqs
     with ThreadPoolExecutor(n) as pool:
-        futures = [pool.submit(s.post, "/embed", {"inputs": [words(k, seed=i)] * per})
-                   for k in lengths for i in range(reqs)]
-        s.wait_for(lambda: s.metric("tierscope_queue_depth") == n * per, what="every request queued")
-        assert s.metric("tierscope_batch_size_count") == 0
+        futures = queue_in_every_bucket(s, pool, per, reqs)
         s.proc.send_signal(signal.SIGTERM)
         s.wait_for(lambda: any("draining" in l for l in s.stderr_lines), what="the drain")
         s.proc.send_signal(signal.SIGTERM)
@@ -339,16 +355,10 @@ def test_a_second_signal_stops_at_once(serve):
 
 
 def test_tokenize_is_refused_while_draining(serve):
-    # Enough queued work (a batch per length bucket, none full) that the drain lasts while
-    # the test asks.
-    lengths, per, reqs = (12, 28, 60, 120, 250, 500), 32, 5  # 160 inputs in each of 6 buckets
-    s = serve("--threads", "1", "--max-queue-delay-ms", "60000", "--max-batch-size", "256",
-              "--max-batch-tokens", "131072", "--drain-timeout", "600")
-    n = len(lengths) * reqs
-    with ThreadPoolExecutor(n) as pool:
-        held = [pool.submit(s.post, "/embed", {"inputs": [words(k, seed=i)] * per})
-                for k in lengths for i in range(reqs)]
-        s.wait_for(lambda: s.metric("tierscope_queue_depth") == n * per, what="every request queued")
+    per, reqs = 32, 5  # 160 inputs in each of 6 buckets: the drain lasts while the test asks
+    s = serve_with_a_batch_per_bucket(serve)
+    with ThreadPoolExecutor(len(BUCKET_LENGTHS) * reqs) as pool:
+        held = queue_in_every_bucket(s, pool, per, reqs)
         s.proc.send_signal(signal.SIGTERM)
         s.wait_for(lambda: s.get("/v2/health/ready").status == 503, what="draining")
         r = s.post("/tokenize", {"inputs": "hello"})
