@@ -11,6 +11,7 @@
 #include "core/paths.h"
 #include "core/text.h"
 #include "serve/api.h"
+#include "serve/http_limits.h"
 #include "text/wordpiece.h"
 #include "tierscope/engine.h"
 
@@ -26,6 +27,8 @@ Status RunServeCommand(ServeCommandOptions o) {
   o.batcher.max_queue_delay_us = static_cast<int64_t>(std::llround(o.max_queue_delay_ms * 1000));
   TS_RETURN_IF_ERROR(Batcher::Create(o.batcher).status());
 
+  // The server's limits before the model loads: a bad one fails at once.
+  TS_RETURN_IF_ERROR(ResolveServerLimits(o.server, DescriptorLimit()).status());
   TS_ASSIGN_OR_RETURN(std::string dir, ResolveModelDir(o.model_dir));
   if (o.pooling == "cls" || o.pooling == "mean") {
     o.server.pooling = o.pooling == "mean" ? Pooling::kMean : Pooling::kCls;
@@ -71,6 +74,15 @@ Status RunServeCommand(ServeCommandOptions o) {
 }
 
 namespace cli {
+namespace {
+
+// The command line checks a server option against the range the server itself checks.
+CLI::Validator ServerFlagRange(std::string_view flag) {
+  const OptionRange& r = ServerOptionRange(flag);
+  return InRange(r.lo, r.hi, r.unit);
+}
+
+}  // namespace
 
 void RegisterServe(CLI::App& app, std::vector<Command>* out) {
   auto serve = std::make_shared<ServeCommandOptions>();
@@ -81,12 +93,12 @@ void RegisterServe(CLI::App& app, std::vector<Command>* out) {
   sv->add_option("--threads", serve->threads, "engine worker threads (0: all cores)")->capture_default_str()->check(InRange(0, 1024));
   sv->add_option("--device", serve->device, "cpu | cuda | cuda:N")->capture_default_str();
   sv->add_option("--host", serve->server.host, "address to listen on")->capture_default_str();
-  sv->add_option("--port", serve->server.port, "port (0: any free one, printed)")->capture_default_str()->check(InRange(0, 65535));
+  sv->add_option("--port", serve->server.port, "port (0: any free one, printed)")->capture_default_str()->check(ServerFlagRange("--port"));
   sv->add_option("--grpc-port", serve->server.grpc_port,
                  "KServe v2 gRPC (inference.GRPCInferenceService) on this port, sharing the batcher "
                  "(0: any free one, printed; -1: off)")
       ->capture_default_str()
-      ->check(InRange(-1, 65535));
+      ->check(ServerFlagRange("--grpc-port"));
   sv->add_option("--model-name", serve->server.model_name,
                  "the name in /v2/models/{name} (default: the directory's name)");
   sv->add_option("--pooling", serve->pooling,
@@ -105,41 +117,41 @@ void RegisterServe(CLI::App& app, std::vector<Command>* out) {
       ->capture_default_str()
       ->check(InRange(1, 1 << 20));
   sv->add_option("--max-client-batch-size", serve->server.max_client_batch_size,
-                 "inputs per request before 413")->capture_default_str()->check(InRange(1, 1 << 16));
+                 "inputs per request before 413")->capture_default_str()->check(ServerFlagRange("--max-client-batch-size"));
   sv->add_option("--max-input-length", serve->server.max_input_length,
                  "tokens per input before 422 or truncation (0: sentence_bert_config.json's "
                  "max_seq_length, else the model's positions; capped by the largest bucket)")
       ->capture_default_str()
-      ->check(InRange(0, 1 << 20));
+      ->check(ServerFlagRange("--max-input-length"));
   sv->add_option("--max-body-bytes", serve->server.max_body_bytes, "request body limit (413 above); also gRPC's message limit")
       ->capture_default_str()
-      ->check(InRange(1, 1 << 30, " bytes"));
+      ->check(ServerFlagRange("--max-body-bytes"));
   sv->add_option("--drain-timeout", serve->server.drain_timeout_s,
                  "seconds to finish queued work after SIGTERM/SIGINT (a second signal stops at once)")
       ->capture_default_str()
-      ->check(InRange(0, 86400, " s"));
+      ->check(ServerFlagRange("--drain-timeout"));
   sv->add_option("--tokenization-workers", serve->server.tokenization_workers,
                  "threads that parse and tokenize request bodies and write embedding responses, off the "
                  "io thread (0: on it; -1: the cores the engine's threads leave free, at most 4)")
       ->capture_default_str()
-      ->check(InRange(-1, 64));
+      ->check(ServerFlagRange("--tokenization-workers"));
   sv->add_option("--idle-timeout", serve->server.idle_timeout_s,
                  "seconds before an idle keep-alive connection is closed (HTTP and gRPC)")
       ->capture_default_str()
-      ->check(InRange(0.01, 86400, " s"));
+      ->check(ServerFlagRange("--idle-timeout"));
   sv->add_option("--max-connections", serve->server.max_connections,
                  "open HTTP connections at most (0: what the descriptor limit leaves, at most 4096); at the cap "
                  "the connection waiting longest for a request is closed, else the new one gets 503")
       ->capture_default_str()
-      ->check(InRange(0, 1 << 20));
+      ->check(ServerFlagRange("--max-connections"));
   sv->add_option("--max-buffered-bytes", serve->server.max_buffered_bytes,
                  "request bytes held at once over every connection, HTTP bodies and gRPC's memory (0: 32 bodies "
                  "of --max-body-bytes, 64 MiB to 1 GiB); beyond it requests get 503")
       ->capture_default_str()
-      ->check(InRange(0, 1099511627776.0, " bytes"));
+      ->check(ServerFlagRange("--max-buffered-bytes"));
   sv->add_option("--grpc-max-streams", serve->server.grpc_max_streams, "concurrent gRPC calls per connection")
       ->capture_default_str()
-      ->check(InRange(1, 1 << 16));
+      ->check(ServerFlagRange("--grpc-max-streams"));
   out->push_back({sv, [serve] {
                     Status s = RunServeCommand(*serve);
                     return s.ok() ? 0 : Fail(s);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "serve/http_server.h"
@@ -19,28 +20,50 @@ std::string Num(double v) {
   return s;
 }
 
-Status InRange(const char* flag, double v, double lo, double hi, const char* unit = "") {
-  if (std::isfinite(v) && v >= lo && v <= hi) return OkStatus();
-  return InvalidArgument(std::string(flag) + " must be in [" + Num(lo) + ", " + Num(hi) + "]" + unit + ", got " +
-                         (std::isfinite(v) ? Num(v) : std::string("a non-finite value")));
+constexpr OptionRange kServerOptionRanges[] = {
+    {"--port", 0, 65535, ""},
+    {"--grpc-port", -1, 65535, ""},
+    {"--max-client-batch-size", 1, 1 << 16, ""},
+    {"--max-input-length", 0, 1 << 20, ""},
+    {"--max-body-bytes", 1, 1 << 30, " bytes"},
+    {"--drain-timeout", 0, 86400, " seconds"},
+    {"--idle-timeout", 0.01, 86400, " seconds"},
+    {"--tokenization-workers", -1, 64, ""},
+    {"--max-connections", 0, 1 << 20, ""},
+    {"--max-buffered-bytes", 0, 1099511627776.0, " bytes"},
+    {"--grpc-max-streams", 1, 1 << 16, ""},
+    {"--retry-after", 1, 3600, " seconds"},
+};
+
+Status InRange(const char* flag, double v) {
+  const OptionRange& r = ServerOptionRange(flag);
+  if (std::isfinite(v) && v >= r.lo && v <= r.hi) return OkStatus();
+  return InvalidArgument(std::string(flag) + " must be in [" + Num(r.lo) + ", " + Num(r.hi) + "]" + r.unit +
+                         ", got " + (std::isfinite(v) ? Num(v) : std::string("a non-finite value")));
 }
 
 }  // namespace
 
+const OptionRange& ServerOptionRange(std::string_view flag) {
+  for (const OptionRange& r : kServerOptionRanges) {
+    if (flag == r.flag) return r;
+  }
+  throw std::out_of_range("no server option " + std::string(flag));
+}
+
 Status CheckServerOptions(const ServerOptions& o) {
-  TS_RETURN_IF_ERROR(InRange("--port", o.port, 0, 65535));
-  TS_RETURN_IF_ERROR(InRange("--grpc-port", o.grpc_port, -1, 65535));
-  TS_RETURN_IF_ERROR(InRange("--max-client-batch-size", static_cast<double>(o.max_client_batch_size), 1, 1 << 16));
-  TS_RETURN_IF_ERROR(InRange("--max-input-length", static_cast<double>(o.max_input_length), 0, 1 << 20));
-  TS_RETURN_IF_ERROR(InRange("--max-body-bytes", static_cast<double>(o.max_body_bytes), 1, 1 << 30, " bytes"));
-  TS_RETURN_IF_ERROR(InRange("--drain-timeout", o.drain_timeout_s, 0, 86400, " seconds"));
-  TS_RETURN_IF_ERROR(InRange("--idle-timeout", o.idle_timeout_s, 0.01, 86400, " seconds"));
-  TS_RETURN_IF_ERROR(InRange("--tokenization-workers", o.tokenization_workers, -1, 64));
-  TS_RETURN_IF_ERROR(InRange("--max-connections", static_cast<double>(o.max_connections), 0, 1 << 20));
-  TS_RETURN_IF_ERROR(
-      InRange("--max-buffered-bytes", static_cast<double>(o.max_buffered_bytes), 0, 1LL << 40, " bytes"));
-  TS_RETURN_IF_ERROR(InRange("--grpc-max-streams", o.grpc_max_streams, 1, 1 << 16));
-  return InRange("--retry-after", o.retry_after_s, 1, 3600, " seconds");
+  TS_RETURN_IF_ERROR(InRange("--port", o.port));
+  TS_RETURN_IF_ERROR(InRange("--grpc-port", o.grpc_port));
+  TS_RETURN_IF_ERROR(InRange("--max-client-batch-size", static_cast<double>(o.max_client_batch_size)));
+  TS_RETURN_IF_ERROR(InRange("--max-input-length", static_cast<double>(o.max_input_length)));
+  TS_RETURN_IF_ERROR(InRange("--max-body-bytes", static_cast<double>(o.max_body_bytes)));
+  TS_RETURN_IF_ERROR(InRange("--drain-timeout", o.drain_timeout_s));
+  TS_RETURN_IF_ERROR(InRange("--idle-timeout", o.idle_timeout_s));
+  TS_RETURN_IF_ERROR(InRange("--tokenization-workers", o.tokenization_workers));
+  TS_RETURN_IF_ERROR(InRange("--max-connections", static_cast<double>(o.max_connections)));
+  TS_RETURN_IF_ERROR(InRange("--max-buffered-bytes", static_cast<double>(o.max_buffered_bytes)));
+  TS_RETURN_IF_ERROR(InRange("--grpc-max-streams", o.grpc_max_streams));
+  return InRange("--retry-after", o.retry_after_s);
 }
 
 StatusOr<ResolvedServerLimits> ResolveServerLimits(const ServerOptions& o, int64_t descriptor_limit) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string_view>
 
 #include "core/process_limits.h"
 #include "tierscope/status.h"
@@ -20,6 +21,17 @@ struct ResolvedServerLimits {
   int64_t descriptor_limit = 0;
   int64_t max_refusing = 16;       // connections over the cap being answered 503 at once
 };
+
+// The valid range of one server option, by its flag: the one definition that the
+// command line's validators and CheckServerOptions both read.
+struct OptionRange {
+  const char* flag;
+  double lo, hi;
+  const char* unit;  // "" or " bytes", " seconds"
+};
+// The range of `flag` (one of ServerOptions' flags: --port, --max-body-bytes, ...);
+// std::out_of_range for a flag it does not know (a programming error).
+const OptionRange& ServerOptionRange(std::string_view flag);
 
 // InvalidArgument naming the option and its valid range when one is out of it
 // (the command line checks the same ranges; this guards every other caller).

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <thread>
 
 #include "serve/http_server.h"
@@ -34,6 +35,19 @@ TEST(CheckServerOptions, RefusesEveryOutOfRangeValueNamingTheFlagAndItsRange) {
     EXPECT_NE(s.message().find(c.fragment), std::string::npos) << s.message();
     EXPECT_EQ(s.message().find('\n'), std::string::npos) << "one line: " << s.message();
   }
+}
+
+TEST(ServerOptionRange, OneTableForTheCommandLineAndTheServer) {
+  const OptionRange& body = ServerOptionRange("--max-body-bytes");
+  EXPECT_EQ(body.lo, 1);
+  EXPECT_EQ(body.hi, 1 << 30);
+  EXPECT_STREQ(body.unit, " bytes");
+  ServerOptions o;
+  o.max_body_bytes = static_cast<int64_t>(body.hi);
+  EXPECT_TRUE(CheckServerOptions(o).ok());  // the edge is inside, one past it is not
+  o.max_body_bytes += 1;
+  EXPECT_FALSE(CheckServerOptions(o).ok());
+  EXPECT_THROW(ServerOptionRange("--no-such-flag"), std::out_of_range);
 }
 
 TEST(ResolveServerLimits, TheDefaultCapLeavesDescriptorsForEverythingElse) {
