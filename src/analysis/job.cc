@@ -70,6 +70,13 @@ Summary MergeSummary(const Summary& a, const Summary& b) {
   return s;
 }
 
+// The entry of `all` for `one`'s device and stream (end() when it has none).
+template <typename PerStream>
+typename std::vector<PerStream>::iterator FindStream(std::vector<PerStream>& all, const PerStream& one) {
+  return std::find_if(all.begin(), all.end(),
+                      [&](const PerStream& x) { return x.device == one.device && x.stream == one.stream; });
+}
+
 void MergeGpuTime(GpuTime& g, const GpuTime& w) {
   g.has_device_events = g.has_device_events || w.has_device_events;
   g.temporal.span_ns += w.temporal.span_ns;
@@ -80,8 +87,7 @@ void MergeGpuTime(GpuTime& g, const GpuTime& w) {
   g.overlap_ns += w.overlap_ns;
   for (const auto& [name, k] : w.kernels) g.kernels[name].Merge(k);
   for (const StreamIdle& s : w.idle) {
-    auto it = std::find_if(g.idle.begin(), g.idle.end(),
-                           [&](const StreamIdle& x) { return x.device == s.device && x.stream == s.stream; });
+    auto it = FindStream(g.idle, s);
     if (it == g.idle.end()) {
       g.idle.push_back(s);
       continue;
@@ -99,8 +105,7 @@ void MergeGpuTime(GpuTime& g, const GpuTime& w) {
   l.shorter_than_launch += w.launch.shorter_than_launch;
   l.long_delay += w.launch.long_delay;
   for (const StreamQueue& q : w.queues) {
-    auto it = std::find_if(g.queues.begin(), g.queues.end(),
-                           [&](const StreamQueue& x) { return x.device == q.device && x.stream == q.stream; });
+    auto it = FindStream(g.queues, q);
     if (it == g.queues.end()) {
       g.queues.push_back(q);
       continue;

@@ -19,6 +19,7 @@
 #include "core/cpu_info.h"
 #include "core/exceptions.h"
 #include "trace/json_input.h"
+#include "trace/kineto_scan.h"
 
 namespace tierscope {
 namespace {
@@ -29,13 +30,7 @@ bool IsTraceFile(const std::string& name) {
   return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".sqlite");
 }
 
-bool EndsWithIgnoreCase(std::string_view s, std::string_view suffix) {
-  if (s.size() < suffix.size()) return false;
-  for (size_t i = 0; i < suffix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i]) return false;
-  }
-  return true;
-}
+using kineto::EndsWithIgnoreCase;
 
 // Why a file whose name is not a trace's is skipped.
 std::string WhyNotByName(const std::string& name) {

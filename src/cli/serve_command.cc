@@ -76,10 +76,11 @@ Status RunServeCommand(ServeCommandOptions o) {
 namespace cli {
 namespace {
 
-// The command line checks a server option against the range the server itself checks.
-CLI::Validator ServerFlagRange(std::string_view flag) {
+// A server option, checked on the command line against the range the server itself checks.
+template <typename T>
+void AddServerOption(CLI::App* sv, const char* flag, T& field, const std::string& help) {
   const OptionRange& r = ServerOptionRange(flag);
-  return InRange(r.lo, r.hi, r.unit);
+  sv->add_option(flag, field, help)->capture_default_str()->check(InRange(r.lo, r.hi, r.unit));
 }
 
 }  // namespace
@@ -93,12 +94,10 @@ void RegisterServe(CLI::App& app, std::vector<Command>* out) {
   sv->add_option("--threads", serve->threads, "engine worker threads (0: all cores)")->capture_default_str()->check(InRange(0, 1024));
   sv->add_option("--device", serve->device, "cpu | cuda | cuda:N")->capture_default_str();
   sv->add_option("--host", serve->server.host, "address to listen on")->capture_default_str();
-  sv->add_option("--port", serve->server.port, "port (0: any free one, printed)")->capture_default_str()->check(ServerFlagRange("--port"));
-  sv->add_option("--grpc-port", serve->server.grpc_port,
+  AddServerOption(sv, "--port", serve->server.port, "port (0: any free one, printed)");
+  AddServerOption(sv, "--grpc-port", serve->server.grpc_port,
                  "KServe v2 gRPC (inference.GRPCInferenceService) on this port, sharing the batcher "
-                 "(0: any free one, printed; -1: off)")
-      ->capture_default_str()
-      ->check(ServerFlagRange("--grpc-port"));
+                 "(0: any free one, printed; -1: off)");
   sv->add_option("--model-name", serve->server.model_name,
                  "the name in /v2/models/{name} (default: the directory's name)");
   sv->add_option("--pooling", serve->pooling,
@@ -116,42 +115,26 @@ void RegisterServe(CLI::App& app, std::vector<Command>* out) {
   sv->add_option("--max-queue", serve->batcher.max_queue, "inputs waiting before 429")
       ->capture_default_str()
       ->check(InRange(1, 1 << 20));
-  sv->add_option("--max-client-batch-size", serve->server.max_client_batch_size,
-                 "inputs per request before 413")->capture_default_str()->check(ServerFlagRange("--max-client-batch-size"));
-  sv->add_option("--max-input-length", serve->server.max_input_length,
+  AddServerOption(sv, "--max-client-batch-size", serve->server.max_client_batch_size,
+                 "inputs per request before 413");
+  AddServerOption(sv, "--max-input-length", serve->server.max_input_length,
                  "tokens per input before 422 or truncation (0: sentence_bert_config.json's "
-                 "max_seq_length, else the model's positions; capped by the largest bucket)")
-      ->capture_default_str()
-      ->check(ServerFlagRange("--max-input-length"));
-  sv->add_option("--max-body-bytes", serve->server.max_body_bytes, "request body limit (413 above); also gRPC's message limit")
-      ->capture_default_str()
-      ->check(ServerFlagRange("--max-body-bytes"));
-  sv->add_option("--drain-timeout", serve->server.drain_timeout_s,
-                 "seconds to finish queued work after SIGTERM/SIGINT (a second signal stops at once)")
-      ->capture_default_str()
-      ->check(ServerFlagRange("--drain-timeout"));
-  sv->add_option("--tokenization-workers", serve->server.tokenization_workers,
+                 "max_seq_length, else the model's positions; capped by the largest bucket)");
+  AddServerOption(sv, "--max-body-bytes", serve->server.max_body_bytes, "request body limit (413 above); also gRPC's message limit");
+  AddServerOption(sv, "--drain-timeout", serve->server.drain_timeout_s,
+                 "seconds to finish queued work after SIGTERM/SIGINT (a second signal stops at once)");
+  AddServerOption(sv, "--tokenization-workers", serve->server.tokenization_workers,
                  "threads that parse and tokenize request bodies and write embedding responses, off the "
-                 "io thread (0: on it; -1: the cores the engine's threads leave free, at most 4)")
-      ->capture_default_str()
-      ->check(ServerFlagRange("--tokenization-workers"));
-  sv->add_option("--idle-timeout", serve->server.idle_timeout_s,
-                 "seconds before an idle keep-alive connection is closed (HTTP and gRPC)")
-      ->capture_default_str()
-      ->check(ServerFlagRange("--idle-timeout"));
-  sv->add_option("--max-connections", serve->server.max_connections,
+                 "io thread (0: on it; -1: the cores the engine's threads leave free, at most 4)");
+  AddServerOption(sv, "--idle-timeout", serve->server.idle_timeout_s,
+                 "seconds before an idle keep-alive connection is closed (HTTP and gRPC)");
+  AddServerOption(sv, "--max-connections", serve->server.max_connections,
                  "open HTTP connections at most (0: what the descriptor limit leaves, at most 4096); at the cap "
-                 "the connection waiting longest for a request is closed, else the new one gets 503")
-      ->capture_default_str()
-      ->check(ServerFlagRange("--max-connections"));
-  sv->add_option("--max-buffered-bytes", serve->server.max_buffered_bytes,
+                 "the connection waiting longest for a request is closed, else the new one gets 503");
+  AddServerOption(sv, "--max-buffered-bytes", serve->server.max_buffered_bytes,
                  "request bytes held at once over every connection, HTTP bodies and gRPC's memory (0: 32 bodies "
-                 "of --max-body-bytes, 64 MiB to 1 GiB); beyond it requests get 503")
-      ->capture_default_str()
-      ->check(ServerFlagRange("--max-buffered-bytes"));
-  sv->add_option("--grpc-max-streams", serve->server.grpc_max_streams, "concurrent gRPC calls per connection")
-      ->capture_default_str()
-      ->check(ServerFlagRange("--grpc-max-streams"));
+                 "of --max-body-bytes, 64 MiB to 1 GiB); beyond it requests get 503");
+  AddServerOption(sv, "--grpc-max-streams", serve->server.grpc_max_streams, "concurrent gRPC calls per connection");
   out->push_back({sv, [serve] {
                     Status s = RunServeCommand(*serve);
                     return s.ok() ? 0 : Fail(s);

@@ -149,6 +149,16 @@ def test_slow_loris_headers_do_not_hold_the_server(serve):
     assert s.post("/embed", {"inputs": "after the drip"}).status == 200
 
 
+def read_response_head(c: socket.socket) -> bytes:
+    """What arrives on `c` up to the end of a response's headers (the server must not close first)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = c.recv(65536)
+        assert chunk, data
+        data += chunk
+    return data
+
+
 def raw_get_health(port: int) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
         c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -171,12 +181,7 @@ def test_connections_over_the_cap_with_requests_in_hand_get_503(serve):
     reply = raw_get_health(s.port)
     assert reply.startswith(b"HTTP/1.1 503") and b"--max-connections" in reply, reply
     for c in held:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = c.recv(65536)
-            assert chunk, data
-            data += chunk
-        assert data.startswith(b"HTTP/1.1 200"), data
+        assert read_response_head(c).startswith(b"HTTP/1.1 200")
         c.close()
     assert s.metric('tierscope_connections_closed_total{reason="refused"}') >= 1
     assert health_answers(s)
@@ -233,12 +238,7 @@ def test_an_upload_in_progress_is_never_evicted_at_the_connection_cap(serve):
     assert reply.startswith(b"HTTP/1.1 503"), reply
     for c in ups:
         c.sendall(body[10:])
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = c.recv(65536)
-            assert chunk, data
-            data += chunk
-        assert data.startswith(b"HTTP/1.1 200"), data
+        assert read_response_head(c).startswith(b"HTTP/1.1 200")
         c.close()
     assert s.metric('tierscope_connections_closed_total{reason="evicted"}') == 0
 
