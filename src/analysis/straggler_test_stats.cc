@@ -249,6 +249,23 @@ void TestStragglerConcentration(const std::vector<TestedCollective>& c, Straggle
   s->test = StragglerTest::kCollectives;
   s->p_value = s->p_collective;
   if (steps) TestSteps(c, late, by_step, observed, s);
+  std::vector<const std::vector<size_t>*> joined_late;  // were w last at all of these
+  for (size_t i : late) {
+    if (std::find(c[i].who.begin(), c[i].who.end(), w) != c[i].who.end()) joined_late.push_back(&c[i].who);
+  }
+  s->reachable_floor = Floor(joined_late, n);
+  if (s->reachable_floor >= kStragglerAlpha) {
+    // No relabelling can decide, whatever the lateness: the lateness itself is weighed
+    // against the noise of the arrivals instead (straggler_lateness_model.cc), where there
+    // is a residual to weigh it against; the shape of the data alone picks this test.
+    FitLatenessModel(c, w, s);
+    if (s->model.df > 0) {
+      s->test = StragglerTest::kLatenessModel;
+      s->p_value = s->model.p;
+      s->undecided.clear();
+      return;
+    }
+  }
   if (s->collective_floor >= kStragglerAlpha) {
     s->undecided.push_back(std::to_string(s->worst_last) + (s->worst_last == 1 ? " collective on " : " collectives on ") +
                            RanksText(where_last) + " cannot separate a late rank from chance: p >= " +
@@ -256,6 +273,7 @@ void TestStragglerConcentration(const std::vector<TestedCollective>& c, Straggle
                            std::to_string(s->ranks[w].rank) + " was last at " + std::to_string(s->worst_last) +
                            " of its " + std::to_string(s->worst_joined) + " collectives); more steps can decide");
   }
+  if (s->model.ran) s->undecided.push_back(LatenessModelText(s->model, s->ranks[w].rank));
 }
 
 std::string StragglerTestText(const Stragglers& s) {
@@ -274,6 +292,11 @@ std::string StragglerTestText(const Stragglers& s) {
              std::to_string(s.steps_worst) + " of its " + std::to_string(s.steps) + " steps, beyond chance in " +
              std::to_string(s.steps_late) + " (p < 0.01 with the step's collectives relabelled at random, or, in a "
              "step too short for that, last at every collective)";
+    case StragglerTest::kLatenessModel:
+      return "No relabelling of the ranks can reach p < 0.01 here (p >= " + PValueText(s.reachable_floor) +
+             " by construction, were rank " + std::to_string(s.ranks[static_cast<size_t>(s.worst)].rank) +
+             " last at every collective), so the arrivals are weighed against their own noise: " +
+             LatenessModelText(s.model, s.ranks[static_cast<size_t>(s.worst)].rank);
     case StragglerTest::kCollectivesAndSteps:
       break;
   }

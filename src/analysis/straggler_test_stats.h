@@ -9,20 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "analysis/straggler_lateness_model.h"
 #include "analysis/stragglers.h"
 
 namespace tierscope {
 
 inline constexpr double kStragglerAlpha = 0.01;  // a straggler finding needs p below it
-
-// One matched collective as the test sees it.
-struct TestedCollective {
-  std::string group;
-  int64_t iteration = kNoStep;
-  std::vector<size_t> who;  // the ranks that took part: indices into Stragglers::ranks
-  size_t last = 0;          // the one that arrived last (an index into ranks)
-  int64_t late_ns = 0;      // its arrival - the next latest; 0: a tie, no last rank
-};
 
 // Fills s's test fields (test, p_value, p_collective, p_step, the floors, worst, steps,
 // undecided ...) from the collectives; s->ranks must hold each rank's late_ns already.

@@ -349,7 +349,7 @@ void Compare(const std::vector<Entry>& entries, const std::vector<RankCollective
   std::map<int64_t, std::map<size_t, std::vector<int64_t>>> per_iter;  // iteration -> rank -> lates
   std::map<int64_t, int64_t> iter_count;
   std::vector<double> behind(n, 0), host_behind(n, 0);
-  std::vector<std::pair<size_t, int64_t>> last(entries.size(), {0, 0});  // (rank index, late)
+  std::vector<TestedCollective> tested(entries.size());
   double duration = 0, calls = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
@@ -371,13 +371,18 @@ void Compare(const std::vector<Entry>& entries, const std::vector<RankCollective
     ++iter_count[e.iteration];
     if (late > 0) {  // a tie has no last rank
       const size_t r = arr.back().second;
-      last[i] = {r, late};
+      tested[i].last = r;
+      tested[i].late_ns = late;
       ++s->ranks[r].times_last;
       s->ranks[r].late_ns += late;
       per_iter[e.iteration][r].push_back(late);
       row.last_rank = ranks[r].rank;
     }
     s->collectives.push_back(std::move(row));
+    tested[i].group = e.first->group;
+    tested[i].iteration = e.iteration;
+    tested[i].who = e.who;
+    tested[i].arrive_ns = times;
     const double median = Median(times), host_median = Median(issued);
     for (size_t k = 0; k < e.who.size(); ++k) {
       behind[e.who[k]] += times[k] - median;
@@ -406,11 +411,6 @@ void Compare(const std::vector<Entry>& entries, const std::vector<RankCollective
       }
     }
     s->iterations.push_back(it);
-  }
-  std::vector<TestedCollective> tested;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const Entry& e = entries[i];
-    tested.push_back({e.first->group, e.iteration, e.who, last[i].first, last[i].second});
   }
   TestStragglerConcentration(tested, s);
 }
@@ -535,6 +535,7 @@ std::vector<Finding> StragglerFindings(const Stragglers& s) {
   // late beyond chance in every step on its own (straggler_test_stats.cc says why).
   if (s.p_value >= kStragglerAlpha) return {};
   if (s.test == StragglerTest::kFewSteps && s.steps_late < s.steps) return {};
+  if (s.test == StragglerTest::kLatenessModel && s.model.latest < s.model.blocks) return {};
   Finding f;
   f.rule = "straggler";
   f.title = "Straggler: rank " + std::to_string(worst->rank) + " reaches the collectives last, and the other "
@@ -551,12 +552,24 @@ std::vector<Finding> StragglerFindings(const Stragglers& s) {
                    "it cannot make one rank late within a collective), and late beyond chance in every step on its "
                    "own; that the same rank was slowed for each of the " + std::to_string(s.steps) +
                    " steps by chance is not ruled out (p >= " + PValueText(s.step_floor) + " by construction)";
+  } else if (s.test == StragglerTest::kLatenessModel) {
+    // Too few collectives for any relabelling: the lateness against the arrivals' noise,
+    // which assumes that noise near normal; what that leaves open is said.
+    const std::string block = s.model.by_step ? "step" : "collective";
+    f.threshold += ", the rank's arrivals weighed against the noise of every rank's (a model of " + block +
+                   " and rank, since no relabelling of these few collectives can reach 0.01; a delay of one rank in "
+                   "one " + block + " cannot pass it, however large), and latest in every " + block + "; that rare "
+                   "delays struck the same rank in each of the " + std::to_string(s.model.blocks) + " " + block +
+                   "s by chance is not ruled out (p >= " + PValueText(s.model.block_floor) + " were one rank a " +
+                   block + " struck)";
   }
   char share[64];
   std::snprintf(share, sizeof(share), "%.0f%%", 100.0 * static_cast<double>(worst->late_ns) / static_cast<double>(all_late));
   f.evidence.push_back("last in " + std::to_string(worst->times_last) + " of " + std::to_string(worst->collectives) +
                        " collectives, by " + FormatNs(mean_late) + " on average: " + share + " of all the waiting");
-  f.evidence.push_back("p = " + PValueText(s.p_value) + " that one rank gathers this much of the waiting by chance: " +
+  f.evidence.push_back("p = " + PValueText(s.p_value) +
+                       (s.test == StragglerTest::kLatenessModel ? " that one rank's arrivals are this late by chance: "
+                                                                : " that one rank gathers this much of the waiting by chance: ") +
                        StragglerTestText(s));
   for (const std::string& u : s.undecided) f.evidence.push_back(u);
   f.evidence.push_back("arrives " + FormatNs(worst->behind_median_ns) + " after the median rank on average (host issue: " +

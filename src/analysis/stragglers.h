@@ -79,6 +79,26 @@ enum class StragglerTest {
   // in every step it takes part in, each step tested on its own (steps_late).
   kFewSteps,
   kCollectivesAndSteps,  // each collective apart, and whole steps: p is the larger
+  // Too few collectives for any relabelling to reach p < 0.01 (n^(1-K) >= 0.01 for K of
+  // n ranks): the worst rank's arrivals weighed against the noise of all of them
+  // (LatenessModel, straggler_lateness_model.h).
+  kLatenessModel,
+};
+
+// The two-way model of arrivals (block: a step, or a collective outside any; and rank)
+// that decides where no relabelling can.
+struct LatenessModel {
+  bool ran = false;
+  bool by_step = false;  // the blocks are steps (else collectives)
+  int64_t ranks = 0, blocks = 0;
+  int64_t df = 0;          // residual degrees of freedom, (ranks - 1)(blocks - 1); 0: not fitted
+  int64_t latest = 0;      // blocks in which the worst rank arrived latest (on average over the block's collectives)
+  double effect_ns = 0;    // the worst rank's arrival after the ranks' mean, averaged over the blocks
+  double sigma_ns = 0;     // the residual standard deviation
+  bool floored = false;    // sigma_ns was below the timestamps' resolution, which was used instead
+  double t = 0;            // effect_ns over its standard error
+  double p = 1;            // ranks x the t tail (the rank was picked after looking), at most 1
+  double block_floor = 1;  // ranks^(1-blocks): the chance that a delay striking one rank a block is the same rank's in all
 };
 
 struct Stragglers {
@@ -98,11 +118,15 @@ struct Stragglers {
   // worst rank last at every collective (n^(1-B) for B steps of n ranks); each collective,
   // given the collectives the worst rank was last at (n^(1-K) for K of them).
   double step_floor = 1, collective_floor = 1;
+  // The least p relabelling the collectives can give were the worst rank last at all it
+  // took part in: at or above 0.01 the lateness model decides instead.
+  double reachable_floor = 1;
   int64_t permutations = 0;  // draws, for each relabelling
   int worst = -1;            // index into ranks: the rank with the most waiting (-1: none)
   int64_t worst_last = 0, worst_joined = 0;  // collectives it reached last / took part in
   int64_t steps = 0, steps_worst = 0;        // steps it took part in / held the others up longest in
   int64_t steps_late = 0;  // of those, where it is late beyond chance on its own (p < 0.01 in the step)
+  LatenessModel model;     // run when no relabelling can reach p < 0.01 (model.ran)
   std::vector<std::string> undecided;        // why these data cannot decide, a sentence each
   std::vector<StragglerRank> ranks;
   std::vector<StragglerIteration> iterations;

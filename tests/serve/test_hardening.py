@@ -1,7 +1,9 @@
 """`tierscope serve` against hostile clients: many idle sockets under a low descriptor
 limit, slow-loris headers, outputs repeated to amplify a response, a pipelined request
-then a disconnect; flags out of range; a second signal; /tokenize while draining; and
-/info that keeps the model's path to itself. /health must keep answering throughout."""
+then a disconnect; gRPC's limits (message size, streams and headers advertised to every
+connection, idle connections closed); flags out of range; a second signal; /tokenize while
+draining; and /info that keeps the model's path to itself. /health must keep answering
+throughout."""
 from __future__ import annotations
 
 import json
@@ -81,6 +83,74 @@ def test_grpc_messages_over_the_body_limit_are_refused(serve):
     small = grpcclient.InferInput("input_ids", [1, 3], "INT64")
     small.set_data_from_numpy(np.array([[101, 2000, 102]], dtype=np.int64))
     assert client.infer("tiny", [small]).as_numpy("last_hidden_state").shape == (1, 3, 128)
+    assert health_answers(s)
+
+
+def http2_frames(sock: socket.socket, until: float):
+    """Reads HTTP/2 frames (type, flags, payload) from `sock` until EOF or `until`."""
+    buf = b""
+    while time.monotonic() < until:
+        while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[:3], "big"):
+            n = int.from_bytes(buf[:3], "big")
+            yield buf[3], buf[4], buf[9:9 + n]
+            buf = buf[9 + n:]
+        sock.settimeout(max(0.01, until - time.monotonic()))
+        try:
+            chunk = sock.recv(65536)
+        except (socket.timeout, ConnectionResetError):
+            return
+        if not chunk:
+            return
+        buf += chunk
+
+
+def http2_open(port: int) -> socket.socket:
+    """A raw HTTP/2 connection to the gRPC port: the client preface and empty SETTINGS."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+    return sock
+
+
+def grpc_settings(port: int) -> dict[int, int]:
+    """The SETTINGS the gRPC server sends a new connection (id -> value)."""
+    with http2_open(port) as sock:
+        for kind, flags, payload in http2_frames(sock, time.monotonic() + 5):
+            if kind == 0x4 and not flags & 0x1:  # SETTINGS, not an ACK
+                return {int.from_bytes(payload[i:i + 2], "big"): int.from_bytes(payload[i + 2:i + 6], "big")
+                        for i in range(0, len(payload), 6)}
+    raise AssertionError("the gRPC port sent no SETTINGS frame")
+
+
+def test_grpc_advertises_its_stream_and_metadata_limits(serve):
+    """--grpc-max-streams reaches every connection as HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS
+    (a client opens no more calls at once on it), and headers are capped at 16 KiB."""
+    from test_clients import grpc_port
+
+    s = serve("--threads", "1", "--model-name", "tiny", "--grpc-port", "0", "--grpc-max-streams", "3")
+    settings = grpc_settings(grpc_port(s))
+    assert settings.get(0x3) == 3, settings  # MAX_CONCURRENT_STREAMS
+    assert settings.get(0x6) == 16 << 10, settings  # MAX_HEADER_LIST_SIZE
+    s = serve("--threads", "1", "--model-name", "tiny", "--grpc-port", "0")
+    assert grpc_settings(grpc_port(s)).get(0x3) == 64  # the default
+    assert health_answers(s)
+
+
+def test_grpc_idle_connections_are_closed_after_the_idle_timeout(serve):
+    """A gRPC connection with no call is sent GOAWAY and closed after --idle-timeout, as an
+    idle HTTP connection is; one with the default 60 s is still open after the same wait."""
+    from test_clients import grpc_port
+
+    s = serve("--threads", "1", "--model-name", "tiny", "--grpc-port", "0", "--idle-timeout", "1")
+    start = time.monotonic()
+    with http2_open(grpc_port(s)) as sock:
+        kinds = [kind for kind, _, _ in http2_frames(sock, start + 8)]
+    waited = time.monotonic() - start
+    assert 0x7 in kinds, kinds  # GOAWAY
+    assert 0.8 < waited < 6, waited
+    s = serve("--threads", "1", "--model-name", "tiny", "--grpc-port", "0")
+    with http2_open(grpc_port(s)) as sock:
+        kinds = [kind for kind, _, _ in http2_frames(sock, time.monotonic() + 3)]
+    assert 0x7 not in kinds, kinds
     assert health_answers(s)
 
 
