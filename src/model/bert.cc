@@ -266,16 +266,17 @@ StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Tens
   return LayerNormOp<kOn>(out, &h1, L.out_ln_g, L.out_ln_b);
 }
 
-double BertModel::FlopsPerSample(int64_t S) const {
-  const int64_t H = config_.hidden_size, I = config_.intermediate_size, heads = config_.num_attention_heads;
-  const DType t = dtype();
+double BertModel::FlopsPerSample(int64_t S) const { return BertFlopsPerSample(config_, S, dtype()); }
+
+double BertFlopsPerSample(const BertConfig& config, int64_t S, DType t) {
+  const int64_t H = config.hidden_size, I = config.intermediate_size, heads = config.num_attention_heads;
   double layer = LinearCost(S, 3 * H, H, true, Epilogue::kNone, t).flops +
                  AttentionCost(1, S, heads, H / heads, t).flops +
                  LinearCost(S, H, H, true, Epilogue::kNone, t).flops + LayerNormCost(S, H, true, t).flops +
                  LinearCost(S, I, H, true, Epilogue::kGelu, t).flops +
                  LinearCost(S, H, I, true, Epilogue::kNone, t).flops + LayerNormCost(S, H, true, t).flops;
   return EmbeddingCost(S, H, t).flops + LayerNormCost(S, H, false, t).flops +
-         static_cast<double>(config_.num_hidden_layers) * layer;
+         static_cast<double>(config.num_hidden_layers) * layer;
 }
 
 template <bool kOn>

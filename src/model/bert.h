@@ -14,6 +14,12 @@
 
 namespace tierscope {
 
+// The FLOPs of one sample of `seq_len` tokens through a BERT encoder of `config` in
+// activation dtype `t` (no pooler), summed from the cost model (op_cost.h) of each op the
+// native forward launches: one count for the native engine and for PyTorch's run of the
+// same model.
+double BertFlopsPerSample(const BertConfig& config, int64_t seq_len, DType t);
+
 class BertModel {
  public:
   // Device-side inputs, I32 [B, S] each.

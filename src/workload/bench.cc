@@ -16,6 +16,7 @@
 #include "profile/op_summary.h"
 #include "profile/profiler.h"
 #include "tierscope/version.h"
+#include "workload/torch_bench.h"
 
 namespace tierscope {
 
@@ -30,6 +31,9 @@ StatusOr<BenchMode> ParseBenchMode(const std::string& mode) {
 }
 
 Status ValidateBenchOptions(const BenchOptions& o) {
+  if (o.engine != "native" && o.engine != "torch") {
+    return InvalidArgument("--engine must be native or torch, got '" + o.engine + "'");
+  }
   TS_RETURN_IF_ERROR(ParseBenchMode(o.mode).status());
   if (o.batch_size < 1) return InvalidArgument("--batch-size must be >= 1, got " + std::to_string(o.batch_size));
   if (o.seq_len < 1) return InvalidArgument("--seq-len must be >= 1, got " + std::to_string(o.seq_len));
@@ -147,21 +151,14 @@ class ProfileWindow {
   bool closed_ = false;
 };
 
-// What the timed loop measured, for RESULT_JSON.
-struct Measured {
-  double total_s = 0;
-  std::vector<double> unit_ms;
-  int64_t peak_bytes = 0;
-  double checksum = 0;
-  int64_t profiled_units = 0;
-};
+}  // namespace
 
-BenchResult Result(const BenchOptions& o, const BenchMode& mode, const std::string& dir,
-                   const BertEngine& engine, const Measured& m) {
+BenchResult MakeBenchResult(const BenchOptions& o, const BenchMode& mode, const std::string& dir, const Measured& m) {
   std::vector<double> sorted = m.unit_ms;
   std::sort(sorted.begin(), sorted.end());
   const int64_t B = o.batch_size;
   BenchResult r;
+  r.engine = o.engine;
   r.model = o.model_dir.empty() ? kBuiltinModelName : o.model_dir;
   r.model_dir = dir;
   r.mode = o.mode;
@@ -171,9 +168,9 @@ BenchResult Result(const BenchOptions& o, const BenchMode& mode, const std::stri
   r.warmup = o.warmup;
   r.iterations = o.iterations;
   r.seed = o.seed;
-  r.threads = engine.threads();
+  r.threads = m.threads;
   r.graph = o.graph;
-  r.device = engine.device_name();
+  r.device = m.device;
   r.total_s = m.total_s;
   r.batch_latency_ms = m.total_s * 1000.0 / static_cast<double>(o.iterations);
   r.sample_latency_ms = m.total_s * 1000.0 / static_cast<double>(o.iterations * B);
@@ -185,15 +182,16 @@ BenchResult Result(const BenchOptions& o, const BenchMode& mode, const std::stri
   r.latency_max_ms = sorted.back();
   r.checksum = m.checksum;
   r.max_memory_mb = static_cast<double>(m.peak_bytes) / (1024.0 * 1024.0);
-  r.weight_memory_mb = static_cast<double>(engine.memory().weight_bytes) / (1024.0 * 1024.0);
-  r.flops_per_sample = engine.model().FlopsPerSample(o.seq_len);
+  r.memory_source = m.memory_source;
+  r.weight_memory_mb = static_cast<double>(m.weight_bytes) / (1024.0 * 1024.0);
+  r.flops_per_sample = m.flops_per_sample;
+  r.runtime = m.runtime;
   r.profiled = o.profile;
   r.profiled_units = m.profiled_units;
   r.trace = o.trace_path;
   return r;
 }
 
-// The key_averages table and the per-unit summary of a profiled run.
 std::string ProfileText(const Trace& trace, const BenchOptions& o, const char* unit_name, int64_t units) {
   if (units == 0) {
     return "profile: the window never opened (fewer iterations than --profile-skip/--profile-delay)\n";
@@ -204,9 +202,8 @@ std::string ProfileText(const Trace& trace, const BenchOptions& o, const char* u
   return text + FormatUnitSummary(CountPerUnit(trace, found, scope));
 }
 
-}  // namespace
-
 StatusOr<BenchReport> RunBench(const BenchOptions& o) {
+  if (o.engine == "torch") return RunTorchBench(o);
   TS_RETURN_IF_ERROR(ValidateBenchOptions(o));
   TS_ASSIGN_OR_RETURN(BenchMode mode, ParseBenchMode(o.mode));
   TS_ASSIGN_OR_RETURN(std::string dir, ResolveModelDir(o.model_dir));
@@ -343,7 +340,13 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   if (!std::isfinite(m.checksum)) {
     return Internal("the output has non-finite values (checksum " + std::to_string(m.checksum) + ")");
   }
-  report.result = Result(o, mode, dir, *engine, m);
+  m.memory_source = "tierscope's allocator: peak live bytes";
+  m.threads = engine->threads();
+  m.device = engine->device_name();
+  m.weight_bytes = engine->memory().weight_bytes;
+  m.flops_per_sample = engine->model().FlopsPerSample(o.seq_len);
+  m.runtime = {{"tierscope", TIERSCOPE_VERSION}};
+  report.result = MakeBenchResult(o, mode, dir, m);
   if (o.keep_output) report.output = std::move(out);
   return report;
 }
@@ -372,7 +375,10 @@ nlohmann::json BenchResult::ToJson() const {
   r["latency_min_ms"] = latency_min_ms;
   r["latency_max_ms"] = latency_max_ms;
   r["checksum"] = checksum;
+  r["engine"] = engine;
   r["max_memory_mb"] = max_memory_mb;
+  r["memory_source"] = memory_source;
+  r["runtime"] = runtime;
   r["weight_memory_mb"] = weight_memory_mb;
   r["flops_per_sample"] = flops_per_sample;
   r["version"] = TIERSCOPE_VERSION;

@@ -11,12 +11,17 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "trace/trace.h"
 #include "tierscope/engine.h"
 #include "tierscope/status.h"
 
 namespace tierscope {
 
 struct BenchOptions {
+  // native: tierscope's engine; torch: the model through PyTorch and transformers in a
+  // Python process (torch_bench.h).
+  std::string engine = "native";
+  std::string python;     // torch: the Python to run (empty: TIERSCOPE_PYTHON, the test venv's, python3)
   std::string model_dir;  // empty: the built-in default model
   std::string mode = "batch-fp32";
   int64_t batch_size = 64;
@@ -26,7 +31,7 @@ struct BenchOptions {
   uint64_t seed = 2026;
   double pre_delay_s = 0;
   int threads = 0;
-  std::string device = "cpu";  // cpu | cuda[:N]
+  std::string device = "cpu";  // cpu | cuda[:N]; torch also xpu, npu, musa
 
   // Profiling (tiers 1 and 2). The window opens at the first work unit that is at
   // least `profile_skip` units and `profile_delay_s` seconds past warmup, and closes
@@ -75,6 +80,7 @@ std::vector<int64_t> BenchInputIds(uint64_t seed, int64_t batch, int64_t seq_len
 // One run's figures, typed for the commands that read them (sweep, lab, tier 3); ToJson()
 // is the RESULT_JSON object that `bench` prints.
 struct BenchResult {
+  std::string engine = "native";
   std::string model, model_dir, mode, dtype, device;
   int64_t batch_size = 0, seq_len = 0, warmup = 0, iterations = 0;
   uint64_t seed = 0;
@@ -87,6 +93,8 @@ struct BenchResult {
   double latency_p50_ms = 0, latency_p95_ms = 0, latency_p99_ms = 0, latency_min_ms = 0, latency_max_ms = 0;
   double checksum = 0;  // core/checksum.h: order-sensitive
   double max_memory_mb = 0, weight_memory_mb = 0;
+  std::string memory_source;      // what max_memory_mb measured
+  nlohmann::json runtime;         // the engine's versions (torch: Python's, torch's, transformers')
   double flops_per_sample = 0;  // BertModel::FlopsPerSample at seq_len
   bool profiled = false;
   int64_t profiled_units = 0;  // with `profiled`
@@ -102,6 +110,27 @@ struct BenchReport {
 
 // Runs the benchmark; returns its figures (and the profile, if asked).
 StatusOr<BenchReport> RunBench(const BenchOptions& options);
+
+// What the timed loop measured, for BenchResult: each engine fills it its own way.
+struct Measured {
+  double total_s = 0;
+  std::vector<double> unit_ms;
+  int64_t peak_bytes = 0;
+  std::string memory_source;
+  double checksum = 0;
+  int64_t profiled_units = 0;
+  int threads = 0;
+  std::string device;
+  int64_t weight_bytes = 0;
+  double flops_per_sample = 0;
+  nlohmann::json runtime = nlohmann::json::object();
+};
+// The run's figures from its measurements: one definition of every one for both engines.
+BenchResult MakeBenchResult(const BenchOptions& o, const BenchMode& mode, const std::string& model_dir,
+                            const Measured& m);
+
+// The key_averages table and the per-unit summary of a profiled run's trace.
+std::string ProfileText(const Trace& trace, const BenchOptions& o, const char* unit_name, int64_t units);
 
 // "RESULT_JSON={...}" with sorted keys.
 std::string FormatResultLine(const nlohmann::json& result);

