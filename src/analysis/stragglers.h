@@ -94,10 +94,13 @@ struct LatenessModel {
   int64_t df = 0;          // residual degrees of freedom, (ranks - 1)(blocks - 1); 0: not fitted
   int64_t latest = 0;      // blocks in which the worst rank arrived latest (on average over the block's collectives)
   double effect_ns = 0;    // the worst rank's arrival after the ranks' mean, averaged over the blocks
-  double sigma_ns = 0;     // the residual standard deviation
+  double sigma_ns = 0;     // the residual standard deviation, pooled over the ranks
+  double own_sigma_ns = 0; // the worst rank's own: the spread of its B values
+  double own_t = 0;        // effect_ns over the standard error its own spread gives
+  int64_t picked_from = 0; // the ranks the worst was picked from (p counts them all)
   bool floored = false;    // sigma_ns was below the timestamps' resolution, which was used instead
   double t = 0;            // effect_ns over its standard error
-  double p = 1;            // ranks x the t tail (the rank was picked after looking), at most 1
+  double p = 1;            // picked_from x the larger t tail of the two (the rank was picked after looking), at most 1
   double block_floor = 1;  // ranks^(1-blocks): the chance that a delay striking one rank a block is the same rank's in all
 };
 

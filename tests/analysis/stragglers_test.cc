@@ -434,7 +434,12 @@ TEST(Stragglers, ShortProfilesDecideByTheLatenessAgainstTheNoise) {
     const std::string says = "No relabelling of the ranks can reach p < 0.01 here (p >= " + PValueText(sh.floor) +
                              " by construction, were rank " + std::to_string(late) + " last at every collective)";
     EXPECT_TRUE(HasNote(StragglerRankTable(s), says)) << where;
-    EXPECT_TRUE(HasNote(StragglerRankTable(s), " degrees of freedom in a model of step and rank, p = ")) << where;
+    EXPECT_TRUE(HasNote(StragglerRankTable(s), " degrees of freedom in a model of step and rank) and ")) << where;
+    EXPECT_TRUE(HasNote(StragglerRankTable(s), "would have struck the same rank in all " + std::to_string(sh.steps) +
+                                                   " with chance " + PValueText(std::pow(sh.n, 1 - sh.steps)) +
+                                                   ", which these data cannot rule out"))
+        << where;
+    EXPECT_EQ(s.model.picked_from, sh.n) << where;
   }
   // The gloo-like job (all-reduce and a tied broadcast a step), arrivals exactly repeated:
   // the spread is taken as the timestamps' resolution, never zero.
@@ -445,14 +450,14 @@ TEST(Stragglers, ShortProfilesDecideByTheLatenessAgainstTheNoise) {
   EXPECT_EQ(s.model.df, 2);
   EXPECT_DOUBLE_EQ(s.model.effect_ns, 7'500'000);  // +15 ms at the all-reduce, 0 at the broadcast
   EXPECT_LT(s.p_value, 1e-4);
-  EXPECT_TRUE(HasNote(StragglerRankTable(s), "taken as the timestamps' resolution, 1.000 us"));
+  EXPECT_TRUE(HasNote(StragglerRankTable(s), "a spread below the timestamps' resolution taken as 1.000 us"));
   ASSERT_EQ(StragglerFindings(s).size(), 1u);
   EXPECT_NE(StragglerFindings(s)[0].title.find("rank 1"), std::string::npos);
 }
 
 // `n` ranks, `steps` steps of one all-reduce; each arrival drawn by `noise` (ns), none late.
 template <typename Noise>
-std::vector<RankCollectives> Noisy(int n, int steps, Noise noise) {
+std::vector<RankCollectives> Noisy(int n, int steps, Noise&& noise) {
   std::vector<RankCollectives> ranks(static_cast<size_t>(n));
   for (int st = 0; st < steps; ++st) {
     const int64_t base = 10'000'000 + st * 200'000'000LL;
@@ -465,56 +470,95 @@ std::vector<RankCollectives> Noisy(int n, int steps, Noise noise) {
 }
 
 TEST(Stragglers, TheLatenessModelKeepsItsFalsePositiveRate) {
-  // No rank is late: 7 short shapes x 150 seeds under three kinds of noise — uniform, a
-  // sum of four uniforms (near normal), and a rare large delay (1 arrival in 10 is 20 ms
-  // later: heavier-tailed than the model assumes). A finding's test — p < 0.01 and the
-  // rank latest in every step — passes no more often than chance allows (10.5 expected of
-  // 1050 were the test exact; counting the ranks makes it conservative), p < 0.05 likewise,
-  // and p is no constant 1 either. (Measured over 2,000 seeds a shape: 0.05-1.6% at 0.01,
-  // the most for 2 ranks x 3 steps of uniform noise.)
+  // No rank is late: 7 short shapes x 150 seeds under five kinds of noise — uniform, a sum
+  // of four uniforms (near normal), a rare large delay (1 arrival in 10 is 20 ms later:
+  // heavier-tailed than the model assumes), exponential (skewed), and one rank 3x as noisy
+  // as the others with the same mean. A finding's test — p < 0.01 and the rank latest in
+  // every step — passes no more often than chance allows: at most 6 of a shape's 150 and
+  // 2% of all 1050 (10.5 expected were the test exact), p < 0.05 likewise; and p is no
+  // constant 1 either. (Over 2,000 seeds a shape: at most 1.75%, 2 ranks x 3 steps with
+  // one rank 3x as noisy; with 2 ranks the test is exact for normal noise, so uniform
+  // noise's light tails put it a little either side of 1%.)
   const std::vector<std::pair<int, int>> shapes = {{2, 3}, {2, 5}, {2, 7}, {3, 3}, {3, 5}, {4, 4}, {8, 3}};
-  for (int kind = 0; kind < 3; ++kind) {
+  for (int kind = 0; kind < 5; ++kind) {
     int runs = 0, below_1 = 0, below_5 = 0, below_50 = 0;
     for (const auto& [n, steps] : shapes) {
+      int shape_1 = 0;
       for (uint64_t seed = 1; seed <= 150; ++seed) {
         SplitMix64 rng(seed * 7919 + static_cast<uint64_t>(kind));
         const auto uniform = [&](int64_t to) { return static_cast<int64_t>(rng.Next() % static_cast<uint64_t>(to)); };
+        int r = -1;  // the rank Noisy draws for: it draws rank 0, 1, ... n-1 in each step
         const auto noise = [&]() -> int64_t {
+          r = (r + 1) % n;
           if (kind == 0) return uniform(1'000'000);
           if (kind == 1) return uniform(250'000) + uniform(250'000) + uniform(250'000) + uniform(250'000);
-          return uniform(200'000) + (uniform(10) == 0 ? 20'000'000 : 0);
+          if (kind == 2) return uniform(200'000) + (uniform(10) == 0 ? 20'000'000 : 0);
+          if (kind == 3) {
+            return static_cast<int64_t>(-300'000.0 * std::log1p(-static_cast<double>(rng.Next() >> 11) * 0x1.0p-53));
+          }
+          return r == 0 ? uniform(3'000'000) : 1'000'000 + uniform(1'000'000);  // both means 1.5 ms
         };
         const Stragglers s = FindStragglers(Of(Noisy(n, steps, noise)));
         ASSERT_EQ(s.test, StragglerTest::kLatenessModel) << n << "x" << steps;
         ++runs;
         const bool latest = s.model.latest == s.model.blocks;
-        below_1 += latest && s.p_value < 0.01 ? 1 : 0;
+        shape_1 += latest && s.p_value < 0.01 ? 1 : 0;
         below_5 += latest && s.p_value < 0.05 ? 1 : 0;
         below_50 += s.p_value < 0.5 ? 1 : 0;
       }
+      EXPECT_LE(shape_1, 6) << "noise " << kind << ", " << n << " x " << steps;
+      below_1 += shape_1;
     }
     EXPECT_EQ(runs, 1050);
     EXPECT_LE(below_1, 21) << "noise " << kind;
     EXPECT_LE(below_5, 84) << "noise " << kind;
-    EXPECT_GE(below_50, 150) << "noise " << kind;
+    EXPECT_GE(below_50, 100) << "noise " << kind;
   }
-  // A rank struck by a 20 ms delay in 2 of 3 steps of 8 ranks: far beyond normal noise
-  // (p < 0.01), but not latest in every step, so not named.
+  // A rank struck by a 20 ms delay in 2 of 3 steps of 8 ranks: beyond normal noise for the
+  // pooled model, but not latest in every step, so not named.
   auto ranks = Jittered(8, 3, 1, 13, 200'000);
   ranks[5].calls[0].arrive_ns += 20'000'000;
   ranks[5].calls[2].arrive_ns += 20'000'000;
   const Stragglers s = FindStragglers(Of(ranks));
   EXPECT_EQ(s.test, StragglerTest::kLatenessModel);
   EXPECT_EQ(s.worst, 5);
-  EXPECT_LT(s.p_value, 0.01);
+  EXPECT_GT(s.model.t, 5);
   EXPECT_EQ(s.model.latest, 2);
   EXPECT_TRUE(StragglerFindings(s).empty());
+}
+
+TEST(Stragglers, WhatTheModelCannotRuleOutHappensAsOftenAsItSays) {
+  // Each step one rank, drawn at random, is 20 ms late (a slow step on a random rank, not
+  // a slow rank). Where the draw struck the same rank every step the data are a
+  // straggler's, and the finding says what it cannot rule out: that chance, n^(1-B). The
+  // rate of findings over 400 seeds is that chance, within sampling error.
+  for (const auto& [n, steps] : std::vector<std::pair<int, int>>{{2, 3}, {3, 3}, {4, 4}}) {
+    const double floor = std::pow(n, 1 - steps);
+    int named = 0;
+    for (uint64_t seed = 1; seed <= 400; ++seed) {
+      SplitMix64 rng(seed);
+      auto ranks = Jittered(n, steps, 1, seed, 200'000);
+      for (int st = 0; st < steps; ++st) {
+        ranks[rng.Next() % static_cast<uint64_t>(n)].calls[static_cast<size_t>(st)].arrive_ns += 20'000'000;
+      }
+      const auto findings = StragglerFindings(FindStragglers(Of(ranks)));
+      if (findings.empty()) continue;
+      ++named;
+      ASSERT_GE(findings[0].evidence.size(), 2u);
+      EXPECT_NE(findings[0].evidence[1].find("with chance " + PValueText(floor) + ", which these data cannot rule out"),
+                std::string::npos)
+          << findings[0].evidence[1];
+    }
+    const double sd = std::sqrt(floor * (1 - floor) / 400);
+    EXPECT_NEAR(named / 400.0, floor, 4 * sd + 0.005) << n << " x " << steps;
+  }
 }
 
 TEST(Stragglers, ARankSlowInOneStepOfAShortProfileIsNotAStraggler) {
   // 4 ranks, 4 steps of one all-reduce jittered by up to 100 us; rank 1 is 20 ms late in
   // one step only (each step in turn), then in two. One block's delay on one rank gives
-  // F = 1 in the model, whatever its size: t = 1.73 on 9 degrees of freedom, p = 0.23.
+  // F = 1 in the pooled model whatever its size (t = 1.73 on 9 degrees of freedom), and
+  // t = 1 on the rank's own 4 values: p = 4 x 0.196 = 0.78.
   for (int slow = 0; slow < 4; ++slow) {
     auto ranks = Jittered(4, 4, 1, 11, 100'000);
     ranks[1].calls[static_cast<size_t>(slow)].arrive_ns += 20'000'000;
@@ -522,7 +566,8 @@ TEST(Stragglers, ARankSlowInOneStepOfAShortProfileIsNotAStraggler) {
     EXPECT_EQ(s.test, StragglerTest::kLatenessModel);
     EXPECT_EQ(s.worst, 1);
     EXPECT_NEAR(s.model.t, 1.73, 0.05) << slow;
-    EXPECT_NEAR(s.p_value, 0.23, 0.02) << slow;
+    EXPECT_NEAR(s.model.own_t, 1.0, 0.02) << slow;
+    EXPECT_NEAR(s.p_value, 0.78, 0.03) << slow;
     EXPECT_TRUE(StragglerFindings(s).empty()) << slow;
   }
   auto ranks = Jittered(4, 4, 1, 11, 100'000);
@@ -530,7 +575,8 @@ TEST(Stragglers, ARankSlowInOneStepOfAShortProfileIsNotAStraggler) {
   ranks[1].calls[2].arrive_ns += 20'000'000;
   const Stragglers s = FindStragglers(Of(ranks));
   EXPECT_NEAR(s.model.t, 3.0, 0.1);
-  EXPECT_GT(s.p_value, 0.01);
+  EXPECT_NEAR(s.model.own_t, 1.73, 0.05);
+  EXPECT_NEAR(s.p_value, 0.36, 0.03);
   EXPECT_TRUE(StragglerFindings(s).empty());
 }
 
