@@ -17,6 +17,10 @@ void RegisterLab(CLI::App& app, std::vector<Command>* out) {
   lb->add_flag("--quick", lab->quick, "a one-minute version (fewer repeats, iterations and sweep points)");
   lb->add_option("--threads", lab->threads, "worker threads (0: all cores)")->capture_default_str();
   lb->add_option("--device", lab->device, "cpu | cuda | cuda:N")->capture_default_str();
+  lb->add_option("--engine", lab->engine, "native (tierscope's engine) | torch (the model through PyTorch)")
+      ->capture_default_str();
+  lb->add_option("--python", lab->python, "--engine torch: the Python to run (default: TIERSCOPE_PYTHON, the test "
+                 "venv's, python3)");
   lb->add_option("--batch-size", lab->batch_size, "samples per work unit")->capture_default_str();
   lb->add_option("--seq-len", lab->seq_len, "tokens per sample")->capture_default_str();
   lb->add_option("--seed", lab->seed, "input generator seed")->capture_default_str();

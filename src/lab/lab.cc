@@ -44,7 +44,7 @@ StatusOr<nlohmann::json> BenchMedian(const BenchOptions& base, const std::string
                                      LabProgress& progress, std::vector<float>* output = nullptr) {
   std::vector<double> sps, lat, p50, p95, p99;
   double mem = 0, checksum = 0;
-  nlohmann::json device, threads;
+  nlohmann::json device, threads, engine, memory_source, runtime;
   for (int r = 0; r < repeats; ++r) {
     progress.Detail(mode + " run " + std::to_string(r + 1) + "/" + std::to_string(repeats));
     BenchOptions o = base;
@@ -62,12 +62,17 @@ StatusOr<nlohmann::json> BenchMedian(const BenchOptions& base, const std::string
     checksum = j.checksum;
     device = j.device;
     threads = j.threads;
+    engine = j.engine;
+    memory_source = j.memory_source;
+    runtime = j.runtime;
   }
   return nlohmann::json{{"samples_per_s", Median(sps)}, {"batch_latency_ms", Median(lat)},
                         {"p50_ms", Median(p50)},        {"p95_ms", Median(p95)},
                         {"p99_ms", Median(p99)},        {"max_memory_mb", mem},
                         {"checksum", checksum},         {"runs_samples_per_s", sps},
-                        {"device", device},             {"threads", threads}};
+                        {"device", device},             {"threads", threads},
+                        {"engine", engine},             {"memory_source", memory_source},
+                        {"runtime", runtime}};
 }
 
 // The first `limit` rows of a report, as the JSON view writes them (null: none).
@@ -158,7 +163,7 @@ double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
 // never below a configuration measured beside it.
 StatusOr<nlohmann::json> FinalStep(const BenchOptions& base, const LabOptions& o, int repeats,
                                    const nlohmann::json& baseline, const std::string& best_mode,
-                                   const SweepResult& sweep, bool validation_pass,
+                                   const SweepResult& sweep, const std::function<bool(const std::string&)>& valid,
                                    LabProgress& progress, nlohmann::json* commands) {
   nlohmann::json final_modes;
   std::vector<float> serial_out, batch_out;  // the same samples, run both ways
@@ -193,7 +198,7 @@ StatusOr<nlohmann::json> FinalStep(const BenchOptions& base, const LabOptions& o
                                                       : recommended["samples_per_s"].get<double>();
   for (const std::string& mode : LabModes(o.device)) {
     const double sps = PooledMedian(baseline, final_modes, mode.c_str());
-    if (mode == "serial-fp32" || sps <= best_sps) continue;
+    if (mode == "serial-fp32" || !valid(mode) || sps <= best_sps) continue;
     best = mode;
     best_batch = o.batch_size;
     best_sps = sps;
@@ -203,7 +208,7 @@ StatusOr<nlohmann::json> FinalStep(const BenchOptions& base, const LabOptions& o
   // (the batched kernels only reorder sums).
   const double max_diff = MaxAbsDiff(serial_out, batch_out);
   const bool outputs_agree = max_diff <= kSerialBatchTolerance;
-  bool correct = validation_pass && outputs_agree;
+  bool correct = valid(best) && outputs_agree;
   for (const auto& [mode, r] : final_modes.items()) correct = correct && std::isfinite(r["checksum"].get<double>());
   return nlohmann::json{
       {"modes", final_modes},
@@ -253,6 +258,8 @@ class LabRun {
   LabRun(const LabOptions& o, LabProgress& progress, std::string dir, BertConfig cfg)
       : o_(o), progress_(progress), dir_(std::move(dir)), cfg_(std::move(cfg)),
         repeats_(o.repeats > 0 ? o.repeats : (o.quick ? 1 : 3)) {
+    base_.engine = o.engine;
+    base_.python = o.python;
     base_.model_dir = o.model_dir;
     base_.batch_size = o.batch_size;
     base_.seq_len = o.seq_len;
@@ -262,7 +269,8 @@ class LabRun {
     base_.warmup = o.quick ? 1 : 3;
     base_.iterations = o.quick ? 3 : 10;
     flags_ = " --batch-size " + std::to_string(o.batch_size) + " --seq-len " + std::to_string(o.seq_len) +
-             " --threads " + std::to_string(o.threads) + (o.model_dir.empty() ? "" : " --model " + o.model_dir);
+             " --threads " + std::to_string(o.threads) + (o.model_dir.empty() ? "" : " --model " + o.model_dir) +
+             (o.engine == "native" ? "" : " --engine " + o.engine) + (o.device == "cpu" ? "" : " --device " + o.device);
   }
 
   StatusOr<nlohmann::json> Run() {
@@ -274,14 +282,18 @@ class LabRun {
     TS_RETURN_IF_ERROR(Tier3());
     TS_RETURN_IF_ERROR(SweepAndValidate());
     progress_.Step(5, "Step 4: the final no-profiler benchmark");
-    TS_ASSIGN_OR_RETURN(s_["final"], FinalStep(base_, o_, repeats_, baseline_, best_mode_, sweep_, val_.pass,
-                                               progress_, &commands_));
+    TS_ASSIGN_OR_RETURN(s_["final"], FinalStep(base_, o_, repeats_, baseline_, best_mode_, sweep_,
+                                               [this](const std::string& m) { return Valid(m); }, progress_,
+                                               &commands_));
     progress_.Step(6, "Summary and report");
     Summarize();
     TS_RETURN_IF_ERROR(Write("summary.json", s_.dump(2) + "\n"));
     TS_RETURN_IF_ERROR(Write("report.html", RenderReportHtml(s_)));
     progress_.Done("lab: results in " + o_.out_dir + "/ (summary.json, report.html)");
-    if (!val_.pass) {
+    // A precision outside its tolerance is a broken kernel of tierscope's engine: the lab
+    // fails. Through PyTorch it is what the user's model does in that precision: the lab
+    // leaves it out of every choice and says so (the summary's validation, the diagnosis).
+    if (!val_.pass && o_.engine == "native") {
       return Internal("validation FAILED (see " + o_.out_dir +
                       "/validation.json): a precision is outside its tolerance");
     }
@@ -299,6 +311,7 @@ class LabRun {
     s_["created_at"] = UtcNowIso8601();
     s_["command_line"] = o_.command_line;
     s_["quick"] = o_.quick;
+    s_["engine"] = o_.engine;
     s_["model"] = {{"dir", dir_},
                    {"name", o_.model_dir.empty() ? "builtin:bert_uncased_L-2_H-128_A-2-synthetic" : o_.model_dir},
                    {"hidden_size", cfg_.hidden_size},
@@ -311,7 +324,8 @@ class LabRun {
 
   // Step 0: the peaks tier 3 measures against, measured now rather than trusted from an
   // old cache (one written while the machine was busy would put kernels above 100%), and
-  // the no-profiler baselines; the method's mode is the fastest batched one.
+  // the no-profiler baselines (the method's mode, the fastest batched one that passes
+  // validation, is chosen after it).
   Status CalibrateAndBaselines() {
     progress_.Step(0, "Step 0: calibration and no-profiler baselines");
     progress_.Detail("measuring the device's peaks");
@@ -327,12 +341,6 @@ class LabRun {
       commands_.push_back("tierscope bench --mode " + mode + flags_);
     }
     s_["baseline"] = baseline_;
-    for (const std::string& mode : LabModes(o_.device)) {
-      if (mode != "serial-fp32" &&
-          baseline_[mode]["samples_per_s"] > baseline_[best_mode_]["samples_per_s"]) {
-        best_mode_ = mode;
-      }
-    }
     return OkStatus();
   }
 
@@ -400,7 +408,18 @@ class LabRun {
   Status Tier3() {
     progress_.Step(3, "Tier 3: the hottest kernel of serial and batched runs");
     for (const auto& [name, mode] : kRuns) {
-      if (hottest_.count(name) == 0) continue;
+      if (hottest_.count(name) == 0) {
+        tier3_["notes"].push_back(std::string(name) + ": the trace has no device kernel to inspect" +
+                                  (o_.engine == "torch" && o_.device == "cpu"
+                                       ? " (PyTorch on the CPU records operators, not kernels; tier 3 replays the "
+                                         "native engine's kernels: lab --engine native)"
+                                       : ""));
+        continue;
+      }
+      if (o_.engine == "torch") {
+        TS_RETURN_IF_ERROR(Tier3FromTrace(name));
+        continue;
+      }
       progress_.Detail(std::string(name) + ": " + hottest_[name]);
       KernelCommandOptions k;
       k.bench = base_;
@@ -424,9 +443,60 @@ class LabRun {
     return OkStatus();
   }
 
-  // The batch sweep in the method's mode, and FP16/BF16 validation against FP32.
+  // Tier 3 on PyTorch's run: the hottest kernel's launch from its trace (grid, block,
+  // duration, and what the run's FLOPs and bytes give); the hardware counters are
+  // Nsight Compute's to add.
+  Status Tier3FromTrace(const char* name) {
+    progress_.Detail(std::string(name) + ": " + hottest_[name] + " (from the trace)");
+    KernelCommandOptions k;
+    k.trace = o_.out_dir + "/traces/" + name + ".json.gz";
+    k.inspector.filter = {hottest_[name], 0, 1};
+    TS_ASSIGN_OR_RETURN(KernelCommandResult kr, RunKernelCommand(k));
+    const std::string file = std::string("kernels/") + name + ".json";
+    TS_RETURN_IF_ERROR(Write(file, kr.json.dump(2) + "\n"));
+    TS_RETURN_IF_ERROR(Write(std::string("kernels/") + name + ".txt", kr.text));
+    commands_.push_back("tierscope kernel --from-trace traces/" + std::string(name) + ".json.gz -k '" + hottest_[name] +
+                        "' -o " + file);
+    if (kr.reports.empty()) return Internal("tier 3 found no launch of " + hottest_[name] + " in the trace");
+    tier3_[name] = {{"kernel", hottest_[name]}, {"file", file},
+                    {"report", KernelReportsToJson({kr.reports.front()})[0]}};
+    tier3_["notes"].push_back(std::string(name) + ": from the trace's launch record; Nsight Compute (ncu -k NAME -c 1 "
+                              "--section SpeedOfLight,LaunchStats,MemoryWorkloadAnalysis) would add the hardware "
+                              "counters: achieved occupancy, throughput as a share of peak, memory traffic per level");
+    return OkStatus();
+  }
+
+  // Whether a mode's precision passed validation against FP32 (FP32 always does).
+  bool Valid(const std::string& mode) const {
+    const std::string tag = mode.substr(mode.find('-') + 1);
+    return tag == "fp32" || !val_.json.contains(tag) || val_.json[tag].value("pass", false);
+  }
+
+  // FP16/BF16 (and INT8) validation against FP32, then the batch sweep in the method's
+  // mode: the fastest batched mode whose precision passed.
   Status SweepAndValidate() {
     progress_.Step(4, "Batch sweep and FP16/BF16 validation");
+    progress_.Detail("validation");
+    ValidateOptions vo;
+    vo.engine = o_.engine;
+    vo.python = o_.python;
+    vo.model_dir = o_.model_dir;
+    vo.batch_size = o_.batch_size;
+    vo.seq_len = o_.seq_len;
+    vo.seed = o_.seed;
+    vo.threads = o_.threads;
+    vo.device = o_.device;
+    TS_ASSIGN_OR_RETURN(val_, RunValidation(vo));
+    TS_RETURN_IF_ERROR(Write("validation.json", val_.json.dump(2) + "\n"));
+    commands_.push_back("tierscope validate" + flags_);
+    s_["validation"] = val_.json;
+    best_mode_ = "batch-fp32";
+    for (const std::string& mode : LabModes(o_.device)) {
+      if (mode != "serial-fp32" && Valid(mode) &&
+          baseline_[mode]["samples_per_s"] > baseline_[best_mode_]["samples_per_s"]) {
+        best_mode_ = mode;
+      }
+    }
     SweepOptions so;
     so.bench = base_;
     so.bench.mode = best_mode_;
@@ -439,18 +509,6 @@ class LabRun {
     commands_.push_back("tierscope sweep --mode " + best_mode_ + flags_ + " --warmup 1 --iterations " +
                         std::to_string(so.bench.iterations));
     s_["sweep"] = sweep_.json;
-    progress_.Detail("validation");
-    ValidateOptions vo;
-    vo.model_dir = o_.model_dir;
-    vo.batch_size = o_.batch_size;
-    vo.seq_len = o_.seq_len;
-    vo.seed = o_.seed;
-    vo.threads = o_.threads;
-    vo.device = o_.device;
-    TS_ASSIGN_OR_RETURN(val_, RunValidation(vo));
-    TS_RETURN_IF_ERROR(Write("validation.json", val_.json.dump(2) + "\n"));
-    commands_.push_back("tierscope validate" + flags_);
-    s_["validation"] = val_.json;
     return OkStatus();
   }
 
@@ -490,7 +548,10 @@ class LabRun {
     s_["files"] = {{"summary", "summary.json"}, {"validation", "validation.json"},
                    {"sweep", "batch_sweep.txt"}, {"report", "report.html"},
                    {"traces", {"traces/serial.json.gz", "traces/batch.json.gz"}},
-                   {"kernels", {"kernels/serial.json", "kernels/batch.json"}}};
+                   {"kernels", nlohmann::json::array()}};
+    for (const char* run : {"serial", "batch"}) {
+      if (tier3_.contains(run)) s_["files"]["kernels"].push_back(tier3_[run]["file"]);
+    }
   }
 
   // The precision lever that pays on this device, and why, from the calibrated peaks and
@@ -501,7 +562,25 @@ class LabRun {
     const double fp32_peak = peaks_.value("fp32_gflops", 0.0);
     const std::string int8_dot = peaks_.value("int8_dot", std::string());
     std::string mode = "batch-fp16", why;
-    if (o_.device != "cpu") {
+    if (o_.engine == "torch") {
+      // PyTorch's kernels are its own (BF16 on AVX512_BF16 or AMX, FP16 on tensor cores):
+      // the lever is what measured fastest here.
+      std::vector<std::string> levers = {"batch-fp16", "batch-bf16"};
+      if (o_.device == "cpu") levers.push_back("batch-int8");
+      std::string passed, failed;
+      mode = "batch-fp32";
+      for (const std::string& m : levers) {
+        std::string& list = Valid(m) ? passed : failed;
+        list += (list.empty() ? "" : ", ") + m;
+        if (Valid(m) && (mode == "batch-fp32" || pooled(m.c_str()) > pooled(mode.c_str()))) mode = m;
+      }
+      why = mode == "batch-fp32" ? "no lower precision stays within its tolerance of FP32 on this model (" + failed +
+                                       " failed validation)"
+                                 : "PyTorch's fastest lower precision measured on this " +
+                                       std::string(o_.device == "cpu" ? "CPU" : "device") + " (of " + passed +
+                                       (failed.empty() ? "" : "; " + failed + " left out: outside its tolerance of "
+                                                              "FP32 on this model") + ")";
+    } else if (o_.device != "cpu") {
       const double f16 = peaks_.value("fp16_tensor_gflops", 0.0);
       why = f16 > 0 && fp32_peak > 0 ? "a GPU: FP16 runs on the tensor cores, calibrated at " + Fixed(f16, 0) +
                                            " GFLOP/s, " + Fixed(f16 / fp32_peak, 1) + "x the FP32 peak"
@@ -516,7 +595,11 @@ class LabRun {
       why = "a CPU without an INT8 dot instruction: FP16 only halves the bytes moved";
     }
     const double sps = pooled(mode.c_str());
-    const std::string tag = mode == "batch-int8" ? "int8" : "fp16";
+    const std::string tag = mode.substr(mode.find('-') + 1);  // batch-fp16 -> fp16: its validation entry
+    if (tag == "fp32") {
+      return {{"mode", mode}, {"why", why}, {"samples_per_s", sps}, {"speedup_over_batch", 1.0},
+              {"fp16_speedup_over_batch", pooled("batch-fp16") / fp32_sps}, {"cosine", 1.0}, {"max_abs", 0.0}};
+    }
     return {{"mode", mode},
             {"why", why},
             {"samples_per_s", sps},
@@ -539,17 +622,38 @@ class LabRun {
       const UnitCounts& c = analyses_.at(run).index.counts;
       return c.PerUnit(static_cast<double>(c.launches));
     };
+    const auto operators = [&](const std::string& run) {
+      const UnitCounts& c = analyses_.at(run).index.counts;
+      double calls = 0;
+      for (const auto& [name, n] : c.op_calls) calls += static_cast<double>(n);
+      return c.PerUnit(calls);
+    };
+    // PyTorch on the CPU records operators only: no launches, no device timeline to claim.
+    const bool kernels = launches("serial") > 0 || launches("batch") > 0;
     chain.push_back("Tier 1: per work unit of " + std::to_string(o_.batch_size) + " samples, aten::linear runs " +
                     Fixed(linear("serial"), 0) + " times serially and " + Fixed(linear("batch"), 0) +
-                    " times batched; kernel launches fall from " + Fixed(launches("serial"), 0) + " to " +
-                    Fixed(launches("batch"), 0) + ".");
-    chain.push_back("Tier 2: the device is in use " + Fixed(in_use_["serial"], 1) + "% of the serial window and " +
-                    Fixed(in_use_["batch"], 1) + "% of the batched one; " + Count(findings_["serial"], "finding") +
-                    " serially, " + Count(findings_["batch"], "finding") + " batched.");
+                    " times batched; " +
+                    (kernels ? "kernel launches fall from " + Fixed(launches("serial"), 0) + " to " +
+                                   Fixed(launches("batch"), 0)
+                             : "operator calls fall from " + Fixed(operators("serial"), 0) + " to " +
+                                   Fixed(operators("batch"), 0) + " (the trace holds host operators only, no kernels)") +
+                    ".");
+    chain.push_back((kernels ? "Tier 2: the device is in use " + Fixed(in_use_["serial"], 1) +
+                                   "% of the serial window and " + Fixed(in_use_["batch"], 1) + "% of the batched one; "
+                             : std::string("Tier 2: no device timeline (host operators only); ")) +
+                    Count(findings_["serial"], "finding") + " serially, " + Count(findings_["batch"], "finding") +
+                    " batched.");
     for (const char* run : {"serial", "batch"}) {
       if (!tier3_.contains(run)) continue;
       chain.push_back(std::string("Tier 3 (") + run + "): " + tier3_[run]["kernel"].get<std::string>() + " — " +
                       tier3_[run]["report"]["recommendation"]["verdict"].get<std::string>());
+    }
+    for (const PrecisionCheck& c : val_.checks) {
+      if (c.pass) continue;
+      chain.push_back("Validation: " + c.dtype + " is outside its tolerance of FP32 on this model (cosine " +
+                      Fixed(c.diff.cosine, 6) + ", max abs " + Fixed(c.diff.max_abs, 4) + "; needs cosine >= " +
+                      Fixed(c.min_cosine, 4) + ", max abs <= " + Fixed(c.max_abs_limit, 2) +
+                      "): left out of the sweep, the precision lever and the final choice.");
     }
     for (const std::string& trend : sweep_.trends) {
       if (!trend.empty()) chain.push_back("Sweep (" + best_mode_ + "): " + trend + ".");
@@ -602,6 +706,9 @@ StatusOr<nlohmann::json> RunLab(const LabOptions& o, LabProgress& progress) {
   if (o.threads < 0) return InvalidArgument("--threads must be >= 0");
   if (o.repeats < 0) return InvalidArgument("--repeats must be >= 0");
   if (o.out_dir.empty()) return InvalidArgument("--out must name a directory");
+  if (o.engine != "native" && o.engine != "torch") {
+    return InvalidArgument("--engine must be native or torch, got '" + o.engine + "'");
+  }
   TS_ASSIGN_OR_RETURN(std::string dir, ResolveModelDir(o.model_dir));
   TS_ASSIGN_OR_RETURN(BertConfig cfg, LoadBertConfig(dir + "/config.json"));
   if (o.seq_len > cfg.max_position_embeddings) {

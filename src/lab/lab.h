@@ -1,4 +1,4 @@
-// `tierscope lab`: the whole study in one command on tierscope's engine — no-profiler
+// `tierscope lab`: the whole study in one command on tierscope's engine or PyTorch — no-profiler
 // baselines, tier 1 operator profiles and their diff, tier 2 timelines with the system
 // reports and rules, tier 3 on the hottest kernel of the serial and batched runs, the
 // batch sweep and FP16/BF16 validation, and the final benchmark — written to a results
@@ -18,6 +18,10 @@
 namespace tierscope {
 
 struct LabOptions {
+  // native: tierscope's engine; torch: the same steps on the model through PyTorch
+  // (bench --engine torch), its own profiler's trace read by tierscope's analyzer.
+  std::string engine = "native";
+  std::string python;           // torch: the Python to run (empty: TIERSCOPE_PYTHON, the test venv's, python3)
   std::string model_dir;        // empty: the built-in model
   std::string out_dir = "results";
   bool quick = false;           // about a minute: fewer repeats, iterations and sweep points

@@ -174,7 +174,10 @@ StatusOr<SweepResult> RunSweep(const SweepOptions& o,
       by_seq[s].push_back(p);
     }
   }
-  const std::vector<CacheLevel> caches = o.bench.device == "cpu" ? CpuDataCaches() : std::vector<CacheLevel>{};
+  // Peak memory against the caches only where it is the workload's own (the native
+  // allocator's): PyTorch's CPU figure is the whole process's resident set.
+  const std::vector<CacheLevel> caches =
+      o.bench.device == "cpu" && o.bench.engine == "native" ? CpuDataCaches() : std::vector<CacheLevel>{};
   const int workers = r.points.empty() ? 1 : r.points.front().threads;
   for (const auto& [s, pts] : by_seq) {
     r.choices.push_back(ChooseBatch(pts, o.slo_ms, o.memory_budget_mb));

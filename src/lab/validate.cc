@@ -55,6 +55,30 @@ StatusOr<ValidationResult> RunValidation(const ValidateOptions& o) {
   std::vector<DType> precisions = {DType::kF32, DType::kF16, DType::kBF16};
   if (o.device == "cpu") precisions.push_back(DType::kI8);
   for (DType t : precisions) {
+    if (o.engine == "torch") {  // the same inputs through PyTorch, one unit a precision
+      BenchOptions b;
+      b.engine = "torch";
+      b.python = o.python;
+      b.model_dir = o.model_dir;
+      b.mode = t == DType::kF32 ? "batch-fp32" : t == DType::kF16 ? "batch-fp16" : t == DType::kBF16 ? "batch-bf16"
+                                                                                                : "batch-int8";
+      b.batch_size = o.batch_size;
+      b.seq_len = o.seq_len;
+      b.seed = o.seed;
+      b.threads = o.threads;
+      b.device = o.device;
+      b.warmup = 0;
+      b.iterations = 1;
+      b.keep_output = true;
+      TS_ASSIGN_OR_RETURN(BenchReport rep, RunBench(b));
+      if (t == DType::kF32) {
+        reference = std::move(rep.output);
+        continue;
+      }
+      r.checks.push_back(CheckPrecision(t == DType::kF16 ? "fp16" : t == DType::kBF16 ? "bf16" : "int8",
+                                        CompareOutputs(reference, rep.output)));
+      continue;
+    }
     EngineOptions eo;
     eo.dtype = t;
     eo.threads = o.threads;
@@ -91,7 +115,7 @@ StatusOr<ValidationResult> RunValidation(const ValidateOptions& o) {
                 static_cast<long long>(o.batch_size), static_cast<long long>(o.seq_len),
                 static_cast<unsigned long long>(o.seed));
   r.text = buf;
-  r.json = {{"model_dir", dir}, {"batch_size", o.batch_size}, {"seq_len", o.seq_len}, {"seed", o.seed},
+  r.json = {{"model_dir", dir}, {"engine", o.engine}, {"batch_size", o.batch_size}, {"seq_len", o.seq_len}, {"seed", o.seed},
             {"reference", "fp32"}, {"output", "last_hidden_state"}};
   for (const PrecisionCheck& c : r.checks) {
     r.pass = r.pass && c.pass;

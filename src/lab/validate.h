@@ -15,6 +15,8 @@
 namespace tierscope {
 
 struct ValidateOptions {
+  std::string engine = "native";  // native | torch (each precision through PyTorch, as bench --engine torch)
+  std::string python;             // torch: the Python to run
   std::string model_dir;  // empty: the built-in model
   int64_t batch_size = 64;
   int64_t seq_len = 128;

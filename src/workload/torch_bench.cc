@@ -1,6 +1,6 @@
-// The PyTorch workload: request, inputs and the embedded script written to a temporary
-// directory, the script run with the chosen Python (stdin from /dev/null, stderr kept),
-// its response and output read back into a BenchResult.
+// The PyTorch workload: request and inputs written to a temporary directory, run by a
+// Python worker this process keeps (the embedded script, --serve), its response and
+// output read back into a BenchResult.
 #include "workload/torch_bench.h"
 
 #include <fcntl.h>
@@ -8,11 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -62,35 +65,111 @@ std::string LastLine(const std::string& text) {
   return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
 }
 
-// Runs `python script request` with stdin from /dev/null and stderr into `log`; its exit
-// status, or an error when it could not start or died.
-StatusOr<int> RunPython(const std::string& python, const std::string& script, const std::string& request,
-                        const std::string& log) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
-  std::vector<std::string> args = {python, script, request};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int err = posix_spawnp(&pid, python.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (err != 0) {
-    return FailedPrecondition("--engine torch: cannot run " + python + ": " + std::strerror(err) +
-                              " (name a Python with torch and transformers by --python or TIERSCOPE_PYTHON)");
+// A Python process serving the workload (torch_bench.py --serve) for the life of this
+// one: torch is imported, and each model loaded, once for every run a lab or sweep makes.
+// Requests go one a line to its stdin; replies come one a line on its fd 3; its stdout
+// and stderr go to a log whose last line explains a death.
+class TorchWorker {
+ public:
+  // The worker for `python`, started on first use (or again after a death).
+  static StatusOr<TorchWorker*> Get(const std::string& python) {
+    static std::mutex mu;
+    static std::map<std::string, std::unique_ptr<TorchWorker>> workers;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = workers.find(python);
+    if (it != workers.end() && it->second->alive_) return it->second.get();
+    if (it != workers.end()) workers.erase(it);
+    TS_ASSIGN_OR_RETURN(ScratchDir dir, ScratchDir::Make());
+    std::unique_ptr<TorchWorker> w(new TorchWorker(python, std::move(dir)));
+    TS_RETURN_IF_ERROR(w->Start());
+    return workers.emplace(python, std::move(w)).first->second.get();
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return Internal("--engine torch: waiting for " + python + ": " + std::strerror(errno));
+
+  ~TorchWorker() {
+    if (to_ >= 0) close(to_);  // EOF on its stdin: it returns
+    if (from_ != nullptr) std::fclose(from_);
+    if (pid_ > 0) {
+      int status = 0;
+      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
   }
-  if (WIFSIGNALED(status)) {
-    return Internal("--engine torch: " + python + " was killed by signal " + std::to_string(WTERMSIG(status)));
+
+  // Runs the request at `path`: OK, or the one line that says why not.
+  Status Run(const std::string& path) {
+    const std::string line = path + "\n";
+    if (write(to_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return Died();
+    char* reply = nullptr;
+    size_t cap = 0;
+    const ssize_t n = getline(&reply, &cap, from_);
+    std::string text = n > 0 ? std::string(reply, static_cast<size_t>(n)) : "";
+    std::free(reply);
+    if (n <= 0) return Died();
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    if (text == "ok") return OkStatus();
+    if (text.starts_with("error ")) return FailedPrecondition("--engine torch: " + text.substr(6));
+    return Internal("--engine torch: the worker answered '" + text.substr(0, 200) + "'");
   }
-  return WEXITSTATUS(status);
-}
+
+ private:
+  TorchWorker(std::string python, ScratchDir dir) : python_(std::move(python)), dir_(std::move(dir)) {}
+
+  Status Start() {
+    std::signal(SIGPIPE, SIG_IGN);  // a worker that died makes a write fail, not this process
+    TS_RETURN_IF_ERROR(WriteFileAtomic(dir_.file("torch_bench.py"), kScript));
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
+      return Internal(std::string("--engine torch: pipe: ") + std::strerror(errno));
+    }
+    const std::string log = dir_.file("stderr.txt");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 3);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
+    std::vector<std::string> args = {python_, dir_.file("torch_bench.py"), "--serve"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int err = posix_spawnp(&pid_, python_.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(in[0]);
+    close(out[1]);
+    to_ = in[1];
+    from_ = fdopen(out[0], "r");
+    if (err != 0) {
+      pid_ = 0;
+      return FailedPrecondition("--engine torch: cannot run " + python_ + ": " + std::strerror(err) +
+                                " (name a Python with torch and transformers by --python or TIERSCOPE_PYTHON)");
+    }
+    alive_ = true;
+    return OkStatus();
+  }
+
+  // The worker is gone: how it ended, and the last line it wrote.
+  Status Died() {
+    alive_ = false;
+    int status = 0;
+    pid_t done = 0;
+    while ((done = waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
+    }
+    pid_ = 0;
+    const StatusOr<std::string> err = ReadFile(dir_.file("stderr.txt"));
+    const std::string last = err.ok() ? LastLine(*err) : "";
+    const std::string how = done > 0 && WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                            : done > 0 && WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                                            : "stopped answering";
+    return FailedPrecondition("--engine torch: " + python_ + " " + how + (last.empty() ? "" : ": " + last));
+  }
+
+  std::string python_;
+  ScratchDir dir_;
+  pid_t pid_ = 0;
+  int to_ = -1;
+  FILE* from_ = nullptr;
+  bool alive_ = false;
+};
 
 nlohmann::json Request(const BenchOptions& o, const BenchMode& mode, const std::string& dir, const ScratchDir& scratch,
                        const std::string& trace) {
@@ -189,20 +268,11 @@ StatusOr<BenchReport> RunTorchBench(const BenchOptions& o) {
   const std::vector<int64_t> ids = BenchInputIds(o.seed, o.batch_size, o.seq_len, vocab);
   TS_RETURN_IF_ERROR(WriteFileAtomic(scratch.file("input_ids.bin"),
                                      std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * 8)));
-  TS_RETURN_IF_ERROR(WriteFileAtomic(scratch.file("torch_bench.py"), kScript));
   const std::string trace = o.profile ? (o.trace_path.empty() ? scratch.file("trace.json") : o.trace_path) : "";
   TS_RETURN_IF_ERROR(
       WriteFileAtomic(scratch.file("request.json"), Request(o, mode, dir, scratch, trace).dump()));
-  const std::string python = TorchPython(o.python);
-  const std::string log = scratch.file("stderr.txt");
-  TS_ASSIGN_OR_RETURN(int code, RunPython(python, scratch.file("torch_bench.py"), scratch.file("request.json"), log));
-  if (code != 0) {
-    const StatusOr<std::string> err = ReadFile(log);
-    const std::string line = err.ok() ? LastLine(*err) : "";
-    if (line.starts_with("torch workload: ")) return FailedPrecondition("--engine torch: " + line.substr(16));
-    return FailedPrecondition("--engine torch: " + python + " exited with status " + std::to_string(code) +
-                              (line.empty() ? "" : ": " + line));
-  }
+  TS_ASSIGN_OR_RETURN(TorchWorker * worker, TorchWorker::Get(TorchPython(o.python)));
+  TS_RETURN_IF_ERROR(worker->Run(scratch.file("request.json")));
   TS_ASSIGN_OR_RETURN(Measured m, ReadMeasured(scratch.file("response.json"), o));
   TS_ASSIGN_OR_RETURN(std::string out, ReadFile(scratch.file("output.bin")));
   const int64_t hidden = cfg.ok() ? cfg->hidden_size : 0;

@@ -3,12 +3,15 @@ torch` (embedded in the binary, written to a temporary directory and run with th
 Python). It measures and records; every figure it reports (percentiles, the checksum,
 FLOPs, the operator tables) is computed by tierscope from what it writes.
 
-Usage: python torch_bench.py REQUEST.json. The request names the model directory, the
-mode, the device and the loop; the input ids come as raw little-endian int64 [batch,
-seq_len] (tierscope's generator, so both engines see the same tokens). It writes the last
-unit's last_hidden_state as raw float32 and a response JSON: per-unit latencies, the
-peak memory and where it came from, the runtime's versions and the device's name. A
-failure is one line on stderr, `torch workload: ...`, and exit status 2.
+Usage: python torch_bench.py REQUEST.json, or python torch_bench.py --serve (a worker that
+one tierscope process keeps for all its runs, so torch is imported and each model loaded
+once): requests' paths come one a line on stdin, and each gets one line on fd 3, "ok" or
+"error MESSAGE". A request names the model directory, the mode, the device and the loop;
+the input ids come as raw little-endian int64 [batch, seq_len] (tierscope's generator, so
+both engines see the same tokens). It writes the last unit's last_hidden_state as raw
+float32 and a response JSON: per-unit latencies, the peak memory and where it came from,
+the runtime's versions and the device's name. A failure is one line, `torch workload:
+...` on stderr (exit status 2) or the error reply.
 """
 import json
 import os
@@ -59,7 +62,18 @@ def cpu_name():
     return platform.processor() or platform.machine()
 
 
+_models = {}  # (model_dir, dtype, device) -> model: a worker loads each once
+
+
 def load_model(torch, req):
+    key = (req["model_dir"], req["dtype"], req["device"])
+    if key not in _models:
+        _models.clear()  # one model at a time: a sweep of another model frees the last
+        _models[key] = _load_model(torch, req)
+    return _models[key]
+
+
+def _load_model(torch, req):
     from transformers import AutoModel
 
     try:
@@ -76,6 +90,28 @@ def load_model(torch, req):
     elif dtype in ("float16", "bfloat16"):
         model = model.to(getattr(torch, dtype))
     return model.to(req["device"])
+
+
+def reset_peak_rss():
+    """Resets the kernel's peak-RSS mark (VmHWM) so a worker's runs do not inherit it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def peak_rss():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024, "process peak RSS since the warm-up (VmHWM: Python, torch " \
+                                                        "and the model included)"
+    except (OSError, ValueError, IndexError):
+        pass
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "process peak RSS (ru_maxrss: Python, torch and the model included)")
 
 
 def run(req):
@@ -112,9 +148,9 @@ def run(req):
             activities.append(ProfilerActivity.XPU)
         profiler = profile(activities=activities, record_shapes=window["record_shapes"],
                            profile_memory=window["profile_memory"])
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     time.sleep(req["pre_delay_s"])
     latencies, out, recording, recorded = [], None, False, 0
+    reset_peak_rss()
     with torch.inference_mode():
         for _ in range(req["warmup"]):
             unit()
@@ -149,14 +185,23 @@ def run(req):
     if recording:
         profiler.stop()
     if profiler is not None and recorded > 0:
-        profiler.export_chrome_trace(req["trace_path"])
+        path = req["trace_path"]
+        if path.endswith(".gz"):  # tierscope's traces are gzipped JSON; torch writes plain JSON
+            import gzip
+            import shutil
+
+            profiler.export_chrome_trace(path[:-3])
+            with open(path[:-3], "rb") as src, gzip.open(path, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.remove(path[:-3])
+        else:
+            profiler.export_chrome_trace(path)
     if module is not None and hasattr(module, "max_memory_allocated"):
         peak, source = int(module.max_memory_allocated()), f"torch.{req['device'].split(':')[0]}.max_memory_allocated"
     else:
         # The CPU has no allocator statistics in torch: the process's peak resident set
-        # growth from before the warm-up.
-        peak = max(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss_before)
-        source = "process peak RSS growth from warm-up on"
+        # since the warm-up (Python, torch and the model included).
+        peak, source = peak_rss()
     out = out.float().contiguous().cpu()
     with open(req["output_path"], "wb") as f:
         f.write(out.numpy().tobytes())
@@ -186,29 +231,42 @@ def run(req):
     }
 
 
-def main():
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+def serve_one(path):
+    """Runs the request at `path`; None, or the one-line error."""
     try:
-        with open(sys.argv[1]) as f:
+        with open(path) as f:
             req = json.load(f)
         resp = run(req)
     except WorkloadError as e:
-        print(f"torch workload: {e}", file=sys.stderr)
-        return 2
+        return str(e)
     except ImportError as e:
-        print(f"torch workload: {sys.executable} cannot import {e.name}: install torch and transformers there, or "
-              f"name another Python with --python / TIERSCOPE_PYTHON", file=sys.stderr)
-        return 2
-    except Exception as e:  # a failure inside torch: its traceback, then the one line tierscope reports
+        return (f"{sys.executable} cannot import {e.name}: install torch and transformers there, or name another "
+                f"Python with --python / TIERSCOPE_PYTHON")
+    except Exception as e:  # a failure inside torch: its traceback on stderr, then one line
         import traceback
 
         traceback.print_exc()
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        print(f"torch workload: {type(e).__name__}: {first}", file=sys.stderr)
-        return 2
+        return f"{type(e).__name__}: {first}"
     with open(req["response_path"], "w") as f:
         json.dump(resp, f)
+    return None
+
+
+def main():
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if sys.argv[1:] != ["--serve"]:
+        error = serve_one(sys.argv[1])
+        if error is not None:
+            print(f"torch workload: {error}", file=sys.stderr)
+            return 2
+        return 0
+    replies = os.fdopen(3, "w")
+    for line in sys.stdin:
+        error = serve_one(line.strip())
+        replies.write("ok\n" if error is None else "error " + " ".join(error.split()) + "\n")
+        replies.flush()
     return 0
 
 
