@@ -26,6 +26,12 @@ void RegisterLab(CLI::App& app, std::vector<Command>* out) {
   lb->add_option("--seed", lab->seed, "input generator seed")->capture_default_str();
   lb->add_option("--repeats", lab->repeats, "benchmark repeats per mode (0: 3, or 1 with --quick)")
       ->capture_default_str();
+  lb->add_option("--system-profiler", lab->system_profiler,
+                 "auto (nsys on CUDA, msys on MUSA, when on PATH) | none | nsys | msys: tier 2 also through it")
+      ->capture_default_str();
+  lb->add_option("--kernel-profiler", lab->kernel_profiler,
+                 "auto (ncu on CUDA, mcu on MUSA, when on PATH) | none | ncu | mcu: tier 3 from its CSV")
+      ->capture_default_str();
   out->push_back({lb, [lab] {
                     lab->command_line = CommandLine();
                     LabProgress progress(isatty(2) != 0);

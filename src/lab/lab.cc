@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 
@@ -17,12 +18,14 @@
 #include "core/text.h"
 #include "inspect/calibration.h"
 #include "inspect/kernel_run.h"
+#include "lab/profiler_steps.h"
 #include "lab/report_html.h"
 #include "lab/sweep.h"
 #include "lab/validate.h"
 #include "tierscope/engine.h"
 #include "tierscope/version.h"
 #include "workload/bench.h"
+#include "workload/torch_bench.h"
 
 namespace tierscope {
 namespace {
@@ -401,6 +404,18 @@ class LabRun {
     }
     s_["tier1"] = tier1_;
     s_["tier2"] = tier2_;
+    s_["profilers"] = {{"system", ResolveProfiler(o_.system_profiler, o_.device, true)},
+                       {"kernel", ResolveProfiler(o_.kernel_profiler, o_.device, false)},
+                       {"steps", nlohmann::json::array()}};
+    const std::string tool = s_["profilers"]["system"];
+    for (const auto& [name, mode] : kRuns) {
+      if (tool.empty()) break;
+      progress_.Detail(std::string(name) + " through " + tool);
+      const nlohmann::json step = SystemProfilerStep(Profiled(tool, name, mode), analyses_.at(name));
+      commands_.push_back(step["command"]);
+      commands_.push_back(step["export_command"]);
+      s_["profilers"]["steps"].push_back(step);
+    }
     return OkStatus();
   }
 
@@ -415,6 +430,17 @@ class LabRun {
                                          "native engine's kernels: lab --engine native)"
                                        : ""));
         continue;
+      }
+      if (const std::string tool = s_["profilers"]["kernel"]; !tool.empty()) {
+        KernelCommandResult kr;
+        nlohmann::json step = KernelProfilerStep(Profiled(tool, name, mode), hottest_[name], &kr);
+        commands_.push_back(step["command"]);
+        const bool ok = step["status"] == "ok";
+        s_["profilers"]["steps"].push_back(std::move(step));
+        if (ok) {
+          TS_RETURN_IF_ERROR(KeepTier3(name, kr, "kernel --ncu-csv kernels/" + std::string(name) + "." + tool + ".csv"));
+          continue;
+        }
       }
       if (o_.engine == "torch") {
         TS_RETURN_IF_ERROR(Tier3FromTrace(name));
@@ -443,6 +469,36 @@ class LabRun {
     return OkStatus();
   }
 
+  // The bench run a vendor profiler wraps: this binary, the lab's workload, a pre-delay
+  // that keeps loading out of the capture (PyTorch's import and load take seconds).
+  ProfilerRun Profiled(const std::string& tool, const char* name, const char* mode) const {
+    ProfilerRun r;
+    r.tool = tool;
+    r.out_dir = o_.out_dir;
+    r.name = name;
+    r.pre_delay_s = o_.engine == "torch" ? 10 : 2;
+    std::error_code ec;
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    r.command = {ec ? std::string("tierscope") : self, "bench", "--engine", o_.engine, "--mode", mode,
+                 "--batch-size", std::to_string(o_.batch_size), "--seq-len", std::to_string(o_.seq_len),
+                 "--threads", std::to_string(o_.threads), "--device", o_.device, "--seed", std::to_string(o_.seed),
+                 "--warmup", "1", "--iterations", "3", "--pre-delay", std::to_string(static_cast<int>(r.pre_delay_s))};
+    if (!o_.model_dir.empty()) r.command.insert(r.command.end(), {"--model", o_.model_dir});
+    if (o_.engine == "torch") r.command.insert(r.command.end(), {"--python", TorchPython(o_.python)});
+    return r;
+  }
+
+  // A tier-3 result kept for the summary and the report, from whichever source made it.
+  Status KeepTier3(const char* name, const KernelCommandResult& kr, const std::string& how) {
+    const std::string file = std::string("kernels/") + name + ".json";
+    TS_RETURN_IF_ERROR(Write(file, kr.json.dump(2) + "\n"));
+    TS_RETURN_IF_ERROR(Write(std::string("kernels/") + name + ".txt", kr.text));
+    commands_.push_back("tierscope " + how + " -k '" + hottest_[name] + "' -o " + file);
+    tier3_[name] = {{"kernel", hottest_[name]}, {"file", file},
+                    {"report", KernelReportsToJson({kr.reports.front()})[0]}};
+    return OkStatus();
+  }
+
   // Tier 3 on PyTorch's run: the hottest kernel's launch from its trace (grid, block,
   // duration, and what the run's FLOPs and bytes give); the hardware counters are
   // Nsight Compute's to add.
@@ -452,14 +508,8 @@ class LabRun {
     k.trace = o_.out_dir + "/traces/" + name + ".json.gz";
     k.inspector.filter = {hottest_[name], 0, 1};
     TS_ASSIGN_OR_RETURN(KernelCommandResult kr, RunKernelCommand(k));
-    const std::string file = std::string("kernels/") + name + ".json";
-    TS_RETURN_IF_ERROR(Write(file, kr.json.dump(2) + "\n"));
-    TS_RETURN_IF_ERROR(Write(std::string("kernels/") + name + ".txt", kr.text));
-    commands_.push_back("tierscope kernel --from-trace traces/" + std::string(name) + ".json.gz -k '" + hottest_[name] +
-                        "' -o " + file);
     if (kr.reports.empty()) return Internal("tier 3 found no launch of " + hottest_[name] + " in the trace");
-    tier3_[name] = {{"kernel", hottest_[name]}, {"file", file},
-                    {"report", KernelReportsToJson({kr.reports.front()})[0]}};
+    TS_RETURN_IF_ERROR(KeepTier3(name, kr, "kernel --from-trace traces/" + std::string(name) + ".json.gz"));
     tier3_["notes"].push_back(std::string(name) + ": from the trace's launch record; Nsight Compute (ncu -k NAME -c 1 "
                               "--section SpeedOfLight,LaunchStats,MemoryWorkloadAnalysis) would add the hardware "
                               "counters: achieved occupancy, throughput as a share of peak, memory traffic per level");

@@ -22,6 +22,10 @@ struct LabOptions {
   // (bench --engine torch), its own profiler's trace read by tierscope's analyzer.
   std::string engine = "native";
   std::string python;           // torch: the Python to run (empty: TIERSCOPE_PYTHON, the test venv's, python3)
+  // The vendor profilers (lab/profilers.h): "auto" runs the device's (nsys / ncu on CUDA,
+  // msys / mcu on MUSA) when it is on PATH, "none" none, a name that one.
+  std::string system_profiler = "auto";
+  std::string kernel_profiler = "auto";
   std::string model_dir;        // empty: the built-in model
   std::string out_dir = "results";
   bool quick = false;           // about a minute: fewer repeats, iterations and sweep points

@@ -1,0 +1,119 @@
+// The lab's nsys/msys and ncu/mcu steps, run as the study runs them (lab/profilers.h).
+#include "lab/profiler_steps.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/paths.h"
+#include "lab/profilers.h"
+
+namespace tierscope {
+namespace {
+
+// The last line of a profiler's log, for a failure's record.
+std::string LastLogLine(const std::string& log) {
+  const StatusOr<std::string> text = ReadFile(log);
+  if (!text.ok()) return "";
+  std::string t = *text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+  const size_t at = t.rfind('\n');
+  return t.substr(at == std::string::npos ? 0 : at + 1, 300);
+}
+
+// Kernel names of a trace, by total device time (the analysis's kernel summary).
+std::vector<std::string> KernelsByTime(const TraceAnalysis& a) {
+  std::vector<std::pair<int64_t, std::string>> by;
+  std::map<std::string, int64_t> total;
+  for (size_t k : a.index.kernels) total[std::string(a.index.Name(k))] += a.index.E(k).dur_ns;
+  for (const auto& [name, ns] : total) by.push_back({ns, name});
+  std::sort(by.rbegin(), by.rend());
+  std::vector<std::string> names;
+  for (const auto& [ns, name] : by) names.push_back(name);
+  return names;
+}
+
+nlohmann::json Failed(nlohmann::json record, const std::string& why) {
+  record["status"] = "failed";
+  record["note"] = why;
+  return record;
+}
+
+}  // namespace
+
+std::string ResolveProfiler(const std::string& choice, const std::string& device, bool system) {
+  if (choice == "none") return "";
+  if (choice != "auto") return choice;
+  const std::string tool = system ? SystemProfilerFor(device) : KernelProfilerFor(device);
+  return !tool.empty() && OnPath(tool) ? tool : "";
+}
+
+nlohmann::json SystemProfilerStep(const ProfilerRun& run, const TraceAnalysis& kineto) {
+  const std::string base = run.out_dir + "/system/" + run.name;
+  const std::string report = SystemReportFile(run.tool, base), sqlite = base + ".sqlite";
+  // The capture starts a second before the workload's pre-delay ends: loading stays out.
+  const std::vector<std::string> profile =
+      SystemProfileArgs(run.tool, std::max(0.0, run.pre_delay_s - 1), base, run.command);
+  const std::vector<std::string> exporter = SystemExportArgs(run.tool, report, sqlite);
+  nlohmann::json r = {{"tool", run.tool}, {"run", run.name}, {"command", CommandLineText(profile)},
+                      {"export_command", CommandLineText(exporter)}, {"sqlite", "system/" + run.name + ".sqlite"}};
+  if (Status s = MakeDirs(run.out_dir + "/system"); !s.ok()) return Failed(r, s.message());
+  const std::string log = base + ".log";
+  StatusOr<int> code = RunTool(profile, log);
+  if (!code.ok()) return Failed(r, code.status().message());
+  if (*code != 0) return Failed(r, run.tool + " profile exited with status " + std::to_string(*code) + ": " + LastLogLine(log));
+  code = RunTool(exporter, base + ".export.log");
+  if (!code.ok()) return Failed(r, code.status().message());
+  if (*code != 0) {
+    return Failed(r, run.tool + " export exited with status " + std::to_string(*code) + ": " +
+                         LastLogLine(base + ".export.log"));
+  }
+  StatusOr<Trace> t = LoadTrace(sqlite);
+  if (!t.ok()) return Failed(r, "the export does not import: " + t.status().message());
+  const TraceAnalysis a = Analyze(*t, AnalysisOptions{});
+  const std::vector<std::string> theirs = KernelsByTime(a), ours = KernelsByTime(kineto);
+  const std::set<std::string> seen(theirs.begin(), theirs.end());
+  int64_t missing = 0;
+  for (const std::string& k : ours) missing += seen.count(k) == 0 ? 1 : 0;
+  r["kernels"] = static_cast<int64_t>(a.index.kernels.size());
+  r["kernel_names"] = static_cast<int64_t>(theirs.size());
+  r["hottest"] = theirs.empty() ? "" : theirs.front();
+  r["kineto_hottest"] = ours.empty() ? "" : ours.front();
+  r["kineto_kernels_missing"] = missing;
+  // The check: the profiler saw the kernels PyTorch's trace names, and the same one on top.
+  if (ours.empty()) {
+    r["status"] = "ok";
+    r["note"] = "the Kineto trace has no kernels to compare with";
+  } else if (missing == 0 && !theirs.empty() && theirs.front() == ours.front()) {
+    r["status"] = "ok";
+    r["note"] = "every kernel of the Kineto trace is in the export, and both put " + ours.front() + " on top";
+  } else {
+    r["status"] = "disagrees";
+    r["note"] = std::to_string(missing) + " of the Kineto trace's " + std::to_string(ours.size()) +
+                " kernels are not in the export; its hottest is " + (theirs.empty() ? "none" : theirs.front()) +
+                ", the Kineto trace's " + ours.front();
+  }
+  return r;
+}
+
+nlohmann::json KernelProfilerStep(const ProfilerRun& run, const std::string& kernel, KernelCommandResult* result) {
+  const std::string csv = run.out_dir + "/kernels/" + run.name + "." + run.tool + ".csv";
+  const std::vector<std::string> argv = KernelProfileArgs(run.tool, kernel, csv, run.command);
+  nlohmann::json r = {{"tool", run.tool}, {"run", run.name}, {"kernel", kernel}, {"command", CommandLineText(argv)},
+                      {"csv", "kernels/" + run.name + "." + run.tool + ".csv"}};
+  const std::string log = run.out_dir + "/kernels/" + run.name + "." + run.tool + ".log";
+  StatusOr<int> code = RunTool(argv, log);
+  if (!code.ok()) return Failed(r, code.status().message());
+  if (*code != 0) return Failed(r, run.tool + " exited with status " + std::to_string(*code) + ": " + LastLogLine(log));
+  KernelCommandOptions k;
+  k.ncu_csv = csv;
+  k.inspector.filter = {kernel, 0, 1};
+  StatusOr<KernelCommandResult> kr = RunKernelCommand(k);
+  if (!kr.ok()) return Failed(r, "its CSV does not read: " + kr.status().message());
+  if (kr->reports.empty()) return Failed(r, "its CSV has no report of " + kernel);
+  *result = std::move(*kr);
+  r["status"] = "ok";
+  return r;
+}
+
+}  // namespace tierscope

@@ -1,0 +1,41 @@
+// The lab's vendor-profiler steps: the system profiler (nsys / msys) around one bench
+// run, its SQLite export imported and its kernels checked against the Kineto trace's;
+// the kernel profiler (ncu / mcu) on the hot kernel, its CSV read as tier 3. A profiler
+// that is missing or fails is reported in the step, never an abort.
+#ifndef TIERSCOPE_LAB_PROFILER_STEPS_H_
+#define TIERSCOPE_LAB_PROFILER_STEPS_H_
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/commands.h"
+#include "inspect/kernel_run.h"
+
+namespace tierscope {
+
+struct ProfilerRun {
+  std::string tool;                  // nsys, msys, ncu, mcu
+  std::string out_dir;               // the lab's results directory
+  std::string name;                  // the run: "serial", "batch"
+  std::vector<std::string> command;  // the bench command the profiler runs
+  double pre_delay_s = 0;            // the bench's --pre-delay (in `command`); the profiler's delay is below it
+};
+
+// `--system-profiler` / `--kernel-profiler`: "auto" picks the device's profiler when it is
+// on PATH ("" when there is none), "none" none, a name that one.
+std::string ResolveProfiler(const std::string& choice, const std::string& device, bool system);
+
+// Runs the system profiler and its export, imports the SQLite and compares its kernels
+// with the Kineto trace's: a JSON record of what ran and what it found ("status": ok,
+// failed, or disagrees).
+nlohmann::json SystemProfilerStep(const ProfilerRun& run, const TraceAnalysis& kineto);
+
+// Runs the kernel profiler on `kernel` and reads its CSV as tier 3 (`result`); the JSON
+// record says what ran; status "ok" only when `result` holds a report.
+nlohmann::json KernelProfilerStep(const ProfilerRun& run, const std::string& kernel, KernelCommandResult* result);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_LAB_PROFILER_STEPS_H_

@@ -1,0 +1,141 @@
+"""The lab's vendor-profiler steps with stand-in `nsys` and `ncu` on PATH: executables that
+record their arguments (and whether stdin is /dev/null), run the profiled command, and
+write real-format outputs — a corpus nsys SQLite export, an Nsight Compute CSV in the
+details-page format. The arguments are the study's, the outputs are imported (the nsys
+export's kernels checked against the Kineto trace's, the ncu CSV read as tier 3), and a
+profiler that fails is a reported step, never an abort."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CORPUS = REPO_ROOT.parent / "shared" / "corpus"
+
+NSYS = r'''#!PYTHON
+import json, os, shutil, subprocess, sys
+args = sys.argv[1:]
+null, st = os.stat("/dev/null"), os.fstat(0)
+with open(os.environ["STANDIN_LOG"], "a") as f:
+    f.write(json.dumps({"tool": "nsys", "args": args,
+                        "stdin_devnull": (st.st_rdev, st.st_ino) == (null.st_rdev, null.st_ino)}) + "\n")
+if os.environ.get("STANDIN_FAIL") == "nsys":
+    print("nsys: no CUDA driver (the stand-in was told to fail)", file=sys.stderr)
+    sys.exit(3)
+if args[0] == "profile":
+    report = args[args.index("-o") + 1]
+    code = subprocess.run(args[args.index("-o") + 2:]).returncode
+    open(report + ".nsys-rep", "wb").write(b"stand-in")
+    sys.exit(code)
+shutil.copyfile(os.environ["STANDIN_SQLITE"], args[args.index("-o") + 1])
+'''
+
+NCU = r'''#!PYTHON
+import json, os, subprocess, sys
+args = sys.argv[1:]
+null, st = os.stat("/dev/null"), os.fstat(0)
+with open(os.environ["STANDIN_LOG"], "a") as f:
+    f.write(json.dumps({"tool": "ncu", "args": args,
+                        "stdin_devnull": (st.st_rdev, st.st_ino) == (null.st_rdev, null.st_ino)}) + "\n")
+name, csv = args[args.index("-k") + 1], args[args.index("--log-file") + 1]
+rest = args[args.index("--log-file") + 2:]
+code = subprocess.run(rest).returncode
+head = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",' \
+       '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+rows = [("GPU Speed Of Light Throughput", "Duration", "usecond", "14.05"),
+        ("GPU Speed Of Light Throughput", "Compute (SM) Throughput", "%", "12.84"),
+        ("GPU Speed Of Light Throughput", "Memory Throughput", "%", "91.27"),
+        ("Launch Statistics", "Grid Size", "", "120"),
+        ("Launch Statistics", "Block Size", "", "128"),
+        ("Launch Statistics", "Registers Per Thread", "register/thread", "16"),
+        ("Occupancy", "Achieved Occupancy", "%", "48.5")]
+with open(csv, "w") as f:
+    f.write("==PROF== Connected to process 4242\n" + head)
+    for sec, metric, unit, value in rows:
+        f.write(",".join(f'"{v}"' for v in ("0", "4242", "tierscope", "host", name, "1", "7", "(128, 1, 1)",
+                                             "(120, 1, 1)", "0", "9.0", sec, metric, unit, value)) + "\n")
+sys.exit(code)
+'''
+
+
+@pytest.fixture()
+def standins(tmp_path):
+    sqlite = CORPUS / "nsys" / "saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
+    if not sqlite.is_file():
+        pytest.skip(f"{sqlite} is missing")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("nsys", NSYS), ("ncu", NCU)):
+        (bin_dir / name).write_text(text.replace("PYTHON", sys.executable))
+        (bin_dir / name).chmod(0o755)
+    log = tmp_path / "standin.jsonl"
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", STANDIN_LOG=str(log), STANDIN_SQLITE=str(sqlite))
+    return env, log
+
+
+def run_lab(tierscope_bin, out, env, system="nsys", kernel="ncu"):
+    run = subprocess.run([str(tierscope_bin), "lab", "--quick", "--threads", "2", "--batch-size", "16", "--seq-len",
+                          "32", "--out", str(out), "--system-profiler", system, "--kernel-profiler", kernel],
+                         capture_output=True, text=True, timeout=900, env=env, stdin=subprocess.DEVNULL)
+    assert run.returncode == 0, run.stdout + run.stderr[-4000:]
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_profilers_run_as_the_study_runs_them_and_their_outputs_are_read(tierscope_bin, standins, tmp_path):
+    env, log = standins
+    s = run_lab(tierscope_bin, tmp_path / "results", env)
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert all(c["stdin_devnull"] for c in calls), calls  # msys reads stdin: every profiler gets /dev/null
+    profiles = [c["args"] for c in calls if c["tool"] == "nsys" and c["args"][0] == "profile"]
+    exports = [c["args"] for c in calls if c["tool"] == "nsys" and c["args"][0] == "export"]
+    kernels = [c["args"] for c in calls if c["tool"] == "ncu"]
+    assert len(profiles) == len(exports) == len(kernels) == 2
+    for p in profiles:
+        assert p[:8] == ["profile", "-t", "cuda", "--delay", "1", "--force-overwrite", "true", "-o"]
+        bench = p[9:]
+        assert bench[1:4] == ["bench", "--engine", "native"] and "--pre-delay" in bench
+        assert bench[bench.index("--pre-delay") + 1] == "2"  # the capture starts a second before the work
+    for e in exports:
+        assert e[:7] == ["export", "--type", "sqlite", "--force-overwrite", "true", "-o", e[6]] and e[6].endswith(".sqlite")
+        assert e[7].endswith(".nsys-rep")
+    for k in kernels:
+        assert k[0] == "-k" and k[2:16] == ["-c", "1", "--section", "SpeedOfLight", "--section", "LaunchStats",
+                                            "--section", "MemoryWorkloadAnalysis", "--target-processes", "all",
+                                            "--csv", "--page", "details", "--log-file"]
+        assert k[16].endswith(".ncu.csv") and k[18] == "bench"
+    steps = s["profilers"]["steps"]
+    system = [st for st in steps if st["tool"] == "nsys"]
+    assert [st["run"] for st in system] == ["serial", "batch"]
+    for st in system:
+        # The corpus export (saxpy over MPI) holds none of the engine's kernels: the check says so.
+        assert st["status"] == "disagrees", st
+        assert st["kernels"] > 0 and st["kineto_kernels_missing"] > 0
+        assert (tmp_path / "results" / st["sqlite"]).is_file()
+    for st in (st for st in steps if st["tool"] == "ncu"):
+        assert st["status"] == "ok", st
+        run = st["run"]
+        assert s["tier3"][run]["kernel"] == st["kernel"]
+        assert s["tier3"][run]["report"]["source"].startswith("ncu"), s["tier3"][run]["report"]["source"]
+    assert any(c.startswith("nsys profile -t cuda") for c in s["commands"])
+    assert any(c.startswith("tierscope kernel --ncu-csv kernels/batch.ncu.csv") for c in s["commands"])
+
+
+def test_a_failing_profiler_is_a_reported_step_not_an_abort(tierscope_bin, standins, tmp_path):
+    env, _ = standins
+    env = dict(env, STANDIN_FAIL="nsys")
+    s = run_lab(tierscope_bin, tmp_path / "results", env, kernel="none")
+    system = [st for st in s["profilers"]["steps"] if st["tool"] == "nsys"]
+    assert len(system) == 2
+    for st in system:
+        assert st["status"] == "failed"
+        assert "nsys profile exited with status 3: nsys: no CUDA driver" in st["note"], st
+    assert s["profilers"]["kernel"] == "" and "serial" in s["tier3"]  # tier 3 replayed as without ncu
+    # A profiler that is not installed at all is a reported failure too.
+    s = run_lab(tierscope_bin, tmp_path / "results2", env, system="msys", kernel="none")
+    msys = s["profilers"]["steps"]
+    assert msys and all(st["status"] == "failed" and "cannot run msys" in st["note"] for st in msys), msys
