@@ -6,7 +6,8 @@
 # tier-1/2 traces of one serial and one batched work unit with their reports and diff,
 # tier 3 (the hottest GEMM of each replayed, with its real cuBLASLt kernel, grid,
 # registers and occupancy), the CUDA-graph path (serial and batched), a serving run
-# under `tierscope load`, the batch sweep 1..256, and one quick lab run; summary.txt
+# under `tierscope load`, the batch sweep 1..256, one quick lab run on the native engine and
+# one through PyTorch (lab --engine torch: nsys and ncu steps when present); summary.txt
 # gathers the closing note's numbers. Everything goes under OUT (default results/gpu;
 # $OUT on the device machine). Each step's failure is recorded and the script goes on.
 # About 4 minutes on an H200 once built (the build: about 3 minutes on 16 cores).
@@ -105,6 +106,10 @@ fi
 kill -TERM "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null
 run sweep "$bin" sweep --device cuda --batch-sizes 1,2,4,8,16,32,64,128,256 --out "$out/sweep"
 run lab "$bin" lab --device cuda --quick --out "$out/lab"
+# The same study through PyTorch on the GPU (the device image's torch, this python3):
+# tier 2 through nsys and tier 3 through ncu when they are on PATH (issue 26).
+run lab_torch "$bin" lab --engine torch --python "${TORCH_PYTHON:-python3}" --device cuda --quick \
+  --out "$out/lab_torch"
 grep -h RESULT_JSON "$out"/bench_*.txt >"$out/results.jsonl" 2>/dev/null || true
 # The closing note's numbers in one place: samples/s per mode (and the graph path), the
 # sweep, launches per unit and device in-use from tier 2, and tier 3's hot kernel grids.
@@ -117,6 +122,18 @@ grep -h RESULT_JSON "$out"/bench_*.txt >"$out/results.jsonl" 2>/dev/null || true
   echo "== sweep"; cat "$out/sweep/batch_sweep.txt" 2>/dev/null
   echo "== tier 2: units, in-use, hot kernels"
   cat "$out/hot_kernels.txt" "$out/hot_kernels_batch.txt" 2>/dev/null
+  echo "== lab --engine torch --device cuda (headline, diagnosis, profiler steps)"
+  python3 - "$out/lab_torch/summary.json" <<'PY' 2>&1 || true
+import json, sys
+s = json.load(open(sys.argv[1]))
+h = s["headline"]
+print(f"baseline {h['baseline_samples_per_s']:.1f} samples/s, batch x{h['batch_speedup']:.2f}, "
+      f"final {h['final_mode']} at {h['final_batch_size']}: {h['final_samples_per_s']:.1f} (x{h['final_speedup']:.2f})")
+for line in s["diagnosis"]:
+    print("  " + line)
+for st in s.get("profilers", {}).get("steps", []):
+    print(f"  {st['tool']} {st['run']}: {st['status']} {st.get('note', '')}")
+PY
   echo "== tier 3"
   grep -h -E "^  [^ ]|Grid Size|Block Size|Device Kernel|# SMs|Waves|Registers|Occupancy|Duration  |Compute Throughput|Memory Throughput|Bound By|NOTE|higher tier|justified|Near its" \
     "$out"/kernel_*.txt 2>/dev/null
