@@ -10,11 +10,6 @@ void RegisterBench(CLI::App& app, std::vector<Command>* out) {
   auto bench = std::make_shared<BenchOptions>();
   auto* b = app.add_subcommand("bench", "Benchmark the BERT encoder without a profiler (prints RESULT_JSON=)");
   AddWorkloadOptions(b, *bench);
-  b->add_option("--engine", bench->engine,
-                "native (tierscope's engine) | torch (the model through PyTorch and transformers, in Python)")
-      ->capture_default_str();
-  b->add_option("--python", bench->python,
-                "--engine torch: the Python to run (default: TIERSCOPE_PYTHON, the test venv's, python3)");
   b->add_flag("--profile", bench->profile,
               "record operators, launches, kernels and memory (tiers 1 and 2) and print "
               "the key_averages table and per-unit counts");

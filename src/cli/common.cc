@@ -65,7 +65,13 @@ void AddWorkloadOptions(CLI::App* c, BenchOptions& bench) {
   c->add_option("--pre-delay", bench.pre_delay_s, "seconds to sleep after loading, before warmup")
       ->capture_default_str();
   c->add_option("--threads", bench.threads, "worker threads (0: all cores)")->capture_default_str();
-  c->add_option("--device", bench.device, "cpu | cuda | cuda:N")->capture_default_str();
+  c->add_option("--device", bench.device, "cpu | cuda | cuda:N (--engine torch: also xpu, npu, musa)")
+      ->capture_default_str();
+  c->add_option("--engine", bench.engine,
+                "native (tierscope's engine) | torch (the model through PyTorch and transformers, in Python)")
+      ->capture_default_str();
+  c->add_option("--python", bench.python,
+                "--engine torch: the Python to run (default: TIERSCOPE_PYTHON, the test venv's, python3)");
 }
 
 }  // namespace tierscope::cli

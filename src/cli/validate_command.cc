@@ -19,6 +19,8 @@ void RegisterValidate(CLI::App& app, std::vector<Command>* out) {
   va->add_option("--seed", val->seed, "input generator seed")->capture_default_str();
   va->add_option("--threads", val->threads, "worker threads (0: all cores)")->capture_default_str();
   va->add_option("--device", val->device, "cpu | cuda | cuda:N")->capture_default_str();
+  va->add_option("--engine", val->engine, "native | torch (each precision through PyTorch)")->capture_default_str();
+  va->add_option("--python", val->python, "--engine torch: the Python to run");
   va->add_option("--out", *dir, "directory for validation.json")->capture_default_str();
   out->push_back({va, [val, dir] {
                     auto result = RunValidation(*val);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "analysis/commands.h"
 #include "core/cpu_info.h"
@@ -74,6 +75,33 @@ StatusOr<KernelCommandResult> FromOtherTool(const KernelCommandOptions& o,
   return r;
 }
 
+// Tier 3 on PyTorch's run: the workload profiled through torch.profiler, then the chosen
+// kernel's launch read from that trace (a replay is the native engine's; Nsight Compute's
+// counters come through --ncu-csv).
+StatusOr<KernelCommandResult> FromTorchRun(const KernelCommandOptions& o, const std::vector<std::string>& sections) {
+  if (o.bench.device == "cpu") {
+    return FailedPrecondition("--engine torch on the CPU: PyTorch records operators there, not kernels, so tier 3 has "
+                              "no kernel to inspect (the native engine's kernels replay: --engine native)");
+  }
+  char dir[] = "/tmp/tierscope-kernel-XXXXXX";
+  if (mkdtemp(dir) == nullptr) return FailedPrecondition(std::string("cannot make a temporary directory: ") + dir);
+  struct Remove {
+    std::string path;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } remove{dir};
+  BenchOptions bench = o.bench;
+  bench.profile = true;
+  bench.trace_path = std::string(dir) + "/trace.json.gz";
+  TS_ASSIGN_OR_RETURN(BenchReport rep, RunBench(bench));
+  (void)rep;
+  KernelCommandOptions k = o;
+  k.trace = bench.trace_path;
+  return FromOtherTool(k, sections);
+}
+
 }  // namespace
 
 StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
@@ -82,6 +110,7 @@ StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
     return InvalidArgument("give --ncu-csv or --trace, not both");
   }
   if (!o.ncu_csv.empty() || !o.trace.empty()) return FromOtherTool(o, sections);
+  if (o.bench.engine == "torch") return FromTorchRun(o, sections);
 
   TS_ASSIGN_OR_RETURN(auto inspector, KernelInspector::Create(o.inspector));
   TS_RETURN_IF_ERROR(ValidateBenchOptions(o.bench));

@@ -3,7 +3,8 @@
 bench's keys, its output agrees with the native engine's (the checksum), every mode runs on
 the CPU, the profile shows the study's pattern from torch's own operators (aten::linear 832
 serial -> 13 batched per 64-sample unit of the 2-layer model, attention 128 -> 2), and a
-missing device, Python or model is one line naming it."""
+missing device, Python or model is one line naming it. sweep, validate and kernel take the
+same --engine torch."""
 from __future__ import annotations
 
 import json
@@ -128,3 +129,24 @@ def test_a_missing_python_or_model_is_one_line(tierscope_bin, tmp_path):
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "transformers cannot load it" in lines[0], proc.stderr
+
+
+def test_sweep_validate_and_kernel_take_the_engine(tierscope_bin, tmp_path):
+    py = ["--engine", "torch", "--python", sys.executable, "--threads", "2"]
+    sweep = subprocess.run([str(tierscope_bin), "sweep", *py, "--batch-sizes", "1,8", "--iterations", "2",
+                            "--warmup", "1", "--out", str(tmp_path / "sweep")], capture_output=True, text=True,
+                           timeout=600)
+    assert sweep.returncode == 0, sweep.stderr
+    points = json.loads((tmp_path / "sweep" / "batch_sweep.json").read_text())["points"]
+    assert [p["batch"] for p in points] == [1, 8] and all(p["samples_per_s"] > 0 for p in points)
+    val = subprocess.run([str(tierscope_bin), "validate", *py, "--batch-size", "8", "--seq-len", "32", "--out",
+                          str(tmp_path / "val")], capture_output=True, text=True, timeout=600)
+    assert val.returncode == 0, val.stdout + val.stderr
+    v = json.loads((tmp_path / "val" / "validation.json").read_text())
+    assert v["engine"] == "torch" and v["pass"] and v["fp16"]["cosine"] > 0.9999
+    kernel = subprocess.run([str(tierscope_bin), "kernel", *py, "-k", "addmm"], capture_output=True, text=True,
+                            timeout=600)
+    assert kernel.returncode != 0
+    assert kernel.stderr.strip().splitlines() == [
+        "tierscope: error: --engine torch on the CPU: PyTorch records operators there, not kernels, so tier 3 has no "
+        "kernel to inspect (the native engine's kernels replay: --engine native)"]
