@@ -17,14 +17,17 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 
-NSYS = r'''#!PYTHON
+# Both stand-ins first record their arguments and whether stdin is /dev/null.
+RECORD = r'''#!PYTHON
 import json, os, shutil, subprocess, sys
 args = sys.argv[1:]
 null, st = os.stat("/dev/null"), os.fstat(0)
 with open(os.environ["STANDIN_LOG"], "a") as f:
-    f.write(json.dumps({"tool": "nsys", "args": args,
+    f.write(json.dumps({"tool": TOOL, "args": args,
                         "stdin_devnull": (st.st_rdev, st.st_ino) == (null.st_rdev, null.st_ino)}) + "\n")
-if os.environ.get("STANDIN_FAIL") == "nsys":
+'''
+
+NSYS = RECORD.replace("TOOL", '"nsys"') + r'''if os.environ.get("STANDIN_FAIL") == "nsys":
     print("nsys: no CUDA driver (the stand-in was told to fail)", file=sys.stderr)
     sys.exit(3)
 if args[0] == "profile":
@@ -35,14 +38,7 @@ if args[0] == "profile":
 shutil.copyfile(os.environ["STANDIN_SQLITE"], args[args.index("-o") + 1])
 '''
 
-NCU = r'''#!PYTHON
-import json, os, subprocess, sys
-args = sys.argv[1:]
-null, st = os.stat("/dev/null"), os.fstat(0)
-with open(os.environ["STANDIN_LOG"], "a") as f:
-    f.write(json.dumps({"tool": "ncu", "args": args,
-                        "stdin_devnull": (st.st_rdev, st.st_ino) == (null.st_rdev, null.st_ino)}) + "\n")
-name, csv = args[args.index("-k") + 1], args[args.index("--log-file") + 1]
+NCU = RECORD.replace("TOOL", '"ncu"') + r'''name, csv = args[args.index("-k") + 1], args[args.index("--log-file") + 1]
 rest = args[args.index("--log-file") + 2:]
 code = subprocess.run(rest).returncode
 head = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",' \
