@@ -151,6 +151,8 @@ class LabRun {
     TS_ASSIGN_OR_RETURN(s_["final"], FinalStep(base_, o_, repeats_, baseline_, best_mode_, sweep_,
                                                [this](const std::string& m) { return Valid(m); }, progress_,
                                                &commands_));
+    // The native engine is correct only when every precision is (a failure is our kernel's).
+    if (o_.engine == "native") s_["final"]["correct"] = s_["final"]["correct"].get<bool>() && val_.pass;
     progress_.Step(6, "Summary and report");
     Summarize();
     TS_RETURN_IF_ERROR(Write("summary.json", s_.dump(2) + "\n"));
@@ -267,17 +269,15 @@ class LabRun {
     }
     s_["tier1"] = tier1_;
     s_["tier2"] = tier2_;
-    s_["profilers"] = {{"system", ResolveProfiler(o_.system_profiler, o_.device, true)},
-                       {"kernel", ResolveProfiler(o_.kernel_profiler, o_.device, false)},
+    s_["profilers"] = {{"system", ResolveProfiler(o_.system_profiler, o_.device, o_.engine, true)},
+                       {"kernel", ResolveProfiler(o_.kernel_profiler, o_.device, o_.engine, false)},
                        {"steps", nlohmann::json::array()}};
     const std::string tool = s_["profilers"]["system"];
     for (const auto& [name, mode] : kRuns) {
       if (tool.empty()) break;
       progress_.Detail(std::string(name) + " through " + tool);
       const nlohmann::json step = SystemProfilerStep(Profiled(tool, name, mode), analyses_.at(name));
-      commands_.push_back(step["command"]);
-      commands_.push_back(step["export_command"]);
-      s_["profilers"]["steps"].push_back(step);
+      s_["profilers"]["steps"].push_back(step);  // its command lines are in the step (not tierscope's)
     }
     return OkStatus();
   }
@@ -297,7 +297,6 @@ class LabRun {
       if (const std::string tool = s_["profilers"]["kernel"]; !tool.empty()) {
         KernelCommandResult kr;
         nlohmann::json step = KernelProfilerStep(Profiled(tool, name, mode), hottest_[name], &kr);
-        commands_.push_back(step["command"]);
         const bool ok = step["status"] == "ok";
         s_["profilers"]["steps"].push_back(std::move(step));
         if (ok) {
@@ -481,18 +480,19 @@ class LabRun {
       std::vector<std::string> levers = {"batch-fp16", "batch-bf16"};
       if (o_.device == "cpu") levers.push_back("batch-int8");
       std::string passed, failed;
-      mode = "batch-fp32";
+      mode = "batch-fp32";  // a lower precision is the lever only if it passed and beat FP32
       for (const std::string& m : levers) {
         std::string& list = Valid(m) ? passed : failed;
         list += (list.empty() ? "" : ", ") + m;
-        if (Valid(m) && (mode == "batch-fp32" || pooled(m.c_str()) > pooled(mode.c_str()))) mode = m;
+        if (Valid(m) && pooled(m.c_str()) > pooled(mode.c_str())) mode = m;
       }
-      why = mode == "batch-fp32" ? "no lower precision stays within its tolerance of FP32 on this model (" + failed +
-                                       " failed validation)"
-                                 : "PyTorch's fastest lower precision measured on this " +
-                                       std::string(o_.device == "cpu" ? "CPU" : "device") + " (of " + passed +
-                                       (failed.empty() ? "" : "; " + failed + " left out: outside its tolerance of "
-                                                              "FP32 on this model") + ")";
+      const std::string where = o_.device == "cpu" ? "CPU" : "device";
+      const std::string left_out = failed.empty() ? "" : "; " + failed + " left out: outside its tolerance of FP32";
+      why = mode == "batch-fp32" ? "none: no lower precision that passed validation (" +
+                                       (passed.empty() ? std::string("none did") : passed) +
+                                       ") ran faster than FP32 through PyTorch on this " + where + left_out
+                                 : "PyTorch's fastest lower precision measured on this " + where + " (of " + passed +
+                                       left_out + ")";
     } else if (o_.device != "cpu") {
       const double f16 = peaks_.value("fp16_tensor_gflops", 0.0);
       why = f16 > 0 && fp32_peak > 0 ? "a GPU: FP16 runs on the tensor cores, calibrated at " + Fixed(f16, 0) +
@@ -572,8 +572,12 @@ class LabRun {
       if (!trend.empty()) chain.push_back("Sweep (" + best_mode_ + "): " + trend + ".");
     }
     const nlohmann::json& lever = s_["headline"]["precision_lever"];
-    chain.push_back("Precision: the lever for this device is " + lever["mode"].get<std::string>() + ", because it is " +
-                    lever["why"].get<std::string>() + ". Measured: " + Fixed(lever["samples_per_s"].get<double>(), 1) +
+    const std::string why = lever["why"];
+    chain.push_back((lever["mode"] == "batch-fp32"
+                         ? "Precision: no lower precision pays here (" + why.substr(why.find(": ") + 2) + ")"
+                         : "Precision: the lever for this device is " + lever["mode"].get<std::string>() +
+                               ", because it is " + why) +
+                    ". Measured: " + Fixed(lever["samples_per_s"].get<double>(), 1) +
                     " samples/s, " + Fixed(lever["speedup_over_batch"].get<double>(), 2) + "x batch-fp32 (batch-fp16: " +
                     Fixed(lever["fp16_speedup_over_batch"].get<double>(), 2) + "x), output cosine " +
                     Fixed(lever["cosine"].get<double>(), 8) + " vs FP32.");

@@ -41,9 +41,11 @@ nlohmann::json Failed(nlohmann::json record, const std::string& why) {
 
 }  // namespace
 
-std::string ResolveProfiler(const std::string& choice, const std::string& device, bool system) {
+std::string ResolveProfiler(const std::string& choice, const std::string& device, const std::string& engine,
+                            bool system) {
   if (choice == "none") return "";
   if (choice != "auto") return choice;
+  if (engine != "torch") return "";
   const std::string tool = system ? SystemProfilerFor(device) : KernelProfilerFor(device);
   return !tool.empty() && OnPath(tool) ? tool : "";
 }

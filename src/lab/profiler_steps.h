@@ -24,8 +24,10 @@ struct ProfilerRun {
 };
 
 // `--system-profiler` / `--kernel-profiler`: "auto" picks the device's profiler when it is
-// on PATH ("" when there is none), "none" none, a name that one.
-std::string ResolveProfiler(const std::string& choice, const std::string& device, bool system);
+// on PATH and the engine is PyTorch ("" otherwise: the native engine has CUPTI and its own
+// replay), "none" none, a name that one.
+std::string ResolveProfiler(const std::string& choice, const std::string& device, const std::string& engine,
+                            bool system);
 
 // Runs the system profiler and its export, imports the SQLite and compares its kernels
 // with the Kineto trace's: a JSON record of what ran and what it found ("status": ok,

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <sstream>
 
-extern char** environ;
+#include "core/spawn.h"
 
 namespace tierscope {
 
@@ -48,7 +48,10 @@ std::vector<std::string> SystemExportArgs(const std::string& tool, const std::st
 
 std::vector<std::string> KernelProfileArgs(const std::string& tool, const std::string& kernel, const std::string& csv,
                                            const std::vector<std::string>& command) {
-  std::vector<std::string> a = {tool, "-k", kernel, "-c", "1", "--section", "SpeedOfLight", "--section", "LaunchStats",
+  // Kineto names kernels by their demangled signature; ncu matches the bare function name
+  // unless told to match the demangled one.
+  std::vector<std::string> a = {tool, "--kernel-name-base", "demangled", "-k", kernel, "-c", "1", "--section",
+                                "SpeedOfLight", "--section", "LaunchStats",
                                 "--section", "MemoryWorkloadAnalysis", "--target-processes", "all", "--csv", "--page",
                                 "details", "--log-file", csv};
   a.insert(a.end(), command.begin(), command.end());
@@ -84,12 +87,8 @@ StatusOr<int> RunTool(const std::vector<std::string>& args, const std::string& l
   posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-  std::vector<std::string> copy = args;
-  std::vector<char*> argv;
-  for (std::string& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
   pid_t pid = 0;
-  const int err = posix_spawnp(&pid, copy.front().c_str(), &fa, nullptr, argv.data(), environ);
+  const int err = Spawn(args, &fa, &pid);
   posix_spawn_file_actions_destroy(&fa);
   if (err != 0) return FailedPrecondition("cannot run " + args.front() + ": " + std::strerror(err));
   int status = 0;

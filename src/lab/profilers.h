@@ -26,7 +26,7 @@ std::string SystemReportFile(const std::string& tool, const std::string& report)
 // `tool export --type sqlite --force-overwrite true -o OUT.sqlite REPORT_FILE`.
 std::vector<std::string> SystemExportArgs(const std::string& tool, const std::string& report_file,
                                           const std::string& sqlite);
-// `tool -k NAME -c 1 --section SpeedOfLight --section LaunchStats --section
+// `tool --kernel-name-base demangled -k NAME -c 1 --section SpeedOfLight --section LaunchStats --section
 // MemoryWorkloadAnalysis --target-processes all --csv --page details --log-file CSV COMMAND...`.
 std::vector<std::string> KernelProfileArgs(const std::string& tool, const std::string& kernel, const std::string& csv,
                                            const std::vector<std::string>& command);

@@ -22,10 +22,9 @@
 
 #include "core/checksum.h"
 #include "core/paths.h"
+#include "core/spawn.h"
 #include "model/bert.h"
 #include "trace/kineto_import.h"
-
-extern char** environ;
 
 namespace tierscope {
 namespace {
@@ -88,11 +87,7 @@ class TorchWorker {
   ~TorchWorker() {
     if (to_ >= 0) close(to_);  // EOF on its stdin: it returns
     if (from_ != nullptr) std::fclose(from_);
-    if (pid_ > 0) {
-      int status = 0;
-      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-      }
-    }
+    Reap();
   }
 
   // Runs the request at `path`: OK, or the one line that says why not.
@@ -108,6 +103,11 @@ class TorchWorker {
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
     if (text == "ok") return OkStatus();
     if (text.starts_with("error ")) return FailedPrecondition("--engine torch: " + text.substr(6));
+    if (text.starts_with("fatal ")) {  // it exits: the next run starts a fresh worker
+      alive_ = false;
+      Reap();
+      return FailedPrecondition("--engine torch: " + text.substr(6));
+    }
     return Internal("--engine torch: the worker answered '" + text.substr(0, 200) + "'");
   }
 
@@ -118,8 +118,12 @@ class TorchWorker {
     std::signal(SIGPIPE, SIG_IGN);  // a worker that died makes a write fail, not this process
     TS_RETURN_IF_ERROR(WriteFileAtomic(dir_.file("torch_bench.py"), kScript));
     int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
-      return Internal(std::string("--engine torch: pipe: ") + std::strerror(errno));
+    if (pipe2(in, O_CLOEXEC) != 0) return Internal(std::string("--engine torch: pipe: ") + std::strerror(errno));
+    if (pipe2(out, O_CLOEXEC) != 0) {
+      const int e = errno;
+      close(in[0]);
+      close(in[1]);
+      return Internal(std::string("--engine torch: pipe: ") + std::strerror(e));
     }
     const std::string log = dir_.file("stderr.txt");
     posix_spawn_file_actions_t fa;
@@ -128,16 +132,17 @@ class TorchWorker {
     posix_spawn_file_actions_adddup2(&fa, out[1], 3);
     posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
-    std::vector<std::string> args = {python_, dir_.file("torch_bench.py"), "--serve"};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int err = posix_spawnp(&pid_, python_.c_str(), &fa, nullptr, argv.data(), environ);
+    const int err = Spawn({python_, dir_.file("torch_bench.py"), "--serve"}, &fa, &pid_);
     posix_spawn_file_actions_destroy(&fa);
     close(in[0]);
     close(out[1]);
     to_ = in[1];
     from_ = fdopen(out[0], "r");
+    if (from_ == nullptr) close(out[0]);
+    if (err == 0 && from_ == nullptr) {
+      alive_ = true;  // started: the destructor closes its stdin and reaps it
+      return Internal(std::string("--engine torch: fdopen: ") + std::strerror(errno));
+    }
     if (err != 0) {
       pid_ = 0;
       return FailedPrecondition("--engine torch: cannot run " + python_ + ": " + std::strerror(err) +
@@ -147,14 +152,22 @@ class TorchWorker {
     return OkStatus();
   }
 
+  // Waits for the worker's exit; its status (-1 when there was none to wait for).
+  int Reap() {
+    int status = -1;
+    if (pid_ > 0) {
+      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+    pid_ = 0;
+    return status;
+  }
+
   // The worker is gone: how it ended, and the last line it wrote.
   Status Died() {
     alive_ = false;
-    int status = 0;
-    pid_t done = 0;
-    while ((done = waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
-    }
-    pid_ = 0;
+    const int status = Reap();
+    const pid_t done = status >= 0 ? 1 : 0;
     const StatusOr<std::string> err = ReadFile(dir_.file("stderr.txt"));
     const std::string last = err.ok() ? LastLine(*err) : "";
     const std::string how = done > 0 && WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
@@ -271,8 +284,13 @@ StatusOr<BenchReport> RunTorchBench(const BenchOptions& o) {
   const std::string trace = o.profile ? (o.trace_path.empty() ? scratch.file("trace.json") : o.trace_path) : "";
   TS_RETURN_IF_ERROR(
       WriteFileAtomic(scratch.file("request.json"), Request(o, mode, dir, scratch, trace).dump()));
-  TS_ASSIGN_OR_RETURN(TorchWorker * worker, TorchWorker::Get(TorchPython(o.python)));
-  TS_RETURN_IF_ERROR(worker->Run(scratch.file("request.json")));
+  {
+    // One run at a time: a worker answers requests in order, and a dead one is replaced.
+    static std::mutex one_at_a_time;
+    std::lock_guard<std::mutex> lock(one_at_a_time);
+    TS_ASSIGN_OR_RETURN(TorchWorker * worker, TorchWorker::Get(TorchPython(o.python)));
+    TS_RETURN_IF_ERROR(worker->Run(scratch.file("request.json")));
+  }
   TS_ASSIGN_OR_RETURN(Measured m, ReadMeasured(scratch.file("response.json"), o));
   TS_ASSIGN_OR_RETURN(std::string out, ReadFile(scratch.file("output.bin")));
   const int64_t hidden = cfg.ok() ? cfg->hidden_size : 0;

@@ -4,14 +4,16 @@ Python). It measures and records; every figure it reports (percentiles, the chec
 FLOPs, the operator tables) is computed by tierscope from what it writes.
 
 Usage: python torch_bench.py REQUEST.json, or python torch_bench.py --serve (a worker that
-one tierscope process keeps for all its runs, so torch is imported and each model loaded
-once): requests' paths come one a line on stdin, and each gets one line on fd 3, "ok" or
-"error MESSAGE". A request names the model directory, the mode, the device and the loop;
-the input ids come as raw little-endian int64 [batch, seq_len] (tierscope's generator, so
-both engines see the same tokens). It writes the last unit's last_hidden_state as raw
-float32 and a response JSON: per-unit latencies, the peak memory and where it came from,
-the runtime's versions and the device's name. A failure is one line, `torch workload:
-...` on stderr (exit status 2) or the error reply.
+one tierscope process keeps for all its runs, so torch is imported once and the last model
+reused): requests' paths come one a line on stdin, and each gets one line on fd 3, "ok",
+"error MESSAGE", or "fatal MESSAGE" after which the worker exits (a failure inside torch
+may leave it unusable) and tierscope starts a fresh one for the next run. A request names
+the model directory, the mode, the device and the loop; the input ids come as raw
+little-endian int64 [batch, seq_len] (tierscope's generator, so both engines see the same
+tokens). It writes the last unit's last_hidden_state as raw float32 and a response JSON:
+per-unit latencies, the peak memory and where it came from, the runtime's versions and the
+device's name. A failure is one line, `torch workload: ...` on stderr (exit status 2) or
+the error reply.
 """
 import json
 import os
@@ -62,7 +64,8 @@ def cpu_name():
     return platform.processor() or platform.machine()
 
 
-_models = {}  # (model_dir, dtype, device) -> model: a worker loads each once
+_models = {}  # (model_dir, dtype, device) -> model: the last one loaded, reused by the next run like it
+_default_threads = None  # torch's own thread count, before any request set one
 
 
 def load_model(torch, req):
@@ -92,32 +95,110 @@ def _load_model(torch, req):
     return model.to(req["device"])
 
 
+_peak_reset = False  # whether the last reset_peak_rss() took
+
+
 def reset_peak_rss():
-    """Resets the kernel's peak-RSS mark (VmHWM) so a worker's runs do not inherit it."""
+    """Resets the kernel's peak-RSS mark (VmHWM) so a run does not inherit an earlier one's."""
+    global _peak_reset
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
+        _peak_reset = True
     except OSError:
-        pass
+        _peak_reset = False
 
 
 def peak_rss():
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024, "process peak RSS since the warm-up (VmHWM: Python, torch " \
-                                                        "and the model included)"
-    except (OSError, ValueError, IndexError):
-        pass
+    """The process's peak resident set, and what it covers."""
+    if _peak_reset:
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) * 1024, "process peak RSS over the timed units (VmHWM: " \
+                                                            "Python, torch and the model included)"
+        except (OSError, ValueError, IndexError):
+            pass
     return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-            "process peak RSS (ru_maxrss: Python, torch and the model included)")
+            "process peak RSS over the worker's life (ru_maxrss: every run before this one included)")
+
+
+def state_bytes(value):
+    """The bytes of every tensor in a state dict, quantize_dynamic's packed Linear weights
+    (a tuple of quantized tensors under _packed_params) included."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, dict):
+        return sum(state_bytes(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return sum(state_bytes(v) for v in value)
+    return 0
+
+
+def export_trace(profiler, path):
+    if path.endswith(".gz"):  # tierscope's traces are gzipped JSON; torch writes plain JSON
+        import gzip
+        import shutil
+
+        profiler.export_chrome_trace(path[:-3])
+        with open(path[:-3], "rb") as src, gzip.open(path, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        os.remove(path[:-3])
+    else:
+        profiler.export_chrome_trace(path)
+
+
+def timed_units(torch, req, unit, sync, module, dev, profiler, window, scope, state):
+    """The warm-up, then the timed units: per-unit latencies (ms), the total (s, without the
+    profiler's own start and stop) and the last unit's output."""
+    latencies, out, toggles = [], None, 0.0
+    with torch.inference_mode():
+        for _ in range(req["warmup"]):
+            unit()
+        sync()
+        reset_peak_rss()
+        if module is not None and hasattr(module, "reset_peak_memory_stats"):
+            module.reset_peak_memory_stats(dev)
+        t0 = time.perf_counter()
+        for i in range(req["iterations"]):
+            if profiler is not None:
+                # The window tierscope's own profiler keeps: it opens at a unit boundary once
+                # `skip` units and `delay_s` seconds have passed, for `units` units or
+                # `duration_s` seconds (0: no limit).
+                t = time.perf_counter()
+                if not state["recording"] and state["recorded"] == 0 and i >= window["skip"] and \
+                        t - t0 - toggles >= window["delay_s"]:
+                    profiler.start()
+                    state["recording"], opened = True, time.perf_counter()
+                elif state["recording"] and ((window["units"] and state["recorded"] >= window["units"]) or
+                                             (window["duration_s"] and t - opened >= window["duration_s"])):
+                    profiler.stop()
+                    state["recording"] = False
+                toggles += time.perf_counter() - t
+            s = time.perf_counter()
+            if state["recording"]:
+                with torch.profiler.record_function(scope):
+                    out = unit()
+                state["recorded"] += 1
+            else:
+                out = unit()
+            sync()
+            latencies.append((time.perf_counter() - s) * 1e3)
+        sync()
+        total = time.perf_counter() - t0 - toggles
+    return latencies, total, out
 
 
 def run(req):
     torch, module = load_device(req["device"])
-    if req["threads"] > 0:
-        torch.set_num_threads(req["threads"])
+    global _default_threads
+    if _default_threads is None:
+        _default_threads = torch.get_num_threads()
+    # Each request's own: a worker keeps no thread count from the request before.
+    torch.set_num_threads(req["threads"] if req["threads"] > 0 else _default_threads)
     model = load_model(torch, req)
     B, S = req["batch_size"], req["seq_len"]
     with open(req["ids_path"], "rb") as f:
@@ -128,9 +209,11 @@ def run(req):
     serial = req["serial"]
     scope = "serial_bert_forward" if serial else "batched_bert_forward"
 
+    dev = torch.device(req["device"])
+
     def sync():
         if module is not None:
-            module.synchronize()
+            module.synchronize(dev)
 
     def unit():
         if serial:
@@ -142,71 +225,31 @@ def run(req):
         from torch.profiler import ProfilerActivity, profile
 
         activities = [ProfilerActivity.CPU]
-        if req["device"].startswith("cuda"):
+        if dev.type == "cuda":
             activities.append(ProfilerActivity.CUDA)
-        elif req["device"].startswith("xpu"):
+        elif dev.type == "xpu":
             activities.append(ProfilerActivity.XPU)
         profiler = profile(activities=activities, record_shapes=window["record_shapes"],
                            profile_memory=window["profile_memory"])
     time.sleep(req["pre_delay_s"])
-    latencies, out, recording, recorded = [], None, False, 0
-    reset_peak_rss()
-    with torch.inference_mode():
-        for _ in range(req["warmup"]):
-            unit()
-        sync()
-        if module is not None and hasattr(module, "reset_peak_memory_stats"):
-            module.reset_peak_memory_stats()
-        t0 = time.perf_counter()
-        for i in range(req["iterations"]):
-            if profiler is not None:
-                # The window tierscope's own profiler keeps: it opens at a unit boundary once
-                # `skip` units and `delay_s` seconds have passed, for `units` units or
-                # `duration_s` seconds (0: no limit).
-                elapsed = time.perf_counter() - t0
-                if not recording and recorded == 0 and i >= window["skip"] and elapsed >= window["delay_s"]:
-                    profiler.start()
-                    recording, opened = True, time.perf_counter()
-                elif recording and ((window["units"] and recorded >= window["units"]) or
-                                    (window["duration_s"] and time.perf_counter() - opened >= window["duration_s"])):
-                    profiler.stop()
-                    recording = False
-            s = time.perf_counter()
-            if recording:
-                with torch.profiler.record_function(scope):
-                    out = unit()
-                recorded += 1
-            else:
-                out = unit()
-            sync()
-            latencies.append((time.perf_counter() - s) * 1e3)
-        sync()
-        total = time.perf_counter() - t0
-    if recording:
-        profiler.stop()
-    if profiler is not None and recorded > 0:
-        path = req["trace_path"]
-        if path.endswith(".gz"):  # tierscope's traces are gzipped JSON; torch writes plain JSON
-            import gzip
-            import shutil
-
-            profiler.export_chrome_trace(path[:-3])
-            with open(path[:-3], "rb") as src, gzip.open(path, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            os.remove(path[:-3])
-        else:
-            profiler.export_chrome_trace(path)
+    state = {"recording": False, "recorded": 0}
+    try:
+        latencies, total, out = timed_units(torch, req, unit, sync, module, dev, profiler, window, scope, state)
+    finally:
+        if state["recording"]:
+            profiler.stop()  # a failed unit leaves no profiler running for the next request
+    if profiler is not None and state["recorded"] > 0:
+        export_trace(profiler, req["trace_path"])
     if module is not None and hasattr(module, "max_memory_allocated"):
-        peak, source = int(module.max_memory_allocated()), f"torch.{req['device'].split(':')[0]}.max_memory_allocated"
+        peak, source = int(module.max_memory_allocated(dev)), f"torch.{dev.type}.max_memory_allocated"
     else:
-        # The CPU has no allocator statistics in torch: the process's peak resident set
-        # since the warm-up (Python, torch and the model included).
+        # The CPU has no allocator statistics in torch: the process's peak resident set.
         peak, source = peak_rss()
     out = out.float().contiguous().cpu()
     with open(req["output_path"], "wb") as f:
         f.write(out.numpy().tobytes())
-    weights = sum(p.numel() * p.element_size() for p in model.parameters())
-    weights += sum(b.numel() * b.element_size() for b in model.buffers())
+    recorded = state["recorded"]
+    weights = state_bytes(model.state_dict())
     import transformers
 
     return {
@@ -218,7 +261,7 @@ def run(req):
         "threads": torch.get_num_threads(),
         "output_shape": list(out.shape),
         "profiled_units": recorded,
-        "device_name": module.get_device_name() if module is not None and hasattr(module, "get_device_name")
+        "device_name": module.get_device_name(dev) if module is not None and hasattr(module, "get_device_name")
         else cpu_name(),
         "runtime": {
             "python": platform.python_version(),
@@ -232,41 +275,44 @@ def run(req):
 
 
 def serve_one(path):
-    """Runs the request at `path`; None, or the one-line error."""
+    """Runs the request at `path`: (None, False), or the one-line error and whether the
+    worker must go (a failure inside torch may leave it unusable: a sticky CUDA error)."""
     try:
         with open(path) as f:
             req = json.load(f)
         resp = run(req)
     except WorkloadError as e:
-        return str(e)
+        return str(e), False
     except ImportError as e:
         return (f"{sys.executable} cannot import {e.name}: install torch and transformers there, or name another "
-                f"Python with --python / TIERSCOPE_PYTHON")
+                f"Python with --python / TIERSCOPE_PYTHON"), False
     except Exception as e:  # a failure inside torch: its traceback on stderr, then one line
         import traceback
 
         traceback.print_exc()
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        return f"{type(e).__name__}: {first}"
+        return f"{type(e).__name__}: {first}", True
     with open(req["response_path"], "w") as f:
         json.dump(resp, f)
-    return None
+    return None, False
 
 
 def main():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     if sys.argv[1:] != ["--serve"]:
-        error = serve_one(sys.argv[1])
+        error, _ = serve_one(sys.argv[1])
         if error is not None:
             print(f"torch workload: {error}", file=sys.stderr)
             return 2
         return 0
     replies = os.fdopen(3, "w")
     for line in sys.stdin:
-        error = serve_one(line.strip())
-        replies.write("ok\n" if error is None else "error " + " ".join(error.split()) + "\n")
+        error, fatal = serve_one(line.strip())
+        replies.write("ok\n" if error is None else ("fatal " if fatal else "error ") + " ".join(error.split()) + "\n")
         replies.flush()
+        if fatal:
+            return 2  # tierscope starts a fresh worker for the next run
     return 0
 
 

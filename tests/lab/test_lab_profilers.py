@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from test_lab import SCHEMA
+
+jsonschema = pytest.importorskip("jsonschema")
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 
@@ -100,10 +104,11 @@ def test_profilers_run_as_the_study_runs_them_and_their_outputs_are_read(tiersco
         assert e[:7] == ["export", "--type", "sqlite", "--force-overwrite", "true", "-o", e[6]] and e[6].endswith(".sqlite")
         assert e[7].endswith(".nsys-rep")
     for k in kernels:
-        assert k[0] == "-k" and k[2:16] == ["-c", "1", "--section", "SpeedOfLight", "--section", "LaunchStats",
-                                            "--section", "MemoryWorkloadAnalysis", "--target-processes", "all",
-                                            "--csv", "--page", "details", "--log-file"]
-        assert k[16].endswith(".ncu.csv") and k[18] == "bench"
+        assert k[:3] == ["--kernel-name-base", "demangled", "-k"]  # Kineto's names are demangled signatures
+        assert k[4:18] == ["-c", "1", "--section", "SpeedOfLight", "--section", "LaunchStats", "--section",
+                           "MemoryWorkloadAnalysis", "--target-processes", "all", "--csv", "--page", "details",
+                           "--log-file"]
+        assert k[18].endswith(".ncu.csv") and k[20] == "bench"
     steps = s["profilers"]["steps"]
     system = [st for st in steps if st["tool"] == "nsys"]
     assert [st["run"] for st in system] == ["serial", "batch"]
@@ -117,8 +122,9 @@ def test_profilers_run_as_the_study_runs_them_and_their_outputs_are_read(tiersco
         run = st["run"]
         assert s["tier3"][run]["kernel"] == st["kernel"]
         assert s["tier3"][run]["report"]["source"].startswith("ncu"), s["tier3"][run]["report"]["source"]
-    assert any(c.startswith("nsys profile -t cuda") for c in s["commands"])
+    assert all(st["command"].startswith(st["tool"] + " ") for st in steps)
     assert any(c.startswith("tierscope kernel --ncu-csv kernels/batch.ncu.csv") for c in s["commands"])
+    jsonschema.validate(s, SCHEMA, cls=jsonschema.Draft202012Validator)
 
 
 def test_a_failing_profiler_is_a_reported_step_not_an_abort(tierscope_bin, standins, tmp_path):
@@ -131,6 +137,7 @@ def test_a_failing_profiler_is_a_reported_step_not_an_abort(tierscope_bin, stand
         assert st["status"] == "failed"
         assert "nsys profile exited with status 3: nsys: no CUDA driver" in st["note"], st
     assert s["profilers"]["kernel"] == "" and "serial" in s["tier3"]  # tier 3 replayed as without ncu
+    jsonschema.validate(s, SCHEMA, cls=jsonschema.Draft202012Validator)
     # A profiler that is not installed at all is a reported failure too.
     s = run_lab(tierscope_bin, tmp_path / "results2", env, system="msys", kernel="none")
     msys = s["profilers"]["steps"]
