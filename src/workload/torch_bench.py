@@ -215,10 +215,15 @@ def run(req):
         if module is not None:
             module.synchronize(dev)
 
+    # A tokenizer's batch always carries its attention mask: the model gets one (all ones:
+    # the ids fill every position), as bench/peers' PyTorch peer and ONNX Runtime do.
+    mask = torch.ones_like(ids)
+
     def unit():
         if serial:
-            return torch.cat([model(input_ids=ids[i:i + 1]).last_hidden_state for i in range(B)])
-        return model(input_ids=ids).last_hidden_state
+            return torch.cat([model(input_ids=ids[i:i + 1], attention_mask=mask[i:i + 1]).last_hidden_state
+                              for i in range(B)])
+        return model(input_ids=ids, attention_mask=mask).last_hidden_state
 
     profiler, window = None, req.get("profile")
     if window is not None:
