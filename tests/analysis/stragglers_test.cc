@@ -482,7 +482,8 @@ TEST(Stragglers, TheLatenessModelKeepsItsFalsePositiveRate) {
   const std::vector<std::pair<int, int>> shapes = {{2, 3}, {2, 5}, {2, 7}, {3, 3}, {3, 5}, {4, 4}, {8, 3}};
   for (int kind = 0; kind < 5; ++kind) {
     int runs = 0, below_1 = 0, below_5 = 0, below_50 = 0;
-    for (const auto& [n, steps] : shapes) {
+    for (const auto& shape : shapes) {
+      const int n = shape.first, steps = shape.second;  // named, not bound: lambdas capture them
       int shape_1 = 0;
       for (uint64_t seed = 1; seed <= 150; ++seed) {
         SplitMix64 rng(seed * 7919 + static_cast<uint64_t>(kind));
