@@ -19,6 +19,7 @@ enum class StatusCode {
   kUnimplemented,   // valid input that this build does not support
   kResourceExhausted,
   kFailedPrecondition,
+  kDeadlineExceeded,  // a child process or a request ran past its time limit
   kInternal,
 };
 
@@ -64,6 +65,9 @@ inline Status ResourceExhausted(std::string m) {
 }
 inline Status FailedPrecondition(std::string m) {
   return Status(StatusCode::kFailedPrecondition, std::move(m));
+}
+inline Status DeadlineExceeded(std::string m) {
+  return Status(StatusCode::kDeadlineExceeded, std::move(m));
 }
 inline Status Internal(std::string m) {
   return Status(StatusCode::kInternal, std::move(m));

@@ -36,14 +36,15 @@ def _binary(binary: Optional[PathLike]) -> str:
 
 def study(model_dir: Optional[PathLike] = None, device: str = "cpu", out: Optional[PathLike] = None,
           quick: bool = False, threads: int = 0, batch_size: int = 64, seq_len: int = 128,
-          binary: Optional[PathLike] = None) -> Tuple[dict, Path]:
+          binary: Optional[PathLike] = None, timeout: float = 1800) -> Tuple[dict, Path]:
     """Runs the whole study on `model_dir` (None: the built-in model) on `device` and
     returns (summary, report path). `out`: the results directory (default: a new
-    temporary one)."""
+    temporary one). `timeout`: seconds one run (or one profiler's run) may take before it
+    is stopped (0: no limit)."""
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tierscope-study-"))
     cmd = [_binary(binary), "lab", "--engine", "torch", "--python", sys.executable, "--device", device,
            "--out", str(out_dir), "--threads", str(threads), "--batch-size", str(batch_size), "--seq-len",
-           str(seq_len)]
+           str(seq_len), "--timeout", str(timeout)]
     if model_dir is not None:
         cmd += ["--model", str(model_dir)]
     if quick:

@@ -72,6 +72,10 @@ void AddWorkloadOptions(CLI::App* c, BenchOptions& bench) {
       ->capture_default_str();
   c->add_option("--python", bench.python,
                 "--engine torch: the Python to run (default: TIERSCOPE_PYTHON, the test venv's, python3)");
+  c->add_option("--timeout", bench.timeout_s,
+                "--engine torch: seconds a run may take before its worker is stopped (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e7));
 }
 
 }  // namespace tierscope::cli

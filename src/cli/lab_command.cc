@@ -21,6 +21,10 @@ void RegisterLab(CLI::App& app, std::vector<Command>* out) {
       ->capture_default_str();
   lb->add_option("--python", lab->python, "--engine torch: the Python to run (default: TIERSCOPE_PYTHON, the test "
                  "venv's, python3)");
+  lb->add_option("--timeout", lab->timeout_s,
+                 "--engine torch: seconds a run, or a profiler's run, may take before it is stopped (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e7));
   lb->add_option("--batch-size", lab->batch_size, "samples per work unit")->capture_default_str();
   lb->add_option("--seq-len", lab->seq_len, "tokens per sample")->capture_default_str();
   lb->add_option("--seed", lab->seed, "input generator seed")->capture_default_str();

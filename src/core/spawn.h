@@ -10,10 +10,20 @@
 #include <string>
 #include <vector>
 
+#include "tierscope/status.h"
+
 namespace tierscope {
 
-// args[0] is looked up on PATH; returns posix_spawnp's error number (0: started).
-int Spawn(const std::vector<std::string>& args, const posix_spawn_file_actions_t* actions, pid_t* pid);
+// args[0] is looked up on PATH; returns posix_spawnp's error number (0: started). With
+// `own_group` the child leads a process group of its own, so that StopGroup ends what it
+// started too (a profiler's workload).
+int Spawn(const std::vector<std::string>& args, const posix_spawn_file_actions_t* actions, pid_t* pid,
+          bool own_group = false);
+
+// Waits for `pid` (spawned with own_group) to exit, at most `timeout_s` seconds (0: no
+// limit): its wait status, or DeadlineExceeded naming `what` after its process group was
+// stopped (SIGTERM, then SIGKILL 5 s later) and reaped.
+StatusOr<int> WaitWithin(pid_t pid, double timeout_s, const std::string& what);
 
 }  // namespace tierscope
 

@@ -13,6 +13,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kUnimplemented: return "unimplemented";
     case StatusCode::kResourceExhausted: return "resource exhausted";
     case StatusCode::kFailedPrecondition: return "failed precondition";
+    case StatusCode::kDeadlineExceeded: return "deadline exceeded";
     case StatusCode::kInternal: return "internal";
   }
   return "unknown";

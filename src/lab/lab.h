@@ -22,6 +22,7 @@ struct LabOptions {
   // (bench --engine torch), its own profiler's trace read by tierscope's analyzer.
   std::string engine = "native";
   std::string python;           // torch: the Python to run (empty: TIERSCOPE_PYTHON, the test venv's, python3)
+  double timeout_s = 1800;      // torch: each run, and each profiler run, is stopped past this (0: no limit)
   // The vendor profilers (lab/profilers.h): "auto" runs the device's (nsys / ncu on CUDA,
   // msys / mcu on MUSA) when it is on PATH, "none" none, a name that one.
   std::string system_profiler = "auto";

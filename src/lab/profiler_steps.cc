@@ -61,10 +61,10 @@ nlohmann::json SystemProfilerStep(const ProfilerRun& run, const TraceAnalysis& k
                       {"export_command", CommandLineText(exporter)}, {"sqlite", "system/" + run.name + ".sqlite"}};
   if (Status s = MakeDirs(run.out_dir + "/system"); !s.ok()) return Failed(r, s.message());
   const std::string log = base + ".log";
-  StatusOr<int> code = RunTool(profile, log);
+  StatusOr<int> code = RunTool(profile, log, run.timeout_s);
   if (!code.ok()) return Failed(r, code.status().message());
   if (*code != 0) return Failed(r, run.tool + " profile exited with status " + std::to_string(*code) + ": " + LastLogLine(log));
-  code = RunTool(exporter, base + ".export.log");
+  code = RunTool(exporter, base + ".export.log", run.timeout_s);
   if (!code.ok()) return Failed(r, code.status().message());
   if (*code != 0) {
     return Failed(r, run.tool + " export exited with status " + std::to_string(*code) + ": " +
@@ -104,7 +104,7 @@ nlohmann::json KernelProfilerStep(const ProfilerRun& run, const std::string& ker
   nlohmann::json r = {{"tool", run.tool}, {"run", run.name}, {"kernel", kernel}, {"command", CommandLineText(argv)},
                       {"csv", "kernels/" + run.name + "." + run.tool + ".csv"}};
   const std::string log = run.out_dir + "/kernels/" + run.name + "." + run.tool + ".log";
-  StatusOr<int> code = RunTool(argv, log);
+  StatusOr<int> code = RunTool(argv, log, run.timeout_s);
   if (!code.ok()) return Failed(r, code.status().message());
   if (*code != 0) return Failed(r, run.tool + " exited with status " + std::to_string(*code) + ": " + LastLogLine(log));
   KernelCommandOptions k;

@@ -21,6 +21,7 @@ struct ProfilerRun {
   std::string name;                  // the run: "serial", "batch"
   std::vector<std::string> command;  // the bench command the profiler runs
   double pre_delay_s = 0;            // the bench's --pre-delay (in `command`); the profiler's delay is below it
+  double timeout_s = 0;              // each tool's run is stopped past this (0: no limit)
 };
 
 // `--system-profiler` / `--kernel-profiler`: "auto" picks the device's profiler when it is

@@ -81,20 +81,17 @@ bool OnPath(const std::string& tool) {
   return false;
 }
 
-StatusOr<int> RunTool(const std::vector<std::string>& args, const std::string& log) {
+StatusOr<int> RunTool(const std::vector<std::string>& args, const std::string& log, double timeout_s) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
   pid_t pid = 0;
-  const int err = Spawn(args, &fa, &pid);
+  const int err = Spawn(args, &fa, &pid, /*own_group=*/true);
   posix_spawn_file_actions_destroy(&fa);
   if (err != 0) return FailedPrecondition("cannot run " + args.front() + ": " + std::strerror(err));
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return Internal("waiting for " + args.front() + ": " + std::strerror(errno));
-  }
+  TS_ASSIGN_OR_RETURN(int status, WaitWithin(pid, timeout_s, args.front()));
   if (WIFSIGNALED(status)) return Internal(args.front() + " was killed by signal " + std::to_string(WTERMSIG(status)));
   return WEXITSTATUS(status);
 }

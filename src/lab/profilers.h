@@ -38,8 +38,9 @@ std::string CommandLineText(const std::vector<std::string>& argv);
 bool OnPath(const std::string& tool);
 
 // Runs argv (looked up on PATH) with stdin from /dev/null and stdout and stderr into `log`;
-// its exit status, or an error when it could not start or was killed.
-StatusOr<int> RunTool(const std::vector<std::string>& argv, const std::string& log);
+// its exit status, or an error when it could not start, was killed, or ran past `timeout_s`
+// seconds (0: no limit; then it and what it started are stopped).
+StatusOr<int> RunTool(const std::vector<std::string>& argv, const std::string& log, double timeout_s);
 
 }  // namespace tierscope
 

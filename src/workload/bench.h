@@ -32,6 +32,9 @@ struct BenchOptions {
   double pre_delay_s = 0;
   int threads = 0;
   std::string device = "cpu";  // cpu | cuda[:N]; torch also xpu, npu, musa
+  // torch: a run with no reply in this many seconds stops its worker (0: no limit); the
+  // lab's profiler runs take the same limit.
+  double timeout_s = 1800;
 
   // Profiling (tiers 1 and 2). The window opens at the first work unit that is at
   // least `profile_skip` units and `profile_delay_s` seconds past warmup, and closes

@@ -4,10 +4,12 @@
 #include "workload/torch_bench.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cmath>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,7 +26,7 @@
 #include "core/checksum.h"
 #include "core/paths.h"
 #include "core/spawn.h"
-#include "model/bert.h"
+#include "model/encoder_shape.h"
 #include "trace/kineto_import.h"
 
 namespace tierscope {
@@ -86,21 +89,20 @@ class TorchWorker {
 
   ~TorchWorker() {
     if (to_ >= 0) close(to_);  // EOF on its stdin: it returns
-    if (from_ != nullptr) std::fclose(from_);
+    if (from_ >= 0) close(from_);
     Reap();
   }
 
-  // Runs the request at `path`: OK, or the one line that says why not.
-  Status Run(const std::string& path) {
+  // Runs the request at `path`: OK, or the one line that says why not. A reply that does
+  // not come within `timeout_s` seconds (0: no limit) stops the worker: a hung device or
+  // driver ends the run with an error, not a hang, and the next run starts a fresh one.
+  Status Run(const std::string& path, double timeout_s) {
     const std::string line = path + "\n";
     if (write(to_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return Died();
-    char* reply = nullptr;
-    size_t cap = 0;
-    const ssize_t n = getline(&reply, &cap, from_);
-    std::string text = n > 0 ? std::string(reply, static_cast<size_t>(n)) : "";
-    std::free(reply);
-    if (n <= 0) return Died();
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    TS_ASSIGN_OR_RETURN(std::optional<std::string> reply, ReadReply(timeout_s));
+    if (!reply.has_value()) return Died();
+    std::string text = std::move(*reply);
+    while (!text.empty() && text.back() == '\r') text.pop_back();
     if (text == "ok") return OkStatus();
     if (text.starts_with("error ")) return FailedPrecondition("--engine torch: " + text.substr(6));
     if (text.starts_with("fatal ")) {  // it exits: the next run starts a fresh worker
@@ -137,12 +139,7 @@ class TorchWorker {
     close(in[0]);
     close(out[1]);
     to_ = in[1];
-    from_ = fdopen(out[0], "r");
-    if (from_ == nullptr) close(out[0]);
-    if (err == 0 && from_ == nullptr) {
-      alive_ = true;  // started: the destructor closes its stdin and reaps it
-      return Internal(std::string("--engine torch: fdopen: ") + std::strerror(errno));
-    }
+    from_ = out[0];
     if (err != 0) {
       pid_ = 0;
       return FailedPrecondition("--engine torch: cannot run " + python_ + ": " + std::strerror(err) +
@@ -150,6 +147,49 @@ class TorchWorker {
     }
     alive_ = true;
     return OkStatus();
+  }
+
+  // The worker's next reply line (nullopt at end of file), waiting at most timeout_s.
+  StatusOr<std::optional<std::string>> ReadReply(double timeout_s) {
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s > 0 ? timeout_s : 0);
+    for (;;) {
+      if (const size_t nl = pending_.find('\n'); nl != std::string::npos) {
+        std::string line = pending_.substr(0, nl);
+        pending_.erase(0, nl + 1);
+        return std::optional<std::string>(std::move(line));
+      }
+      int wait_ms = -1;
+      if (timeout_s > 0) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0) return TimedOut(timeout_s);
+        wait_ms = static_cast<int>(std::min<int64_t>(left, 60'000));
+      }
+      pollfd p = {from_, POLLIN, 0};
+      const int ready = poll(&p, 1, wait_ms);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready < 0) return Internal(std::string("--engine torch: poll: ") + std::strerror(errno));
+      if (ready == 0) continue;  // the deadline is checked above
+      char buf[4096];
+      const ssize_t n = read(from_, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return std::optional<std::string>();
+      if (pending_.size() + static_cast<size_t>(n) > (size_t{1} << 20)) {
+        return Internal("--engine torch: the worker wrote over 1 MiB without ending a reply line");
+      }
+      pending_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  // No reply in time: the worker is stopped (and reaped), the next run starts a fresh one.
+  Status TimedOut(double timeout_s) {
+    if (pid_ > 0) kill(pid_, SIGKILL);
+    alive_ = false;
+    Reap();
+    char limit[32];
+    std::snprintf(limit, sizeof(limit), "%g", timeout_s);
+    return DeadlineExceeded("--engine torch: " + python_ + " gave no reply within " + limit +
+                            " s and was stopped (--timeout sets the limit, 0 none)");
   }
 
   // Waits for the worker's exit; its status (-1 when there was none to wait for).
@@ -180,7 +220,8 @@ class TorchWorker {
   ScratchDir dir_;
   pid_t pid_ = 0;
   int to_ = -1;
-  FILE* from_ = nullptr;
+  int from_ = -1;
+  std::string pending_;  // read from from_, not yet a whole reply line
   bool alive_ = false;
 };
 
@@ -263,22 +304,19 @@ StatusOr<BenchReport> RunTorchBench(const BenchOptions& o) {
                            "engine's (tier 3 on torch reads an ncu CSV or the trace)");
   }
   TS_ASSIGN_OR_RETURN(std::string dir, ResolveModelDir(o.model_dir));
-  // The model's vocabulary for the inputs, and its FLOPs, from its config (a BERT-family
-  // encoder's; for others the FLOPs are not counted: 0).
-  TS_ASSIGN_OR_RETURN(std::string config_text, ReadFile(dir + "/config.json"));
-  StatusOr<BertConfig> cfg = ParseBertConfig(config_text, dir + "/config.json");
-  const nlohmann::json raw_cfg = nlohmann::json::parse(config_text, nullptr, false);
-  int64_t vocab = cfg.ok() ? cfg->vocab_size : 0;
-  if (!cfg.ok() && raw_cfg.is_object() && raw_cfg.contains("vocab_size") && raw_cfg["vocab_size"].is_number_integer()) {
-    vocab = raw_cfg["vocab_size"].get<int64_t>();
+  // The model's vocabulary for the inputs, its positions, and its FLOPs where its layers
+  // are BERT's (any encoder's config.json; for other layers the FLOPs are not counted: 0).
+  TS_ASSIGN_OR_RETURN(EncoderShape shape, LoadEncoderShape(dir + "/config.json"));
+  if (shape.vocab_size <= 100) {
+    return InvalidArgument(dir + "/config.json: vocab_size " + std::to_string(shape.vocab_size) +
+                           " leaves no ids above the 100 reserved ones to draw inputs from");
   }
-  if (vocab <= 100) return InvalidArgument(dir + "/config.json: no vocab_size above 100 to draw input ids from");
-  if (cfg.ok() && o.seq_len > cfg->max_position_embeddings) {
-    return InvalidArgument("--seq-len " + std::to_string(o.seq_len) + " exceeds the model's max_position_embeddings " +
-                           std::to_string(cfg->max_position_embeddings));
+  if (shape.positions > 0 && o.seq_len > shape.positions) {
+    return InvalidArgument("--seq-len " + std::to_string(o.seq_len) + " exceeds the model's " +
+                           std::to_string(shape.positions) + " positions");
   }
   TS_ASSIGN_OR_RETURN(ScratchDir scratch, ScratchDir::Make());
-  const std::vector<int64_t> ids = BenchInputIds(o.seed, o.batch_size, o.seq_len, vocab);
+  const std::vector<int64_t> ids = BenchInputIds(o.seed, o.batch_size, o.seq_len, shape.vocab_size);
   TS_RETURN_IF_ERROR(WriteFileAtomic(scratch.file("input_ids.bin"),
                                      std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * 8)));
   const std::string trace = o.profile ? (o.trace_path.empty() ? scratch.file("trace.json") : o.trace_path) : "";
@@ -289,13 +327,13 @@ StatusOr<BenchReport> RunTorchBench(const BenchOptions& o) {
     static std::mutex one_at_a_time;
     std::lock_guard<std::mutex> lock(one_at_a_time);
     TS_ASSIGN_OR_RETURN(TorchWorker * worker, TorchWorker::Get(TorchPython(o.python)));
-    TS_RETURN_IF_ERROR(worker->Run(scratch.file("request.json")));
+    TS_RETURN_IF_ERROR(worker->Run(scratch.file("request.json"), o.timeout_s));
   }
   TS_ASSIGN_OR_RETURN(Measured m, ReadMeasured(scratch.file("response.json"), o));
   TS_ASSIGN_OR_RETURN(std::string out, ReadFile(scratch.file("output.bin")));
-  const int64_t hidden = cfg.ok() ? cfg->hidden_size : 0;
+  const int64_t hidden = shape.hidden_size;
   if (out.size() % 4 != 0 || out.empty() ||
-      (hidden > 0 && static_cast<int64_t>(out.size()) != 4 * o.batch_size * o.seq_len * hidden)) {
+      static_cast<int64_t>(out.size()) != 4 * o.batch_size * o.seq_len * hidden) {
     return Internal("--engine torch: the output holds " + std::to_string(out.size()) + " bytes, not [" +
                     std::to_string(o.batch_size) + ", " + std::to_string(o.seq_len) + ", " + std::to_string(hidden) +
                     "] float32");
@@ -306,7 +344,7 @@ StatusOr<BenchReport> RunTorchBench(const BenchOptions& o) {
   if (!std::isfinite(m.checksum)) {
     return Internal("the output has non-finite values (checksum " + std::to_string(m.checksum) + ")");
   }
-  m.flops_per_sample = cfg.ok() ? BertFlopsPerSample(*cfg, o.seq_len, ActivationDType(mode.dtype)) : 0;
+  m.flops_per_sample = EncoderFlopsPerSample(shape, o.seq_len, ActivationDType(mode.dtype));
   BenchReport report;
   if (o.profile) {
     if (m.profiled_units > 0) {

@@ -104,3 +104,79 @@ def test_all_minilm_l6_v2(tierscope_bin, minilm_dir, tmp_path):
     # 6 layers: 6 x 6 Linear + the pooler's per batched unit, 16 x that serially.
     per_unit = s["tier1"]["batch"]["per_unit"]["operators"]["aten::linear"]
     assert per_unit == 37 and s["tier1"]["serial"]["per_unit"]["operators"]["aten::linear"] == 16 * 37
+
+
+def _save_random(tmp_path: Path, name: str, make) -> Path:
+    """A small random model of another family, saved as transformers saves any (offline)."""
+    import torch
+    torch.manual_seed(0)
+    out = tmp_path / name
+    make().save_pretrained(out)
+    return out
+
+
+def test_another_encoder_family_runs_the_whole_study(tierscope_bin, tmp_path):
+    # DistilBERT names its fields dim / n_layers / n_heads / hidden_dim, has no token types
+    # and six Linear per layer: the lab reads its shape, counts its FLOPs (its layers are
+    # BERT's), and tier 1 shows the study's pattern from its own operators.
+    transformers = pytest.importorskip("transformers")
+    model = _save_random(tmp_path, "distilbert", lambda: transformers.DistilBertModel(transformers.DistilBertConfig(
+        vocab_size=1000, dim=64, n_layers=2, n_heads=2, hidden_dim=128, max_position_embeddings=128)))
+    out = tmp_path / "results"
+    s = run_lab(tierscope_bin, out, "--model", str(model))
+    jsonschema.validate(s, SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert s["model"] | {"dir": None, "name": None} == {
+        "dir": None, "name": None, "model_type": "distilbert", "hidden_size": 64, "layers": 2, "heads": 2,
+        "vocab_size": 1000, "flops_counted": True}
+    assert s["baseline"]["batch-fp32"]["runtime"]["model_type"] == "distilbert"
+    serial, batch = s["tier1"]["serial"]["per_unit"], s["tier1"]["batch"]["per_unit"]
+    assert (serial["operators"]["aten::linear"], batch["operators"]["aten::linear"]) == (64 * 12, 12)
+    assert s["final"]["correct"] and s["validation"]["fp16"]["pass"]
+
+    # Where tierscope has no kernels for the device (PyTorch on xpu or npu), the peaks are
+    # marked unmeasured with the reason; such a summary is valid and its report draws no roof.
+    page = (out / "report.html").read_text()
+    slot = re.search(r'(<script id="summary" type="application/json">)(.*?)(</script>)', page, re.S)
+    summary = json.loads(slot.group(2).replace("<\\/", "</"))
+    summary["machine"]["peaks"] = {"kind": "unmeasured", "why": "tierscope has no kernels for xpu to measure its "
+                                                                "peaks with; no share of a peak is claimed"}
+    jsonschema.validate(summary, SCHEMA, cls=jsonschema.Draft202012Validator)
+    summary["machine"]["peaks"].pop("why")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(summary, SCHEMA, cls=jsonschema.Draft202012Validator)
+    summary["machine"]["peaks"]["why"] = "no kernels for xpu"
+    unmeasured = tmp_path / "unmeasured.html"
+    unmeasured.write_text(page[:slot.start(2)] + json.dumps(summary).replace("</", "<\\/") + page[slot.end(2):])
+    dom, _ = render(unmeasured, tmp_path)
+    errors = re.search(r'<pre id="js-errors">(.*?)</pre>', dom, re.S)
+    assert errors is not None and errors.group(1).strip() == "", errors.group(1) if errors else dom[:500]
+    assert "peaks not measured: no kernels for xpu" in dom
+
+
+def test_roberta_positions_and_an_uncounted_family(tierscope_bin, tmp_path):
+    # RoBERTa numbers positions from pad_token_id + 1: 130 positions leave 128 usable, and
+    # a longer input is refused before PyTorch would fail on it. ELECTRA's layers are not
+    # counted by BERT's formula: its FLOPs are 0 (not counted), never a guess.
+    transformers = pytest.importorskip("transformers")
+    roberta = _save_random(tmp_path, "roberta", lambda: transformers.RobertaModel(transformers.RobertaConfig(
+        vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
+        max_position_embeddings=130)))
+    electra = _save_random(tmp_path, "electra", lambda: transformers.ElectraModel(transformers.ElectraConfig(
+        vocab_size=1000, embedding_size=32, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=128, max_position_embeddings=128)))
+
+    def bench(model, seq_len):
+        return subprocess.run([str(tierscope_bin), "bench", "--engine", "torch", "--python", sys.executable,
+                               "--model", str(model), "--mode", "batch-fp32", "--batch-size", "4", "--seq-len",
+                               str(seq_len), "--warmup", "1", "--iterations", "2", "--threads", "2"],
+                              capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+
+    too_long = bench(roberta, 129)
+    assert too_long.returncode != 0 and "--seq-len 129 exceeds the model's 128 positions" in too_long.stderr
+    results = {}
+    for name, model in (("roberta", roberta), ("electra", electra)):
+        run = bench(model, 128)
+        assert run.returncode == 0, run.stderr[-2000:]
+        results[name] = json.loads(run.stdout.split("RESULT_JSON=", 1)[1].splitlines()[0])
+    assert results["roberta"]["flops_per_sample"] > 0 and results["roberta"]["runtime"]["model_type"] == "roberta"
+    assert results["electra"]["flops_per_sample"] == 0 and results["electra"]["samples_per_s"] > 0

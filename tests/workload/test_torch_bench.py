@@ -11,6 +11,8 @@ import json
 import re
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -150,3 +152,22 @@ def test_sweep_validate_and_kernel_take_the_engine(tierscope_bin, tmp_path):
     assert kernel.stderr.strip().splitlines() == [
         "tierscope: error: --engine torch on the CPU: PyTorch records operators there, not kernels, so tier 3 has no "
         "kernel to inspect (the native engine's kernels replay: --engine native)"]
+
+
+def test_a_worker_that_never_answers_is_stopped_at_the_timeout(tierscope_bin, tmp_path):
+    # A hung device or driver: the "Python" starts and never replies. --timeout stops it
+    # and the run ends with one line naming the limit, instead of waiting for ever.
+    silent = tmp_path / "silent-python"
+    pid_file = tmp_path / "worker.pid"
+    silent.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 300\n")
+    silent.chmod(0o755)
+    start = time.monotonic()
+    proc = subprocess.run([str(tierscope_bin), "bench", "--engine", "torch", "--python", str(silent), "--timeout", "1",
+                           *FAST], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and time.monotonic() - start < 30
+    assert proc.stderr.strip().splitlines() == [
+        f"tierscope: error: --engine torch: {silent} gave no reply within 1 s and was stopped (--timeout sets the "
+        "limit, 0 none)"]
+    pid = int(pid_file.read_text())
+    stat = Path(f"/proc/{pid}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
