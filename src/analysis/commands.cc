@@ -1,6 +1,8 @@
 // analyze / stats / diff.
 #include "analysis/commands.h"
 
+#include "analysis/op_roofline.h"
+
 #include <cstdio>
 #include <algorithm>
 #include <fstream>
@@ -8,6 +10,7 @@
 #include <string_view>
 
 #include "analysis/diff.h"
+#include "analysis/op_roofline.h"
 #include "analysis/rules.h"
 #include "core/paths.h"
 #include "trace/kineto_import.h"
@@ -169,9 +172,12 @@ TraceAnalysis Analyze(const Trace& t, const AnalysisOptions& o) {
   TraceAnalysis a;
   a.index = BuildIndex(t, o);
   a.reports.push_back(ImportStatsTable(t));
+  // The roofline once for its two tables and its finding.
+  const OpRoofline roofline = AnalyzeOpRoofline(a.index, o.device_spec);
   for (const std::string& name : ReportNames()) {
-    auto r = RunReport(a.index, name, o);
-    if (r.ok()) a.reports.push_back(std::move(r).value());
+    if (name == "op_roofline") a.reports.push_back(OpRooflineTable(roofline));
+    else if (name == "roofline_sum") a.reports.push_back(RooflineSumTable(roofline));
+    else if (auto r = RunReport(a.index, name, o); r.ok()) a.reports.push_back(std::move(r).value());
   }
   a.gpu = AnalyzeGpuTime(a.index);  // once for its seven tables
   const int rank = t.rank >= 0 ? t.rank : 0;
@@ -180,6 +186,11 @@ TraceAnalysis Analyze(const Trace& t, const AnalysisOptions& o) {
   const auto kernels = KernelsByTime(a.index);
   if (!kernels.empty()) a.hottest_kernel = kernels.front().second;
   a.findings = Diagnose(a.index, o);
+  if (std::optional<Finding> f = RooflineFinding(roofline)) {
+    a.findings.push_back(std::move(*f));
+    std::stable_sort(a.findings.begin(), a.findings.end(),
+                     [](const Finding& x, const Finding& y) { return x.explained_ns > y.explained_ns; });
+  }
   return a;
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "analysis/gpu_time.h"
+#include "analysis/op_roofline.h"
 #include "analysis/nvtx.h"
 #include "core/stats.h"
 #include "profile/op_summary.h"
@@ -271,7 +272,8 @@ Table HotKernels(const TraceIndex& x, const AnalysisOptions& o) {
 Table OpSum(const TraceIndex& x) {
   Table t;
   t.name = "op_sum";
-  t.title = "Operators (tier 1): host time, and device time attributed through External id";
+  t.title = "Operators (tier 1): host time, and device time (kernels, copies, sets) by External id; a graph "
+            "replay's under the call that launched it";
   t.columns = {"Calls", "Per unit", "Self CPU (ns)", "CPU total (ns)", "Self device (ns)",
                "Device total (ns)", "Input Shapes", "Name"};
   std::vector<OpStat> stats = KeyAverages(*x.trace, true);
@@ -378,7 +380,7 @@ TraceIndex BuildIndex(const Trace& t, const AnalysisOptions& o) {
 std::vector<std::string> ReportNames() {
   return {"op_sum", "cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_sum", "cuda_gpu_mem_time_sum",
           "cuda_gpu_mem_size_sum", "cuda_kern_exec_sum", "cuda_api_gpu_sum", "in_use", "gaps",
-          "short_kernels", "units", "hot_kernels", "nvtx_sum", "nvtx_kern_sum"};
+          "short_kernels", "units", "hot_kernels", "nvtx_sum", "nvtx_kern_sum", "op_roofline", "roofline_sum"};
 }
 
 std::vector<std::pair<std::string, std::string>> ReportCatalog() {
@@ -417,6 +419,8 @@ StatusOr<Table> RunReport(const TraceIndex& x, const std::string& requested, con
   else if (name == "hot_kernels") t = HotKernels(x, o);
   else if (name == "nvtx_sum") t = NvtxSum(x);
   else if (name == "nvtx_kern_sum") t = NvtxKernSum(x);
+  else if (name == "op_roofline") t = OpRooflineTable(AnalyzeOpRoofline(x, o.device_spec));
+  else if (name == "roofline_sum") t = RooflineSumTable(AnalyzeOpRoofline(x, o.device_spec));
   else if (const auto& g = GpuTimeReportNames(); std::find(g.begin(), g.end(), name) != g.end()) {
     const GpuTime gpu = AnalyzeGpuTime(x);
     const std::vector<Table> all = GpuTimeTables({{x.trace->rank >= 0 ? x.trace->rank : 0, &gpu}});

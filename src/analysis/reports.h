@@ -4,6 +4,9 @@
 #ifndef TIERSCOPE_ANALYSIS_REPORTS_H_
 #define TIERSCOPE_ANALYSIS_REPORTS_H_
 
+#include <optional>
+
+#include "analysis/device_specs.h"
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -22,6 +25,9 @@ struct AnalysisOptions {
                                      // serial_bert_forward, batched_bert_forward)
   double short_kernel_ns = 10'000;   // "short" kernels are below this
   int hot_kernels = 10;
+  // op_roofline / roofline_sum: the device's peaks (--device-spec); nullopt: found from
+  // the trace's device (device_specs.h).
+  std::optional<DeviceSpec> device_spec;
 };
 
 // Indexes of a Trace that every report shares.

@@ -18,7 +18,7 @@ namespace tierscope::cli {
 namespace {
 
 struct AnalyzeFlags {
-  std::string format = "text", unit, base_path, new_path, trace_path, reports;
+  std::string format = "text", unit, base_path, new_path, trace_path, reports, device_spec;
   std::vector<std::string> inputs;  // analyze: one trace, or a job's traces / directories
   double short_us = 10;
   bool wide = false, list = false;
@@ -56,6 +56,9 @@ void AddCommon(CLI::App* c, AnalyzeFlags& f) {
   c->add_option("--short-kernel-us", f.short_us, "kernels shorter than this are short")
       ->capture_default_str();
   c->add_flag("--wide", f.wide, "text: long names and shapes whole (else shortened in the middle)");
+  c->add_option("--device-spec", f.device_spec,
+                "JSON of the device's peaks for the roofline (name, fp32, bf16, fp16, fp8, int8, fp32_vector, "
+                "memory_tbps, link_gbps, source); default: the trace's device from the built-in table");
 }
 
 enum class Which { kAnalyze, kStats, kDiff };
@@ -70,6 +73,11 @@ int Run(const AnalyzeFlags& flags, Which which) {
   AnalysisOptions o;
   o.unit = flags.unit;
   o.short_kernel_ns = flags.short_us * 1000.0;
+  if (!flags.device_spec.empty()) {
+    StatusOr<DeviceSpec> spec = LoadDeviceSpec(flags.device_spec);
+    if (!spec.ok()) return Fail(spec.status().WithContext("--device-spec"));
+    o.device_spec = std::move(*spec);
+  }
   if (which == Which::kDiff && (IsDirectory(flags.base_path) || IsDirectory(flags.new_path))) {
     auto base = AnalyzeJob({flags.base_path}, o, flags.threads, Progress());
     if (!base.ok()) return Fail(base.status());

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "core/paths.h"
-#include "lab/profilers.h"
+#include "analysis/profilers.h"
 
 namespace tierscope {
 namespace {

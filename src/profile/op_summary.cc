@@ -36,10 +36,25 @@ std::string InputDimsOf(std::string_view args) {
 }
 
 std::vector<OpStat> KeyAverages(const Trace& t, bool by_shape) {
-  // Device time launched directly by each operator (by External id).
+  // Device time (kernels, copies, sets) launched directly by each operator (by External
+  // id); device work with no operator (a CUDA/HIP graph's replay) goes to the runtime call
+  // that launched it (by correlation), which then gets a row of its own.
   std::unordered_map<int64_t, int64_t> device_by_op;
+  std::unordered_set<int64_t> op_ids;
+  std::unordered_map<int64_t, size_t> runtime_by_corr;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const Event& e = t.events[i];
+    if (e.kind == EventKind::kOp && e.external_id != 0) op_ids.insert(e.external_id);
+    if (e.kind == EventKind::kRuntime && e.correlation != 0) runtime_by_corr.emplace(e.correlation, i);
+  }
+  std::unordered_map<size_t, int64_t> device_by_launch;  // runtime call -> device ns
   for (const Event& e : t.events) {
-    if (e.kind == EventKind::kKernel && e.external_id != 0) device_by_op[e.external_id] += e.dur_ns;
+    if (e.kind != EventKind::kKernel && e.kind != EventKind::kMemcpy && e.kind != EventKind::kMemset) continue;
+    if (e.external_id != 0 && op_ids.count(e.external_id) != 0) {
+      device_by_op[e.external_id] += e.dur_ns;
+    } else if (auto it = runtime_by_corr.find(e.correlation); e.correlation != 0 && it != runtime_by_corr.end()) {
+      device_by_launch[it->second] += e.dur_ns;
+    }
   }
   // Scopes in start order per thread; a stack gives each its parent.
   std::vector<size_t> order;
@@ -96,6 +111,16 @@ std::vector<OpStat> KeyAverages(const Trace& t, bool by_shape) {
     s.self_cpu_ns += e.dur_ns - child_cpu[idx];
     s.self_device_ns += self_dev[idx];
     s.device_total_ns += total_dev[idx];
+  }
+  for (const auto& [idx, ns] : device_by_launch) {
+    const Event& e = t.events[idx];
+    OpStat& s = groups[{std::string(t.strings.Get(e.name)), ""}];
+    s.name = std::string(t.strings.Get(e.name));
+    s.calls += 1;
+    s.cpu_total_ns += e.dur_ns;
+    s.self_cpu_ns += e.dur_ns;
+    s.self_device_ns += ns;
+    s.device_total_ns += ns;
   }
   std::vector<OpStat> out;
   for (auto& [k, s] : groups) out.push_back(std::move(s));

@@ -3,8 +3,8 @@
 // with a pre-delay, exported to SQLite; the kernel profiler (Nsight Compute `ncu`, `mcu`)
 // on the one hot kernel, as CSV. Every profiler runs with stdin from /dev/null (the
 // study's second pitfall: msys reads stdin and stops the run).
-#ifndef TIERSCOPE_LAB_PROFILERS_H_
-#define TIERSCOPE_LAB_PROFILERS_H_
+#ifndef TIERSCOPE_ANALYSIS_PROFILERS_H_
+#define TIERSCOPE_ANALYSIS_PROFILERS_H_
 
 #include <string>
 #include <vector>
@@ -44,4 +44,4 @@ StatusOr<int> RunTool(const std::vector<std::string>& argv, const std::string& l
 
 }  // namespace tierscope
 
-#endif  // TIERSCOPE_LAB_PROFILERS_H_
+#endif  // TIERSCOPE_ANALYSIS_PROFILERS_H_

@@ -1,5 +1,5 @@
 // The profilers' command lines and the runner that keeps stdin away from them.
-#include "lab/profilers.h"
+#include "analysis/profilers.h"
 
 #include <fcntl.h>
 #include <spawn.h>

@@ -1,0 +1,202 @@
+// The datasheet table and the lookup of a trace's device in it.
+#include "analysis/device_specs.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace tierscope {
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+DeviceSpec Spec(const char* name, double fp64, double fp32, double tf32, double bf16, double fp16, double fp8,
+                double int8, double fp32_vector, double memory_tbps, double link_gbps, const char* source) {
+  DeviceSpec d;
+  d.name = name;
+  d.fp64 = fp64;
+  d.fp32 = fp32;
+  d.tf32 = tf32;
+  d.bf16 = bf16;
+  d.fp16 = fp16;
+  d.fp8 = fp8;
+  d.int8 = int8;
+  d.fp32_vector = fp32_vector;
+  d.memory_tbps = memory_tbps;
+  d.link_gbps = link_gbps;
+  d.source = source;
+  return d;
+}
+
+// Datasheet figures; NVIDIA's "with sparsity" tensor figures halved to dense. Links are
+// per direction (NVIDIA and AMD quote both directions together).
+std::vector<DeviceSpec> Table() {
+  constexpr const char* kH100 = "NVIDIA H100 Tensor Core GPU datasheet (SXM5 column; sparsity figures halved)";
+  return {
+      //   name                       fp64   fp32   tf32    bf16    fp16    fp8     int8   fp32v  TB/s   link
+      Spec("NVIDIA H100 SXM5 80GB", 67, 67, 494.5, 989.5, 989.5, 1979, 1979, 67, 3.35, 450, kH100),
+      Spec("NVIDIA H100 PCIe 80GB", 51, 51, 378, 756.5, 756.5, 1513, 1513, 51, 2.0, 64,
+           "NVIDIA H100 Tensor Core GPU datasheet (PCIe column; sparsity figures halved; link: PCIe Gen5 x16)"),
+      Spec("NVIDIA H200 SXM 141GB", 67, 67, 494.5, 989.5, 989.5, 1979, 1979, 67, 4.8, 450,
+           "NVIDIA H200 Tensor Core GPU datasheet (SXM column; sparsity figures halved)"),
+      Spec("NVIDIA B200", 37, 75, 1125, 2250, 2250, 4500, 4500, 75, 8.0, 900,
+           "NVIDIA HGX B200 datasheet (8-GPU totals divided by 8; sparsity figures halved)"),
+      Spec("NVIDIA A100 SXM4 80GB", 19.5, 19.5, 156, 312, 312, 0, 624, 19.5, 2.039, 300,
+           "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM column, dense figures)"),
+      Spec("NVIDIA A100 SXM4 40GB", 19.5, 19.5, 156, 312, 312, 0, 624, 19.5, 1.555, 300,
+           "NVIDIA A100 Tensor Core GPU datasheet (40GB SXM column, dense figures)"),
+      Spec("NVIDIA A100 PCIe 80GB", 19.5, 19.5, 156, 312, 312, 0, 624, 19.5, 1.935, 32,
+           "NVIDIA A100 Tensor Core GPU datasheet (80GB PCIe column, dense figures; link: PCIe Gen4 x16)"),
+      Spec("NVIDIA L40S", 0, 91.6, 183, 362.05, 362.05, 733, 733, 91.6, 0.864, 32,
+           "NVIDIA L40S datasheet (sparsity figures halved; link: PCIe Gen4 x16)"),
+      Spec("NVIDIA T4", 0, 8.1, 0, 0, 65, 0, 130, 8.1, 0.32, 16,
+           "NVIDIA T4 Tensor Core GPU datasheet (FP16 mixed precision; link: PCIe Gen3 x16)"),
+      Spec("NVIDIA V100 SXM2", 7.8, 15.7, 0, 0, 125, 0, 0, 15.7, 0.9, 150,
+           "NVIDIA Tesla V100 datasheet (SXM2 column)"),
+      Spec("NVIDIA V100 PCIe", 7, 14, 0, 0, 112, 0, 0, 14, 0.9, 16,
+           "NVIDIA Tesla V100 datasheet (PCIe column; link: PCIe Gen3 x16)"),
+      Spec("AMD Instinct MI300X", 163.4, 163.4, 653.7, 1307.4, 1307.4, 2614.9, 2614.9, 163.4, 5.3, 448,
+           "AMD Instinct MI300X data sheet (dense matrix peaks; 7 Infinity Fabric links of 64 GB/s a direction)"),
+      Spec("AMD Instinct MI250X", 95.7, 95.7, 0, 383, 383, 0, 383, 47.9, 3.2768, 0,
+           "AMD Instinct MI250X data sheet (matrix peaks)"),
+      Spec("AMD Instinct MI250", 90.5, 90.5, 0, 362.1, 362.1, 0, 362.1, 45.3, 3.2768, 0,
+           "AMD Instinct MI250 data sheet (matrix peaks)"),
+      Spec("AMD Instinct MI210", 45.3, 45.3, 0, 181, 181, 0, 181, 22.6, 1.6384, 150,
+           "AMD Instinct MI210 data sheet (matrix peaks; 3 Infinity Fabric links of 50 GB/s a direction)"),
+  };
+}
+
+const DeviceSpec* Named(const std::string& name) {
+  for (const DeviceSpec& d : KnownDevices()) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+// The table entry a deviceProperties name denotes ("NVIDIA H100 80GB HBM3", "Tesla T4").
+const DeviceSpec* ByName(std::string_view device_name, int64_t memory_bytes) {
+  const std::string n = Lower(device_name);
+  const auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
+  const double gib = static_cast<double>(memory_bytes) / (1024.0 * 1024 * 1024);
+  if (has("h200")) return Named("NVIDIA H200 SXM 141GB");
+  if (has("h100")) return Named(has("pcie") ? "NVIDIA H100 PCIe 80GB" : "NVIDIA H100 SXM5 80GB");
+  if (has("b200")) return Named("NVIDIA B200");
+  if (has("a100")) {
+    if (has("pcie")) return Named("NVIDIA A100 PCIe 80GB");
+    return Named(memory_bytes > 0 && gib < 48 ? "NVIDIA A100 SXM4 40GB" : "NVIDIA A100 SXM4 80GB");
+  }
+  if (has("l40s")) return Named("NVIDIA L40S");
+  if (has("v100")) return Named(has("pcie") ? "NVIDIA V100 PCIe" : "NVIDIA V100 SXM2");
+  if (has("mi300x")) return Named("AMD Instinct MI300X");
+  if (has("mi250x")) return Named("AMD Instinct MI250X");
+  if (has("mi250")) return Named("AMD Instinct MI250");
+  if (has("mi210")) return Named("AMD Instinct MI210");
+  // "Tesla T4" / "NVIDIA T4": the word T4, not a part of another name.
+  for (size_t p = n.find("t4"); p != std::string::npos; p = n.find("t4", p + 1)) {
+    const bool start = p == 0 || !std::isalnum(static_cast<unsigned char>(n[p - 1]));
+    const bool end = p + 2 == n.size() || !std::isalnum(static_cast<unsigned char>(n[p + 2]));
+    if (start && end) return Named("NVIDIA T4");
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+double DeviceSpec::MatrixPeak(std::string_view dtype) const {
+  const std::string t = Lower(dtype);
+  if (t.find("bfloat16") != std::string::npos) return bf16;
+  if (t.find("float8") != std::string::npos) return fp8;
+  if (t.find("half") != std::string::npos || t == "float16") return fp16;
+  if (t == "double" || t == "float64") return fp64;
+  if (t == "float" || t == "float32") return fp32;
+  if (t == "signed char" || t == "int8" || t == "c10::qint8" || t == "char") return int8;
+  return 0;
+}
+
+const std::vector<DeviceSpec>& KnownDevices() {
+  static const std::vector<DeviceSpec> table = Table();
+  return table;
+}
+
+std::optional<DeviceSpec> FindDeviceSpec(std::string_view device_name, int32_t units, int64_t memory_bytes) {
+  if (const DeviceSpec* d = ByName(device_name, memory_bytes); d != nullptr) {
+    DeviceSpec out = *d;
+    out.matched_by = "the trace's device name '" + std::string(device_name) + "'";
+    return out;
+  }
+  if (!device_name.empty()) return std::nullopt;
+  // No name (vLLM's ROCm traces): the compute units and memory, where only one entry fits.
+  const double gib = static_cast<double>(memory_bytes) / (1024.0 * 1024 * 1024);
+  struct Print {
+    int32_t units;
+    double min_gib, max_gib;
+    const char* name;
+  };
+  static const Print kPrints[] = {{304, 180, 200, "AMD Instinct MI300X"}, {132, 75, 82, "NVIDIA H100 SXM5 80GB"},
+                                  {132, 130, 145, "NVIDIA H200 SXM 141GB"}, {148, 170, 200, "NVIDIA B200"},
+                                  {104, 60, 66, "AMD Instinct MI210"}};
+  for (const Print& p : kPrints) {
+    if (units == p.units && gib >= p.min_gib && gib <= p.max_gib) {
+      DeviceSpec out = *Named(p.name);
+      char buf[160];
+      std::snprintf(buf, sizeof(buf), "the trace's %d compute units and %.0f GiB (its device name is empty)", units,
+                    gib);
+      out.matched_by = buf;
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
+StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& json_text, const std::string& source) {
+  const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgument(source + ": not a JSON object");
+  DeviceSpec d;
+  const auto name = j.find("name");
+  if (name == j.end() || !name->is_string() || name->get<std::string>().empty()) {
+    return InvalidArgument(source + ": 'name' must be a non-empty string");
+  }
+  d.name = name->get<std::string>();
+  const std::pair<const char*, double*> numbers[] = {
+      {"fp64", &d.fp64}, {"fp32", &d.fp32},           {"tf32", &d.tf32},
+      {"bf16", &d.bf16}, {"fp16", &d.fp16},           {"fp8", &d.fp8},
+      {"int8", &d.int8}, {"fp32_vector", &d.fp32_vector}, {"memory_tbps", &d.memory_tbps},
+      {"link_gbps", &d.link_gbps}};
+  for (const auto& [key, out] : numbers) {
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) continue;
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0 ||
+        it->get<double>() > 1e6) {
+      return InvalidArgument(source + ": '" + key + "' must be a number from 0 to 1e6 (TFLOP/s, TB/s or GB/s), got " +
+                             it->dump());
+    }
+    *out = it->get<double>();
+  }
+  if (!(d.memory_tbps > 0)) return InvalidArgument(source + ": 'memory_tbps' (TB/s) must be above 0");
+  if (d.fp32_vector == 0) d.fp32_vector = d.fp32;
+  if (d.fp64 + d.fp32 + d.tf32 + d.bf16 + d.fp16 + d.fp8 + d.int8 <= 0) {
+    return InvalidArgument(source + ": no compute peak (fp32, bf16, fp16, ...) above 0");
+  }
+  const auto src = j.find("source");
+  d.source = src != j.end() && src->is_string() ? src->get<std::string>() : source;
+  d.matched_by = "--device-spec " + source;
+  return d;
+}
+
+StatusOr<DeviceSpec> LoadDeviceSpec(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(path + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseDeviceSpec(ss.str(), path);
+}
+
+}  // namespace tierscope

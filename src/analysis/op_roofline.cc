@@ -1,0 +1,305 @@
+// Per-op roofline: leaf attribution of kernel time, the nearest modelled op, the roof.
+#include "analysis/op_roofline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "analysis/perf_model.h"
+#include "analysis/profilers.h"
+#include "core/text.h"
+#include "trace/args.h"
+
+namespace tierscope {
+namespace {
+
+constexpr double kTarget = 0.8;  // "could save": the time at 80% of the roof
+
+// Each op's parent (the enclosing op on its thread), or -1.
+std::vector<int64_t> Parents(const TraceIndex& x) {
+  std::vector<size_t> order = x.ops;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Event &p = x.E(a), &q = x.E(b);
+    return std::tie(p.pid, p.tid, p.ts_ns, q.dur_ns) < std::tie(q.pid, q.tid, q.ts_ns, p.dur_ns);
+  });
+  std::unordered_map<size_t, int64_t> parent_of;
+  std::vector<size_t> stack;
+  for (size_t i : order) {
+    const Event& e = x.E(i);
+    while (!stack.empty()) {
+      const Event& top = x.E(stack.back());
+      if (top.pid != e.pid || top.tid != e.tid || e.ts_ns >= top.ts_ns + top.dur_ns) stack.pop_back();
+      else break;
+    }
+    parent_of[i] = stack.empty() ? -1 : static_cast<int64_t>(stack.back());
+    stack.push_back(i);
+  }
+  std::vector<int64_t> parents(x.trace->events.size(), -1);
+  for (const auto& [i, p] : parent_of) parents[i] = p;
+  return parents;
+}
+
+struct Modelled {
+  bool done = false;
+  std::optional<OpWork> work;
+};
+
+}  // namespace
+
+OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec>& spec) {
+  OpRoofline r;
+  const Trace& t = *x.trace;
+  r.device = spec ? spec : FindDeviceSpec(t.device_name, t.device_units, t.device_memory);
+  if (r.device) {
+    r.device_note = r.device->name + " (" + r.device->matched_by + "; " + r.device->source + ")";
+  } else {
+    r.device_note = t.device_name.empty() ? "the trace names no device"
+                                          : "'" + t.device_name + "' is not in the device table";
+    r.device_note += ": no roof; give its peaks with --device-spec FILE.json";
+  }
+  // Device time (kernels, copies, sets) by the External id of the op that launched it,
+  // and by kernel name; work no op launched (a graph's replay) by its runtime call.
+  std::unordered_set<int64_t> op_ids;
+  for (size_t i : x.ops) {
+    if (x.E(i).external_id != 0) op_ids.insert(x.E(i).external_id);
+  }
+  std::unordered_map<int64_t, double> by_ext;
+  std::unordered_map<int64_t, std::map<std::string_view, double>> kernels_by_ext;
+  std::map<std::string_view, std::pair<double, std::unordered_set<size_t>>> by_launch;  // call name -> ns, calls
+  for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
+    for (size_t i : *list) {
+      const Event& k = x.E(i);
+      r.kernel_ns += static_cast<double>(k.dur_ns);
+      if (k.external_id != 0 && op_ids.count(k.external_id) != 0) {
+        by_ext[k.external_id] += static_cast<double>(k.dur_ns);
+        kernels_by_ext[k.external_id][x.Name(i)] += static_cast<double>(k.dur_ns);
+      } else if (auto it = x.runtime_by_corr.find(k.correlation);
+                 k.correlation != 0 && it != x.runtime_by_corr.end()) {
+        auto& [ns, calls] = by_launch[x.Name(it->second)];
+        ns += static_cast<double>(k.dur_ns);
+        calls.insert(it->second);
+      }
+    }
+  }
+  const std::vector<int64_t> parents = Parents(x);
+  std::unordered_map<size_t, Modelled> memo;
+  const auto model = [&](size_t i) -> const std::optional<OpWork>& {
+    Modelled& m = memo[i];
+    if (!m.done) {
+      m.done = true;
+      const Event& e = x.E(i);
+      if (e.args >= 0) {
+        if (std::optional<OpInputs> in = ReadOpInputs(t.strings.Get(e.args))) m.work = ModelOp(x.Name(i), *in);
+      }
+    }
+    return m.work;
+  };
+  struct Group {
+    OpRooflineRow row;
+    std::map<std::string_view, double> kernels;
+    std::optional<OpWork> work;
+  };
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, Group> groups;
+  std::unordered_map<size_t, bool> counted;  // owner ops already counted as a call
+  for (size_t leaf : x.ops) {
+    const Event& e = x.E(leaf);
+    if (e.external_id == 0) continue;
+    const auto it = by_ext.find(e.external_id);
+    if (it == by_ext.end()) continue;
+    r.attributed_ns += it->second;
+    // The nearest op at or above the leaf that has a model; the leaf when none has.
+    size_t owner = leaf;
+    for (int64_t a = static_cast<int64_t>(leaf); a >= 0; a = parents[static_cast<size_t>(a)]) {
+      if (model(static_cast<size_t>(a)).has_value()) {
+        owner = static_cast<size_t>(a);
+        break;
+      }
+    }
+    const Event& o = x.E(owner);
+    const std::string_view args = o.args >= 0 ? t.strings.Get(o.args) : std::string_view();
+    Group& g = groups[{std::string(x.Name(owner)), CompactJson(ArgValue(args, "Input Dims")),
+                       CompactJson(ArgValue(args, "Input type")), CompactJson(ArgValue(args, "Concrete Inputs"))}];
+    if (g.row.name.empty()) {
+      g.row.name = std::string(x.Name(owner));
+      g.row.input_dims = ShapesText(ArgValue(args, "Input Dims"));
+      // ["c10::BFloat16","float"] -> c10::BFloat16,float
+      for (char c : CompactJson(ArgValue(args, "Input type"))) {
+        if (c != '[' && c != ']' && c != '"') g.row.input_type += c;
+      }
+      g.work = model(owner);
+    }
+    if (!counted[owner]) {
+      counted[owner] = true;
+      g.row.calls += 1;
+    }
+    g.row.kernel_ns += it->second;
+    for (const auto& [k, ns] : kernels_by_ext[e.external_id]) g.kernels[k] += ns;
+  }
+  for (auto& [key, g] : groups) {
+    OpRooflineRow row = std::move(g.row);
+    double best = -1;
+    for (const auto& [k, ns] : g.kernels) {
+      if (ns > best) best = ns, row.top_kernel = std::string(k);
+    }
+    if (g.work) {
+      row.modelled = true;
+      row.category = g.work->category;
+      row.params = g.work->params;
+      row.flops = g.work->flops;
+      row.bytes = g.work->bytes;
+    } else {
+      row.category = "other";
+    }
+    if (r.device && row.modelled && row.kernel_ns > 0 && row.bytes > 0) {
+      const double bw = r.device->memory_tbps * 1e12;
+      const double peak = 1e12 * (g.work->matrix ? r.device->MatrixPeak(g.work->dtype) : r.device->fp32_vector);
+      const double secs = row.kernel_ns * 1e-9, calls = static_cast<double>(row.calls);
+      if (row.flops > 0 && peak > 0) {
+        row.roof_flops = std::min(peak, row.flops / row.bytes * bw);
+        row.percent_of_roof = 100.0 * row.flops * calls / secs / row.roof_flops;
+        row.saving_ns = std::max(0.0, row.kernel_ns - 1e9 * row.flops * calls / (kTarget * row.roof_flops));
+      } else if (row.flops == 0) {
+        row.roof_flops = bw;  // bytes only: the memory roof
+        row.percent_of_roof = 100.0 * row.bytes * calls / secs / bw;
+        row.saving_ns = std::max(0.0, row.kernel_ns - 1e9 * row.bytes * calls / (kTarget * bw));
+      }
+      row.impossible = row.percent_of_roof > 100.0;
+      if (row.impossible) row.saving_ns = 0;  // no conclusion from an impossible figure
+    }
+    r.rows.push_back(std::move(row));
+  }
+  for (const auto& [call, launched] : by_launch) {
+    OpRooflineRow row;
+    row.name = std::string(call);
+    row.category = call.find("Graph") != std::string_view::npos ? "graph" : "other";
+    row.calls = static_cast<int64_t>(launched.second.size());
+    row.kernel_ns = launched.first;
+    r.attributed_ns += launched.first;
+    r.rows.push_back(std::move(row));
+  }
+  std::stable_sort(r.rows.begin(), r.rows.end(),
+                   [](const OpRooflineRow& a, const OpRooflineRow& b) { return a.kernel_ns > b.kernel_ns; });
+  return r;
+}
+
+Table OpRooflineTable(const OpRoofline& r) {
+  Table t;
+  t.name = "op_roofline";
+  t.title = "Operators by shape on the roofline: FLOPs and bytes from shapes, leaf-op kernel time";
+  t.columns = {"Time (%)", "Kernel (ns)", "Calls", "GFLOP", "MB", "FLOP/B", "TFLOP/s", "TB/s", "Roof (%)",
+               "Save@80% (ns)", "Category", "Params", "Input Dims", "Input Types", "Name"};
+  int64_t impossible = 0;
+  for (const OpRooflineRow& row : r.rows) {
+    const double share = r.kernel_ns > 0 ? 100.0 * row.kernel_ns / r.kernel_ns : 0;
+    const double calls = static_cast<double>(row.calls), secs = row.kernel_ns * 1e-9;
+    Cell dash = std::string("-");
+    const bool m = row.modelled;
+    Cell roof = dash;
+    if (row.roof_flops > 0) {
+      char text[48];
+      std::snprintf(text, sizeof(text), "%.1f IMPOSSIBLE", row.percent_of_roof);
+      roof = row.impossible ? Cell(std::string(text)) : Cell(row.percent_of_roof);
+    }
+    impossible += row.impossible ? 1 : 0;
+    t.AddRow({share, row.kernel_ns, row.calls, m ? Cell(row.flops / 1e9) : dash, m ? Cell(row.bytes / 1e6) : dash,
+              m && row.bytes > 0 ? Cell(row.flops / row.bytes) : dash,
+              m && secs > 0 ? Cell(row.flops * calls / secs / 1e12) : dash,
+              m && secs > 0 ? Cell(row.bytes * calls / secs / 1e12) : dash, roof,
+              row.roof_flops > 0 ? Cell(row.saving_ns) : dash, row.category, m ? row.params : "-",
+              row.input_dims.empty() ? "-" : row.input_dims, row.input_type.empty() ? "-" : row.input_type, row.name});
+  }
+  t.notes.push_back("device: " + r.device_note);
+  char buf[200];
+  std::snprintf(buf, sizeof(buf), "%.1f%% of the trace's device time is under an operator or, for a graph's "
+                "replay, the call that launched it (the rest has neither: no External id or correlation)",
+                r.kernel_ns > 0 ? 100.0 * r.attributed_ns / r.kernel_ns : 0.0);
+  t.notes.push_back(buf);
+  t.notes.push_back("GFLOP and MB (10^6 bytes) are per call; Roof (%) is achieved throughput over the roof at the "
+                    "op's intensity (matrix peak of its dtype for GEMM and attention, FP32 vector otherwise); "
+                    "Save@80% is its time less its time at 80% of the roof");
+  if (impossible > 0) {
+    t.notes.push_back(std::to_string(impossible) + " row(s) above 100% of the roof are IMPOSSIBLE figures (a wrong "
+                      "peak or a wrong shape): no conclusion is drawn from them");
+  }
+  return t;
+}
+
+Table RooflineSumTable(const OpRoofline& r) {
+  Table t;
+  t.name = "roofline_sum";
+  t.title = "Operator categories on the roofline: share of device time, time-weighted % of roof";
+  t.columns = {"Time (%)", "Kernel (ns)", "Ops", "Calls", "Roof (%) time-weighted", "Save@80% (ns)", "Category"};
+  struct Sum {
+    double ns = 0, roofed_ns = 0, weighted = 0, saving = 0;
+    int64_t ops = 0, calls = 0;
+  };
+  std::map<std::string, Sum> by;
+  for (const OpRooflineRow& row : r.rows) {
+    Sum& s = by[row.category];
+    s.ns += row.kernel_ns;
+    s.ops += 1;
+    s.calls += row.calls;
+    s.saving += row.saving_ns;
+    if (row.roof_flops > 0 && !row.impossible) {
+      s.roofed_ns += row.kernel_ns;
+      s.weighted += row.kernel_ns * row.percent_of_roof;
+    }
+  }
+  std::vector<std::pair<std::string, Sum>> sorted(by.begin(), by.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
+  for (const auto& [cat, s] : sorted) {
+    t.AddRow({r.kernel_ns > 0 ? 100.0 * s.ns / r.kernel_ns : 0.0, s.ns, s.ops, s.calls,
+              s.roofed_ns > 0 ? Cell(s.weighted / s.roofed_ns) : Cell(std::string("-")), s.saving, cat});
+  }
+  t.notes.push_back("device: " + r.device_note);
+  t.notes.push_back("the time-weighted % of roof leaves out rows with no roof and rows above 100% (impossible)");
+  return t;
+}
+
+std::optional<Finding> RooflineFinding(const OpRoofline& r, size_t top) {
+  if (!r.device) return std::nullopt;
+  std::vector<const OpRooflineRow*> rows;
+  for (const OpRooflineRow& row : r.rows) {
+    if (row.roof_flops > 0 && !row.impossible) rows.push_back(&row);
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const OpRooflineRow* a, const OpRooflineRow* b) { return a->saving_ns > b->saving_ns; });
+  Finding f;
+  f.rule = "roofline";
+  f.title = "Operators far below their roofline: the time a kernel fix could save";
+  f.threshold = "an op's time less its time at 80% of the roof at its intensity (" + r.device->name + ")";
+  const std::string tool = r.device->name.starts_with("AMD") ? "" : "ncu";
+  for (size_t i = 0; i < rows.size() && i < top && rows[i]->saving_ns > 0; ++i) {
+    const OpRooflineRow& row = *rows[i];
+    char buf[256];
+    std::snprintf(buf, sizeof(buf), ": %s at %.1f%% of its roof; at 80%% it would save %s (%.1f%% of kernel time)",
+                  FormatNs(row.kernel_ns).c_str(), row.percent_of_roof, FormatNs(row.saving_ns).c_str(),
+                  r.kernel_ns > 0 ? 100.0 * row.saving_ns / r.kernel_ns : 0.0);
+    f.evidence.push_back(row.name + " " + row.params + buf);
+    f.explained_ns += row.saving_ns;
+    if (i == 0) {
+      f.next_step = "tier 3 on the top op's kernel: " +
+                    (tool.empty() ? "rocprof-compute profile -n op -k '" + row.top_kernel + "' -- <your command>"
+                                  : CommandLineText(KernelProfileArgs(tool, row.top_kernel, "op.csv",
+                                                                      {"python", "YOUR_SCRIPT.py"})));
+    }
+  }
+  if (f.evidence.empty()) return std::nullopt;
+  double at_roof_ns = 0;
+  int64_t at_roof = 0;
+  for (const OpRooflineRow* row : rows) {
+    if (row->percent_of_roof >= 100.0 * kTarget) at_roof_ns += row->kernel_ns, ++at_roof;
+  }
+  if (at_roof > 0) {
+    char buf[200];
+    std::snprintf(buf, sizeof(buf), "%lld op shape(s), %s of kernel time, run at 80%% of their roof or more: not "
+                  "worth kernel work", static_cast<long long>(at_roof), FormatNs(at_roof_ns).c_str());
+    f.evidence.push_back(buf);
+  }
+  return f;
+}
+
+}  // namespace tierscope

@@ -1,0 +1,46 @@
+// Performance models from shapes: the FLOPs and bytes of a PyTorch operator from the
+// "Input Dims", "Input type" and "Concrete Inputs" its Kineto event records — GEMMs
+// (mm, addmm, bmm, baddbmm, matmul, linear, _scaled_mm), attention (the SDPA family,
+// forward and backward, causal, GQA), LayerNorm / RMSNorm, softmax, and elementwise and
+// reduction ops by their bytes. One definition of each op's work, used by every report
+// (op_roofline, roofline_sum); where it differs from AMD TraceLens's, README says how.
+#ifndef TIERSCOPE_ANALYSIS_PERF_MODEL_H_
+#define TIERSCOPE_ANALYSIS_PERF_MODEL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tierscope {
+
+// An operator's recorded inputs; a non-tensor input has empty dims.
+struct OpInputs {
+  std::vector<std::vector<int64_t>> dims;
+  std::vector<std::string> types;     // "c10::BFloat16", "float", "Scalar", ...
+  std::vector<std::string> concrete;  // "Concrete Inputs": a scalar's value as text, else ""
+};
+
+// The inputs from an event's args; nullopt when it has no well-formed "Input Dims".
+std::optional<OpInputs> ReadOpInputs(std::string_view args);
+
+// Bytes of one element of a Kineto dtype name; 0 when unknown.
+double ElementBytes(std::string_view dtype);
+
+struct OpWork {
+  std::string category;  // GEMM, SDPA_fwd, SDPA_bwd, NORM_fwd, softmax, elementwise, reduce
+  double flops = 0;
+  double bytes = 0;
+  std::string dtype;    // the compute dtype (its matrix peak for matrix work)
+  bool matrix = false;  // GEMM and attention: the dtype's matrix peak; else the vector one
+  std::string params;   // the model's parameters, one line ("M=141 N=512 K=512 bias")
+};
+
+// The work of operator `name` on `in`; nullopt when no model covers it (or its shapes do
+// not fit the op: a malformed trace gets no number rather than a wrong one).
+std::optional<OpWork> ModelOp(std::string_view name, const OpInputs& in);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_ANALYSIS_PERF_MODEL_H_

@@ -1,0 +1,181 @@
+"""The per-op roofline (`stats --report op_roofline,op_sum`) against AMD TraceLens's own
+reports for the field traces (../shared/corpus/reference/tracelens, its SOURCES.md):
+
+- leaf-op kernel time per operator (TraceLens's ops_summary `total_direct_kernel_time`,
+  tierscope's op_sum "Self device") within 1% of the trace's total;
+- FLOPs and bytes per op and distinct shape equal to TraceLens's (GFLOPS, Data Moved in
+  MiB) wherever both model the op, with the differences README ("Roofline") names: a
+  reduction over given dims writes its real output (TraceLens writes one element); a
+  `bool` tensor is one byte (TraceLens has no size for it);
+- the kernel time under each modelled op and shape equal to the TraceLens perf sheet's
+  (its subtree kernel time) within 1% of the trace's total;
+- every GEMM and attention FLOP count equal to a hand count from the trace's Input Dims
+  (an independent count here, reading the Kineto JSON)."""
+from __future__ import annotations
+
+import ast
+import csv
+import gzip
+import json
+import math
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FIELD = REPO_ROOT.parent / "shared" / "corpus" / "traces" / "field"
+REFERENCE = REPO_ROOT.parent / "shared" / "corpus" / "reference" / "tracelens"
+TRACES = ["b200__eager_trace", "h100__gaunernst_bert-small-uncased__1016001",
+          "hta__nccl_parser_config__nccl_data", "inference__sglang_decode__sglang_Qwen3-8B_decode",
+          "inference__vllm_decode_full__graph_execution", "torch_compile_triton__trace"]
+SHEETS = ["GEMM", "SDPA_fwd", "Normalization", "BinaryElementwise", "UnaryElementwise", "Reduce_fwd"]
+MIB = 1024 * 1024
+# TraceLens's modelled rows with shapes that tierscope compares a trace (the NCCL trace's
+# are reductions recorded without shapes).
+MIN_COMPARED = {"b200__eager_trace": 17, "h100__gaunernst_bert-small-uncased__1016001": 8,
+                "hta__nccl_parser_config__nccl_data": 0, "inference__sglang_decode__sglang_Qwen3-8B_decode": 5,
+                "inference__vllm_decode_full__graph_execution": 8, "torch_compile_triton__trace": 4}
+
+
+def shapes_text(dims) -> str:
+    return "x".join("[" + ",".join(str(v) for v in d) + "]" for d in dims)
+
+
+def reports(tierscope_bin, trace: Path) -> dict:
+    run = subprocess.run([str(tierscope_bin), "stats", str(trace), "--report", "op_roofline,op_sum", "--format",
+                          "json"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return {t["name"]: t["rows"] for t in json.loads(run.stdout)["reports"]}
+
+
+def data(name: str) -> Path:
+    path = REFERENCE / name
+    if not path.exists():
+        pytest.skip(f"corpus data missing: {path}")
+    return path
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_leaf_op_kernel_time_agrees_with_tracelens(tierscope_bin, name):
+    ours = reports(tierscope_bin, data(f"../../traces/field/{name}.json.gz"))["op_sum"]
+    theirs = list(csv.DictReader(open(data(name) / "ops_summary.csv")))
+    total = sum(float(r["total_direct_kernel_time_sum"]) for r in theirs) * 1000  # ns
+    assert total > 0
+    by_name = defaultdict(float)
+    for r in ours:
+        by_name[r["Name"]] += float(r["Self device (ns)"])
+    for r in theirs:
+        want = float(r["total_direct_kernel_time_sum"]) * 1000
+        assert abs(by_name.get(r["name"], 0.0) - want) <= 0.01 * total, (r["name"], by_name.get(r["name"]), want)
+    # and nothing of ours that TraceLens does not have, but the collectives: TraceLens leaves
+    # them to its coll_analysis, tierscope keeps them under record_param_comms / nccl:*.
+    names = {r["name"] for r in theirs}
+    extra = sum(ns for n, ns in by_name.items()
+                if n not in names and n != "record_param_comms" and not n.startswith("nccl:"))
+    assert extra <= 0.01 * total, extra
+
+
+def expected_bytes_differ(sheet: str, row: dict) -> bool:
+    """Where README says our formula differs from TraceLens's on purpose."""
+    types = ast.literal_eval(row["Input type_first"] or "[]")
+    concrete = ast.literal_eval(row["Concrete Inputs_first"] or "[]")
+    if "bool" in types:
+        return True  # TraceLens has no size for bool: its bytes are empty
+    if sheet == "Reduce_fwd" and row["name"] != "aten::cumsum" and len(concrete) > 1 and concrete[1] not in ("", "None"):
+        return True  # a reduction over given dims: TraceLens writes one element
+    return False
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_flops_bytes_and_time_per_shape_agree_with_tracelens(tierscope_bin, name):
+    folder = data(name)
+    ours = reports(tierscope_bin, data(f"../../traces/field/{name}.json.gz"))["op_roofline"]
+    total_ns = sum(float(r["total_direct_kernel_time_sum"]) for r in csv.DictReader(open(folder / "ops_summary.csv")))
+    total_ns *= 1000
+    by_key = {(r["Name"], r["Input Dims"], r["Input Types"]): r for r in ours}
+    # TraceLens splits a shape by its strides too: its rows are summed per name, dims and types.
+    sheets = {}
+    for sheet in SHEETS:
+        path = folder / f"{sheet}.csv"
+        if not path.exists():
+            continue
+        for row in csv.DictReader(open(path)):
+            if not row["Input Dims_first"]:
+                continue  # an op recorded without its shapes: no model on either side
+            types = ",".join(t or "" for t in ast.literal_eval(row["Input type_first"] or "[]"))
+            key = (row["name"], shapes_text(ast.literal_eval(row["Input Dims_first"] or "[]")), types)
+            if key in sheets:
+                sheets[key][1]["Kernel Time (µs)_sum"] = str(float(sheets[key][1]["Kernel Time (µs)_sum"]) +
+                                                            float(row["Kernel Time (µs)_sum"]))
+                sheets[key][1]["name_count"] = str(int(sheets[key][1]["name_count"]) + int(row["name_count"]))
+            else:
+                sheets[key] = (sheet, dict(row))
+    compared = 0
+    for key, (sheet, row) in sheets.items():
+        if key not in by_key:
+            # TraceLens lists nested modelled ops each with the whole subtree's time
+            # (aten::layer_norm over aten::native_layer_norm); tierscope counts the time
+            # once, under the op nearest the kernels: a row of the same input is here.
+            assert any(k[0] != key[0] and k[1].split("x")[0] == key[1].split("x")[0] for k in by_key), key
+            continue
+        r = by_key[key]
+        compared += 1
+        want_gflop = float(row["GFLOPS_first"])
+        assert math.isclose(r["GFLOP"], want_gflop, rel_tol=1e-9, abs_tol=1e-12), (key, r["GFLOP"], want_gflop)
+        if row["Data Moved (MB)_first"] and not expected_bytes_differ(sheet, row):
+            want_bytes = float(row["Data Moved (MB)_first"]) * MIB
+            assert math.isclose(r["MB"] * 1e6, want_bytes, rel_tol=1e-9), (key, r["MB"] * 1e6, want_bytes)
+        want_ns = float(row["Kernel Time (µs)_sum"]) * 1000
+        assert abs(r["Kernel (ns)"] - want_ns) <= 0.01 * total_ns, (key, r["Kernel (ns)"], want_ns)
+        # Calls differ by design: TraceLens counts every call with these arguments,
+        # tierscope the calls that launched device work (the time's denominator).
+        assert 0 < r["Calls"] <= int(row["name_count"]), key
+    assert compared >= MIN_COMPARED[name], f"{name}: only {compared} rows compared"
+
+
+def hand_counts(trace: Path) -> dict:
+    """GEMM and attention FLOPs of every op in the trace, counted from its Input Dims."""
+    with gzip.open(trace, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    counts = {}
+    for e in events:
+        if e.get("cat") != "cpu_op":
+            continue
+        name, args = e.get("name"), e.get("args", {})
+        dims = args.get("Input Dims")
+        if not dims:
+            continue
+        flops = None
+        if name == "aten::mm":
+            (m, k), (_, n) = dims[0], dims[1]
+            flops = 2 * m * n * k
+        elif name == "aten::addmm":
+            (m, k), (_, n) = dims[1], dims[2]
+            flops = 2 * m * n * k + m * n
+        elif name == "aten::bmm":
+            (b, m, k), (_, _, n) = dims[0], dims[1]
+            flops = 2 * b * m * n * k
+        elif name == "aten::_scaled_dot_product_flash_attention":
+            b, h, nq, d = dims[0]
+            nkv, dv = dims[1][2], dims[2][3]
+            causal = args.get("Concrete Inputs", [""] * 5)[4] == "True"
+            flops = 2 * b * h * nq * nkv * (d + dv) // (2 if causal else 1)
+        if flops is not None:
+            counts[(name, shapes_text(dims))] = flops
+    return counts
+
+
+@pytest.mark.parametrize("name", ["h100__gaunernst_bert-small-uncased__1016001", "torch_compile_triton__trace",
+                                  "b200__eager_trace"])
+def test_gemm_and_attention_flops_equal_a_hand_count(tierscope_bin, name):
+    trace = data(f"../../traces/field/{name}.json.gz")
+    hand = hand_counts(trace)
+    ours = {(r["Name"], r["Input Dims"]): r for r in reports(tierscope_bin, trace)["op_roofline"]}
+    matched = 0
+    for key, flops in hand.items():
+        if key in ours:
+            matched += 1
+            assert ours[key]["GFLOP"] * 1e9 == pytest.approx(flops, rel=1e-12), key
+    assert matched >= 3, (name, matched, sorted(hand))
