@@ -75,10 +75,12 @@ def test_the_sqlite_export_round_trips_and_answers_nsys_sql(trace, tierscope_bin
         (n,), = db.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN TARGET_INFO_GPU g "
                            "ON g.id = k.deviceId WHERE g.id IS NULL")
         assert n == 0
-    # The findings survive: launch sizes the trace does not record are not invented.
+    # The findings survive: launch sizes the trace does not record are not invented. The
+    # roofline's rests on operator shapes, which an nsys export does not hold: it is not
+    # drawn from the export (and not invented there).
     a = json.loads(run(tierscope_bin, "analyze", trace, "--format", "json").stdout)
     b = json.loads(run(tierscope_bin, "analyze", out, "--format", "json").stdout)
-    assert [f["rule"] for f in a["findings"]] == [f["rule"] for f in b["findings"]]
+    assert [f["rule"] for f in a["findings"] if f["rule"] != "roofline"] == [f["rule"] for f in b["findings"]]
 
 
 def test_thread_ids_beyond_24_bits_stay_distinct(tierscope_bin, tmp_path):
