@@ -1,0 +1,54 @@
+// The device table: found by name or by compute units and memory, peaks per dtype, and
+// --device-spec files with clear errors.
+#include "analysis/device_specs.h"
+
+#include <gtest/gtest.h>
+
+namespace tierscope {
+namespace {
+
+TEST(DeviceSpecs, FindsTheCorpusDevicesByNameOrFingerprint) {
+  EXPECT_EQ(FindDeviceSpec("NVIDIA H100 80GB HBM3", 132, 85018279936)->name, "NVIDIA H100 SXM5 80GB");
+  EXPECT_EQ(FindDeviceSpec("NVIDIA B200", 148, 191503138816)->name, "NVIDIA B200");
+  EXPECT_EQ(FindDeviceSpec("AMD Instinct MI300X", 304, 206141652992)->name, "AMD Instinct MI300X");
+  EXPECT_EQ(FindDeviceSpec("NVIDIA A100-PG509-200", 108, 42297524224)->name, "NVIDIA A100 SXM4 40GB");
+  EXPECT_EQ(FindDeviceSpec("Tesla T4", 40, 15843721216)->name, "NVIDIA T4");
+  EXPECT_FALSE(FindDeviceSpec("NVIDIA RTX T400", 6, 2 << 30));  // "T4" inside another name
+  // vLLM's ROCm traces leave the name empty: 304 CUs and 192 GiB are an MI300X.
+  const auto mi300 = FindDeviceSpec("", 304, 206141652992);
+  ASSERT_TRUE(mi300);
+  EXPECT_EQ(mi300->name, "AMD Instinct MI300X");
+  EXPECT_NE(mi300->matched_by.find("304 compute units"), std::string::npos);
+  EXPECT_FALSE(FindDeviceSpec("", 77, 1 << 30));
+  EXPECT_FALSE(FindDeviceSpec("Ascend910B", 0, 0));
+}
+
+TEST(DeviceSpecs, MatrixPeakFollowsTheDtype) {
+  const DeviceSpec h100 = *FindDeviceSpec("NVIDIA H100 80GB HBM3", 132, 0);
+  EXPECT_EQ(h100.MatrixPeak("c10::BFloat16"), h100.bf16);
+  EXPECT_EQ(h100.MatrixPeak("c10::Half"), h100.fp16);
+  EXPECT_EQ(h100.MatrixPeak("float"), h100.fp32);  // PyTorch's default: no TF32 for matmuls
+  EXPECT_EQ(h100.MatrixPeak("c10::Float8_e4m3fn"), h100.fp8);
+  EXPECT_EQ(h100.MatrixPeak("bool"), 0);
+  for (const DeviceSpec& d : KnownDevices()) {
+    EXPECT_GT(d.memory_tbps, 0) << d.name;
+    EXPECT_GT(d.fp32, 0) << d.name;
+    EXPECT_FALSE(d.source.empty()) << d.name;
+  }
+}
+
+TEST(DeviceSpecs, ASpecFileIsCheckedFieldByField) {
+  auto ok = ParseDeviceSpec(R"({"name": "Ascend 910B", "fp16": 280, "memory_tbps": 1.6, "source": "vendor"})", "s.json");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->MatrixPeak("c10::Half"), 280);
+  EXPECT_EQ(ok->matched_by, "--device-spec s.json");
+  for (const char* bad : {R"({"fp16": 1, "memory_tbps": 1})", R"({"name": "x", "fp16": -1, "memory_tbps": 1})",
+                          R"({"name": "x", "fp16": 1})", R"({"name": "x", "memory_tbps": 1})",
+                          R"({"name": "x", "fp16": "big", "memory_tbps": 1})", "[]", "{"}) {
+    EXPECT_FALSE(ParseDeviceSpec(bad, "s.json").ok()) << bad;
+  }
+  EXPECT_FALSE(LoadDeviceSpec("/nonexistent.json").ok());
+}
+
+}  // namespace
+}  // namespace tierscope

@@ -1,0 +1,97 @@
+// The per-op roofline on built traces: leaf time under the nearest modelled op, a graph's
+// replay under its launch, the roof at the op's intensity, and figures above the roof
+// flagged as impossible and never concluded from.
+#include "analysis/op_roofline.h"
+
+#include <gtest/gtest.h>
+
+#include "trace_builder.h"
+
+namespace tierscope {
+namespace {
+
+void Args(Builder& b, const std::string& args) { b.trace().events.back().args = b.trace().strings.Intern(args); }
+
+// aten::linear (ext 1) over aten::addmm (ext 2) launching a GEMM kernel of `kernel_ns`;
+// then aten::layer_norm over aten::native_layer_norm, whose own model is used.
+Trace Traced(int64_t kernel_ns) {
+  Builder b;
+  b.trace().device_name = "NVIDIA H100 80GB HBM3";
+  b.Op("aten::linear", 0, 100, 1);
+  Args(b, R"("Input Dims": [[1024, 1024], [1024, 1024], [1024]], "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16"])");
+  b.Op("aten::addmm", 10, 80, 2);
+  Args(b, R"("Input Dims": [[1024], [1024, 1024], [1024, 1024], [], []], "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"])");
+  b.Launch("cudaLaunchKernel", "gemm_kernel", 20, 10, 200, kernel_ns, 2);
+  b.Op("aten::relu", 300, 10, 3);  // no kernel: not a row
+  Args(b, R"("Input Dims": [[1024]], "Input type": ["float"])");
+  // A graph replay: kernels with no External id, launched by cudaGraphLaunch.
+  b.Launch("cudaGraphLaunch", "graph_kernel", 400, 5, 500, 7000, 0);
+  return std::move(b.trace());
+}
+
+TEST(OpRoofline, TimeGoesToTheNearestModelledOpAndAGraphToItsLaunch) {
+  const Trace t = Traced(100'000);
+  const TraceIndex x = BuildIndex(t, AnalysisOptions{});
+  const OpRoofline r = AnalyzeOpRoofline(x, std::nullopt);
+  ASSERT_TRUE(r.device);
+  EXPECT_EQ(r.device->name, "NVIDIA H100 SXM5 80GB");
+  ASSERT_EQ(r.rows.size(), 2u);
+  const OpRooflineRow& gemm = r.rows[0];
+  EXPECT_EQ(gemm.name, "aten::addmm");  // the leaf has a model: its parent linear is not the row
+  EXPECT_EQ(gemm.calls, 1);
+  EXPECT_DOUBLE_EQ(gemm.kernel_ns, 100'000);
+  EXPECT_EQ(gemm.top_kernel, "gemm_kernel");
+  const double flops = 2.0 * 1024 * 1024 * 1024 + 1024 * 1024;
+  EXPECT_DOUBLE_EQ(gemm.flops, flops);
+  // Intensity ~ 340 FLOP/B, above the H100's ridge (989.5 / 3.35 = 295): the compute roof.
+  EXPECT_DOUBLE_EQ(gemm.roof_flops, 989.5e12);
+  EXPECT_NEAR(gemm.percent_of_roof, 100.0 * flops / 100e-6 / 989.5e12, 1e-9);
+  EXPECT_NEAR(gemm.saving_ns, 100'000 - 1e9 * flops / (0.8 * 989.5e12), 1e-6);
+  EXPECT_EQ(r.rows[1].name, "cudaGraphLaunch");
+  EXPECT_EQ(r.rows[1].category, "graph");
+  EXPECT_DOUBLE_EQ(r.attributed_ns, r.kernel_ns);
+  const std::optional<Finding> f = RooflineFinding(r);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->rule, "roofline");
+  EXPECT_NE(f->next_step.find("ncu --kernel-name-base demangled -k gemm_kernel -c 1"), std::string::npos) << f->next_step;
+}
+
+TEST(OpRoofline, AFigureAboveTheRoofIsImpossibleAndNotConcludedFrom) {
+  // The same GEMM in 1 us would be 2,100 TFLOP/s: above the H100's BF16 peak.
+  const Trace t = Traced(1'000);
+  const TraceIndex x = BuildIndex(t, AnalysisOptions{});
+  const OpRoofline r = AnalyzeOpRoofline(x, std::nullopt);
+  const OpRooflineRow& gemm = r.rows[1].name == "aten::addmm" ? r.rows[1] : r.rows[0];
+  EXPECT_TRUE(gemm.impossible);
+  EXPECT_GT(gemm.percent_of_roof, 100);
+  EXPECT_EQ(gemm.saving_ns, 0);
+  EXPECT_FALSE(RooflineFinding(r));  // nothing else to save: no finding from an impossible row
+  const Table table = OpRooflineTable(r);
+  bool flagged = false;
+  for (const auto& row : table.rows) {
+    if (const auto* s = std::get_if<std::string>(&row[8])) flagged |= s->find("IMPOSSIBLE") != std::string::npos;
+  }
+  EXPECT_TRUE(flagged);
+  EXPECT_NE(table.notes.back().find("IMPOSSIBLE figures"), std::string::npos);
+}
+
+TEST(OpRoofline, AnUnknownDeviceHasNoRoofUntilASpecIsGiven) {
+  Trace t = Traced(100'000);
+  t.device_name = "Mystery Accelerator";
+  const TraceIndex x = BuildIndex(t, AnalysisOptions{});
+  const OpRoofline none = AnalyzeOpRoofline(x, std::nullopt);
+  EXPECT_FALSE(none.device);
+  EXPECT_NE(none.device_note.find("--device-spec"), std::string::npos);
+  EXPECT_EQ(none.rows[0].roof_flops, 0);
+  EXPECT_GT(none.rows[0].flops, 0);  // the work is still counted
+  const auto spec = ParseDeviceSpec(R"({"name": "Mystery", "bf16": 100, "memory_tbps": 1})", "m.json");
+  ASSERT_TRUE(spec.ok());
+  const OpRoofline given = AnalyzeOpRoofline(x, *spec);
+  EXPECT_DOUBLE_EQ(given.rows[0].roof_flops, 100e12);
+  const Table sum = RooflineSumTable(given);
+  ASSERT_FALSE(sum.rows.empty());
+  EXPECT_EQ(std::get<std::string>(sum.rows[0].back()), "GEMM");
+}
+
+}  // namespace
+}  // namespace tierscope

@@ -1,0 +1,113 @@
+// The op models: each family's FLOPs and bytes against a hand count, and no number for
+// shapes that do not fit the op.
+#include "analysis/perf_model.h"
+
+#include <gtest/gtest.h>
+
+namespace tierscope {
+namespace {
+
+OpInputs In(std::string args) {
+  std::optional<OpInputs> in = ReadOpInputs(args);
+  EXPECT_TRUE(in.has_value()) << args;
+  return in.value_or(OpInputs{});
+}
+
+OpWork Work(const char* name, const std::string& args) {
+  std::optional<OpWork> w = ModelOp(name, In(args));
+  EXPECT_TRUE(w.has_value()) << name << " " << args;
+  return w.value_or(OpWork{});
+}
+
+TEST(PerfModel, GemmFamilyCountsTwoFlopsAMultiplyAddAndTheBias) {
+  // addmm(bias[512], A[141, 512], B[512, 512]) in BF16: 2MNK + MN; A, B, C and the bias.
+  const OpWork addmm = Work("aten::addmm", R"("Input Dims": [[512], [141, 512], [512, 512], [], []],
+      "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"])");
+  EXPECT_EQ(addmm.category, "GEMM");
+  EXPECT_DOUBLE_EQ(addmm.flops, 2.0 * 141 * 512 * 512 + 141 * 512);
+  EXPECT_DOUBLE_EQ(addmm.bytes, 2.0 * (141 * 512 + 512 * 512 + 141 * 512 + 512));
+  EXPECT_TRUE(addmm.matrix);
+  const OpWork bmm = Work("aten::bmm", R"("Input Dims": [[8, 64, 32], [8, 32, 16]], "Input type": ["float", "float"])");
+  EXPECT_DOUBLE_EQ(bmm.flops, 8 * 2.0 * 64 * 16 * 32);
+  EXPECT_DOUBLE_EQ(bmm.bytes, 8 * 4.0 * (64 * 32 + 32 * 16 + 64 * 16));
+  const OpWork linear = Work("aten::linear", R"("Input Dims": [[2, 10, 64], [128, 64], [128]],
+      "Input type": ["float", "float", "float"])");
+  EXPECT_DOUBLE_EQ(linear.flops, 2.0 * 20 * 128 * 64 + 20 * 128);
+  const OpWork matmul = Work("aten::matmul", R"("Input Dims": [[4, 8, 16], [16, 32]], "Input type": ["float", "float"])");
+  EXPECT_DOUBLE_EQ(matmul.flops, 2.0 * 32 * 32 * 16);
+  // Inner sizes that do not match: no number.
+  EXPECT_FALSE(ModelOp("aten::mm", In(R"("Input Dims": [[4, 8], [9, 2]], "Input type": ["float", "float"])")));
+  EXPECT_FALSE(ModelOp("aten::mm", In(R"("Input Dims": [[4, 8], [8, 2]], "Input type": ["mystery", "float"])")));
+}
+
+TEST(PerfModel, AttentionCountsBothProductsHalvesCausalAndReadsGqaHeads) {
+  const std::string q = R"([2, 16, 128, 64])", kv = R"([2, 4, 128, 64])";
+  const OpWork full = Work("aten::_scaled_dot_product_flash_attention",
+                           R"("Input Dims": [)" + q + ", " + kv + ", " + kv + R"(, [], [], [], []],
+      "Input type": ["c10::Half", "c10::Half", "c10::Half", "Scalar", "Scalar", "Scalar", "Scalar"],
+      "Concrete Inputs": ["", "", "", "0.", "False", "False", ""])");
+  EXPECT_EQ(full.category, "SDPA_fwd");
+  EXPECT_DOUBLE_EQ(full.flops, 2.0 * 16 * 4 * 128 * 128 * 64);
+  EXPECT_DOUBLE_EQ(full.bytes, 2.0 * (2 * 16 * 128 * 64 * 2 + 2 * 4 * 128 * 64 * 2));
+  const OpWork causal = Work("aten::_scaled_dot_product_flash_attention",
+                             R"("Input Dims": [)" + q + ", " + kv + ", " + kv + R"(, [], [], [], []],
+      "Input type": ["c10::Half", "c10::Half", "c10::Half", "Scalar", "Scalar", "Scalar", "Scalar"],
+      "Concrete Inputs": ["", "", "", "0.", "True", "False", ""])");
+  EXPECT_DOUBLE_EQ(causal.flops, full.flops / 2);
+  // FP32 attention moves 4 bytes an element (TraceLens counts 2 whatever the dtype).
+  const OpWork f32 = Work("aten::_scaled_dot_product_efficient_attention",
+                          R"("Input Dims": [[1, 2, 8, 4], [1, 2, 8, 4], [1, 2, 8, 4], [], [], [], [], []],
+      "Input type": ["float", "float", "float", "", "Scalar", "Scalar", "Scalar", ""])");
+  EXPECT_DOUBLE_EQ(f32.bytes, 4.0 * 4 * 64);
+  // Query heads not a multiple of the key heads: not attention as modelled.
+  EXPECT_FALSE(ModelOp("aten::_scaled_dot_product_flash_attention",
+                       In(R"("Input Dims": [[1, 6, 8, 4], [1, 4, 8, 4], [1, 4, 8, 4]],
+      "Input type": ["float", "float", "float"])")));
+}
+
+TEST(PerfModel, NormsElementwiseReductionsSoftmaxEmbeddingConvolution) {
+  const OpWork ln = Work("aten::native_layer_norm", R"("Input Dims": [[1, 141, 512], [], [512], [512], []],
+      "Input type": ["c10::BFloat16", "", "c10::BFloat16", "c10::BFloat16", "Scalar"],
+      "Concrete Inputs": ["", "[512]", "", "", "1e-12"])");
+  EXPECT_DOUBLE_EQ(ln.flops, 5.0 * 72192 + 6 * 512);  // TraceLens's count
+  EXPECT_DOUBLE_EQ(ln.bytes, 2.0 * (2 * 72192 + 6 * 512));
+  const OpWork add = Work("aten::add", R"("Input Dims": [[4, 8], [8], []], "Input type": ["float", "c10::Half", "Scalar"])");
+  EXPECT_DOUBLE_EQ(add.flops, 32);
+  EXPECT_DOUBLE_EQ(add.bytes, 32 * 4.0 + 8 * 2.0 + 32 * 4.0);
+  const OpWork sum = Work("aten::sum", R"("Input Dims": [[4, 8, 16], [], [], []],
+      "Input type": ["float", "", "Scalar", ""], "Concrete Inputs": ["", "[-1]", "False", ""])");
+  EXPECT_DOUBLE_EQ(sum.bytes, 4.0 * (512 + 32));  // the real output, 4 x 8
+  const OpWork all = Work("aten::sum", R"("Input Dims": [[4, 8]], "Input type": ["float"], "Concrete Inputs": [""])");
+  EXPECT_DOUBLE_EQ(all.bytes, 4.0 * (32 + 1));
+  const OpWork softmax = Work("aten::_softmax", R"("Input Dims": [[2, 10], [], []], "Input type": ["c10::Half", "Scalar",
+      "Scalar"], "Concrete Inputs": ["", "-1", "True"])");
+  EXPECT_DOUBLE_EQ(softmax.bytes, 20 * 2.0 + 20 * 4.0);  // half in, float out
+  const OpWork emb = Work("aten::embedding", R"("Input Dims": [[30522, 128], [2, 16]], "Input type": ["float", "long int"])");
+  EXPECT_DOUBLE_EQ(emb.bytes, 2 * 32 * 128 * 4.0 + 32 * 8.0);
+  EXPECT_DOUBLE_EQ(emb.flops, 0);
+  // conv2d 3x3, stride 1, padding 1, on [1, 3, 8, 8] to 16 channels, with a bias.
+  const OpWork conv = Work("aten::convolution", R"("Input Dims": [[1, 3, 8, 8], [16, 3, 3, 3], [16], [], [], [], [], [], []],
+      "Input type": ["float", "float", "float", "", "", "", "Scalar", "", "Scalar"],
+      "Concrete Inputs": ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"])");
+  EXPECT_DOUBLE_EQ(conv.flops, 16 * 64 * (2.0 * 3 * 9 + 1));
+  EXPECT_DOUBLE_EQ(conv.bytes, 4.0 * (192 + 432 + 16 + 16 * 64));
+  EXPECT_FALSE(ModelOp("aten::convolution",
+                       In(R"("Input Dims": [[1, 3, 8, 8], [16, 3, 3, 3], [16], [], [], [], [], [], []],
+      "Input type": ["float", "float", "float", "", "", "", "Scalar", "", "Scalar"],
+      "Concrete Inputs": ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "True", "[0, 0]", "1"])")));  // transposed
+}
+
+TEST(PerfModel, MalformedInputsGiveNoModel) {
+  EXPECT_FALSE(ReadOpInputs(R"("Input type": ["float"])"));
+  EXPECT_FALSE(ReadOpInputs(R"("Input Dims": [[-1, 4]])"));
+  EXPECT_FALSE(ReadOpInputs(R"("Input Dims": [[1e99]])"));
+  EXPECT_FALSE(ReadOpInputs(R"("Input Dims": "[[1]]")"));
+  EXPECT_FALSE(ModelOp("aten::unknown_op", In(R"("Input Dims": [[4]], "Input type": ["float"])")));
+  EXPECT_FALSE(ModelOp("aten::addmm", In(R"("Input Dims": [[4]], "Input type": ["float"])")));
+  EXPECT_EQ(ElementBytes("c10::Float8_e4m3fn"), 1);
+  EXPECT_EQ(ElementBytes("bool"), 1);
+  EXPECT_EQ(ElementBytes("Scalar"), 0);
+}
+
+}  // namespace
+}  // namespace tierscope
