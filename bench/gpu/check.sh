@@ -43,6 +43,7 @@ run() {  # run NAME CMD...: output to $out/NAME.txt, status to steps.txt
   return $rc
 }
 
+steps() {
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true
 { echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"; [ -n "${TIERSCOPE_BIN:-}" ] && ldd "$TIERSCOPE_BIN" \
     "$(dirname "$TIERSCOPE_BIN")/libtierscope_cuda.so"; } \
@@ -108,11 +109,21 @@ run sweep "$bin" sweep --device cuda --batch-sizes 1,2,4,8,16,32,64,128,256 --ou
 run lab "$bin" lab --device cuda --quick --out "$out/lab"
 # The same study through PyTorch on the GPU (the device image's torch, this python3):
 # tier 2 through nsys and tier 3 through ncu when they are on PATH (issue 26).
-run lab_torch "$bin" lab --engine torch --python "${TORCH_PYTHON:-python3}" --device cuda --quick \
-  --out "$out/lab_torch"
-grep -h RESULT_JSON "$out"/bench_*.txt >"$out/results.jsonl" 2>/dev/null || true
+# PyTorch's Python runs without the bundle's LD_LIBRARY_PATH (the toolkit's cuBLASLt and
+# CUPTI 13 would shadow the wheel's own); each run (and profiler run) is stopped at 240 s.
+clean_python=$out/python-clean.sh
+printf '#!/bin/sh\nexec env -u LD_LIBRARY_PATH %s "$@"\n' "${TORCH_PYTHON:-python3}" >"$clean_python"
+chmod +x "$clean_python"
+run lab_torch timeout 540 "$bin" lab --engine torch --python "$clean_python" --device cuda --quick \
+  --timeout 240 --out "$out/lab_torch"
+}
+
 # The closing note's numbers in one place: samples/s per mode (and the graph path), the
 # sweep, launches per unit and device in-use from tier 2, and tier 3's hot kernel grids.
+# Written, and copied to $OUT, however the script ends (a step past the device's limit
+# loses only what it had not done).
+finish() {
+grep -h RESULT_JSON "$out"/bench_*.txt >"$out/results.jsonl" 2>/dev/null || true
 {
   echo "== samples/s (batch 64 x seq 128)"
   for f in "$out"/bench_*.txt; do
@@ -143,3 +154,7 @@ if [ -n "${OUT:-}" ] && [ "$OUT" != "$out" ]; then
   tar -czf "$OUT/gpu_check.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"
   cp "$out/steps.txt" "$out/summary.txt" "$OUT/"
 fi
+}
+trap finish EXIT
+trap 'exit 143' TERM INT
+steps

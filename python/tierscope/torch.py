@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -50,12 +51,22 @@ def study(model_dir: Optional[PathLike] = None, device: str = "cpu", out: Option
     if quick:
         cmd.append("--quick")
     last = ""
+    # Its own session: an interrupt in the notebook stops the lab and what it started
+    # (the PyTorch worker, a profiler), instead of waiting for the whole study.
     with subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True) as proc:
+                          text=True, start_new_session=True) as proc:
         assert proc.stderr is not None
-        for line in proc.stderr:
-            sys.stderr.write(line)
-            last = line.strip() or last
+        try:
+            for line in proc.stderr:
+                sys.stderr.write(line)
+                last = line.strip() or last
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+            raise
     if proc.returncode != 0:
         raise RuntimeError(last.removeprefix("tierscope: error: ") or f"tierscope lab exited with {proc.returncode}")
     summary = json.loads((out_dir / "summary.json").read_text())

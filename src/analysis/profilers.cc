@@ -15,6 +15,11 @@
 
 namespace tierscope {
 
+std::string ToolName(const std::string& tool) {
+  const size_t slash = tool.rfind('/');
+  return slash == std::string::npos ? tool : tool.substr(slash + 1);
+}
+
 std::string SystemProfilerFor(const std::string& device) {
   if (device.starts_with("cuda")) return "nsys";
   if (device.starts_with("musa")) return "msys";
@@ -31,14 +36,14 @@ std::vector<std::string> SystemProfileArgs(const std::string& tool, double delay
                                            const std::vector<std::string>& command) {
   std::ostringstream delay;
   delay << delay_s;
-  std::vector<std::string> a = {tool, "profile", "-t", tool == "msys" ? "musa" : "cuda", "--delay", delay.str(),
+  std::vector<std::string> a = {tool, "profile", "-t", ToolName(tool) == "msys" ? "musa" : "cuda", "--delay", delay.str(),
                                 "--force-overwrite", "true", "-o", report};
   a.insert(a.end(), command.begin(), command.end());
   return a;
 }
 
 std::string SystemReportFile(const std::string& tool, const std::string& report) {
-  return report + (tool == "msys" ? ".msys-rep" : ".nsys-rep");
+  return report + (ToolName(tool) == "msys" ? ".msys-rep" : ".nsys-rep");
 }
 
 std::vector<std::string> SystemExportArgs(const std::string& tool, const std::string& report_file,

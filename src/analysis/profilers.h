@@ -34,6 +34,9 @@ std::vector<std::string> KernelProfileArgs(const std::string& tool, const std::s
 // argv as one shell-quoted line, for summary.json's commands.
 std::string CommandLineText(const std::vector<std::string>& argv);
 
+// A profiler's name without its directory ("/opt/nvidia/nsys/bin/nsys" -> "nsys").
+std::string ToolName(const std::string& tool);
+
 // Whether `tool` is an executable on PATH.
 bool OnPath(const std::string& tool);
 

@@ -21,6 +21,10 @@ void RegisterValidate(CLI::App& app, std::vector<Command>* out) {
   va->add_option("--device", val->device, "cpu | cuda | cuda:N")->capture_default_str();
   va->add_option("--engine", val->engine, "native | torch (each precision through PyTorch)")->capture_default_str();
   va->add_option("--python", val->python, "--engine torch: the Python to run");
+  va->add_option("--timeout", val->timeout_s, "--engine torch: seconds a run may take before its worker is stopped "
+                 "(0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e7));
   va->add_option("--out", *dir, "directory for validation.json")->capture_default_str();
   out->push_back({va, [val, dir] {
                     auto result = RunValidation(*val);

@@ -10,8 +10,11 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <tuple>
+#include <vector>
 
 #include "analysis/commands.h"
+#include "analysis/profilers.h"
 #include "analysis/rules.h"
 #include "core/paths.h"
 #include "core/stats.h"
@@ -388,7 +391,7 @@ class LabRun {
     if (kr.reports.empty()) return Internal("tier 3 found no launch of " + hottest_[name] + " in the trace");
     TS_RETURN_IF_ERROR(KeepTier3(name, kr, "kernel --from-trace traces/" + std::string(name) + ".json.gz"));
     tier3_["notes"].push_back(std::string(name) + ": from the trace's launch record; Nsight Compute (ncu -k NAME -c 1 "
-                              "--section SpeedOfLight,LaunchStats,MemoryWorkloadAnalysis) would add the hardware "
+                              "--section SpeedOfLight --section LaunchStats --section MemoryWorkloadAnalysis) would add the hardware "
                               "counters: achieved occupancy, throughput as a share of peak, memory traffic per level");
     return OkStatus();
   }
@@ -407,6 +410,7 @@ class LabRun {
     ValidateOptions vo;
     vo.engine = o_.engine;
     vo.python = o_.python;
+    vo.timeout_s = o_.timeout_s;
     vo.model_dir = o_.model_dir;
     vo.batch_size = o_.batch_size;
     vo.seq_len = o_.seq_len;
@@ -640,6 +644,16 @@ StatusOr<nlohmann::json> RunLab(const LabOptions& o, LabProgress& progress) {
   if (o.out_dir.empty()) return InvalidArgument("--out must name a directory");
   if (o.engine != "native" && o.engine != "torch") {
     return InvalidArgument("--engine must be native or torch, got '" + o.engine + "'");
+  }
+  for (const auto& [flag, choice, names] :
+       {std::tuple<const char*, const std::string&, std::vector<std::string>>{"--system-profiler", o.system_profiler,
+                                                                             {"nsys", "msys"}},
+        {"--kernel-profiler", o.kernel_profiler, {"ncu", "mcu"}}}) {
+    const std::string tool = ToolName(choice);
+    if (choice != "auto" && choice != "none" && std::find(names.begin(), names.end(), tool) == names.end()) {
+      return InvalidArgument(std::string(flag) + " must be auto, none, " + names[0] + " or " + names[1] +
+                             " (or a path to one), got '" + choice + "'");
+    }
   }
   TS_ASSIGN_OR_RETURN(std::string dir, ResolveModelDir(o.model_dir));
   // The native engine runs BERT (its config checked whole); PyTorch any encoder.

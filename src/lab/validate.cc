@@ -59,6 +59,7 @@ StatusOr<ValidationResult> RunValidation(const ValidateOptions& o) {
       BenchOptions b;
       b.engine = "torch";
       b.python = o.python;
+      b.timeout_s = o.timeout_s;
       b.model_dir = o.model_dir;
       b.mode = t == DType::kF32 ? "batch-fp32" : t == DType::kF16 ? "batch-fp16" : t == DType::kBF16 ? "batch-bf16"
                                                                                                 : "batch-int8";

@@ -17,6 +17,7 @@ namespace tierscope {
 struct ValidateOptions {
   std::string engine = "native";  // native | torch (each precision through PyTorch, as bench --engine torch)
   std::string python;             // torch: the Python to run
+  double timeout_s = 1800;        // torch: a run with no reply in this long stops its worker (0: no limit)
   std::string model_dir;  // empty: the built-in model
   int64_t batch_size = 64;
   int64_t seq_len = 128;

@@ -84,7 +84,14 @@ StatusOr<EncoderShape> ParseEncoderShape(const std::string& json_text, const std
   // RoBERTa's family numbers positions from pad_token_id + 1: that many fewer are usable.
   const bool roberta = s.model_type == "roberta" || s.model_type == "xlm-roberta" || s.model_type == "camembert";
   if (roberta && s.positions > 0) {
-    TS_ASSIGN_OR_RETURN(int64_t pad, FirstInt(j, {"pad_token_id"}, source));
+    // pad_token_id may be 0; Hugging Face's default for the family is 1.
+    int64_t pad = 1;
+    if (const auto it = j.find("pad_token_id"); it != j.end() && !it->is_null()) {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+        return InvalidArgument(source + ": field 'pad_token_id' must be an integer >= 0, got " + it->dump());
+      }
+      pad = it->get<int64_t>();
+    }
     s.positions = std::max<int64_t>(0, s.positions - pad - 1);
   }
   // Layers that are BERT's: the families that share BertLayer's structure, with GELU

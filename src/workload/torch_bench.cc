@@ -110,7 +110,18 @@ class TorchWorker {
       Reap();
       return FailedPrecondition("--engine torch: " + text.substr(6));
     }
+    Stop();  // out of step with its requests: the next run starts a fresh worker
     return Internal("--engine torch: the worker answered '" + text.substr(0, 200) + "'");
+  }
+
+  // Ends the worker after its reply (end of file on its stdin): the next run starts a
+  // fresh one. After a profiled run: Kineto leaves CUPTI attached, which slows the launches
+  // of every later run in the same process (pytorch/pytorch#144455).
+  void Retire() {
+    if (to_ >= 0) close(to_);
+    to_ = -1;
+    alive_ = false;
+    Reap();
   }
 
  private:
@@ -134,7 +145,9 @@ class TorchWorker {
     posix_spawn_file_actions_adddup2(&fa, out[1], 3);
     posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
-    const int err = Spawn({python_, dir_.file("torch_bench.py"), "--serve"}, &fa, &pid_);
+    // Its own process group: a stop ends what it started too (WaitWithin); it still ends when
+    // this process does, at end of file on its stdin.
+    const int err = Spawn({python_, dir_.file("torch_bench.py"), "--serve"}, &fa, &pid_, /*own_group=*/true);
     posix_spawn_file_actions_destroy(&fa);
     close(in[0]);
     close(out[1]);
@@ -175,6 +188,7 @@ class TorchWorker {
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return std::optional<std::string>();
       if (pending_.size() + static_cast<size_t>(n) > (size_t{1} << 20)) {
+        Stop();
         return Internal("--engine torch: the worker wrote over 1 MiB without ending a reply line");
       }
       pending_.append(buf, static_cast<size_t>(n));
@@ -183,24 +197,31 @@ class TorchWorker {
 
   // No reply in time: the worker is stopped (and reaped), the next run starts a fresh one.
   Status TimedOut(double timeout_s) {
-    if (pid_ > 0) kill(pid_, SIGKILL);
-    alive_ = false;
-    Reap();
+    Stop();
     char limit[32];
     std::snprintf(limit, sizeof(limit), "%g", timeout_s);
     return DeadlineExceeded("--engine torch: " + python_ + " gave no reply within " + limit +
                             " s and was stopped (--timeout sets the limit, 0 none)");
   }
 
-  // Waits for the worker's exit; its status (-1 when there was none to wait for).
+  // Waits for the worker's exit, at most 30 s (a worker stuck in a device's teardown is then
+  // killed); its status (-1 when there was none to wait for, or the wait failed).
   int Reap() {
     int status = -1;
     if (pid_ > 0) {
-      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-      }
+      StatusOr<int> s = WaitWithin(pid_, 30, python_);
+      status = s.ok() ? *s : -1;
     }
     pid_ = 0;
     return status;
+  }
+
+  // Ends the worker now: the next run starts a fresh one.
+  void Stop() {
+    if (pid_ > 0) kill(-pid_, SIGKILL);
+    alive_ = false;
+    Reap();
+    pending_.clear();
   }
 
   // The worker is gone: how it ended, and the last line it wrote.
@@ -327,7 +348,9 @@ StatusOr<BenchReport> RunTorchBench(const BenchOptions& o) {
     static std::mutex one_at_a_time;
     std::lock_guard<std::mutex> lock(one_at_a_time);
     TS_ASSIGN_OR_RETURN(TorchWorker * worker, TorchWorker::Get(TorchPython(o.python)));
-    TS_RETURN_IF_ERROR(worker->Run(scratch.file("request.json"), o.timeout_s));
+    const Status ran = worker->Run(scratch.file("request.json"), o.timeout_s);
+    if (o.profile) worker->Retire();  // no profiler state carried into later runs' timings
+    TS_RETURN_IF_ERROR(ran);
   }
   TS_ASSIGN_OR_RETURN(Measured m, ReadMeasured(scratch.file("response.json"), o));
   TS_ASSIGN_OR_RETURN(std::string out, ReadFile(scratch.file("output.bin")));

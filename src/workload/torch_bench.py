@@ -32,7 +32,7 @@ def load_device(device):
     import torch
 
     kind, _, index = device.partition(":")
-    if kind not in ("cpu", "cuda", "xpu", "npu", "musa", "mps"):
+    if kind not in ("cpu", "cuda", "xpu", "npu", "musa"):
         raise WorkloadError(f"--device {device}: not a device (cpu, cuda[:N], xpu, npu, musa)")
     if kind == "cpu":
         if index:

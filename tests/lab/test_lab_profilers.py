@@ -142,3 +142,13 @@ def test_a_failing_profiler_is_a_reported_step_not_an_abort(tierscope_bin, stand
     s = run_lab(tierscope_bin, tmp_path / "results2", env, system="msys", kernel="none")
     msys = s["profilers"]["steps"]
     assert msys and all(st["status"] == "failed" and "cannot run msys" in st["note"] for st in msys), msys
+
+
+@pytest.mark.parametrize("flag,value,names", [("--system-profiler", "perf", "nsys or msys"),
+                                              ("--kernel-profiler", "/opt/tools/nsys", "ncu or mcu")])
+def test_a_profiler_that_is_not_one_is_refused(tierscope_bin, tmp_path, flag, value, names):
+    run = subprocess.run([str(tierscope_bin), "lab", "--quick", flag, value, "--out", str(tmp_path / "r")],
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert run.returncode != 0
+    assert run.stderr.strip().splitlines() == [
+        f"tierscope: error: {flag} must be auto, none, {names} (or a path to one), got '{value}'"]

@@ -70,9 +70,13 @@ def test_every_lower_precision_is_validated_through_pytorch(tiny):
     assert v["engine"] == "torch" and v["pass"]
     for dtype in ("fp16", "bf16", "int8"):
         assert v[dtype]["pass"] and v[dtype]["cosine"] > 0.999, dtype
+    # The lever is whichever measured fastest on this shared 2-core machine, or none.
     lever = s["headline"]["precision_lever"]
-    assert lever["why"].startswith("PyTorch's fastest lower precision measured")
-    assert lever["cosine"] == v[lever["mode"].split("-")[1]]["cosine"]
+    if lever["mode"] == "batch-fp32":
+        assert lever["why"].startswith("none: no lower precision that passed validation")
+    else:
+        assert lever["why"].startswith("PyTorch's fastest lower precision measured")
+        assert lever["cosine"] == v[lever["mode"].split("-")[1]]["cosine"]
 
 
 def test_report_renders_without_errors(tiny, tmp_path):

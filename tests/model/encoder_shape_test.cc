@@ -54,6 +54,15 @@ TEST(EncoderShape, RobertaLosesThePositionsBeforeItsFirst) {
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->positions, 512);
   EXPECT_TRUE(s->bert_layers);
+  // pad_token_id 0 leaves one more; absent, Hugging Face's default (1) holds.
+  auto zero = ParseEncoderShape(R"({"model_type": "roberta", "vocab_size": 1000, "hidden_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 2, "max_position_embeddings": 514, "pad_token_id": 0})", "r.json");
+  ASSERT_TRUE(zero.ok()) << zero.status().ToString();
+  EXPECT_EQ(zero->positions, 513);
+  auto absent = ParseEncoderShape(R"({"model_type": "xlm-roberta", "vocab_size": 1000, "hidden_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 2, "max_position_embeddings": 514})", "r.json");
+  ASSERT_TRUE(absent.ok());
+  EXPECT_EQ(absent->positions, 512);
 }
 
 TEST(EncoderShape, OtherLayersAreNotCounted) {
