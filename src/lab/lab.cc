@@ -24,6 +24,7 @@
 #include "lab/lab_runs.h"
 #include "lab/profiler_steps.h"
 #include "lab/report_html.h"
+#include "lab/study_reference.h"
 #include "lab/sweep.h"
 #include "lab/validate.h"
 #include "model/encoder_shape.h"
@@ -472,6 +473,7 @@ class LabRun {
                       {"precision_lever", PrecisionLever(pooled)},
                       {"validation_pass", val_.pass}};
     s_["diagnosis"] = Chain(serial_sps);
+    if (auto study = StudyComparison(cfg_, o_.batch_size, o_.seq_len, s_)) s_["study"] = std::move(*study);
     s_["machine"] = {{"device", baseline_["batch-fp32"]["device"]},
                      {"threads", baseline_["batch-fp32"]["threads"]},
                      {"peaks", peaks_}};

@@ -71,6 +71,14 @@ def test_summary_tells_the_studys_story(results):
     assert s["tier3"]["batch"]["report"]["grid"][1] > s["tier3"]["serial"]["report"]["grid"][1]
     validation = json.loads((results / "validation.json").read_text())
     assert validation == s["validation"]
+    # The built-in model and workload are the study's: its published figures stand beside
+    # ours, each of ours read from this summary.
+    study = {r["measure"]: r for r in s["study"]["rows"]}
+    assert study["serial FP32 samples/s"]["study"] == 450.34
+    assert study["serial FP32 samples/s"]["yours"] == s["headline"]["baseline_samples_per_s"]
+    assert study["launches per unit, batched"]["yours"] == batched["launches"]
+    assert study["FP16 vs FP32 cosine"]["yours"] == s["validation"]["fp16"]["cosine"]
+    assert "MTT S5000" in s["study"]["source"]
 
 
 def test_no_number_above_a_calibrated_peak_reaches_a_verdict(results):
@@ -224,6 +232,7 @@ def test_report_numbers_come_from_the_summary(results, tmp_path):
     page2.write_text(page[:embedded.start(1)] + text + page[embedded.end(1):])
     dom, _ = render(page2, tmp_path)
     assert "98,765" in html.unescape(dom)
+    assert "The study's figures beside yours" in dom and "28,065.69" in html.unescape(dom)
     # The template's markup types no numbers of its own (the script reads them all).
     template = (REPO_ROOT / "src" / "lab" / "report_template.html").read_text()
     body = re.sub(r"<script.*?</script>|<style.*?</style>|<!--.*?-->|<[^>]+>", " ", template, flags=re.S)

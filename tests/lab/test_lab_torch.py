@@ -48,6 +48,10 @@ def test_summary_is_schema_valid_and_names_the_engine(tiny):
                  "traces/batch.json.gz", "tier1_diff.txt", "tier2_serial.txt", "tier2_batch.txt"):
         assert (out / name).is_file(), name
     assert s["files"]["kernels"] == []  # no kernel report was written, none is listed
+    # The built-in model is the study's shape: its figures stand beside PyTorch's.
+    rows = {r["measure"]: r for r in s["study"]["rows"]}
+    assert rows["aten::linear per unit, serial"] == {"measure": "aten::linear per unit, serial", "study": 832,
+                                                     "yours": 832}
 
 
 def test_tier1_shows_the_studys_pattern_from_torchs_operators(tiny):
@@ -94,6 +98,7 @@ def test_all_minilm_l6_v2(tierscope_bin, minilm_dir, tmp_path):
                 "--seq-len", "64")
     jsonschema.validate(s, SCHEMA, cls=jsonschema.Draft202012Validator)
     assert s["engine"] == "torch" and s["model"]["layers"] == 6
+    assert "study" not in s  # not the study's model: no figures to set beside it
     v = s["validation"]
     assert v["fp16"]["pass"] and v["bf16"]["pass"]
     # PyTorch's dynamic INT8 (quantize_dynamic's per-tensor weights, as its tutorial runs
