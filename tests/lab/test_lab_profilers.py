@@ -34,12 +34,20 @@ with open(os.environ["STANDIN_LOG"], "a") as f:
 NSYS = RECORD.replace("TOOL", '"nsys"') + r'''if os.environ.get("STANDIN_FAIL") == "nsys":
     print("nsys: no CUDA driver (the stand-in was told to fail)", file=sys.stderr)
     sys.exit(3)
+faithful = os.environ.get("STANDIN_FAITHFUL") == "1"
 if args[0] == "profile":
     report = args[args.index("-o") + 1]
-    code = subprocess.run(args[args.index("-o") + 2:]).returncode
+    command = args[args.index("-o") + 2:]
+    if faithful:  # record the run's own kernels, as nsys would: the engine's trace of it
+        command += ["--profile", "--trace", report + ".json.gz"]
+    code = subprocess.run(command).returncode
     open(report + ".nsys-rep", "wb").write(b"stand-in")
     sys.exit(code)
-shutil.copyfile(os.environ["STANDIN_SQLITE"], args[args.index("-o") + 1])
+out, rep = args[args.index("-o") + 1], args[args.index("-o") + 2]
+if faithful:  # the export: tierscope's nsys-schema SQLite of that trace
+    sys.exit(subprocess.run([os.environ["TIERSCOPE_BIN_FOR_STANDIN"], "export",
+                             rep[:-len(".nsys-rep")] + ".json.gz", out]).returncode)
+shutil.copyfile(os.environ["STANDIN_SQLITE"], out)
 '''
 
 NCU = RECORD.replace("TOOL", '"ncu"') + r'''name, csv = args[args.index("-k") + 1], args[args.index("--log-file") + 1]
@@ -70,7 +78,9 @@ def standins(tmp_path):
         pytest.skip(f"{sqlite} is missing")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, text in (("nsys", NSYS), ("ncu", NCU)):
+    # Moore Threads' msys and mcu take the same arguments (-t musa, .msys-rep).
+    msys = NSYS.replace('"nsys"', '"msys"').replace(".nsys-rep", ".msys-rep").replace("nsys:", "msys:")
+    for name, text in (("nsys", NSYS), ("ncu", NCU), ("msys", msys), ("mcu", NCU.replace('"ncu"', '"mcu"'))):
         (bin_dir / name).write_text(text.replace("PYTHON", sys.executable))
         (bin_dir / name).chmod(0o755)
     log = tmp_path / "standin.jsonl"
@@ -139,9 +149,10 @@ def test_a_failing_profiler_is_a_reported_step_not_an_abort(tierscope_bin, stand
     assert s["profilers"]["kernel"] == "" and "serial" in s["tier3"]  # tier 3 replayed as without ncu
     jsonschema.validate(s, SCHEMA, cls=jsonschema.Draft202012Validator)
     # A profiler that is not installed at all is a reported failure too.
-    s = run_lab(tierscope_bin, tmp_path / "results2", env, system="msys", kernel="none")
+    missing = str(tmp_path / "not-installed" / "msys")
+    s = run_lab(tierscope_bin, tmp_path / "results2", env, system=missing, kernel="none")
     msys = s["profilers"]["steps"]
-    assert msys and all(st["status"] == "failed" and "cannot run msys" in st["note"] for st in msys), msys
+    assert msys and all(st["status"] == "failed" and f"cannot run {missing}" in st["note"] for st in msys), msys
 
 
 @pytest.mark.parametrize("flag,value,names", [("--system-profiler", "perf", "nsys or msys"),
@@ -152,3 +163,38 @@ def test_a_profiler_that_is_not_one_is_refused(tierscope_bin, tmp_path, flag, va
     assert run.returncode != 0
     assert run.stderr.strip().splitlines() == [
         f"tierscope: error: {flag} must be auto, none, {names} (or a path to one), got '{value}'"]
+
+
+def test_moore_threads_profilers_run_the_same_way(tierscope_bin, standins, tmp_path):
+    # msys traces MUSA (-t musa) and writes .msys-rep; mcu takes ncu's arguments.
+    env, log = standins
+    s = run_lab(tierscope_bin, tmp_path / "results", env, system="msys", kernel="mcu")
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    profiles = [c["args"] for c in calls if c["tool"] == "msys" and c["args"][0] == "profile"]
+    exports = [c["args"] for c in calls if c["tool"] == "msys" and c["args"][0] == "export"]
+    kernels = [c["args"] for c in calls if c["tool"] == "mcu"]
+    assert len(profiles) == len(exports) == len(kernels) == 2 and all(c["stdin_devnull"] for c in calls)
+    for p in profiles:
+        assert p[:3] == ["profile", "-t", "musa"]
+    for e in exports:
+        assert e[7].endswith(".msys-rep")
+    for k in kernels:
+        assert k[:3] == ["--kernel-name-base", "demangled", "-k"] and k[18].endswith(".mcu.csv")
+    steps = s["profilers"]["steps"]
+    assert {st["tool"] for st in steps} == {"msys", "mcu"}
+    assert all(st["status"] in ("ok", "disagrees") for st in steps), steps
+    jsonschema.validate(s, SCHEMA, cls=jsonschema.Draft202012Validator)
+
+
+def test_a_system_profile_of_the_same_kernels_checks_out(tierscope_bin, standins, tmp_path):
+    # A stand-in nsys that records what the run really launched (the engine's own trace of
+    # the profiled run, exported to nsys's schema): every kernel of the Kineto trace is in
+    # it and both put the same one on top — the check's "ok".
+    env, _ = standins
+    env = dict(env, STANDIN_FAITHFUL="1", TIERSCOPE_BIN_FOR_STANDIN=str(tierscope_bin))
+    s = run_lab(tierscope_bin, tmp_path / "results", env, kernel="none")
+    system = [st for st in s["profilers"]["steps"] if st["tool"] == "nsys"]
+    assert len(system) == 2
+    for st in system:
+        assert st["status"] == "ok", st
+        assert st["kineto_kernels_missing"] == 0 and st["hottest"] == st["kineto_hottest"], st
