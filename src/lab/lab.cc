@@ -356,6 +356,7 @@ class LabRun {
     r.name = name;
     r.pre_delay_s = o_.engine == "torch" ? 10 : 2;
     r.timeout_s = o_.timeout_s;
+    r.units = 1 + 3;  // the command's --warmup 1 --iterations 3 below
     std::error_code ec;
     const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     r.command = {ec ? std::string("tierscope") : self, "bench", "--engine", o_.engine, "--mode", mode,

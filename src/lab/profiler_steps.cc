@@ -2,11 +2,12 @@
 #include "lab/profiler_steps.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
-#include "core/paths.h"
 #include "analysis/profilers.h"
+#include "core/paths.h"
 
 namespace tierscope {
 namespace {
@@ -82,13 +83,39 @@ nlohmann::json SystemProfilerStep(const ProfilerRun& run, const TraceAnalysis& k
   r["hottest"] = theirs.empty() ? "" : theirs.front();
   r["kineto_hottest"] = ours.empty() ? "" : ours.front();
   r["kineto_kernels_missing"] = missing;
-  // The check: the profiler saw the kernels PyTorch's trace names, and the same one on top.
+  // Totals: the profiled command ran run.units work units, the Kineto trace counted its own:
+  // each kernel's instances in the export are run.units times its count a unit.
+  std::map<std::string, int64_t> instances;
+  for (size_t k : a.index.kernels) ++instances[std::string(a.index.Name(k))];
+  const UnitCounts& per = kineto.index.counts;
+  int64_t off = 0;
+  std::string first_off;
+  if (run.units > 0 && per.units > 0) {
+    for (const auto& [kernel, calls] : per.kernel_calls) {
+      const double want = static_cast<double>(run.units) * per.PerUnit(static_cast<double>(calls));
+      const int64_t got = instances[kernel];
+      if (std::fabs(static_cast<double>(got) - want) > 0.5) {
+        if (off++ == 0) first_off = kernel + ": " + std::to_string(got) + " instances, not " + std::to_string(
+                                        static_cast<int64_t>(std::llround(want)));
+      }
+    }
+    r["units_profiled"] = run.units;
+    r["kernel_counts_off"] = off;
+  }
+  // The check: the profiler saw the kernels PyTorch's trace names, as many times as its
+  // units launch them, and the same one on top.
   if (ours.empty()) {
     r["status"] = "ok";
     r["note"] = "the Kineto trace has no kernels to compare with";
-  } else if (missing == 0 && !theirs.empty() && theirs.front() == ours.front()) {
+  } else if (missing == 0 && off == 0 && !theirs.empty() && theirs.front() == ours.front()) {
     r["status"] = "ok";
-    r["note"] = "every kernel of the Kineto trace is in the export, and both put " + ours.front() + " on top";
+    r["note"] = "every kernel of the Kineto trace is in the export" +
+                (run.units > 0 && per.units > 0 ? ", " + std::to_string(run.units) + " units' worth of each," : "") +
+                " and both put " + ours.front() + " on top";
+  } else if (missing == 0 && off > 0) {
+    r["status"] = "disagrees";
+    r["note"] = std::to_string(off) + " kernel(s) of the Kineto trace ran a different number of times than " +
+                std::to_string(run.units) + " units launch them (" + first_off + ")";
   } else {
     r["status"] = "disagrees";
     r["note"] = std::to_string(missing) + " of the Kineto trace's " + std::to_string(ours.size()) +

@@ -22,6 +22,7 @@ struct ProfilerRun {
   std::vector<std::string> command;  // the bench command the profiler runs
   double pre_delay_s = 0;            // the bench's --pre-delay (in `command`); the profiler's delay is below it
   double timeout_s = 0;              // each tool's run is stopped past this (0: no limit)
+  int64_t units = 0;                 // work units `command` runs (warm-up and timed): the capture's
 };
 
 // `--system-profiler` / `--kernel-profiler`: "auto" picks the device's profiler when it is

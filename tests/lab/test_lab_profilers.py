@@ -38,7 +38,9 @@ faithful = os.environ.get("STANDIN_FAITHFUL") == "1"
 if args[0] == "profile":
     report = args[args.index("-o") + 1]
     command = args[args.index("-o") + 2:]
-    if faithful:  # record the run's own kernels, as nsys would: the engine's trace of it
+    if faithful:  # record the run's own kernels, as nsys would: the engine's trace of every unit
+        at = command.index("--warmup")
+        command[at:at + 4] = ["--warmup", "0", "--iterations", "4"]
         command += ["--profile", "--trace", report + ".json.gz"]
     code = subprocess.run(command).returncode
     open(report + ".nsys-rep", "wb").write(b"stand-in")
@@ -198,3 +200,4 @@ def test_a_system_profile_of_the_same_kernels_checks_out(tierscope_bin, standins
     for st in system:
         assert st["status"] == "ok", st
         assert st["kineto_kernels_missing"] == 0 and st["hottest"] == st["kineto_hottest"], st
+        assert st["units_profiled"] == 4 and st["kernel_counts_off"] == 0, st
