@@ -2,6 +2,7 @@
 #include "analysis/commands.h"
 
 #include "analysis/op_roofline.h"
+#include "analysis/trace_quality.h"
 
 #include <cstdio>
 #include <algorithm>
@@ -175,6 +176,7 @@ TraceAnalysis Analyze(const Trace& t, const AnalysisOptions& o) {
   // The roofline once for its two tables and its finding.
   const OpRoofline roofline = AnalyzeOpRoofline(a.index, o.device_spec);
   for (const std::string& name : ReportNames()) {
+    if (name == "trace_quality") continue;  // first, below
     if (name == "op_roofline") a.reports.push_back(OpRooflineTable(roofline));
     else if (name == "roofline_sum") a.reports.push_back(RooflineSumTable(roofline));
     else if (auto r = RunReport(a.index, name, o); r.ok()) a.reports.push_back(std::move(r).value());
@@ -191,6 +193,33 @@ TraceAnalysis Analyze(const Trace& t, const AnalysisOptions& o) {
     std::stable_sort(a.findings.begin(), a.findings.end(),
                      [](const Finding& x, const Finding& y) { return x.explained_ns > y.explained_ns; });
   }
+  // The verdict: first among the reports; the tables a failed check affects are marked, and
+  // no finding comes from a rule that rests on what failed.
+  a.quality = CheckTraceQuality(a.index);
+  a.reports.insert(a.reports.begin() + 1, TraceQualityTable(a.quality));
+  for (Table& table : a.reports) {
+    if (a.quality.marked_reports.count(table.name) != 0) {
+      table.notes.push_back("MARKED: " + a.quality.Line());
+    }
+  }
+  std::vector<std::string> withheld;
+  std::erase_if(a.findings, [&](const Finding& f) {
+    if (a.quality.blocked_rules.count(f.rule) == 0) return false;
+    withheld.push_back(f.rule);
+    return true;
+  });
+  if (!withheld.empty()) {
+    Finding f;
+    f.rule = "trace_quality";
+    f.title = "Findings withheld: they would rest on data that failed a trace-quality check";
+    std::string rules;
+    for (const std::string& r : withheld) rules += (rules.empty() ? "" : ", ") + r;
+    f.evidence.push_back("withheld: " + rules);
+    f.evidence.push_back(a.quality.Line());
+    f.threshold = "a failed check in trace_quality";
+    f.next_step = "record the trace again without the defect (see trace_quality's Affects column), then analyze it";
+    a.findings.insert(a.findings.begin(), std::move(f));
+  }
   return a;
 }
 
@@ -204,10 +233,11 @@ std::string RenderAnalysis(const TraceAnalysis& a, const RenderOptions& f) {
     j["reports"] = nlohmann::json::array();
     for (const Table& tb : a.reports) j["reports"].push_back(TableToJson(tb));
     j["findings"] = FindingsToJson(a.findings);
+    j["quality"] = a.quality.Line();
     return ReportJsonText(j);
   }
   if (f.format == OutputFormat::kCsv) return Render(a.reports, f);
-  return Header(t, a.index) + Render(a.reports, f) + RenderFindings(a.findings);
+  return Header(t, a.index) + a.quality.Line() + "\n\n" + Render(a.reports, f) + RenderFindings(a.findings);
 }
 
 std::string AnalyzeTrace(const Trace& t, const AnalysisOptions& o, const RenderOptions& f) {

@@ -11,6 +11,7 @@
 #include "analysis/reports.h"
 #include "analysis/rules.h"
 #include "analysis/table.h"
+#include "analysis/trace_quality.h"
 #include "tierscope/status.h"
 #include "trace/trace.h"
 
@@ -42,6 +43,7 @@ struct TraceAnalysis {
   std::string hottest_kernel;        // by total device time; "" without kernels
   std::vector<Finding> findings;     // ranked by the time they explain
   GpuTime gpu;                       // where the device's time went (HTA's analyses)
+  TraceQuality quality;              // the trace's verdict (trace_quality.h)
   // The report named `name` (canonical), or null.
   const Table* Report(const std::string& name) const;
 };

@@ -1,0 +1,268 @@
+// The trace-quality checks, one function each over the shared index.
+#include "analysis/trace_quality.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <unordered_set>
+
+#include "analysis/gpu_time.h"
+#include "trace/args.h"
+
+namespace tierscope {
+namespace {
+
+bool Contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+bool IsGraphLaunch(std::string_view n) { return Contains(n, "GraphLaunch"); }
+bool IsKernelLaunch(std::string_view n) {
+  return Contains(n, "LaunchKernel") || Contains(n, "LaunchCooperativeKernel") || n == "cuLaunchKernelEx";
+}
+
+QualityCheck Check(const char* name, int64_t count, int64_t of, CheckStatus when_found, std::string affects,
+                   std::vector<std::string> reports, std::vector<std::string> rules) {
+  QualityCheck c;
+  c.name = name;
+  c.count = count;
+  c.of = of;
+  c.status = count > 0 ? when_found : CheckStatus::kPass;
+  c.affects = std::move(affects);
+  c.reports = std::move(reports);
+  c.rules = std::move(rules);
+  return c;
+}
+
+std::string Example(const TraceIndex& x, size_t i) {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), " at %.3f us", static_cast<double>(x.E(i).ts_ns) / 1e3);
+  return ShortenMiddle(std::string(x.Name(i)), 80) + buf;
+}
+
+// Device events on one stream, in start order: overlaps (and ones inside the previous).
+QualityCheck StreamOverlap(const TraceIndex& x) {
+  std::map<std::pair<int32_t, int32_t>, std::vector<size_t>> streams;
+  for (size_t i : x.kernels) streams[{x.E(i).pid, x.E(i).tid}].push_back(i);
+  int64_t overlaps = 0, inside = 0;
+  std::string first;
+  for (auto& [key, v] : streams) {
+    std::sort(v.begin(), v.end(), [&](size_t a, size_t b) {
+      return std::tie(x.E(a).ts_ns, x.E(a).dur_ns) < std::tie(x.E(b).ts_ns, x.E(b).dur_ns);
+    });
+    int64_t end = INT64_MIN;
+    for (size_t i : v) {
+      const Event& e = x.E(i);
+      if (e.ts_ns < end) {
+        ++overlaps;
+        inside += e.ts_ns + e.dur_ns <= end ? 1 : 0;
+        if (first.empty()) first = Example(x, i);
+      }
+      end = std::max(end, e.ts_ns + e.dur_ns);
+    }
+  }
+  QualityCheck c = Check("stream_overlap", overlaps, static_cast<int64_t>(x.kernels.size()), CheckStatus::kFail,
+                         "kernels overlapping on a stream (PDL, a broken clock): sums count the overlap twice",
+                         {"cuda_gpu_kern_sum", "op_sum", "op_roofline", "roofline_sum", "hot_kernels"},
+                         {"roofline", "hot_kernel", "granularity"});
+  if (overlaps > 0) c.detail = std::to_string(inside) + " wholly inside the previous; first: " + first;
+  return c;
+}
+
+}  // namespace
+
+TraceQuality CheckTraceQuality(const TraceIndex& x) {
+  TraceQuality q;
+  const Trace& t = *x.trace;
+  q.checks.push_back(StreamOverlap(x));
+
+  // Device events by correlation, and the last device end (where a cut trace stops).
+  std::unordered_set<int64_t> device_corr;
+  int64_t last_device_end = INT64_MIN;
+  for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
+    for (size_t i : *list) {
+      if (x.E(i).correlation != 0) device_corr.insert(x.E(i).correlation);
+      last_device_end = std::max(last_device_end, x.E(i).ts_ns + x.E(i).dur_ns);
+    }
+  }
+  int64_t launches = 0, no_kernel = 0, graphs = 0, graph_empty = 0, cut = 0;
+  std::string first_no_kernel, first_graph, first_cut;
+  for (size_t i : x.runtime) {
+    const std::string_view n = x.Name(i);
+    const bool graph = IsGraphLaunch(n);
+    if (!graph && !IsKernelLaunch(n)) continue;
+    const bool found = x.E(i).correlation != 0 && device_corr.count(x.E(i).correlation) != 0;
+    if (found) {
+      ++launches;
+      graphs += graph ? 1 : 0;
+      continue;
+    }
+    if (!x.kernels.empty() && x.E(i).ts_ns > last_device_end) {  // after the last recorded kernel
+      if (cut++ == 0) first_cut = Example(x, i);
+      continue;
+    }
+    ++launches;
+    if (graph) {
+      ++graphs;
+      if (graph_empty++ == 0) first_graph = Example(x, i);
+    } else if (no_kernel++ == 0) {
+      first_no_kernel = Example(x, i);
+    }
+  }
+  QualityCheck g = Check("graph_kernels_missing", graph_empty, graphs, CheckStatus::kFail,
+                         "graph launches with no kernel recorded: the device looks idle while it ran them",
+                         {"in_use", "gaps", "temporal_breakdown", "idle_time", "cuda_gpu_kern_sum"},
+                         {"gpu_util_low", "gaps_large", "launch_bound"});
+  g.detail = first_graph;
+  q.checks.push_back(g);
+  // Kernels a graph replayed: recorded, but with no operator (or shapes) behind them and one
+  // launch for many kernels (vLLM's and SGLang's CUDA-graph decode).
+  int64_t replayed = 0, device_work = 0;
+  for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
+    for (size_t i : *list) {
+      ++device_work;
+      const auto it = x.runtime_by_corr.find(x.E(i).correlation);
+      replayed += x.E(i).correlation != 0 && it != x.runtime_by_corr.end() && IsGraphLaunch(x.Name(it->second)) ? 1 : 0;
+    }
+  }
+  QualityCheck r = Check("graph_replay", replayed, device_work, CheckStatus::kWarn,
+                         "kernels a graph replayed: no operator, shapes or own launch behind them",
+                         {"op_sum", "op_roofline", "roofline_sum", "kernel_launch_stats"}, {});
+  if (replayed > 0) {
+    r.detail = std::to_string(replayed) + " kernels from " + std::to_string(graphs - graph_empty) +
+               " graph launch(es): operator reports cover the rest only";
+  }
+  q.checks.push_back(r);
+  QualityCheck l = Check("launch_without_kernel", no_kernel, launches - graphs, CheckStatus::kWarn,
+                         "launches whose kernel is not in the trace: launch statistics miss them",
+                         {"cuda_api_gpu_sum", "kernel_launch_stats"}, {});
+  l.detail = first_no_kernel;
+  q.checks.push_back(l);
+  QualityCheck c = Check("cut_short", cut, cut + launches, CheckStatus::kFail,
+                         "launches after the last kernel, theirs missing: the trace ends before its device work",
+                         {"in_use", "temporal_breakdown", "cuda_gpu_kern_sum"}, {"gpu_util_low"});
+  c.detail = first_cut;
+  q.checks.push_back(c);
+
+  // Device events with no launch call, and ones that start before their launch did.
+  int64_t device_events = 0, no_launch = 0, early = 0;
+  std::string first_early;
+  for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
+    for (size_t i : *list) {
+      ++device_events;
+      const auto it = x.runtime_by_corr.find(x.E(i).correlation);
+      if (x.E(i).correlation == 0 || it == x.runtime_by_corr.end()) {
+        ++no_launch;
+        continue;
+      }
+      if (x.E(i).ts_ns < x.E(it->second).ts_ns) {
+        if (early++ == 0) first_early = Example(x, i);
+      }
+    }
+  }
+  QualityCheck n = Check("kernel_without_launch", no_launch, device_events, CheckStatus::kWarn,
+                         "device work with no launch call: launch statistics and operators leave it out",
+                         {"kernel_launch_stats", "queue_length", "op_sum", "op_roofline"}, {"launch_bound"});
+  q.checks.push_back(n);
+  QualityCheck k = Check("clock_skew", early, device_events - no_launch, CheckStatus::kFail,
+                         "device work starting before its launch: clocks disagree, launch delays are wrong",
+                         {"kernel_launch_stats", "idle_time", "queue_length"}, {"launch_bound"});
+  k.detail = first_early;
+  q.checks.push_back(k);
+
+  // Copies and sets recorded as kernels (ROCm 7.1): counted as memory by the breakdowns.
+  int64_t copies = 0;
+  std::string first_copy;
+  for (size_t i : x.kernels) {
+    if (ClassifyDeviceEvent(EventKind::kKernel, x.Name(i)) == KernelType::kMemory) {
+      if (copies++ == 0) first_copy = Example(x, i);
+    }
+  }
+  QualityCheck m = Check("copies_as_kernels", copies, static_cast<int64_t>(x.kernels.size()), CheckStatus::kWarn,
+                         "copies or sets recorded as kernels: breakdowns count them as memory, kernel tables list them",
+                         {"cuda_gpu_kern_sum", "hot_kernels"}, {});
+  m.detail = first_copy;
+  q.checks.push_back(m);
+
+  // Duplicated events: the same kind, name, times, place and correlation twice.
+  std::vector<std::tuple<int64_t, int64_t, int32_t, int32_t, int32_t, int64_t, uint8_t>> keys;
+  keys.reserve(t.events.size());
+  for (const Event& e : t.events) {
+    keys.emplace_back(e.ts_ns, e.dur_ns, e.name, e.pid, e.tid, e.correlation, static_cast<uint8_t>(e.kind));
+  }
+  std::sort(keys.begin(), keys.end());
+  const int64_t dups = static_cast<int64_t>(keys.size() - static_cast<size_t>(std::unique(keys.begin(), keys.end()) -
+                                                                              keys.begin()));
+  q.checks.push_back(Check("duplicates", dups, static_cast<int64_t>(t.events.size()), CheckStatus::kFail,
+                           "events recorded twice: every sum that includes them counts them twice",
+                           {"cuda_gpu_kern_sum", "op_sum", "op_roofline", "cuda_api_sum"},
+                           {"roofline", "hot_kernel", "launch_bound"}));
+
+  // Fields the reports need: operator shapes (the roofline), launch sizes (granularity).
+  int64_t ops = 0, shapeless = 0, gridless = 0;
+  for (size_t i : x.ops) {
+    ++ops;
+    const Event& e = x.E(i);
+    shapeless += e.args < 0 || ArgValue(t.strings.Get(e.args), "Input Dims").empty() ? 1 : 0;
+  }
+  for (size_t i : x.kernels) {
+    const Event& e = x.E(i);
+    gridless += e.args < 0 || ArgDims(t.strings.Get(e.args), "grid").empty() ? 1 : 0;
+  }
+  QualityCheck s = Check("op_shapes_missing", ops > 0 && shapeless == ops ? shapeless : 0, ops, CheckStatus::kWarn,
+                         "no operator has its input shapes (record_shapes=False): no roofline", {"op_roofline", "roofline_sum"}, {"roofline"});
+  q.checks.push_back(s);
+  q.checks.push_back(Check("kernel_grid_missing", gridless, static_cast<int64_t>(x.kernels.size()),
+                           CheckStatus::kWarn, "kernels without their launch grid: granularity cannot be judged",
+                           {"hot_kernels"}, {"granularity"}));
+  QualityCheck imp = Check("import_skipped", t.stats.malformed, t.stats.events_read, CheckStatus::kWarn,
+                           "entries the import skipped as malformed: every report is without them", {}, {});
+  for (const auto& [reason, count] : t.stats.malformed_reasons) {
+    imp.detail += (imp.detail.empty() ? "" : ", ") + std::to_string(count) + " " + reason;
+  }
+  q.checks.push_back(imp);
+
+  for (const QualityCheck& check : q.checks) {
+    if (check.status != CheckStatus::kFail) continue;
+    q.blocked_rules.insert(check.rules.begin(), check.rules.end());
+    q.marked_reports.insert(check.reports.begin(), check.reports.end());
+  }
+  return q;
+}
+
+std::string TraceQuality::Line() const {
+  int passed = 0, warned = 0;
+  std::string failed, warns;
+  for (const QualityCheck& c : checks) {
+    std::string& list = c.status == CheckStatus::kFail ? failed : warns;
+    if (c.status == CheckStatus::kPass) {
+      ++passed;
+      continue;
+    }
+    warned += c.status == CheckStatus::kWarn ? 1 : 0;
+    list += (list.empty() ? "" : ", ") + c.name + " " + std::to_string(c.count);
+  }
+  const int fails = static_cast<int>(checks.size()) - passed - warned;
+  std::string line = "trace quality: " + std::to_string(passed) + " of " + std::to_string(checks.size()) +
+                     " checks passed";
+  if (fails > 0) line += "; FAILED: " + failed + " (the reports they affect are marked; no rule concludes from them)";
+  if (warned > 0) line += "; warnings: " + warns;
+  return line;
+}
+
+Table TraceQualityTable(const TraceQuality& q) {
+  Table t;
+  t.name = "trace_quality";
+  t.title = "Trace quality: what this trace can be trusted for";
+  t.columns = {"Status", "Count", "Of", "Check", "First example", "Affects"};
+  for (const QualityCheck& c : q.checks) {
+    const char* status = c.status == CheckStatus::kPass ? "pass" : c.status == CheckStatus::kWarn ? "warn" : "FAIL";
+    t.AddRow({std::string(status), c.count, c.of, c.name, c.detail.empty() ? "-" : c.detail, c.affects});
+  }
+  t.notes.push_back(q.Line());
+  if (!q.blocked_rules.empty()) {
+    std::string rules;
+    for (const std::string& r : q.blocked_rules) rules += (rules.empty() ? "" : ", ") + r;
+    t.notes.push_back("rules that draw no conclusion from this trace: " + rules);
+  }
+  return t;
+}
+
+}  // namespace tierscope

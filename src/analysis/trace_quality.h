@@ -1,0 +1,47 @@
+// A verdict for every trace: checks of what the tools that write traces are known to get
+// wrong — kernels overlapping on one stream (PDL, a broken clock) or overrunning the next,
+// kernels with no launch and launches with no kernel, CUDA/HIP graph launches whose kernels
+// were not recorded (a busy device that looks idle), copies recorded as kernels (ROCm 7.1),
+// a trace cut short, device and host clocks that disagree, duplicated events, fields the
+// reports need that the trace lacks, and the import's own skipped entries — each with its
+// count, what it does to which reports, and which rules it stops from concluding.
+#ifndef TIERSCOPE_ANALYSIS_TRACE_QUALITY_H_
+#define TIERSCOPE_ANALYSIS_TRACE_QUALITY_H_
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analysis/reports.h"
+#include "analysis/table.h"
+
+namespace tierscope {
+
+enum class CheckStatus { kPass, kWarn, kFail };
+
+struct QualityCheck {
+  std::string name;         // "stream_overlap"
+  CheckStatus status = CheckStatus::kPass;
+  int64_t count = 0;        // events (or pairs) that failed it
+  int64_t of = 0;           // out of how many checked
+  std::string detail;       // the first example, or what was checked
+  std::string affects;      // the reports whose numbers it changes, and how
+  std::vector<std::string> reports;  // those reports' names, for marking them
+  std::vector<std::string> rules;    // the rules that may not conclude when it fails
+};
+
+struct TraceQuality {
+  std::vector<QualityCheck> checks;
+  // The rules no finding may come from, and the reports to mark, given the failed checks.
+  std::set<std::string> blocked_rules, marked_reports;
+  // One line: "trace quality: 9 checks passed, 1 failed (graph launches without kernels: 36)".
+  std::string Line() const;
+};
+
+TraceQuality CheckTraceQuality(const TraceIndex& index);
+Table TraceQualityTable(const TraceQuality& q);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_ANALYSIS_TRACE_QUALITY_H_

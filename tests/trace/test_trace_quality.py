@@ -1,0 +1,153 @@
+"""trace_quality on the corpus: each defect injected into a clean field trace gives the exact
+count (counted again here, independently, from the JSON); the clean traces pass every check;
+the vLLM CUDA-graph trace is flagged; and analyze leads with the verdict, marks the tables a
+failed check affects and draws no finding from a rule that rests on it."""
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FIELD = REPO_ROOT.parent / "shared" / "corpus" / "traces" / "field"
+CLEAN = FIELD / "h100__gaunernst_bert-small-uncased__1016001.json.gz"
+
+
+def load(path: Path) -> dict:
+    if not path.exists():
+        pytest.skip(f"corpus trace missing: {path}")
+    with gzip.open(path, "rt") as f:
+        return json.load(f)
+
+
+def quality(tierscope_bin, doc_or_path, tmp_path) -> dict:
+    path = doc_or_path
+    if isinstance(doc_or_path, dict):
+        path = tmp_path / "injected.json.gz"
+        with gzip.open(path, "wt") as f:
+            json.dump(doc_or_path, f)
+    run = subprocess.run([str(tierscope_bin), "stats", str(path), "--report", "trace_quality", "--format", "json"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return {r["Check"]: (r["Status"], r["Count"]) for r in json.loads(run.stdout)["reports"][0]["rows"]}
+
+
+def kernels(doc):
+    return [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+
+
+def failures(q: dict) -> dict:
+    return {name: v for name, v in q.items() if v[0] != "pass"}
+
+
+@pytest.mark.parametrize("name", ["h100__gaunernst_bert-small-uncased__1016001", "torch_compile_triton__trace",
+                                  "hta__trace_filter__sampled_rank-0"])
+def test_clean_traces_pass_every_check(tierscope_bin, tmp_path, name):
+    path = FIELD / f"{name}.json.gz"
+    load(path)
+    assert failures(quality(tierscope_bin, path, tmp_path)) == {}
+
+
+def test_the_vllm_cuda_graph_trace_is_flagged(tierscope_bin, tmp_path):
+    path = FIELD / "inference__vllm_decode_full__graph_execution.json.gz"
+    doc = load(path)
+    graph_corr = {e["args"]["correlation"] for e in doc["traceEvents"] if e.get("name") == "hipGraphLaunch"}
+    replayed = sum(1 for e in doc["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+                   and e.get("args", {}).get("correlation") in graph_corr)
+    q = quality(tierscope_bin, path, tmp_path)
+    assert replayed > 400 and q["graph_replay"] == ("warn", replayed)
+
+
+def test_duplicated_kernels_are_counted(tierscope_bin, tmp_path):
+    doc = load(CLEAN)
+    ks = kernels(doc)
+    doc["traceEvents"] += [copy.deepcopy(k) for k in ks[10:13]]
+    q = quality(tierscope_bin, doc, tmp_path)
+    assert q["duplicates"] == ("FAIL", 3) and q["stream_overlap"] == ("FAIL", 3)
+
+
+def test_a_kernel_overrunning_the_next_on_its_stream(tierscope_bin, tmp_path):
+    doc = load(CLEAN)
+    ks = sorted((k for k in kernels(doc) if k["args"]["stream"] == 7), key=lambda k: k["ts"])
+    a, b = ks[20], ks[21]
+    a["dur"] = (b["ts"] - a["ts"]) + b["dur"] / 2  # ends inside the next one
+    assert failures(quality(tierscope_bin, doc, tmp_path)) == {"stream_overlap": ("FAIL", 1)}
+
+
+def test_clocks_that_disagree(tierscope_bin, tmp_path):
+    doc = load(CLEAN)
+    launch = {e["args"]["correlation"]: e for e in doc["traceEvents"] if e.get("cat") == "cuda_runtime"
+              and "correlation" in e.get("args", {})}
+    moved = 0
+    for k in kernels(doc)[30:32]:
+        k["ts"] = launch[k["args"]["correlation"]]["ts"] - 1.0
+        moved += 1
+    q = quality(tierscope_bin, doc, tmp_path)
+    assert q["clock_skew"] == ("FAIL", moved)
+
+
+def test_missing_kernels_missing_launches_and_a_trace_cut_short(tierscope_bin, tmp_path):
+    doc = load(CLEAN)
+    events = doc["traceEvents"]
+    ks = sorted(kernels(doc), key=lambda k: k["ts"])
+    gone = {k["args"]["correlation"] for k in ks[5:7]} | {k["args"]["correlation"] for k in ks[-3:]}
+    doc["traceEvents"] = [e for e in events if not (e.get("cat") == "kernel" and e["args"]["correlation"] in gone)]
+    # An independent count: launches with no kernel left, and of those, the ones after the
+    # last remaining device event's end (cut short).
+    device = [e for e in doc["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    last_end = max(e["ts"] + e["dur"] for e in device)
+    launches = [e for e in doc["traceEvents"] if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                and "LaunchKernel" in e["name"]
+                and e["args"].get("correlation") in gone]
+    cut = sum(1 for e in launches if e["ts"] > last_end)
+    q = quality(tierscope_bin, doc, tmp_path)
+    assert q["launch_without_kernel"][1] == len(launches) - cut and q["cut_short"][1] == cut
+    assert len(launches) == 5 and cut >= 1
+
+    doc = load(CLEAN)
+    strip = {k["args"]["correlation"] for k in kernels(doc)[40:44]}
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if not (e.get("cat") == "cuda_runtime"
+                                                                 and e.get("args", {}).get("correlation") in strip)]
+    assert quality(tierscope_bin, doc, tmp_path)["kernel_without_launch"] == ("warn", 4)
+
+
+def test_copies_as_kernels_graph_launches_without_kernels_and_skipped_entries(tierscope_bin, tmp_path):
+    doc = load(CLEAN)
+    for k in kernels(doc)[:2]:
+        k["name"] = "Memcpy DtoD (Device -> Device)"
+    ts = kernels(doc)[50]["ts"]
+    doc["traceEvents"].append({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 1, "tid": 1,
+                               "ts": ts, "dur": 3.0, "args": {"correlation": 987654321}})
+    doc["traceEvents"] += [{"ph": "X", "cat": "kernel", "name": 5, "ts": "x"}, {"ph": "X", "cat": "cpu_op"}]
+    q = quality(tierscope_bin, doc, tmp_path)
+    assert q["copies_as_kernels"] == ("warn", 2)
+    assert q["graph_kernels_missing"] == ("FAIL", 1)
+    assert q["import_skipped"] == ("warn", 2)
+
+
+def test_analyze_leads_with_the_verdict_and_withholds_what_rests_on_a_failure(tierscope_bin, tmp_path):
+    doc = load(CLEAN)
+    ts = kernels(doc)[50]["ts"]
+    doc["traceEvents"].append({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 1, "tid": 1,
+                               "ts": ts, "dur": 3.0, "args": {"correlation": 987654321}})
+    path = tmp_path / "graph.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(doc, f)
+    text = subprocess.run([str(tierscope_bin), "analyze", str(path)], capture_output=True, text=True, timeout=120).stdout
+    assert text.splitlines()[4].startswith("trace quality: 11 of 12 checks passed; FAILED: graph_kernels_missing 1")
+    out = json.loads(subprocess.run([str(tierscope_bin), "analyze", str(path), "--format", "json"],
+                                    capture_output=True, text=True, timeout=120).stdout)
+    rules = [f["rule"] for f in out["findings"]]
+    assert "gpu_util_low" not in rules and rules[0] == "trace_quality"
+    assert "gpu_util_low" in out["findings"][0]["evidence"][0]
+    in_use = next(r for r in out["reports"] if r["name"] == "in_use")
+    assert any(n.startswith("MARKED: trace quality") for n in in_use.get("notes", []))
+    # The same trace without the defect: the rule fires, nothing is marked.
+    clean = json.loads(subprocess.run([str(tierscope_bin), "analyze", str(CLEAN), "--format", "json"],
+                                      capture_output=True, text=True, timeout=120).stdout)
+    assert "gpu_util_low" in [f["rule"] for f in clean["findings"]]
+    assert not any(n.startswith("MARKED") for r in clean["reports"] for n in r.get("notes", []))
