@@ -66,6 +66,53 @@ QualityCheck StreamOverlap(const TraceIndex& x) {
   return c;
 }
 
+// Duplicated events: the same kind, name, times, place, ids, values and args twice (two
+// allocations at one instant differ in their bytes, two launches in their correlation).
+QualityCheck Duplicates(const Trace& t) {
+  using Key = std::tuple<int64_t, int64_t, int32_t, int32_t, int32_t, int64_t, int64_t, double, double, int32_t, uint8_t>;
+  std::vector<Key> keys;
+  keys.reserve(t.events.size());
+  for (const Event& e : t.events) {
+    keys.emplace_back(e.ts_ns, e.dur_ns, e.name, e.pid, e.tid, e.correlation, e.external_id, e.v0, e.v1, e.args,
+                      static_cast<uint8_t>(e.kind));
+  }
+  std::sort(keys.begin(), keys.end());
+  const auto unique_end = std::unique(keys.begin(), keys.end());
+  const int64_t dups = static_cast<int64_t>(keys.end() - unique_end);
+  return Check("duplicates", dups, static_cast<int64_t>(t.events.size()), CheckStatus::kFail,
+               "events recorded twice: every sum that includes them counts them twice",
+               {"cuda_gpu_kern_sum", "op_sum", "op_roofline", "cuda_api_sum"}, {"roofline", "hot_kernel", "launch_bound"});
+}
+
+// Fields the reports need: operator shapes (the roofline), launch sizes (granularity), and
+// the import's skipped entries.
+void FieldChecks(const TraceIndex& x, TraceQuality* q) {
+  const Trace& t = *x.trace;
+  int64_t ops = 0, shapeless = 0, gridless = 0;
+  for (size_t i : x.ops) {
+    ++ops;
+    const Event& e = x.E(i);
+    shapeless += e.args < 0 || ArgValue(t.strings.Get(e.args), "Input Dims").empty() ? 1 : 0;
+  }
+  for (size_t i : x.kernels) {
+    const Event& e = x.E(i);
+    gridless += e.args < 0 || ArgDims(t.strings.Get(e.args), "grid").empty() ? 1 : 0;
+  }
+  QualityCheck s = Check("op_shapes_missing", ops > 0 && shapeless == ops ? shapeless : 0, ops, CheckStatus::kWarn,
+                         "no operator has its input shapes (record_shapes=False): no roofline", {"op_roofline", "roofline_sum"}, {"roofline"});
+  q->checks.push_back(s);
+  q->checks.push_back(Check("kernel_grid_missing", gridless, static_cast<int64_t>(x.kernels.size()),
+                           CheckStatus::kWarn, "kernels without their launch grid: granularity cannot be judged",
+                           {"hot_kernels"}, {"granularity"}));
+  QualityCheck imp = Check("import_skipped", t.stats.malformed, t.stats.events_read, CheckStatus::kWarn,
+                           "entries the import skipped as malformed: every report is without them", {}, {});
+  for (const auto& [reason, count] : t.stats.malformed_reasons) {
+    imp.detail += (imp.detail.empty() ? "" : ", ") + std::to_string(count) + " " + reason;
+  }
+  q->checks.push_back(imp);
+
+}
+
 }  // namespace
 
 TraceQuality CheckTraceQuality(const TraceIndex& x) {
@@ -181,43 +228,9 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
   m.detail = first_copy;
   q.checks.push_back(m);
 
-  // Duplicated events: the same kind, name, times, place and correlation twice.
-  std::vector<std::tuple<int64_t, int64_t, int32_t, int32_t, int32_t, int64_t, uint8_t>> keys;
-  keys.reserve(t.events.size());
-  for (const Event& e : t.events) {
-    keys.emplace_back(e.ts_ns, e.dur_ns, e.name, e.pid, e.tid, e.correlation, static_cast<uint8_t>(e.kind));
-  }
-  std::sort(keys.begin(), keys.end());
-  const int64_t dups = static_cast<int64_t>(keys.size() - static_cast<size_t>(std::unique(keys.begin(), keys.end()) -
-                                                                              keys.begin()));
-  q.checks.push_back(Check("duplicates", dups, static_cast<int64_t>(t.events.size()), CheckStatus::kFail,
-                           "events recorded twice: every sum that includes them counts them twice",
-                           {"cuda_gpu_kern_sum", "op_sum", "op_roofline", "cuda_api_sum"},
-                           {"roofline", "hot_kernel", "launch_bound"}));
+  q.checks.push_back(Duplicates(t));
 
-  // Fields the reports need: operator shapes (the roofline), launch sizes (granularity).
-  int64_t ops = 0, shapeless = 0, gridless = 0;
-  for (size_t i : x.ops) {
-    ++ops;
-    const Event& e = x.E(i);
-    shapeless += e.args < 0 || ArgValue(t.strings.Get(e.args), "Input Dims").empty() ? 1 : 0;
-  }
-  for (size_t i : x.kernels) {
-    const Event& e = x.E(i);
-    gridless += e.args < 0 || ArgDims(t.strings.Get(e.args), "grid").empty() ? 1 : 0;
-  }
-  QualityCheck s = Check("op_shapes_missing", ops > 0 && shapeless == ops ? shapeless : 0, ops, CheckStatus::kWarn,
-                         "no operator has its input shapes (record_shapes=False): no roofline", {"op_roofline", "roofline_sum"}, {"roofline"});
-  q.checks.push_back(s);
-  q.checks.push_back(Check("kernel_grid_missing", gridless, static_cast<int64_t>(x.kernels.size()),
-                           CheckStatus::kWarn, "kernels without their launch grid: granularity cannot be judged",
-                           {"hot_kernels"}, {"granularity"}));
-  QualityCheck imp = Check("import_skipped", t.stats.malformed, t.stats.events_read, CheckStatus::kWarn,
-                           "entries the import skipped as malformed: every report is without them", {}, {});
-  for (const auto& [reason, count] : t.stats.malformed_reasons) {
-    imp.detail += (imp.detail.empty() ? "" : ", ") + std::to_string(count) + " " + reason;
-  }
-  q.checks.push_back(imp);
+  FieldChecks(x, &q);
 
   for (const QualityCheck& check : q.checks) {
     if (check.status != CheckStatus::kFail) continue;
