@@ -69,12 +69,14 @@ QualityCheck StreamOverlap(const TraceIndex& x) {
 // Duplicated events: the same kind, name, times, place, ids, values and args twice (two
 // allocations at one instant differ in their bytes, two launches in their correlation).
 QualityCheck Duplicates(const Trace& t) {
-  using Key = std::tuple<int64_t, int64_t, int32_t, int32_t, int32_t, int64_t, int64_t, double, double, int32_t, uint8_t>;
+  // Args compared by their text: the importers store a kernel's without interning it.
+  using Key =
+      std::tuple<int64_t, int64_t, int32_t, int32_t, int32_t, int64_t, int64_t, double, double, std::string_view, uint8_t>;
   std::vector<Key> keys;
   keys.reserve(t.events.size());
   for (const Event& e : t.events) {
-    keys.emplace_back(e.ts_ns, e.dur_ns, e.name, e.pid, e.tid, e.correlation, e.external_id, e.v0, e.v1, e.args,
-                      static_cast<uint8_t>(e.kind));
+    keys.emplace_back(e.ts_ns, e.dur_ns, e.name, e.pid, e.tid, e.correlation, e.external_id, e.v0, e.v1,
+                      e.args >= 0 ? t.strings.Get(e.args) : std::string_view(), static_cast<uint8_t>(e.kind));
   }
   std::sort(keys.begin(), keys.end());
   const auto unique_end = std::unique(keys.begin(), keys.end());
