@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "analysis/gpu_time.h"
@@ -219,8 +220,11 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
   // Copies and sets recorded as kernels (ROCm 7.1): counted as memory by the breakdowns.
   int64_t copies = 0;
   std::string first_copy;
+  std::unordered_map<int32_t, bool> is_copy;  // by name: classifying a long name costs
   for (size_t i : x.kernels) {
-    if (ClassifyDeviceEvent(EventKind::kKernel, x.Name(i)) == KernelType::kMemory) {
+    auto [it, fresh] = is_copy.try_emplace(x.E(i).name, false);
+    if (fresh) it->second = ClassifyDeviceEvent(EventKind::kKernel, x.Name(i)) == KernelType::kMemory;
+    if (it->second) {
       if (copies++ == 0) first_copy = Example(x, i);
     }
   }
