@@ -79,13 +79,24 @@ def test_tables_hold_every_event_of_the_trace():
 
 
 @pytest.mark.parametrize("name", ["cuda_gpu_kern_sum", "op_sum", "cuda_api_sum", "temporal_breakdown",
-                                  "kernel_breakdown", "nvtx_kern_sum"])
+                                  "kernel_breakdown", "nvtx_kern_sum", "trace_quality", "roofline_sum"])
 def test_reports_are_the_clis(name, tierscope_bin):
     need(DDP)
     frame = tierscope.report(tierscope.read_trace(DDP), name)
     cli = cli_json(tierscope_bin, "stats", DDP, "--report", name)["reports"][0]
     assert frame.attrs["title"] == cli["title"]
     same_rows(frame, cli)
+
+
+def test_the_roofline_is_a_dataframe_like_every_report(tierscope_bin):
+    # On a field trace with shapes: FLOPs, bytes and % of roof per op and shape, as the CLI's.
+    h100 = DDP.parent / "field" / "h100__gaunernst_bert-small-uncased__1016001.json.gz"
+    need(h100)
+    frame = tierscope.report(tierscope.read_trace(h100), "op_roofline")
+    cli = cli_json(tierscope_bin, "stats", h100, "--report", "op_roofline")["reports"][0]
+    same_rows(frame, cli)
+    gemm = frame[frame["Category"] == "GEMM"]
+    assert len(gemm) == 4 and (gemm["GFLOP"] > 0).all() and (gemm["Roof (%)"] > 0).all()
 
 
 def test_every_listed_report_runs():
