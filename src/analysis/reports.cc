@@ -10,6 +10,7 @@
 #include <map>
 
 #include "analysis/gpu_time.h"
+#include "analysis/collective_bandwidth.h"
 #include "analysis/op_roofline.h"
 #include "analysis/trace_quality.h"
 #include "analysis/nvtx.h"
@@ -381,7 +382,7 @@ TraceIndex BuildIndex(const Trace& t, const AnalysisOptions& o) {
 std::vector<std::string> ReportNames() {
   return {"op_sum", "cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_sum", "cuda_gpu_mem_time_sum",
           "cuda_gpu_mem_size_sum", "cuda_kern_exec_sum", "cuda_api_gpu_sum", "in_use", "gaps",
-          "short_kernels", "units", "hot_kernels", "nvtx_sum", "nvtx_kern_sum", "op_roofline", "roofline_sum", "trace_quality"};
+          "short_kernels", "units", "hot_kernels", "nvtx_sum", "nvtx_kern_sum", "op_roofline", "roofline_sum", "nccl_sum", "trace_quality"};
 }
 
 std::vector<std::pair<std::string, std::string>> ReportCatalog() {
@@ -423,6 +424,7 @@ StatusOr<Table> RunReport(const TraceIndex& x, const std::string& requested, con
   else if (name == "op_roofline") t = OpRooflineTable(AnalyzeOpRoofline(x, o.device_spec));
   else if (name == "roofline_sum") t = RooflineSumTable(AnalyzeOpRoofline(x, o.device_spec));
   else if (name == "trace_quality") t = TraceQualityTable(CheckTraceQuality(x));
+  else if (name == "nccl_sum") t = NcclSumTable(x, o.device_spec);
   else if (const auto& g = GpuTimeReportNames(); std::find(g.begin(), g.end(), name) != g.end()) {
     const GpuTime gpu = AnalyzeGpuTime(x);
     const std::vector<Table> all = GpuTimeTables({{x.trace->rank >= 0 ? x.trace->rank : 0, &gpu}});

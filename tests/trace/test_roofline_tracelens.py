@@ -9,6 +9,8 @@ reports for the field traces (../shared/corpus/reference/tracelens, its SOURCES.
   `bool` tensor is one byte (TraceLens has no size for it);
 - the kernel time under each modelled op and shape equal to the TraceLens perf sheet's
   (its subtree kernel time) within 1% of the trace's total;
+- collectives (nccl_sum): count and time per collective and size equal TraceLens's
+  coll_analysis, bus bandwidth by nccl-tests' formulas;
 - every GEMM and attention FLOP count equal to a hand count from the trace's Input Dims
   (an independent count here, reading the Kineto JSON)."""
 from __future__ import annotations
@@ -48,6 +50,13 @@ def reports(tierscope_bin, trace: Path) -> dict:
                           "json"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     return {t["name"]: t["rows"] for t in json.loads(run.stdout)["reports"]}
+
+
+def reports_of(tierscope_bin, trace: Path, name: str) -> list:
+    run = subprocess.run([str(tierscope_bin), "stats", str(trace), "--report", name, "--format", "json"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)["reports"][0]["rows"]
 
 
 def data(name: str) -> Path:
@@ -179,3 +188,36 @@ def test_gemm_and_attention_flops_equal_a_hand_count(tierscope_bin, name):
             matched += 1
             assert ours[key]["GFLOP"] * 1e9 == pytest.approx(flops, rel=1e-12), key
     assert matched >= 3, (name, matched, sorted(hand))
+
+
+@pytest.mark.parametrize("name", ["hta__nccl_parser_config__nccl_data", "b200__eager_trace"])
+def test_collective_bandwidth_agrees_with_tracelens_and_nccl_tests(tierscope_bin, name):
+    # Count and time per collective and size equal TraceLens's coll_analysis; the bus
+    # bandwidth is nccl-tests' formula, counted again here from the kernels' own args.
+    trace = data(f"../../traces/field/{name}.json.gz")
+    ours = reports_of(tierscope_bin, trace, "nccl_sum")
+    theirs = list(csv.DictReader(open(data(name) / "coll_analysis.csv")))
+    by_size = defaultdict(lambda: [0, 0.0])
+    for r in ours:
+        es = {"Float": 4, "Long": 8, "BFloat16": 2, "Half": 2}[r["Dtype"]]
+        by_size[(r["Collective"], round(r["Size (MB)"] * 1e6 / es))][0] += r["Count"]
+        by_size[(r["Collective"], round(r["Size (MB)"] * 1e6 / es))][1] += r["Total (ns)"]
+    for row in theirs:
+        nelems = int(row["Out msg nelems"] if "allgather" in row["Collective name"] else row["In msg nelems"])
+        count, ns = by_size[(row["Collective name"], nelems)]
+        assert count == int(row["operation_count"]), row
+        assert ns == pytest.approx(float(row["dur_sum"]) * 1000, rel=1e-6), row
+    with gzip.open(trace, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    factor = {"allreduce": lambda n: 2 * (n - 1) / n, "broadcast": lambda n: 1.0,
+              "_allgather_base": lambda n: (n - 1) / n}
+    for r in ours:
+        kernels = [e for e in events if e.get("cat") == "kernel" and e["args"].get("Collective name") == r["Collective"]
+                   and e["args"].get("dtype") == r["Dtype"]]
+        es = {"Float": 4, "Long": 8, "BFloat16": 2}[r["Dtype"]]
+        same = [e for e in kernels if abs(max(e["args"]["In msg nelems"], e["args"]["Out msg nelems"]
+                                              if "allgather" in r["Collective"] else 0) * es - r["Size (MB)"] * 1e6) < 1]
+        assert len(same) == r["Count"]
+        algbw = sum(r["Size (MB)"] * 1e6 for _ in same) / sum(e["dur"] * 1000 for e in same)
+        n = same[0]["args"]["Group size"]
+        assert r["Busbw (GB/s)"] == pytest.approx(algbw * factor[r["Collective"]](n), rel=1e-6)
