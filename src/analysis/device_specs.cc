@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "core/paths.h"
 
 namespace tierscope {
 namespace {
@@ -192,11 +192,8 @@ StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& json_text, const std::st
 }
 
 StatusOr<DeviceSpec> LoadDeviceSpec(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseDeviceSpec(ss.str(), path);
+  TS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParseDeviceSpec(text, path);
 }
 
 }  // namespace tierscope

@@ -1,10 +1,9 @@
 // config.json parsing with Hugging Face BertConfig defaults.
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/paths.h"
 #include "tierscope/engine.h"
 
 namespace tierscope {
@@ -90,11 +89,8 @@ StatusOr<BertConfig> ParseBertConfig(const std::string& text, const std::string&
 }
 
 StatusOr<BertConfig> LoadBertConfig(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseBertConfig(ss.str(), path);
+  TS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParseBertConfig(text, path);
 }
 
 }  // namespace tierscope

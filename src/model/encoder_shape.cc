@@ -4,10 +4,10 @@
 
 #include <array>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "core/paths.h"
 
 #include "model/bert.h"
 
@@ -104,11 +104,8 @@ StatusOr<EncoderShape> ParseEncoderShape(const std::string& json_text, const std
 }
 
 StatusOr<EncoderShape> LoadEncoderShape(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseEncoderShape(ss.str(), path);
+  TS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParseEncoderShape(text, path);
 }
 
 double EncoderFlopsPerSample(const EncoderShape& shape, int64_t seq_len, DType t) {
