@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/paths.h"
-
 #include "model/bert.h"
 
 namespace tierscope {
