@@ -55,6 +55,8 @@ std::vector<DeviceSpec> Table() {
            "NVIDIA A100 Tensor Core GPU datasheet (40GB SXM column, dense figures)"),
       Spec("NVIDIA A100 PCIe 80GB", 19.5, 19.5, 156, 312, 312, 0, 624, 19.5, 1.935, 32,
            "NVIDIA A100 Tensor Core GPU datasheet (80GB PCIe column, dense figures; link: PCIe Gen4 x16)"),
+      Spec("NVIDIA A100 PCIe 40GB", 19.5, 19.5, 156, 312, 312, 0, 624, 19.5, 1.555, 32,
+           "NVIDIA A100 Tensor Core GPU datasheet (40GB PCIe column, dense figures; link: PCIe Gen4 x16)"),
       Spec("NVIDIA L40S", 0, 91.6, 183, 362.05, 362.05, 733, 733, 91.6, 0.864, 32,
            "NVIDIA L40S datasheet (sparsity figures halved; link: PCIe Gen4 x16)"),
       Spec("NVIDIA T4", 0, 8.1, 0, 0, 65, 0, 130, 8.1, 0.32, 16,
@@ -65,10 +67,11 @@ std::vector<DeviceSpec> Table() {
            "NVIDIA Tesla V100 datasheet (PCIe column; link: PCIe Gen3 x16)"),
       Spec("AMD Instinct MI300X", 163.4, 163.4, 653.7, 1307.4, 1307.4, 2614.9, 2614.9, 163.4, 5.3, 448,
            "AMD Instinct MI300X data sheet (dense matrix peaks; 7 Infinity Fabric links of 64 GB/s a direction)"),
-      Spec("AMD Instinct MI250X", 95.7, 95.7, 0, 383, 383, 0, 383, 47.9, 3.2768, 0,
-           "AMD Instinct MI250X data sheet (matrix peaks)"),
-      Spec("AMD Instinct MI250", 90.5, 90.5, 0, 362.1, 362.1, 0, 362.1, 45.3, 3.2768, 0,
-           "AMD Instinct MI250 data sheet (matrix peaks)"),
+      // An MI250(X) is two GCDs, and PyTorch sees each as a device: half the package's figures.
+      Spec("AMD Instinct MI250X (one GCD)", 47.85, 47.85, 0, 191.5, 191.5, 0, 191.5, 23.95, 1.6384, 0,
+           "AMD Instinct MI250X data sheet (matrix peaks), halved: one of its two GCDs"),
+      Spec("AMD Instinct MI250 (one GCD)", 45.25, 45.25, 0, 181.05, 181.05, 0, 181.05, 22.65, 1.6384, 0,
+           "AMD Instinct MI250 data sheet (matrix peaks), halved: one of its two GCDs"),
       Spec("AMD Instinct MI210", 45.3, 45.3, 0, 181, 181, 0, 181, 22.6, 1.6384, 150,
            "AMD Instinct MI210 data sheet (matrix peaks; 3 Infinity Fabric links of 50 GB/s a direction)"),
   };
@@ -86,18 +89,22 @@ const DeviceSpec* ByName(std::string_view device_name, int64_t memory_bytes) {
   const std::string n = Lower(device_name);
   const auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
   const double gib = static_cast<double>(memory_bytes) / (1024.0 * 1024 * 1024);
+  // Parts the table does not hold, whose names contain ones it does: no roof rather than
+  // another part's (GH200 and GB200 superchips, H100 NVL).
+  if (has("gh200") || has("gb200") || has("h100 nvl")) return nullptr;
   if (has("h200")) return Named("NVIDIA H200 SXM 141GB");
   if (has("h100")) return Named(has("pcie") ? "NVIDIA H100 PCIe 80GB" : "NVIDIA H100 SXM5 80GB");
   if (has("b200")) return Named("NVIDIA B200");
   if (has("a100")) {
-    if (has("pcie")) return Named("NVIDIA A100 PCIe 80GB");
-    return Named(memory_bytes > 0 && gib < 48 ? "NVIDIA A100 SXM4 40GB" : "NVIDIA A100 SXM4 80GB");
+    const bool small = memory_bytes > 0 && gib < 48;
+    if (has("pcie")) return Named(small ? "NVIDIA A100 PCIe 40GB" : "NVIDIA A100 PCIe 80GB");
+    return Named(small ? "NVIDIA A100 SXM4 40GB" : "NVIDIA A100 SXM4 80GB");
   }
   if (has("l40s")) return Named("NVIDIA L40S");
   if (has("v100")) return Named(has("pcie") ? "NVIDIA V100 PCIe" : "NVIDIA V100 SXM2");
   if (has("mi300x")) return Named("AMD Instinct MI300X");
-  if (has("mi250x")) return Named("AMD Instinct MI250X");
-  if (has("mi250")) return Named("AMD Instinct MI250");
+  if (has("mi250x")) return Named("AMD Instinct MI250X (one GCD)");
+  if (has("mi250")) return Named("AMD Instinct MI250 (one GCD)");
   if (has("mi210")) return Named("AMD Instinct MI210");
   // "Tesla T4" / "NVIDIA T4": the word T4, not a part of another name.
   for (size_t p = n.find("t4"); p != std::string::npos; p = n.find("t4", p + 1)) {
@@ -132,8 +139,11 @@ std::optional<DeviceSpec> FindDeviceSpec(std::string_view device_name, int32_t u
     out.matched_by = "the trace's device name '" + std::string(device_name) + "'";
     return out;
   }
-  if (!device_name.empty()) return std::nullopt;
-  // No name (vLLM's ROCm traces): the compute units and memory, where only one entry fits.
+  // No name (vLLM's ROCm traces) or a generic one ("AMD Radeon Graphics"): the compute units
+  // and memory, where only one entry fits (104 CUs and 64 GiB are an MI210 or one MI250 GCD:
+  // no roof).
+  const std::string lower = Lower(device_name);
+  if (!device_name.empty() && lower.find("radeon graphics") == std::string::npos) return std::nullopt;
   const double gib = static_cast<double>(memory_bytes) / (1024.0 * 1024 * 1024);
   struct Print {
     int32_t units;
@@ -142,13 +152,13 @@ std::optional<DeviceSpec> FindDeviceSpec(std::string_view device_name, int32_t u
   };
   static const Print kPrints[] = {{304, 180, 200, "AMD Instinct MI300X"}, {132, 75, 82, "NVIDIA H100 SXM5 80GB"},
                                   {132, 130, 145, "NVIDIA H200 SXM 141GB"}, {148, 170, 200, "NVIDIA B200"},
-                                  {104, 60, 66, "AMD Instinct MI210"}};
+                                  {110, 60, 66, "AMD Instinct MI250X (one GCD)"}};
   for (const Print& p : kPrints) {
     if (units == p.units && gib >= p.min_gib && gib <= p.max_gib) {
       DeviceSpec out = *Named(p.name);
       char buf[160];
-      std::snprintf(buf, sizeof(buf), "the trace's %d compute units and %.0f GiB (its device name is empty)", units,
-                    gib);
+      std::snprintf(buf, sizeof(buf), "the trace's %d compute units and %.0f GiB (its device name is %s)", units,
+                    gib, device_name.empty() ? "empty" : "generic");
       out.matched_by = buf;
       return out;
     }

@@ -1,5 +1,5 @@
 // Datasheet peaks of the accelerators traces come from (NVIDIA H100/H200/B200/A100/L40S/T4/
-// V100, AMD MI300X/MI250X/MI250/MI210), each with its source: dense (no sparsity) matrix
+// V100, AMD MI300X/MI250X/MI250 (one GCD each)/MI210), each with its source: dense (no sparsity) matrix
 // peaks per precision, the FP32 vector peak, memory bandwidth and the per-direction link
 // bandwidth. A trace's device is found from its deviceProperties name, or, when the name is
 // empty (vLLM's ROCm traces), from its compute-unit count and memory; `--device-spec FILE`

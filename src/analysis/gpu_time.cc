@@ -159,7 +159,10 @@ KernelType ClassifyDeviceEvent(EventKind kind, std::string_view name) {
                              "reducescatter", "all_to_all", "alltoall", "cross_device_reduce"}) {
     if (ContainsIgnoreCase(name, w)) return KernelType::kCommunication;
   }
-  if (name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("dma")) {
+  // ROCm 7.1 records its copies and fills as kernels (__amd_rocclr_copyBuffer, ...FillBuffer):
+  // memory, as their Memcpy / Memset names would be.
+  if (name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("dma") ||
+      name.starts_with("__amd_rocclr_copyBuffer") || name.starts_with("__amd_rocclr_fillBuffer")) {
     return KernelType::kMemory;
   }
   if (name.find("Memcpy") != std::string_view::npos || name.find("Memset") != std::string_view::npos ||

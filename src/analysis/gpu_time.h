@@ -27,7 +27,7 @@ const char* KernelTypeName(KernelType t);  // "computation", "communication", ..
 // A device event's type: memory copies and sets are memory; a kernel is communication when
 // its name is a collective's (nccl*Kernel*, rccl*, *all_reduce*, *all_gather*,
 // *reduce_scatter*, *all_to_all*, cross_device_reduce*, any case), memory when it starts
-// with Memcpy, Memset or dma, other when it names Memcpy, Memset or Sync elsewhere, else
+// with Memcpy, Memset, dma or ROCm 7.1's __amd_rocclr_copyBuffer / __amd_rocclr_fillBuffer, other when it names Memcpy, Memset or Sync elsewhere, else
 // computation (HTA's rules, plus the collectives of NCCL >= 2.19, RCCL and vLLM / symm_mem).
 KernelType ClassifyDeviceEvent(EventKind kind, std::string_view name);
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/gpu_time.h"
 #include "analysis/perf_model.h"
 #include "analysis/profilers.h"
 #include "core/text.h"
@@ -17,6 +18,9 @@ namespace tierscope {
 namespace {
 
 constexpr double kTarget = 0.8;  // "could save": the time at 80% of the roof
+// No kernel finishes faster than this, whatever its work: launch and tail latency. A call's
+// time at its roof is never counted below it (32-element ops are not "far from the roof").
+constexpr double kMinKernelNs = 2000;
 
 // Each op's parent (the enclosing op on its thread), or -1.
 std::vector<int64_t> Parents(const TraceIndex& x) {
@@ -66,8 +70,9 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
   for (size_t i : x.ops) {
     if (x.E(i).external_id != 0) op_ids.insert(x.E(i).external_id);
   }
-  std::unordered_map<int64_t, double> by_ext;
+  std::unordered_map<int64_t, double> by_ext, copies_by_ext;  // copies: copies and sets, by any name
   std::unordered_map<int64_t, std::map<std::string_view, double>> kernels_by_ext;
+  std::unordered_map<int32_t, bool> copy_name;
   std::map<std::string_view, std::pair<double, std::unordered_set<size_t>>> by_launch;  // call name -> ns, calls
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
     for (size_t i : *list) {
@@ -75,7 +80,10 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
       r.kernel_ns += static_cast<double>(k.dur_ns);
       if (k.external_id != 0 && op_ids.count(k.external_id) != 0) {
         by_ext[k.external_id] += static_cast<double>(k.dur_ns);
-        kernels_by_ext[k.external_id][x.Name(i)] += static_cast<double>(k.dur_ns);
+        auto [it, fresh] = copy_name.try_emplace(k.name, false);
+        if (fresh) it->second = ClassifyDeviceEvent(k.kind, x.Name(i)) == KernelType::kMemory;
+        if (it->second) copies_by_ext[k.external_id] += static_cast<double>(k.dur_ns);
+        else kernels_by_ext[k.external_id][x.Name(i)] += static_cast<double>(k.dur_ns);
       } else if (auto it = x.runtime_by_corr.find(k.correlation);
                  k.correlation != 0 && it != x.runtime_by_corr.end()) {
         auto& [ns, calls] = by_launch[x.Name(it->second)];
@@ -99,6 +107,7 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
   };
   struct Group {
     OpRooflineRow row;
+    double copy_ns = 0;  // of row.kernel_ns: copies and sets (no HBM roof, no kernel profiler)
     std::map<std::string_view, double> kernels;
     std::optional<OpWork> work;
   };
@@ -136,6 +145,7 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
       g.row.calls += 1;
     }
     g.row.kernel_ns += it->second;
+    if (auto c = copies_by_ext.find(e.external_id); c != copies_by_ext.end()) g.copy_ns += c->second;
     for (const auto& [k, ns] : kernels_by_ext[e.external_id]) g.kernels[k] += ns;
   }
   for (auto& [key, g] : groups) {
@@ -153,18 +163,21 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
     } else {
       row.category = "other";
     }
-    if (r.device && row.modelled && row.kernel_ns > 0 && row.bytes > 0) {
+    // A row with copies or sets (a host copy's link, not HBM; no kernel to profile) gets no roof.
+    if (r.device && row.modelled && row.kernel_ns > 0 && row.bytes > 0 && g.copy_ns == 0) {
       const double bw = r.device->memory_tbps * 1e12;
       const double peak = 1e12 * (g.work->matrix ? r.device->MatrixPeak(g.work->dtype) : r.device->fp32_vector);
       const double secs = row.kernel_ns * 1e-9, calls = static_cast<double>(row.calls);
       if (row.flops > 0 && peak > 0) {
         row.roof_flops = std::min(peak, row.flops / row.bytes * bw);
         row.percent_of_roof = 100.0 * row.flops * calls / secs / row.roof_flops;
-        row.saving_ns = std::max(0.0, row.kernel_ns - 1e9 * row.flops * calls / (kTarget * row.roof_flops));
+        row.saving_ns = std::max(0.0, row.kernel_ns - std::max(calls * kMinKernelNs,
+                                                                1e9 * row.flops * calls / (kTarget * row.roof_flops)));
       } else if (row.flops == 0) {
         row.roof_flops = bw;  // bytes only: the memory roof
         row.percent_of_roof = 100.0 * row.bytes * calls / secs / bw;
-        row.saving_ns = std::max(0.0, row.kernel_ns - 1e9 * row.bytes * calls / (kTarget * bw));
+        row.saving_ns =
+            std::max(0.0, row.kernel_ns - std::max(calls * kMinKernelNs, 1e9 * row.bytes * calls / (kTarget * bw)));
       }
       row.impossible = row.percent_of_roof > 100.0;
       if (row.impossible) row.saving_ns = 0;  // no conclusion from an impossible figure
@@ -219,7 +232,8 @@ Table OpRooflineTable(const OpRoofline& r) {
   t.notes.push_back(buf);
   t.notes.push_back("GFLOP and MB (10^6 bytes) are per call; Roof (%) is achieved throughput over the roof at the "
                     "op's intensity (matrix peak of its dtype for GEMM and attention, FP32 vector otherwise); "
-                    "Save@80% is its time less its time at 80% of the roof");
+                    "Save@80% is its time less its time at 80% of the roof (never below 2 us a call: launch and "
+                    "tail latency)");
   if (impossible > 0) {
     t.notes.push_back(std::to_string(impossible) + " row(s) above 100% of the roof are IMPOSSIBLE figures (a wrong "
                       "peak or a wrong shape): no conclusion is drawn from them");

@@ -25,10 +25,6 @@ bool IsTensor(const OpInputs& in, size_t i) {
   return i < in.dims.size() && !in.dims[i].empty() && i < in.types.size() && ElementBytes(in.types[i]) > 0;
 }
 
-double TensorBytes(const OpInputs& in, size_t i) {
-  return IsTensor(in, i) ? Numel(in.dims[i]) * ElementBytes(in.types[i]) : 0;
-}
-
 std::string Fmt(const char* key, double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%s=%.0f", key, v);
@@ -332,24 +328,34 @@ std::optional<OpWork> ModelEmbedding(std::string_view name, const OpInputs& in) 
 
 // Convolution forward, 1-3 spatial dims, not transposed: 2 FLOPs a multiply-add of each
 // output element over its C/groups x kernel window (+1 for the bias); bytes input,
-// weight, bias and output once.
+// weight, bias and output once. Each op records its arguments in its own order; a stride or
+// padding the trace does not record (no Concrete Inputs) gives no number.
+struct ConvArgs {
+  std::string_view name;
+  int bias, stride, padding, dilation, transposed, groups;  // -1: the op has none
+};
+constexpr ConvArgs kConvOps[] = {
+    {"aten::convolution", 2, 3, 4, 5, 6, 8},   {"aten::_convolution", 2, 3, 4, 5, 6, 8},
+    {"aten::conv1d", 2, 3, 4, 5, -1, 6},       {"aten::conv2d", 2, 3, 4, 5, -1, 6},
+    {"aten::conv3d", 2, 3, 4, 5, -1, 6},       {"aten::cudnn_convolution", -1, 3, 2, 4, -1, 5},
+    {"aten::miopen_convolution", 2, 4, 3, 5, -1, 6},
+};
+
 std::optional<OpWork> ModelConvolution(std::string_view name, const OpInputs& in) {
-  if (!OneOf(name, {"aten::convolution", "aten::_convolution", "aten::cudnn_convolution", "aten::conv1d",
-                    "aten::conv2d", "aten::conv3d", "aten::miopen_convolution"})) {
-    return std::nullopt;
+  const ConvArgs* op = nullptr;
+  for (const ConvArgs& c : kConvOps) {
+    if (c.name == name) op = &c;
   }
-  if (!IsTensor(in, 0) || !IsTensor(in, 1)) return std::nullopt;
+  if (op == nullptr || !IsTensor(in, 0) || !IsTensor(in, 1)) return std::nullopt;
   const Dims &x = in.dims[0], &wt = in.dims[1];
-  const size_t spatial = x.size() - 2;
   if (x.size() < 3 || x.size() > 5 || wt.size() != x.size()) return std::nullopt;
-  // (input, weight, bias, stride, padding, dilation[, transposed, output_padding], groups)
-  const bool conv_nd = name.starts_with("aten::conv") && name.size() == 12;  // conv1d/2d/3d
-  const auto list = [&](size_t i, int64_t fallback) -> std::optional<std::vector<int64_t>> {
-    std::optional<nlohmann::json> v = Concrete(in, i);
-    std::vector<int64_t> out(spatial, fallback);
-    if (!v) return out;
+  const size_t spatial = x.size() - 2;
+  const auto list = [&](int i) -> std::optional<std::vector<int64_t>> {
+    std::optional<nlohmann::json> v = Concrete(in, static_cast<size_t>(i));
+    if (!v) return std::nullopt;  // not recorded: no guess
     if (v->is_number_integer()) return std::vector<int64_t>(spatial, v->get<int64_t>());
-    if (!v->is_array() || (v->size() != spatial && v->size() != 1)) return std::nullopt;
+    if (!v->is_array() || (v->size() != spatial && v->size() != 1)) return std::nullopt;  // "same", ...
+    std::vector<int64_t> out(spatial);
     for (size_t d = 0; d < spatial; ++d) {
       const auto& e = (*v)[v->size() == 1 ? 0 : d];
       if (!e.is_number_integer()) return std::nullopt;
@@ -357,16 +363,17 @@ std::optional<OpWork> ModelConvolution(std::string_view name, const OpInputs& in
     }
     return out;
   };
-  const auto stride = list(3, 1), padding = list(4, 0), dilation = list(5, 1);
+  const auto stride = list(op->stride), padding = list(op->padding), dilation = list(op->dilation);
   if (!stride || !padding || !dilation) return std::nullopt;
-  if (!conv_nd && ConcreteTrue(in, 6)) return std::nullopt;  // transposed: not modelled
-  const std::optional<nlohmann::json> g = Concrete(in, conv_nd ? 6 : 8);
-  const double groups = g && g->is_number_integer() && g->get<int64_t>() > 0 ? static_cast<double>(g->get<int64_t>()) : 1;
+  if (op->transposed >= 0 && ConcreteTrue(in, static_cast<size_t>(op->transposed))) return std::nullopt;
+  const std::optional<nlohmann::json> g = Concrete(in, static_cast<size_t>(op->groups));
+  if (!g || !g->is_number_integer() || g->get<int64_t>() < 1) return std::nullopt;
+  const double groups = static_cast<double>(g->get<int64_t>());
   double out_spatial = 1, window = 1;
   for (size_t d = 0; d < spatial; ++d) {
-    const int64_t k = wt[d + 2], s = (*stride)[d], p = (*padding)[d], dl = (*dilation)[d];
-    if (s < 1 || dl < 1 || p < 0) return std::nullopt;
-    const int64_t o = (x[d + 2] + 2 * p - dl * (k - 1) - 1) / s + 1;
+    const int64_t k = wt[d + 2], st = (*stride)[d], p = (*padding)[d], dl = (*dilation)[d];
+    if (st < 1 || dl < 1 || p < 0) return std::nullopt;
+    const int64_t o = (x[d + 2] + 2 * p - dl * (k - 1) - 1) / st + 1;
     if (o < 1) return std::nullopt;
     out_spatial *= static_cast<double>(o);
     window *= static_cast<double>(k);
@@ -374,7 +381,7 @@ std::optional<OpWork> ModelConvolution(std::string_view name, const OpInputs& in
   const double batch = static_cast<double>(x[0]), out_ch = static_cast<double>(wt[0]);
   const double in_per_group = static_cast<double>(wt[1]);
   if (std::fabs(in_per_group * groups - static_cast<double>(x[1])) > 0.5) return std::nullopt;
-  const bool bias = IsTensor(in, 2);
+  const bool bias = op->bias >= 0 && IsTensor(in, static_cast<size_t>(op->bias));
   const double outputs = batch * out_ch * out_spatial, es = ElementBytes(in.types[0]);
   OpWork w;
   w.category = "CONV_fwd";

@@ -1,8 +1,8 @@
 // Performance models from shapes: the FLOPs and bytes of a PyTorch operator from the
 // "Input Dims", "Input type" and "Concrete Inputs" its Kineto event records — GEMMs
-// (mm, addmm, bmm, baddbmm, matmul, linear, _scaled_mm), attention (the SDPA family,
-// forward and backward, causal, GQA), LayerNorm / RMSNorm, softmax, and elementwise and
-// reduction ops by their bytes. One definition of each op's work, used by every report
+// (mm, addmm, bmm, baddbmm, matmul, linear, _scaled_mm), attention forward (the SDPA
+// family, causal, GQA), Layer/RMS/Group/BatchNorm, softmax, embedding, convolution forward,
+// and elementwise and reduction ops. No backward model yet: those ops count time, not work. One definition of each op's work, used by every report
 // (op_roofline, roofline_sum); where it differs from AMD TraceLens's, README says how.
 #ifndef TIERSCOPE_ANALYSIS_PERF_MODEL_H_
 #define TIERSCOPE_ANALYSIS_PERF_MODEL_H_
@@ -29,7 +29,7 @@ std::optional<OpInputs> ReadOpInputs(std::string_view args);
 double ElementBytes(std::string_view dtype);
 
 struct OpWork {
-  std::string category;  // GEMM, SDPA_fwd, SDPA_bwd, NORM_fwd, softmax, elementwise, reduce
+  std::string category;  // GEMM, SDPA_fwd, NORM_fwd, CONV_fwd, softmax, embedding, elementwise, reduce
   double flops = 0;
   double bytes = 0;
   std::string dtype;    // the compute dtype (its matrix peak for matrix work)

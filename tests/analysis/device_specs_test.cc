@@ -20,6 +20,15 @@ TEST(DeviceSpecs, FindsTheCorpusDevicesByNameOrFingerprint) {
   EXPECT_EQ(mi300->name, "AMD Instinct MI300X");
   EXPECT_NE(mi300->matched_by.find("304 compute units"), std::string::npos);
   EXPECT_FALSE(FindDeviceSpec("", 77, 1 << 30));
+  // A generic name: 104 CUs and 64 GiB could be an MI210 or one MI250 GCD — no roof.
+  EXPECT_FALSE(FindDeviceSpec("AMD Radeon Graphics", 104, int64_t{64} << 30));
+  EXPECT_EQ(FindDeviceSpec("AMD Radeon Graphics", 110, int64_t{64} << 30)->name, "AMD Instinct MI250X (one GCD)");
+  EXPECT_EQ(FindDeviceSpec("AMD Instinct MI250X", 110, 0)->bf16, 191.5);  // one GCD, as PyTorch sees it
+  // Names that contain a table entry's but are other parts: no roof rather than a wrong one.
+  EXPECT_FALSE(FindDeviceSpec("NVIDIA GH200 480GB", 132, 0));
+  EXPECT_FALSE(FindDeviceSpec("NVIDIA GB200", 152, 0));
+  EXPECT_FALSE(FindDeviceSpec("NVIDIA H100 NVL", 132, 0));
+  EXPECT_EQ(FindDeviceSpec("NVIDIA A100-PCIE-40GB", 108, int64_t{40} << 30)->memory_tbps, 1.555);
   EXPECT_FALSE(FindDeviceSpec("Ascend910B", 0, 0));
 }
 

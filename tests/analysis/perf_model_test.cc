@@ -95,6 +95,15 @@ TEST(PerfModel, NormsElementwiseReductionsSoftmaxEmbeddingConvolution) {
                        In(R"("Input Dims": [[1, 3, 8, 8], [16, 3, 3, 3], [16], [], [], [], [], [], []],
       "Input type": ["float", "float", "float", "", "", "", "Scalar", "", "Scalar"],
       "Concrete Inputs": ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "True", "[0, 0]", "1"])")));  // transposed
+  // cudnn_convolution(self, weight, padding, stride, dilation, groups, benchmark, ...): the
+  // 7x7 stride-2 pad-3 stem of a ResNet on 224 x 224 gives 112 x 112 outputs, no bias.
+  const OpWork stem = Work("aten::cudnn_convolution", R"("Input Dims": [[2, 3, 224, 224], [64, 3, 7, 7], [], [], [], [],
+      [], [], []], "Input type": ["c10::Half", "c10::Half", "", "", "", "Scalar", "Scalar", "Scalar", "Scalar"],
+      "Concrete Inputs": ["", "", "[3, 3]", "[2, 2]", "[1, 1]", "1", "True", "False", "True"])");
+  EXPECT_DOUBLE_EQ(stem.flops, 2.0 * 64 * 112 * 112 * 2 * 3 * 49);
+  // No Concrete Inputs (an older trace): stride and padding unknown, no number.
+  EXPECT_FALSE(ModelOp("aten::convolution", In(R"("Input Dims": [[1, 3, 8, 8], [16, 3, 3, 3], [16]],
+      "Input type": ["float", "float", "float"])")));
 }
 
 TEST(PerfModel, MalformedInputsGiveNoModel) {
