@@ -29,7 +29,7 @@ std::vector<int64_t> Parents(const TraceIndex& x) {
     const Event &p = x.E(a), &q = x.E(b);
     return std::tie(p.pid, p.tid, p.ts_ns, q.dur_ns) < std::tie(q.pid, q.tid, q.ts_ns, p.dur_ns);
   });
-  std::unordered_map<size_t, int64_t> parent_of;
+  std::vector<int64_t> parents(x.trace->events.size(), -1);
   std::vector<size_t> stack;
   for (size_t i : order) {
     const Event& e = x.E(i);
@@ -38,11 +38,9 @@ std::vector<int64_t> Parents(const TraceIndex& x) {
       if (top.pid != e.pid || top.tid != e.tid || e.ts_ns >= top.ts_ns + top.dur_ns) stack.pop_back();
       else break;
     }
-    parent_of[i] = stack.empty() ? -1 : static_cast<int64_t>(stack.back());
+    parents[i] = stack.empty() ? -1 : static_cast<int64_t>(stack.back());
     stack.push_back(i);
   }
-  std::vector<int64_t> parents(x.trace->events.size(), -1);
-  for (const auto& [i, p] : parent_of) parents[i] = p;
   return parents;
 }
 

@@ -2,6 +2,7 @@
 #include "analysis/trace_quality.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <map>
 #include <tuple>
@@ -81,18 +82,43 @@ QualityCheck StreamOverlap(const TraceIndex& x) {
 // Duplicated events: the same kind, name, times, place, ids, values and args twice (two
 // allocations at one instant differ in their bytes, two launches in their correlation).
 QualityCheck Duplicates(const Trace& t) {
-  // Args compared by their text: the importers store a kernel's without interning it.
-  using Key =
-      std::tuple<int64_t, int64_t, int32_t, int32_t, int32_t, int64_t, int64_t, double, double, std::string_view, uint8_t>;
-  std::vector<Key> keys;
-  keys.reserve(t.events.size());
-  for (const Event& e : t.events) {
-    keys.emplace_back(e.ts_ns, e.dur_ns, e.name, e.pid, e.tid, e.correlation, e.external_id, e.v0, e.v1,
-                      e.args >= 0 ? t.strings.Get(e.args) : std::string_view(), static_cast<uint8_t>(e.kind));
+  // A hash of every field but the args a event, sorted; only events whose hashes are equal
+  // are compared in full (args by their text: kernels' are stored uninterned).
+  const auto hash = [](const Event& e) {
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t v : {static_cast<uint64_t>(e.ts_ns), static_cast<uint64_t>(e.dur_ns), static_cast<uint64_t>(e.name),
+                       static_cast<uint64_t>(e.pid), static_cast<uint64_t>(e.tid),
+                       static_cast<uint64_t>(e.correlation), static_cast<uint64_t>(e.external_id),
+                       static_cast<uint64_t>(e.kind), std::bit_cast<uint64_t>(e.v0), std::bit_cast<uint64_t>(e.v1)}) {
+      h = (h ^ v) * 1099511628211ull;
+      h ^= h >> 29;
+    }
+    return h;
+  };
+  std::vector<std::pair<uint64_t, uint32_t>> keyed(t.events.size());
+  for (size_t i = 0; i < t.events.size(); ++i) keyed[i] = {hash(t.events[i]), static_cast<uint32_t>(i)};
+  std::sort(keyed.begin(), keyed.end());
+  const auto args = [&](const Event& e) { return e.args >= 0 ? t.strings.Get(e.args) : std::string_view(); };
+  const auto same = [&](const Event& a, const Event& b) {
+    return a.ts_ns == b.ts_ns && a.dur_ns == b.dur_ns && a.name == b.name && a.pid == b.pid && a.tid == b.tid &&
+           a.correlation == b.correlation && a.external_id == b.external_id && a.kind == b.kind && a.v0 == b.v0 &&
+           a.v1 == b.v1 && args(a) == args(b);
+  };
+  int64_t dups = 0;
+  for (size_t i = 0; i < keyed.size();) {
+    size_t end = i + 1;
+    while (end < keyed.size() && keyed[end].first == keyed[i].first) ++end;
+    // Within a run of equal hashes: each event equal to an earlier one is a duplicate.
+    for (size_t a = i + 1; a < end; ++a) {
+      for (size_t b = i; b < a; ++b) {
+        if (same(t.events[keyed[a].second], t.events[keyed[b].second])) {
+          ++dups;
+          break;
+        }
+      }
+    }
+    i = end;
   }
-  std::sort(keys.begin(), keys.end());
-  const auto unique_end = std::unique(keys.begin(), keys.end());
-  const int64_t dups = static_cast<int64_t>(keys.end() - unique_end);
   return Check("duplicates", dups, static_cast<int64_t>(t.events.size()), CheckStatus::kFail,
                "events recorded twice: every sum that includes them counts them twice",
                {"cuda_gpu_kern_sum", "op_sum", "op_roofline", "cuda_api_sum"}, {"roofline", "hot_kernel", "launch_bound"});
@@ -103,14 +129,20 @@ QualityCheck Duplicates(const Trace& t) {
 void FieldChecks(const TraceIndex& x, TraceQuality* q) {
   const Trace& t = *x.trace;
   int64_t ops = 0, shapeless = 0, gridless = 0;
+  // Whether any operator has shapes: the first one that does ends the search.
+  bool any_shapes = false;
   for (size_t i : x.ops) {
-    ++ops;
     const Event& e = x.E(i);
-    shapeless += e.args < 0 || ArgValue(t.strings.Get(e.args), "Input Dims").empty() ? 1 : 0;
+    if (e.args >= 0 && t.strings.Get(e.args).find("\"Input Dims\"") != std::string_view::npos) {
+      any_shapes = true;
+      break;
+    }
   }
+  ops = static_cast<int64_t>(x.ops.size());
+  shapeless = any_shapes ? 0 : ops;
   for (size_t i : x.kernels) {
     const Event& e = x.E(i);
-    gridless += e.args < 0 || ArgDims(t.strings.Get(e.args), "grid").empty() ? 1 : 0;
+    gridless += e.args < 0 || t.strings.Get(e.args).find("\"grid\"") == std::string_view::npos ? 1 : 0;
   }
   // No operator at all (a device-only trace) is as good as none with shapes for the roofline.
   if (ops == 0 && !x.kernels.empty()) shapeless = ops = static_cast<int64_t>(x.kernels.size());
