@@ -20,20 +20,7 @@ std::string Lower(std::string_view s) {
 
 DeviceSpec Spec(const char* name, double fp64, double fp32, double tf32, double bf16, double fp16, double fp8,
                 double int8, double fp32_vector, double memory_tbps, double link_gbps, const char* source) {
-  DeviceSpec d;
-  d.name = name;
-  d.fp64 = fp64;
-  d.fp32 = fp32;
-  d.tf32 = tf32;
-  d.bf16 = bf16;
-  d.fp16 = fp16;
-  d.fp8 = fp8;
-  d.int8 = int8;
-  d.fp32_vector = fp32_vector;
-  d.memory_tbps = memory_tbps;
-  d.link_gbps = link_gbps;
-  d.source = source;
-  return d;
+  return DeviceSpec{name, fp64, fp32, tf32, bf16, fp16, fp8, int8, fp32_vector, memory_tbps, link_gbps, source, ""};
 }
 
 // Datasheet figures; NVIDIA's "with sparsity" tensor figures halved to dense. Links are
