@@ -202,24 +202,7 @@ TraceAnalysis Analyze(const Trace& t, const AnalysisOptions& o) {
       table.notes.push_back("MARKED: " + a.quality.Line());
     }
   }
-  std::vector<std::string> withheld;
-  std::erase_if(a.findings, [&](const Finding& f) {
-    if (a.quality.blocked_rules.count(f.rule) == 0) return false;
-    withheld.push_back(f.rule);
-    return true;
-  });
-  if (!withheld.empty()) {
-    Finding f;
-    f.rule = "trace_quality";
-    f.title = "Findings withheld: they would rest on data that failed a trace-quality check";
-    std::string rules;
-    for (const std::string& r : withheld) rules += (rules.empty() ? "" : ", ") + r;
-    f.evidence.push_back("withheld: " + rules);
-    f.evidence.push_back(a.quality.Line());
-    f.threshold = "a failed check in trace_quality";
-    f.next_step = "record the trace again without the defect (see trace_quality's Affects column), then analyze it";
-    a.findings.insert(a.findings.begin(), std::move(f));
-  }
+  WithholdFindings(a.quality, &a.findings);
   return a;
 }
 

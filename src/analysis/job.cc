@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 
+#include "analysis/trace_quality.h"
 #include "core/clock.h"
 #include "core/cpu_info.h"
 #include "core/thread_pool.h"
@@ -46,6 +47,11 @@ RankAnalysis AnalyzeRank(const Trace& t, const AnalysisOptions& o) {
   }
   r.range_kernels = NvtxKernTotals(x);
   r.findings = Diagnose(x, o);
+  // Each rank's verdict, as a single trace's: no finding from what failed a check.
+  const TraceQuality quality = CheckTraceQuality(x);
+  WithholdFindings(quality, &r.findings);
+  r.quality = quality.Line();
+  r.quality_failed = FailedChecks(quality);
   return r;
 }
 
@@ -204,15 +210,19 @@ Table RanksTable(const JobAnalysis& job) {
   Table t;
   t.name = "ranks";
   t.title = "Ranks: one trace each, or one per profiler cycle (windows)";
-  t.columns = {"Rank",      "Events", "Work units", "Device events", "Findings", "Malformed",
-               "Rank from", "Windows", "Device",    "File"};
+  t.columns = {"Rank",      "Events",  "Work units", "Device events", "Findings", "Malformed",
+               "Rank from", "Windows", "Quality",    "Device",        "File"};
   for (const RankAnalysis& r : job.ranks) {
     int64_t device_events = 0;
     for (const auto& [name, k] : r.gpu.kernels) device_events += k.count;
     const int64_t windows = std::max<int64_t>(1, static_cast<int64_t>(r.windows.size()));
     t.AddRow({int64_t{r.rank}, r.events, r.units, device_events, static_cast<int64_t>(r.findings.size()), r.malformed,
-              r.rank_from, windows, r.device.empty() ? std::string("-") : r.device,
+              r.rank_from, windows, r.quality_failed.empty() ? std::string("pass") : "FAILED: " + r.quality_failed,
+              r.device.empty() ? std::string("-") : r.device,
               windows > 1 ? r.source + " (+" + std::to_string(windows - 1) + ")" : r.source});
+  }
+  for (const RankAnalysis& r : job.ranks) {
+    if (!r.quality_failed.empty()) t.notes.push_back("rank " + std::to_string(r.rank) + ": " + r.quality);
   }
   if (!job.rank_note.empty()) t.notes.push_back(job.rank_note + ".");
   for (const std::string& n : job.notes) t.notes.push_back(n + ".");
@@ -442,7 +452,8 @@ std::string RenderJob(const JobAnalysis& job, const RenderOptions& render) {
       j["ranks"].push_back({{"rank", r.rank}, {"rank_from", r.rank_from}, {"source", r.source}, {"format", r.format},
                             {"device", r.device}, {"backend", r.backend}, {"world_size", r.world_size},
                             {"events", r.events}, {"windows", std::max<size_t>(1, r.windows.size())},
-                            {"files", r.windows}, {"findings", FindingsToJson(r.findings)}});
+                            {"files", r.windows}, {"quality", r.quality},
+                            {"findings", FindingsToJson(r.findings)}});
     }
     j["notes"] = job.notes;
     j["read"] = {{"in_flight", job.plan.in_flight}, {"why", job.plan.why}};

@@ -35,7 +35,9 @@ struct RankAnalysis {
   RankCollectives collectives;
   std::map<std::pair<std::string, std::string>, KernelTotals> ranges;  // (side, name) -> durations
   std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> range_kernels;  // nvtx_kern_sum's
-  std::vector<Finding> findings;
+  std::vector<Finding> findings;  // those resting on a failed quality check withheld
+  std::string quality;            // its trace_quality line
+  std::string quality_failed;     // the failed checks' names ("" when none failed)
   int32_t trace_rank = -1;  // the trace's own distributedInfo.rank (-1: it does not say)
   // Where the trace lies in time: its events' first start and last end on its clock, and
   // the wall-clock time of that clock's 0 (Kineto's baseTimeNanoseconds; 0 if unknown).

@@ -154,6 +154,7 @@ std::string SaveRankSummary(const RankAnalysis& r) {
   }
   j["range_kernels"] = std::move(range_kernels);
   j["findings"] = Findings(r.findings);
+  j["quality"] = {r.quality, r.quality_failed};
   const std::vector<uint8_t> bytes = json::to_msgpack(j);
   return std::string(bytes.begin(), bytes.end());
 }
@@ -193,6 +194,8 @@ StatusOr<RankAnalysis> LoadRankSummary(std::string_view bytes) {
       rk.kernels = Totals(x.at(4));
     }
     r.findings = Findings(j.at("findings"));
+    r.quality = j.at("quality").at(0).get<std::string>();
+    r.quality_failed = j.at("quality").at(1).get<std::string>();
     return r;
   } catch (const std::exception& e) {  // json's own errors, and values out of range
     return InvalidArgument(std::string("not a tierscope rank summary: ") + e.what());

@@ -311,6 +311,32 @@ std::string TraceQuality::Line() const {
   return line;
 }
 
+void WithholdFindings(const TraceQuality& q, std::vector<Finding>* findings) {
+  std::string rules;
+  std::erase_if(*findings, [&](const Finding& f) {
+    if (q.blocked_rules.count(f.rule) == 0) return false;
+    rules += (rules.empty() ? "" : ", ") + f.rule;
+    return true;
+  });
+  if (rules.empty()) return;
+  Finding f;
+  f.rule = "trace_quality";
+  f.title = "Findings withheld: they would rest on data that failed a trace-quality check";
+  f.evidence.push_back("withheld: " + rules);
+  f.evidence.push_back(q.Line());
+  f.threshold = "a failed check in trace_quality";
+  f.next_step = "record the trace again without the defect (see trace_quality's Affects column), then analyze it";
+  findings->insert(findings->begin(), std::move(f));
+}
+
+std::string FailedChecks(const TraceQuality& q) {
+  std::string out;
+  for (const QualityCheck& c : q.checks) {
+    if (c.status == CheckStatus::kFail) out += (out.empty() ? "" : ", ") + c.name;
+  }
+  return out;
+}
+
 Table TraceQualityTable(const TraceQuality& q) {
   Table t;
   t.name = "trace_quality";

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/reports.h"
+#include "analysis/rules.h"
 #include "analysis/table.h"
 
 namespace tierscope {
@@ -40,6 +41,13 @@ struct TraceQuality {
 };
 
 TraceQuality CheckTraceQuality(const TraceIndex& index);
+
+// Removes the findings whose rule rests on a failed check, and (when any went) puts first a
+// "trace_quality" finding naming them and why.
+void WithholdFindings(const TraceQuality& q, std::vector<Finding>* findings);
+
+// The failed checks' names, comma-separated ("" when none failed).
+std::string FailedChecks(const TraceQuality& q);
 Table TraceQualityTable(const TraceQuality& q);
 
 }  // namespace tierscope

@@ -156,3 +156,26 @@ def test_analyze_leads_with_the_verdict_and_withholds_what_rests_on_a_failure(ti
                                       capture_output=True, text=True, timeout=120).stdout)
     assert "gpu_util_low" in [f["rule"] for f in clean["findings"]]
     assert not any(n.startswith("MARKED") for r in clean["reports"] for n in r.get("notes", []))
+
+
+def test_a_jobs_ranks_each_get_their_verdict(tierscope_bin, tmp_path):
+    # Two ranks of the clean trace, rank 1 with three kernels recorded twice: its row says
+    # FAILED, a note gives its line, and its findings withhold the rules that rest on it.
+    doc = load(CLEAN)
+    job = tmp_path / "job"
+    job.mkdir()
+    with gzip.open(job / "rank-0.json.gz", "wt") as f:
+        json.dump(doc, f)
+    doc["traceEvents"] += [copy.deepcopy(k) for k in kernels(doc)[10:13]]
+    with gzip.open(job / "rank-1.json.gz", "wt") as f:
+        json.dump(doc, f)
+    out = json.loads(subprocess.run([str(tierscope_bin), "analyze", str(job), "--format", "json"],
+                                    capture_output=True, text=True, timeout=120).stdout)
+    ranks = {r["rank"]: r for r in out["ranks"]}
+    assert ranks[0]["quality"] == "trace quality: 12 of 12 checks passed"
+    assert ranks[1]["quality"].startswith("trace quality: 10 of 12 checks passed; FAILED: stream_overlap 3, duplicates 3")
+    assert ranks[1]["findings"][0]["rule"] == "trace_quality"
+    assert "launch_bound" not in [f["rule"] for f in ranks[1]["findings"]]
+    assert "launch_bound" in [f["rule"] for f in ranks[0]["findings"]]
+    table = next(r for r in out["reports"] if r["name"] == "ranks")
+    assert [row["Quality"] for row in table["rows"]] == ["pass", "FAILED: stream_overlap, duplicates"]
