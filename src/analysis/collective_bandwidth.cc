@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <map>
 #include <tuple>
 
@@ -42,7 +43,7 @@ double BusBandwidthFactor(std::string_view collective, int64_t ranks) {
       c == "alltoallv") {
     return (n - 1) / n;
   }
-  if (c == "broadcast" || c == "reduce") return 1;
+  if (c == "broadcast" || c == "reduce" || c == "send" || c == "recv" || c == "sendrecv") return 1;
   return 0;
 }
 
@@ -88,13 +89,20 @@ Table NcclSumTable(const TraceIndex& x, const std::optional<DeviceSpec>& spec) {
   }
   std::vector<std::pair<std::tuple<std::string, std::string, double, int64_t>, Sum>> rows(by.begin(), by.end());
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
+  int64_t above = 0;
   for (const auto& [key, s] : rows) {
     const auto& [collective, dtype, bytes, ranks] = key;
     const double algbw = s.ns > 0 ? s.bytes / s.ns : 0;  // bytes/ns = GB/s
     const double factor = BusBandwidthFactor(collective, ranks);
     const double busbw = algbw * factor;
     Cell of_link = std::string("-");
-    if (device && device->link_gbps > 0 && factor > 0) of_link = 100.0 * busbw / device->link_gbps;
+    if (device && device->link_gbps > 0 && factor > 0) {
+      const double share = 100.0 * busbw / device->link_gbps;
+      char text[48];
+      std::snprintf(text, sizeof(text), "%.1f ABOVE", share);
+      of_link = share > 100 ? Cell(std::string(text)) : Cell(share);
+      above += share > 100 ? 1 : 0;
+    }
     t.AddRow({s.count, s.ns, s.ns / static_cast<double>(s.count), bytes / 1e6, ranks, algbw,
               factor > 0 ? Cell(busbw) : Cell(std::string("-")), of_link, dtype, collective});
   }
@@ -103,6 +111,10 @@ Table NcclSumTable(const TraceIndex& x, const std::optional<DeviceSpec>& spec) {
                            : "no link peak: the device is not in the table (--device-spec gives one)");
   t.notes.push_back("a collective kernel's time includes waiting for the slowest rank: its bandwidths are lower "
                     "bounds on the link's (stragglers shows who waits)");
+  if (above > 0) {
+    t.notes.push_back(std::to_string(above) + " row(s) ABOVE the link peak: a reduction in the switch (NVLS, SHARP) "
+                      "moves less than the formula assumes, or the peak is wrong: not a link measurement");
+  }
   if (unsized > 0) {
     t.notes.push_back(std::to_string(unsized) + " collective kernel(s) without a collective name, message size, "
                       "group size or known dtype are not in the table");
