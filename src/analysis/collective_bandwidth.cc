@@ -63,12 +63,10 @@ Table NcclSumTable(const TraceIndex& x, const std::optional<DeviceSpec>& spec) {
   // (collective, dtype, bytes a call, ranks) -> totals
   std::map<std::tuple<std::string, std::string, double, int64_t>, Sum> by;
   int64_t unsized = 0;
-  std::unordered_map<int32_t, bool> communication;
+  DeviceEventTypes types(x);
   for (size_t k : x.kernels) {
     const Event& e = x.E(k);
-    auto [it, fresh] = communication.try_emplace(e.name, false);
-    if (fresh) it->second = ClassifyDeviceEvent(e.kind, x.Name(k)) == KernelType::kCommunication;
-    if (!it->second) continue;
+    if (types.Of(k) != KernelType::kCommunication) continue;
     const std::string_view args = e.args >= 0 ? tr.strings.Get(e.args) : std::string_view();
     const std::string collective(ArgText(args, "Collective name"));
     const std::string dtype(ArgText(args, "dtype"));

@@ -172,6 +172,14 @@ KernelType ClassifyDeviceEvent(EventKind kind, std::string_view name) {
   return KernelType::kComputation;
 }
 
+KernelType DeviceEventTypes::Of(size_t event) {
+  const Event& e = index_.E(event);
+  const int64_t key = (static_cast<int64_t>(e.kind) << 32) | static_cast<uint32_t>(e.name);
+  auto [it, fresh] = by_name_.try_emplace(key, KernelType::kComputation);
+  if (fresh) it->second = ClassifyDeviceEvent(e.kind, index_.Name(event));
+  return it->second;
+}
+
 void KernelTotals::Add(int64_t ns) {
   min_ns = count == 0 ? ns : std::min(min_ns, ns);
   max_ns = count == 0 ? ns : std::max(max_ns, ns);

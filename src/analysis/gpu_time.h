@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/reports.h"
@@ -30,6 +31,18 @@ const char* KernelTypeName(KernelType t);  // "computation", "communication", ..
 // with Memcpy, Memset, dma or ROCm 7.1's __amd_rocclr_copyBuffer / __amd_rocclr_fillBuffer, other when it names Memcpy, Memset or Sync elsewhere, else
 // computation (HTA's rules, plus the collectives of NCCL >= 2.19, RCCL and vLLM / symm_mem).
 KernelType ClassifyDeviceEvent(EventKind kind, std::string_view name);
+
+// ClassifyDeviceEvent memoised by interned name: classifying a long kernel name costs, and a
+// trace repeats a few hundred names over its kernels.
+class DeviceEventTypes {
+ public:
+  explicit DeviceEventTypes(const TraceIndex& index) : index_(index) {}
+  KernelType Of(size_t event);
+
+ private:
+  const TraceIndex& index_;
+  std::unordered_map<int64_t, KernelType> by_name_;  // (kind, name id) -> type
+};
 
 struct TemporalBreakdown {
   int64_t span_ns = 0;     // first device event's start .. last one's end

@@ -70,7 +70,7 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
   }
   std::unordered_map<int64_t, double> by_ext, copies_by_ext;  // copies: copies and sets, by any name
   std::unordered_map<int64_t, std::map<std::string_view, double>> kernels_by_ext;
-  std::unordered_map<int32_t, bool> copy_name;
+  DeviceEventTypes types(x);
   std::map<std::string_view, std::pair<double, std::unordered_set<size_t>>> by_launch;  // call name -> ns, calls
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
     for (size_t i : *list) {
@@ -78,9 +78,7 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
       r.kernel_ns += static_cast<double>(k.dur_ns);
       if (k.external_id != 0 && op_ids.count(k.external_id) != 0) {
         by_ext[k.external_id] += static_cast<double>(k.dur_ns);
-        auto [it, fresh] = copy_name.try_emplace(k.name, false);
-        if (fresh) it->second = ClassifyDeviceEvent(k.kind, x.Name(i)) == KernelType::kMemory;
-        if (it->second) copies_by_ext[k.external_id] += static_cast<double>(k.dur_ns);
+        if (types.Of(i) == KernelType::kMemory) copies_by_ext[k.external_id] += static_cast<double>(k.dur_ns);
         else kernels_by_ext[k.external_id][x.Name(i)] += static_cast<double>(k.dur_ns);
       } else if (auto it = x.runtime_by_corr.find(k.correlation);
                  k.correlation != 0 && it != x.runtime_by_corr.end()) {

@@ -293,12 +293,10 @@ RankCollectives FindCollectives(const TraceIndex& x) {
   RankCollectives out;
   const std::vector<Step> steps = Steps(x);
   std::vector<std::pair<int64_t, CollectiveCall>> keyed;  // (issue time, call)
-  std::unordered_map<int32_t, bool> communication;  // by interned name
+  DeviceEventTypes types(x);  // by interned name
   for (size_t k : x.kernels) {
     const Event& e = x.E(k);
-    auto [it, fresh] = communication.try_emplace(e.name, false);
-    if (fresh) it->second = ClassifyDeviceEvent(e.kind, x.Name(k)) == KernelType::kCommunication;
-    if (!it->second) continue;
+    if (types.Of(k) != KernelType::kCommunication) continue;
     const std::string_view args = e.args >= 0 ? x.trace->strings.Get(e.args) : std::string_view();
     if (IsPointToPoint(ArgText(args, "Collective name"))) {
       ++out.point_to_point;

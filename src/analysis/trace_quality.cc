@@ -265,11 +265,9 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
   // Copies and sets recorded as kernels (ROCm 7.1): counted as memory by the breakdowns.
   int64_t copies = 0;
   std::string first_copy;
-  std::unordered_map<int32_t, bool> is_copy;  // by name: classifying a long name costs
+  DeviceEventTypes types(x);
   for (size_t i : x.kernels) {
-    auto [it, fresh] = is_copy.try_emplace(x.E(i).name, false);
-    if (fresh) it->second = ClassifyDeviceEvent(EventKind::kKernel, x.Name(i)) == KernelType::kMemory;
-    if (it->second) {
+    if (types.Of(i) == KernelType::kMemory) {
       if (copies++ == 0) first_copy = Example(x, i);
     }
   }
