@@ -61,6 +61,33 @@ std::vector<DeviceSpec> Table() {
            "AMD Instinct MI250 data sheet (matrix peaks), halved: one of its two GCDs"),
       Spec("AMD Instinct MI210", 45.3, 45.3, 0, 181, 181, 0, 181, 22.6, 1.6384, 150,
            "AMD Instinct MI210 data sheet (matrix peaks; 3 Infinity Fabric links of 50 GB/s a direction)"),
+      // Intel's Hot Chips 2024 figures (BF16 and FP8 matrix, HBM); FP16, FP32 and vector
+      // peaks unpublished (0: no roof for them). Link: 21 of 24 Ethernet ports scale up.
+      Spec("Intel Gaudi 2", 0, 0, 0, 432, 0, 865, 0, 0, 2.46, 262.5,
+           "Intel, Hot Chips 2024 (BF16 432 TFLOP/s, HBM 2.46 TB/s); FP8 dense 865 from arXiv 2503.09975 "
+           "(Intel co-authors); 21 x 100 GbE a direction"),
+      Spec("Intel Gaudi 3", 0, 0, 0, 1835, 0, 1835, 0, 0, 3.67, 525,
+           "Intel, Hot Chips 2024 (BF16 and FP8 matrix 1835 TFLOP/s, HBM 3.67 TB/s); 21 x 200 GbE a direction"),
+      // Huawei publishes no per-chip datasheet: FP16/BF16 are derived as AI cores x 16x16x16
+      // MACs x 2 x 1.8 GHz (CANN's Ascend910B*.ini cube size and clock, npu-smi's core count),
+      // INT8 twice that; HBM bandwidth is third parties' figure. FP32 and vector: unpublished.
+      Spec("Huawei Ascend 910B2", 0, 0, 0, 353.9, 353.9, 0, 707.8, 0, 1.6, 196,
+           "derived, not a datasheet: 24 AI cores x 4096 FP16 MACs x 2 x 1.8 GHz (CANN Ascend910B2.ini); HBM "
+           "1.6 TB/s and HCCS 196 GB/s a direction from third-party listings"),
+      Spec("Huawei Ascend 910B3", 0, 0, 0, 294.9, 294.9, 0, 589.8, 0, 1.6, 196,
+           "derived, not a datasheet: 20 AI cores x 4096 FP16 MACs x 2 x 1.8 GHz (CANN Ascend910B3.ini); HBM "
+           "1.6 TB/s and HCCS 196 GB/s a direction from third-party listings"),
+      Spec("Huawei Ascend 910B4", 0, 0, 0, 245.7, 245.7, 0, 491.5, 0, 0.8, 196,
+           "derived, not a datasheet: 20 AI cores at a lower clock (HAMi device config, third-party 245.7 "
+           "TFLOP/s); HBM 0.8 TB/s from third-party listings"),
+      Spec("Moore Threads MTT S4000", 0, 25, 50, 100, 100, 0, 200, 25, 0.768, 240,
+           "Moore Threads launch figures (FP32 25, TF32 50, FP16/BF16 100 TFLOP/s, INT8 200 TOP/s, GDDR6 "
+           "768 GB/s, MTLink 240 GB/s)"),
+      // Only an FP8 headline (dense or sparse unstated) is published for the S5000: no
+      // matrix roof rather than a guessed one; the memory roof is its 640-bit GDDR at 20 Gb/s.
+      Spec("Moore Threads MTT S5000", 0, 0, 0, 0, 0, 0, 0, 0, 1.6, 0,
+           "Moore Threads launch figures (80 GB at 1.6 TB/s; matrix peaks unpublished, only an FP8 headline "
+           "of unstated sparsity)"),
   };
 }
 
@@ -93,6 +120,14 @@ const DeviceSpec* ByName(std::string_view device_name, int64_t memory_bytes) {
   if (has("mi250x")) return Named("AMD Instinct MI250X (one GCD)");
   if (has("mi250")) return Named("AMD Instinct MI250 (one GCD)");
   if (has("mi210")) return Named("AMD Instinct MI210");
+  // torch_npu's names ("Ascend910B2"), Habana's ("GAUDI2", hl-smi's "HL-225"), MUSA's.
+  if (has("910b2") || has("910b1")) return Named("Huawei Ascend 910B2");
+  if (has("910b3")) return Named("Huawei Ascend 910B3");
+  if (has("910b4")) return Named("Huawei Ascend 910B4");
+  if (has("gaudi2") || has("gaudi 2") || has("hl-225")) return Named("Intel Gaudi 2");
+  if (has("gaudi3") || has("gaudi 3") || has("hl-325") || has("hl-338")) return Named("Intel Gaudi 3");
+  if (has("mtt s4000")) return Named("Moore Threads MTT S4000");
+  if (has("mtt s5000")) return Named("Moore Threads MTT S5000");
   // "Tesla T4" / "NVIDIA T4": the word T4, not a part of another name.
   for (size_t p = n.find("t4"); p != std::string::npos; p = n.find("t4", p + 1)) {
     const bool start = p == 0 || !std::isalnum(static_cast<unsigned char>(n[p - 1]));
@@ -111,6 +146,7 @@ double DeviceSpec::MatrixPeak(std::string_view dtype) const {
   if (t.find("half") != std::string::npos || t == "float16") return fp16;
   if (t == "double" || t == "float64") return fp64;
   if (t == "float" || t == "float32") return fp32;
+  if (t == "tf32") return tf32;  // FP32 data on TF32 units (the kernel's name says so)
   if (t == "signed char" || t == "int8" || t == "c10::qint8" || t == "char") return int8;
   return 0;
 }

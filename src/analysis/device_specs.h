@@ -1,9 +1,10 @@
 // Datasheet peaks of the accelerators traces come from (NVIDIA H100/H200/B200/A100/L40S/T4/
-// V100, AMD MI300X/MI250X/MI250 (one GCD each)/MI210), each with its source: dense (no sparsity) matrix
+// V100, AMD MI300X/MI250X/MI250 (one GCD each)/MI210, Intel Gaudi 2/3, Huawei Ascend 910B2/B3/B4
+// (derived: no datasheet), Moore Threads MTT S4000/S5000), each with its source: dense matrix
 // peaks per precision, the FP32 vector peak, memory bandwidth and the per-direction link
 // bandwidth. A trace's device is found from its deviceProperties name, or, when the name is
 // empty (vLLM's ROCm traces), from its compute-unit count and memory; `--device-spec FILE`
-// names one the table lacks (Ascend, MTT, Gaudi: no vendor datasheet figures are built in).
+// names one the table lacks, or replaces a derived entry with the user's own figures.
 #ifndef TIERSCOPE_ANALYSIS_DEVICE_SPECS_H_
 #define TIERSCOPE_ANALYSIS_DEVICE_SPECS_H_
 
@@ -19,7 +20,7 @@ namespace tierscope {
 
 struct DeviceSpec {
   std::string name;  // "NVIDIA H100 SXM5 80GB"
-  // Dense peaks in TFLOP/s (TOP/s for INT8); 0: the device has no such unit.
+  // Dense peaks in TFLOP/s (TOP/s for INT8); 0: no such unit, or no published figure (no roof).
   double fp64 = 0, fp32 = 0, tf32 = 0, bf16 = 0, fp16 = 0, fp8 = 0, int8 = 0;
   double fp32_vector = 0;  // FP32 without matrix units (the roof of elementwise work)
   double memory_tbps = 0;  // HBM / GDDR bandwidth, TB/s

@@ -1,8 +1,9 @@
 // Performance models from shapes: the FLOPs and bytes of a PyTorch operator from the
 // "Input Dims", "Input type" and "Concrete Inputs" its Kineto event records — GEMMs
-// (mm, addmm, bmm, baddbmm, matmul, linear, _scaled_mm), attention forward (the SDPA
-// family, causal, GQA), Layer/RMS/Group/BatchNorm, softmax, embedding, convolution forward,
-// and elementwise and reduction ops. No backward model yet: those ops count time, not work. One definition of each op's work, used by every report
+// (mm, addmm, bmm, baddbmm, matmul, linear, _scaled_mm, grouped _grouped_mm), attention
+// forward and backward (the SDPA family, flash_attn, causal, GQA, varlen where the lengths
+// are determined), convolution forward and backward, Layer/RMS/Group/BatchNorm, softmax,
+// embedding, and elementwise and reduction ops. One definition of each op's work, used by every report
 // (op_roofline, roofline_sum); where it differs from AMD TraceLens's, README says how.
 #ifndef TIERSCOPE_ANALYSIS_PERF_MODEL_H_
 #define TIERSCOPE_ANALYSIS_PERF_MODEL_H_
@@ -29,7 +30,7 @@ std::optional<OpInputs> ReadOpInputs(std::string_view args);
 double ElementBytes(std::string_view dtype);
 
 struct OpWork {
-  std::string category;  // GEMM, SDPA_fwd, NORM_fwd, CONV_fwd, softmax, embedding, elementwise, reduce
+  std::string category;  // GEMM, SDPA_fwd/_bwd, CONV_fwd/_bwd, NORM_fwd, softmax, embedding, elementwise, reduce
   double flops = 0;
   double bytes = 0;
   std::string dtype;    // the compute dtype (its matrix peak for matrix work)

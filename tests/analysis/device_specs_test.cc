@@ -29,7 +29,20 @@ TEST(DeviceSpecs, FindsTheCorpusDevicesByNameOrFingerprint) {
   EXPECT_FALSE(FindDeviceSpec("NVIDIA GB200", 152, 0));
   EXPECT_FALSE(FindDeviceSpec("NVIDIA H100 NVL", 132, 0));
   EXPECT_EQ(FindDeviceSpec("NVIDIA A100-PCIE-40GB", 108, int64_t{40} << 30)->memory_tbps, 1.555);
-  EXPECT_FALSE(FindDeviceSpec("Ascend910B", 0, 0));
+  EXPECT_FALSE(FindDeviceSpec("Ascend910B", 0, 0));  // which 910B: cores and clock differ
+  EXPECT_EQ(FindDeviceSpec("Ascend910B3", 0, 0)->name, "Huawei Ascend 910B3");
+  EXPECT_EQ(FindDeviceSpec("GAUDI2", 0, 0)->name, "Intel Gaudi 2");
+  EXPECT_EQ(FindDeviceSpec("HL-325L", 0, 0)->name, "Intel Gaudi 3");
+  EXPECT_EQ(FindDeviceSpec("MTT S4000", 0, 0)->name, "Moore Threads MTT S4000");
+}
+
+TEST(DeviceSpecs, DerivedOrUnpublishedFiguresSaySo) {
+  // Ascend's peaks are derived, not Huawei's: the source must say it, for every report.
+  EXPECT_NE(FindDeviceSpec("Ascend910B2", 0, 0)->source.find("derived"), std::string::npos);
+  // The S5000's matrix peaks are unpublished: no matrix roof, only the memory one.
+  const DeviceSpec s5000 = *FindDeviceSpec("MTT S5000", 0, 0);
+  EXPECT_EQ(s5000.MatrixPeak("c10::BFloat16"), 0);
+  EXPECT_GT(s5000.memory_tbps, 0);
 }
 
 TEST(DeviceSpecs, MatrixPeakFollowsTheDtype) {
@@ -39,10 +52,13 @@ TEST(DeviceSpecs, MatrixPeakFollowsTheDtype) {
   EXPECT_EQ(h100.MatrixPeak("float"), h100.fp32);  // PyTorch's default: no TF32 for matmuls
   EXPECT_EQ(h100.MatrixPeak("c10::Float8_e4m3fn"), h100.fp8);
   EXPECT_EQ(h100.MatrixPeak("bool"), 0);
+  EXPECT_EQ(h100.MatrixPeak("tf32"), h100.tf32);  // a kernel named for TF32
   for (const DeviceSpec& d : KnownDevices()) {
     EXPECT_GT(d.memory_tbps, 0) << d.name;
-    EXPECT_GT(d.fp32, 0) << d.name;
     EXPECT_FALSE(d.source.empty()) << d.name;
+    // Lower precisions never have a lower published peak than higher ones.
+    if (d.bf16 > 0 && d.tf32 > 0) EXPECT_GE(d.bf16, d.tf32) << d.name;
+    if (d.fp8 > 0) EXPECT_GE(d.fp8, d.bf16) << d.name;
   }
 }
 

@@ -120,3 +120,84 @@ TEST(PerfModel, MalformedInputsGiveNoModel) {
 
 }  // namespace
 }  // namespace tierscope
+
+namespace tierscope {
+namespace {
+
+TEST(PerfModel, GroupedGemmCountsTheWholeProblemOnce) {
+  // 2-d x 3-d: 96 routed tokens over 8 experts, K 64, N 128: 2·96·128·64 FLOPs, all experts read.
+  const OpWork g = Work("aten::_grouped_mm", R"("Input Dims": [[96, 64], [8, 64, 128], [8]],
+      "Input type": ["c10::BFloat16", "c10::BFloat16", "int"])");
+  EXPECT_EQ(g.category, "GEMM");
+  EXPECT_DOUBLE_EQ(g.flops, 2.0 * 96 * 128 * 64);
+  EXPECT_DOUBLE_EQ(g.bytes, 2.0 * (96 * 64 + 8 * 64 * 128 + 96 * 128));
+  // 3-d x 3-d: G separate problems.
+  EXPECT_DOUBLE_EQ(Work("aten::_grouped_mm", R"("Input Dims": [[4, 16, 32], [4, 32, 8]],
+      "Input type": ["float", "float"])").flops, 4 * 2.0 * 16 * 8 * 32);
+  // Scaled (FP8 in, BF16 out), offs at input 4.
+  const OpWork s = Work("aten::_scaled_grouped_mm", R"("Input Dims": [[96, 64], [8, 64, 128], [96], [8, 128], [8]],
+      "Input type": ["c10::Float8_e4m3fn", "c10::Float8_e4m3fn", "float", "float", "int"])");
+  EXPECT_DOUBLE_EQ(s.bytes, 96 * 64 + 8 * 64 * 128 + 2.0 * 96 * 128);
+  EXPECT_EQ(s.dtype, "c10::Float8_e4m3fn");
+  EXPECT_FALSE(ModelOp("aten::_grouped_mm", In(R"("Input Dims": [[96, 64], [8, 65, 128]],
+      "Input type": ["float", "float"])")));
+}
+
+TEST(PerfModel, AttentionBackwardIsTwiceTheForwardAndReadsItsOwnArgumentOrder) {
+  // flash backward (grad_out, q, k, v, out, lse, cum_q, cum_k, max_q, max_k, dropout, is_causal).
+  const char* bwd = R"("Input Dims": [[2, 8, 128, 64], [2, 8, 128, 64], [2, 8, 128, 64], [2, 8, 128, 64],
+      [2, 8, 128, 64], [2, 8, 128], [], [], [], [], [], [], [], [], []],
+      "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "float",
+                     "", "", "Scalar", "Scalar", "Scalar", "Scalar", "", "", ""],
+      "Concrete Inputs": ["", "", "", "", "", "", "", "", "128", "128", "0.", "True", "", "", ""])";
+  const OpWork b = Work("aten::_scaled_dot_product_flash_attention_backward", bwd);
+  const double forward = 2 * 8 * (2.0 * 128 * 128 * 64 * 2) / 2;  // causal
+  EXPECT_EQ(b.category, "SDPA_bwd");
+  EXPECT_DOUBLE_EQ(b.flops, 2 * forward);
+  EXPECT_DOUBLE_EQ(b.bytes, 2.0 * (2 * 3 * 2 * 8 * 128 * 64 + 2 * 2 * 8 * 128 * 64));
+  EXPECT_NE(b.params.find("causal"), std::string::npos);
+  // xformers' efficient attention: causal from custom_mask_type (input 9), [B, N, H, d].
+  const OpWork e = Work("aten::_efficient_attention_forward", R"("Input Dims": [[2, 128, 8, 64], [2, 128, 8, 64],
+      [2, 128, 8, 64], [], [], [], [], [], [], []],
+      "Input type": ["float", "float", "float", "", "", "", "Scalar", "Scalar", "Scalar", "Scalar"],
+      "Concrete Inputs": ["", "", "", "", "", "", "", "", "0.", "1"])");
+  EXPECT_DOUBLE_EQ(e.flops, forward);
+}
+
+TEST(PerfModel, VarlenAttentionOnlyWhereTheShapesDetermineTheLengths) {
+  // flash_attn varlen: q [T, H, d], cu_seqlens [B + 1], max lengths 5 and 6.
+  const auto varlen = [](const char* total, const char* max_q) {
+    return std::string(R"("Input Dims": [[)") + total + R"(, 8, 64], [)" + total + R"(, 2, 64], [)" + total +
+           R"(, 2, 64], [5], [5], [], [], [], [], []],
+      "Input type": ["c10::Half", "c10::Half", "c10::Half", "int", "int", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"],
+      "Concrete Inputs": ["", "", "", "", "", ")" + max_q + R"(", ")" + max_q + R"(", "0.", "0.125", "False"])";
+  };
+  // Four sequences of 256: exact, with GQA (8 query heads on 2 key heads).
+  const OpWork w = Work("flash_attn::_flash_attn_varlen_forward", varlen("1024", "256"));
+  EXPECT_DOUBLE_EQ(w.flops, 4 * 8 * (2.0 * 256 * 256 * 64 * 2));
+  EXPECT_NE(w.params.find("varlen"), std::string::npos);
+  // 1000 tokens with a maximum of 256: the lengths are not recorded, so no number.
+  EXPECT_FALSE(ModelOp("flash_attn::_flash_attn_varlen_forward", In(varlen("1000", "256"))));
+}
+
+TEST(PerfModel, ConvolutionBackwardCountsEachGradientItsMaskAsksFor) {
+  // convolution_backward(grad_out [8,16,30,30], input [8,3,32,32], weight [16,3,3,3], bias_sizes,
+  // stride 1, padding 0, dilation 1, transposed, output_padding, groups 1, mask).
+  const auto conv_bwd = [](const char* mask) {
+    return std::string(R"("Input Dims": [[8, 16, 30, 30], [8, 3, 32, 32], [16, 3, 3, 3], [], [], [], [], [], [], [], []],
+      "Input type": ["float", "float", "float", "", "", "", "", "Scalar", "", "Scalar", ""],
+      "Concrete Inputs": ["", "", "", "[16]", "[1, 1]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "1", ")") + mask + R"("])";
+  };
+  const double outputs = 8.0 * 16 * 30 * 30, macs = outputs * 3 * 9;
+  const OpWork both = Work("aten::convolution_backward", conv_bwd("[True, True, True]"));
+  EXPECT_EQ(both.category, "CONV_bwd");
+  EXPECT_DOUBLE_EQ(both.flops, 4 * macs + outputs);
+  const OpWork weight_only = Work("aten::convolution_backward", conv_bwd("[False, True, False]"));
+  EXPECT_DOUBLE_EQ(weight_only.flops, 2 * macs);
+  EXPECT_DOUBLE_EQ(weight_only.bytes, 4 * (outputs + 8.0 * 3 * 32 * 32 + 16 * 3 * 9));
+  EXPECT_FALSE(ModelOp("aten::convolution_backward", In(conv_bwd("[False, False, False]"))));
+  EXPECT_FALSE(ModelOp("aten::convolution_backward", In(conv_bwd("[True]"))));
+}
+
+}  // namespace
+}  // namespace tierscope
