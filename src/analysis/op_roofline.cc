@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "analysis/gpu_time.h"
+#include "analysis/kernel_names.h"
 #include "analysis/perf_model.h"
 #include "analysis/profilers.h"
 #include "core/text.h"
@@ -49,6 +50,26 @@ struct Modelled {
   std::optional<OpWork> work;
 };
 
+// ParseKernelName once a distinct name.
+class KernelNames {
+ public:
+  const std::optional<KernelName>& Of(std::string_view name) {
+    auto [it, fresh] = memo_.try_emplace(name);
+    if (fresh) it->second = ParseKernelName(name);
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<std::string_view, std::optional<KernelName>> memo_;
+};
+
+// A row of device work no modelled op accounts for, named by what its kernels' names say.
+void NameByKernel(const std::optional<KernelName>& k, OpRooflineRow& row) {
+  if (!k) return;
+  row.category = k->category;
+  row.params = "kernel name: " + k->Label() + " (no shape recorded)";
+}
+
 }  // namespace
 
 OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec>& spec) {
@@ -71,7 +92,15 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
   std::unordered_map<int64_t, double> by_ext, copies_by_ext;  // copies: copies and sets, by any name
   std::unordered_map<int64_t, std::map<std::string_view, double>> kernels_by_ext;
   DeviceEventTypes types(x);
-  std::map<std::string_view, std::pair<double, std::unordered_set<size_t>>> by_launch;  // call name -> ns, calls
+  // Work no op launched: by (launch call, what its kernel's name says), and kernels with
+  // neither an op nor a launch (GPU-only traces) by what their names say.
+  KernelNames names;
+  struct Launched {
+    double ns = 0;
+    std::unordered_set<size_t> calls;
+    std::map<std::string_view, double> kernels;
+  };
+  std::map<std::pair<std::string_view, std::string>, Launched> by_launch;
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
     for (size_t i : *list) {
       const Event& k = x.E(i);
@@ -80,11 +109,15 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
         by_ext[k.external_id] += static_cast<double>(k.dur_ns);
         if (types.Of(i) == KernelType::kMemory) copies_by_ext[k.external_id] += static_cast<double>(k.dur_ns);
         else kernels_by_ext[k.external_id][x.Name(i)] += static_cast<double>(k.dur_ns);
-      } else if (auto it = x.runtime_by_corr.find(k.correlation);
-                 k.correlation != 0 && it != x.runtime_by_corr.end()) {
-        auto& [ns, calls] = by_launch[x.Name(it->second)];
-        ns += static_cast<double>(k.dur_ns);
-        calls.insert(it->second);
+      } else {
+        const auto it = k.correlation != 0 ? x.runtime_by_corr.find(k.correlation) : x.runtime_by_corr.end();
+        const bool launched = it != x.runtime_by_corr.end();
+        const std::optional<KernelName>& kn =
+            types.Of(i) == KernelType::kComputation ? names.Of(x.Name(i)) : std::nullopt;
+        Launched& l = by_launch[{launched ? x.Name(it->second) : std::string_view(), kn ? kn->Label() : ""}];
+        l.ns += static_cast<double>(k.dur_ns);
+        if (launched) l.calls.insert(it->second);
+        l.kernels[x.Name(i)] += static_cast<double>(k.dur_ns);
       }
     }
   }
@@ -158,11 +191,16 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
       row.bytes = g.work->bytes;
     } else {
       row.category = "other";
+      NameByKernel(names.Of(row.top_kernel), row);
     }
     // A row with copies or sets (a host copy's link, not HBM; no kernel to profile) gets no roof.
     if (r.device && row.modelled && row.kernel_ns > 0 && row.bytes > 0 && g.copy_ns == 0) {
       const double bw = r.device->memory_tbps * 1e12;
-      const double peak = 1e12 * (g.work->matrix ? r.device->MatrixPeak(g.work->dtype) : r.device->fp32_vector);
+      // FP32 matrix work on TF32 units (cuDNN's default for convolutions, allow_tf32 for
+      // matmuls) is measured against the TF32 peak, as its kernel's name says.
+      const std::optional<KernelName>& kn = names.Of(row.top_kernel);
+      const std::string dtype = g.work->dtype == "float" && kn && kn->dtype == "tf32" ? "tf32" : g.work->dtype;
+      const double peak = 1e12 * (g.work->matrix ? r.device->MatrixPeak(dtype) : r.device->fp32_vector);
       const double secs = row.kernel_ns * 1e-9, calls = static_cast<double>(row.calls);
       if (row.flops > 0 && peak > 0) {
         row.roof_flops = std::min(peak, row.flops / row.bytes * bw);
@@ -180,13 +218,19 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
     }
     r.rows.push_back(std::move(row));
   }
-  for (const auto& [call, launched] : by_launch) {
+  for (const auto& [key, launched] : by_launch) {
+    const auto& [call, label] = key;
     OpRooflineRow row;
-    row.name = std::string(call);
+    row.name = call.empty() ? "(kernels with no launch recorded)" : std::string(call);
     row.category = call.find("Graph") != std::string_view::npos ? "graph" : "other";
-    row.calls = static_cast<int64_t>(launched.second.size());
-    row.kernel_ns = launched.first;
-    r.attributed_ns += launched.first;
+    row.calls = static_cast<int64_t>(launched.calls.size());
+    row.kernel_ns = launched.ns;
+    double best = -1;
+    for (const auto& [k, ns] : launched.kernels) {
+      if (ns > best) best = ns, row.top_kernel = std::string(k);
+    }
+    if (!label.empty()) NameByKernel(names.Of(row.top_kernel), row);
+    if (!call.empty()) r.attributed_ns += launched.ns;
     r.rows.push_back(std::move(row));
   }
   std::stable_sort(r.rows.begin(), r.rows.end(),
@@ -200,8 +244,9 @@ Table OpRooflineTable(const OpRoofline& r) {
   t.title = "Operators by shape on the roofline: FLOPs and bytes from shapes, leaf-op kernel time";
   t.columns = {"Time (%)", "Kernel (ns)", "Calls", "GFLOP", "MB", "FLOP/B", "TFLOP/s", "TB/s", "Roof (%)",
                "Save@80% (ns)", "Category", "Params", "Input Dims", "Input Types", "Name"};
-  int64_t impossible = 0;
+  int64_t impossible = 0, by_name = 0;
   for (const OpRooflineRow& row : r.rows) {
+    by_name += !row.modelled && !row.params.empty() ? 1 : 0;
     const double share = r.kernel_ns > 0 ? 100.0 * row.kernel_ns / r.kernel_ns : 0;
     const double calls = static_cast<double>(row.calls), secs = row.kernel_ns * 1e-9;
     Cell dash = std::string("-");
@@ -217,7 +262,7 @@ Table OpRooflineTable(const OpRoofline& r) {
               m && row.bytes > 0 ? Cell(row.flops / row.bytes) : dash,
               m && secs > 0 ? Cell(row.flops * calls / secs / 1e12) : dash,
               m && secs > 0 ? Cell(row.bytes * calls / secs / 1e12) : dash, roof,
-              row.roof_flops > 0 ? Cell(row.saving_ns) : dash, row.category, m ? row.params : "-",
+              row.roof_flops > 0 ? Cell(row.saving_ns) : dash, row.category, row.params.empty() ? "-" : row.params,
               row.input_dims.empty() ? "-" : row.input_dims, row.input_type.empty() ? "-" : row.input_type, row.name});
   }
   t.notes.push_back("device: " + r.device_note);
@@ -230,6 +275,11 @@ Table OpRooflineTable(const OpRoofline& r) {
                     "op's intensity (matrix peak of its dtype for GEMM and attention, FP32 vector otherwise); "
                     "Save@80% is its time less its time at 80% of the roof (never below 2 us a call: launch and "
                     "tail latency)");
+  if (by_name > 0) {
+    t.notes.push_back(std::to_string(by_name) + " row(s) with no recorded shape are named from their top kernel's name "
+                      "(library, operation, dtype, tile): a kernel's name carries the tile it was built for, never the "
+                      "problem's M, N and K, so these rows have a category but no FLOPs and no roof");
+  }
   if (impossible > 0) {
     t.notes.push_back(std::to_string(impossible) + " row(s) above 100% of the roof are IMPOSSIBLE figures (a wrong "
                       "peak or a wrong shape): no conclusion is drawn from them");
@@ -241,7 +291,8 @@ Table RooflineSumTable(const OpRoofline& r) {
   Table t;
   t.name = "roofline_sum";
   t.title = "Operator categories on the roofline: share of device time, time-weighted % of roof";
-  t.columns = {"Time (%)", "Kernel (ns)", "Ops", "Calls", "Roof (%) time-weighted", "Save@80% (ns)", "Category"};
+  t.columns = {"Time (%)", "Kernel (ns)", "Ops", "Calls", "With roof (%)", "Roof (%) time-weighted", "Save@80% (ns)",
+               "Category"};
   struct Sum {
     double ns = 0, roofed_ns = 0, weighted = 0, saving = 0;
     int64_t ops = 0, calls = 0;
@@ -262,10 +313,12 @@ Table RooflineSumTable(const OpRoofline& r) {
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
   for (const auto& [cat, s] : sorted) {
     t.AddRow({r.kernel_ns > 0 ? 100.0 * s.ns / r.kernel_ns : 0.0, s.ns, s.ops, s.calls,
-              s.roofed_ns > 0 ? Cell(s.weighted / s.roofed_ns) : Cell(std::string("-")), s.saving, cat});
+              s.ns > 0 ? 100.0 * s.roofed_ns / s.ns : 0.0, s.roofed_ns > 0 ? Cell(s.weighted / s.roofed_ns) : Cell(std::string("-")), s.saving, cat});
   }
   t.notes.push_back("device: " + r.device_note);
-  t.notes.push_back("the time-weighted % of roof leaves out rows with no roof and rows above 100% (impossible)");
+  t.notes.push_back("With roof: the share of the category's time whose shapes are known and whose device has a peak "
+                    "for its dtype; the time-weighted % of roof is over that time only (rows above 100%, impossible "
+                    "figures, are left out)");
   return t;
 }
 
