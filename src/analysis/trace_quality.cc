@@ -40,17 +40,49 @@ std::string Example(const TraceIndex& x, size_t i) {
   return ShortenMiddle(std::string(x.Name(i)), 80) + buf;
 }
 
-// Device events on one stream, in start order: overlaps (and ones inside the previous).
-QualityCheck StreamOverlap(const TraceIndex& x) {
-  std::map<std::pair<int32_t, int32_t>, std::vector<size_t>> streams;
+using Streams = std::map<std::pair<int32_t, int32_t>, std::vector<size_t>>;
+
+// Kernels by stream, in start order.
+Streams SortedStreams(const TraceIndex& x) {
+  Streams streams;
   for (size_t i : x.kernels) streams[{x.E(i).pid, x.E(i).tid}].push_back(i);
-  int64_t overlaps = 0, inside = 0;
-  double overlap_ns = 0, kernel_ns = 0;
-  std::string first;
   for (auto& [key, v] : streams) {
     std::sort(v.begin(), v.end(), [&](size_t a, size_t b) {
       return std::tie(x.E(a).ts_ns, x.E(a).dur_ns) < std::tie(x.E(b).ts_ns, x.E(b).dur_ns);
     });
+  }
+  return streams;
+}
+
+// A stream runs its kernels in the order they were launched, and launch correlation ids
+// grow in launch order: a kernel that starts before one launched earlier on its stream is
+// a broken clock or a bad merge of traces.
+QualityCheck StreamOrder(const TraceIndex& x, const Streams& streams) {
+  int64_t swapped = 0, pairs = 0;
+  std::string first;
+  for (const auto& [key, v] : streams) {
+    for (size_t j = 1; j < v.size(); ++j) {
+      const Event &a = x.E(v[j - 1]), &b = x.E(v[j]);
+      if (a.correlation == 0 || b.correlation == 0) continue;
+      ++pairs;
+      if (b.correlation < a.correlation && swapped++ == 0) first = Example(x, v[j]);
+    }
+  }
+  QualityCheck c = Check("out_of_order", swapped, pairs, CheckStatus::kFail,
+                         "kernels on a stream in an order they were not launched in: a broken clock or a bad merge; "
+                         "gaps and launch delays are wrong",
+                         {"idle_time", "queue_length", "kernel_launch_stats", "temporal_breakdown"},
+                         {"launch_bound", "gaps_large"});
+  c.detail = first;
+  return c;
+}
+
+// Device events on one stream, in start order: overlaps (and ones inside the previous).
+QualityCheck StreamOverlap(const TraceIndex& x, const Streams& streams) {
+  int64_t overlaps = 0, inside = 0;
+  double overlap_ns = 0, kernel_ns = 0;
+  std::string first;
+  for (const auto& [key, v] : streams) {
     int64_t end = INT64_MIN;
     for (size_t i : v) {
       const Event& e = x.E(i);
@@ -161,12 +193,57 @@ void FieldChecks(const TraceIndex& x, TraceQuality* q) {
 
 }
 
+// Launches of one graph replay the same kernels: a launch that recorded fewer than another
+// of the same graph (same thread, same first kernel) lost some (CUPTI's buffers, a range
+// that ended mid-replay). Kineto names no graph, so the first kernel stands for it.
+QualityCheck GraphsUnderRecorded(const TraceIndex& x) {
+  struct Replay {
+    int64_t kernels = 0, first_ts = INT64_MAX;
+    int32_t first_name = -1;
+  };
+  std::unordered_map<int64_t, Replay> by_corr;
+  for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
+    for (size_t i : *list) {
+      const Event& k = x.E(i);
+      if (k.correlation == 0) continue;
+      const auto it = x.runtime_by_corr.find(k.correlation);
+      if (it == x.runtime_by_corr.end() || !IsGraphLaunch(x.Name(it->second))) continue;
+      Replay& r = by_corr[k.correlation];
+      ++r.kernels;
+      if (k.ts_ns < r.first_ts) r.first_ts = k.ts_ns, r.first_name = k.name;
+    }
+  }
+  std::map<std::pair<int32_t, int32_t>, int64_t> most;  // (thread, first kernel) -> most kernels
+  for (const auto& [corr, r] : by_corr) {
+    int64_t& m = most[{x.E(x.runtime_by_corr.at(corr)).tid, r.first_name}];
+    m = std::max(m, r.kernels);
+  }
+  int64_t short_replays = 0;
+  std::string first;
+  for (const auto& [corr, r] : by_corr) {
+    const size_t launch = x.runtime_by_corr.at(corr);
+    const int64_t m = most[{x.E(launch).tid, r.first_name}];
+    if (r.kernels < m && short_replays++ == 0) {
+      first = Example(x, launch) + ": " + std::to_string(r.kernels) + " kernels, another launch " + std::to_string(m);
+    }
+  }
+  QualityCheck c = Check("graph_under_recorded", short_replays, static_cast<int64_t>(by_corr.size()),
+                         CheckStatus::kWarn,
+                         "graph launches that recorded fewer kernels than another launch of the same graph: device "
+                         "time under them is short",
+                         {"in_use", "temporal_breakdown", "op_roofline", "roofline_sum"}, {});
+  c.detail = first;
+  return c;
+}
+
 }  // namespace
 
 TraceQuality CheckTraceQuality(const TraceIndex& x) {
   TraceQuality q;
   const Trace& t = *x.trace;
-  q.checks.push_back(StreamOverlap(x));
+  const Streams streams = SortedStreams(x);
+  q.checks.push_back(StreamOverlap(x, streams));
+  q.checks.push_back(StreamOrder(x, streams));
 
   // Device events by correlation, and the last device end (where a cut trace stops).
   std::unordered_set<int64_t> device_corr;
@@ -225,6 +302,7 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
                " graph launch(es): operator reports cover the rest only";
   }
   q.checks.push_back(r);
+  q.checks.push_back(GraphsUnderRecorded(x));
   QualityCheck l = Check("launch_without_kernel", no_kernel, launches - graphs, CheckStatus::kWarn,
                          "launches whose kernel is not in the trace: launch statistics miss them",
                          {"cuda_api_gpu_sum", "kernel_launch_stats"}, {});
@@ -235,6 +313,12 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
                          {"in_use", "temporal_breakdown", "cuda_gpu_kern_sum"}, {"gpu_util_low"});
   c.detail = first_cut;
   q.checks.push_back(c);
+  // A launch's flow left open is a launch with no kernel (above); B ranges left open are
+  // a Chrome-format trace cut inside them (tierscope reads X events, not B/E pairs).
+  QualityCheck open = Check("open_at_end", t.stats.open_ranges, t.stats.open_ranges, CheckStatus::kWarn,
+                            "B ranges with no E: the trace was cut inside them (B/E ranges are not read; X events "
+                            "are)", {}, {});
+  q.checks.push_back(open);
 
   // Device events with no launch call, and ones that start before their launch did.
   int64_t device_events = 0, no_launch = 0, early = 0;

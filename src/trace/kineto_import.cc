@@ -188,6 +188,8 @@ class Reader {
   std::vector<JournalEntry> journal_;
   std::vector<Fixup> fixups_;
   int64_t hip_ = 0, musa_ = 0, cuda_ = 0;  // runtime call names by prefix
+  // B/E ranges (not read: Kineto writes X events): those still open at the end.
+  int64_t range_begins_ = 0, range_ends_ = 0;
   bool host_pid_set_ = false, host_pid_local_ = false, saw_op_ = false, first_op_local_ = false;
   int32_t host_pid_ = 0, first_op_pid_ = 0, memory_name_ = -1;
 };
@@ -498,6 +500,8 @@ bool Reader::ReadEvent(od::value v) {
   const bool memory = (ph == 'i' || ph == 'I') && ev.got_name == Got::kOk && ev.name == "[memory]";
   if (ph != 'X' && !memory) {
     ++trace_.stats.metadata;  // metadata, flows, B/E, other instants, unknown phases
+    range_begins_ += ph == 'B' ? 1 : 0;
+    range_ends_ += ph == 'E' ? 1 : 0;
     if (ph != 'M' || ev.got_name != Got::kOk || !ev.tid_ok || !ev.pid_ok) return true;
     if (ev.name == "thread_name" && !ev.arg_name.empty()) {
       AddThreadName(ev.tid, ev.tid_local, ev.arg_name);
@@ -588,6 +592,8 @@ void Reader::Merge(Reader& later) {
   stats.malformed += more.malformed;
   stats.invalid_utf8 += more.invalid_utf8;
   for (const auto& [reason, n] : more.malformed_reasons) stats.malformed_reasons[reason] += n;
+  range_begins_ += later.range_begins_;
+  range_ends_ += later.range_ends_;
   const StringTable& theirs = later.trace_.strings;
   std::vector<int32_t> ids(theirs.size(), -1);  // their interned string ids -> ours
   const auto string_id = [&](int32_t id) {
@@ -658,6 +664,7 @@ void Reader::Finish(const std::string& trace_name) {
     stats.by_category[std::string(trace_.strings.Get(id))] += info.second;
   }
   if (no_category_ > 0) stats.by_category[""] += no_category_;
+  stats.open_ranges = std::max<int64_t>(0, range_begins_ - range_ends_);
   if (host_pid_set_) trace_.host_pid = host_pid_;
   else if (saw_op_) trace_.host_pid = first_op_pid_;
   if (trace_name.find("tierscope") != std::string::npos) {
