@@ -63,6 +63,22 @@ class KernelNames {
   std::unordered_map<std::string_view, std::optional<KernelName>> memo_;
 };
 
+// The work a kernel recorded itself (tierscope's engine: its LaunchDesc's FLOPs and bytes,
+// the counts tier 3 uses), for an op no shape model covers; its kind from the kernel's name.
+OpWork RecordedWork(std::string_view kernel, double flops, double bytes) {
+  const auto has = [&](std::string_view s) { return kernel.find(s) != std::string_view::npos; };
+  OpWork w;
+  w.category = has("gemm") ? "GEMM" : has("attention") || has("attn") ? "SDPA_fwd" : has("norm") ? "NORM_fwd"
+             : has("softmax") ? "softmax" : has("embedding") ? "embedding" : "elementwise";
+  w.matrix = w.category == "GEMM" || w.category == "SDPA_fwd";
+  w.dtype = has("bf16") ? "c10::BFloat16" : has("s8") || has("u8") || has("int8") ? "signed char"
+          : has("f16") ? "c10::Half" : "float";
+  w.flops = flops;
+  w.bytes = bytes;
+  w.params = "recorded by its kernels";
+  return w;
+}
+
 // A row of device work no modelled op accounts for, named by what its kernels' names say.
 void NameByKernel(const std::optional<KernelName>& k, OpRooflineRow& row) {
   if (!k) return;
@@ -90,6 +106,8 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
     if (x.E(i).external_id != 0) op_ids.insert(x.E(i).external_id);
   }
   std::unordered_map<int64_t, double> by_ext, copies_by_ext;  // copies: copies and sets, by any name
+  // FLOPs and bytes the kernels themselves recorded (tierscope's engine does), by op.
+  std::unordered_map<int64_t, std::pair<double, double>> recorded_by_ext;
   std::unordered_map<int64_t, std::map<std::string_view, double>> kernels_by_ext;
   DeviceEventTypes types(x);
   // Work no op launched: by (launch call, what its kernel's name says), and kernels with
@@ -109,6 +127,10 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
         by_ext[k.external_id] += static_cast<double>(k.dur_ns);
         if (types.Of(i) == KernelType::kMemory) copies_by_ext[k.external_id] += static_cast<double>(k.dur_ns);
         else kernels_by_ext[k.external_id][x.Name(i)] += static_cast<double>(k.dur_ns);
+        if (k.kind == EventKind::kKernel && (k.v0 > 0 || k.v1 > 0)) {
+          auto& [f, b] = recorded_by_ext[k.external_id];
+          f += k.v0, b += k.v1;
+        }
       } else {
         const auto it = k.correlation != 0 ? x.runtime_by_corr.find(k.correlation) : x.runtime_by_corr.end();
         const bool launched = it != x.runtime_by_corr.end();
@@ -139,6 +161,7 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
     double copy_ns = 0;  // of row.kernel_ns: copies and sets (no HBM roof, no kernel profiler)
     std::map<std::string_view, double> kernels;
     std::optional<OpWork> work;
+    double recorded_flops = 0, recorded_bytes = 0;  // all calls'
   };
   std::map<std::tuple<std::string, std::string, std::string, std::string>, Group> groups;
   std::unordered_map<size_t, bool> counted;  // owner ops already counted as a call
@@ -176,12 +199,20 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
     g.row.kernel_ns += it->second;
     if (auto c = copies_by_ext.find(e.external_id); c != copies_by_ext.end()) g.copy_ns += c->second;
     for (const auto& [k, ns] : kernels_by_ext[e.external_id]) g.kernels[k] += ns;
+    if (auto rec = recorded_by_ext.find(e.external_id); rec != recorded_by_ext.end()) {
+      g.recorded_flops += rec->second.first;
+      g.recorded_bytes += rec->second.second;
+    }
   }
   for (auto& [key, g] : groups) {
     OpRooflineRow row = std::move(g.row);
     double best = -1;
     for (const auto& [k, ns] : g.kernels) {
       if (ns > best) best = ns, row.top_kernel = std::string(k);
+    }
+    if (!g.work && (g.recorded_flops > 0 || g.recorded_bytes > 0) && row.calls > 0) {
+      g.work = RecordedWork(row.top_kernel, g.recorded_flops / static_cast<double>(row.calls),
+                            g.recorded_bytes / static_cast<double>(row.calls));
     }
     if (g.work) {
       row.modelled = true;

@@ -19,6 +19,7 @@
 #include "core/paths.h"
 #include "core/stats.h"
 #include "core/text.h"
+#include "inspect/calibrated_spec.h"
 #include "inspect/calibration.h"
 #include "inspect/kernel_run.h"
 #include "lab/lab_runs.h"
@@ -208,6 +209,8 @@ class LabRun {
     if (StatusOr<std::unique_ptr<Backend>> device = CreateBackend(o_.device, o_.threads); device.ok()) {
       TS_ASSIGN_OR_RETURN(MachinePeaks peaks, LoadOrMeasureDevicePeaks(**device, /*recalibrate=*/true));
       peaks_ = peaks.ToJson();
+      // The study's traces (either engine, on this device) against these peaks.
+      ao_.device_spec = CalibratedDeviceSpec(peaks);
       commands_.push_back("tierscope device --recalibrate --threads " + std::to_string(o_.threads) +
                           (o_.device == "cpu" ? "" : " --device " + o_.device));
     } else if (o_.engine == "torch") {

@@ -95,3 +95,42 @@ TEST(OpRoofline, AnUnknownDeviceHasNoRoofUntilASpecIsGiven) {
 
 }  // namespace
 }  // namespace tierscope
+
+namespace tierscope {
+namespace {
+
+TEST(OpRoofline, KernelsNameWorkWithNoShapesAndTheEnginesOwnCountsMeetCalibratedPeaks) {
+  Builder b;
+  b.trace().device_name = "NVIDIA H100 80GB HBM3";
+  // A graph replay of a cuBLAS GEMM: category and dtype from the name, no FLOPs, no roof.
+  b.Launch("cudaGraphLaunch", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_cublas", 0, 5, 10, 5000, 0);
+  // An op with no shape model whose kernel recorded its own work (tierscope's engine).
+  b.Op("tierscope::add_layer_norm", 100, 50, 4);
+  b.Launch("cudaLaunchKernel", "cpu_layer_norm_f32_r16", 110, 5, 120, 10'000, 4);
+  b.trace().events.back().v0 = 8e6;
+  b.trace().events.back().v1 = 16e6;
+  const Trace t = std::move(b.trace());
+  const TraceIndex x = BuildIndex(t, AnalysisOptions{});
+  DeviceSpec cpu;
+  cpu.name = "calibrated";
+  cpu.fp32 = cpu.fp32_vector = 1;  // TFLOP/s
+  cpu.memory_tbps = 0.032;
+  const OpRoofline r = AnalyzeOpRoofline(x, cpu);
+  ASSERT_EQ(r.rows.size(), 2u);
+  const OpRooflineRow& norm = r.rows[0];
+  EXPECT_EQ(norm.name, "tierscope::add_layer_norm");
+  EXPECT_TRUE(norm.modelled);
+  EXPECT_EQ(norm.params, "recorded by its kernels");
+  EXPECT_EQ(norm.category, "NORM_fwd");
+  // 16 MB in 10 us is 1.6 TB/s: far above a 32 GB/s memory roof — impossible, not concluded from.
+  EXPECT_NEAR(norm.percent_of_roof, 100.0 * 16e6 / 10e-6 / 0.032e12, 1e-6);
+  EXPECT_TRUE(norm.impossible);
+  const OpRooflineRow& graph = r.rows[1];
+  EXPECT_EQ(graph.category, "GEMM");
+  EXPECT_FALSE(graph.modelled);
+  EXPECT_EQ(graph.roof_flops, 0);
+  EXPECT_NE(graph.params.find("cuBLAS GEMM bf16 tile 64x64x64"), std::string::npos) << graph.params;
+}
+
+}  // namespace
+}  // namespace tierscope
