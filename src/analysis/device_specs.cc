@@ -121,7 +121,7 @@ const DeviceSpec* ByName(std::string_view device_name, int64_t memory_bytes) {
   if (has("mi250")) return Named("AMD Instinct MI250 (one GCD)");
   if (has("mi210")) return Named("AMD Instinct MI210");
   // torch_npu's names ("Ascend910B2"), Habana's ("GAUDI2", hl-smi's "HL-225"), MUSA's.
-  if (has("910b2") || has("910b1")) return Named("Huawei Ascend 910B2");
+  if (has("910b2")) return Named("Huawei Ascend 910B2");
   if (has("910b3")) return Named("Huawei Ascend 910B3");
   if (has("910b4")) return Named("Huawei Ascend 910B4");
   if (has("gaudi2") || has("gaudi 2") || has("hl-225")) return Named("Intel Gaudi 2");

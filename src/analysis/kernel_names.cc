@@ -91,8 +91,22 @@ std::optional<KernelName> Xmma(std::string_view s) {
   size_t p = s.find("gemm_");
   if (p == std::string_view::npos) return std::nullopt;
   p += 5;
-  if (s.substr(p).starts_with("indexed_")) p += 8;
-  std::optional<KernelName> k = Make(category, category[0] == 'G' ? "cuBLAS" : "cuDNN", Dtype(s.substr(p)));
+  // The type block "<A><B>_<compute><acc>_<out>" after options ("indexed_", "wo_smem_"):
+  // A's type, unless the compute field says TF32 (sm90_xmma_gemm_f32f32_tf32f32_f32_...).
+  const auto typed = [](std::string_view t) {
+    for (const char* prefix : {"bf16", "tf32", "f16", "f32", "f64", "e4m3", "e5m2", "i8", "s8"}) {
+      if (t.starts_with(prefix)) return true;
+    }
+    return false;
+  };
+  while (p < s.size() && !typed(s.substr(p))) {
+    const size_t next = s.find('_', p);
+    if (next == std::string_view::npos) return Make(category, category[0] == 'G' ? "cuBLAS" : "cuDNN", "");
+    p = next + 1;
+  }
+  const size_t block_end = std::min(s.size(), s.find('_', s.find('_', p) + 1));
+  const std::string dtype = Has(s.substr(p, block_end - p), "tf32") ? "tf32" : Dtype(s.substr(p));
+  std::optional<KernelName> k = Make(category, category[0] == 'G' ? "cuBLAS" : "cuDNN", dtype);
   if (const size_t t = s.find("tilesize"); t != std::string_view::npos) Tile(s, t, k->tile_m, k->tile_n, &k->tile_k);
   return k;
 }
@@ -104,19 +118,20 @@ std::optional<KernelName> Cutlass(std::string_view s) {
                        : Has(s, "wgrad") ? "CONV_bwd_weight" : Has(s, "Convolution") ? "CONV"
                        : Has(s, "gemm") ? "GEMM" : nullptr;
   if (category == nullptr) return std::nullopt;
+  // A's type: the earliest type token (CUTLASS 3.x lists A, B, accumulator, C, D).
   std::string dtype;
+  size_t first = std::string_view::npos;
   for (const char* t : {"_bf16", "_tf32", "_f16", "_e4m3", "_e5m2", "_i8", "_s8", "_f32"}) {
-    if (Has(s, t)) {
-      dtype = Dtype(std::string_view(t + 1));
-      break;
-    }
+    if (const size_t at = s.find(t); at < first) first = at, dtype = Dtype(std::string_view(t + 1));
   }
   std::optional<KernelName> k = Make(category, Has(s, "cudnn") ? "cuDNN (CUTLASS)" : "CUTLASS", dtype);
   size_t from = s.find("gemm");
   if (from == std::string_view::npos) from = s.find("prop");
   if (from == std::string_view::npos) from = s.find("grad");
   int64_t k_tile = 0, stages = 0;
-  if (from != std::string_view::npos && Tile(s, from, k->tile_m, k->tile_n, nullptr)) {
+  if (from != std::string_view::npos && Tile(s, from, k->tile_m, k->tile_n, &k->tile_k) && k->tile_k > 0) {
+    // CUTLASS 3.x: "128x128x64_1x1x1" is the M x N x K tile, then the cluster.
+  } else if (from != std::string_view::npos && Tile(s, from, k->tile_m, k->tile_n, nullptr)) {
     // "256x128_64x3": the K tile and the stages follow the M x N tile.
     const size_t next = s.find('_', s.find(std::to_string(k->tile_m) + "x" + std::to_string(k->tile_n), from));
     if (next != std::string_view::npos && Tile(s.substr(0, next + 12), next, k_tile, stages, nullptr)) k->tile_k = k_tile;
@@ -198,6 +213,11 @@ std::optional<KernelName> ParseKernelName(std::string_view s) {
     Tile(s, 6, k->tile_m, k->tile_n, nullptr);
     return k;
   }
+  if (Has(s, "flash_fwd") || Has(s, "flash_bwd") || Has(s, "FlashAttn") || Has(s, "fmha") ||
+      Has(s, "paged_attention") || Has(s, "attention_kernel") || Has(s, "unified_attention") || Has(s, "_sdpa") ||
+      Has(s, "attn_fwd") || Has(s, "attn_bwd")) {
+    return Make("attention", "", "");
+  }
   if (Has(s, "_xmma_") && Has(s, "gemm")) return Xmma(s);
   if (Has(s, "cutlass") && !Has(s, "ReduceSplitK")) {
     if (std::optional<KernelName> k = Cutlass(s)) return k;
@@ -215,10 +235,6 @@ std::optional<KernelName> ParseKernelName(std::string_view s) {
   if (s.starts_with("gemmk1_kernel") || s.starts_with("gemmSN_")) return Make("GEMM", "cuBLAS", TemplateDtype(s));
   if (s.starts_with("magma_") && Has(s, "gemm")) return Make("GEMM", "MAGMA", Dtype(s.substr(6)));
   if (s.starts_with("wvSplitK")) return Make("GEMM", "vLLM wvSplitK", TemplateDtype(s));
-  if (Has(s, "flash_fwd") || Has(s, "flash_bwd") || Has(s, "fmha") || Has(s, "paged_attention") ||
-      Has(s, "attention_kernel") || Has(s, "unified_attention")) {
-    return Make("attention", "", "");
-  }
   return std::nullopt;
 }
 

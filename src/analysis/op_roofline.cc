@@ -68,10 +68,12 @@ class KernelNames {
 OpWork RecordedWork(std::string_view kernel, double flops, double bytes) {
   const auto has = [&](std::string_view s) { return kernel.find(s) != std::string_view::npos; };
   OpWork w;
-  w.category = has("gemm") ? "GEMM" : has("attention") || has("attn") ? "SDPA_fwd" : has("norm") ? "NORM_fwd"
+  const bool bwd = has("bwd") || has("backward");
+  w.category = has("gemm") ? "GEMM" : has("attention") || has("attn") ? (bwd ? "SDPA_bwd" : "SDPA_fwd")
+             : has("norm") ? "NORM_fwd"
              : has("softmax") ? "softmax" : has("embedding") ? "embedding" : "elementwise";
-  w.matrix = w.category == "GEMM" || w.category == "SDPA_fwd";
-  w.dtype = has("bf16") ? "c10::BFloat16" : has("s8") || has("u8") || has("int8") ? "signed char"
+  w.matrix = w.category == "GEMM" || w.category.starts_with("SDPA");
+  w.dtype = has("bf16") ? "c10::BFloat16" : has("_s8") || has("_u8") || has("int8") ? "signed char"
           : has("f16") ? "c10::Half" : "float";
   w.flops = flops;
   w.bytes = bytes;
@@ -86,19 +88,76 @@ void NameByKernel(const std::optional<KernelName>& k, OpRooflineRow& row) {
   row.params = "kernel name: " + k->Label() + " (no shape recorded)";
 }
 
+std::string DeviceNote(const std::optional<DeviceSpec>& d, const std::string& device_name) {
+  if (d) return d->name + " (" + d->matched_by + "; " + d->source + ")";
+  return (device_name.empty() ? std::string("the trace names no device")
+                              : "'" + device_name + "' is not in the device table") +
+         ": no roof; give its peaks with --device-spec FILE.json";
+}
+
+std::string TopKernel(const std::map<std::string_view, double>& kernels) {
+  std::string top;
+  double best = -1;
+  for (const auto& [k, ns] : kernels) {
+    if (ns > best) best = ns, top = std::string(k);
+  }
+  return top;
+}
+
+// The roof of a modelled row at its intensity, its share of it and what 80% would save.
+void PlaceOnRoof(const DeviceSpec& d, const OpWork& work, const std::optional<KernelName>& kernel, OpRooflineRow& row) {
+  const double bw = d.memory_tbps * 1e12;
+  // FP32 matrix work on TF32 units (cuDNN's default for convolutions, allow_tf32 for
+  // matmuls) is measured against the TF32 peak, as its kernel's name says.
+  const std::string dtype = work.dtype == "float" && kernel && kernel->dtype == "tf32" ? "tf32" : work.dtype;
+  const double peak = 1e12 * (work.matrix ? d.MatrixPeak(dtype) : d.fp32_vector);
+  const double secs = row.kernel_ns * 1e-9, calls = static_cast<double>(row.calls);
+  if (row.flops > 0 && peak > 0) {
+    row.roof_flops = std::min(peak, row.flops / row.bytes * bw);
+    row.percent_of_roof = 100.0 * row.flops * calls / secs / row.roof_flops;
+    row.saving_ns = std::max(0.0, row.kernel_ns - std::max(calls * kMinKernelNs,
+                                                            1e9 * row.flops * calls / (kTarget * row.roof_flops)));
+  } else if (row.flops == 0) {
+    row.roof_flops = bw;  // bytes only: the memory roof
+    row.percent_of_roof = 100.0 * row.bytes * calls / secs / bw;
+    row.saving_ns =
+        std::max(0.0, row.kernel_ns - std::max(calls * kMinKernelNs, 1e9 * row.bytes * calls / (kTarget * bw)));
+  }
+  row.impossible = row.percent_of_roof > 100.0;
+  if (row.impossible) row.saving_ns = 0;  // no conclusion from an impossible figure
+}
+
+// Device work no op launched: by (launch call, what its kernel's name says); "" for kernels
+// with neither an op nor a launch (GPU-only traces).
+struct Launched {
+  double ns = 0;
+  std::unordered_set<size_t> calls;
+  std::map<std::string_view, double> kernels;
+};
+using ByLaunch = std::map<std::pair<std::string_view, std::string>, Launched>;
+
+void AddUnattributedRows(const ByLaunch& by_launch, KernelNames& names, OpRoofline& r) {
+  for (const auto& [key, launched] : by_launch) {
+    const auto& [call, label] = key;
+    OpRooflineRow row;
+    row.name = call.empty() ? "(kernels with no launch recorded)" : std::string(call);
+    row.category = call.find("Graph") != std::string_view::npos ? "graph" : "other";
+    row.calls = static_cast<int64_t>(launched.calls.size());
+    row.kernel_ns = launched.ns;
+    row.top_kernel = TopKernel(launched.kernels);
+    if (!label.empty()) NameByKernel(names.Of(row.top_kernel), row);
+    if (!call.empty()) r.attributed_ns += launched.ns;
+    r.rows.push_back(std::move(row));
+  }
+}
+
 }  // namespace
 
 OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec>& spec) {
   OpRoofline r;
   const Trace& t = *x.trace;
   r.device = spec ? spec : FindDeviceSpec(t.device_name, t.device_units, t.device_memory);
-  if (r.device) {
-    r.device_note = r.device->name + " (" + r.device->matched_by + "; " + r.device->source + ")";
-  } else {
-    r.device_note = t.device_name.empty() ? "the trace names no device"
-                                          : "'" + t.device_name + "' is not in the device table";
-    r.device_note += ": no roof; give its peaks with --device-spec FILE.json";
-  }
+  r.device_note = DeviceNote(r.device, t.device_name);
   // Device time (kernels, copies, sets) by the External id of the op that launched it,
   // and by kernel name; work no op launched (a graph's replay) by its runtime call.
   std::unordered_set<int64_t> op_ids;
@@ -113,12 +172,7 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
   // Work no op launched: by (launch call, what its kernel's name says), and kernels with
   // neither an op nor a launch (GPU-only traces) by what their names say.
   KernelNames names;
-  struct Launched {
-    double ns = 0;
-    std::unordered_set<size_t> calls;
-    std::map<std::string_view, double> kernels;
-  };
-  std::map<std::pair<std::string_view, std::string>, Launched> by_launch;
+  ByLaunch by_launch;
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
     for (size_t i : *list) {
       const Event& k = x.E(i);
@@ -206,10 +260,7 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
   }
   for (auto& [key, g] : groups) {
     OpRooflineRow row = std::move(g.row);
-    double best = -1;
-    for (const auto& [k, ns] : g.kernels) {
-      if (ns > best) best = ns, row.top_kernel = std::string(k);
-    }
+    row.top_kernel = TopKernel(g.kernels);
     if (!g.work && (g.recorded_flops > 0 || g.recorded_bytes > 0) && row.calls > 0) {
       g.work = RecordedWork(row.top_kernel, g.recorded_flops / static_cast<double>(row.calls),
                             g.recorded_bytes / static_cast<double>(row.calls));
@@ -226,44 +277,11 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
     }
     // A row with copies or sets (a host copy's link, not HBM; no kernel to profile) gets no roof.
     if (r.device && row.modelled && row.kernel_ns > 0 && row.bytes > 0 && g.copy_ns == 0) {
-      const double bw = r.device->memory_tbps * 1e12;
-      // FP32 matrix work on TF32 units (cuDNN's default for convolutions, allow_tf32 for
-      // matmuls) is measured against the TF32 peak, as its kernel's name says.
-      const std::optional<KernelName>& kn = names.Of(row.top_kernel);
-      const std::string dtype = g.work->dtype == "float" && kn && kn->dtype == "tf32" ? "tf32" : g.work->dtype;
-      const double peak = 1e12 * (g.work->matrix ? r.device->MatrixPeak(dtype) : r.device->fp32_vector);
-      const double secs = row.kernel_ns * 1e-9, calls = static_cast<double>(row.calls);
-      if (row.flops > 0 && peak > 0) {
-        row.roof_flops = std::min(peak, row.flops / row.bytes * bw);
-        row.percent_of_roof = 100.0 * row.flops * calls / secs / row.roof_flops;
-        row.saving_ns = std::max(0.0, row.kernel_ns - std::max(calls * kMinKernelNs,
-                                                                1e9 * row.flops * calls / (kTarget * row.roof_flops)));
-      } else if (row.flops == 0) {
-        row.roof_flops = bw;  // bytes only: the memory roof
-        row.percent_of_roof = 100.0 * row.bytes * calls / secs / bw;
-        row.saving_ns =
-            std::max(0.0, row.kernel_ns - std::max(calls * kMinKernelNs, 1e9 * row.bytes * calls / (kTarget * bw)));
-      }
-      row.impossible = row.percent_of_roof > 100.0;
-      if (row.impossible) row.saving_ns = 0;  // no conclusion from an impossible figure
+      PlaceOnRoof(*r.device, *g.work, names.Of(row.top_kernel), row);
     }
     r.rows.push_back(std::move(row));
   }
-  for (const auto& [key, launched] : by_launch) {
-    const auto& [call, label] = key;
-    OpRooflineRow row;
-    row.name = call.empty() ? "(kernels with no launch recorded)" : std::string(call);
-    row.category = call.find("Graph") != std::string_view::npos ? "graph" : "other";
-    row.calls = static_cast<int64_t>(launched.calls.size());
-    row.kernel_ns = launched.ns;
-    double best = -1;
-    for (const auto& [k, ns] : launched.kernels) {
-      if (ns > best) best = ns, row.top_kernel = std::string(k);
-    }
-    if (!label.empty()) NameByKernel(names.Of(row.top_kernel), row);
-    if (!call.empty()) r.attributed_ns += launched.ns;
-    r.rows.push_back(std::move(row));
-  }
+  AddUnattributedRows(by_launch, names, r);
   std::stable_sort(r.rows.begin(), r.rows.end(),
                    [](const OpRooflineRow& a, const OpRooflineRow& b) { return a.kernel_ns > b.kernel_ns; });
   return r;

@@ -23,26 +23,27 @@ struct AttentionOp {
   int mask_type;  // xformers' custom_mask_type: 0 none, 1 and 2 causal
   int cu_q, cu_k, max_q, max_k;  // a variable-length batch's cumulative lengths and maxima
   bool backward;
+  int window;  // a sliding window's (left) size: >= 0 is local attention, not modelled
 };
 
 constexpr AttentionOp kOps[] = {
-    {"aten::scaled_dot_product_attention", 0, Layout::kBHND, 5, -1, -1, -1, -1, -1, false},
-    {"aten::_scaled_dot_product_flash_attention", 0, Layout::kBHND, 4, -1, -1, -1, -1, -1, false},
-    {"aten::_scaled_dot_product_flash_attention_for_cpu", 0, Layout::kBHND, 4, -1, -1, -1, -1, -1, false},
-    {"aten::_scaled_dot_product_efficient_attention", 0, Layout::kBHND, 6, -1, -1, -1, -1, -1, false},
-    {"aten::_scaled_dot_product_cudnn_attention", 0, Layout::kBHND, 6, -1, -1, -1, -1, -1, false},
-    {"aten::_flash_attention_forward", 0, Layout::kBNHD, 8, -1, 3, 4, 5, 6, false},
-    {"aten::_efficient_attention_forward", 0, Layout::kBNHD, -1, 9, 4, 5, 6, 7, false},
-    {"flash_attn::_flash_attn_forward", 0, Layout::kBNHD, 5, -1, -1, -1, -1, -1, false},
-    {"flash_attn::_flash_attn_varlen_forward", 0, Layout::kTHD, 9, -1, 3, 4, 5, 6, false},
-    {"aten::_scaled_dot_product_flash_attention_backward", 1, Layout::kBHND, 11, -1, -1, -1, -1, -1, true},
-    {"aten::_scaled_dot_product_flash_attention_for_cpu_backward", 1, Layout::kBHND, 7, -1, -1, -1, -1, -1, true},
-    {"aten::_scaled_dot_product_efficient_attention_backward", 1, Layout::kBHND, 11, -1, -1, -1, -1, -1, true},
-    {"aten::_scaled_dot_product_cudnn_attention_backward", 1, Layout::kBHND, 14, -1, -1, -1, -1, -1, true},
-    {"aten::_flash_attention_backward", 1, Layout::kBNHD, 11, -1, 6, 7, 8, 9, true},
-    {"aten::_efficient_attention_backward", 1, Layout::kBNHD, -1, 14, 6, 7, 8, 9, true},
-    {"flash_attn::_flash_attn_backward", 1, Layout::kBNHD, 11, -1, -1, -1, -1, -1, true},
-    {"flash_attn::_flash_attn_varlen_backward", 1, Layout::kTHD, 15, -1, 9, 10, 11, 12, true},
+    {"aten::scaled_dot_product_attention", 0, Layout::kBHND, 5, -1, -1, -1, -1, -1, false, -1},
+    {"aten::_scaled_dot_product_flash_attention", 0, Layout::kBHND, 4, -1, -1, -1, -1, -1, false, -1},
+    {"aten::_scaled_dot_product_flash_attention_for_cpu", 0, Layout::kBHND, 4, -1, -1, -1, -1, -1, false, -1},
+    {"aten::_scaled_dot_product_efficient_attention", 0, Layout::kBHND, 6, -1, -1, -1, -1, -1, false, -1},
+    {"aten::_scaled_dot_product_cudnn_attention", 0, Layout::kBHND, 6, -1, -1, -1, -1, -1, false, -1},
+    {"aten::_flash_attention_forward", 0, Layout::kBNHD, 8, -1, 3, 4, 5, 6, false, 11},
+    {"aten::_efficient_attention_forward", 0, Layout::kBNHD, -1, 9, 4, 5, 6, 7, false, 13},
+    {"flash_attn::_flash_attn_forward", 0, Layout::kBNHD, 5, -1, -1, -1, -1, -1, false, 6},
+    {"flash_attn::_flash_attn_varlen_forward", 0, Layout::kTHD, 9, -1, 3, 4, 5, 6, false, 10},
+    {"aten::_scaled_dot_product_flash_attention_backward", 1, Layout::kBHND, 11, -1, -1, -1, -1, -1, true, -1},
+    {"aten::_scaled_dot_product_flash_attention_for_cpu_backward", 1, Layout::kBHND, 7, -1, -1, -1, -1, -1, true, -1},
+    {"aten::_scaled_dot_product_efficient_attention_backward", 1, Layout::kBHND, 11, -1, -1, -1, -1, -1, true, -1},
+    {"aten::_scaled_dot_product_cudnn_attention_backward", 1, Layout::kBHND, 14, -1, -1, -1, -1, -1, true, -1},
+    {"aten::_flash_attention_backward", 1, Layout::kBNHD, 11, -1, 6, 7, 8, 9, true, 15},
+    {"aten::_efficient_attention_backward", 1, Layout::kBNHD, -1, 14, 6, 7, 8, 9, true, 18},
+    {"flash_attn::_flash_attn_backward", 1, Layout::kBNHD, 11, -1, -1, -1, -1, -1, true, 12},
+    {"flash_attn::_flash_attn_varlen_backward", 1, Layout::kTHD, 15, -1, 9, 10, 11, 12, true, 16},
 };
 
 struct Shape {
@@ -87,8 +88,8 @@ bool SplitVarlen(const OpInputs& in, const AttentionOp& op, Shape& q, Shape& k, 
 
 // Forward: Q·Kᵀ and P·V, 2·N_Q·N_KV·d each a head (half when causal, for square attention);
 // bytes: Q, K, V read and O written once (the flash kernels' traffic). Backward:
-// torch.utils.flop_counter's count, twice the forward (dV, dP, dQ, dK; no recompute);
-// bytes: Q, K, V, O and dO read, dQ, dK, dV written.
+// torch.utils.flop_counter's count, five products (the scores recomputed, dP, dV, dQ, dK:
+// 2.5x the forward when d_qk = d_v); bytes: Q, K, V, O and dO read, dQ, dK, dV written.
 std::optional<OpWork> ModelAttention(std::string_view name, const OpInputs& in) {
   const AttentionOp* op = nullptr;
   for (const AttentionOp& o : kOps) {
@@ -110,18 +111,30 @@ std::optional<OpWork> ModelAttention(std::string_view name, const OpInputs& in) 
   }
   double sequences = 1;
   if (!SplitVarlen(in, *op, *q, *k, sequences)) return std::nullopt;
-  const bool causal = (op->causal >= 0 && ConcreteTrue(in, static_cast<size_t>(op->causal))) ||
-                      (op->mask_type >= 0 && ConcreteInt(in, static_cast<size_t>(op->mask_type)).value_or(0) != 0);
+  // Causality and a sliding window change the work: unrecorded (no Concrete Inputs, an
+  // older schema's order), they give no number rather than full attention's.
+  bool causal = false;
+  if (op->causal >= 0) {
+    const std::optional<nlohmann::json> c = Concrete(in, static_cast<size_t>(op->causal));
+    if (!c || !c->is_boolean()) return std::nullopt;
+    causal = c->get<bool>();
+  } else {
+    const std::optional<int64_t> mask = ConcreteInt(in, static_cast<size_t>(op->mask_type));
+    if (!mask) return std::nullopt;
+    causal = *mask != 0;
+  }
+  if (op->window >= 0 && ConcreteInt(in, static_cast<size_t>(op->window)).value_or(-1) >= 0) return std::nullopt;
   if (causal && q->tokens != k->tokens) return std::nullopt;  // which triangle: not in the recorded shapes
   const double b = q->batch, hq = q->heads, nq = q->tokens, hkv = k->heads, nkv = k->tokens, dqk = q->d, dv = v->d;
   const double forward = b * hq * (2 * nq * nkv * dqk + 2 * nq * nkv * dv) / (causal ? 2 : 1);
+  const double backward = b * hq * 2 * nq * nkv * (3 * dqk + 2 * dv) / (causal ? 2 : 1);
   const double q_elems = b * nq * hq * dqk, k_elems = b * nkv * hkv * dqk, v_elems = b * nkv * hkv * dv,
                o_elems = b * nq * hq * dv;
   OpWork w;
   w.category = op->backward ? "SDPA_bwd" : "SDPA_fwd";
   w.matrix = true;
   w.dtype = in.types[qi];
-  w.flops = op->backward ? 2 * forward : forward;
+  w.flops = op->backward ? backward : forward;
   w.bytes = (op->backward ? 2 * (q_elems + k_elems + v_elems) + 2 * o_elems : q_elems + k_elems + v_elems + o_elems) *
             ElementBytes(in.types[qi]);
   w.params = Fmt("B", b) + " " + Fmt("N_Q", nq) + " " + Fmt("H_Q", hq) + " " + Fmt("N_KV", nkv) + " " +

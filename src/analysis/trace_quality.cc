@@ -68,7 +68,9 @@ QualityCheck StreamOrder(const TraceIndex& x, const Streams& streams) {
       if (b.correlation < a.correlation && swapped++ == 0) first = Example(x, v[j]);
     }
   }
-  QualityCheck c = Check("out_of_order", swapped, pairs, CheckStatus::kFail,
+  // Two host threads launching onto one stream can race between taking their correlation
+  // ids and enqueueing: a few swaps are a warning; above 1% of pairs, a failure.
+  QualityCheck c = Check("out_of_order", swapped, pairs, swapped * 100 > pairs ? CheckStatus::kFail : CheckStatus::kWarn,
                          "kernels on a stream in an order they were not launched in: a broken clock or a bad merge; "
                          "gaps and launch delays are wrong",
                          {"idle_time", "queue_length", "kernel_launch_stats", "temporal_breakdown"},
@@ -193,49 +195,6 @@ void FieldChecks(const TraceIndex& x, TraceQuality* q) {
 
 }
 
-// Launches of one graph replay the same kernels: a launch that recorded fewer than another
-// of the same graph (same thread, same first kernel) lost some (CUPTI's buffers, a range
-// that ended mid-replay). Kineto names no graph, so the first kernel stands for it.
-QualityCheck GraphsUnderRecorded(const TraceIndex& x) {
-  struct Replay {
-    int64_t kernels = 0, first_ts = INT64_MAX;
-    int32_t first_name = -1;
-  };
-  std::unordered_map<int64_t, Replay> by_corr;
-  for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
-    for (size_t i : *list) {
-      const Event& k = x.E(i);
-      if (k.correlation == 0) continue;
-      const auto it = x.runtime_by_corr.find(k.correlation);
-      if (it == x.runtime_by_corr.end() || !IsGraphLaunch(x.Name(it->second))) continue;
-      Replay& r = by_corr[k.correlation];
-      ++r.kernels;
-      if (k.ts_ns < r.first_ts) r.first_ts = k.ts_ns, r.first_name = k.name;
-    }
-  }
-  std::map<std::pair<int32_t, int32_t>, int64_t> most;  // (thread, first kernel) -> most kernels
-  for (const auto& [corr, r] : by_corr) {
-    int64_t& m = most[{x.E(x.runtime_by_corr.at(corr)).tid, r.first_name}];
-    m = std::max(m, r.kernels);
-  }
-  int64_t short_replays = 0;
-  std::string first;
-  for (const auto& [corr, r] : by_corr) {
-    const size_t launch = x.runtime_by_corr.at(corr);
-    const int64_t m = most[{x.E(launch).tid, r.first_name}];
-    if (r.kernels < m && short_replays++ == 0) {
-      first = Example(x, launch) + ": " + std::to_string(r.kernels) + " kernels, another launch " + std::to_string(m);
-    }
-  }
-  QualityCheck c = Check("graph_under_recorded", short_replays, static_cast<int64_t>(by_corr.size()),
-                         CheckStatus::kWarn,
-                         "graph launches that recorded fewer kernels than another launch of the same graph: device "
-                         "time under them is short",
-                         {"in_use", "temporal_breakdown", "op_roofline", "roofline_sum"}, {});
-  c.detail = first;
-  return c;
-}
-
 }  // namespace
 
 TraceQuality CheckTraceQuality(const TraceIndex& x) {
@@ -302,7 +261,6 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
                " graph launch(es): operator reports cover the rest only";
   }
   q.checks.push_back(r);
-  q.checks.push_back(GraphsUnderRecorded(x));
   QualityCheck l = Check("launch_without_kernel", no_kernel, launches - graphs, CheckStatus::kWarn,
                          "launches whose kernel is not in the trace: launch statistics miss them",
                          {"cuda_api_gpu_sum", "kernel_launch_stats"}, {});
@@ -315,7 +273,7 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
   q.checks.push_back(c);
   // A launch's flow left open is a launch with no kernel (above); B ranges left open are
   // a Chrome-format trace cut inside them (tierscope reads X events, not B/E pairs).
-  QualityCheck open = Check("open_at_end", t.stats.open_ranges, t.stats.open_ranges, CheckStatus::kWarn,
+  QualityCheck open = Check("open_at_end", t.stats.open_ranges, t.stats.range_begins, CheckStatus::kWarn,
                             "B ranges with no E: the trace was cut inside them (B/E ranges are not read; X events "
                             "are)", {}, {});
   q.checks.push_back(open);

@@ -2,8 +2,7 @@
 // wrong — kernels overlapping on one stream (PDL, a broken clock) or overrunning the next,
 // kernels with no launch and launches with no kernel, CUDA/HIP graph launches whose kernels
 // were not recorded (a busy device that looks idle), copies recorded as kernels (ROCm 7.1),
-// graph launches that recorded fewer kernels than another of the same graph, kernels on a
-// stream out of their launch order, a trace cut short (launches after the last kernel,
+// kernels on a stream out of their launch order, a trace cut short (launches after the last kernel,
 // flows and ranges left open), device and host clocks that disagree, duplicated events,
 // fields the reports need that the trace lacks, and the import's own skipped entries — each with its
 // count, what it does to which reports, and which rules it stops from concluding.

@@ -209,8 +209,9 @@ class LabRun {
     if (StatusOr<std::unique_ptr<Backend>> device = CreateBackend(o_.device, o_.threads); device.ok()) {
       TS_ASSIGN_OR_RETURN(MachinePeaks peaks, LoadOrMeasureDevicePeaks(**device, /*recalibrate=*/true));
       peaks_ = peaks.ToJson();
-      // The study's traces (either engine, on this device) against these peaks.
-      ao_.device_spec = CalibratedDeviceSpec(peaks);
+      // The engine's traces against the peaks its own kernels were measured to reach (not
+      // PyTorch's: cuBLAS or oneDNN's AMX can exceed tierscope's microkernels' peaks).
+      if (o_.engine == "native") ao_.device_spec = CalibratedDeviceSpec(peaks);
       commands_.push_back("tierscope device --recalibrate --threads " + std::to_string(o_.threads) +
                           (o_.device == "cpu" ? "" : " --device " + o_.device));
     } else if (o_.engine == "torch") {

@@ -664,6 +664,7 @@ void Reader::Finish(const std::string& trace_name) {
     stats.by_category[std::string(trace_.strings.Get(id))] += info.second;
   }
   if (no_category_ > 0) stats.by_category[""] += no_category_;
+  stats.range_begins = range_begins_;
   stats.open_ranges = std::max<int64_t>(0, range_begins_ - range_ends_);
   if (host_pid_set_) trace_.host_pid = host_pid_;
   else if (saw_op_) trace_.host_pid = first_op_pid_;

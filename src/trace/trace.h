@@ -100,7 +100,8 @@ struct ImportStats {
   int64_t metadata = 0;          // ph M, flows and other non-timeline entries
   int64_t malformed = 0;         // skipped: missing or mistyped fields
   int64_t invalid_utf8 = 0;      // ill-formed UTF-8 sequences read as U+FFFD
-  int64_t open_ranges = 0;       // ranges begun (ph B) beyond those ended (ph E)
+  int64_t range_begins = 0;      // ranges begun (ph B; not read: Kineto writes X events)
+  int64_t open_ranges = 0;       // of them, beyond those ended (ph E)
   std::map<std::string, int64_t> malformed_reasons;  // reason -> count
   std::map<std::string, int64_t> by_category;        // category as written -> count
 };

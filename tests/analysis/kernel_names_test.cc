@@ -25,6 +25,15 @@ TEST(KernelNames, GemmLibrariesGiveDtypeAndTile) {
                   "(cutlass_80_tensorop_bf16_s16816gemm_bf16_256x128_64x3_tn_align2::Params)").Label(),
             "CUTLASS GEMM bf16 tile 256x128x64");
   EXPECT_EQ(Parse("volta_sgemm_128x64_nn").Label(), "cuBLAS GEMM fp32 tile 128x64");
+  // FP32 data on TF32 units: the compute field says so, not A's type.
+  EXPECT_EQ(Parse("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k"
+                  "_off_kernel__5x_cublas").dtype, "tf32");
+  EXPECT_EQ(Parse("sm80_xmma_fprop_implicit_gemm_indexed_wo_smem_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x16x32"
+                  "_stage4_warpsize4x1x1_g1_tensor16x8x8_alignc4_execute_kernel__5x_cudnn").dtype, "tf32");
+  // CUTLASS 3.x: A's type first (not the output's), the M x N x K tile before the cluster.
+  EXPECT_EQ(Parse("cutlass3x_sm90_tensorop_gemm_e4m3_e4m3_f32_void_f16_128x128x64_1x1x1_0_tnn_align16_warpspecialized"
+                  "_cooperative_epi_tma").Label(),
+            "CUTLASS GEMM fp8 tile 128x128x64");
   EXPECT_EQ(Parse("nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT").Label(), "cuBLASLt (nvjet) GEMM tile 64x64");
   EXPECT_EQ(Parse("musa_asm_bf16bf16bf16bf16gemm_nt_tce_768_256x384B128_squad_level_epilogue").Label(),
             "MUSA GEMM bf16 tile 256x384");
@@ -58,6 +67,11 @@ TEST(KernelNames, OtherKernelsAreNotGemms) {
                                "cutlass::bfloat16_t, cutlass::bfloat16_t, 4, true> >"));
   EXPECT_FALSE(ParseKernelName("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>"));
   EXPECT_FALSE(ParseKernelName(""));
+  EXPECT_FALSE(ParseKernelName("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
+  EXPECT_FALSE(ParseKernelName("triton_poi_fused_add_mul_0"));
+  EXPECT_EQ(Parse("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<"
+                  "flash::CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>>, cutlass::bfloat16_t>>>>").category,
+            "attention");
   EXPECT_EQ(Parse("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, "
                   "false, false, cutlass::bfloat16_t>>").category,
             "attention");

@@ -57,7 +57,8 @@ TEST(PerfModel, AttentionCountsBothProductsHalvesCausalAndReadsGqaHeads) {
   // FP32 attention moves 4 bytes an element (TraceLens counts 2 whatever the dtype).
   const OpWork f32 = Work("aten::_scaled_dot_product_efficient_attention",
                           R"("Input Dims": [[1, 2, 8, 4], [1, 2, 8, 4], [1, 2, 8, 4], [], [], [], [], []],
-      "Input type": ["float", "float", "float", "", "Scalar", "Scalar", "Scalar", ""])");
+      "Input type": ["float", "float", "float", "", "Scalar", "Scalar", "Scalar", ""],
+      "Concrete Inputs": ["", "", "", "", "True", "0.", "False", ""])");
   EXPECT_DOUBLE_EQ(f32.bytes, 4.0 * 4 * 64);
   // Query heads not a multiple of the key heads: not attention as modelled.
   EXPECT_FALSE(ModelOp("aten::_scaled_dot_product_flash_attention",
@@ -143,7 +144,7 @@ TEST(PerfModel, GroupedGemmCountsTheWholeProblemOnce) {
       "Input type": ["float", "float"])")));
 }
 
-TEST(PerfModel, AttentionBackwardIsTwiceTheForwardAndReadsItsOwnArgumentOrder) {
+TEST(PerfModel, AttentionBackwardIsTorchsFiveProductsAndReadsItsOwnArgumentOrder) {
   // flash backward (grad_out, q, k, v, out, lse, cum_q, cum_k, max_q, max_k, dropout, is_causal).
   const char* bwd = R"("Input Dims": [[2, 8, 128, 64], [2, 8, 128, 64], [2, 8, 128, 64], [2, 8, 128, 64],
       [2, 8, 128, 64], [2, 8, 128], [], [], [], [], [], [], [], [], []],
@@ -153,7 +154,7 @@ TEST(PerfModel, AttentionBackwardIsTwiceTheForwardAndReadsItsOwnArgumentOrder) {
   const OpWork b = Work("aten::_scaled_dot_product_flash_attention_backward", bwd);
   const double forward = 2 * 8 * (2.0 * 128 * 128 * 64 * 2) / 2;  // causal
   EXPECT_EQ(b.category, "SDPA_bwd");
-  EXPECT_DOUBLE_EQ(b.flops, 2 * forward);
+  EXPECT_DOUBLE_EQ(b.flops, 2.5 * forward);  // scores recomputed, dP, dV, dQ, dK
   EXPECT_DOUBLE_EQ(b.bytes, 2.0 * (2 * 3 * 2 * 8 * 128 * 64 + 2 * 2 * 8 * 128 * 64));
   EXPECT_NE(b.params.find("causal"), std::string::npos);
   // xformers' efficient attention: causal from custom_mask_type (input 9), [B, N, H, d].
@@ -162,6 +163,13 @@ TEST(PerfModel, AttentionBackwardIsTwiceTheForwardAndReadsItsOwnArgumentOrder) {
       "Input type": ["float", "float", "float", "", "", "", "Scalar", "Scalar", "Scalar", "Scalar"],
       "Concrete Inputs": ["", "", "", "", "", "", "", "", "0.", "1"])");
   EXPECT_DOUBLE_EQ(e.flops, forward);
+  // Causality not recorded (no Concrete Inputs): no number rather than full attention's.
+  EXPECT_FALSE(ModelOp("aten::_scaled_dot_product_flash_attention_backward", In(R"("Input Dims": [[2, 8, 128, 64],
+      [2, 8, 128, 64], [2, 8, 128, 64], [2, 8, 128, 64]], "Input type": ["float", "float", "float", "float"])")));
+  // A sliding window (flash_attn's window_size_left, input 6) is local attention: no number.
+  EXPECT_FALSE(ModelOp("flash_attn::_flash_attn_forward", In(R"("Input Dims": [[2, 128, 8, 64], [2, 128, 8, 64],
+      [2, 128, 8, 64], [], [], [], [], []], "Input type": ["float", "float", "float", "Scalar", "Scalar", "Scalar",
+      "Scalar", "Scalar"], "Concrete Inputs": ["", "", "", "0.", "0.125", "False", "64", "0"])")));
 }
 
 TEST(PerfModel, VarlenAttentionOnlyWhereTheShapesDetermineTheLengths) {

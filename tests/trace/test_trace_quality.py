@@ -143,7 +143,7 @@ def test_analyze_leads_with_the_verdict_and_withholds_what_rests_on_a_failure(ti
     with gzip.open(path, "wt") as f:
         json.dump(doc, f)
     text = subprocess.run([str(tierscope_bin), "analyze", str(path)], capture_output=True, text=True, timeout=120).stdout
-    assert text.splitlines()[4].startswith("trace quality: 14 of 15 checks passed; FAILED: graph_kernels_missing 1")
+    assert text.splitlines()[4].startswith("trace quality: 13 of 14 checks passed; FAILED: graph_kernels_missing 1")
     out = json.loads(subprocess.run([str(tierscope_bin), "analyze", str(path), "--format", "json"],
                                     capture_output=True, text=True, timeout=120).stdout)
     rules = [f["rule"] for f in out["findings"]]
@@ -172,8 +172,8 @@ def test_a_jobs_ranks_each_get_their_verdict(tierscope_bin, tmp_path):
     out = json.loads(subprocess.run([str(tierscope_bin), "analyze", str(job), "--format", "json"],
                                     capture_output=True, text=True, timeout=120).stdout)
     ranks = {r["rank"]: r for r in out["ranks"]}
-    assert ranks[0]["quality"] == "trace quality: 15 of 15 checks passed"
-    assert ranks[1]["quality"].startswith("trace quality: 13 of 15 checks passed; FAILED: stream_overlap 3, duplicates 3")
+    assert ranks[0]["quality"] == "trace quality: 14 of 14 checks passed"
+    assert ranks[1]["quality"].startswith("trace quality: 12 of 14 checks passed; FAILED: stream_overlap 3, duplicates 3")
     assert ranks[1]["findings"][0]["rule"] == "trace_quality"
     assert "launch_bound" not in [f["rule"] for f in ranks[1]["findings"]]
     assert "launch_bound" in [f["rule"] for f in ranks[0]["findings"]]
@@ -191,30 +191,10 @@ def test_kernels_out_of_their_launch_order_on_a_stream(tierscope_bin, tmp_path):
     order = sorted((k for k in kernels(doc) if k["args"]["stream"] == 7), key=lambda k: (k["ts"], k["dur"]))
     falls = sum(1 for p, n in zip(order, order[1:]) if n["args"]["correlation"] < p["args"]["correlation"])
     q = quality(tierscope_bin, doc, tmp_path)
-    assert falls == 1 and q["out_of_order"] == ("FAIL", 1)
-
-
-def test_a_graph_launch_that_lost_kernels(tierscope_bin, tmp_path):
-    # The vLLM graph replayed a second time, 5 of its kernels missing from the second replay.
-    doc = load(FIELD / "inference__vllm_decode_full__graph_execution.json.gz")
-    launch = next(e for e in doc["traceEvents"] if e.get("name") == "hipGraphLaunch")
-    corr = launch["args"]["correlation"]
-    replay = sorted((e for e in doc["traceEvents"] if e.get("cat") == "kernel" and e["args"].get("correlation") == corr),
-                    key=lambda e: e["ts"])
-    last = max(e["ts"] + e.get("dur", 0) for e in doc["traceEvents"] if e.get("ph") == "X")
-    shift, new_corr = last + 1000 - launch["ts"], 10 ** 9
-    second = copy.deepcopy(launch)
-    second["ts"] += shift
-    second["args"]["correlation"] = new_corr
-    doc["traceEvents"].append(second)
-    for k in replay[:-5]:
-        k2 = copy.deepcopy(k)
-        k2["ts"] += shift
-        k2["args"]["correlation"] = new_corr
-        doc["traceEvents"].append(k2)
-    q = quality(tierscope_bin, doc, tmp_path)
-    assert q["graph_under_recorded"] == ("warn", 1)
-    assert q["out_of_order"] == ("pass", 0)
+    pairs = sum(1 for k in kernels(doc) if k["args"].get("correlation")) - len({k["args"]["stream"] for k in kernels(doc)})
+    # One swap in the 60 pairs of this small trace: above 1% of them, a failure (a race of
+    # two launching threads is a swap in thousands: a warning).
+    assert falls == 1 and pairs < 100 and q["out_of_order"] == ("FAIL", 1)
 
 
 def test_ranges_left_open_at_the_end(tierscope_bin, tmp_path):
