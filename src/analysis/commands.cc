@@ -200,6 +200,10 @@ TraceAnalysis Analyze(const Trace& t, const AnalysisOptions& o) {
   for (Table& table : a.reports) {
     if (a.quality.marked_reports.count(table.name) != 0) {
       table.notes.push_back("MARKED: " + a.quality.Line());
+      if (const int64_t rows = MarkRows(a.quality, &table); rows > 0) {
+        table.notes.push_back("MARKED: " + std::to_string(rows) + " row(s) rest on events that failed a check (the "
+                              "Failed check column): their numbers are not to be concluded from");
+      }
     }
   }
   WithholdFindings(a.quality, &a.findings);
@@ -233,9 +237,15 @@ StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>&
                                    [](const std::string& r) { return r != "import_stats"; });
   const TraceIndex x = indexed ? BuildIndex(t, o) : TraceIndex();
   std::vector<Table> tables;
+  std::optional<OpRoofline> roofline;  // once for both of its tables
   for (const std::string& name : reports) {
     if (name == "import_stats") {
       tables.push_back(ImportStatsTable(t));
+      continue;
+    }
+    if (name == "op_roofline" || name == "roofline_sum") {
+      if (!roofline) roofline = AnalyzeOpRoofline(x, o.device_spec);
+      tables.push_back(name == "op_roofline" ? OpRooflineTable(*roofline) : RooflineSumTable(*roofline));
       continue;
     }
     TS_ASSIGN_OR_RETURN(Table tb, RunReport(x, name, o));

@@ -23,28 +23,6 @@ constexpr double kTarget = 0.8;  // "could save": the time at 80% of the roof
 // time at its roof is never counted below it (32-element ops are not "far from the roof").
 constexpr double kMinKernelNs = 2000;
 
-// Each op's parent (the enclosing op on its thread), or -1.
-std::vector<int64_t> Parents(const TraceIndex& x) {
-  std::vector<size_t> order = x.ops;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const Event &p = x.E(a), &q = x.E(b);
-    return std::tie(p.pid, p.tid, p.ts_ns, q.dur_ns) < std::tie(q.pid, q.tid, q.ts_ns, p.dur_ns);
-  });
-  std::vector<int64_t> parents(x.trace->events.size(), -1);
-  std::vector<size_t> stack;
-  for (size_t i : order) {
-    const Event& e = x.E(i);
-    while (!stack.empty()) {
-      const Event& top = x.E(stack.back());
-      if (top.pid != e.pid || top.tid != e.tid || e.ts_ns >= top.ts_ns + top.dur_ns) stack.pop_back();
-      else break;
-    }
-    parents[i] = stack.empty() ? -1 : static_cast<int64_t>(stack.back());
-    stack.push_back(i);
-  }
-  return parents;
-}
-
 struct Modelled {
   bool done = false;
   std::optional<OpWork> work;
@@ -127,6 +105,27 @@ void PlaceOnRoof(const DeviceSpec& d, const OpWork& work, const std::optional<Ke
   if (row.impossible) row.saving_ns = 0;  // no conclusion from an impossible figure
 }
 
+// A leaf op with device time and the op its time is counted under.
+struct Owned {
+  size_t leaf, owner;
+  bool modelled;  // the owner has a model
+};
+
+// A leaf lifted to a modelled ancestor stays at itself (an unmodelled row) when another
+// leaf's owner is a modelled op strictly below that ancestor: the ancestor's work is split.
+void KeepSplitWorkApart(const std::vector<int64_t>& parents, std::vector<Owned>& owned) {
+  std::unordered_set<size_t> split;  // ops with a modelled owner strictly below them
+  for (const Owned& o : owned) {
+    if (!o.modelled) continue;
+    for (int64_t a = parents[o.owner]; a >= 0; a = parents[static_cast<size_t>(a)]) {
+      if (!split.insert(static_cast<size_t>(a)).second) break;  // its ancestors are in already
+    }
+  }
+  for (Owned& o : owned) {
+    if (o.owner != o.leaf && split.count(o.owner) != 0) o.owner = o.leaf, o.modelled = false;
+  }
+}
+
 // Device work no op launched: by (launch call, what its kernel's name says); "" for kernels
 // with neither an op nor a launch (GPU-only traces).
 struct Launched {
@@ -197,7 +196,7 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
       }
     }
   }
-  const std::vector<int64_t> parents = Parents(x);
+  const std::vector<int64_t> parents = OpParents(x);
   std::unordered_map<size_t, Modelled> memo;
   const auto model = [&](size_t i) -> const std::optional<OpWork>& {
     Modelled& m = memo[i];
@@ -219,20 +218,29 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
   };
   std::map<std::tuple<std::string, std::string, std::string, std::string>, Group> groups;
   std::unordered_map<size_t, bool> counted;  // owner ops already counted as a call
+  // Each leaf with device time under the nearest op at or above it that has a model (the
+  // leaf when none has) — unless that op's work is split: another leaf under it is owned
+  // by a modelled op below it (math-path attention: bmm and softmax have their rows), and
+  // its whole FLOPs over this leaf's time alone would be a wrong figure.
+  std::vector<Owned> owned;
   for (size_t leaf : x.ops) {
     const Event& e = x.E(leaf);
-    if (e.external_id == 0) continue;
-    const auto it = by_ext.find(e.external_id);
-    if (it == by_ext.end()) continue;
-    r.attributed_ns += it->second;
-    // The nearest op at or above the leaf that has a model; the leaf when none has.
-    size_t owner = leaf;
+    if (e.external_id == 0 || by_ext.count(e.external_id) == 0) continue;
+    Owned o{leaf, leaf, false};
     for (int64_t a = static_cast<int64_t>(leaf); a >= 0; a = parents[static_cast<size_t>(a)]) {
       if (model(static_cast<size_t>(a)).has_value()) {
-        owner = static_cast<size_t>(a);
+        o.owner = static_cast<size_t>(a);
+        o.modelled = true;
         break;
       }
     }
+    owned.push_back(o);
+  }
+  KeepSplitWorkApart(parents, owned);
+  for (const auto& [leaf, owner, modelled] : owned) {
+    const Event& e = x.E(leaf);
+    const auto it = by_ext.find(e.external_id);
+    r.attributed_ns += it->second;
     const Event& o = x.E(owner);
     const std::string_view args = o.args >= 0 ? t.strings.Get(o.args) : std::string_view();
     Group& g = groups[{std::string(x.Name(owner)), CompactJson(ArgValue(args, "Input Dims")),

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <tuple>
 
 #include "analysis/gpu_time.h"
 #include "analysis/collective_bandwidth.h"
@@ -337,6 +338,27 @@ int64_t TraceIndex::LaunchTime(size_t i) const {
     if (it != runtime_by_corr.end()) return trace->events[it->second].ts_ns;
   }
   return e.ts_ns;
+}
+
+std::vector<int64_t> OpParents(const TraceIndex& x) {
+  std::vector<size_t> order = x.ops;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Event &p = x.E(a), &q = x.E(b);
+    return std::tie(p.pid, p.tid, p.ts_ns, q.dur_ns) < std::tie(q.pid, q.tid, q.ts_ns, p.dur_ns);
+  });
+  std::vector<int64_t> parents(x.trace->events.size(), -1);
+  std::vector<size_t> stack;
+  for (size_t i : order) {
+    const Event& e = x.E(i);
+    while (!stack.empty()) {
+      const Event& top = x.E(stack.back());
+      if (top.pid != e.pid || top.tid != e.tid || e.ts_ns >= top.ts_ns + top.dur_ns) stack.pop_back();
+      else break;
+    }
+    parents[i] = stack.empty() ? -1 : static_cast<int64_t>(stack.back());
+    stack.push_back(i);
+  }
+  return parents;
 }
 
 TraceIndex BuildIndex(const Trace& t, const AnalysisOptions& o) {

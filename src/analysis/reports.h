@@ -50,6 +50,9 @@ struct TraceIndex {
   int64_t LaunchTime(size_t i) const;
 };
 
+// Each op's parent (the op enclosing it on its thread), or -1; indexed by event.
+std::vector<int64_t> OpParents(const TraceIndex& index);
+
 TraceIndex BuildIndex(const Trace& trace, const AnalysisOptions& options);
 
 // nsys's summary shape over events `idx` grouped by name: "Time (%), Total Time (ns),

@@ -60,12 +60,16 @@ Streams SortedStreams(const TraceIndex& x) {
 QualityCheck StreamOrder(const TraceIndex& x, const Streams& streams) {
   int64_t swapped = 0, pairs = 0;
   std::string first;
+  std::vector<size_t> failed;
   for (const auto& [key, v] : streams) {
     for (size_t j = 1; j < v.size(); ++j) {
       const Event &a = x.E(v[j - 1]), &b = x.E(v[j]);
       if (a.correlation == 0 || b.correlation == 0) continue;
       ++pairs;
-      if (b.correlation < a.correlation && swapped++ == 0) first = Example(x, v[j]);
+      if (b.correlation < a.correlation) {
+        if (swapped++ == 0) first = Example(x, v[j]);
+        failed.push_back(v[j]);
+      }
     }
   }
   // Two host threads launching onto one stream can race between taking their correlation
@@ -76,6 +80,7 @@ QualityCheck StreamOrder(const TraceIndex& x, const Streams& streams) {
                          {"idle_time", "queue_length", "kernel_launch_stats", "temporal_breakdown"},
                          {"launch_bound", "gaps_large"});
   c.detail = first;
+  c.events = std::move(failed);
   return c;
 }
 
@@ -84,6 +89,7 @@ QualityCheck StreamOverlap(const TraceIndex& x, const Streams& streams) {
   int64_t overlaps = 0, inside = 0;
   double overlap_ns = 0, kernel_ns = 0;
   std::string first;
+  std::vector<size_t> failed;
   for (const auto& [key, v] : streams) {
     int64_t end = INT64_MIN;
     for (size_t i : v) {
@@ -94,6 +100,7 @@ QualityCheck StreamOverlap(const TraceIndex& x, const Streams& streams) {
         overlap_ns += static_cast<double>(std::min(end, e.ts_ns + e.dur_ns) - e.ts_ns);
         inside += e.ts_ns + e.dur_ns <= end ? 1 : 0;
         if (first.empty()) first = Example(x, i);
+        failed.push_back(i);
       }
       end = std::max(end, e.ts_ns + e.dur_ns);
     }
@@ -110,6 +117,7 @@ QualityCheck StreamOverlap(const TraceIndex& x, const Streams& streams) {
     std::snprintf(share, sizeof(share), "%.2f%% of kernel time overlapped; ", kernel_ns > 0 ? 100 * overlap_ns / kernel_ns : 0.0);
     c.detail = share + std::to_string(inside) + " wholly inside the previous; first: " + first;
   }
+  c.events = std::move(failed);
   return c;
 }
 
@@ -139,6 +147,7 @@ QualityCheck Duplicates(const Trace& t) {
            a.v1 == b.v1 && args(a) == args(b);
   };
   int64_t dups = 0;
+  std::vector<size_t> duplicated;
   for (size_t i = 0; i < keyed.size();) {
     size_t end = i + 1;
     while (end < keyed.size() && keyed[end].first == keyed[i].first) ++end;
@@ -147,15 +156,19 @@ QualityCheck Duplicates(const Trace& t) {
       for (size_t b = i; b < a; ++b) {
         if (same(t.events[keyed[a].second], t.events[keyed[b].second])) {
           ++dups;
+          duplicated.push_back(keyed[a].second);
           break;
         }
       }
     }
     i = end;
   }
-  return Check("duplicates", dups, static_cast<int64_t>(t.events.size()), CheckStatus::kFail,
-               "events recorded twice: every sum that includes them counts them twice",
-               {"cuda_gpu_kern_sum", "op_sum", "op_roofline", "cuda_api_sum"}, {"roofline", "hot_kernel", "launch_bound"});
+  QualityCheck c = Check("duplicates", dups, static_cast<int64_t>(t.events.size()), CheckStatus::kFail,
+                         "events recorded twice: every sum that includes them counts them twice",
+                         {"cuda_gpu_kern_sum", "op_sum", "op_roofline", "cuda_api_sum"},
+                         {"roofline", "hot_kernel", "launch_bound"});
+  c.events = std::move(duplicated);
+  return c;
 }
 
 // Fields the reports need: operator shapes (the roofline), launch sizes (granularity), and
@@ -195,7 +208,63 @@ void FieldChecks(const TraceIndex& x, TraceQuality* q) {
 
 }
 
+// The names the failed checks' events appear under in the tables: a device event's own
+// (kernel tables), the call that launched it (API tables, a graph's replay), the op that
+// launched it and every op around that one (operator tables count time at each level).
+void MarkNames(const TraceIndex& x, TraceQuality* q) {
+  bool any = false;
+  for (const QualityCheck& c : q->checks) any = any || (c.status == CheckStatus::kFail && !c.events.empty());
+  if (!any) return;
+  std::unordered_map<int64_t, std::vector<size_t>> ops_by_ext;
+  for (size_t i : x.ops) {
+    if (x.E(i).external_id != 0) ops_by_ext[x.E(i).external_id].push_back(i);
+  }
+  const std::vector<int64_t> parents = OpParents(x);
+  for (const QualityCheck& c : q->checks) {
+    if (c.status != CheckStatus::kFail) continue;
+    std::unordered_set<int64_t> seen_ext;
+    for (size_t i : c.events) {
+      const Event& e = x.E(i);
+      q->marked_names[std::string(x.Name(i))].insert(c.name);
+      if (e.kind != EventKind::kRuntime && e.correlation != 0) {
+        if (auto it = x.runtime_by_corr.find(e.correlation); it != x.runtime_by_corr.end()) {
+          q->marked_names[std::string(x.Name(it->second))].insert(c.name);
+        }
+      }
+      if (e.external_id == 0 || !seen_ext.insert(e.external_id).second) continue;
+      const auto ops = ops_by_ext.find(e.external_id);
+      if (ops == ops_by_ext.end()) continue;
+      for (size_t op : ops->second) {
+        for (int64_t a = static_cast<int64_t>(op); a >= 0; a = parents[static_cast<size_t>(a)]) {
+          q->marked_names[std::string(x.Name(static_cast<size_t>(a)))].insert(c.name);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
+
+int64_t MarkRows(const TraceQuality& q, Table* table) {
+  const auto name = std::find(table->columns.begin(), table->columns.end(), "Name");
+  if (q.marked_names.empty() || name == table->columns.end()) return 0;
+  const size_t at = static_cast<size_t>(name - table->columns.begin());
+  int64_t marked = 0;
+  for (std::vector<Cell>& row : table->rows) {
+    std::string checks;
+    if (at < row.size()) {
+      if (const std::string* n = std::get_if<std::string>(&row[at])) {
+        if (auto it = q.marked_names.find(*n); it != q.marked_names.end()) {
+          for (const std::string& c : it->second) checks += (checks.empty() ? "" : ",") + c;
+          ++marked;
+        }
+      }
+    }
+    row.insert(row.begin() + static_cast<std::ptrdiff_t>(std::min(at, row.size())), Cell(checks.empty() ? "-" : checks));
+  }
+  table->columns.insert(table->columns.begin() + static_cast<std::ptrdiff_t>(at), "Failed check");
+  return marked;
+}
 
 TraceQuality CheckTraceQuality(const TraceIndex& x) {
   TraceQuality q;
@@ -215,6 +284,7 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
   }
   int64_t launches = 0, no_kernel = 0, graphs = 0, graph_empty = 0, cut = 0;
   std::string first_no_kernel, first_graph, first_cut;
+  std::vector<size_t> empty_graphs, cut_launches;
   for (size_t i : x.runtime) {
     const std::string_view n = x.Name(i);
     const bool graph = IsGraphLaunch(n);
@@ -227,12 +297,14 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
     }
     if (!x.kernels.empty() && x.E(i).ts_ns > last_device_end) {  // after the last recorded kernel
       if (cut++ == 0) first_cut = Example(x, i);
+      cut_launches.push_back(i);
       continue;
     }
     ++launches;
     if (graph) {
       ++graphs;
       if (graph_empty++ == 0) first_graph = Example(x, i);
+      empty_graphs.push_back(i);
     } else if (no_kernel++ == 0) {
       first_no_kernel = Example(x, i);
     }
@@ -242,6 +314,7 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
                          {"in_use", "gaps", "temporal_breakdown", "idle_time", "cuda_gpu_kern_sum"},
                          {"gpu_util_low", "gaps_large", "launch_bound"});
   g.detail = first_graph;
+  g.events = std::move(empty_graphs);
   q.checks.push_back(g);
   // Kernels a graph replayed: recorded, but with no operator (or shapes) behind them and one
   // launch for many kernels (vLLM's and SGLang's CUDA-graph decode).
@@ -270,6 +343,7 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
                          "launches after the last kernel, theirs missing: the trace ends before its device work",
                          {"in_use", "temporal_breakdown", "cuda_gpu_kern_sum"}, {"gpu_util_low"});
   c.detail = first_cut;
+  c.events = std::move(cut_launches);
   q.checks.push_back(c);
   // A launch's flow left open is a launch with no kernel (above); B ranges left open are
   // a Chrome-format trace cut inside them (tierscope reads X events, not B/E pairs).
@@ -281,6 +355,7 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
   // Device events with no launch call, and ones that start before their launch did.
   int64_t device_events = 0, no_launch = 0, early = 0;
   std::string first_early;
+  std::vector<size_t> early_events;
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
     for (size_t i : *list) {
       ++device_events;
@@ -291,6 +366,7 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
       }
       if (x.E(i).ts_ns < x.E(it->second).ts_ns) {
         if (early++ == 0) first_early = Example(x, i);
+        early_events.push_back(i);
       }
     }
   }
@@ -302,6 +378,7 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
                          "device work starting before its launch: clocks disagree, launch delays are wrong",
                          {"kernel_launch_stats", "idle_time", "queue_length"}, {"launch_bound"});
   k.detail = first_early;
+  k.events = std::move(early_events);
   q.checks.push_back(k);
 
   // Copies and sets recorded as kernels (ROCm 7.1): counted as memory by the breakdowns.
@@ -328,6 +405,7 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
     q.blocked_rules.insert(check.rules.begin(), check.rules.end());
     q.marked_reports.insert(check.reports.begin(), check.reports.end());
   }
+  MarkNames(x, &q);
   return q;
 }
 

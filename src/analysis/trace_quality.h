@@ -10,6 +10,7 @@
 #define TIERSCOPE_ANALYSIS_TRACE_QUALITY_H_
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,12 +32,17 @@ struct QualityCheck {
   std::string affects;      // the reports whose numbers it changes, and how
   std::vector<std::string> reports;  // those reports' names, for marking them
   std::vector<std::string> rules;    // the rules that may not conclude when it fails
+  std::vector<size_t> events;        // the events that failed it (checks that can fail), for marking rows
 };
 
 struct TraceQuality {
   std::vector<QualityCheck> checks;
   // The rules no finding may come from, and the reports to mark, given the failed checks.
   std::set<std::string> blocked_rules, marked_reports;
+  // The rows whose numbers rest on events that failed a check, by the name a table shows
+  // them under (the kernel, the op that launched it and the ops around that, the launch
+  // call), each with the failed checks' names.
+  std::map<std::string, std::set<std::string>> marked_names;
   // One line: "trace quality: 9 checks passed, 1 failed (graph launches without kernels: 36)".
   std::string Line() const;
 };
@@ -46,6 +52,10 @@ TraceQuality CheckTraceQuality(const TraceIndex& index);
 // Removes the findings whose rule rests on a failed check, and (when any went) puts first a
 // "trace_quality" finding naming them and why.
 void WithholdFindings(const TraceQuality& q, std::vector<Finding>* findings);
+
+// Marks the rows of `table` (a report a failed check affects) whose Name is in
+// q.marked_names: a "Failed check" column before Name. Returns the rows marked.
+int64_t MarkRows(const TraceQuality& q, Table* table);
 
 // The failed checks' names, comma-separated ("" when none failed).
 std::string FailedChecks(const TraceQuality& q);

@@ -134,3 +134,33 @@ TEST(OpRoofline, KernelsNameWorkWithNoShapesAndTheEnginesOwnCountsMeetCalibrated
 
 }  // namespace
 }  // namespace tierscope
+
+namespace tierscope {
+namespace {
+
+TEST(OpRoofline, SplitWorkIsNotLiftedToTheOpAroundIt) {
+  // Math-path attention: SDPA (modelled) around bmm (modelled, its own row) and an
+  // unmodelled masked_fill. The fill's time stays its own: SDPA's whole FLOPs over the
+  // fill's time alone would be a figure far above any roof.
+  Builder b;
+  b.trace().device_name = "NVIDIA H100 80GB HBM3";
+  b.Op("aten::scaled_dot_product_attention", 0, 1000, 1);
+  Args(b, R"("Input Dims": [[1, 8, 512, 64], [1, 8, 512, 64], [1, 8, 512, 64], [], [], [], [], []],
+      "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "", "Scalar", "Scalar", "", "Scalar"],
+      "Concrete Inputs": ["", "", "", "", "0.", "False", "", "False"])");
+  b.Op("aten::bmm", 10, 100, 2);
+  Args(b, R"("Input Dims": [[8, 512, 64], [8, 64, 512]], "Input type": ["c10::BFloat16", "c10::BFloat16"])");
+  b.Launch("cudaLaunchKernel", "bmm_kernel", 20, 5, 2000, 20'000, 2);
+  b.Op("aten::masked_fill", 200, 100, 3);
+  b.Launch("cudaLaunchKernel", "fill_kernel", 210, 5, 30'000, 3'000, 3);
+  const Trace t = std::move(b.trace());
+  const OpRoofline r = AnalyzeOpRoofline(BuildIndex(t, AnalysisOptions{}), std::nullopt);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].name, "aten::bmm");
+  EXPECT_EQ(r.rows[1].name, "aten::masked_fill");
+  EXPECT_FALSE(r.rows[1].modelled);
+  EXPECT_DOUBLE_EQ(r.attributed_ns, r.kernel_ns);
+}
+
+}  // namespace
+}  // namespace tierscope

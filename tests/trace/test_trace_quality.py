@@ -204,3 +204,34 @@ def test_ranges_left_open_at_the_end(tierscope_bin, tmp_path):
     doc["traceEvents"] += [{"ph": "E", "pid": 1, "tid": 1, "ts": end + 10}]
     q = quality(tierscope_bin, doc, tmp_path)
     assert q["open_at_end"] == ("warn", 2)
+
+
+def test_the_rows_resting_on_failed_events_are_marked_one_by_one(tierscope_bin, tmp_path):
+    # Three kernels recorded twice: in each affected table, exactly the rows of those kernels
+    # (kernel tables) and of the ops that launched them and the ops around those (operator
+    # tables) say which checks failed; every other row says "-".
+    doc = load(CLEAN)
+    dup = kernels(doc)[10:13]
+    doc["traceEvents"] += [copy.deepcopy(k) for k in dup]
+    path = tmp_path / "dup.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(doc, f)
+    out = json.loads(subprocess.run([str(tierscope_bin), "analyze", str(path), "--format", "json", "--wide"],
+                                    capture_output=True, text=True, timeout=120).stdout)
+    reports = {r["name"]: r for r in out["reports"]}
+    kern = reports["cuda_gpu_kern_sum"]
+    marked = {r["Name"]: r["Failed check"] for r in kern["rows"] if r["Failed check"] != "-"}
+    assert marked == {k["name"]: "duplicates,stream_overlap" for k in dup}
+    # The ops: each duplicated kernel's External id names its op; the op and its ancestors
+    # (by time on its thread) are the rows marked in op_sum.
+    ops = [e for e in doc["traceEvents"] if e.get("cat") == "cpu_op"]
+    want = set()
+    for k in dup:
+        for op in (o for o in ops if o["args"].get("External id") == k["args"]["External id"]):
+            want |= {o["name"] for o in ops if o["tid"] == op["tid"] and o["ts"] <= op["ts"]
+                     and o["ts"] + o["dur"] >= op["ts"] + op["dur"]}
+    op_sum = {r["Name"] for r in reports["op_sum"]["rows"] if r["Failed check"] != "-"}
+    assert want and op_sum == want & {r["Name"] for r in reports["op_sum"]["rows"]}
+    clean = json.loads(subprocess.run([str(tierscope_bin), "analyze", str(CLEAN), "--format", "json"],
+                                      capture_output=True, text=True, timeout=120).stdout)
+    assert not any("Failed check" in r.get("columns", []) for r in clean["reports"])
