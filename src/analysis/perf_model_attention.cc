@@ -91,10 +91,7 @@ bool SplitVarlen(const OpInputs& in, const AttentionOp& op, Shape& q, Shape& k, 
 // torch.utils.flop_counter's count, five products (the scores recomputed, dP, dV, dQ, dK:
 // 2.5x the forward when d_qk = d_v); bytes: Q, K, V, O and dO read, dQ, dK, dV written.
 std::optional<OpWork> ModelAttention(std::string_view name, const OpInputs& in) {
-  const AttentionOp* op = nullptr;
-  for (const AttentionOp& o : kOps) {
-    if (o.name == name) op = &o;
-  }
+  const AttentionOp* op = FindOp(kOps, name);
   if (op == nullptr) return std::nullopt;
   const size_t qi = static_cast<size_t>(op->q);
   for (size_t i = qi; i < qi + 3; ++i) {

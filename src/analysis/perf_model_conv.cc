@@ -84,10 +84,7 @@ std::string Params(const ConvGeometry& c) {
 // bias's one add an output element; bytes: the output gradient, and what each gradient reads
 // and writes, once.
 std::optional<OpWork> ModelConvolution(std::string_view name, const OpInputs& in) {
-  const ConvArgs* op = nullptr;
-  for (const ConvArgs& c : kConvOps) {
-    if (c.name == name) op = &c;
-  }
+  const ConvArgs* op = FindOp(kConvOps, name);
   if (op == nullptr) return std::nullopt;
   const std::optional<ConvGeometry> c = Geometry(*op, in);
   if (!c) return std::nullopt;

@@ -30,6 +30,15 @@ bool ConcreteTrue(const OpInputs& in, size_t i);
 std::optional<int64_t> ConcreteInt(const OpInputs& in, size_t i);
 bool OneOf(std::string_view name, std::initializer_list<std::string_view> names);
 
+// The entry of an op table (entries with a `name`) for `name`, or nullptr.
+template <typename Entry, size_t N>
+const Entry* FindOp(const Entry (&table)[N], std::string_view name) {
+  for (const Entry& e : table) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
 // Each family: its work, or nullopt when `name` is not one of its ops or the shapes do not fit.
 std::optional<OpWork> ModelGemm(std::string_view name, const OpInputs& in);         // perf_model_gemm.cc
 std::optional<OpWork> ModelGroupedGemm(std::string_view name, const OpInputs& in);  // perf_model_gemm.cc
