@@ -105,6 +105,42 @@ def kineto_seeds() -> None:
              "ts": 4203669604590.1, "dur": 3.5, "args": {"correlation": 5}}]
     put("kineto_fuzzer", "rocm_floats.json", json.dumps({"traceEvents": rocm, "deviceProperties": []}))
     put("kineto_fuzzer", "bare_array.json", json.dumps(ev[:4]))
+    # The roofline's models and kernel names, and the quality checks' defects: attention
+    # backward and convolution backward with their Concrete Inputs, a grouped GEMM, a graph
+    # replay of vendor GEMM kernels, a duplicated kernel, a swapped pair and an open B range.
+    attn = ["c10::BFloat16"] * 5
+    roof = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::_scaled_dot_product_flash_attention_backward", "pid": 10,
+         "tid": 10, "ts": 10, "dur": 40, "args": {"External id": 1, "Input Dims": [[1, 8, 64, 64]] * 5 + [[1, 8, 64]] +
+                                                 [[]] * 9, "Input type": attn + ["float"] + [""] * 9,
+                                                 "Concrete Inputs": [""] * 8 + ["64", "64", "0.", "True", "", "", ""]}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::convolution_backward", "pid": 10, "tid": 10, "ts": 60, "dur": 30,
+         "args": {"External id": 2, "Input Dims": [[2, 4, 6, 6], [2, 3, 8, 8], [4, 3, 3, 3]] + [[]] * 8,
+                  "Input type": ["float"] * 3 + [""] * 8,
+                  "Concrete Inputs": ["", "", "", "[4]", "[1, 1]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "1",
+                                      "[True, True, False]"]}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::_grouped_mm", "pid": 10, "tid": 10, "ts": 100, "dur": 30,
+         "args": {"External id": 3, "Input Dims": [[96, 64], [8, 64, 128], [8]],
+                  "Input type": ["c10::BFloat16", "c10::BFloat16", "int"]}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 10, "tid": 10, "ts": 140, "dur": 5,
+         "args": {"correlation": 9}},
+        {"ph": "B", "name": "open range", "pid": 10, "tid": 10, "ts": 150},
+    ]
+    kernel_names = ["sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_cublas",
+                    "cutlass3x_sm90_tensorop_gemm_e4m3_e4m3_f32_void_f16_128x128x64_1x1x1_0_tnn_align16",
+                    "Cijk_Alik_Bljk_BBS_BH_MT32x32x256_MI16x16x1", "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1",
+                    "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_dynBatch_sm100f", "igemm_wrw_gtcx2_nhwc_bf16_bt256x128x16",
+                    "musa_asm_hhhhssgemm_nt_tce_128_32x128B128_epilogue", "nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT"]
+    for i, name in enumerate(kernel_names):
+        ext, corr = (i % 3) + 1, (100 + i if i < 3 else 9)
+        roof.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": 200 + 20 * i, "dur": 15,
+                     "args": {"correlation": corr, "External id": ext if i < 3 else 0, "stream": 7}})
+        if i < 3:
+            roof.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10,
+                         "ts": 12 + 40 * i, "dur": 3, "args": {"correlation": corr, "External id": ext}})
+    roof.append(dict(roof[-1]))  # recorded twice
+    roof[-2]["ts"], roof[-3]["ts"] = roof[-3]["ts"], roof[-2]["ts"]
+    put("kineto_fuzzer", "roofline_quality.json", json.dumps({**base, "traceEvents": roof}))
     put("kineto_fuzzer", "escapes.json", '{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a\\"b\\u00e9\\n",'
                                         '"pid":1,"tid":1,"ts":1e3,"dur":-5}]}')
 
