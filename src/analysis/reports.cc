@@ -12,6 +12,7 @@
 
 #include "analysis/gpu_time.h"
 #include "analysis/collective_bandwidth.h"
+#include "analysis/critical_path.h"
 #include "analysis/op_roofline.h"
 #include "analysis/trace_quality.h"
 #include "analysis/nvtx.h"
@@ -407,6 +408,8 @@ std::vector<std::string> ReportNames() {
           "short_kernels", "units", "hot_kernels", "nvtx_sum", "nvtx_kern_sum", "op_roofline", "roofline_sum", "nccl_sum", "trace_quality"};
 }
 
+std::vector<std::string> OnDemandReportNames() { return {"critical_path", "critical_path_events"}; }
+
 std::vector<std::pair<std::string, std::string>> ReportCatalog() {
   // The titles are the reports' own: each report run on an empty trace.
   const Trace empty;
@@ -414,6 +417,7 @@ std::vector<std::pair<std::string, std::string>> ReportCatalog() {
   const TraceIndex index = BuildIndex(empty, options);
   std::vector<std::string> names = ReportNames();
   for (const std::string& n : GpuTimeReportNames()) names.push_back(n);
+  for (const std::string& n : OnDemandReportNames()) names.push_back(n);
   std::vector<std::pair<std::string, std::string>> out;
   for (const std::string& n : names) {
     StatusOr<Table> t = RunReport(index, n, options);
@@ -447,6 +451,8 @@ StatusOr<Table> RunReport(const TraceIndex& x, const std::string& requested, con
   else if (name == "roofline_sum") t = RooflineSumTable(AnalyzeOpRoofline(x, o.device_spec));
   else if (name == "trace_quality") t = TraceQualityTable(CheckTraceQuality(x));
   else if (name == "nccl_sum") t = NcclSumTable(x, o.device_spec);
+  else if (name == "critical_path") t = CriticalPathTable(AnalyzeCriticalPaths(x));
+  else if (name == "critical_path_events") t = CriticalPathEventsTable(x, AnalyzeCriticalPaths(x));
   else if (const auto& g = GpuTimeReportNames(); std::find(g.begin(), g.end(), name) != g.end()) {
     const GpuTime gpu = AnalyzeGpuTime(x);
     const std::vector<Table> all = GpuTimeTables({{x.trace->rank >= 0 ? x.trace->rank : 0, &gpu}});
@@ -455,6 +461,7 @@ StatusOr<Table> RunReport(const TraceIndex& x, const std::string& requested, con
     std::string valid;
     for (const auto& n : ReportNames()) valid += (valid.empty() ? "" : ", ") + n;
     for (const auto& n : GpuTimeReportNames()) valid += ", " + n;
+    for (const auto& n : OnDemandReportNames()) valid += ", " + n;
     return InvalidArgument("unknown report '" + requested + "' (valid: " + valid +
                            "; musa_* and hip_* are aliases of cuda_*)");
   }

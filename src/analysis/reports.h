@@ -66,6 +66,9 @@ std::vector<std::pair<double, std::string>> KernelsByTime(const TraceIndex& inde
 
 // Every report name `stats` accepts (canonical names).
 std::vector<std::string> ReportNames();
+// Reports `stats` runs when asked, and `analyze` with a flag (--critical-path): their cost
+// is not every analysis's.
+std::vector<std::string> OnDemandReportNames();
 // Every report `stats` accepts with its one-line title, in ReportNames() order then the
 // GPU-time reports.
 std::vector<std::pair<std::string, std::string>> ReportCatalog();

@@ -260,7 +260,8 @@ int64_t MarkRows(const TraceQuality& q, Table* table) {
         }
       }
     }
-    row.insert(row.begin() + static_cast<std::ptrdiff_t>(std::min(at, row.size())), Cell(checks.empty() ? "-" : checks));
+    if (checks.empty()) checks = "-";
+    row.insert(row.begin() + static_cast<std::ptrdiff_t>(std::min(at, row.size())), Cell(std::move(checks)));
   }
   table->columns.insert(table->columns.begin() + static_cast<std::ptrdiff_t>(at), "Failed check");
   return marked;

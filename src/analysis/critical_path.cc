@@ -1,0 +1,171 @@
+// The longest path through a step's dependency graph (critical_path_graph.h), its time by
+// cause, and the reports.
+#include "analysis/critical_path.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "analysis/critical_path_graph.h"
+#include "analysis/gpu_time.h"
+
+namespace tierscope {
+namespace {
+
+PathCause CauseOf(const TraceIndex& x, const PathGraph::Edge& e) {
+  if (e.type == PathEdgeType::kKernelKernel) return PathCause::kKernelGap;
+  if (e.type == PathEdgeType::kLaunch) return PathCause::kLaunchOverhead;
+  const Event& ev = x.E(static_cast<size_t>(e.event));
+  if (ev.kind == EventKind::kKernel || ev.kind == EventKind::kMemcpy || ev.kind == EventKind::kMemset) {
+    return ClassifyDeviceEvent(ev.kind, x.Name(static_cast<size_t>(e.event))) == KernelType::kCommunication
+               ? PathCause::kGpuCommunication
+               : PathCause::kGpuCompute;
+  }
+  return PathCause::kCpu;
+}
+
+// The heaviest path of a DAG (every node a possible start): nodes in topological order
+// (Kahn), each reached by its heaviest predecessor. Returns the path's edges in order.
+std::vector<size_t> LongestPath(const PathGraph& g) {
+  const size_t n = g.node_ts.size();
+  std::vector<std::vector<size_t>> out(n);
+  std::vector<int64_t> indegree(n, 0);
+  for (size_t e = 0; e < g.edges.size(); ++e) {
+    out[g.edges[e].from].push_back(e);
+    ++indegree[g.edges[e].to];
+  }
+  std::vector<size_t> ready;
+  for (size_t v = 0; v < n; ++v) {
+    if (indegree[v] == 0) ready.push_back(v);
+  }
+  std::vector<int64_t> dist(n, 0);
+  std::vector<int64_t> via(n, -1);  // the edge that reached the node on its heaviest path
+  while (!ready.empty()) {
+    const size_t u = ready.back();
+    ready.pop_back();
+    for (size_t e : out[u]) {
+      const PathGraph::Edge& edge = g.edges[e];
+      if (via[edge.to] < 0 || dist[u] + edge.weight > dist[edge.to]) {
+        dist[edge.to] = dist[u] + edge.weight;
+        via[edge.to] = static_cast<int64_t>(e);
+      }
+      if (--indegree[edge.to] == 0) ready.push_back(edge.to);
+    }
+  }
+  if (n == 0) return {};
+  size_t v = static_cast<size_t>(std::max_element(dist.begin(), dist.end()) - dist.begin());
+  std::vector<size_t> path;
+  while (via[v] >= 0) {
+    path.push_back(static_cast<size_t>(via[v]));
+    v = g.edges[static_cast<size_t>(via[v])].from;
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+double Percent(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+}  // namespace
+
+const char* PathCauseName(PathCause c) {
+  switch (c) {
+    case PathCause::kCpu: return "cpu_bound";
+    case PathCause::kGpuCompute: return "gpu_compute_bound";
+    case PathCause::kGpuCommunication: return "gpu_communication_bound";
+    case PathCause::kLaunchOverhead: return "gpu_kernel_launch_overhead";
+    case PathCause::kKernelGap: return "gpu_kernel_kernel_overhead";
+  }
+  return "?";
+}
+
+CriticalPath AnalyzeCriticalPath(const TraceIndex& x, int64_t begin_ns, int64_t end_ns, std::string window) {
+  CriticalPath p;
+  p.window = std::move(window);
+  p.begin_ns = begin_ns;
+  p.end_ns = end_ns;
+  const PathGraph g = BuildPathGraph(x, begin_ns, end_ns);
+  p.nodes = static_cast<int64_t>(g.node_ts.size());
+  p.edges = static_cast<int64_t>(g.edges.size());
+  p.negative_edges = g.negative;
+  p.graph_kernels = g.graph_kernels;
+  std::unordered_map<size_t, size_t> at;  // event -> index in p.events
+  for (size_t e : LongestPath(g)) {
+    const PathGraph::Edge& edge = g.edges[e];
+    p.length_ns += edge.weight;
+    if (edge.weight == 0 || (edge.event < 0 && edge.type != PathEdgeType::kLaunch)) continue;
+    const PathCause cause = edge.type == PathEdgeType::kLaunch ? PathCause::kLaunchOverhead : CauseOf(x, edge);
+    p.by_cause[static_cast<size_t>(cause)] += edge.weight;
+    // A launch's delay is the launched kernel's; every other edge its attributed event's.
+    const size_t event = edge.type == PathEdgeType::kLaunch ? g.node_event[edge.to] : static_cast<size_t>(edge.event);
+    auto [it, fresh] = at.try_emplace(event, p.events.size());
+    if (fresh) p.events.push_back({event, 0, cause});
+    p.events[it->second].ns += edge.weight;
+  }
+  std::stable_sort(p.events.begin(), p.events.end(),
+                   [](const CriticalPath::OnPath& a, const CriticalPath::OnPath& b) { return a.ns > b.ns; });
+  return p;
+}
+
+std::vector<CriticalPath> AnalyzeCriticalPaths(const TraceIndex& x) {
+  std::vector<CriticalPath> paths;
+  for (const WorkUnit& u : x.units) paths.push_back(AnalyzeCriticalPath(x, u.begin_ns, u.end_ns, u.name));
+  if (paths.empty()) {
+    int64_t begin = INT64_MAX, end = INT64_MIN;
+    for (const Event& e : x.trace->events) {
+      if (e.dur_ns <= 0) continue;
+      begin = std::min(begin, e.ts_ns);
+      end = std::max(end, e.ts_ns + e.dur_ns);
+    }
+    if (begin <= end) paths.push_back(AnalyzeCriticalPath(x, begin, end, "whole trace"));
+  }
+  return paths;
+}
+
+Table CriticalPathTable(const std::vector<CriticalPath>& paths) {
+  Table t;
+  t.name = "critical_path";
+  t.title = "Critical path of each step: its length and its time by cause (HTA's bound_by)";
+  t.columns = {"Length (ns)", "Window (ns)", "CPU (%)", "GPU compute (%)", "GPU comm (%)", "Launch overhead (%)",
+               "Kernel gaps (%)", "Nodes", "Edges", "Step"};
+  int64_t negative = 0, graph = 0;
+  for (const CriticalPath& p : paths) {
+    const auto share = [&](PathCause c) { return Cell(Percent(p.by_cause[static_cast<size_t>(c)], p.length_ns)); };
+    t.AddRow({p.length_ns, p.end_ns - p.begin_ns, share(PathCause::kCpu), share(PathCause::kGpuCompute),
+              share(PathCause::kGpuCommunication), share(PathCause::kLaunchOverhead), share(PathCause::kKernelGap),
+              p.nodes, p.edges, p.window});
+    negative += p.negative_edges;
+    graph += p.graph_kernels;
+  }
+  t.notes.push_back("the longest path through host ops in program order and nesting, launches to kernels, stream "
+                    "order and the host's and streams' waits; time waiting in a blocking call and dependency edges "
+                    "weigh nothing, so the length is at most the step's window");
+  if (graph > 0) {
+    t.notes.push_back(std::to_string(graph) + " kernel(s) a graph replayed are in the graph (after their launch when "
+                      "the stream was idle, else after the kernel before them; HTA leaves them out)");
+  }
+  if (negative > 0) {
+    t.notes.push_back(std::to_string(negative) + " edge(s) end before they start (clocks that disagree): weighed 0, "
+                      "and the path's causes near them are not to be concluded from");
+  }
+  return t;
+}
+
+Table CriticalPathEventsTable(const TraceIndex& x, const std::vector<CriticalPath>& paths, size_t top) {
+  Table t;
+  t.name = "critical_path_events";
+  t.title = "The events on the longest step's critical path, by time on it";
+  t.columns = {"On path (ns)", "Of path (%)", "Cause", "Name"};
+  const auto longest = std::max_element(paths.begin(), paths.end(), [](const CriticalPath& a, const CriticalPath& b) {
+    return a.length_ns < b.length_ns;
+  });
+  if (longest == paths.end()) return t;
+  for (size_t i = 0; i < longest->events.size() && i < top; ++i) {
+    const CriticalPath::OnPath& e = longest->events[i];
+    t.AddRow({e.ns, Percent(e.ns, longest->length_ns), PathCauseName(e.cause), std::string(x.Name(e.event))});
+  }
+  t.notes.push_back("step: " + longest->window + " (" + std::to_string(longest->events.size()) + " events on its path)");
+  return t;
+}
+
+}  // namespace tierscope

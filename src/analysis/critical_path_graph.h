@@ -1,0 +1,45 @@
+// The critical path's dependency graph (critical_path.h): a start and an end node for each
+// host operator, runtime call and device event of a window, and the edges HTA's
+// CPGraph draws between them. Internal to the critical-path reports.
+#ifndef TIERSCOPE_ANALYSIS_CRITICAL_PATH_GRAPH_H_
+#define TIERSCOPE_ANALYSIS_CRITICAL_PATH_GRAPH_H_
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/reports.h"
+
+namespace tierscope {
+
+enum class PathEdgeType : uint8_t {
+  kSpan,          // within an op or a kernel, or between nested ops on a thread: its time
+  kDependency,    // one top-level op after another on a thread: no weight
+  kLaunch,        // a launch call's start -> its kernel's, the stream idle: the delay
+  kKernelKernel,  // the previous kernel's end -> the next's on a stream: the gap
+  kSync,          // a kernel's end -> the wait that ended with it (host or stream): no weight
+};
+
+struct PathGraph {
+  std::vector<int64_t> node_ts;
+  std::vector<size_t> node_event;
+  std::vector<bool> node_is_start;
+  struct Edge {
+    uint32_t from, to;
+    int64_t weight;
+    PathEdgeType type;
+    int64_t event;  // the event the edge's time is attributed to (spans and gaps), else -1
+  };
+  std::vector<Edge> edges;
+  std::unordered_map<size_t, uint32_t> start_of, end_of;  // event -> node
+  int64_t negative = 0;       // edges with a negative time, weighed 0
+  int64_t graph_kernels = 0;  // device events a graph launch replayed
+};
+
+// The graph of the host events that start in [begin_ns, end_ns] with a duration, and the
+// device events whose launch call does.
+PathGraph BuildPathGraph(const TraceIndex& index, int64_t begin_ns, int64_t end_ns);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_ANALYSIS_CRITICAL_PATH_GRAPH_H_

@@ -1,0 +1,61 @@
+"""The critical path against Holistic Trace Analysis's critical_path_analysis on the traces
+HTA ships for it (its alexnet PARAM benchmark, and the simple_add benchmark's Kineto trace):
+for each annotated step (warm-up and measured forward, each instance), the path's length
+and its time by cause (HTA's bound_by) agree within 1% of the length. HTA's timestamps are
+whole microseconds on these traces; tierscope's nanoseconds are those times x 1000."""
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import warnings
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TRACES = REPO_ROOT.parent / "shared" / "corpus" / "traces"
+CASES = {
+    "alexnet": (TRACES / "benchmark_result_2869224_1695835535_trace.json.gz", "pytorch.model.alex_net"),
+    "simple_add": (TRACES / "vendors" / "execution_trace" / "execution_trace__benchmark_simple_add_trace.json.gz",
+                   "torch.add"),
+}
+CAUSES = {"cpu_bound": "CPU (%)", "gpu_compute_bound": "GPU compute (%)", "gpu_communication_bound": "GPU comm (%)",
+          "gpu_kernel_launch_overhead": "Launch overhead (%)", "gpu_kernel_kernel_overhead": "Kernel gaps (%)"}
+
+
+def hta_paths(trace_dir: Path, annotation: str) -> list:
+    warnings.filterwarnings("ignore")
+    from hta.configs.config import logger
+    logger.setLevel(logging.CRITICAL)
+    from hta.trace_analysis import TraceAnalysis
+    ta = TraceAnalysis(trace_dir=str(trace_dir))
+    out = []
+    for instance in (0, 1):
+        graph, ok = ta.critical_path_analysis(rank=0, annotation=annotation, instance_id=instance)
+        assert ok, f"HTA's critical path failed on {annotation} #{instance}"
+        df = graph.get_critical_path_breakdown()
+        out.append((float(df.duration.sum()), df.groupby("bound_by").duration.sum().to_dict()))
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("phase", ["warmup", "measure"])
+def test_the_critical_path_agrees_with_hta(case, phase, tierscope_bin, tmp_path):
+    trace, model = CASES[case]
+    if not trace.exists():
+        pytest.skip(f"corpus trace missing: {trace}")
+    (tmp_path / trace.name).symlink_to(trace)
+    annotation = f"[param|{model}|0|0|0|{phase}|forward]"
+    theirs = hta_paths(tmp_path, annotation)
+    run = subprocess.run([str(tierscope_bin), "stats", str(trace), "--report", "critical_path", "--unit", annotation,
+                          "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    rows = json.loads(run.stdout)["reports"][0]["rows"]
+    assert len(rows) == 2, rows  # the annotation's two instances, by start
+    for (length_us, causes), row in zip(theirs, rows):
+        length = row["Length (ns)"] / 1000
+        assert length == pytest.approx(length_us, rel=0.01), (annotation, length, length_us)
+        for cause, column in CAUSES.items():
+            ours = row[column] / 100 * length
+            assert abs(ours - causes.get(cause, 0.0)) <= 0.01 * length_us, (annotation, cause, ours, causes)
