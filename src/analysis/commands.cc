@@ -1,6 +1,7 @@
 // analyze / stats / diff.
 #include "analysis/commands.h"
 
+#include "analysis/critical_path.h"
 #include "analysis/op_roofline.h"
 #include "analysis/trace_quality.h"
 
@@ -181,6 +182,11 @@ TraceAnalysis Analyze(const Trace& t, const AnalysisOptions& o) {
     else if (name == "roofline_sum") a.reports.push_back(RooflineSumTable(roofline));
     else if (auto r = RunReport(a.index, name, o); r.ok()) a.reports.push_back(std::move(r).value());
   }
+  if (o.critical_path) {
+    const std::vector<CriticalPath> paths = AnalyzeCriticalPaths(a.index);
+    a.reports.push_back(CriticalPathTable(paths));
+    a.reports.push_back(CriticalPathEventsTable(a.index, paths));
+  }
   a.gpu = AnalyzeGpuTime(a.index);  // once for its seven tables
   const int rank = t.rank >= 0 ? t.rank : 0;
   for (Table& table : GpuTimeTables({{rank, &a.gpu}})) a.reports.push_back(std::move(table));
@@ -238,6 +244,7 @@ StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>&
   const TraceIndex x = indexed ? BuildIndex(t, o) : TraceIndex();
   std::vector<Table> tables;
   std::optional<OpRoofline> roofline;  // once for both of its tables
+  std::optional<std::vector<CriticalPath>> paths;
   for (const std::string& name : reports) {
     if (name == "import_stats") {
       tables.push_back(ImportStatsTable(t));
@@ -246,6 +253,11 @@ StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>&
     if (name == "op_roofline" || name == "roofline_sum") {
       if (!roofline) roofline = AnalyzeOpRoofline(x, o.device_spec);
       tables.push_back(name == "op_roofline" ? OpRooflineTable(*roofline) : RooflineSumTable(*roofline));
+      continue;
+    }
+    if (name == "critical_path" || name == "critical_path_events") {
+      if (!paths) paths = AnalyzeCriticalPaths(x);
+      tables.push_back(name == "critical_path" ? CriticalPathTable(*paths) : CriticalPathEventsTable(x, *paths));
       continue;
     }
     TS_ASSIGN_OR_RETURN(Table tb, RunReport(x, name, o));

@@ -79,16 +79,22 @@ const char* PathCauseName(PathCause c) {
   return "?";
 }
 
-CriticalPath AnalyzeCriticalPath(const TraceIndex& x, int64_t begin_ns, int64_t end_ns, std::string window) {
+namespace {
+
+CriticalPath PathOf(const TraceIndex& x, PathContext& context, int64_t begin_ns, int64_t end_ns, std::string window) {
   CriticalPath p;
   p.window = std::move(window);
   p.begin_ns = begin_ns;
   p.end_ns = end_ns;
-  const PathGraph g = BuildPathGraph(x, begin_ns, end_ns);
+  const PathGraph g = BuildPathGraph(x, context, begin_ns, end_ns);
   p.nodes = static_cast<int64_t>(g.node_ts.size());
   p.edges = static_cast<int64_t>(g.edges.size());
   p.negative_edges = g.negative;
   p.graph_kernels = g.graph_kernels;
+  if (!g.node_ts.empty()) {
+    p.span_ns = *std::max_element(g.node_ts.begin(), g.node_ts.end()) -
+                *std::min_element(g.node_ts.begin(), g.node_ts.end());
+  }
   std::unordered_map<size_t, size_t> at;  // event -> index in p.events
   for (size_t e : LongestPath(g)) {
     const PathGraph::Edge& edge = g.edges[e];
@@ -107,9 +113,17 @@ CriticalPath AnalyzeCriticalPath(const TraceIndex& x, int64_t begin_ns, int64_t 
   return p;
 }
 
+}  // namespace
+
+CriticalPath AnalyzeCriticalPath(const TraceIndex& x, int64_t begin_ns, int64_t end_ns, std::string window) {
+  PathContext context = BuildPathContext(x);
+  return PathOf(x, context, begin_ns, end_ns, std::move(window));
+}
+
 std::vector<CriticalPath> AnalyzeCriticalPaths(const TraceIndex& x) {
   std::vector<CriticalPath> paths;
-  for (const WorkUnit& u : x.units) paths.push_back(AnalyzeCriticalPath(x, u.begin_ns, u.end_ns, u.name));
+  PathContext context = BuildPathContext(x);
+  for (const WorkUnit& u : x.units) paths.push_back(PathOf(x, context, u.begin_ns, u.end_ns, u.name));
   if (paths.empty()) {
     int64_t begin = INT64_MAX, end = INT64_MIN;
     for (const Event& e : x.trace->events) {
@@ -117,7 +131,7 @@ std::vector<CriticalPath> AnalyzeCriticalPaths(const TraceIndex& x) {
       begin = std::min(begin, e.ts_ns);
       end = std::max(end, e.ts_ns + e.dur_ns);
     }
-    if (begin <= end) paths.push_back(AnalyzeCriticalPath(x, begin, end, "whole trace"));
+    if (begin <= end) paths.push_back(PathOf(x, context, begin, end, "whole trace"));
   }
   return paths;
 }
@@ -126,20 +140,26 @@ Table CriticalPathTable(const std::vector<CriticalPath>& paths) {
   Table t;
   t.name = "critical_path";
   t.title = "Critical path of each step: its length and its time by cause (HTA's bound_by)";
-  t.columns = {"Length (ns)", "Window (ns)", "CPU (%)", "GPU compute (%)", "GPU comm (%)", "Launch overhead (%)",
+  t.columns = {"Length (ns)", "Span (ns)", "Window (ns)", "CPU (%)", "GPU compute (%)", "GPU comm (%)", "Launch overhead (%)",
                "Kernel gaps (%)", "Nodes", "Edges", "Step"};
-  int64_t negative = 0, graph = 0;
+  int64_t negative = 0, graph = 0, empty = 0;
   for (const CriticalPath& p : paths) {
     const auto share = [&](PathCause c) { return Cell(Percent(p.by_cause[static_cast<size_t>(c)], p.length_ns)); };
-    t.AddRow({p.length_ns, p.end_ns - p.begin_ns, share(PathCause::kCpu), share(PathCause::kGpuCompute),
+    t.AddRow({p.length_ns, p.span_ns, p.end_ns - p.begin_ns, share(PathCause::kCpu), share(PathCause::kGpuCompute),
               share(PathCause::kGpuCommunication), share(PathCause::kLaunchOverhead), share(PathCause::kKernelGap),
               p.nodes, p.edges, p.window});
     negative += p.negative_edges;
     graph += p.graph_kernels;
+    empty += p.nodes == 0 ? 1 : 0;
   }
   t.notes.push_back("the longest path through host ops in program order and nesting, launches to kernels, stream "
                     "order and the host's and streams' waits; time waiting in a blocking call and dependency edges "
-                    "weigh nothing, so the length is at most the step's window");
+                    "weigh nothing, so the length is at most the span: from the step's first host event to the end "
+                    "of the last work it launched (which can run past the step's window)");
+  if (empty > 0) {
+    t.notes.push_back(std::to_string(empty) + " step(s) have no host op, runtime call or device work starting in "
+                      "their window: no path");
+  }
   if (graph > 0) {
     t.notes.push_back(std::to_string(graph) + " kernel(s) a graph replayed are in the graph (after their launch when "
                       "the stream was idle, else after the kernel before them; HTA leaves them out)");

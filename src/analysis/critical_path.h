@@ -33,7 +33,8 @@ const char* PathCauseName(PathCause c);  // HTA's names: "cpu_bound", ...
 struct CriticalPath {
   std::string window;  // the step's name, or "whole trace"
   int64_t begin_ns = 0, end_ns = 0;
-  int64_t length_ns = 0;  // the path's weight
+  int64_t span_ns = 0;    // first node to last: the window's work, device work launched in it included
+  int64_t length_ns = 0;  // the path's weight, at most the span
   std::array<int64_t, kPathCauses> by_cause{};
   struct OnPath {
     size_t event;

@@ -49,27 +49,90 @@ std::optional<int64_t> IntArg(std::string_view args, std::string_view key) {
 }
 
 using Stream = std::pair<int32_t, int32_t>;  // (device pid, stream)
+using Launch = PathContext::Launch;
+
+bool HasDuration(const Event& e) { return e.dur_ns > 0; }
+
+void SortByStart(const TraceIndex& x, std::vector<size_t>& v) {
+  std::sort(v.begin(), v.end(), [&](size_t a, size_t b) { return std::make_pair(x.E(a).ts_ns, a) < std::make_pair(x.E(b).ts_ns, b); });
+}
+
+// Queue length per stream (HTA's): +1 when a launch call enqueues, -1 when its device event
+// starts; the value after the launch and after the start, for each device event. Graph
+// launches are not counted (their kernels are handled apart).
+void Queues(const TraceIndex& x, PathContext& c) {
+  std::map<Stream, std::vector<std::tuple<int64_t, int, size_t>>> steps;  // ts, -1 launch / +1 start, event
+  for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
+    for (size_t i : *list) {
+      const Event& d = x.E(i);
+      const auto r = d.correlation != 0 ? x.runtime_by_corr.find(d.correlation) : x.runtime_by_corr.end();
+      if (r == x.runtime_by_corr.end() || !IsLaunchCall(x.Name(r->second))) continue;
+      auto& s = steps[{d.pid, d.tid}];
+      s.emplace_back(x.E(r->second).ts_ns, -1, i);
+      s.emplace_back(d.ts_ns, +1, i);
+      c.launches[{d.pid, d.tid}].push_back({x.E(r->second).ts_ns, i, r->second});
+    }
+  }
+  for (auto& [stream, s] : steps) {
+    std::sort(s.begin(), s.end());
+    int32_t q = 0;
+    for (const auto& [ts, kind, event] : s) {
+      q += kind < 0 ? 1 : -1;
+      (kind < 0 ? c.queue_at_launch : c.queue_at_start)[event] = q;
+    }
+  }
+  for (auto& [stream, l] : c.launches) std::sort(l.begin(), l.end());
+}
+
+// cudaEventRecord -> the last launch on the event's stream before it: the device event a
+// later wait on that record waits for. The record's stream comes from the waits.
+void EventRecords(const TraceIndex& x, PathContext& c) {
+  std::map<int64_t, Stream> record_stream;  // record call's correlation -> (gpu, stream)
+  for (size_t i : x.syncs) {
+    const Event& s = x.E(i);
+    if (s.args < 0) continue;
+    const std::string_view args = x.trace->strings.Get(s.args);
+    const auto corr = IntArg(args, "wait_on_cuda_event_record_corr_id");
+    const auto stream = IntArg(args, "wait_on_stream");
+    if (corr && stream && *stream >= 0) record_stream[*corr] = {s.pid, static_cast<int32_t>(*stream)};
+  }
+  for (size_t r : x.runtime) {
+    if (!IsEventRecord(x.Name(r))) continue;
+    const auto it = record_stream.find(x.E(r).correlation);
+    if (it == record_stream.end()) continue;
+    const auto l = c.launches.find(it->second);
+    if (l == c.launches.end()) continue;
+    const auto after = std::upper_bound(l->second.begin(), l->second.end(), Launch{x.E(r).ts_ns, SIZE_MAX, SIZE_MAX});
+    if (after != l->second.begin()) c.recorded[x.E(r).correlation] = std::prev(after)->device;
+  }
+}
 
 class Builder {
  public:
-  Builder(const TraceIndex& x, int64_t begin, int64_t end) : x_(x), begin_(begin), end_(end) {}
+  Builder(const TraceIndex& x, PathContext& c, int64_t begin, int64_t end) : x_(x), c_(c), begin_(begin), end_(end) {}
 
   PathGraph Build() {
     SelectEvents();
     HostEdges();
-    DeviceQueues();
-    EventRecords();
     DeviceEdges();
+    for (size_t i : g_.node_event) c_.start_of[i] = c_.end_of[i] = PathContext::kNone;  // for the next window
     return std::move(g_);
   }
 
  private:
-  bool InWindow(const Event& e) const { return e.ts_ns >= begin_ && e.ts_ns <= end_ && e.dur_ns > 0; }
+  // The events of `sorted` (by start) that start in the window.
+  std::pair<std::vector<size_t>::const_iterator, std::vector<size_t>::const_iterator> InWindow(
+      const std::vector<size_t>& sorted) const {
+    const auto by_ts = [&](size_t i, int64_t ts) { return x_.E(i).ts_ns < ts; };
+    const auto first = std::lower_bound(sorted.begin(), sorted.end(), begin_, by_ts);
+    const auto last = std::lower_bound(first, sorted.end(), end_ + 1, by_ts);
+    return {first, last};
+  }
 
   void AddNodes(size_t i) {
     const Event& e = x_.E(i);
     for (bool start : {true, false}) {
-      (start ? g_.start_of : g_.end_of)[i] = static_cast<uint32_t>(g_.node_ts.size());
+      (start ? c_.start_of : c_.end_of)[i] = static_cast<uint32_t>(g_.node_ts.size());
       g_.node_ts.push_back(start ? e.ts_ns : e.ts_ns + e.dur_ns);
       g_.node_event.push_back(i);
       g_.node_is_start.push_back(start);
@@ -98,29 +161,20 @@ class Builder {
   // launches made.
   void SelectEvents() {
     std::unordered_set<int32_t> host_pids;
-    for (const std::vector<size_t>* list : {&x_.ops, &x_.runtime}) {
-      for (size_t i : *list) {
-        if (!InWindow(x_.E(i))) continue;
-        AddNodes(i);
-        host_pids.insert(x_.E(i).pid);
-        threads_[{x_.E(i).pid, x_.E(i).tid}].push_back({i, true});
-      }
+    for (auto [it, last] = InWindow(c_.host); it != last; ++it) {
+      AddNodes(*it);
+      host_pids.insert(x_.E(*it).pid);
+      threads_[{x_.E(*it).pid, x_.E(*it).tid}].push_back({*it, true});
     }
-    for (size_t i = 0; i < x_.trace->events.size(); ++i) {
-      const Event& e = x_.E(i);
-      if ((e.kind == EventKind::kAnnotation || e.kind == EventKind::kOther) && host_pids.count(e.pid) != 0 &&
-          InWindow(e)) {
-        threads_[{e.pid, e.tid}].push_back({i, false});
-      }
+    for (auto [it, last] = InWindow(c_.nesting); it != last; ++it) {
+      if (host_pids.count(x_.E(*it).pid) != 0) threads_[{x_.E(*it).pid, x_.E(*it).tid}].push_back({*it, false});
     }
-    for (const std::vector<size_t>* list : {&x_.kernels, &x_.memops, &x_.syncs}) {
-      for (size_t i : *list) {
-        const Event& d = x_.E(i);
-        const auto r = d.correlation != 0 ? x_.runtime_by_corr.find(d.correlation) : x_.runtime_by_corr.end();
-        if (r == x_.runtime_by_corr.end() || g_.end_of.count(r->second) == 0) continue;
-        device_.push_back(i);
-        if (d.kind != EventKind::kSync) AddNodes(i);
-      }
+    const auto first = std::lower_bound(c_.device.begin(), c_.device.end(), std::make_pair(begin_, size_t{0}));
+    for (auto it = first; it != c_.device.end() && it->first <= end_; ++it) {
+      const Event& d = x_.E(it->second);
+      if (c_.end_of[x_.runtime_by_corr.at(d.correlation)] == PathContext::kNone) continue;  // no duration
+      device_.push_back(it->second);
+      if (d.kind != EventKind::kSync) AddNodes(it->second);
     }
   }
 
@@ -141,7 +195,7 @@ class Builder {
         const HostEvent top = stack.back();
         stack.pop_back();
         if (!top.node) return;
-        const uint32_t end = g_.end_of.at(top.event);
+        const uint32_t end = c_.end_of[top.event];
         --depth;
         if (last >= 0) AddEdge(static_cast<uint32_t>(last), end, PathEdgeType::kSpan, IsBlocking(x_.Name(top.event)),
                                last_parent);
@@ -159,7 +213,7 @@ class Builder {
         const int64_t my_parent = parent();
         stack.push_back(h);
         if (!h.node) continue;
-        const uint32_t start = g_.start_of.at(h.event);
+        const uint32_t start = c_.start_of[h.event];
         if (depth == 0 && last_top >= 0) AddEdge(static_cast<uint32_t>(last_top), start, PathEdgeType::kDependency);
         ++depth;
         if (last >= 0) AddEdge(static_cast<uint32_t>(last), start, PathEdgeType::kSpan, false, last_parent);
@@ -170,61 +224,11 @@ class Builder {
     }
   }
 
-  // Queue length per stream (HTA's): +1 when a launch call enqueues, -1 when its device
-  // event starts; the value after the launch and after the start, for each device event.
-  // Graph launches are not counted (their kernels are handled apart).
-  void DeviceQueues() {
-    std::map<Stream, std::vector<std::tuple<int64_t, int, size_t>>> steps;  // ts, -1 launch / +1 start, event
-    for (const std::vector<size_t>* list : {&x_.kernels, &x_.memops}) {
-      for (size_t i : *list) {
-        const Event& d = x_.E(i);
-        const auto r = d.correlation != 0 ? x_.runtime_by_corr.find(d.correlation) : x_.runtime_by_corr.end();
-        if (r == x_.runtime_by_corr.end() || !IsLaunchCall(x_.Name(r->second))) continue;
-        auto& s = steps[{d.pid, d.tid}];
-        s.emplace_back(x_.E(r->second).ts_ns, -1, i);
-        s.emplace_back(d.ts_ns, +1, i);
-        launches_[{d.pid, d.tid}].push_back({x_.E(r->second).ts_ns, i, r->second});
-      }
-    }
-    for (auto& [stream, s] : steps) {
-      std::sort(s.begin(), s.end());
-      int64_t q = 0;
-      for (const auto& [ts, kind, event] : s) {
-        q += kind < 0 ? 1 : -1;
-        (kind < 0 ? queue_at_launch_ : queue_at_start_)[event] = q;
-      }
-    }
-    for (auto& [stream, l] : launches_) std::sort(l.begin(), l.end());
-  }
-
-  // cudaEventRecord -> the last launch on the event's stream before it: the device event a
-  // later wait on that record waits for. The record's stream comes from the waits.
-  void EventRecords() {
-    std::map<int64_t, Stream> record_stream;  // record call's correlation -> (gpu, stream)
-    for (size_t i : x_.syncs) {
-      const Event& s = x_.E(i);
-      if (s.args < 0) continue;
-      const std::string_view args = x_.trace->strings.Get(s.args);
-      const auto corr = IntArg(args, "wait_on_cuda_event_record_corr_id");
-      const auto stream = IntArg(args, "wait_on_stream");
-      if (corr && stream && *stream >= 0) record_stream[*corr] = {s.pid, static_cast<int32_t>(*stream)};
-    }
-    for (size_t r : x_.runtime) {
-      if (!IsEventRecord(x_.Name(r))) continue;
-      const auto it = record_stream.find(x_.E(r).correlation);
-      if (it == record_stream.end()) continue;
-      const auto l = launches_.find(it->second);
-      if (l == launches_.end()) continue;
-      const auto after = std::upper_bound(l->second.begin(), l->second.end(), Launch{x_.E(r).ts_ns, SIZE_MAX, SIZE_MAX});
-      if (after != l->second.begin()) recorded_[x_.E(r).correlation] = std::prev(after)->device;
-    }
-  }
-
   // The device event a stream wait makes wait: the next launch onto the waiting stream
   // from the thread that called cudaStreamWaitEvent.
   std::optional<size_t> NextLaunch(size_t wait_call, const Stream& stream) const {
-    const auto l = launches_.find(stream);
-    if (l == launches_.end()) return std::nullopt;
+    const auto l = c_.launches.find(stream);
+    if (l == c_.launches.end()) return std::nullopt;
     const Event& w = x_.E(wait_call);
     for (auto it = std::lower_bound(l->second.begin(), l->second.end(), Launch{w.ts_ns, 0, 0}); it != l->second.end();
          ++it) {
@@ -238,15 +242,15 @@ class Builder {
     const Event& e = x_.E(s);
     const std::string_view name = x_.Name(s);
     const size_t call = x_.runtime_by_corr.at(e.correlation);
-    const uint32_t call_end = g_.end_of.at(call);
+    const uint32_t call_end = c_.end_of[call];
     if (name == "Stream Wait Event" || name == "Event Sync") {
       const auto corr = e.args >= 0 ? IntArg(x_.trace->strings.Get(e.args), "wait_on_cuda_event_record_corr_id")
                                     : std::nullopt;
-      const auto src = corr ? recorded_.find(*corr) : recorded_.end();
-      if (src == recorded_.end()) return;
+      const auto src = corr ? c_.recorded.find(*corr) : c_.recorded.end();
+      if (src == c_.recorded.end()) return;
       if (name == "Event Sync") {
-        if (auto end = g_.end_of.find(src->second); end != g_.end_of.end()) {
-          AddEdge(end->second, call_end, PathEdgeType::kSync);
+        if (const uint32_t end = c_.end_of[src->second]; end != PathContext::kNone) {
+          AddEdge(end, call_end, PathEdgeType::kSync);
         }
       } else if (const std::optional<size_t> dest = NextLaunch(call, {e.pid, e.tid})) {
         waits[*dest] = src->second;
@@ -283,13 +287,13 @@ class Builder {
       const Stream stream{d.pid, d.tid};
       const size_t call = x_.runtime_by_corr.at(d.correlation);
       const int64_t call_ts = x_.E(call).ts_ns;
-      const uint32_t start = g_.start_of.at(i), end = g_.end_of.at(i);
+      const uint32_t start = c_.start_of[i], end = c_.end_of[i];
       AddEdge(start, end, PathEdgeType::kSpan);
       std::optional<uint32_t> wait_end;
       if (auto w = waits.find(i); w != waits.end()) {
-        if (auto n = g_.end_of.find(w->second); n != g_.end_of.end()) {
-          wait_end = n->second;
-          AddEdge(n->second, start, PathEdgeType::kSync);
+        if (const uint32_t n = c_.end_of[w->second]; n != PathContext::kNone) {
+          wait_end = n;
+          AddEdge(n, start, PathEdgeType::kSync);
         }
       }
       const auto prev = last.find(stream);
@@ -300,10 +304,10 @@ class Builder {
         ++g_.graph_kernels;
         launch_edge = replayed.insert({d.correlation, stream}).second && idle_at_launch && wait_done;
       } else {
-        launch_edge = queue_at_launch_[i] == 1 && queue_at_start_[i] == 0 && idle_at_launch && wait_done;
+        launch_edge = c_.queue_at_launch[i] == 1 && c_.queue_at_start[i] == 0 && idle_at_launch && wait_done;
       }
       if (launch_edge) {
-        AddEdge(g_.start_of.at(call), start, PathEdgeType::kLaunch);
+        AddEdge(c_.start_of[call], start, PathEdgeType::kLaunch);
       } else if (prev != last.end() && (!wait_end || g_.node_ts[*wait_end] < g_.node_ts[prev->second])) {
         AddEdge(prev->second, start, PathEdgeType::kKernelKernel);
       }
@@ -315,26 +319,54 @@ class Builder {
     size_t event;
     bool node;  // an operator or runtime call (else it only nests them)
   };
-  struct Launch {
-    int64_t ts;
-    size_t device, call;
-    bool operator<(const Launch& o) const { return std::tie(ts, device) < std::tie(o.ts, o.device); }
-  };
 
   const TraceIndex& x_;
+  PathContext& c_;
   const int64_t begin_, end_;
   PathGraph g_;
   std::map<std::pair<int32_t, int32_t>, std::vector<HostEvent>> threads_;
   std::vector<size_t> device_;
-  std::unordered_map<size_t, int64_t> queue_at_launch_, queue_at_start_;
-  std::map<Stream, std::vector<Launch>> launches_;  // by launch time
-  std::unordered_map<int64_t, size_t> recorded_;     // record call's correlation -> device event
 };
 
 }  // namespace
 
-PathGraph BuildPathGraph(const TraceIndex& x, int64_t begin_ns, int64_t end_ns) {
-  return Builder(x, begin_ns, end_ns).Build();
+PathContext BuildPathContext(const TraceIndex& x) {
+  PathContext c;
+  const size_t n = x.trace->events.size();
+  c.start_of.assign(n, PathContext::kNone);
+  c.end_of.assign(n, PathContext::kNone);
+  c.queue_at_launch.assign(n, 0);
+  c.queue_at_start.assign(n, 0);
+  for (const std::vector<size_t>* list : {&x.ops, &x.runtime}) {
+    for (size_t i : *list) {
+      if (HasDuration(x.E(i))) c.host.push_back(i);
+    }
+  }
+  SortByStart(x, c.host);
+  std::unordered_set<int32_t> host_pids;
+  for (size_t i : c.host) host_pids.insert(x.E(i).pid);
+  for (size_t i = 0; i < n; ++i) {
+    const Event& e = x.E(i);
+    if ((e.kind == EventKind::kAnnotation || e.kind == EventKind::kOther) && HasDuration(e) && host_pids.count(e.pid)) {
+      c.nesting.push_back(i);
+    }
+  }
+  SortByStart(x, c.nesting);
+  for (const std::vector<size_t>* list : {&x.kernels, &x.memops, &x.syncs}) {
+    for (size_t i : *list) {
+      const Event& d = x.E(i);
+      const auto r = d.correlation != 0 ? x.runtime_by_corr.find(d.correlation) : x.runtime_by_corr.end();
+      if (r != x.runtime_by_corr.end()) c.device.emplace_back(x.E(r->second).ts_ns, i);
+    }
+  }
+  std::sort(c.device.begin(), c.device.end());
+  Queues(x, c);
+  EventRecords(x, c);
+  return c;
+}
+
+PathGraph BuildPathGraph(const TraceIndex& x, PathContext& c, int64_t begin_ns, int64_t end_ns) {
+  return Builder(x, c, begin_ns, end_ns).Build();
 }
 
 }  // namespace tierscope

@@ -5,6 +5,7 @@
 #define TIERSCOPE_ANALYSIS_CRITICAL_PATH_GRAPH_H_
 
 #include <cstdint>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -20,6 +21,26 @@ enum class PathEdgeType : uint8_t {
   kSync,          // a kernel's end -> the wait that ended with it (host or stream): no weight
 };
 
+// What every window of a trace shares, computed once: its host and device events in time
+// order, HTA's queue lengths, launches by stream, event records, and the event -> node maps
+// (reset after each window).
+struct PathContext {
+  static constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<size_t> host;         // operators and runtime calls with a duration, by start
+  std::vector<size_t> nesting;      // annotations and other host frames with a duration, by start
+  std::vector<std::pair<int64_t, size_t>> device;  // (launch call's start, device event), by it
+  std::vector<int32_t> queue_at_launch, queue_at_start;  // by event
+  struct Launch {
+    int64_t ts;
+    size_t device, call;
+    bool operator<(const Launch& o) const { return ts < o.ts || (ts == o.ts && device < o.device); }
+  };
+  std::map<std::pair<int32_t, int32_t>, std::vector<Launch>> launches;  // (gpu, stream) -> by time
+  std::unordered_map<int64_t, size_t> recorded;  // an event record's correlation -> the work it follows
+  std::vector<uint32_t> start_of, end_of;        // event -> node in the current window, or kNone
+};
+PathContext BuildPathContext(const TraceIndex& index);
+
 struct PathGraph {
   std::vector<int64_t> node_ts;
   std::vector<size_t> node_event;
@@ -31,14 +52,13 @@ struct PathGraph {
     int64_t event;  // the event the edge's time is attributed to (spans and gaps), else -1
   };
   std::vector<Edge> edges;
-  std::unordered_map<size_t, uint32_t> start_of, end_of;  // event -> node
   int64_t negative = 0;       // edges with a negative time, weighed 0
   int64_t graph_kernels = 0;  // device events a graph launch replayed
 };
 
 // The graph of the host events that start in [begin_ns, end_ns] with a duration, and the
 // device events whose launch call does.
-PathGraph BuildPathGraph(const TraceIndex& index, int64_t begin_ns, int64_t end_ns);
+PathGraph BuildPathGraph(const TraceIndex& index, PathContext& context, int64_t begin_ns, int64_t end_ns);
 
 }  // namespace tierscope
 

@@ -28,6 +28,7 @@ struct AnalysisOptions {
   // op_roofline / roofline_sum: the device's peaks (--device-spec); nullopt: found from
   // the trace's device (device_specs.h).
   std::optional<DeviceSpec> device_spec;
+  bool critical_path = false;  // analyze: the on-demand critical-path reports too
 };
 
 // Indexes of a Trace that every report shares.

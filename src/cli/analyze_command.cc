@@ -21,7 +21,7 @@ struct AnalyzeFlags {
   std::string format = "text", unit, base_path, new_path, trace_path, reports, device_spec;
   std::vector<std::string> inputs;  // analyze: one trace, or a job's traces / directories
   double short_us = 10;
-  bool wide = false, list = false;
+  bool wide = false, list = false, critical_path = false;
   int threads = 0;
 };
 
@@ -73,6 +73,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
   AnalysisOptions o;
   o.unit = flags.unit;
   o.short_kernel_ns = flags.short_us * 1000.0;
+  o.critical_path = flags.critical_path;
   if (!flags.device_spec.empty()) {
     StatusOr<DeviceSpec> spec = LoadDeviceSpec(flags.device_spec);
     if (!spec.ok()) return Fail(spec.status().WithContext("--device-spec"));
@@ -87,7 +88,13 @@ int Run(const AnalyzeFlags& flags, Which which) {
     return 0;
   }
   if (which == Which::kAnalyze) {
-    if (flags.inputs.size() > 1 || IsDirectory(flags.inputs.front())) return RunJob(flags.inputs, o, flags, f);
+    if (flags.inputs.size() > 1 || IsDirectory(flags.inputs.front())) {
+      if (flags.critical_path) {
+        return Fail(InvalidArgument("--critical-path takes one trace: a job's path across ranks is not built yet "
+                                    "(analyze each rank's trace with it)"));
+      }
+      return RunJob(flags.inputs, o, flags, f);
+    }
   }
   if (which == Which::kStats && flags.list) {
     Table t{"reports", "Reports stats can run", {"Report", "Title"}, {}, {"musa_* and hip_* are aliases of cuda_*."}};
@@ -141,6 +148,9 @@ void RegisterAnalyze(CLI::App& app, std::vector<Command>* out) {
   an->add_option("--threads", flags->threads, "ranks read at once, at most (0: one per hardware thread, "
                                               "fewer when memory is short)")
       ->check(CLI::Range(0, 4096));
+  an->add_flag("--critical-path", flags->critical_path,
+               "also the critical path of each step (each --unit annotation, else the whole trace) and the events on "
+               "the longest one");
   auto* st = app.add_subcommand("stats", "Reports of a trace by name");
   st->add_option("trace", flags->trace_path, "Kineto trace (.json/.json.gz) or nsys SQLite export");
   st->add_option("--report", flags->reports, "report names, comma-separated (see --list)");
