@@ -43,7 +43,7 @@ def hta(trace: Path, annotation: str, instance: int):
         t1 = time.perf_counter()
         try:
             graph, ok = ta.critical_path_analysis(rank=0, annotation=annotation, instance_id=instance)
-            length = float(graph.get_critical_path_breakdown().duration.sum()) if ok else None
+            length = float(graph.get_critical_path_breakdown().duration.sum()) if ok else "fails: not ok"
         except Exception as e:  # noqa: BLE001 - HTA's failure is a result here
             return time.perf_counter() - t0, time.perf_counter() - t1, f"fails: {type(e).__name__}"
         return time.perf_counter() - t0, time.perf_counter() - t1, length

@@ -24,8 +24,9 @@ PathCause CauseOf(const TraceIndex& x, const PathGraph::Edge& e) {
 }
 
 // The heaviest path of a DAG (every node a possible start): nodes in topological order
-// (Kahn), each reached by its heaviest predecessor. Returns the path's edges in order.
-std::vector<size_t> LongestPath(const PathGraph& g) {
+// (Kahn), each reached by its heaviest predecessor. Returns the path's edges in order, and
+// in `cyclic` the nodes a cycle kept from being ordered (0 for a DAG; else no path).
+std::vector<size_t> LongestPath(const PathGraph& g, int64_t* cyclic) {
   const size_t n = g.node_ts.size();
   std::vector<std::vector<size_t>> out(n);
   std::vector<int64_t> indegree(n, 0);
@@ -39,9 +40,11 @@ std::vector<size_t> LongestPath(const PathGraph& g) {
   }
   std::vector<int64_t> dist(n, 0);
   std::vector<int64_t> via(n, -1);  // the edge that reached the node on its heaviest path
+  size_t ordered = 0;
   while (!ready.empty()) {
     const size_t u = ready.back();
     ready.pop_back();
+    ++ordered;
     for (size_t e : out[u]) {
       const PathGraph::Edge& edge = g.edges[e];
       if (via[edge.to] < 0 || dist[u] + edge.weight > dist[edge.to]) {
@@ -51,7 +54,8 @@ std::vector<size_t> LongestPath(const PathGraph& g) {
       if (--indegree[edge.to] == 0) ready.push_back(edge.to);
     }
   }
-  if (n == 0) return {};
+  *cyclic = static_cast<int64_t>(n - ordered);
+  if (n == 0 || *cyclic > 0) return {};  // a cycle: no longest path to claim
   size_t v = static_cast<size_t>(std::max_element(dist.begin(), dist.end()) - dist.begin());
   std::vector<size_t> path;
   while (via[v] >= 0) {
@@ -95,8 +99,8 @@ CriticalPath PathOf(const TraceIndex& x, PathContext& context, int64_t begin_ns,
     p.span_ns = *std::max_element(g.node_ts.begin(), g.node_ts.end()) -
                 *std::min_element(g.node_ts.begin(), g.node_ts.end());
   }
-  std::unordered_map<size_t, size_t> at;  // event -> index in p.events
-  for (size_t e : LongestPath(g)) {
+  std::unordered_map<size_t, size_t> at;  // (event, cause) -> index in p.events
+  for (size_t e : LongestPath(g, &p.cyclic_nodes)) {
     const PathGraph::Edge& edge = g.edges[e];
     p.length_ns += edge.weight;
     if (edge.weight == 0 || (edge.event < 0 && edge.type != PathEdgeType::kLaunch)) continue;
@@ -104,7 +108,7 @@ CriticalPath PathOf(const TraceIndex& x, PathContext& context, int64_t begin_ns,
     p.by_cause[static_cast<size_t>(cause)] += edge.weight;
     // A launch's delay is the launched kernel's; every other edge its attributed event's.
     const size_t event = edge.type == PathEdgeType::kLaunch ? g.node_event[edge.to] : static_cast<size_t>(edge.event);
-    auto [it, fresh] = at.try_emplace(event, p.events.size());
+    auto [it, fresh] = at.try_emplace(event * kPathCauses + static_cast<size_t>(cause), p.events.size());
     if (fresh) p.events.push_back({event, 0, cause});
     p.events[it->second].ns += edge.weight;
   }
@@ -142,7 +146,7 @@ Table CriticalPathTable(const std::vector<CriticalPath>& paths) {
   t.title = "Critical path of each step: its length and its time by cause (HTA's bound_by)";
   t.columns = {"Length (ns)", "Span (ns)", "Window (ns)", "CPU (%)", "GPU compute (%)", "GPU comm (%)", "Launch overhead (%)",
                "Kernel gaps (%)", "Nodes", "Edges", "Step"};
-  int64_t negative = 0, graph = 0, empty = 0;
+  int64_t negative = 0, graph = 0, empty = 0, cyclic = 0;
   for (const CriticalPath& p : paths) {
     const auto share = [&](PathCause c) { return Cell(Percent(p.by_cause[static_cast<size_t>(c)], p.length_ns)); };
     t.AddRow({p.length_ns, p.span_ns, p.end_ns - p.begin_ns, share(PathCause::kCpu), share(PathCause::kGpuCompute),
@@ -151,11 +155,17 @@ Table CriticalPathTable(const std::vector<CriticalPath>& paths) {
     negative += p.negative_edges;
     graph += p.graph_kernels;
     empty += p.nodes == 0 ? 1 : 0;
+    cyclic += p.cyclic_nodes > 0 ? 1 : 0;
   }
   t.notes.push_back("the longest path through host ops in program order and nesting, launches to kernels, stream "
                     "order and the host's and streams' waits; time waiting in a blocking call and dependency edges "
-                    "weigh nothing, so the length is at most the span: from the step's first host event to the end "
-                    "of the last work it launched (which can run past the step's window)");
+                    "weigh nothing, so the length is at most the span (from the step's first host event to the end "
+                    "of the last work it launched, which can run past the step's window) unless edges backwards in "
+                    "time were weighed 0 (below)");
+  if (cyclic > 0) {
+    t.notes.push_back(std::to_string(cyclic) + " step(s) have a cycle in their graph (device clocks that disagree "
+                      "across GPUs, or a malformed trace): no path is claimed for them (length 0)");
+  }
   if (empty > 0) {
     t.notes.push_back(std::to_string(empty) + " step(s) have no host op, runtime call or device work starting in "
                       "their window: no path");

@@ -44,6 +44,7 @@ struct CriticalPath {
   std::vector<OnPath> events;  // by time on the path, largest first
   int64_t nodes = 0, edges = 0;
   int64_t negative_edges = 0;  // edges whose end precedes their start (a clock), weighed 0
+  int64_t cyclic_nodes = 0;    // nodes a cycle kept out of order: no path then
   int64_t graph_kernels = 0;   // kernels a graph replayed, in the graph
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -59,19 +60,30 @@ void SortByStart(const TraceIndex& x, std::vector<size_t>& v) {
 
 // Queue length per stream (HTA's): +1 when a launch call enqueues, -1 when its device event
 // starts; the value after the launch and after the start, for each device event. Graph
-// launches are not counted (their kernels are handled apart).
+// launches are not counted (their kernels are handled apart), but are launches.
 void Queues(const TraceIndex& x, PathContext& c) {
   std::map<Stream, std::vector<std::tuple<int64_t, int, size_t>>> steps;  // ts, -1 launch / +1 start, event
+  std::map<std::pair<size_t, Stream>, std::pair<size_t, size_t>> replays;  // (graph call, stream) -> first, last
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
     for (size_t i : *list) {
       const Event& d = x.E(i);
       const auto r = d.correlation != 0 ? x.runtime_by_corr.find(d.correlation) : x.runtime_by_corr.end();
-      if (r == x.runtime_by_corr.end() || !IsLaunchCall(x.Name(r->second))) continue;
+      if (r == x.runtime_by_corr.end()) continue;
+      if (IsGraphLaunch(x.Name(r->second))) {
+        auto [it, fresh] = replays.try_emplace({r->second, {d.pid, d.tid}}, i, i);
+        if (!fresh && d.ts_ns < x.E(it->second.first).ts_ns) it->second.first = i;
+        if (!fresh && d.ts_ns >= x.E(it->second.second).ts_ns) it->second.second = i;
+        continue;
+      }
+      if (!IsLaunchCall(x.Name(r->second))) continue;
       auto& s = steps[{d.pid, d.tid}];
       s.emplace_back(x.E(r->second).ts_ns, -1, i);
       s.emplace_back(d.ts_ns, +1, i);
-      c.launches[{d.pid, d.tid}].push_back({x.E(r->second).ts_ns, i, r->second});
+      c.launches[{d.pid, d.tid}].push_back({x.E(r->second).ts_ns, i, i, r->second});
     }
+  }
+  for (const auto& [key, ends] : replays) {
+    c.launches[key.second].push_back({x.E(key.first).ts_ns, ends.first, ends.second, key.first});
   }
   for (auto& [stream, s] : steps) {
     std::sort(s.begin(), s.end());
@@ -81,7 +93,13 @@ void Queues(const TraceIndex& x, PathContext& c) {
       (kind < 0 ? c.queue_at_launch : c.queue_at_start)[event] = q;
     }
   }
-  for (auto& [stream, l] : c.launches) std::sort(l.begin(), l.end());
+  for (auto& [stream, l] : c.launches) {
+    std::sort(l.begin(), l.end());
+    for (const Launch& launch : l) {
+      const Event& call = x.E(launch.call);
+      c.launches_by_thread[{stream.first, stream.second, call.pid, call.tid}].push_back(launch);
+    }
+  }
 }
 
 // cudaEventRecord -> the last launch on the event's stream before it: the device event a
@@ -102,8 +120,9 @@ void EventRecords(const TraceIndex& x, PathContext& c) {
     if (it == record_stream.end()) continue;
     const auto l = c.launches.find(it->second);
     if (l == c.launches.end()) continue;
-    const auto after = std::upper_bound(l->second.begin(), l->second.end(), Launch{x.E(r).ts_ns, SIZE_MAX, SIZE_MAX});
-    if (after != l->second.begin()) c.recorded[x.E(r).correlation] = std::prev(after)->device;
+    const auto after =
+        std::upper_bound(l->second.begin(), l->second.end(), Launch{x.E(r).ts_ns, SIZE_MAX, SIZE_MAX, SIZE_MAX});
+    if (after != l->second.begin()) c.recorded[x.E(r).correlation] = std::prev(after)->last;
   }
 }
 
@@ -184,7 +203,7 @@ class Builder {
     for (auto& [thread, events] : threads_) {
       std::sort(events.begin(), events.end(), [&](const HostEvent& a, const HostEvent& b) {
         const Event &p = x_.E(a.event), &q = x_.E(b.event);
-        return std::tie(p.ts_ns, q.dur_ns, a.node) < std::tie(q.ts_ns, p.dur_ns, b.node);  // outer first
+        return std::tie(p.ts_ns, q.dur_ns, a.node, a.event) < std::tie(q.ts_ns, p.dur_ns, b.node, b.event);
       });
       std::vector<HostEvent> stack;
       int64_t last = -1, last_top = -1;  // nodes; -1: none
@@ -227,15 +246,12 @@ class Builder {
   // The device event a stream wait makes wait: the next launch onto the waiting stream
   // from the thread that called cudaStreamWaitEvent.
   std::optional<size_t> NextLaunch(size_t wait_call, const Stream& stream) const {
-    const auto l = c_.launches.find(stream);
-    if (l == c_.launches.end()) return std::nullopt;
     const Event& w = x_.E(wait_call);
-    for (auto it = std::lower_bound(l->second.begin(), l->second.end(), Launch{w.ts_ns, 0, 0}); it != l->second.end();
-         ++it) {
-      const Event& call = x_.E(it->call);
-      if (call.pid == w.pid && call.tid == w.tid) return it->device;
-    }
-    return std::nullopt;
+    const auto l = c_.launches_by_thread.find({stream.first, stream.second, w.pid, w.tid});
+    if (l == c_.launches_by_thread.end()) return std::nullopt;
+    const auto it = std::lower_bound(l->second.begin(), l->second.end(), Launch{w.ts_ns, 0, 0, 0});
+    if (it == l->second.end()) return std::nullopt;
+    return it->first;
   }
 
   void Sync(size_t s, std::map<Stream, uint32_t>& last, std::unordered_map<size_t, size_t>& waits) {
@@ -257,8 +273,10 @@ class Builder {
       }
       return;
     }
-    if (name == "Context Sync") {
-      for (const auto& [stream, node] : last) AddEdge(node, call_end, PathEdgeType::kSync);
+    if (name == "Context Sync") {  // every stream of its device
+      for (auto it = last.lower_bound({e.pid, INT32_MIN}); it != last.end() && it->first.first == e.pid; ++it) {
+        AddEdge(it->second, call_end, PathEdgeType::kSync);
+      }
     } else if (auto it = last.find({e.pid, e.tid}); it != last.end()) {
       AddEdge(it->second, call_end, PathEdgeType::kSync);
     }

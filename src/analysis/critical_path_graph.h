@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -30,12 +31,16 @@ struct PathContext {
   std::vector<size_t> nesting;      // annotations and other host frames with a duration, by start
   std::vector<std::pair<int64_t, size_t>> device;  // (launch call's start, device event), by it
   std::vector<int32_t> queue_at_launch, queue_at_start;  // by event
+  // A launch onto a stream: its call, and the first and last device events it made there (a
+  // graph launch's replay; one event otherwise).
   struct Launch {
     int64_t ts;
-    size_t device, call;
-    bool operator<(const Launch& o) const { return ts < o.ts || (ts == o.ts && device < o.device); }
+    size_t first, last, call;
+    bool operator<(const Launch& o) const { return ts < o.ts || (ts == o.ts && first < o.first); }
   };
   std::map<std::pair<int32_t, int32_t>, std::vector<Launch>> launches;  // (gpu, stream) -> by time
+  // The same by the launching host thread too: (gpu, stream, host pid, host tid) -> by time.
+  std::map<std::tuple<int32_t, int32_t, int32_t, int32_t>, std::vector<Launch>> launches_by_thread;
   std::unordered_map<int64_t, size_t> recorded;  // an event record's correlation -> the work it follows
   std::vector<uint32_t> start_of, end_of;        // event -> node in the current window, or kNone
 };

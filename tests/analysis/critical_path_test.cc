@@ -34,19 +34,83 @@ TEST(CriticalPath, HostOpsInProgramOrderAndTheIdleTimeBetweenThemIsNotOnIt) {
 }
 
 TEST(CriticalPath, AKernelBehindItsLaunchAndABlockingWait) {
-  // mm launches at 5 a kernel that runs 12..1012; the host then blocks in a stream sync
-  // until 1020: the wait weighs nothing, the path goes through the kernel.
+  // mm launches at 5 a kernel that runs 100..1000; the host blocks in a stream sync from 20
+  // to 1020, then runs add (1030..1080). The wait weighs nothing (else the host's 1070 would
+  // win) and ends with the kernel (else the path would stop at the kernel's 1000).
   Builder b;
   b.Unit("ProfilerStep#1", 0, 1100);
   b.Op("aten::mm", 0, 20, 1);
-  b.Launch("cudaLaunchKernel", "gemm", 5, 5, 12, 1000, 1);
-  b.Launch("cudaStreamSynchronize", "Stream Sync", 30, 990, 1015, 5, 0, nullptr, EventKind::kSync);
+  b.Launch("cudaLaunchKernel", "gemm", 5, 5, 100, 900, 1);
+  b.Launch("cudaStreamSynchronize", "Stream Sync", 20, 1000, 1015, 5, 0, nullptr, EventKind::kSync);
+  b.Op("aten::add", 1030, 50, 2);
   const CriticalPath p = OnlyStep(std::move(b.trace()));
-  EXPECT_EQ(p.length_ns, 5 + 7 + 1000);  // host up to the launch, the launch delay, the kernel
-  EXPECT_EQ(p.span_ns, 1020);  // to the sync call's end
-  EXPECT_EQ(Cause(p, PathCause::kCpu), 5);
-  EXPECT_EQ(Cause(p, PathCause::kLaunchOverhead), 7);
-  EXPECT_EQ(Cause(p, PathCause::kGpuCompute), 1000);
+  EXPECT_EQ(p.length_ns, 5 + 95 + 900 + 50);  // host to the launch, its delay, the kernel, add
+  EXPECT_EQ(Cause(p, PathCause::kCpu), 55);
+  EXPECT_EQ(Cause(p, PathCause::kLaunchOverhead), 95);
+  EXPECT_EQ(Cause(p, PathCause::kGpuCompute), 900);
+  EXPECT_LE(p.length_ns, p.span_ns);
+}
+
+TEST(CriticalPath, AKernelQueuedBehindAnotherFollowsItNotItsLaunch) {
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 1000);
+  b.Launch("cudaLaunchKernel", "k1", 0, 3, 10, 100, 0);
+  b.Launch("cudaLaunchKernel", "k2", 5, 3, 112, 100, 0);  // queued (k1 not yet started)
+  const CriticalPath p = OnlyStep(std::move(b.trace()));
+  // HTA's rule: a launch's delay counts only if nothing else was queued when its kernel
+  // started — k2 was, so k1's path starts at k1; k2 follows k1 by its 2 ns gap.
+  EXPECT_EQ(p.length_ns, 100 + 2 + 100);
+  EXPECT_EQ(Cause(p, PathCause::kLaunchOverhead), 0);
+  EXPECT_EQ(Cause(p, PathCause::kKernelGap), 2);
+}
+
+TEST(CriticalPath, ADeviceWaitJoinsEveryStreamOfItsDeviceOnly) {
+  // A context sync waits for both streams of GPU 0 (the longer, 10..510 on stream 20), not
+  // for GPU 1's kernel (10..2010): then add runs.
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 3000);
+  b.Launch("cudaLaunchKernel", "short", 0, 2, 10, 100, 0);
+  b.Launch("cudaLaunchKernel", "long", 3, 2, 10, 500, 0, nullptr, EventKind::kKernel, 20);
+  b.Launch("cudaLaunchKernel", "other_gpu", 6, 2, 10, 1090, 0);  // GPU 2, same stream number
+  b.trace().events.back().pid = 2;
+  b.Launch("cudaDeviceSynchronize", "Context Sync", 9, 600, 600, 5, 0, nullptr, EventKind::kSync);
+  b.Op("aten::add", 620, 1000, 1);
+  const CriticalPath p = OnlyStep(std::move(b.trace()));
+  // The host to long's launch (2), its delay (7), long (500), then add (1000); joined to GPU
+  // 2's kernel the wait would put 4 + 1090 before add (2094).
+  EXPECT_EQ(p.length_ns, 2 + 7 + 500 + 1000);
+  EXPECT_EQ(p.negative_edges, 0);
+}
+
+TEST(CriticalPath, AnEventSyncWaitsForTheWorkLaunchedBeforeTheRecord) {
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 2000);
+  b.Launch("cudaLaunchKernel", "A", 0, 5, 10, 800, 0);
+  b.Api("cudaEventRecord", 6, 2);
+  b.trace().events.back().correlation = 900;
+  b.Launch("cudaEventSynchronize", "Event Sync", 9, 900, 900, 2, 0, nullptr, EventKind::kSync);
+  b.trace().events.back().args =
+      b.trace().strings.Intern(R"("wait_on_cuda_event_record_corr_id": 900, "wait_on_stream": 7)");
+  b.Op("aten::add", 920, 100, 1);
+  const CriticalPath p = OnlyStep(std::move(b.trace()));
+  EXPECT_EQ(p.length_ns, 10 + 800 + 100);  // A's launch delay, A, then add after the wait
+}
+
+TEST(CriticalPath, StepsSharingATraceEachGetTheirOwnPath) {
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 1000);
+  b.Launch("cudaLaunchKernel", "k1", 0, 5, 10, 300, 0);
+  b.Unit("ProfilerStep#2", 1001, 1000);  // a window's end is in it: the next starts after
+  b.Op("aten::a", 1001, 700, 1);
+  const Trace t = std::move(b.trace());
+  const TraceIndex x = BuildIndex(t, AnalysisOptions{});
+  const std::vector<CriticalPath> paths = AnalyzeCriticalPaths(x);
+  ASSERT_EQ(paths.size(), 2u);
+  EXPECT_EQ(paths[0].length_ns, 310);
+  EXPECT_EQ(paths[1].length_ns, 700);
+  // Each the same as alone: the shared maps were reset between windows.
+  EXPECT_EQ(AnalyzeCriticalPath(x, 1001, 2001, "2").length_ns, 700);
+  EXPECT_EQ(AnalyzeCriticalPath(x, 0, 1000, "1").length_ns, 310);
 }
 
 TEST(CriticalPath, AnEventWaitJoinsTwoStreams) {
@@ -65,6 +129,7 @@ TEST(CriticalPath, AnEventWaitJoinsTwoStreams) {
   EXPECT_EQ(p.length_ns, 10 + 500 + 100);  // A's launch delay, A, then B right after the wait
   EXPECT_EQ(Cause(p, PathCause::kGpuCompute), 600);
   EXPECT_EQ(Cause(p, PathCause::kKernelGap), 0);
+  EXPECT_LE(p.length_ns, p.span_ns);
 }
 
 TEST(CriticalPath, AGraphsReplayedKernelsAreOnThePath) {

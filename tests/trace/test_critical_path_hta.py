@@ -2,7 +2,7 @@
 HTA ships for it (its alexnet PARAM benchmark, and the simple_add benchmark's Kineto trace)
 and on a training step of HTA's sampled-rank trace: for each annotated step (warm-up and
 measured forward, each instance; ProfilerStep#551 and #552), the path's length and its
-time by cause (HTA's bound_by) agree within 1% of the length. Where HTA itself fails (it
+time by cause (HTA's bound_by) agree to the microsecond. Where HTA itself fails (it
 raises on ProfilerStep#552 of the sampled rank), tierscope must still give a path. HTA's
 timestamps are whole microseconds on these traces; tierscope's nanoseconds are x 1000."""
 from __future__ import annotations
@@ -56,10 +56,10 @@ def compare(theirs: list, rows: list, what: str) -> int:
             assert length > 0 and row["Nodes"] > 0, (what, row)  # a path where HTA has none
             continue
         length_us, causes = hta_result
-        assert length == pytest.approx(length_us, rel=0.01), (what, length, length_us)
+        assert abs(length - length_us) <= 1, (what, length, length_us)  # HTA's microseconds
         for cause, column in CAUSES.items():
             ours = row[column] / 100 * length
-            assert abs(ours - causes.get(cause, 0.0)) <= 0.01 * length_us, (what, cause, ours, causes)
+            assert abs(ours - causes.get(cause, 0.0)) <= 1, (what, cause, ours, causes)
     return failed
 
 
