@@ -109,14 +109,12 @@ Table NcclSumTable(const TraceIndex& x, const std::optional<DeviceSpec>& spec) {
                            : "no link peak: the device is not in the table (--device-spec gives one)");
   t.notes.push_back("a collective kernel's time includes waiting for the slowest rank: its bandwidths are lower "
                     "bounds on the link's (stragglers shows who waits)");
-  if (above > 0) {
-    t.notes.push_back(std::to_string(above) + " row(s) ABOVE the link peak: a reduction in the switch (NVLS, SHARP) "
-                      "moves less than the formula assumes, or the peak is wrong: not a link measurement");
-  }
-  if (unsized > 0) {
-    t.notes.push_back(std::to_string(unsized) + " collective kernel(s) without a collective name, message size, "
-                      "group size or known dtype are not in the table");
-  }
+  t.NoteCount(above,
+              "row(s) ABOVE the link peak: a reduction in the switch (NVLS, SHARP) "
+              "moves less than the formula assumes, or the peak is wrong: not a link measurement");
+  t.NoteCount(unsized,
+              "collective kernel(s) without a collective name, message size, "
+              "group size or known dtype are not in the table");
   return t;
 }
 

@@ -162,22 +162,18 @@ Table CriticalPathTable(const std::vector<CriticalPath>& paths) {
                     "weigh nothing, so the length is at most the span (from the step's first host event to the end "
                     "of the last work it launched, which can run past the step's window) unless edges backwards in "
                     "time were weighed 0 (below)");
-  if (cyclic > 0) {
-    t.notes.push_back(std::to_string(cyclic) + " step(s) have a cycle in their graph (device clocks that disagree "
-                      "across GPUs, or a malformed trace): no path is claimed for them (length 0)");
-  }
-  if (empty > 0) {
-    t.notes.push_back(std::to_string(empty) + " step(s) have no host op, runtime call or device work starting in "
-                      "their window: no path");
-  }
-  if (graph > 0) {
-    t.notes.push_back(std::to_string(graph) + " kernel(s) a graph replayed are in the graph (after their launch when "
-                      "the stream was idle, else after the kernel before them; HTA leaves them out)");
-  }
-  if (negative > 0) {
-    t.notes.push_back(std::to_string(negative) + " edge(s) end before they start (clocks that disagree): weighed 0, "
-                      "and the path's causes near them are not to be concluded from");
-  }
+  t.NoteCount(cyclic,
+              "step(s) have a cycle in their graph (device clocks that disagree "
+              "across GPUs, or a malformed trace): no path is claimed for them (length 0)");
+  t.NoteCount(empty,
+              "step(s) have no host op, runtime call or device work starting in "
+              "their window: no path");
+  t.NoteCount(graph,
+              "kernel(s) a graph replayed are in the graph (after their launch when the stream was idle, "
+              "else after the kernel before them; HTA leaves them out)");
+  t.NoteCount(negative,
+              "edge(s) end before they start (clocks that disagree): weighed 0, "
+              "and the path's causes near them are not to be concluded from");
   return t;
 }
 

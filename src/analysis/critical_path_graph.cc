@@ -3,7 +3,7 @@
 #include "analysis/critical_path_graph.h"
 
 #include <algorithm>
-#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -12,14 +12,12 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "analysis/gpu_time.h"
+#include "core/text.h"
 #include "trace/args.h"
 
 namespace tierscope {
 namespace {
-
-bool OneOf(std::string_view n, std::initializer_list<std::string_view> names) {
-  return std::find(names.begin(), names.end(), n) != names.end();
-}
 
 // HTA's launch calls (get_runtime_launch_events_query), and MUSA's.
 bool IsLaunchCall(std::string_view n) {
@@ -28,7 +26,6 @@ bool IsLaunchCall(std::string_view n) {
                    "hipMemsetAsync", "hipMemcpyWithStream", "musaLaunchKernel", "musaLaunchKernelExC",
                    "musaMemcpyAsync", "musaMemsetAsync", "runFunction - job_prep_and_submit_for_execution"});
 }
-bool IsGraphLaunch(std::string_view n) { return n.find("GraphLaunch") != std::string_view::npos; }
 // Calls that block the host until the device catches up: their wait is not host work
 // (HTA's BLOCKING_SYNC_CALLS, and HIP's and MUSA's).
 bool IsBlocking(std::string_view n) {
@@ -42,11 +39,11 @@ bool IsBlocking(std::string_view n) {
 }
 bool IsEventRecord(std::string_view n) { return n == "cudaEventRecord" || n == "hipEventRecord" || n == "musaEventRecord"; }
 
+// An integer member of an event's args (a correlation id, a stream), or nullopt.
 std::optional<int64_t> IntArg(std::string_view args, std::string_view key) {
-  const std::string_view v = ArgValue(args, key);
-  int64_t out = 0;
-  if (v.empty() || std::from_chars(v.data(), v.data() + v.size(), out).ec != std::errc()) return std::nullopt;
-  return out;
+  const std::optional<double> v = ArgNumber(args, key);
+  if (!v || *v != std::floor(*v) || std::fabs(*v) > 9e15) return std::nullopt;
+  return static_cast<int64_t>(*v);
 }
 
 using Stream = std::pair<int32_t, int32_t>;  // (device pid, stream)

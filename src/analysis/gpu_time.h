@@ -32,6 +32,10 @@ const char* KernelTypeName(KernelType t);  // "computation", "communication", ..
 // computation (HTA's rules, plus the collectives of NCCL >= 2.19, RCCL and vLLM / symm_mem).
 KernelType ClassifyDeviceEvent(EventKind kind, std::string_view name);
 
+// A runtime call that replays a CUDA/HIP/MUSA graph (cudaGraphLaunch, hipGraphLaunch, ...):
+// one launch for many kernels, none with an operator of its own.
+inline bool IsGraphLaunch(std::string_view call) { return call.find("GraphLaunch") != std::string_view::npos; }
+
 // ClassifyDeviceEvent memoised by interned name: classifying a long kernel name costs, and a
 // trace repeats a few hundred names over its kernels.
 class DeviceEventTypes {

@@ -28,17 +28,27 @@ struct Modelled {
   std::optional<OpWork> work;
 };
 
-// ParseKernelName once a distinct name.
+// ParseKernelName, and its label, once a distinct name.
 class KernelNames {
  public:
-  const std::optional<KernelName>& Of(std::string_view name) {
-    auto [it, fresh] = memo_.try_emplace(name);
-    if (fresh) it->second = ParseKernelName(name);
-    return it->second;
-  }
+  const std::optional<KernelName>& Of(std::string_view name) { return Memo(name).parsed; }
+  // Its label ("" for a name that says nothing), alive as long as this object.
+  std::string_view Label(std::string_view name) { return Memo(name).label; }
 
  private:
-  std::unordered_map<std::string_view, std::optional<KernelName>> memo_;
+  struct Parsed {
+    std::optional<KernelName> parsed;
+    std::string label;
+  };
+  const Parsed& Memo(std::string_view name) {
+    auto [it, fresh] = memo_.try_emplace(name);
+    if (fresh) {
+      it->second.parsed = ParseKernelName(name);
+      if (it->second.parsed) it->second.label = it->second.parsed->Label();
+    }
+    return it->second;
+  }
+  std::unordered_map<std::string_view, Parsed> memo_;  // nodes: references stay valid
 };
 
 // The work a kernel recorded itself (tierscope's engine: its LaunchDesc's FLOPs and bytes,
@@ -133,14 +143,14 @@ struct Launched {
   std::unordered_set<size_t> calls;
   std::map<std::string_view, double> kernels;
 };
-using ByLaunch = std::map<std::pair<std::string_view, std::string>, Launched>;
+using ByLaunch = std::map<std::pair<std::string_view, std::string_view>, Launched>;  // (call, label)
 
 void AddUnattributedRows(const ByLaunch& by_launch, KernelNames& names, OpRoofline& r) {
   for (const auto& [key, launched] : by_launch) {
     const auto& [call, label] = key;
     OpRooflineRow row;
     row.name = call.empty() ? "(kernels with no launch recorded)" : std::string(call);
-    row.category = call.find("Graph") != std::string_view::npos ? "graph" : "other";
+    row.category = IsGraphLaunch(call) ? "graph" : "other";
     row.calls = static_cast<int64_t>(launched.calls.size());
     row.kernel_ns = launched.ns;
     row.top_kernel = TopKernel(launched.kernels);
@@ -187,9 +197,9 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
       } else {
         const auto it = k.correlation != 0 ? x.runtime_by_corr.find(k.correlation) : x.runtime_by_corr.end();
         const bool launched = it != x.runtime_by_corr.end();
-        const std::optional<KernelName>& kn =
-            types.Of(i) == KernelType::kComputation ? names.Of(x.Name(i)) : std::nullopt;
-        Launched& l = by_launch[{launched ? x.Name(it->second) : std::string_view(), kn ? kn->Label() : ""}];
+        const std::string_view label =
+            types.Of(i) == KernelType::kComputation ? names.Label(x.Name(i)) : std::string_view();
+        Launched& l = by_launch[{launched ? x.Name(it->second) : std::string_view(), label}];
         l.ns += static_cast<double>(k.dur_ns);
         if (launched) l.calls.insert(it->second);
         l.kernels[x.Name(i)] += static_cast<double>(k.dur_ns);
@@ -332,15 +342,13 @@ Table OpRooflineTable(const OpRoofline& r) {
                     "op's intensity (matrix peak of its dtype for GEMM and attention, FP32 vector otherwise); "
                     "Save@80% is its time less its time at 80% of the roof (never below 2 us a call: launch and "
                     "tail latency)");
-  if (by_name > 0) {
-    t.notes.push_back(std::to_string(by_name) + " row(s) with no recorded shape are named from their top kernel's name "
-                      "(library, operation, dtype, tile): a kernel's name carries the tile it was built for, never the "
-                      "problem's M, N and K, so these rows have a category but no FLOPs and no roof");
-  }
-  if (impossible > 0) {
-    t.notes.push_back(std::to_string(impossible) + " row(s) above 100% of the roof are IMPOSSIBLE figures (a wrong "
-                      "peak or a wrong shape): no conclusion is drawn from them");
-  }
+  t.NoteCount(by_name,
+              "row(s) with no recorded shape are named from their top kernel's name "
+              "(library, operation, dtype, tile): a kernel's name carries the tile it was built for, never the "
+              "problem's M, N and K, so these rows have a category but no FLOPs and no roof");
+  t.NoteCount(impossible,
+              "row(s) above 100% of the roof are IMPOSSIBLE figures (a wrong "
+              "peak or a wrong shape): no conclusion is drawn from them");
   return t;
 }
 

@@ -52,13 +52,6 @@ std::optional<int64_t> ConcreteInt(const OpInputs& in, size_t i) {
   return v->get<int64_t>();
 }
 
-bool OneOf(std::string_view name, std::initializer_list<std::string_view> names) {
-  for (std::string_view n : names) {
-    if (name == n) return true;
-  }
-  return false;
-}
-
 }  // namespace perf_model_internal
 
 using namespace perf_model_internal;  // NOLINT: this file's own helpers

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/perf_model.h"
+#include "core/text.h"  // OneOf
 
 namespace tierscope::perf_model_internal {
 
@@ -28,7 +29,6 @@ std::optional<nlohmann::json> Concrete(const OpInputs& in, size_t i);
 bool ConcreteTrue(const OpInputs& in, size_t i);
 // A Concrete Input that is an integer, or nullopt.
 std::optional<int64_t> ConcreteInt(const OpInputs& in, size_t i);
-bool OneOf(std::string_view name, std::initializer_list<std::string_view> names);
 
 // The entry of an op table (entries with a `name`) for `name`, or nullptr.
 template <typename Entry, size_t N>

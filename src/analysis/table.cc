@@ -64,6 +64,10 @@ std::string CsvQuote(const std::string& s) {
 
 }  // namespace
 
+void Table::NoteCount(int64_t count, const std::string& what) {
+  if (count > 0) notes.push_back(std::to_string(count) + " " + what);
+}
+
 void Table::AddRow(std::vector<Cell> row) {
   for (Cell& c : row) {
     if (auto* s = std::get_if<std::string>(&c)) {

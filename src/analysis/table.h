@@ -23,6 +23,8 @@ struct Table {
   // Every cell is one line: a control character in a string (a newline in a name, a tab)
   // becomes a space.
   void AddRow(std::vector<Cell> row);
+  // A note "<count> <what>" when count > 0 ("3 row(s) above ..."); nothing otherwise.
+  void NoteCount(int64_t count, const std::string& what);
 };
 
 enum class OutputFormat { kText, kJson, kCsv };

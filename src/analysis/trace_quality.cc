@@ -16,7 +16,6 @@ namespace tierscope {
 namespace {
 
 bool Contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
-bool IsGraphLaunch(std::string_view n) { return Contains(n, "GraphLaunch"); }
 bool IsKernelLaunch(std::string_view n) {
   return Contains(n, "LaunchKernel") || Contains(n, "LaunchCooperativeKernel") || n == "cuLaunchKernelEx";
 }

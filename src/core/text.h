@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdint>
 #include <ctime>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,14 @@
 #include "tierscope/status.h"
 
 namespace tierscope {
+
+// Whether `s` is one of `options` ("aten::add", "aten::mul", ...).
+inline bool OneOf(std::string_view s, std::initializer_list<std::string_view> options) {
+  for (std::string_view o : options) {
+    if (s == o) return true;
+  }
+  return false;
+}
 
 // Whether `s` contains `word`, ignoring the case of `s` (`word` is lower case).
 inline bool ContainsIgnoreCase(std::string_view s, std::string_view word) {
