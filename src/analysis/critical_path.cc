@@ -9,9 +9,8 @@
 #include "analysis/gpu_time.h"
 
 namespace tierscope {
-namespace {
 
-PathCause CauseOf(const TraceIndex& x, const PathGraph::Edge& e) {
+PathCause EdgeCause(const TraceIndex& x, const PathGraph::Edge& e) {
   if (e.type == PathEdgeType::kKernelKernel) return PathCause::kKernelGap;
   if (e.type == PathEdgeType::kLaunch) return PathCause::kLaunchOverhead;
   const Event& ev = x.E(static_cast<size_t>(e.event));
@@ -22,6 +21,8 @@ PathCause CauseOf(const TraceIndex& x, const PathGraph::Edge& e) {
   }
   return PathCause::kCpu;
 }
+
+namespace {
 
 // The heaviest path of a DAG (every node a possible start): nodes in topological order
 // (Kahn), each reached by its heaviest predecessor. Returns the path's edges in order, and
@@ -104,7 +105,7 @@ CriticalPath PathOf(const TraceIndex& x, PathContext& context, int64_t begin_ns,
     const PathGraph::Edge& edge = g.edges[e];
     p.length_ns += edge.weight;
     if (edge.weight == 0 || (edge.event < 0 && edge.type != PathEdgeType::kLaunch)) continue;
-    const PathCause cause = edge.type == PathEdgeType::kLaunch ? PathCause::kLaunchOverhead : CauseOf(x, edge);
+    const PathCause cause = EdgeCause(x, edge);
     p.by_cause[static_cast<size_t>(cause)] += edge.weight;
     // A launch's delay is the launched kernel's; every other edge its attributed event's.
     const size_t event = edge.type == PathEdgeType::kLaunch ? g.node_event[edge.to] : static_cast<size_t>(edge.event);

@@ -123,9 +123,14 @@ void EventRecords(const TraceIndex& x, PathContext& c) {
   }
 }
 
+// tierscope's CPU engine: the operator that launched a kernel returns after the kernel has
+// run (the backend joins its workers), so its ops wait for their kernels.
+bool SynchronousLaunches(const Trace& t) { return t.runtime == "cpu" && t.device_name.rfind("cpu", 0) == 0; }
+
 class Builder {
  public:
-  Builder(const TraceIndex& x, PathContext& c, int64_t begin, int64_t end) : x_(x), c_(c), begin_(begin), end_(end) {}
+  Builder(const TraceIndex& x, PathContext& c, int64_t begin, int64_t end)
+      : x_(x), c_(c), begin_(begin), end_(end), synchronous_(SynchronousLaunches(*x.trace)) {}
 
   PathGraph Build() {
     SelectEvents();
@@ -158,9 +163,12 @@ class Builder {
   // An edge's time is its nodes' difference, but for dependencies, waits and a blocking
   // call's wait; the time is attributed as HTA does (a span to the op it lies in, a gap to
   // the kernel before it, the time between two nested ops to their parent).
-  void AddEdge(uint32_t from, uint32_t to, PathEdgeType type, bool zero = false, int64_t parent = -1) {
+  void AddEdge(uint32_t from, uint32_t to, PathEdgeType type, bool zero = false, int64_t parent = -1,
+               std::optional<int64_t> weight = std::nullopt) {
     int64_t w = 0;
-    if (!zero && type != PathEdgeType::kDependency && type != PathEdgeType::kSync) {
+    if (weight) {
+      w = std::max<int64_t>(0, *weight);
+    } else if (!zero && type != PathEdgeType::kDependency && type != PathEdgeType::kSync) {
       w = g_.node_ts[to] - g_.node_ts[from];
       if (w < 0) ++g_.negative, w = 0;
     }
@@ -191,6 +199,9 @@ class Builder {
       if (c_.end_of[x_.runtime_by_corr.at(d.correlation)] == PathContext::kNone) continue;  // no duration
       device_.push_back(it->second);
       if (d.kind != EventKind::kSync) AddNodes(it->second);
+      if (synchronous_ && d.kind != EventKind::kSync) {
+        kernel_end_of_call_[x_.runtime_by_corr.at(d.correlation)] = c_.end_of[it->second];
+      }
     }
   }
 
@@ -213,8 +224,17 @@ class Builder {
         if (!top.node) return;
         const uint32_t end = c_.end_of[top.event];
         --depth;
-        if (last >= 0) AddEdge(static_cast<uint32_t>(last), end, PathEdgeType::kSpan, IsBlocking(x_.Name(top.event)),
-                               last_parent);
+        const auto waited = waits_for_.find(top.event);
+        if (waited != waits_for_.end()) {
+          // The op returned after its kernel: the wait weighs nothing, the op's own time
+          // after it (from its last child or the kernel's end, the later) is the op's.
+          const int64_t after = g_.node_ts[end] - std::max(last >= 0 ? g_.node_ts[static_cast<size_t>(last)] : 0,
+                                                           g_.node_ts[waited->second]);
+          AddEdge(waited->second, end, PathEdgeType::kSpan, false, -1, after);
+          if (last >= 0) AddEdge(static_cast<uint32_t>(last), end, PathEdgeType::kSpan, false, last_parent, after);
+        } else if (last >= 0) {
+          AddEdge(static_cast<uint32_t>(last), end, PathEdgeType::kSpan, IsBlocking(x_.Name(top.event)), last_parent);
+        }
         if (depth == 0) {
           last = -1;
           last_top = end;
@@ -227,6 +247,15 @@ class Builder {
         const Event& e = x_.E(h.event);
         while (!stack.empty() && x_.E(stack.back().event).ts_ns + x_.E(stack.back().event).dur_ns <= e.ts_ns) exit();
         const int64_t my_parent = parent();
+        if (const auto k = kernel_end_of_call_.find(h.event); k != kernel_end_of_call_.end()) {
+          // A synchronous launch: the innermost operator around it waits for the kernel.
+          for (auto op = stack.rbegin(); op != stack.rend(); ++op) {
+            if (!op->node || x_.E(op->event).kind != EventKind::kOp) continue;
+            auto [w, fresh] = waits_for_.try_emplace(op->event, k->second);
+            if (!fresh && g_.node_ts[k->second] > g_.node_ts[w->second]) w->second = k->second;
+            break;
+          }
+        }
         stack.push_back(h);
         if (!h.node) continue;
         const uint32_t start = c_.start_of[h.event];
@@ -304,6 +333,7 @@ class Builder {
       const int64_t call_ts = x_.E(call).ts_ns;
       const uint32_t start = c_.start_of[i], end = c_.end_of[i];
       AddEdge(start, end, PathEdgeType::kSpan);
+      if (c_.start_of[call] != PathContext::kNone) g_.launch_call[start] = c_.start_of[call];
       std::optional<uint32_t> wait_end;
       if (auto w = waits.find(i); w != waits.end()) {
         if (const uint32_t n = c_.end_of[w->second]; n != PathContext::kNone) {
@@ -339,8 +369,11 @@ class Builder {
   PathContext& c_;
   const int64_t begin_, end_;
   PathGraph g_;
+  const bool synchronous_;
   std::map<std::pair<int32_t, int32_t>, std::vector<HostEvent>> threads_;
   std::vector<size_t> device_;
+  std::unordered_map<size_t, uint32_t> kernel_end_of_call_;  // synchronous: launch call -> its kernel's end node
+  std::unordered_map<size_t, uint32_t> waits_for_;           // op -> the last kernel end it waits for
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/critical_path.h"
 #include "analysis/reports.h"
 
 namespace tierscope {
@@ -57,9 +58,16 @@ struct PathGraph {
     int64_t event;  // the event the edge's time is attributed to (spans and gaps), else -1
   };
   std::vector<Edge> edges;
+  // A device event's start node -> its launch call's start node (every launch in the window,
+  // with a kLaunch edge or not: what a re-timing needs, whatif.h).
+  std::unordered_map<uint32_t, uint32_t> launch_call;
   int64_t negative = 0;       // edges with a negative time, weighed 0
   int64_t graph_kernels = 0;  // device events a graph launch replayed
 };
+
+// What an edge's time is spent on: a kernel-kernel gap, a launch's delay, a device event's
+// span (communication or compute), else the host.
+PathCause EdgeCause(const TraceIndex& index, const PathGraph::Edge& edge);
 
 // The graph of the host events that start in [begin_ns, end_ns] with a duration, and the
 // device events whose launch call does.

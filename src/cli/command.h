@@ -24,6 +24,7 @@ struct Command {
 void RegisterBench(CLI::App& app, std::vector<Command>* out);
 void RegisterRun(CLI::App& app, std::vector<Command>* out);
 void RegisterAnalyze(CLI::App& app, std::vector<Command>* out);  // analyze, stats, diff
+void RegisterWhatIf(CLI::App& app, std::vector<Command>* out);
 void RegisterExport(CLI::App& app, std::vector<Command>* out);
 void RegisterKernel(CLI::App& app, std::vector<Command>* out);
 void RegisterDevice(CLI::App& app, std::vector<Command>* out);

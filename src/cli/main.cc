@@ -20,7 +20,7 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<Command> commands;
   for (auto reg : {tierscope::cli::RegisterBench, tierscope::cli::RegisterRun,
-                   tierscope::cli::RegisterAnalyze, tierscope::cli::RegisterExport, tierscope::cli::RegisterKernel,
+                   tierscope::cli::RegisterAnalyze, tierscope::cli::RegisterWhatIf, tierscope::cli::RegisterExport, tierscope::cli::RegisterKernel,
                    tierscope::cli::RegisterSweep, tierscope::cli::RegisterValidate,
                    tierscope::cli::RegisterLab, tierscope::cli::RegisterTokenize,
                    tierscope::cli::RegisterServe, tierscope::cli::RegisterLoad,

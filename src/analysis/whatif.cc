@@ -1,0 +1,282 @@
+// What-if (whatif.h): each step's dependency graph re-timed as a simulation. Every node
+// starts when its last dependency allows (a thread's first event at its recorded time); an
+// edge takes the time it took, changed as the changes say. Unlike the critical path's
+// weights (HTA's), the simulation keeps the host's gaps between operators, and holds every
+// kernel after its launch, so that a kernel made faster cannot start before it was launched.
+#include "analysis/whatif.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/critical_path_graph.h"
+#include "analysis/gpu_time.h"
+#include "analysis/whatif_changes.h"
+
+namespace tierscope {
+namespace {
+
+struct SimEdge {
+  uint32_t from, to;
+  double weight;
+  PathCause cause;
+};
+
+bool IsDevice(const Event& e) {
+  return e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset;
+}
+
+int64_t Median(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+struct Levers {
+  double cpu = 1, per_launch = 1;  // host time x cpu; per-launch costs x per_launch (1/K under batch)
+  std::optional<double> launch_ns;
+  bool sync_off = false, comm_overlap = false;
+};
+
+Levers LeversOf(const std::vector<WhatIfChange>& changes) {
+  Levers l;
+  for (const WhatIfChange& c : changes) {
+    using K = WhatIfChange::Kind;
+    if (c.kind == K::kCpu) l.cpu *= c.value;
+    if (c.kind == K::kBatch) l.per_launch /= c.value;
+    if (c.kind == K::kLaunch) l.launch_ns = c.value * 1000;
+    if (c.kind == K::kSyncOff) l.sync_off = true;
+    if (c.kind == K::kCommOverlap) l.comm_overlap = true;
+  }
+  return l;
+}
+
+// The simulation's edges: the graph's, weighed as the levers say, plus each kernel held
+// after its launch call by the trace's typical launch delay.
+std::vector<SimEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const std::vector<double>& factor,
+                              const Levers& l) {
+  std::vector<int64_t> delays, queued_gaps;
+  for (const PathGraph::Edge& e : g.edges) {
+    const int64_t w = std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from]);
+    if (e.type == PathEdgeType::kLaunch) delays.push_back(w);
+    if (e.type == PathEdgeType::kKernelKernel) {
+      const auto call = g.launch_call.find(e.to);
+      if (call != g.launch_call.end() && g.node_ts[call->second] < g.node_ts[e.from]) queued_gaps.push_back(w);
+    }
+  }
+  if (delays.empty()) {
+    for (const auto& [kernel, call] : g.launch_call) delays.push_back(std::max<int64_t>(0, g.node_ts[kernel] - g.node_ts[call]));
+    const int64_t least = delays.empty() ? 0 : *std::min_element(delays.begin(), delays.end());
+    delays.assign(1, least);
+  }
+  const double launch_delay = l.launch_ns ? *l.launch_ns : static_cast<double>(Median(delays));
+  const double device_gap = static_cast<double>(Median(queued_gaps));
+  std::vector<SimEdge> out;
+  out.reserve(g.edges.size() + g.launch_call.size());
+  std::vector<bool> has_launch(g.node_ts.size(), false);
+  for (const PathGraph::Edge& e : g.edges) {
+    const double w0 = static_cast<double>(std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from]));
+    const PathCause cause = EdgeCause(x, e);
+    double w = 0;
+    switch (e.type) {
+      case PathEdgeType::kSpan: {
+        const Event& ev = x.E(static_cast<size_t>(std::max<int64_t>(e.event, 0)));
+        if (e.event >= 0 && IsDevice(ev)) {
+          w = static_cast<double>(e.weight) * factor[static_cast<size_t>(e.event)];
+          if (l.comm_overlap && cause == PathCause::kGpuCommunication) w = 0;
+        } else {
+          w = static_cast<double>(e.weight) * l.cpu * l.per_launch;
+          if (l.launch_ns && e.event >= 0 && ev.kind == EventKind::kRuntime && IsLaunchCall(x.Name(static_cast<size_t>(e.event)))) {
+            w = std::min(w, *l.launch_ns);
+          }
+        }
+        break;
+      }
+      case PathEdgeType::kDependency: w = w0 * l.per_launch; break;  // the host's gap, kept
+      case PathEdgeType::kLaunch:
+        w = (l.launch_ns ? *l.launch_ns : w0) * l.per_launch;
+        has_launch[e.to] = true;
+        break;
+      case PathEdgeType::kKernelKernel: {
+        const auto call = g.launch_call.find(e.to);
+        const bool queued = call != g.launch_call.end() && g.node_ts[call->second] < g.node_ts[e.from];
+        w = (queued ? w0 : std::min(w0, device_gap)) * l.per_launch;  // a wait for the launch is the launch's
+        break;
+      }
+      case PathEdgeType::kSync: {
+        const Event& waiter = x.E(g.node_event[e.to]);
+        if (IsDevice(waiter)) break;  // a stream's wait: none of its own
+        if (l.sync_off) continue;     // the host no longer waits
+        // The host's return after the wait was met: its call's time from the later of its
+        // start and the awaited end.
+        w = static_cast<double>(std::max<int64_t>(0, g.node_ts[e.to] - std::max(g.node_ts[e.from], waiter.ts_ns))) *
+            l.per_launch;
+        break;
+      }
+    }
+    out.push_back({e.from, e.to, w, e.type == PathEdgeType::kDependency ? PathCause::kCpu : cause});
+  }
+  for (const auto& [kernel, call] : g.launch_call) {
+    if (!has_launch[kernel]) out.push_back({call, kernel, launch_delay * l.per_launch, PathCause::kLaunchOverhead});
+  }
+  return out;
+}
+
+struct SimResult {
+  double span = 0, path = 0;
+  std::array<double, kPathCauses> by_cause{};
+  int64_t cyclic = 0;
+};
+
+// Earliest times (Kahn's order; a node with no dependency at its recorded time), the last
+// node's time from the first's, and the binding path to it by cause.
+SimResult Simulate(const PathGraph& g, const std::vector<SimEdge>& edges) {
+  const size_t n = g.node_ts.size();
+  SimResult r;
+  if (n == 0) return r;
+  std::vector<std::vector<uint32_t>> out(n);
+  std::vector<int64_t> indegree(n, 0);
+  for (uint32_t e = 0; e < edges.size(); ++e) {
+    out[edges[e].from].push_back(e);
+    ++indegree[edges[e].to];
+  }
+  const int64_t origin = *std::min_element(g.node_ts.begin(), g.node_ts.end());
+  std::vector<double> t(n, -1);
+  std::vector<int64_t> via(n, -1);
+  std::vector<uint32_t> ready;
+  for (uint32_t v = 0; v < n; ++v) {
+    if (indegree[v] == 0) {
+      t[v] = static_cast<double>(g.node_ts[v] - origin);
+      ready.push_back(v);
+    }
+  }
+  size_t ordered = 0;
+  while (!ready.empty()) {
+    const uint32_t u = ready.back();
+    ready.pop_back();
+    ++ordered;
+    for (uint32_t e : out[u]) {
+      const SimEdge& s = edges[e];
+      if (via[s.to] < 0 || t[u] + s.weight > t[s.to]) {
+        t[s.to] = t[u] + s.weight;
+        via[s.to] = e;
+      }
+      if (--indegree[s.to] == 0) ready.push_back(s.to);
+    }
+  }
+  r.cyclic = static_cast<int64_t>(n - ordered);
+  if (r.cyclic > 0) return r;
+  uint32_t v = static_cast<uint32_t>(std::max_element(t.begin(), t.end()) - t.begin());
+  r.span = t[v];
+  while (via[v] >= 0) {
+    const SimEdge& s = edges[static_cast<size_t>(via[v])];
+    r.path += s.weight;
+    r.by_cause[static_cast<size_t>(s.cause)] += s.weight;
+    v = s.from;
+  }
+  r.path += t[v];  // the release of the path's first node
+  r.by_cause[static_cast<size_t>(PathCause::kCpu)] += t[v];
+  return r;
+}
+
+std::optional<DeviceSpec> SpecFor(const TraceIndex& x, const WhatIfOptions& o) {
+  if (o.device_spec) return o.device_spec;
+  return FindDeviceSpec(x.trace->device_name, x.trace->device_units, x.trace->device_memory);
+}
+
+}  // namespace
+
+StatusOr<WhatIfResult> WhatIf(const TraceIndex& x, const WhatIfOptions& o) {
+  if (o.changes.empty()) return InvalidArgument("whatif needs at least one --change");
+  const std::optional<DeviceSpec> spec = SpecFor(x, o);
+  ChangeNotes cn;
+  StatusOr<std::vector<double>> factor = DeviceFactors(x, o.changes, spec, &cn);
+  if (!factor.ok()) return factor.status();
+  const std::vector<double> unchanged(x.trace->events.size(), 1.0);
+  const Levers levers = LeversOf(o.changes);
+  WhatIfResult result;
+  PathContext context = BuildPathContext(x);
+  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> windows;
+  for (const WorkUnit& u : x.units) windows.push_back({u.name, {u.begin_ns, u.end_ns}});
+  if (windows.empty()) {
+    int64_t begin = INT64_MAX, end = INT64_MIN;
+    for (const Event& e : x.trace->events) {
+      if (e.dur_ns <= 0) continue;
+      begin = std::min(begin, e.ts_ns);
+      end = std::max(end, e.ts_ns + e.dur_ns);
+    }
+    if (begin <= end) windows.push_back({"whole trace", {begin, end}});
+  }
+  int64_t cyclic = 0;
+  for (const auto& [name, range] : windows) {
+    const PathGraph g = BuildPathGraph(x, context, range.first, range.second);
+    WhatIfStep s;
+    s.window = name;
+    if (!g.node_ts.empty()) {
+      s.measured_ns = *std::max_element(g.node_ts.begin(), g.node_ts.end()) -
+                      *std::min_element(g.node_ts.begin(), g.node_ts.end());
+    }
+    const SimResult today = Simulate(g, SimEdges(x, g, unchanged, Levers{}));
+    const SimResult next = Simulate(g, SimEdges(x, g, *factor, levers));
+    if (today.cyclic > 0 || next.cyclic > 0) ++cyclic;
+    s.replay_ns = std::llround(today.span);
+    s.predicted_ns = std::llround(next.span);
+    s.today_path_ns = std::llround(today.path);
+    s.predicted_path_ns = std::llround(next.path);
+    for (int c = 0; c < kPathCauses; ++c) {
+      s.today_by_cause[c] = std::llround(today.by_cause[c]);
+      s.predicted_by_cause[c] = std::llround(next.by_cause[c]);
+    }
+    result.steps.push_back(std::move(s));
+  }
+  if (cyclic > 0) result.notes.push_back(std::to_string(cyclic) + " step(s) have a cycle in their graph: no prediction");
+  if (cn.no_grid > 0) {
+    result.notes.push_back(std::to_string(cn.no_grid) + " kernel(s) record no grid: batch scales their time with the "
+                           "work, units leaves it as it was");
+  }
+  if (cn.no_dtype > 0) {
+    result.notes.push_back(std::to_string(cn.no_dtype) + " kernel(s) have no dtype in their name or no recorded work: "
+                           "precision leaves their time as it was");
+  }
+  for (const WhatIfChange& c : o.changes) {
+    if ((c.kind == WhatIfChange::Kind::kBatch || c.kind == WhatIfChange::Kind::kPrecision) && !spec) {
+      result.notes.push_back("no peaks for the trace's device: " + c.text + " has no roofline floor (--device-spec)");
+    }
+    if (c.kind == WhatIfChange::Kind::kPrecision) {
+      result.notes.push_back(c.text + ": kernels the new precision adds (conversions, quantization) are not predicted");
+    }
+  }
+  return result;
+}
+
+Table WhatIfTable(const WhatIfResult& r, const WhatIfOptions& o) {
+  Table t;
+  t.name = "whatif";
+  std::string changes;
+  for (const WhatIfChange& c : o.changes) changes += (changes.empty() ? "" : ", ") + c.text;
+  t.title = "What-if: each step re-timed with " + changes;
+  t.columns = {"Measured (ns)", "Replayed (ns)", "Replay error (%)", "Predicted (ns)", "Factor", "CPU (%)",
+               "GPU compute (%)", "GPU comm (%)", "Launch (%)", "Kernel gaps (%)", "Step"};
+  int64_t poor = 0;
+  for (const WhatIfStep& s : r.steps) {
+    const double err = s.measured_ns > 0 ? 100.0 * static_cast<double>(s.replay_ns - s.measured_ns) / s.measured_ns : 0;
+    if (std::fabs(err) > 10) ++poor;
+    const auto share = [&](PathCause c) {
+      return Cell(s.predicted_path_ns > 0 ? 100.0 * static_cast<double>(s.predicted_by_cause[static_cast<size_t>(c)]) /
+                                                static_cast<double>(s.predicted_path_ns)
+                                          : 0.0);
+    };
+    t.AddRow({s.measured_ns, s.replay_ns, Cell(err), s.predicted_ns, Cell(s.Factor()), share(PathCause::kCpu),
+              share(PathCause::kGpuCompute), share(PathCause::kGpuCommunication), share(PathCause::kLaunchOverhead),
+              share(PathCause::kKernelGap), s.window});
+  }
+  t.notes.push_back("Replayed: the step's graph re-timed unchanged (host gaps kept, each kernel after its launch, "
+                    "stream order, waits); Factor: predicted / replayed, the change's effect on the step; the shares "
+                    "are the predicted critical path's, by cause");
+  t.NoteCount(poor,
+              "step(s) replay more than 10% away from their measured span: the graph misses dependencies "
+              "there, and their prediction is not to be relied on");
+  for (const std::string& n : r.notes) t.notes.push_back(n);
+  return t;
+}
+
+}  // namespace tierscope

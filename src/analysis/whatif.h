@@ -1,0 +1,72 @@
+// What-if: a step's dependency graph (critical_path_graph.h) re-timed as a simulation after
+// a change — kernels faster or slower, launches cheaper (CUDA graphs), host syncs gone,
+// communication overlapped, the host faster, K samples merged into one launch per op,
+// fewer or more compute units, another precision — giving the predicted step time and the
+// new critical path beside today's. The model of each change is in the README ("What-if").
+#ifndef TIERSCOPE_ANALYSIS_WHATIF_H_
+#define TIERSCOPE_ANALYSIS_WHATIF_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/critical_path.h"
+#include "analysis/device_specs.h"
+#include "analysis/reports.h"
+#include "analysis/table.h"
+#include "tierscope/status.h"
+
+namespace tierscope {
+
+struct WhatIfChange {
+  enum class Kind {
+    kKernels,      // SELECTOR=F: matching kernels' time x F
+    kLaunch,       // launch=US: every launch's delay to its kernel, and its host call, at most US
+    kSyncOff,      // sync=off: the host no longer waits for the device
+    kCommOverlap,  // comm=overlap: communication kernels delay nothing
+    kCpu,          // cpu=F: host operators' and runtime calls' own time x F
+    kBatch,        // batch=K: K samples in one launch per op
+    kUnits,        // units=N: the device's compute units (CPU threads, SMs) N
+    kPrecision,    // precision=P: kernels of another dtype at the roofline's implied factor
+  };
+  Kind kind = Kind::kKernels;
+  std::string selector;  // kKernels: category or name substring (case-insensitive); kPrecision: the dtype
+  double value = 1;
+  std::string text;  // as given
+};
+
+// "gemm=0.5", "kernel:sgemm=0.5", "launch=2", "sync=off", "comm=overlap", "cpu=0.8",
+// "batch=16", "units=1", "precision=bf16"; a clear error naming what is wrong otherwise.
+StatusOr<WhatIfChange> ParseWhatIfChange(const std::string& text);
+
+struct WhatIfOptions {
+  std::vector<WhatIfChange> changes;
+  std::optional<DeviceSpec> device_spec;  // peaks for batch and precision; default: the trace's device
+};
+
+struct WhatIfStep {
+  std::string window;
+  int64_t measured_ns = 0;   // the step's span as recorded
+  int64_t replay_ns = 0;     // the graph re-timed unchanged: how well the graph explains the step
+  int64_t predicted_ns = 0;  // re-timed with the changes
+  std::array<int64_t, kPathCauses> today_by_cause{}, predicted_by_cause{};
+  int64_t today_path_ns = 0, predicted_path_ns = 0;  // the re-timed critical paths' lengths
+  // Predicted / replay: the change's factor on the step, applied to what was measured.
+  double Factor() const { return replay_ns > 0 ? static_cast<double>(predicted_ns) / replay_ns : 0; }
+};
+
+struct WhatIfResult {
+  std::vector<WhatIfStep> steps;
+  std::vector<std::string> notes;  // what a change could not model, counted
+};
+
+StatusOr<WhatIfResult> WhatIf(const TraceIndex& index, const WhatIfOptions& options);
+
+// One row per step: measured, replayed, predicted, the factor, and the predicted path's causes.
+Table WhatIfTable(const WhatIfResult& result, const WhatIfOptions& options);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_ANALYSIS_WHATIF_H_

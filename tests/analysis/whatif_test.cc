@@ -1,0 +1,205 @@
+// What-if on built traces whose answer is known: each change re-times the step as its model
+// says (README, "What-if"), the unchanged replay is the measured step, and a bad change is a
+// one-line error.
+#include "analysis/whatif.h"
+
+#include <gtest/gtest.h>
+
+#include "trace_builder.h"
+
+namespace tierscope {
+namespace {
+
+StatusOr<WhatIfResult> RunWhatIf(const Trace& t, std::vector<std::string> changes, std::optional<DeviceSpec> spec = {}) {
+  WhatIfOptions o;
+  for (const std::string& c : changes) {
+    StatusOr<WhatIfChange> parsed = ParseWhatIfChange(c);
+    if (!parsed.ok()) return parsed.status();
+    o.changes.push_back(*parsed);
+  }
+  o.device_spec = spec;
+  const TraceIndex x = BuildIndex(t, AnalysisOptions{});
+  return WhatIf(x, o);
+}
+
+WhatIfStep OnlyStep(const Trace& t, std::vector<std::string> changes, std::optional<DeviceSpec> spec = {}) {
+  StatusOr<WhatIfResult> r = RunWhatIf(t, std::move(changes), spec);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok() || r->steps.size() != 1) {
+    ADD_FAILURE() << "want one step";
+    return {};
+  }
+  return r->steps[0];
+}
+
+// mm launches at 5 a kernel (100..1000); the host blocks in a stream sync from 20 until
+// 1015, then add runs 1030..1080.
+Trace GpuBound(const char* kernel = "gemm_kernel", const char* grid = nullptr) {
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 1100);
+  b.Op("aten::mm", 0, 20, 1);
+  b.Launch("cudaLaunchKernel", kernel, 5, 5, 100, 900, 1, grid);
+  b.Launch("cudaStreamSynchronize", "Stream Sync", 20, 1000, 1015, 5, 0, nullptr, EventKind::kSync);
+  b.Op("aten::add", 1030, 50, 2);
+  return std::move(b.trace());
+}
+
+TEST(WhatIf, TheUnchangedReplayIsTheMeasuredStep) {
+  const WhatIfStep s = OnlyStep(GpuBound(), {"cpu=1"});
+  EXPECT_EQ(s.measured_ns, 1080);
+  EXPECT_EQ(s.replay_ns, 1080);
+  EXPECT_EQ(s.predicted_ns, 1080);
+  EXPECT_DOUBLE_EQ(s.Factor(), 1.0);
+}
+
+TEST(WhatIf, AKernelOnThePathMadeFasterShortensTheStepByItsSaving) {
+  const WhatIfStep s = OnlyStep(GpuBound(), {"gemm=0.5"});
+  // The kernel 450 shorter; the sync returns 15 after it, add follows 15 later.
+  EXPECT_EQ(s.predicted_ns, 1080 - 450);
+  // A selector that names no kernel changes nothing.
+  EXPECT_EQ(OnlyStep(GpuBound(), {"kernel:softmax=0.5"}).predicted_ns, 1080);
+}
+
+TEST(WhatIf, AKernelOffThePathChangesNothing) {
+  // The host runs 0..2000; a kernel it launched at 10 runs 30..130 and nothing waits for it.
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 2000);
+  b.Op("aten::loop", 0, 2000, 1);
+  b.Launch("cudaLaunchKernel", "gemm_kernel", 10, 5, 30, 100, 1);
+  const WhatIfStep s = OnlyStep(std::move(b.trace()), {"gemm=0.1"});
+  EXPECT_EQ(s.replay_ns, 2000);
+  EXPECT_EQ(s.predicted_ns, 2000);
+}
+
+TEST(WhatIf, HostOpsScaleAndTheGapsBetweenThemStay) {
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 1000);
+  b.Op("aten::a", 0, 400, 1);
+  b.Op("aten::b", 500, 300, 2);  // 100 of the host's own time between them
+  EXPECT_EQ(OnlyStep(b.trace(), {"cpu=0.5"}).predicted_ns, 200 + 100 + 150);
+  // batch=2: two samples per op, so half the ops and half the gaps.
+  EXPECT_EQ(OnlyStep(b.trace(), {"batch=2"}).predicted_ns, 400);
+}
+
+TEST(WhatIf, WithoutHostSyncsTheHostRunsOnAndWaitsForNothing) {
+  const WhatIfStep s = OnlyStep(GpuBound(), {"sync=off"});
+  // The host: mm (0..20), the sync call's own time is nothing, add's 10 gap and 50: the kernel
+  // (ending at 1000) now bounds the step.
+  EXPECT_EQ(s.predicted_ns, 1000);
+}
+
+TEST(WhatIf, OverlappedCommunicationDelaysNothing) {
+  const WhatIfStep s = OnlyStep(GpuBound("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), {"comm=overlap"});
+  // The collective takes no time: it still starts 95 after its launch (100), the sync call
+  // returns 20 after it, and add follows 10 later.
+  EXPECT_EQ(s.predicted_ns, 100 + 20 + 10 + 50);
+  EXPECT_EQ(s.predicted_by_cause[static_cast<size_t>(PathCause::kGpuCommunication)], 0);
+}
+
+TEST(WhatIf, CheaperLaunchesShortenALaunchBoundStep) {
+  // Ten kernels of 10, each launched (api 5) 100 apart and starting 40 after its launch: the
+  // device idles between them, the host bounds the step.
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 2000);
+  for (int i = 0; i < 10; ++i) b.Launch("cudaLaunchKernel", "tiny", 100 * i, 5, 100 * i + 40, 10, i + 1);
+  const WhatIfStep today = OnlyStep(b.trace(), {"gemm=0.5"});
+  EXPECT_EQ(today.replay_ns, 950);
+  EXPECT_EQ(today.predicted_ns, 950);  // no GEMM: unchanged
+  const WhatIfStep s = OnlyStep(b.trace(), {"launch=0"});
+  // Each launch call at most 0 and its kernel 0 after it: the host's 95 between calls stay,
+  // so the last launch is at 9 x 95, and its kernel runs 10.
+  EXPECT_EQ(s.predicted_ns, 9 * 95 + 10);
+  EXPECT_EQ(OnlyStep(b.trace(), {"tiny=0.5"}).predicted_ns, 945);  // only the last kernel's half counts
+}
+
+TEST(WhatIf, BatchMergesSamplesIntoWavesOverTheUnits) {
+  // One kernel of one block on 56 units: 8 samples in one launch are 8 blocks, still one
+  // wave, so 8 samples take one sample's kernel time: per sample, 1/8.
+  const WhatIfStep s = OnlyStep(GpuBound("gemm_kernel", "[1, 1, 1]"), {"batch=8"});
+  // Every host span, gap, launch delay and wait 1/8, and the kernel too: the step 1/8.
+  EXPECT_NEAR(static_cast<double>(s.predicted_ns), 1080.0 / 8, 1);
+  // A kernel that fills the units already gains nothing but the host's share: 112 blocks
+  // on 56 units are 2 waves; 8x are 16 waves, 8x the time; per sample the same.
+  const WhatIfStep full = OnlyStep(GpuBound("gemm_kernel", "[112, 1, 1]"), {"batch=8"});
+  EXPECT_NEAR(static_cast<double>(full.predicted_ns), (1080.0 - 900) / 8 + 900, 1);
+}
+
+TEST(WhatIf, FewerUnitsRunMoreWaves) {
+  // 4 blocks on 56 units are one wave; on one unit, four.
+  const WhatIfStep s = OnlyStep(GpuBound("gemm_kernel", "[4, 1, 1]"), {"units=1"});
+  EXPECT_EQ(s.predicted_ns, 1080 + 3 * 900);
+}
+
+TEST(WhatIf, BatchIsNoFasterThanTheRoofOfItsWork) {
+  // One block of a compute-bound GEMM (9e5 FLOPs, 900 ns at 1 TFLOP/s: at the roof already):
+  // 8 samples fit one wave, but 8x the FLOPs take 8x at the peak, so per sample the same.
+  Trace t = GpuBound("cpu_sgemm_nt_f32_48x96", "[1, 1, 1]");
+  for (Event& e : t.events) {
+    if (e.kind == EventKind::kKernel) e.v0 = 9e5, e.v1 = 100;
+  }
+  DeviceSpec d;
+  d.name = "test";
+  d.fp32 = d.fp32_vector = 1;
+  d.memory_tbps = 1;
+  EXPECT_NEAR(static_cast<double>(OnlyStep(t, {"batch=8"}, d).predicted_ns), (1080.0 - 900) / 8 + 900, 1);
+}
+
+TEST(WhatIf, PrecisionScalesEachKernelByItsRoofline) {
+  // A compute-bound FP32 GEMM (9e5 FLOPs: 900 ns at 1 TFLOP/s, few bytes) on a device with
+  // BF16 at 4x FP32: 225 ns in BF16.
+  Trace t = GpuBound("cpu_sgemm_nt_f32_48x96");
+  for (Event& e : t.events) {
+    if (e.kind == EventKind::kKernel) e.v0 = 9e5, e.v1 = 100;
+  }
+  DeviceSpec d;
+  d.name = "test";
+  d.fp32 = d.fp32_vector = 1;
+  d.bf16 = 4;
+  d.memory_tbps = 1;
+  EXPECT_EQ(OnlyStep(t, {"precision=bf16"}, d).predicted_ns, 1080 - 900 + 225);
+  // Without the device's peaks there is nothing to scale by: said, not guessed.
+  const StatusOr<WhatIfResult> r = RunWhatIf(t, {"precision=bf16"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("needs the device's peaks"), std::string::npos) << r.status().message();
+}
+
+TEST(WhatIf, TheEngineOpsWaitForTheirKernels) {
+  // tierscope's CPU engine: linear (0..100) launches at 10 a kernel that runs 12..80, and
+  // returns at 100. Halving the kernel shortens the op by 34; the op's 20 after the kernel stays.
+  Builder b;
+  b.trace().runtime = "cpu";
+  b.trace().device_name = "cpu: test (2 threads)";
+  b.Unit("batched_bert_forward", 0, 200);
+  b.Op("aten::linear", 0, 100, 1);
+  b.Launch("cudaLaunchKernel", "cpu_sgemm_nt_f32_48x96", 10, 1, 12, 68, 1);
+  b.Op("aten::add", 110, 20, 2);
+  AnalysisOptions ao;
+  ao.unit = "batched_bert_forward";
+  const TraceIndex x = BuildIndex(b.trace(), ao);
+  WhatIfOptions o;
+  o.changes.push_back(*ParseWhatIfChange("gemm=0.5"));
+  const StatusOr<WhatIfResult> r = WhatIf(x, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->steps.size(), 1u);
+  EXPECT_EQ(r->steps[0].replay_ns, 130);
+  EXPECT_EQ(r->steps[0].predicted_ns, 130 - 34);
+}
+
+TEST(WhatIf, ABadChangeIsAOneLineErrorNamingIt) {
+  for (const char* bad : {"gemm", "=3", "batch=0", "batch=1.5", "units=-1", "sync=on", "comm=2", "precision=fp4",
+                          "gemm=abc", "gemm=-1", "launch=inf", "kernel:=2"}) {
+    const StatusOr<WhatIfChange> c = ParseWhatIfChange(bad);
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_NE(c.status().message().find(std::string("'") + bad + "'"), std::string::npos) << c.status().message();
+    EXPECT_EQ(c.status().message().find('\n'), std::string::npos);
+  }
+  EXPECT_FALSE(RunWhatIf(GpuBound(), {}).ok());  // no change: nothing to predict
+  Trace t = GpuBound("gemm_kernel", "[4, 1, 1]");
+  t.device_units = 0;
+  const StatusOr<WhatIfResult> r = RunWhatIf(t, {"units=2"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("compute units"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tierscope
