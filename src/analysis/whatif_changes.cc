@@ -151,6 +151,13 @@ double RoofSeconds(const DeviceSpec& d, double flops, double bytes, const std::s
   return std::max(compute, memory);
 }
 
+// The dtype a kernel's arithmetic runs in: tierscope's CPU engine converts FP16 and BF16 to
+// FP32 before every FMA (they are storage formats there), so they compute at FP32's peak.
+std::string ArithmeticDtype(const Trace& t, const std::string& dtype) {
+  const bool engine_cpu = t.runtime == "cpu" && t.device_name.rfind("cpu", 0) == 0;
+  return engine_cpu && DtypeBytes(dtype) == 2 ? "float" : dtype;
+}
+
 }  // namespace
 
 StatusOr<std::vector<double>> DeviceFactors(const TraceIndex& x, const std::vector<WhatIfChange>& changes,
@@ -216,8 +223,8 @@ StatusOr<std::vector<double>> DeviceFactors(const TraceIndex& x, const std::vect
           }
           if (c.selector == "int8" && !matrix) continue;  // INT8 quantizes matrix products only
           const double s = DtypeBytes(to) / DtypeBytes(dtype);
-          const double before = RoofSeconds(*spec, e.v0, e.v1, dtype, matrix);
-          const double after = RoofSeconds(*spec, e.v0, e.v1 * s, to, matrix);
+          const double before = RoofSeconds(*spec, e.v0, e.v1, ArithmeticDtype(*x.trace, dtype), matrix);
+          const double after = RoofSeconds(*spec, e.v0, e.v1 * s, ArithmeticDtype(*x.trace, to), matrix);
           if (before > 0) f *= after / before;
           dtype = to;
         }

@@ -8,6 +8,8 @@
 #include "analysis/commands.h"
 #include "analysis/whatif.h"
 #include "cli/command.h"
+#include "inspect/calibrated_spec.h"
+#include "inspect/calibration.h"
 
 namespace tierscope::cli {
 namespace {
@@ -36,6 +38,14 @@ int Run(const WhatIfFlags& flags) {
   }
   auto trace = LoadTrace(flags.trace);
   if (!trace.ok()) return Fail(trace.status());
+  // tierscope's own CPU trace from this machine: its kernels against this machine's calibrated
+  // peaks (the lab's predictions use the same), measured now if none are cached.
+  if (!o.device_spec && trace->runtime == "cpu" && trace->device_name.rfind("cpu: ", 0) == 0 && trace->device_units > 0) {
+    StatusOr<MachinePeaks> peaks = LoadOrMeasurePeaks(trace->device_units, /*recalibrate=*/false);
+    if (peaks.ok() && !peaks->cpu.empty() && trace->device_name.find(peaks->cpu) != std::string::npos) {
+      o.device_spec = CalibratedDeviceSpec(*peaks);
+    }
+  }
   AnalysisOptions ao;
   ao.unit = flags.unit;
   const TraceAnalysis a = Analyze(*trace, ao);

@@ -20,6 +20,7 @@
 #include "core/stats.h"
 #include "core/text.h"
 #include "inspect/calibrated_spec.h"
+#include "lab/predictions.h"
 #include "inspect/calibration.h"
 #include "inspect/kernel_run.h"
 #include "lab/lab_runs.h"
@@ -262,7 +263,25 @@ class LabRun {
                       {"headline", diff.headline},
                       {"summary", RowsOf(&diff.summary, SIZE_MAX)},
                       {"operators", RowsOf(&diff.operators, SIZE_MAX)}};
+    Predict();
     return OkStatus();
+  }
+
+  // Each lever predicted from the traces (what-if) before the final runs measure it: batching
+  // from the serial trace, each precision the baselines ran from the batched one.
+  void Predict() {
+    std::vector<std::string> precisions;
+    for (const auto& [mode, run] : baseline_.items()) {
+      if (mode.rfind("batch-", 0) == 0 && mode != "batch-fp32") precisions.push_back(mode.substr(6));
+    }
+    s_["predictions"] = PredictLevers(analyses_.at("serial"), analyses_.at("batch"), o_.batch_size, ao_.device_spec,
+                                      precisions);
+    for (const nlohmann::json& p : s_["predictions"]) {
+      commands_.push_back(p["command"].get<std::string>());
+      progress_.Detail("predicted " + p["lever"].get<std::string>() + ": " +
+                       (p.contains("predicted_speedup") ? "x" + Fixed(p["predicted_speedup"].get<double>(), 2)
+                                                        : p["error"].get<std::string>()));
+    }
   }
 
   // Tier 2: each timeline analysed once; the lab reads the typed results.
@@ -477,6 +496,10 @@ class LabRun {
                       {"fp16_cosine", val_.json["fp16"]["cosine"]},
                       {"precision_lever", PrecisionLever(pooled)},
                       {"validation_pass", val_.pass}};
+    AddMeasured(s_["predictions"], [&](const std::string& lever) {
+      const double base = pooled(lever == "batch-fp32" ? "serial-fp32" : "batch-fp32");
+      return base > 0 ? pooled(lever.c_str()) / base : 0.0;
+    });
     s_["diagnosis"] = Chain(serial_sps);
     if (auto study = StudyComparison(cfg_, o_.batch_size, o_.seq_len, s_)) s_["study"] = std::move(*study);
     s_["machine"] = {{"device", baseline_["batch-fp32"]["device"]},

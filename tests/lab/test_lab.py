@@ -56,6 +56,33 @@ def test_summary_validates_against_the_schema(results):
         jsonschema.validate(broken, SCHEMA, cls=jsonschema.Draft202012Validator)
 
 
+def test_every_lever_is_predicted_before_it_is_measured(results, tierscope_bin):
+    # Batching from the serial trace, each precision the lab ran from the batched one: each
+    # prediction beside its measurement, the error what the two give, and the recorded
+    # command reproduces the prediction (the goal on the error lives in bench/whatif/).
+    s = json.loads((results / "summary.json").read_text())
+    ran = sorted(m for m in s["baseline"] if m.startswith("batch-"))
+    preds = {p["lever"]: p for p in s["predictions"]}
+    assert sorted(preds) == ran
+    for lever, p in preds.items():
+        assert "error" not in p, p
+        assert p["predicted_speedup"] > 0 and p["measured_speedup"] > 0, p
+        assert p["error_pct"] == pytest.approx(100 * (p["predicted_speedup"] / p["measured_speedup"] - 1))
+        assert abs(p["replay_error_pct"]) < 1, p  # the unchanged graph re-times to the traced step
+        assert p["command"] in s["commands"]
+        assert p["trace"] == ("traces/serial.json.gz" if lever == "batch-fp32" else "traces/batch.json.gz")
+    assert preds["batch-fp32"]["measured_speedup"] == pytest.approx(s["headline"]["batch_speedup"])
+    assert preds["batch-fp32"]["change"] == f"batch={s['workload']['batch_size']}"
+    for lever, p in preds.items():
+        args = p["command"].split()[2:]
+        run = subprocess.run([str(tierscope_bin), "whatif", str(results / args[0]), *args[1:], "--format", "json"],
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        table = json.loads(run.stdout)
+        factor = sum(r["Predicted (ns)"] for r in table["rows"]) / sum(r["Replayed (ns)"] for r in table["rows"])
+        assert 1 / factor == pytest.approx(p["predicted_speedup"], rel=1e-3), (lever, table)
+
+
 def test_summary_tells_the_studys_story(results):
     s = json.loads((results / "summary.json").read_text())
     serial = s["tier1"]["serial"]["per_unit"]
