@@ -256,8 +256,12 @@ Table WhatIfTable(const WhatIfResult& r, const WhatIfOptions& o) {
   t.title = "What-if: each step re-timed with " + changes;
   t.columns = {"Measured (ns)", "Replayed (ns)", "Replay error (%)", "Predicted (ns)", "Factor", "CPU (%)",
                "GPU compute (%)", "GPU comm (%)", "Launch (%)", "Kernel gaps (%)", "Step"};
-  int64_t poor = 0;
+  int64_t poor = 0, empty = 0;
   for (const WhatIfStep& s : r.steps) {
+    if (s.replay_ns <= 0) {  // nothing in the window to re-time
+      ++empty;
+      continue;
+    }
     const double err = s.measured_ns > 0 ? 100.0 * static_cast<double>(s.replay_ns - s.measured_ns) / s.measured_ns : 0;
     if (std::fabs(err) > 10) ++poor;
     const auto share = [&](PathCause c) {
@@ -275,6 +279,8 @@ Table WhatIfTable(const WhatIfResult& r, const WhatIfOptions& o) {
   t.NoteCount(poor,
               "step(s) replay more than 10% away from their measured span: the graph misses dependencies "
               "there, and their prediction is not to be relied on");
+  t.NoteCount(empty, "step(s) have no host op, runtime call or device work in their window: nothing to re-time, "
+                     "left out");
   for (const std::string& n : r.notes) t.notes.push_back(n);
   return t;
 }
