@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What-if's prediction errors on the lab's levers: `tierscope lab` with REPEATS pooled runs
+# What-if's prediction errors on the lab's levers: `tierscope lab` with REPEATS final runs
 # per mode (the measured side; one run each drifts tens of percent on a shared machine),
 # then each lever's predicted and measured speedup and the error from summary.json. The
 # goal (issue 28): every error within 15%.
@@ -15,8 +15,8 @@ out="$(mktemp -d)/results"
 python3 - "$out/summary.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-print(f"{s['machine']['device']}; batch {s['workload']['batch_size']}, seq_len {s['workload']['seq_len']}, "
-      f"{s['headline']['pooled_runs']} pooled runs per mode")
+print(f"{s['machine']['device']}; batch {s['workload']['batch_size']}, seq_len {s['workload']['seq_len']}; "
+      f"measured: the median of {s['headline']['pooled_runs'] // 2} step-4 runs per mode")
 print(f"{'lever':12} {'what-if':14} {'predicted':>9} {'measured':>9} {'error %':>8}")
 worst = 0.0
 for p in s["predictions"]:

@@ -17,6 +17,17 @@
 #include "trace/args.h"
 
 namespace tierscope {
+
+bool IsBlockingCall(std::string_view n) {
+  for (std::string_view p : {"cuda", "hip", "musa"}) {
+    if (!n.starts_with(p)) continue;
+    const std::string_view rest = n.substr(p.size());
+    return OneOf(rest, {"DeviceSynchronize", "StreamSynchronize", "EventQuery", "EventSynchronize", "Memcpy",
+                        "MemcpyAsync"});
+  }
+  return false;
+}
+
 namespace {
 
 // HTA's launch calls (get_runtime_launch_events_query), and MUSA's.
@@ -25,17 +36,6 @@ bool IsLaunchCall(std::string_view n) {
                    "cudaMemsetAsync", "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemcpyAsync",
                    "hipMemsetAsync", "hipMemcpyWithStream", "musaLaunchKernel", "musaLaunchKernelExC",
                    "musaMemcpyAsync", "musaMemsetAsync", "runFunction - job_prep_and_submit_for_execution"});
-}
-// Calls that block the host until the device catches up: their wait is not host work
-// (HTA's BLOCKING_SYNC_CALLS, and HIP's and MUSA's).
-bool IsBlocking(std::string_view n) {
-  for (std::string_view p : {"cuda", "hip", "musa"}) {
-    if (!n.starts_with(p)) continue;
-    const std::string_view rest = n.substr(p.size());
-    return OneOf(rest, {"DeviceSynchronize", "StreamSynchronize", "EventQuery", "EventSynchronize", "Memcpy",
-                        "MemcpyAsync"});
-  }
-  return false;
 }
 bool IsEventRecord(std::string_view n) { return n == "cudaEventRecord" || n == "hipEventRecord" || n == "musaEventRecord"; }
 
@@ -233,7 +233,7 @@ class Builder {
           AddEdge(waited->second, end, PathEdgeType::kSpan, false, -1, after);
           if (last >= 0) AddEdge(static_cast<uint32_t>(last), end, PathEdgeType::kSpan, false, last_parent, after);
         } else if (last >= 0) {
-          AddEdge(static_cast<uint32_t>(last), end, PathEdgeType::kSpan, IsBlocking(x_.Name(top.event)), last_parent);
+          AddEdge(static_cast<uint32_t>(last), end, PathEdgeType::kSpan, IsBlockingCall(x_.Name(top.event)), last_parent);
         }
         if (depth == 0) {
           last = -1;

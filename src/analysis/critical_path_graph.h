@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -64,6 +65,10 @@ struct PathGraph {
   int64_t negative = 0;       // edges with a negative time, weighed 0
   int64_t graph_kernels = 0;  // device events a graph launch replayed
 };
+
+// Calls that block the host until the device catches up: their wait is not host work
+// (HTA's BLOCKING_SYNC_CALLS, and HIP's and MUSA's).
+bool IsBlockingCall(std::string_view name);
 
 // What an edge's time is spent on: a kernel-kernel gap, a launch's delay, a device event's
 // span (communication or compute), else the host.

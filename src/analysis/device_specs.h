@@ -44,6 +44,8 @@ std::optional<DeviceSpec> FindDeviceSpec(std::string_view device_name, int32_t u
 // "source": ...}; every number finite and >= 0, memory_tbps and one compute peak > 0.
 StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& json_text, const std::string& source);
 StatusOr<DeviceSpec> LoadDeviceSpec(const std::string& path);
+// The spec as --device-spec reads it back.
+std::string DeviceSpecJsonText(const DeviceSpec& spec);
 
 }  // namespace tierscope
 

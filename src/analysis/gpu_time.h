@@ -35,9 +35,6 @@ KernelType ClassifyDeviceEvent(EventKind kind, std::string_view name);
 // A runtime call that replays a CUDA/HIP/MUSA graph (cudaGraphLaunch, hipGraphLaunch, ...):
 // one launch for many kernels, none with an operator of its own.
 inline bool IsGraphLaunch(std::string_view call) { return call.find("GraphLaunch") != std::string_view::npos; }
-// A runtime call that launches device work (cudaLaunchKernel, cuLaunchKernelEx,
-// hipExtModuleLaunchKernel, musaLaunchKernel, a graph launch, ...).
-inline bool IsLaunchCall(std::string_view call) { return call.find("Launch") != std::string_view::npos; }
 
 // ClassifyDeviceEvent memoised by interned name: classifying a long kernel name costs, and a
 // trace repeats a few hundred names over its kernels.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include "analysis/critical_path_graph.h"
 #include "analysis/gpu_time.h"
@@ -53,8 +54,12 @@ Levers LeversOf(const std::vector<WhatIfChange>& changes) {
 // The simulation's edges: the graph's, weighed as the levers say, plus each kernel held
 // after its launch call by the trace's typical launch delay.
 std::vector<SimEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const std::vector<double>& factor,
-                              const Levers& l) {
+                              const Levers& l, const std::unordered_set<size_t>& launch_calls) {
   std::vector<int64_t> delays, queued_gaps;
+  std::vector<bool> waited(g.node_ts.size(), false);  // a host node a recorded sync ends
+  for (const PathGraph::Edge& e : g.edges) {
+    if (e.type == PathEdgeType::kSync && !IsDevice(x.E(g.node_event[e.to]))) waited[e.to] = true;
+  }
   for (const PathGraph::Edge& e : g.edges) {
     const int64_t w = std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from]);
     if (e.type == PathEdgeType::kLaunch) delays.push_back(w);
@@ -83,9 +88,15 @@ std::vector<SimEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const std
         if (e.event >= 0 && IsDevice(ev)) {
           w = static_cast<double>(e.weight) * factor[static_cast<size_t>(e.event)];
           if (l.comm_overlap && cause == PathCause::kGpuCommunication) w = 0;
+        } else if (e.event >= 0 && ev.kind == EventKind::kRuntime && !waited[e.to] &&
+                   g.node_event[e.to] == static_cast<size_t>(e.event) && !g.node_is_start[e.to] &&
+                   IsBlockingCall(x.Name(static_cast<size_t>(e.event)))) {
+          // A blocking call with no recorded sync (PyTorch records them only with
+          // enable_cuda_sync_events): its wait as measured, unless the host no longer waits.
+          w = l.sync_off ? 0 : w0 * l.per_launch;
         } else {
           w = static_cast<double>(e.weight) * l.cpu * l.per_launch;
-          if (l.launch_ns && e.event >= 0 && ev.kind == EventKind::kRuntime && IsLaunchCall(x.Name(static_cast<size_t>(e.event)))) {
+          if (l.launch_ns && e.event >= 0 && launch_calls.count(static_cast<size_t>(e.event)) != 0) {
             w = std::min(w, *l.launch_ns);
           }
         }
@@ -129,7 +140,7 @@ struct SimResult {
 
 // Earliest times (Kahn's order; a node with no dependency at its recorded time), the last
 // node's time from the first's, and the binding path to it by cause.
-SimResult Simulate(const PathGraph& g, const std::vector<SimEdge>& edges) {
+SimResult Simulate(const PathGraph& g, const std::vector<SimEdge>& edges, double release_scale) {
   const size_t n = g.node_ts.size();
   SimResult r;
   if (n == 0) return r;
@@ -145,7 +156,7 @@ SimResult Simulate(const PathGraph& g, const std::vector<SimEdge>& edges) {
   std::vector<uint32_t> ready;
   for (uint32_t v = 0; v < n; ++v) {
     if (indegree[v] == 0) {
-      t[v] = static_cast<double>(g.node_ts[v] - origin);
+      t[v] = static_cast<double>(g.node_ts[v] - origin) * release_scale;
       ready.push_back(v);
     }
   }
@@ -206,7 +217,8 @@ StatusOr<WhatIfResult> WhatIf(const TraceIndex& x, const WhatIfOptions& o) {
     }
     if (begin <= end) windows.push_back({"whole trace", {begin, end}});
   }
-  int64_t cyclic = 0;
+  int64_t cyclic = 0, out_of_range = 0;
+  const std::unordered_set<size_t> launch_calls(x.launches.begin(), x.launches.end());
   for (const auto& [name, range] : windows) {
     const PathGraph g = BuildPathGraph(x, context, range.first, range.second);
     WhatIfStep s;
@@ -215,9 +227,15 @@ StatusOr<WhatIfResult> WhatIf(const TraceIndex& x, const WhatIfOptions& o) {
       s.measured_ns = *std::max_element(g.node_ts.begin(), g.node_ts.end()) -
                       *std::min_element(g.node_ts.begin(), g.node_ts.end());
     }
-    const SimResult today = Simulate(g, SimEdges(x, g, unchanged, Levers{}));
-    const SimResult next = Simulate(g, SimEdges(x, g, *factor, levers));
+    const SimResult today = Simulate(g, SimEdges(x, g, unchanged, Levers{}, launch_calls), 1.0);
+    const SimResult next = Simulate(g, SimEdges(x, g, *factor, levers, launch_calls), levers.per_launch);
     if (today.cyclic > 0 || next.cyclic > 0) ++cyclic;
+    // Times past what an int64 of ns holds (factors on traces that are already long): no
+    // prediction rather than a wrapped one.
+    if (!(std::max(today.span, next.span) < static_cast<double>(kMaxTraceNs))) {
+      ++out_of_range;
+      continue;
+    }
     s.replay_ns = std::llround(today.span);
     s.predicted_ns = std::llround(next.span);
     s.today_path_ns = std::llround(today.path);
@@ -229,6 +247,10 @@ StatusOr<WhatIfResult> WhatIf(const TraceIndex& x, const WhatIfOptions& o) {
     result.steps.push_back(std::move(s));
   }
   if (cyclic > 0) result.notes.push_back(std::to_string(cyclic) + " step(s) have a cycle in their graph: no prediction");
+  if (out_of_range > 0) {
+    result.notes.push_back(std::to_string(out_of_range) + " step(s) re-time beyond 2^62 ns: no prediction, left out");
+  }
+  for (const std::string& c : cn.unmatched) result.notes.push_back(c + " matches no kernel of the trace: it changes nothing");
   if (cn.no_grid > 0) {
     result.notes.push_back(std::to_string(cn.no_grid) + " kernel(s) record no grid: batch scales their time with the "
                            "work, units leaves it as it was");
@@ -238,7 +260,7 @@ StatusOr<WhatIfResult> WhatIf(const TraceIndex& x, const WhatIfOptions& o) {
                            "precision leaves their time as it was");
   }
   for (const WhatIfChange& c : o.changes) {
-    if ((c.kind == WhatIfChange::Kind::kBatch || c.kind == WhatIfChange::Kind::kPrecision) && !spec) {
+    if (c.kind == WhatIfChange::Kind::kBatch && !spec) {
       result.notes.push_back("no peaks for the trace's device: " + c.text + " has no roofline floor (--device-spec)");
     }
     if (c.kind == WhatIfChange::Kind::kPrecision) {

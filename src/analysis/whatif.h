@@ -23,7 +23,7 @@ namespace tierscope {
 struct WhatIfChange {
   enum class Kind {
     kKernels,      // SELECTOR=F: matching kernels' time x F
-    kLaunch,       // launch=US: every launch's delay to its kernel, and its host call, at most US
+    kLaunch,       // launch=US: every launch's delay to its kernel US, and its host call at most US
     kSyncOff,      // sync=off: the host no longer waits for the device
     kCommOverlap,  // comm=overlap: communication kernels delay nothing
     kCpu,          // cpu=F: host operators' and runtime calls' own time x F

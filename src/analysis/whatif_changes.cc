@@ -20,6 +20,12 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
+std::string Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
 StatusOr<double> Number(const std::string& text, const std::string& value, double lo, double hi) {
   double v = 0;
   size_t used = 0;
@@ -51,7 +57,10 @@ StatusOr<WhatIfChange> ParseWhatIfChange(const std::string& text) {
   }
   WhatIfChange c;
   c.text = text;
-  const std::string key = Lower(text.substr(0, eq)), value = text.substr(eq + 1);
+  const std::string key = Lower(Trim(text.substr(0, eq))), value = Trim(text.substr(eq + 1));
+  if (key.empty() || value.empty()) {
+    return InvalidArgument("--change '" + text + "': expected KEY=VALUE with both sides non-blank");
+  }
   using K = WhatIfChange::Kind;
   if (key == "sync" || key == "comm") {
     const std::string want = key == "sync" ? "off" : "overlap";
@@ -163,9 +172,11 @@ std::string ArithmeticDtype(const Trace& t, const std::string& dtype) {
 StatusOr<std::vector<double>> DeviceFactors(const TraceIndex& x, const std::vector<WhatIfChange>& changes,
                                             const std::optional<DeviceSpec>& spec, ChangeNotes* notes) {
   std::vector<double> factor(x.trace->events.size(), 1.0);
-  const int64_t units = x.trace->device_units;
+  const double units = static_cast<double>(x.trace->device_units);
+  double k = 1, new_units = units;  // batch=K (K samples a launch) and units=N, combined
+  std::vector<std::string> precisions;
+  using K = WhatIfChange::Kind;
   for (const WhatIfChange& c : changes) {
-    using K = WhatIfChange::Kind;
     if ((c.kind == K::kBatch || c.kind == K::kUnits) && units <= 0) {
       return InvalidArgument("--change '" + c.text + "' needs the device's compute units, which the trace does not "
                              "record (deviceProperties numSms)");
@@ -174,63 +185,71 @@ StatusOr<std::vector<double>> DeviceFactors(const TraceIndex& x, const std::vect
       return InvalidArgument("--change '" + c.text + "' needs the device's peaks: the trace's device '" +
                              x.trace->device_name + "' is not in the table (give --device-spec FILE)");
     }
+    if (c.kind == K::kBatch) k *= c.value;
+    if (c.kind == K::kUnits) new_units = c.value;
+    if (c.kind == K::kPrecision) precisions.push_back(c.selector);
   }
+  std::vector<int64_t> matched(changes.size(), 0);
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
     for (size_t i : *list) {
       const Event& e = x.E(i);
       const std::string_view name = x.Name(i);
       double f = 1;
-      const std::vector<int64_t> grid = e.args >= 0 ? ArgDims(x.trace->strings.Get(e.args), "grid") : std::vector<int64_t>{};
-      int64_t blocks = grid.empty() ? 0 : 1;
-      for (int64_t g : grid) blocks *= g;
+      for (size_t c = 0; c < changes.size(); ++c) {
+        if (changes[c].kind == K::kKernels && KernelMatches(x, i, changes[c].selector)) {
+          f *= changes[c].value;
+          ++matched[c];
+        }
+      }
       const double t1 = static_cast<double>(e.dur_ns) * 1e-9;
       const bool matrix = IsMatrixKernel(name);
-      std::string dtype = KernelDtype(name);
-      for (const WhatIfChange& c : changes) {
-        using K = WhatIfChange::Kind;
-        if (c.kind == K::kKernels && KernelMatches(x, i, c.selector)) f *= c.value;
-        if (c.kind == K::kUnits && e.kind == EventKind::kKernel) {
-          if (blocks <= 0) {
-            ++notes->no_grid;
-            continue;
-          }
-          const double now = std::ceil(static_cast<double>(blocks) / static_cast<double>(units));
-          f *= std::ceil(static_cast<double>(blocks) / c.value) / now;
+      const std::string dtype = KernelDtype(name);
+      if (e.kind == EventKind::kKernel && t1 > 0 && (k != 1 || new_units != units)) {
+        const std::vector<int64_t> grid = e.args >= 0 ? ArgDims(x.trace->strings.Get(e.args), "grid") : std::vector<int64_t>{};
+        double blocks = grid.empty() ? 0 : 1;
+        for (int64_t g : grid) blocks *= static_cast<double>(g);
+        // K samples in one launch: K times the blocks in waves over the (new) units; no
+        // grid: the time scales with the work. Per sample, 1/K of it.
+        double merged = k * t1;
+        if (blocks > 0) {
+          merged = t1 * std::ceil(k * blocks / new_units) / std::ceil(blocks / units);
+        } else {
+          ++notes->no_grid;
         }
-        if (c.kind == K::kBatch && e.kind == EventKind::kKernel && t1 > 0) {
-          // K samples in one launch: K times the blocks in waves over the units, and no
-          // faster than the roof of K times the work; per sample, 1/K of that.
-          const double k = c.value;
-          double merged = k * t1;  // no grid: the time scales with the work
-          if (blocks > 0) {
-            const double u = static_cast<double>(units), b = static_cast<double>(blocks);
-            merged = t1 * std::ceil(k * b / u) / std::ceil(b / u);
-          } else {
-            ++notes->no_grid;
-          }
-          if (spec && (e.v0 > 0 || e.v1 > 0)) {
-            // A matrix product reads its weights once, whatever the batch: its bytes stay.
-            const double bytes = matrix ? e.v1 : k * e.v1;
-            merged = std::max(merged, RoofSeconds(*spec, k * e.v0, bytes, dtype, matrix));
-          }
-          f *= merged / (k * t1);
+        if (k != 1 && spec && (e.v0 > 0 || e.v1 > 0)) {
+          // No faster than the roof of K times the work on the units used. A GEMM reads its
+          // weights once whatever the batch (its bytes stay); attention and batched products
+          // have no weights (theirs scale).
+          const std::string n = Lower(name);
+          const bool weights_once = matrix && n.find("attn") == std::string::npos &&
+                                    n.find("attention") == std::string::npos && n.find("fmha") == std::string::npos &&
+                                    n.find("bmm") == std::string::npos && n.find("flash") == std::string::npos;
+          const double roof = RoofSeconds(*spec, k * e.v0, weights_once ? e.v1 : k * e.v1,
+                                          ArithmeticDtype(*x.trace, dtype), matrix);
+          merged = std::max(merged, roof * units / new_units);
         }
-        if (c.kind == K::kPrecision && e.kind == EventKind::kKernel) {
-          const std::string to = KinetoDtype(c.selector);
-          if (dtype.empty() || (e.v0 <= 0 && e.v1 <= 0)) {
-            ++notes->no_dtype;
-            continue;
-          }
-          if (c.selector == "int8" && !matrix) continue;  // INT8 quantizes matrix products only
-          const double s = DtypeBytes(to) / DtypeBytes(dtype);
-          const double before = RoofSeconds(*spec, e.v0, e.v1, ArithmeticDtype(*x.trace, dtype), matrix);
-          const double after = RoofSeconds(*spec, e.v0, e.v1 * s, ArithmeticDtype(*x.trace, to), matrix);
-          if (before > 0) f *= after / before;
-          dtype = to;
+        f *= merged / (k * t1);
+      }
+      std::string from = dtype;
+      for (const std::string& p : precisions) {
+        if (e.kind != EventKind::kKernel) break;
+        const std::string to = KinetoDtype(p);
+        if (from.empty() || (e.v0 <= 0 && e.v1 <= 0)) {
+          ++notes->no_dtype;
+          break;
         }
+        if (p == "int8" && !matrix) continue;  // INT8 quantizes matrix products only
+        const double s = DtypeBytes(to) / DtypeBytes(from);
+        const double before = RoofSeconds(*spec, e.v0, e.v1, ArithmeticDtype(*x.trace, from), matrix);
+        const double after = RoofSeconds(*spec, e.v0, e.v1 * s, ArithmeticDtype(*x.trace, to), matrix);
+        if (before > 0) f *= after / before;
+        from = to;
       }
       factor[i] = f;
     }
+  }
+  for (size_t c = 0; c < changes.size(); ++c) {
+    if (changes[c].kind == K::kKernels && matched[c] == 0) notes->unmatched.push_back(changes[c].text);
   }
   return factor;
 }

@@ -38,11 +38,11 @@ int Run(const WhatIfFlags& flags) {
   }
   auto trace = LoadTrace(flags.trace);
   if (!trace.ok()) return Fail(trace.status());
-  // tierscope's own CPU trace from this machine: its kernels against this machine's calibrated
-  // peaks (the lab's predictions use the same), measured now if none are cached.
+  // tierscope's own CPU trace from this machine: its kernels against this machine's cached
+  // calibration (`tierscope device` measures it; an analysis never does).
   if (!o.device_spec && trace->runtime == "cpu" && trace->device_name.rfind("cpu: ", 0) == 0 && trace->device_units > 0) {
-    StatusOr<MachinePeaks> peaks = LoadOrMeasurePeaks(trace->device_units, /*recalibrate=*/false);
-    if (peaks.ok() && !peaks->cpu.empty() && trace->device_name.find(peaks->cpu) != std::string::npos) {
+    const std::optional<MachinePeaks> peaks = CachedPeaks(trace->device_units);
+    if (peaks && !peaks->cpu.empty() && trace->device_name.find(peaks->cpu) != std::string::npos) {
       o.device_spec = CalibratedDeviceSpec(*peaks);
     }
   }

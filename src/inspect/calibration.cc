@@ -478,6 +478,17 @@ StatusOr<MachinePeaks> LoadOrMeasurePeaks(int threads, bool recalibrate, const P
   return p;
 }
 
+std::optional<MachinePeaks> CachedPeaks(int threads) {
+  if (threads <= 0) return std::nullopt;
+  MachinePeaks key;
+  key.threads = threads;
+  key.cpu = CpuModelName();
+  key.isa = CpuVectorIsa();
+  key.build = TIERSCOPE_BUILD_ID;
+  std::string why;
+  return LoadCached(CachePath(key), key, &why);
+}
+
 StatusOr<MachinePeaks> LoadOrMeasureDevicePeaks(Backend& backend, bool recalibrate,
                                                 const PeakMeter& meter) {
   const DeviceProps& props = backend.props();

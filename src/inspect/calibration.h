@@ -8,6 +8,7 @@
 #define TIERSCOPE_INSPECT_CALIBRATION_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -117,6 +118,11 @@ StatusOr<MachinePeaks> MeasurePeaks(int threads);
 // The cache is <cache dir>/device/<key>.json, keyed by CPU model, ISA, threads and build.
 StatusOr<MachinePeaks> LoadOrMeasurePeaks(int threads, bool recalibrate,
                                           const PeakMeter& meter = DefaultPeakMeter());
+
+// The cached peaks for this machine and thread count, as they are: never measured, probed
+// or stale-checked (an analysis reads them; `tierscope device` measures them); nullopt
+// when there are none for this build.
+std::optional<MachinePeaks> CachedPeaks(int threads);
 
 // Measures `backend`'s peaks again (a kernel ran above `previous`) and keeps, field by
 // field, the larger of the two: peaks are maxima, and a second measurement taken while

@@ -267,15 +267,20 @@ class LabRun {
     return OkStatus();
   }
 
-  // Each lever predicted from the traces (what-if) before the final runs measure it: batching
+  // Each lever predicted from the traces (what-if) before step 4's runs measure it: batching
   // from the serial trace, each precision the baselines ran from the batched one.
   void Predict() {
     std::vector<std::string> precisions;
     for (const auto& [mode, run] : baseline_.items()) {
       if (mode.rfind("batch-", 0) == 0 && mode != "batch-fp32") precisions.push_back(mode.substr(6));
     }
+    // The peaks the predictions use, kept beside them: the recorded commands read the same.
+    std::string spec_file;
+    if (ao_.device_spec && Write("device_spec.json", DeviceSpecJsonText(*ao_.device_spec)).ok()) {
+      spec_file = "device_spec.json";
+    }
     s_["predictions"] = PredictLevers(analyses_.at("serial"), analyses_.at("batch"), o_.batch_size, ao_.device_spec,
-                                      precisions);
+                                      spec_file, precisions);
     for (const nlohmann::json& p : s_["predictions"]) {
       commands_.push_back(p["command"].get<std::string>());
       progress_.Detail("predicted " + p["lever"].get<std::string>() + ": " +
@@ -496,9 +501,12 @@ class LabRun {
                       {"fp16_cosine", val_.json["fp16"]["cosine"]},
                       {"precision_lever", PrecisionLever(pooled)},
                       {"validation_pass", val_.pass}};
+    // Measured by step 4's runs alone: made after the predictions.
     AddMeasured(s_["predictions"], [&](const std::string& lever) {
-      const double base = pooled(lever == "batch-fp32" ? "serial-fp32" : "batch-fp32");
-      return base > 0 ? pooled(lever.c_str()) / base : 0.0;
+      const std::string base = lever == "batch-fp32" ? "serial-fp32" : "batch-fp32";
+      if (!final_modes.contains(lever) || !final_modes.contains(base)) return 0.0;
+      const double b = final_modes[base].value("samples_per_s", 0.0);
+      return b > 0 ? final_modes[lever].value("samples_per_s", 0.0) / b : 0.0;
     });
     s_["diagnosis"] = Chain(serial_sps);
     if (auto study = StudyComparison(cfg_, o_.batch_size, o_.seq_len, s_)) s_["study"] = std::move(*study);

@@ -9,9 +9,10 @@ namespace tierscope {
 namespace {
 
 nlohmann::json Predict(const TraceAnalysis& a, const std::string& lever, const std::string& change,
-                       const std::string& trace, const std::optional<DeviceSpec>& spec) {
+                       const std::string& trace, const std::optional<DeviceSpec>& spec, const std::string& spec_file) {
   nlohmann::json p = {{"lever", lever}, {"change", change}, {"trace", trace},
-                      {"command", "tierscope whatif " + trace + " --change " + change}};
+                      {"command", "tierscope whatif " + trace + " --change " + change +
+                                      (spec_file.empty() ? "" : " --device-spec " + spec_file)}};
   WhatIfOptions o;
   StatusOr<WhatIfChange> c = ParseWhatIfChange(change);
   if (!c.ok()) {
@@ -47,11 +48,13 @@ nlohmann::json Predict(const TraceAnalysis& a, const std::string& lever, const s
 }  // namespace
 
 nlohmann::json PredictLevers(const TraceAnalysis& serial, const TraceAnalysis& batch, int64_t batch_size,
-                             const std::optional<DeviceSpec>& spec, const std::vector<std::string>& precisions) {
+                             const std::optional<DeviceSpec>& spec, const std::string& spec_file,
+                             const std::vector<std::string>& precisions) {
   nlohmann::json out = nlohmann::json::array();
-  out.push_back(Predict(serial, "batch-fp32", "batch=" + std::to_string(batch_size), "traces/serial.json.gz", spec));
+  out.push_back(Predict(serial, "batch-fp32", "batch=" + std::to_string(batch_size), "traces/serial.json.gz", spec,
+                        spec_file));
   for (const std::string& p : precisions) {
-    out.push_back(Predict(batch, "batch-" + p, "precision=" + p, "traces/batch.json.gz", spec));
+    out.push_back(Predict(batch, "batch-" + p, "precision=" + p, "traces/batch.json.gz", spec, spec_file));
   }
   return out;
 }

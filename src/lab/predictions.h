@@ -1,6 +1,6 @@
 // The lab's predictions: each lever (batching from the serial trace, each precision from
-// the batched trace) predicted by what-if (analysis/whatif.h) before its measurement is
-// read, then set beside the measured speedup with the error.
+// the batched trace) predicted by what-if (analysis/whatif.h) from the profiled traces
+// before step 4's final runs, then set beside those runs' speedup with the error.
 #ifndef TIERSCOPE_LAB_PREDICTIONS_H_
 #define TIERSCOPE_LAB_PREDICTIONS_H_
 
@@ -18,11 +18,13 @@ namespace tierscope {
 // [{"lever", "change", "trace", "predicted_speedup", "notes"}...]: batching (batch=B on the
 // serial trace, its B samples in one launch per op) and each precision the lab runs
 // (precision=P on the batched trace); a lever that cannot be predicted carries "error".
+// `spec_file`: where `spec` was written, for the recorded command ("" if not).
 nlohmann::json PredictLevers(const TraceAnalysis& serial, const TraceAnalysis& batch, int64_t batch_size,
-                             const std::optional<DeviceSpec>& spec, const std::vector<std::string>& precisions);
+                             const std::optional<DeviceSpec>& spec, const std::string& spec_file,
+                             const std::vector<std::string>& precisions);
 
-// Each prediction's measured speedup (`measured(lever)`: the pooled no-profiler runs' ratio,
-// 0 when not measured) and its error in percent of the measured.
+// Each prediction's measured speedup (`measured(lever)`: the final runs' ratio, 0 when not
+// measured) and its error in percent of the measured.
 void AddMeasured(nlohmann::json& predictions, const std::function<double(const std::string&)>& measured);
 
 }  // namespace tierscope

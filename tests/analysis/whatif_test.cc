@@ -185,8 +185,51 @@ TEST(WhatIf, TheEngineOpsWaitForTheirKernels) {
   EXPECT_EQ(r->steps[0].predicted_ns, 130 - 34);
 }
 
+TEST(WhatIf, ABlockingCallWithNoRecordedSyncKeepsItsWaitUntilSyncsAreOff) {
+  // PyTorch's default: no sync events. The host blocks in cudaStreamSynchronize 20..1020 with
+  // nothing to tie it to the kernel (100..1000); the replay keeps the call's 1000.
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 1100);
+  b.Op("aten::mm", 0, 20, 1);
+  b.Launch("cudaLaunchKernel", "gemm_kernel", 5, 5, 100, 900, 1);
+  b.Api("cudaStreamSynchronize", 20, 1000);
+  b.Op("aten::add", 1030, 50, 2);
+  const WhatIfStep s = OnlyStep(b.trace(), {"sync=off"});
+  EXPECT_EQ(s.replay_ns, 1080);
+  // Without the wait the host runs on (add at 20 + 10); the kernel ends at 1000.
+  EXPECT_EQ(s.predicted_ns, 1000);
+  EXPECT_EQ(OnlyStep(b.trace(), {"cpu=0.5"}).predicted_ns, 10 + 1000 + 10 + 25);  // the wait is not host work
+}
+
+TEST(WhatIf, BatchAndUnitsTogetherRunTheMergedBlocksOnTheNewUnits) {
+  // 4 blocks on 56 units, batch=8 on 2 units: 32 blocks in 16 waves, against 1 wave today; per
+  // sample 16/8 = 2x the kernel.
+  const WhatIfStep s = OnlyStep(GpuBound("gemm_kernel", "[4, 1, 1]"), {"batch=8", "units=2"});
+  EXPECT_NEAR(static_cast<double>(s.predicted_ns), (1080.0 - 900) / 8 + 2 * 900, 1);
+}
+
+TEST(WhatIf, AStepThatWouldRunPastTheClockIsLeftOutNotWrapped) {
+  Trace t = GpuBound();
+  for (Event& e : t.events) {
+    if (e.kind == EventKind::kKernel) e.dur_ns = int64_t{1} << 60;
+  }
+  const StatusOr<WhatIfResult> r = RunWhatIf(t, {"gemm=1000"});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->steps.empty());
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes[0].find("beyond 2^62 ns"), std::string::npos) << r->notes[0];
+}
+
+TEST(WhatIf, ASelectorThatMatchesNothingIsSaid) {
+  const StatusOr<WhatIfResult> r = RunWhatIf(GpuBound(), {" Softmax = 0.5 "});  // trimmed, any case
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_NE(r->notes[0].find("matches no kernel"), std::string::npos) << r->notes[0];
+  EXPECT_EQ(OnlyStep(GpuBound(), {" GEMM = 0.5 "}).predicted_ns, 1080 - 450);
+}
+
 TEST(WhatIf, ABadChangeIsAOneLineErrorNamingIt) {
-  for (const char* bad : {"gemm", "=3", "batch=0", "batch=1.5", "units=-1", "sync=on", "comm=2", "precision=fp4",
+  for (const char* bad : {"gemm", "=3", " =3", "gemm= ", "batch=0", "batch=1.5", "units=-1", "sync=on", "comm=2", "precision=fp4",
                           "gemm=abc", "gemm=-1", "launch=inf", "kernel:=2"}) {
     const StatusOr<WhatIfChange> c = ParseWhatIfChange(bad);
     ASSERT_FALSE(c.ok()) << bad;

@@ -58,8 +58,9 @@ def test_summary_validates_against_the_schema(results):
 
 def test_every_lever_is_predicted_before_it_is_measured(results, tierscope_bin):
     # Batching from the serial trace, each precision the lab ran from the batched one: each
-    # prediction beside its measurement, the error what the two give, and the recorded
-    # command reproduces the prediction (the goal on the error lives in bench/whatif/).
+    # prediction beside step 4's measurement, the error what the two give, and the recorded
+    # command (with the peaks the lab used) reproduces the prediction (the goal on the error
+    # lives in bench/whatif/).
     s = json.loads((results / "summary.json").read_text())
     ran = sorted(m for m in s["baseline"] if m.startswith("batch-"))
     preds = {p["lever"]: p for p in s["predictions"]}
@@ -71,11 +72,16 @@ def test_every_lever_is_predicted_before_it_is_measured(results, tierscope_bin):
         assert abs(p["replay_error_pct"]) < 1, p  # the unchanged graph re-times to the traced step
         assert p["command"] in s["commands"]
         assert p["trace"] == ("traces/serial.json.gz" if lever == "batch-fp32" else "traces/batch.json.gz")
-    assert preds["batch-fp32"]["measured_speedup"] == pytest.approx(s["headline"]["batch_speedup"])
-    assert preds["batch-fp32"]["change"] == f"batch={s['workload']['batch_size']}"
+    modes = s["final"]["modes"]  # step 4's runs, made after the predictions
     for lever, p in preds.items():
+        base = "serial-fp32" if lever == "batch-fp32" else "batch-fp32"
+        assert p["measured_speedup"] == pytest.approx(modes[lever]["samples_per_s"] / modes[base]["samples_per_s"])
+    assert preds["batch-fp32"]["change"] == f"batch={s['workload']['batch_size']}"
+    assert (results / "device_spec.json").is_file()  # the peaks the predictions used
+    for lever, p in preds.items():
+        assert p["command"].endswith(" --device-spec device_spec.json"), p["command"]
         args = p["command"].split()[2:]
-        run = subprocess.run([str(tierscope_bin), "whatif", str(results / args[0]), *args[1:], "--format", "json"],
+        run = subprocess.run([str(tierscope_bin), "whatif", *args, "--format", "json"], cwd=results,
                              capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, run.stderr
         table = json.loads(run.stdout)

@@ -200,8 +200,8 @@ def test_moore_threads_profilers_run_the_same_way(tierscope_bin, standins, tmp_p
 def test_a_system_profile_of_the_same_kernels_checks_out(tierscope_bin, standins, tmp_path):
     # A stand-in nsys that records what the run really launched (the engine's own trace of
     # the profiled run, exported to nsys's schema): every kernel of the Kineto trace is in
-    # it and both put the same one on top, or two the Kineto trace times within run-to-run drift
-    # (20%) of each other — the check's "ok".
+    # it and both put the same one on top, or two that each run times within run-to-run drift
+    # (20%) of its own top — the check's "ok".
     env, _ = standins
     env = dict(env, STANDIN_FAITHFUL="1", TIERSCOPE_BIN_FOR_STANDIN=str(tierscope_bin))
     s = run_lab(tierscope_bin, tmp_path / "results", env, kernel="none")
@@ -210,7 +210,8 @@ def test_a_system_profile_of_the_same_kernels_checks_out(tierscope_bin, standins
     for st in system:
         assert st["status"] == "ok", st
         assert st["kineto_kernels_missing"] == 0, st
-        assert st["hottest"] == st["kineto_hottest"] or st["hottest_vs_kineto_top"] >= 0.8, st
+        assert st["hottest"] == st["kineto_hottest"] or min(st["hottest_vs_kineto_top"],
+                                                            st["kineto_top_vs_hottest"]) >= 0.8, st
         assert ("both put" in st["note"]) == (st["hottest"] == st["kineto_hottest"]), st
         assert st["units_profiled"] == 4 and st["kernel_counts_off"] == 0, st
 
