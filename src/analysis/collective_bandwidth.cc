@@ -13,7 +13,8 @@
 namespace tierscope {
 namespace {
 
-std::string Lower(std::string_view s) {
+// Lower case without separators ("All_Reduce" -> "allreduce").
+std::string LowerJoined(std::string_view s) {
   std::string out;
   for (char c : s) {
     if (c != '_' && c != ' ') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -23,7 +24,7 @@ std::string Lower(std::string_view s) {
 
 // NCCL's dtype names as PyTorch records them ("Float", "BFloat16", "Half", ...).
 double DtypeBytes(std::string_view dtype) {
-  const std::string d = Lower(dtype);
+  const std::string d = LowerJoined(dtype);
   if (d == "double" || d == "long" || d == "int64" || d == "uint64") return 8;
   if (d == "float" || d == "int" || d == "int32" || d == "uint32") return 4;
   if (d == "half" || d == "bfloat16" || d == "float16") return 2;
@@ -35,7 +36,7 @@ double DtypeBytes(std::string_view dtype) {
 
 double BusBandwidthFactor(std::string_view collective, int64_t ranks) {
   if (ranks < 1) return 0;
-  const std::string c = Lower(collective);
+  const std::string c = LowerJoined(collective);
   const double n = static_cast<double>(ranks);
   if (c == "allreduce" || c == "allreducecoalesced") return 2 * (n - 1) / n;
   if (c == "allgather" || c == "allgatherintotensorcoalesced" || c == "allgatherbase" || c == "reducescatter" ||
@@ -78,7 +79,7 @@ Table NcclSumTable(const TraceIndex& x, const std::optional<DeviceSpec>& spec) {
       continue;
     }
     // The message nccl-tests sizes a collective by: all-gather's whole output, else the input.
-    const std::string c = Lower(collective);
+    const std::string c = LowerJoined(collective);
     const double elems = c.starts_with("allgather") && out ? *out : *in;
     Sum& s = by[{collective, dtype, elems * es, static_cast<int64_t>(*ranks)}];
     s.count += 1;

@@ -13,6 +13,7 @@ namespace tierscope {
 PathCause EdgeCause(const TraceIndex& x, const PathGraph::Edge& e) {
   if (e.type == PathEdgeType::kKernelKernel) return PathCause::kKernelGap;
   if (e.type == PathEdgeType::kLaunch) return PathCause::kLaunchOverhead;
+  if (e.event < 0) return PathCause::kCpu;  // the host's (dependencies, waits' returns)
   const Event& ev = x.E(static_cast<size_t>(e.event));
   if (ev.kind == EventKind::kKernel || ev.kind == EventKind::kMemcpy || ev.kind == EventKind::kMemset) {
     return ClassifyDeviceEvent(ev.kind, x.Name(static_cast<size_t>(e.event))) == KernelType::kCommunication

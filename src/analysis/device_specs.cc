@@ -8,15 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/paths.h"
+#include "core/text.h"
 
 namespace tierscope {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 DeviceSpec Spec(const char* name, double fp64, double fp32, double tf32, double bf16, double fp16, double fp8,
                 double int8, double fp32_vector, double memory_tbps, double link_gbps, const char* source) {

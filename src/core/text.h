@@ -22,6 +22,13 @@ inline bool OneOf(std::string_view s, std::initializer_list<std::string_view> op
   return false;
 }
 
+// `s` in ASCII lower case.
+inline std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 // Whether `s` contains `word`, ignoring the case of `s` (`word` is lower case).
 inline bool ContainsIgnoreCase(std::string_view s, std::string_view word) {
   for (size_t i = 0; i + word.size() <= s.size(); ++i) {

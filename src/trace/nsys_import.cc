@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/text.h"
+
 namespace tierscope {
 namespace {
 
@@ -45,12 +47,6 @@ struct StmtFinalizer {
 };
 using Db = std::unique_ptr<sqlite3, DbCloser>;
 using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
