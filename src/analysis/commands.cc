@@ -283,7 +283,7 @@ std::string DiffTraceReport(const Trace& base, const Trace& next, const Analysis
 }
 
 std::string RenderDiff(const TraceDiff& d, const Trace& base, const Trace& next, const RenderOptions& f) {
-  const std::vector<Table> tables = {d.summary, d.operators, d.kernels};
+  const std::vector<Table> tables = {d.summary, d.operators, d.kernels, d.explained};
   if (f.format == OutputFormat::kJson) {
     nlohmann::json j;
     j["base"] = TraceInfo(base);

@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "analysis/diff_explained.h"
+
 namespace tierscope {
 namespace {
 
@@ -120,6 +122,7 @@ TraceDiff DiffTraces(const TraceIndex& base, const TraceIndex& next) {
   d.headline.push_back("device time " + FormatNs(a.device_ns) + " -> " + FormatNs(b.device_ns) +
                        ", in use " + Num(a.in_use) + "% -> " + Num(b.in_use) + "%");
   if (a.hottest != b.hottest) d.headline.push_back("hottest kernel: " + a.hottest + " -> " + b.hottest);
+  d.explained = DiffExplainedTable(base, next);
   return d;
 }
 

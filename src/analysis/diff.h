@@ -18,6 +18,7 @@ struct TraceDiff {
   Table summary;   // launches, kernels, memory ops, device time, in-use, hottest kernel
   Table operators; // operator calls base -> new
   Table kernels;   // kernel time and count base -> new
+  Table explained; // how much of the measured change each difference explains (diff_explained.h)
 };
 
 TraceDiff DiffTraces(const TraceIndex& base, const TraceIndex& next);

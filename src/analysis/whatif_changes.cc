@@ -84,8 +84,13 @@ StatusOr<WhatIfChange> ParseWhatIfChange(const std::string& text) {
     if (v.ok() && *v != std::floor(*v)) return InvalidArgument("--change '" + text + "': " + key + " must be a whole number");
   } else {
     c.kind = K::kKernels;
-    c.selector = key.rfind("kernel:", 0) == 0 ? key.substr(7) : key;
-    if (c.selector.empty()) return InvalidArgument("--change '" + text + "': kernel: needs a name to match");
+    // name:EXACT keeps its case (a kernel's whole name); every other selector is lower case.
+    c.selector = key.rfind("name:", 0) == 0 ? "name:" + Trim(text.substr(0, eq)).substr(5)
+                 : key.rfind("kernel:", 0) == 0 ? key.substr(7)
+                                                : key;
+    if (c.selector.empty() || c.selector == "name:") {
+      return InvalidArgument("--change '" + text + "': kernel: and name: need a name to match");
+    }
     v = Number(text, value, 0, 1e3);
   }
   if (!v.ok()) return v.status();
@@ -112,6 +117,7 @@ bool IsMatrixKernel(std::string_view name) {
 
 bool KernelMatches(const TraceIndex& x, size_t event, const std::string& selector) {
   const std::string_view name = x.Name(event);
+  if (selector.rfind("name:", 0) == 0) return name == std::string_view(selector).substr(5);  // exact
   const Event& e = x.E(event);
   const KernelType type = ClassifyDeviceEvent(e.kind, name);
   if (selector == "communication" || selector == "comm") return type == KernelType::kCommunication;
@@ -189,10 +195,12 @@ StatusOr<std::vector<double>> DeviceFactors(const TraceIndex& x, const std::vect
       const Event& e = x.E(i);
       const std::string_view name = x.Name(i);
       double f = 1;
+      bool selected = false;
       for (size_t c = 0; c < changes.size(); ++c) {
         if (changes[c].kind == K::kKernels && KernelMatches(x, i, changes[c].selector)) {
           f *= changes[c].value;
           ++matched[c];
+          selected = true;
         }
       }
       const double t1 = static_cast<double>(e.dur_ns) * 1e-9;
@@ -226,7 +234,8 @@ StatusOr<std::vector<double>> DeviceFactors(const TraceIndex& x, const std::vect
       }
       std::string from = dtype;
       for (const std::string& p : precisions) {
-        if (e.kind != EventKind::kKernel) break;
+        // A kernel a selector names takes its factor instead: a measured one (tier 3's).
+        if (e.kind != EventKind::kKernel || selected) break;
         const std::string to = KinetoDtype(p);
         if (from.empty() || (e.v0 <= 0 && e.v1 <= 0)) {
           ++notes->no_dtype;

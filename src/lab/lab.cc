@@ -154,6 +154,7 @@ class LabRun {
     TS_RETURN_IF_ERROR(Tier1());
     TS_RETURN_IF_ERROR(Tier2());
     TS_RETURN_IF_ERROR(Tier3());
+    Predict();
     TS_RETURN_IF_ERROR(SweepAndValidate());
     progress_.Step(5, "Step 4: the final no-profiler benchmark");
     TS_ASSIGN_OR_RETURN(s_["final"], FinalStep(base_, o_, repeats_, baseline_, best_mode_, sweep_,
@@ -263,16 +264,24 @@ class LabRun {
                       {"headline", diff.headline},
                       {"summary", RowsOf(&diff.summary, SIZE_MAX)},
                       {"operators", RowsOf(&diff.operators, SIZE_MAX)}};
-    Predict();
     return OkStatus();
   }
 
-  // Each lever predicted from the traces (what-if) before step 4's runs measure it: batching
-  // from the serial trace, each precision the baselines ran from the batched one.
+  // Each lever predicted from the traces (what-if; each precision's GEMMs from tier 3) before
+  // step 4's runs measure it: batching from the serial trace, each precision the baselines
+  // ran from the batched one.
   void Predict() {
     std::vector<std::string> precisions;
     for (const auto& [mode, run] : baseline_.items()) {
       if (mode.rfind("batch-", 0) == 0 && mode != "batch-fp32") precisions.push_back(mode.substr(6));
+    }
+    MatrixFactors matrix;
+    if (o_.engine == "native" && !precisions.empty()) {
+      matrix = ReplayMatrixFactors(base_, o_.quick ? 3 : 10, precisions,
+                                   [this](const std::string& d) { progress_.Detail(d); });
+      for (const std::string& mode : matrix.replayed) {
+        commands_.push_back("tierscope kernel --mode " + mode + flags_ + " --warmup 1 --iterations 1 -k 'regex:gemm'");
+      }
     }
     // The peaks the predictions use, kept beside them: the recorded commands read the same.
     std::string spec_file;
@@ -280,7 +289,7 @@ class LabRun {
       spec_file = "device_spec.json";
     }
     s_["predictions"] = PredictLevers(analyses_.at("serial"), analyses_.at("batch"), o_.batch_size, ao_.device_spec,
-                                      spec_file, precisions);
+                                      spec_file, precisions, matrix, o_.engine);
     for (const nlohmann::json& p : s_["predictions"]) {
       commands_.push_back(p["command"].get<std::string>());
       progress_.Detail("predicted " + p["lever"].get<std::string>() + ": " +

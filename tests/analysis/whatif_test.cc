@@ -157,6 +157,8 @@ TEST(WhatIf, PrecisionScalesEachKernelByItsRoofline) {
   d.bf16 = 4;
   d.memory_tbps = 1;
   EXPECT_EQ(OnlyStep(t, {"precision=bf16"}, d).predicted_ns, 1080 - 900 + 225);
+  // A measured factor for the GEMMs (tier 3's) replaces the roofline's for them.
+  EXPECT_EQ(OnlyStep(t, {"precision=bf16", "gemm=0.9"}, d).predicted_ns, 1080 - 90);
   // Without the device's peaks there is nothing to scale by: said, not guessed.
   const StatusOr<WhatIfResult> r = RunWhatIf(t, {"precision=bf16"});
   ASSERT_FALSE(r.ok());

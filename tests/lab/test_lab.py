@@ -77,6 +77,10 @@ def test_every_lever_is_predicted_before_it_is_measured(results, tierscope_bin):
         base = "serial-fp32" if lever == "batch-fp32" else "batch-fp32"
         assert p["measured_speedup"] == pytest.approx(modes[lever]["samples_per_s"] / modes[base]["samples_per_s"])
     assert preds["batch-fp32"]["change"] == f"batch={s['workload']['batch_size']}"
+    for lever, p in preds.items():  # each precision's GEMMs at tier 3's measured factor
+        if lever != "batch-fp32":
+            assert p["matrix_factor"] > 0 and p["matrix_factor_source"].startswith("tier 3"), p
+            assert p["change"] == f"precision={lever[6:]}, gemm={p['matrix_factor']:.6g}", p
     assert (results / "device_spec.json").is_file()  # the peaks the predictions used
     for lever, p in preds.items():
         assert p["command"].endswith(" --device-spec device_spec.json"), p["command"]
