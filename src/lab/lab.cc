@@ -160,6 +160,13 @@ class LabRun {
     TS_ASSIGN_OR_RETURN(s_["final"], FinalStep(base_, o_, repeats_, baseline_, best_mode_, sweep_,
                                                [this](const std::string& m) { return Valid(m); }, progress_,
                                                &commands_));
+    // The threads lever, measured after its prediction: the batched run on one worker.
+    if (o_.engine == "native" && traces_.at("batch").device_units > 1) {
+      BenchOptions one = base_;
+      one.threads = 1;
+      TS_ASSIGN_OR_RETURN(s_["final"]["one_thread"], BenchMedian(one, "batch-fp32", repeats_, progress_));
+      commands_.push_back("tierscope bench --mode batch-fp32" + flags_ + " --threads 1");
+    }
     // The native engine is correct only when every precision is (a failure is our kernel's).
     if (o_.engine == "native") s_["final"]["correct"] = s_["final"]["correct"].get<bool>() && val_.pass;
     progress_.Step(6, "Summary and report");
@@ -512,6 +519,10 @@ class LabRun {
                       {"validation_pass", val_.pass}};
     // Measured by step 4's runs alone: made after the predictions.
     AddMeasured(s_["predictions"], [&](const std::string& lever) {
+      if (lever == kOneThreadLever) {
+        const double b = final_modes.contains("batch-fp32") ? final_modes["batch-fp32"].value("samples_per_s", 0.0) : 0;
+        return b > 0 && fin.contains("one_thread") ? fin["one_thread"].value("samples_per_s", 0.0) / b : 0.0;
+      }
       const std::string base = lever == "batch-fp32" ? "serial-fp32" : "batch-fp32";
       if (!final_modes.contains(lever) || !final_modes.contains(base)) return 0.0;
       const double b = final_modes[base].value("samples_per_s", 0.0);

@@ -92,6 +92,9 @@ nlohmann::json PredictLevers(const TraceAnalysis& serial, const TraceAnalysis& b
   nlohmann::json out = nlohmann::json::array();
   out.push_back(Predict(serial, "batch-fp32", {"batch=" + std::to_string(batch_size)}, "traces/serial.json.gz", spec,
                         spec_file));
+  if (engine == "native" && batch.index.trace->device_units > 1) {  // the threads lever: one worker
+    out.push_back(Predict(batch, kOneThreadLever, {"units=1"}, "traces/batch.json.gz", spec, spec_file));
+  }
   for (const std::string& p : precisions) {
     std::vector<std::string> changes = {"precision=" + p};
     const auto f = matrix.factors.find(p);

@@ -31,6 +31,10 @@ struct MatrixFactors {
 MatrixFactors ReplayMatrixFactors(const BenchOptions& base, int passes, const std::vector<std::string>& precisions,
                                   const std::function<void(const std::string&)>& progress);
 
+// The threads lever (native engine, more than one worker): the batched run on one worker,
+// predicted by units=1 on the batched trace.
+inline constexpr char kOneThreadLever[] = "batch-fp32-1-thread";
+
 // `spec_file`: where `spec` was written, for the recorded command ("" if not). A precision
 // with a tier-3 factor has its GEMMs take it (gemm=F) instead of the roofline's; without
 // one (another engine, a failed replay) it is predicted by the roofline alone, and says why.

@@ -62,7 +62,7 @@ def test_every_lever_is_predicted_before_it_is_measured(results, tierscope_bin):
     # command (with the peaks the lab used) reproduces the prediction (the goal on the error
     # lives in bench/whatif/).
     s = json.loads((results / "summary.json").read_text())
-    ran = sorted(m for m in s["baseline"] if m.startswith("batch-"))
+    ran = sorted([m for m in s["baseline"] if m.startswith("batch-")] + ["batch-fp32-1-thread"])  # --threads 2
     preds = {p["lever"]: p for p in s["predictions"]}
     assert sorted(preds) == ran
     for lever, p in preds.items():
@@ -72,13 +72,15 @@ def test_every_lever_is_predicted_before_it_is_measured(results, tierscope_bin):
         assert abs(p["replay_error_pct"]) < 1, p  # the unchanged graph re-times to the traced step
         assert p["command"] in s["commands"]
         assert p["trace"] == ("traces/serial.json.gz" if lever == "batch-fp32" else "traces/batch.json.gz")
-    modes = s["final"]["modes"]  # step 4's runs, made after the predictions
+    modes = dict(s["final"]["modes"], **{"batch-fp32-1-thread": s["final"]["one_thread"]})  # step 4's runs
     for lever, p in preds.items():
         base = "serial-fp32" if lever == "batch-fp32" else "batch-fp32"
         assert p["measured_speedup"] == pytest.approx(modes[lever]["samples_per_s"] / modes[base]["samples_per_s"])
+    assert preds["batch-fp32-1-thread"]["change"] == "units=1"
+    assert s["final"]["one_thread"]["threads"] == 1
     assert preds["batch-fp32"]["change"] == f"batch={s['workload']['batch_size']}"
     for lever, p in preds.items():  # each precision's GEMMs at tier 3's measured factor
-        if lever != "batch-fp32":
+        if lever not in ("batch-fp32", "batch-fp32-1-thread"):
             assert p["matrix_factor"] > 0 and p["matrix_factor_source"].startswith("tier 3"), p
             assert p["change"] == f"precision={lever[6:]}, gemm={p['matrix_factor']:.6g}", p
     assert (results / "device_spec.json").is_file()  # the peaks the predictions used
