@@ -25,38 +25,14 @@ PathCause EdgeCause(const TraceIndex& x, const PathGraph::Edge& e) {
 
 namespace {
 
-// The heaviest path of a DAG (every node a possible start): nodes in topological order
-// (Kahn), each reached by its heaviest predecessor. Returns the path's edges in order, and
-// in `cyclic` the nodes a cycle kept from being ordered (0 for a DAG; else no path).
+// The heaviest path of a DAG (every node a possible start): each node reached by its
+// heaviest predecessor. Returns the path's edges in order, and in `cyclic` the nodes a
+// cycle kept from being ordered (0 for a DAG; else no path).
 std::vector<size_t> LongestPath(const PathGraph& g, int64_t* cyclic) {
   const size_t n = g.node_ts.size();
-  std::vector<std::vector<size_t>> out(n);
-  std::vector<int64_t> indegree(n, 0);
-  for (size_t e = 0; e < g.edges.size(); ++e) {
-    out[g.edges[e].from].push_back(e);
-    ++indegree[g.edges[e].to];
-  }
-  std::vector<size_t> ready;
-  for (size_t v = 0; v < n; ++v) {
-    if (indegree[v] == 0) ready.push_back(v);
-  }
   std::vector<int64_t> dist(n, 0);
-  std::vector<int64_t> via(n, -1);  // the edge that reached the node on its heaviest path
-  size_t ordered = 0;
-  while (!ready.empty()) {
-    const size_t u = ready.back();
-    ready.pop_back();
-    ++ordered;
-    for (size_t e : out[u]) {
-      const PathGraph::Edge& edge = g.edges[e];
-      if (via[edge.to] < 0 || dist[u] + edge.weight > dist[edge.to]) {
-        dist[edge.to] = dist[u] + edge.weight;
-        via[edge.to] = static_cast<int64_t>(e);
-      }
-      if (--indegree[edge.to] == 0) ready.push_back(edge.to);
-    }
-  }
-  *cyclic = static_cast<int64_t>(n - ordered);
+  std::vector<int64_t> via;
+  *cyclic = static_cast<int64_t>(n - LongestDistances(n, g.edges, dist, via));
   if (n == 0 || *cyclic > 0) return {};  // a cycle: no longest path to claim
   size_t v = static_cast<size_t>(std::max_element(dist.begin(), dist.end()) - dist.begin());
   std::vector<size_t> path;
@@ -126,19 +102,22 @@ CriticalPath AnalyzeCriticalPath(const TraceIndex& x, int64_t begin_ns, int64_t 
   return PathOf(x, context, begin_ns, end_ns, std::move(window));
 }
 
+std::vector<WorkUnit> PathWindows(const TraceIndex& x) {
+  if (!x.units.empty()) return x.units;
+  int64_t begin = INT64_MAX, end = INT64_MIN;
+  for (const Event& e : x.trace->events) {
+    if (e.dur_ns <= 0) continue;
+    begin = std::min(begin, e.ts_ns);
+    end = std::max(end, e.ts_ns + e.dur_ns);
+  }
+  if (begin > end) return {};
+  return {WorkUnit{"whole trace", begin, end}};
+}
+
 std::vector<CriticalPath> AnalyzeCriticalPaths(const TraceIndex& x) {
   std::vector<CriticalPath> paths;
   PathContext context = BuildPathContext(x);
-  for (const WorkUnit& u : x.units) paths.push_back(PathOf(x, context, u.begin_ns, u.end_ns, u.name));
-  if (paths.empty()) {
-    int64_t begin = INT64_MAX, end = INT64_MIN;
-    for (const Event& e : x.trace->events) {
-      if (e.dur_ns <= 0) continue;
-      begin = std::min(begin, e.ts_ns);
-      end = std::max(end, e.ts_ns + e.dur_ns);
-    }
-    if (begin <= end) paths.push_back(PathOf(x, context, begin, end, "whole trace"));
-  }
+  for (const WorkUnit& w : PathWindows(x)) paths.push_back(PathOf(x, context, w.begin_ns, w.end_ns, w.name));
   return paths;
 }
 

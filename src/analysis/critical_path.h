@@ -48,7 +48,12 @@ struct CriticalPath {
   int64_t graph_kernels = 0;   // kernels a graph replayed, in the graph
 };
 
-// One path per work unit (ProfilerStep#N, or --unit), or one for the whole trace.
+// The windows a trace's steps are: its work units (ProfilerStep#N, or --unit), else one
+// "whole trace" window from the first event with a duration to the last end; none when
+// nothing has a duration.
+std::vector<WorkUnit> PathWindows(const TraceIndex& index);
+
+// One path per window (PathWindows).
 std::vector<CriticalPath> AnalyzeCriticalPaths(const TraceIndex& index);
 // The path of the window [begin_ns, end_ns] (host events starting in it, device events
 // launched in it), named `window`.

@@ -74,6 +74,42 @@ bool IsBlockingCall(std::string_view name);
 // span (communication or compute), else the host.
 PathCause EdgeCause(const TraceIndex& index, const PathGraph::Edge& edge);
 
+// Longest distances over a DAG in Kahn's order: on entry `dist` holds each node's release
+// (the earliest it may be reached); each node then gets the largest of its predecessors'
+// dist + the edge's weight (its first predecessor's when none is larger), and `via` the
+// edge that set it (-1: its release). Edges need `from`, `to` and `weight`. Returns how
+// many nodes were ordered: fewer than n when a cycle holds the rest.
+template <typename Edge, typename Distance>
+size_t LongestDistances(size_t n, const std::vector<Edge>& edges, std::vector<Distance>& dist,
+                        std::vector<int64_t>& via) {
+  std::vector<std::vector<uint32_t>> out(n);
+  std::vector<int64_t> indegree(n, 0);
+  for (size_t e = 0; e < edges.size(); ++e) {
+    out[edges[e].from].push_back(static_cast<uint32_t>(e));
+    ++indegree[edges[e].to];
+  }
+  via.assign(n, -1);
+  std::vector<uint32_t> ready;
+  for (uint32_t v = 0; v < n; ++v) {
+    if (indegree[v] == 0) ready.push_back(v);
+  }
+  size_t ordered = 0;
+  while (!ready.empty()) {
+    const uint32_t u = ready.back();
+    ready.pop_back();
+    ++ordered;
+    for (uint32_t e : out[u]) {
+      const Edge& edge = edges[e];
+      if (via[edge.to] < 0 || dist[u] + edge.weight > dist[edge.to]) {
+        dist[edge.to] = dist[u] + edge.weight;
+        via[edge.to] = e;
+      }
+      if (--indegree[edge.to] == 0) ready.push_back(edge.to);
+    }
+  }
+  return ordered;
+}
+
 // The graph of the host events that start in [begin_ns, end_ns] with a duration, and the
 // device events whose launch call does.
 PathGraph BuildPathGraph(const TraceIndex& index, PathContext& context, int64_t begin_ns, int64_t end_ns);

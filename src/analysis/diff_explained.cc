@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,23 +16,40 @@ namespace {
 
 constexpr size_t kTopDifferences = 10;
 
-// Mean over steps of (measured span, replayed, predicted); nullopt when no step re-times.
+// Mean over a result's steps of (measured span, replayed, predicted); nullopt when no step
+// re-timed.
 struct Timing {
   double measured = 0, replay = 0, predicted = 0;
 };
-std::optional<Timing> Retime(const TraceIndex& x, const std::vector<WhatIfChange>& changes) {
-  WhatIfOptions o;
-  o.changes = changes;
-  StatusOr<WhatIfResult> r = WhatIf(x, o);
-  if (!r.ok() || r->steps.empty()) return std::nullopt;
+std::optional<Timing> MeanStep(const WhatIfResult& r) {
+  if (r.steps.empty()) return std::nullopt;
   Timing t;
-  for (const WhatIfStep& s : r->steps) {
+  for (const WhatIfStep& s : r.steps) {
     t.measured += static_cast<double>(s.measured_ns);
     t.replay += static_cast<double>(s.replay_ns);
     t.predicted += static_cast<double>(s.predicted_ns);
   }
-  const double n = static_cast<double>(r->steps.size());
+  const double n = static_cast<double>(r.steps.size());
   return Timing{t.measured / n, t.replay / n, t.predicted / n};
+}
+
+// The steps re-timed under each set of changes, in order; nullopt where one has no step.
+std::vector<std::optional<Timing>> Retime(const TraceIndex& x, const std::vector<std::vector<WhatIfChange>>& sets) {
+  StatusOr<std::vector<WhatIfResult>> r = WhatIfEach(x, sets, std::nullopt);
+  std::vector<std::optional<Timing>> out(sets.size());
+  if (!r.ok()) return out;
+  for (size_t i = 0; i < sets.size(); ++i) out[i] = MeanStep((*r)[i]);
+  return out;
+}
+
+WhatIfChange Cpu(double factor) {
+  WhatIfChange c;
+  c.kind = WhatIfChange::Kind::kCpu;
+  c.value = factor;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "cpu=%.3g", factor);
+  c.text = buf;
+  return c;
 }
 
 // Host operators' own time per unit: the top-level operators' durations.
@@ -70,8 +89,6 @@ Table DiffExplainedTable(const TraceIndex& base, const TraceIndex& next) {
                       "apply; predict such a change with `tierscope whatif BASE --change batch=K`");
     return t;
   }
-  const std::optional<Timing> now = Retime(next, {Kernel("", 1)});
-  std::vector<std::pair<std::string, WhatIfChange>> diffs;  // (label, change)
   std::map<std::string, double> calls_a, calls_b, ns_a, ns_b;
   for (const auto& [k, v] : a.kernel_calls) calls_a[k] = a.PerUnit(static_cast<double>(v));
   for (const auto& [k, v] : b.kernel_calls) calls_b[k] = b.PerUnit(static_cast<double>(v));
@@ -97,30 +114,28 @@ Table DiffExplainedTable(const TraceIndex& base, const TraceIndex& next) {
   std::vector<WhatIfChange> all;
   for (const auto& [ns, c] : ranked) all.push_back(c);
   const double host_a = HostOpNsPerUnit(base), host_b = HostOpNsPerUnit(next);
-  if (host_a > 0 && std::fabs(host_b / host_a - 1) >= 0.01) {
-    WhatIfChange c;
-    c.kind = WhatIfChange::Kind::kCpu;
-    c.value = host_b / host_a;
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "cpu=%.3g", c.value);
-    c.text = buf;
-    all.push_back(c);
-  }
-  const std::optional<Timing> base_t = Retime(base, {Kernel("", 1)});
+  if (host_a > 0 && std::fabs(host_b / host_a - 1) >= 0.01) all.push_back(Cpu(host_b / host_a));
+  // The baseline's graphs built once: unchanged (cpu=1), each difference alone, all together.
+  std::vector<std::vector<WhatIfChange>> sets = {{Cpu(1)}};
+  for (const WhatIfChange& c : all) sets.push_back({c});
+  if (!all.empty()) sets.push_back(all);
+  const std::vector<std::optional<Timing>> retimed = Retime(base, sets);
+  const std::optional<Timing> now = Retime(next, {{Cpu(1)}}).front();
+  const std::optional<Timing>& base_t = retimed.front();
   if (!base_t || !now || base_t->replay <= 0) {
     t.notes.push_back("a trace has no step to re-time: nothing to explain with");
     return t;
   }
   const double measured = now->measured - base_t->measured;
   const auto share = [&](double d) { return Cell(measured != 0 ? 100.0 * d / measured : 0.0); };
-  for (const WhatIfChange& c : all) {
-    const std::optional<Timing> r = Retime(base, {c});
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::optional<Timing>& r = retimed[i + 1];
     if (!r) continue;
     const double d = r->predicted - r->replay;
-    t.AddRow({static_cast<int64_t>(std::llround(d)), share(d), c.text});
+    t.AddRow({static_cast<int64_t>(std::llround(d)), share(d), all[i].text});
   }
   if (!all.empty()) {
-    if (const std::optional<Timing> r = Retime(base, all)) {
+    if (const std::optional<Timing>& r = retimed.back()) {
       const double d = r->predicted - r->replay;
       t.AddRow({static_cast<int64_t>(std::llround(d)), share(d), "all of the above together"});
       t.AddRow({static_cast<int64_t>(std::llround(measured - d)), share(measured - d), "unexplained"});

@@ -10,8 +10,9 @@ namespace {
 
 bool Has(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
-// Kineto's dtype name for a short one ("bf16", "f16", "h", "tf32", "e4m3", ...); "" if unknown.
-std::string Dtype(std::string_view t) {
+}  // namespace
+
+std::string KinetoDtypeName(std::string_view t) {
   if (t.starts_with("bf16") || t.starts_with("bfloat16")) return "c10::BFloat16";
   if (t.starts_with("tf32") || t.starts_with("xf32")) return "tf32";
   if (t.starts_with("f16") || t.starts_with("fp16") || t.starts_with("half") || t.starts_with("h")) return "c10::Half";
@@ -23,6 +24,8 @@ std::string Dtype(std::string_view t) {
   if (t.starts_with("f64") || t.starts_with("fp64") || t.starts_with("d")) return "double";
   return "";
 }
+
+namespace {
 
 // The first "AxB" (or "AxBxC") at or after `from`; false when there is none.
 bool Tile(std::string_view s, size_t from, int64_t& m, int64_t& n, int64_t* k) {
@@ -105,7 +108,7 @@ std::optional<KernelName> Xmma(std::string_view s) {
     p = next + 1;
   }
   const size_t block_end = std::min(s.size(), s.find('_', s.find('_', p) + 1));
-  const std::string dtype = Has(s.substr(p, block_end - p), "tf32") ? "tf32" : Dtype(s.substr(p));
+  const std::string dtype = Has(s.substr(p, block_end - p), "tf32") ? "tf32" : KinetoDtypeName(s.substr(p));
   std::optional<KernelName> k = Make(category, category[0] == 'G' ? "cuBLAS" : "cuDNN", dtype);
   if (const size_t t = s.find("tilesize"); t != std::string_view::npos) Tile(s, t, k->tile_m, k->tile_n, &k->tile_k);
   return k;
@@ -122,7 +125,7 @@ std::optional<KernelName> Cutlass(std::string_view s) {
   std::string dtype;
   size_t first = std::string_view::npos;
   for (const char* t : {"_bf16", "_tf32", "_f16", "_e4m3", "_e5m2", "_i8", "_s8", "_f32"}) {
-    if (const size_t at = s.find(t); at < first) first = at, dtype = Dtype(std::string_view(t + 1));
+    if (const size_t at = s.find(t); at < first) first = at, dtype = KinetoDtypeName(std::string_view(t + 1));
   }
   std::optional<KernelName> k = Make(category, Has(s, "cudnn") ? "cuDNN (CUTLASS)" : "CUTLASS", dtype);
   size_t from = s.find("gemm");
@@ -146,7 +149,7 @@ std::optional<KernelName> CublasArch(std::string_view s) {
   const size_t g = s.find("gemm");
   if (us == std::string_view::npos || g == std::string_view::npos) return std::nullopt;
   std::string_view kind = s.substr(us + 1, g - us - 1);  // "s", "bf16_s16816", "h884", "fp16_s1688"
-  std::optional<KernelName> k = Make("GEMM", "cuBLAS", Dtype(kind));
+  std::optional<KernelName> k = Make("GEMM", "cuBLAS", KinetoDtypeName(kind));
   if (kind.starts_with("i") || Has(kind, "i8")) k->dtype = "signed char";
   Tile(s, g, k->tile_m, k->tile_n, nullptr);
   return k;
@@ -175,7 +178,7 @@ std::optional<KernelName> ParseKernelName(std::string_view s) {
   if (s.starts_with("_matmul_ogs_")) {  // triton_kernels: _matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1
     const size_t p = s.find('_', 12);
     std::optional<KernelName> k =
-        Make("grouped GEMM", "Triton matmul_ogs", p == std::string_view::npos ? "" : Dtype(s.substr(p + 1)));
+        Make("grouped GEMM", "Triton matmul_ogs", p == std::string_view::npos ? "" : KinetoDtypeName(s.substr(p + 1)));
     const size_t t = s.find('_', p == std::string_view::npos ? 12 : p + 1);
     if (t != std::string_view::npos) Tile(s, t, k->tile_m, k->tile_n, &k->tile_k);
     return k;
@@ -185,14 +188,14 @@ std::optional<KernelName> ParseKernelName(std::string_view s) {
                          : s.starts_with("igemm_wrw") ? "CONV_bwd_weight" : "CONV";
     std::string dtype;
     for (const char* t : {"_bf16_", "_fp16_", "_fp32_", "_int8_"}) {
-      if (Has(s, t)) dtype = Dtype(std::string_view(t + 1));
+      if (Has(s, t)) dtype = KinetoDtypeName(std::string_view(t + 1));
     }
     std::optional<KernelName> k = Make(category, "MIOpen", dtype);
     if (const size_t bt = s.find("_bt"); bt != std::string_view::npos) Tile(s, bt, k->tile_m, k->tile_n, &k->tile_k);
     return k;
   }
   if (s.starts_with("musa_asm_") && Has(s, "gemm")) {  // musa_asm_bf16bf16bf16bf16gemm_nt_tce_768_256x384B128_...
-    std::optional<KernelName> k = Make("GEMM", "MUSA", Dtype(s.substr(9)));
+    std::optional<KernelName> k = Make("GEMM", "MUSA", KinetoDtypeName(s.substr(9)));
     Tile(s, s.find("gemm"), k->tile_m, k->tile_n, nullptr);
     return k;
   }
@@ -233,7 +236,7 @@ std::optional<KernelName> ParseKernelName(std::string_view s) {
     if (!Has(s, "fbgemm")) return Make("GEMV", "cuBLAS", TemplateDtype(s));
   }
   if (s.starts_with("gemmk1_kernel") || s.starts_with("gemmSN_")) return Make("GEMM", "cuBLAS", TemplateDtype(s));
-  if (s.starts_with("magma_") && Has(s, "gemm")) return Make("GEMM", "MAGMA", Dtype(s.substr(6)));
+  if (s.starts_with("magma_") && Has(s, "gemm")) return Make("GEMM", "MAGMA", KinetoDtypeName(s.substr(6)));
   if (s.starts_with("wvSplitK")) return Make("GEMM", "vLLM wvSplitK", TemplateDtype(s));
   return std::nullopt;
 }

@@ -27,6 +27,10 @@ struct KernelName {
 // What `name` says, or nullopt for a kernel the name does not identify as one of these.
 std::optional<KernelName> ParseKernelName(std::string_view name);
 
+// Kineto's dtype name for a short one ("bf16", "fp16", "h", "tf32", "e4m3", "int8", "fp32",
+// ...): "c10::BFloat16", "c10::Half", "signed char", "float", ...; "" if unknown.
+std::string KinetoDtypeName(std::string_view short_name);
+
 }  // namespace tierscope
 
 #endif  // TIERSCOPE_ANALYSIS_KERNEL_NAMES_H_

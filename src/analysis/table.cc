@@ -149,6 +149,12 @@ std::string RenderText(const Table& t, bool wide) {
   return out;
 }
 
+std::string RenderTable(const Table& t, const RenderOptions& r) {
+  if (r.format == OutputFormat::kJson) return ReportJsonText(TableToJson(t));
+  if (r.format == OutputFormat::kCsv) return RenderCsv(t);
+  return RenderText(t, r.wide);
+}
+
 std::string RenderCsv(const Table& t) {
   std::string out;
   for (size_t c = 0; c < t.columns.size(); ++c) {

@@ -54,6 +54,9 @@ inline std::string ReportJsonText(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+// One table alone in the chosen format: JSON (TableToJson), CSV, or aligned text.
+std::string RenderTable(const Table& t, const RenderOptions& r);
+
 // "1.234 ms" style durations for text.
 std::string FormatNs(double ns);
 

@@ -53,14 +53,22 @@ Levers LeversOf(const std::vector<WhatIfChange>& changes) {
 
 // The simulation's edges: the graph's, weighed as the levers say, plus each kernel held
 // after its launch call by the trace's typical launch delay.
-std::vector<SimEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const std::vector<double>& factor,
-                              const Levers& l, const std::unordered_set<size_t>& launch_calls) {
+// What a window's graph says whatever the changes, found once: which host nodes a recorded
+// sync ends, each edge's cause, the typical idle launch delay and queued kernels' gap.
+struct WindowFacts {
+  std::vector<bool> waited;       // by node: a host node a recorded sync ends
+  std::vector<PathCause> causes;  // by edge
+  double launch_delay = 0, device_gap = 0;
+};
+
+WindowFacts FactsOf(const TraceIndex& x, const PathGraph& g) {
+  WindowFacts f;
+  f.waited.assign(g.node_ts.size(), false);
+  f.causes.reserve(g.edges.size());
   std::vector<int64_t> delays, queued_gaps;
-  std::vector<bool> waited(g.node_ts.size(), false);  // a host node a recorded sync ends
   for (const PathGraph::Edge& e : g.edges) {
-    if (e.type == PathEdgeType::kSync && !IsDevice(x.E(g.node_event[e.to]))) waited[e.to] = true;
-  }
-  for (const PathGraph::Edge& e : g.edges) {
+    f.causes.push_back(EdgeCause(x, e));
+    if (e.type == PathEdgeType::kSync && !IsDevice(x.E(g.node_event[e.to]))) f.waited[e.to] = true;
     const int64_t w = std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from]);
     if (e.type == PathEdgeType::kLaunch) delays.push_back(w);
     if (e.type == PathEdgeType::kKernelKernel) {
@@ -73,14 +81,24 @@ std::vector<SimEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const std
     const int64_t least = delays.empty() ? 0 : *std::min_element(delays.begin(), delays.end());
     delays.assign(1, least);
   }
-  const double launch_delay = l.launch_ns ? *l.launch_ns : static_cast<double>(Median(delays));
-  const double device_gap = static_cast<double>(Median(queued_gaps));
+  f.launch_delay = static_cast<double>(Median(delays));
+  f.device_gap = static_cast<double>(Median(queued_gaps));
+  return f;
+}
+
+std::vector<SimEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const WindowFacts& facts,
+                              const std::vector<double>& factor, const Levers& l,
+                              const std::unordered_set<size_t>& launch_calls) {
+  const std::vector<bool>& waited = facts.waited;
+  const double launch_delay = l.launch_ns ? *l.launch_ns : facts.launch_delay;
+  const double device_gap = facts.device_gap;
   std::vector<SimEdge> out;
   out.reserve(g.edges.size() + g.launch_call.size());
   std::vector<bool> has_launch(g.node_ts.size(), false);
-  for (const PathGraph::Edge& e : g.edges) {
+  for (size_t i = 0; i < g.edges.size(); ++i) {
+    const PathGraph::Edge& e = g.edges[i];
     const double w0 = static_cast<double>(std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from]));
-    const PathCause cause = EdgeCause(x, e);
+    const PathCause cause = facts.causes[i];
     double w = 0;
     switch (e.type) {
       case PathEdgeType::kSpan: {
@@ -144,37 +162,11 @@ SimResult Simulate(const PathGraph& g, const std::vector<SimEdge>& edges, double
   const size_t n = g.node_ts.size();
   SimResult r;
   if (n == 0) return r;
-  std::vector<std::vector<uint32_t>> out(n);
-  std::vector<int64_t> indegree(n, 0);
-  for (uint32_t e = 0; e < edges.size(); ++e) {
-    out[edges[e].from].push_back(e);
-    ++indegree[edges[e].to];
-  }
   const int64_t origin = *std::min_element(g.node_ts.begin(), g.node_ts.end());
-  std::vector<double> t(n, -1);
-  std::vector<int64_t> via(n, -1);
-  std::vector<uint32_t> ready;
-  for (uint32_t v = 0; v < n; ++v) {
-    if (indegree[v] == 0) {
-      t[v] = static_cast<double>(g.node_ts[v] - origin) * release_scale;
-      ready.push_back(v);
-    }
-  }
-  size_t ordered = 0;
-  while (!ready.empty()) {
-    const uint32_t u = ready.back();
-    ready.pop_back();
-    ++ordered;
-    for (uint32_t e : out[u]) {
-      const SimEdge& s = edges[e];
-      if (via[s.to] < 0 || t[u] + s.weight > t[s.to]) {
-        t[s.to] = t[u] + s.weight;
-        via[s.to] = e;
-      }
-      if (--indegree[s.to] == 0) ready.push_back(s.to);
-    }
-  }
-  r.cyclic = static_cast<int64_t>(n - ordered);
+  std::vector<double> t(n);
+  for (size_t v = 0; v < n; ++v) t[v] = static_cast<double>(g.node_ts[v] - origin) * release_scale;
+  std::vector<int64_t> via;
+  r.cyclic = static_cast<int64_t>(n - LongestDistances(n, edges, t, via));
   if (r.cyclic > 0) return r;
   uint32_t v = static_cast<uint32_t>(std::max_element(t.begin(), t.end()) - t.begin());
   r.span = t[v];
@@ -189,85 +181,100 @@ SimResult Simulate(const PathGraph& g, const std::vector<SimEdge>& edges, double
   return r;
 }
 
-std::optional<DeviceSpec> SpecFor(const TraceIndex& x, const WhatIfOptions& o) {
-  if (o.device_spec) return o.device_spec;
+std::optional<DeviceSpec> SpecFor(const TraceIndex& x, const std::optional<DeviceSpec>& given) {
+  if (given) return given;
   return FindDeviceSpec(x.trace->device_name, x.trace->device_units, x.trace->device_memory);
 }
 
 }  // namespace
 
-StatusOr<WhatIfResult> WhatIf(const TraceIndex& x, const WhatIfOptions& o) {
-  if (o.changes.empty()) return InvalidArgument("whatif needs at least one --change");
-  const std::optional<DeviceSpec> spec = SpecFor(x, o);
-  ChangeNotes cn;
-  StatusOr<std::vector<double>> factor = DeviceFactors(x, o.changes, spec, &cn);
-  if (!factor.ok()) return factor.status();
+StatusOr<std::vector<WhatIfResult>> WhatIfEach(const TraceIndex& x,
+                                                const std::vector<std::vector<WhatIfChange>>& scenarios,
+                                                const std::optional<DeviceSpec>& device_spec) {
+  const std::optional<DeviceSpec> spec = SpecFor(x, device_spec);
+  struct Scenario {
+    std::vector<double> factor;
+    Levers levers;
+    ChangeNotes notes;
+    int64_t cyclic = 0, out_of_range = 0;
+  };
+  std::vector<Scenario> runs(scenarios.size());
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    if (scenarios[i].empty()) return InvalidArgument("whatif needs at least one --change");
+    StatusOr<std::vector<double>> factor = DeviceFactors(x, scenarios[i], spec, &runs[i].notes);
+    if (!factor.ok()) return factor.status();
+    runs[i].factor = std::move(*factor);
+    runs[i].levers = LeversOf(scenarios[i]);
+  }
   const std::vector<double> unchanged(x.trace->events.size(), 1.0);
-  const Levers levers = LeversOf(o.changes);
-  WhatIfResult result;
-  PathContext context = BuildPathContext(x);
-  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> windows;
-  for (const WorkUnit& u : x.units) windows.push_back({u.name, {u.begin_ns, u.end_ns}});
-  if (windows.empty()) {
-    int64_t begin = INT64_MAX, end = INT64_MIN;
-    for (const Event& e : x.trace->events) {
-      if (e.dur_ns <= 0) continue;
-      begin = std::min(begin, e.ts_ns);
-      end = std::max(end, e.ts_ns + e.dur_ns);
-    }
-    if (begin <= end) windows.push_back({"whole trace", {begin, end}});
-  }
-  int64_t cyclic = 0, out_of_range = 0;
   const std::unordered_set<size_t> launch_calls(x.launches.begin(), x.launches.end());
-  for (const auto& [name, range] : windows) {
-    const PathGraph g = BuildPathGraph(x, context, range.first, range.second);
-    WhatIfStep s;
-    s.window = name;
-    if (!g.node_ts.empty()) {
-      s.measured_ns = *std::max_element(g.node_ts.begin(), g.node_ts.end()) -
-                      *std::min_element(g.node_ts.begin(), g.node_ts.end());
-    }
-    const SimResult today = Simulate(g, SimEdges(x, g, unchanged, Levers{}, launch_calls), 1.0);
-    const SimResult next = Simulate(g, SimEdges(x, g, *factor, levers, launch_calls), levers.per_launch);
-    if (today.cyclic > 0 || next.cyclic > 0) ++cyclic;
-    // Times past what an int64 of ns holds (factors on traces that are already long): no
-    // prediction rather than a wrapped one.
-    if (!(std::max(today.span, next.span) < static_cast<double>(kMaxTraceNs))) {
-      ++out_of_range;
-      continue;
-    }
-    s.replay_ns = std::llround(today.span);
-    s.predicted_ns = std::llround(next.span);
-    s.today_path_ns = std::llround(today.path);
-    s.predicted_path_ns = std::llround(next.path);
-    for (int c = 0; c < kPathCauses; ++c) {
-      s.today_by_cause[c] = std::llround(today.by_cause[c]);
-      s.predicted_by_cause[c] = std::llround(next.by_cause[c]);
-    }
-    result.steps.push_back(std::move(s));
-  }
-  if (cyclic > 0) result.notes.push_back(std::to_string(cyclic) + " step(s) have a cycle in their graph: no prediction");
-  if (out_of_range > 0) {
-    result.notes.push_back(std::to_string(out_of_range) + " step(s) re-time beyond 2^62 ns: no prediction, left out");
-  }
-  for (const std::string& c : cn.unmatched) result.notes.push_back(c + " matches no kernel of the trace: it changes nothing");
-  if (cn.no_grid > 0) {
-    result.notes.push_back(std::to_string(cn.no_grid) + " kernel(s) record no grid: batch scales their time with the "
-                           "work, units leaves it as it was");
-  }
-  if (cn.no_dtype > 0) {
-    result.notes.push_back(std::to_string(cn.no_dtype) + " kernel(s) have no dtype in their name or no recorded work: "
-                           "precision leaves their time as it was");
-  }
-  for (const WhatIfChange& c : o.changes) {
-    if (c.kind == WhatIfChange::Kind::kBatch && !spec) {
-      result.notes.push_back("no peaks for the trace's device: " + c.text + " has no roofline floor (--device-spec)");
-    }
-    if (c.kind == WhatIfChange::Kind::kPrecision) {
-      result.notes.push_back(c.text + ": kernels the new precision adds (conversions, quantization) are not predicted");
+  std::vector<WhatIfResult> results(scenarios.size());
+  PathContext context = BuildPathContext(x);
+  for (const WorkUnit& w : PathWindows(x)) {
+    // One graph and one unchanged replay per window, whatever the scenarios.
+    const PathGraph g = BuildPathGraph(x, context, w.begin_ns, w.end_ns);
+    const WindowFacts facts = FactsOf(x, g);
+    const int64_t measured = g.node_ts.empty() ? 0
+                                               : *std::max_element(g.node_ts.begin(), g.node_ts.end()) -
+                                                     *std::min_element(g.node_ts.begin(), g.node_ts.end());
+    const SimResult today = Simulate(g, SimEdges(x, g, facts, unchanged, Levers{}, launch_calls), 1.0);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      Scenario& run = runs[i];
+      WhatIfStep s;
+      s.window = w.name;
+      s.measured_ns = measured;
+      const SimResult next =
+          Simulate(g, SimEdges(x, g, facts, run.factor, run.levers, launch_calls), run.levers.per_launch);
+      if (today.cyclic > 0 || next.cyclic > 0) ++run.cyclic;
+      // Times past what an int64 of ns holds (factors on traces that are already long): no
+      // prediction rather than a wrapped one.
+      if (!(std::max(today.span, next.span) < static_cast<double>(kMaxTraceNs))) {
+        ++run.out_of_range;
+        continue;
+      }
+      s.replay_ns = std::llround(today.span);
+      s.predicted_ns = std::llround(next.span);
+      s.today_path_ns = std::llround(today.path);
+      s.predicted_path_ns = std::llround(next.path);
+      for (int c = 0; c < kPathCauses; ++c) {
+        s.today_by_cause[c] = std::llround(today.by_cause[c]);
+        s.predicted_by_cause[c] = std::llround(next.by_cause[c]);
+      }
+      results[i].steps.push_back(std::move(s));
     }
   }
-  return result;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Scenario& run = runs[i];
+    std::vector<std::string>& notes = results[i].notes;
+    if (run.cyclic > 0) notes.push_back(std::to_string(run.cyclic) + " step(s) have a cycle in their graph: no prediction");
+    if (run.out_of_range > 0) {
+      notes.push_back(std::to_string(run.out_of_range) + " step(s) re-time beyond 2^62 ns: no prediction, left out");
+    }
+    for (const std::string& c : run.notes.unmatched) notes.push_back(c + " matches no kernel of the trace: it changes nothing");
+    if (run.notes.no_grid > 0) {
+      notes.push_back(std::to_string(run.notes.no_grid) + " kernel(s) record no grid: batch scales their time with the "
+                      "work, units leaves it as it was");
+    }
+    if (run.notes.no_dtype > 0) {
+      notes.push_back(std::to_string(run.notes.no_dtype) + " kernel(s) have no dtype in their name or no recorded "
+                      "work: precision leaves their time as it was");
+    }
+    for (const WhatIfChange& c : scenarios[i]) {
+      if (c.kind == WhatIfChange::Kind::kBatch && !spec) {
+        notes.push_back("no peaks for the trace's device: " + c.text + " has no roofline floor (--device-spec)");
+      }
+      if (c.kind == WhatIfChange::Kind::kPrecision) {
+        notes.push_back(c.text + ": kernels the new precision adds (conversions, quantization) are not predicted");
+      }
+    }
+  }
+  return results;
+}
+
+StatusOr<WhatIfResult> WhatIf(const TraceIndex& x, const WhatIfOptions& o) {
+  StatusOr<std::vector<WhatIfResult>> r = WhatIfEach(x, {o.changes}, o.device_spec);
+  if (!r.ok()) return r.status();
+  return std::move(r->front());
 }
 
 Table WhatIfTable(const WhatIfResult& r, const WhatIfOptions& o) {

@@ -63,6 +63,11 @@ struct WhatIfResult {
 };
 
 StatusOr<WhatIfResult> WhatIf(const TraceIndex& index, const WhatIfOptions& options);
+// The same for several sets of changes at once, each re-timing the same graphs (built, and
+// replayed unchanged, once per step): one result per set, in order.
+StatusOr<std::vector<WhatIfResult>> WhatIfEach(const TraceIndex& index,
+                                                const std::vector<std::vector<WhatIfChange>>& scenarios,
+                                                const std::optional<DeviceSpec>& device_spec);
 
 // One row per step: measured, replayed, predicted, the factor, and the predicted path's causes.
 Table WhatIfTable(const WhatIfResult& result, const WhatIfOptions& options);

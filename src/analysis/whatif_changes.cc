@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 
 #include "analysis/gpu_time.h"
 #include "analysis/kernel_names.h"
+#include "analysis/perf_model.h"
 #include "core/text.h"
 #include "trace/args.h"
 
@@ -18,6 +20,12 @@ std::string Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return std::string(s);
+}
+
+std::string FormatNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
 }
 
 StatusOr<double> Number(const std::string& text, const std::string& value, double lo, double hi) {
@@ -36,12 +44,6 @@ StatusOr<double> Number(const std::string& text, const std::string& value, doubl
 }
 
 }  // namespace
-
-std::string FormatNumber(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 StatusOr<WhatIfChange> ParseWhatIfChange(const std::string& text) {
   const size_t eq = text.rfind('=');
@@ -104,7 +106,7 @@ std::string KernelDtype(std::string_view name) {
   // tierscope's engine: cpu_sgemm_nt_f32_..., cpu_bgemm_nt_bf16_..., cpu_igemm_nt_u8s8_...
   if (n.find("_bf16") != std::string::npos) return "c10::BFloat16";
   if (n.find("_f16") != std::string::npos) return "c10::Half";
-  if (n.find("_u8s8") != std::string::npos || n.find("_s8") != std::string::npos) return "int8";
+  if (n.find("_u8s8") != std::string::npos || n.find("_s8") != std::string::npos) return "signed char";
   if (n.find("_f32") != std::string::npos) return "float";
   return "";
 }
@@ -131,24 +133,8 @@ bool KernelMatches(const TraceIndex& x, size_t event, const std::string& selecto
 
 namespace {
 
-double DtypeBytes(const std::string& dtype) {
-  const std::string t = Lower(dtype);
-  if (t.find("bfloat16") != std::string::npos || t.find("half") != std::string::npos || t == "fp16" || t == "bf16") {
-    return 2;
-  }
-  if (t.find("float8") != std::string::npos || t == "fp8" || t == "int8" || t.find("char") != std::string::npos) return 1;
-  if (t == "double") return 8;
-  return 4;
-}
-
-std::string KinetoDtype(const std::string& precision) {
-  if (precision == "bf16") return "c10::BFloat16";
-  if (precision == "fp16") return "c10::Half";
-  if (precision == "fp8") return "c10::Float8_e4m3fn";
-  if (precision == "int8") return "int8";
-  if (precision == "tf32") return "tf32";
-  return "float";
-}
+// Bytes an element of a Kineto dtype takes (TF32 is FP32 data).
+double DtypeBytes(const std::string& dtype) { return dtype == "tf32" ? 4 : ElementBytes(dtype); }
 
 // The roof's time (s) of `flops` and `bytes` at the peak for `dtype` (the vector peak for
 // work that is not a matrix product), 0 when the device has no figure for it.
@@ -236,8 +222,8 @@ StatusOr<std::vector<double>> DeviceFactors(const TraceIndex& x, const std::vect
       for (const std::string& p : precisions) {
         // A kernel a selector names takes its factor instead: a measured one (tier 3's).
         if (e.kind != EventKind::kKernel || selected) break;
-        const std::string to = KinetoDtype(p);
-        if (from.empty() || (e.v0 <= 0 && e.v1 <= 0)) {
+        const std::string to = KinetoDtypeName(p);
+        if (from.empty() || DtypeBytes(from) <= 0 || (e.v0 <= 0 && e.v1 <= 0)) {
           ++notes->no_dtype;
           break;
         }

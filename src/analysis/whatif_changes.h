@@ -16,8 +16,6 @@
 
 namespace tierscope {
 
-std::string FormatNumber(double v);  // %g
-
 // A kernel's dtype as Kineto names it ("float", "c10::BFloat16", ...), from its vendor name
 // or the engine's (cpu_bgemm_nt_bf16_...); "" when the name does not say.
 std::string KernelDtype(std::string_view name);

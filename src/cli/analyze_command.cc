@@ -99,9 +99,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
   if (which == Which::kStats && flags.list) {
     Table t{"reports", "Reports stats can run", {"Report", "Title"}, {}, {"musa_* and hip_* are aliases of cuda_*."}};
     for (const auto& [name, title] : ReportCatalog()) t.AddRow({name, title});
-    if (f.format == OutputFormat::kJson) std::cout << ReportJsonText(TableToJson(t));
-    else if (f.format == OutputFormat::kCsv) std::cout << RenderCsv(t);
-    else std::cout << RenderText(t, /*wide=*/true);
+    std::cout << RenderTable(t, RenderOptions(f.format, /*wide=*/true));
     return 0;
   }
   if (which == Which::kStats && (flags.trace_path.empty() || flags.reports.empty())) {

@@ -51,10 +51,7 @@ int Run(const WhatIfFlags& flags) {
   const TraceAnalysis a = Analyze(*trace, ao);
   StatusOr<WhatIfResult> r = WhatIf(a.index, o);
   if (!r.ok()) return Fail(r.status());
-  const Table t = WhatIfTable(*r, o);
-  if (format == OutputFormat::kJson) std::cout << ReportJsonText(TableToJson(t));
-  else if (format == OutputFormat::kCsv) std::cout << RenderCsv(t);
-  else std::cout << RenderText(t, flags.wide);
+  std::cout << RenderTable(WhatIfTable(*r, o), RenderOptions(format, flags.wide));
   return 0;
 }
 

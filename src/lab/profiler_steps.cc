@@ -7,6 +7,7 @@
 #include <set>
 
 #include "analysis/profilers.h"
+#include "analysis/reports.h"
 #include "core/paths.h"
 
 namespace tierscope {
@@ -22,21 +23,19 @@ std::string LastLogLine(const std::string& log) {
   return t.substr(at == std::string::npos ? 0 : at + 1, 300);
 }
 
-// Device time per kernel name of a trace.
-std::map<std::string, int64_t> KernelTimes(const TraceAnalysis& a) {
-  std::map<std::string, int64_t> total;
-  for (size_t k : a.index.kernels) total[std::string(a.index.Name(k))] += a.index.E(k).dur_ns;
-  return total;
-}
-
-// Kernel names by total device time, longest first.
-std::vector<std::string> KernelsByTime(const std::map<std::string, int64_t>& total) {
-  std::vector<std::pair<int64_t, std::string>> by;
-  for (const auto& [name, ns] : total) by.push_back({ns, name});
-  std::sort(by.rbegin(), by.rend());
+// A trace's kernel names by total device time, longest first (the hot_kernels order), and
+// the time of each.
+struct KernelRanking {
   std::vector<std::string> names;
-  for (const auto& [ns, name] : by) names.push_back(name);
-  return names;
+  std::map<std::string, double> ns;
+};
+KernelRanking RankKernels(const TraceAnalysis& a) {
+  KernelRanking r;
+  for (auto& [ns, name] : KernelsByTime(a.index)) {
+    r.ns[name] = ns;
+    r.names.push_back(std::move(name));
+  }
+  return r;
 }
 
 // The profiled run and the Kineto run are two runs: timings drift up to this much between
@@ -83,8 +82,11 @@ nlohmann::json SystemProfilerStep(const ProfilerRun& run, const TraceAnalysis& k
   StatusOr<Trace> t = LoadTrace(sqlite);
   if (!t.ok()) return Failed(r, "the export does not import: " + t.status().message());
   const TraceAnalysis a = Analyze(*t, AnalysisOptions{});
-  const std::map<std::string, int64_t> our_times = KernelTimes(kineto), their_times = KernelTimes(a);
-  const std::vector<std::string> theirs = KernelsByTime(their_times), ours = KernelsByTime(our_times);
+  const KernelRanking their_rank = RankKernels(a), our_rank = RankKernels(kineto);
+  const std::vector<std::string>& theirs = their_rank.names;
+  const std::vector<std::string>& ours = our_rank.names;
+  const std::map<std::string, double>& their_times = their_rank.ns;
+  const std::map<std::string, double>& our_times = our_rank.ns;
   const std::set<std::string> seen(theirs.begin(), theirs.end());
   int64_t missing = 0;
   for (const std::string& k : ours) missing += seen.count(k) == 0 ? 1 : 0;
@@ -98,11 +100,11 @@ nlohmann::json SystemProfilerStep(const ProfilerRun& run, const TraceAnalysis& k
   // Both ways: each run times the other's top within drift of its own.
   bool same_top = false;
   if (!theirs.empty() && !ours.empty()) {
-    const auto share = [](const std::map<std::string, int64_t>& times, const std::string& kernel,
+    const auto share = [](const std::map<std::string, double>& times, const std::string& kernel,
                           const std::string& top) {
       const auto it = times.find(kernel);
-      const double t = static_cast<double>(times.at(top));
-      return it == times.end() || t <= 0 ? 0.0 : static_cast<double>(it->second) / t;
+      const double t = times.at(top);
+      return it == times.end() || t <= 0 ? 0.0 : it->second / t;
     };
     const double in_kineto = share(our_times, theirs.front(), ours.front());
     const double in_export = share(their_times, ours.front(), theirs.front());
