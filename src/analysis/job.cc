@@ -17,6 +17,11 @@
 namespace tierscope {
 
 RankAnalysis AnalyzeRank(const Trace& t, const AnalysisOptions& o) {
+  StatusOr<RankAnalysis> r = AnalyzeRank(t, o, nullptr);
+  return std::move(*r);  // without a hook, never an error
+}
+
+StatusOr<RankAnalysis> AnalyzeRank(const Trace& t, const AnalysisOptions& o, const RankHook& hook) {
   RankAnalysis r;
   r.trace_rank = t.rank;
   r.source = t.source;
@@ -52,6 +57,7 @@ RankAnalysis AnalyzeRank(const Trace& t, const AnalysisOptions& o) {
   WithholdFindings(quality, &r.findings);
   r.quality = quality.Line();
   r.quality_failed = FailedChecks(quality);
+  if (hook) TS_RETURN_IF_ERROR(hook(x, r));
   return r;
 }
 
@@ -174,12 +180,18 @@ RankAnalysis MergeRankWindows(std::vector<RankAnalysis> windows, int64_t step_st
     r.end_ns = std::max(r.end_ns, w.end_ns + shift);
     r.collectives.device = r.collectives.device || w.collectives.device;
     r.collectives.point_to_point += w.collectives.point_to_point;
-    for (CollectiveCall& c : w.collectives.calls) {
-      if (step_stride > 0 && c.iteration >= 0) c.iteration += static_cast<int64_t>(k) * step_stride;
-      c.issue_ns += shift;
-      c.arrive_ns += shift;
-      c.end_ns += shift;
-      r.collectives.calls.push_back(std::move(c));
+    AppendWindowGraphs(std::move(w.step_graphs), shift, static_cast<int64_t>(k) * step_stride,
+                       r.collectives.calls.size(), r.collectives.p2p.size(), &r.step_graphs);
+    r.whatif_notes.Merge(w.whatif_notes);
+    for (auto [from, into] : {std::pair{&w.collectives.calls, &r.collectives.calls},
+                              std::pair{&w.collectives.p2p, &r.collectives.p2p}}) {
+      for (CollectiveCall& c : *from) {
+        if (step_stride > 0 && c.iteration >= 0) c.iteration += static_cast<int64_t>(k) * step_stride;
+        c.issue_ns += shift;
+        c.arrive_ns += shift;
+        c.end_ns += shift;
+        into->push_back(std::move(c));
+      }
     }
     for (const auto& [key, k_totals] : w.ranges) r.ranges[key].Merge(k_totals);
     for (const auto& [key, rk] : w.range_kernels) {
@@ -325,7 +337,7 @@ std::vector<RankGpuTime> GpuTimes(const JobAnalysis& job) {
 }  // namespace
 
 StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const AnalysisOptions& options,
-                                 int threads, const JobProgress& progress) {
+                                 int threads, const JobProgress& progress, const RankHook& hook) {
   TS_ASSIGN_OR_RETURN(JobFileList list, FindJobFiles(inputs));
   const std::vector<std::string>& files = list.files;
   std::vector<int64_t> bytes;
@@ -337,7 +349,9 @@ StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const A
   TS_RETURN_IF_ERROR(ForEachRankTrace(
       files, plan,
       [&](size_t i, Trace& t) {
-        ranks[i] = AnalyzeRank(t, options);
+        StatusOr<RankAnalysis> r = AnalyzeRank(t, options, hook);
+        if (!r.ok()) return r.status().WithContext(files[i]);
+        ranks[i] = std::move(*r);
         return OkStatus();
       },
       [&](size_t done, size_t total, const std::string& path) {
@@ -442,6 +456,27 @@ StatusOr<JobAnalysis> JobFromRanks(std::vector<RankAnalysis> ranks, const std::v
   job.tables.push_back(JobNvtxTable(job));
   job.tables.push_back(JobNvtxKernTable(job));
   return job;
+}
+
+RankHook CriticalPathHook() {
+  return [](const TraceIndex& x, RankAnalysis& r) {
+    r.step_graphs = RankPathGraphs(x, r.collectives);
+    return OkStatus();
+  };
+}
+
+std::vector<const std::vector<RankStepGraph>*> JobStepGraphs(const JobAnalysis& job) {
+  std::vector<const std::vector<RankStepGraph>*> graphs;
+  for (const RankAnalysis& r : job.ranks) graphs.push_back(&r.step_graphs);
+  return graphs;
+}
+
+std::vector<Table> JobCriticalPathTables(const JobAnalysis& job) {
+  std::vector<int> numbers;
+  for (const RankAnalysis& r : job.ranks) numbers.push_back(r.rank);
+  const std::vector<JobCriticalPath> paths = JobCriticalPaths(JobStepGraphs(job), numbers, job.stragglers);
+  return {JobCriticalPathTable(paths, job.stragglers), JobCriticalPathCrossingsTable(paths),
+          JobCriticalPathEventsTable(paths)};
 }
 
 std::string RenderJob(const JobAnalysis& job, const RenderOptions& render) {

@@ -14,11 +14,13 @@
 
 #include "analysis/gpu_time.h"
 #include "analysis/job_files.h"
+#include "analysis/job_path.h"
 #include "analysis/nvtx.h"
 #include "analysis/reports.h"
 #include "analysis/rules.h"
 #include "analysis/stragglers.h"
 #include "analysis/table.h"
+#include "analysis/whatif.h"
 #include "tierscope/status.h"
 
 namespace tierscope {
@@ -45,11 +47,20 @@ struct RankAnalysis {
   // The files the rank was read from, in time order: one, or one per profiler cycle (set
   // when the job is assembled).
   std::vector<std::string> windows;
+  // Its steps' dependency graphs, when a hook kept them (the job's critical path, what-if;
+  // job_path.h), and what what-if's changes could not model on it.
+  std::vector<RankStepGraph> step_graphs;
+  ChangeNotes whatif_notes;
 };
+
+// What else to keep of a rank's trace before it is let go, from its index (the step graphs
+// of the job's critical path or what-if): an error stops the job.
+using RankHook = std::function<Status(const TraceIndex&, RankAnalysis&)>;
 
 // One rank's trace reduced to what the job needs (a few kilobytes to megabytes: never the
 // events): the work each worker does, here or on a Dask worker.
 RankAnalysis AnalyzeRank(const Trace& trace, const AnalysisOptions& options);
+StatusOr<RankAnalysis> AnalyzeRank(const Trace& trace, const AnalysisOptions& options, const RankHook& hook);
 
 // One rank's windows (their summaries, in time order) as one rank: events, durations and
 // device time added (the time between windows was not profiled and counts for nothing),
@@ -70,13 +81,20 @@ struct JobAnalysis {
   std::vector<Table> tables;      // ranks, the seven GPU-time tables, stragglers, NVTX
 };
 
+// The hook that keeps each rank's step graphs for the job's critical path, and the job's
+// critical-path reports from them (job_path.h): paths, crossings, events.
+RankHook CriticalPathHook();
+std::vector<Table> JobCriticalPathTables(const JobAnalysis& job);
+// Each rank's step graphs, by rank (for JobSteps).
+std::vector<const std::vector<RankStepGraph>*> JobStepGraphs(const JobAnalysis& job);
+
 // Called after each rank is read: (ranks done, ranks in all, its file, seconds so far).
 using JobProgress = std::function<void(size_t, size_t, const std::string&, double)>;
 
 // Analyses the traces `inputs` name (files or directories; job_files.h), `threads` at most
 // at once (0: the hardware threads), within the memory available.
 StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const AnalysisOptions& options,
-                                 int threads, const JobProgress& progress);
+                                 int threads, const JobProgress& progress, const RankHook& hook = nullptr);
 
 // The job from its traces' summaries, `files[i]` the file `ranks[i]` came from: ranks
 // numbered and a rank's windows merged (AssignRankWindows, MergeRankWindows), stragglers,

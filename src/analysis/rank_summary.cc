@@ -14,7 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kVersion = 2;  // 2: the trace's place in time (a rank's windows); no step is kNoStep, not 0
+constexpr int kVersion = 3;  // 2: the trace's place in time (a rank's windows); no step is kNoStep, not 0;
+                              // 3: sends and recvs with their peers
 
 json Totals(const KernelTotals& k) {
   return json::array({static_cast<int>(k.type), k.count, k.total_ns, k.min_ns, k.max_ns, k.running_mean(), k.m2()});
@@ -96,22 +97,34 @@ GpuTime Gpu(const json& j) {
   return g;
 }
 
+// A call as an array: the collective's fields, then a send / recv's peer and side.
 json Calls(const RankCollectives& c) {
-  json calls = json::array();
+  json calls = json::array(), p2p = json::array();
   for (const CollectiveCall& k : c.calls) {
     calls.push_back({k.iteration, k.name, k.group, k.elems, k.issue_ns, k.arrive_ns, k.end_ns});
   }
-  return {{"device", c.device}, {"p2p", c.point_to_point}, {"calls", std::move(calls)}};
+  for (const CollectiveCall& k : c.p2p) {
+    p2p.push_back({k.iteration, k.name, k.group, k.elems, k.issue_ns, k.arrive_ns, k.end_ns, k.peer, k.send});
+  }
+  return {{"device", c.device}, {"p2p", c.point_to_point}, {"calls", std::move(calls)}, {"p2p_calls", std::move(p2p)}};
+}
+
+CollectiveCall Call(const json& k) {
+  CollectiveCall c{k.at(0).get<int64_t>(), k.at(1).get<std::string>(), k.at(2).get<std::string>(),
+                   k.at(3).get<int64_t>(), k.at(4).get<int64_t>(), k.at(5).get<int64_t>(), k.at(6).get<int64_t>()};
+  if (k.size() > 7) {
+    c.peer = k.at(7).get<int32_t>();
+    c.send = k.at(8).get<bool>();
+  }
+  return c;
 }
 
 RankCollectives Calls(const json& j) {
   RankCollectives c;
   c.device = j.at("device").get<bool>();
   c.point_to_point = j.at("p2p").get<int64_t>();
-  for (const json& k : j.at("calls")) {
-    c.calls.push_back({k.at(0).get<int64_t>(), k.at(1).get<std::string>(), k.at(2).get<std::string>(),
-                       k.at(3).get<int64_t>(), k.at(4).get<int64_t>(), k.at(5).get<int64_t>(), k.at(6).get<int64_t>()});
-  }
+  for (const json& k : j.at("calls")) c.calls.push_back(Call(k));
+  for (const json& k : j.at("p2p_calls")) c.p2p.push_back(Call(k));
   return c;
 }
 

@@ -8,6 +8,8 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -82,6 +84,28 @@ bool IsPointToPoint(std::string_view collective) {
   return false;
 }
 
+// The global rank on the other side of a send ("Dst Rank") or recv ("Src Rank"): the
+// group's rank, mapped through "Process Group Ranks" when the trace lists them; -1 when it
+// records neither.
+int32_t PeerRank(std::string_view args, bool send) {
+  const std::optional<double> local = ArgNumber(args, send ? "Dst Rank" : "Src Rank");
+  if (!local || *local < 0 || *local > 1e7 || *local != std::floor(*local)) return -1;
+  const auto r = static_cast<size_t>(*local);
+  const std::string_view list = ArgText(args, "Process Group Ranks");
+  std::vector<int32_t> ranks;
+  for (size_t i = 0; i < list.size();) {
+    if (list[i] < '0' || list[i] > '9') {
+      ++i;
+      continue;
+    }
+    int64_t v = 0;
+    for (; i < list.size() && list[i] >= '0' && list[i] <= '9' && v < 100'000'000; ++i) v = v * 10 + (list[i] - '0');
+    ranks.push_back(static_cast<int32_t>(std::min<int64_t>(v, INT32_MAX)));
+  }
+  if (ranks.empty()) return static_cast<int32_t>(r);  // the default group's ranks are the global ones
+  return r < ranks.size() ? ranks[r] : -1;
+}
+
 // One collective matched across the ranks that took part in it.
 struct Entry {
   int64_t iteration = kNoStep, index = 0;
@@ -146,6 +170,41 @@ std::vector<Entry> Match(const std::vector<RankCollectivesOf>& ranks, Stragglers
   return out;
 }
 
+// Each send paired with the recv its peer made from this rank, in issue order per (sender,
+// receiver, group), where both ranks are in the job and the sizes agree; the rest counted
+// as unpaired.
+std::vector<Entry> PairPointToPoint(const std::vector<RankCollectivesOf>& ranks, Stragglers* s) {
+  std::map<int, size_t> index_of;  // global rank -> index into ranks
+  for (size_t r = 0; r < ranks.size(); ++r) index_of[ranks[r].rank] = r;
+  // (sender, receiver, group) -> that channel's sends and recvs in order
+  std::map<std::tuple<size_t, size_t, std::string>, std::pair<std::vector<const CollectiveCall*>,
+                                                               std::vector<const CollectiveCall*>>> channels;
+  int64_t with_peer = 0;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    for (const CollectiveCall& c : ranks[r].collectives->p2p) {
+      ++with_peer;
+      const auto peer = index_of.find(c.peer);
+      if (peer == index_of.end() || peer->second == r) continue;
+      auto& ch = channels[{c.send ? r : peer->second, c.send ? peer->second : r, c.group}];
+      (c.send ? ch.first : ch.second).push_back(&c);
+    }
+  }
+  std::vector<Entry> out;
+  for (const auto& [key, ch] : channels) {
+    const auto& [from, to, group] = key;
+    const size_t n = std::min(ch.first.size(), ch.second.size());
+    for (size_t i = 0; i < n; ++i) {
+      const CollectiveCall *send = ch.first[i], *recv = ch.second[i];
+      if (send->elems >= 0 && recv->elems >= 0 && send->elems != recv->elems) break;  // out of step from here
+      out.push_back({send->iteration, static_cast<int64_t>(i), send, {from, to}, {send, recv}});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.calls[0]->issue_ns < b.calls[0]->issue_ns; });
+  s->p2p_paired = 2 * static_cast<int64_t>(out.size());
+  s->p2p_unpaired = with_peer - s->p2p_paired;
+  return out;
+}
+
 size_t Find(std::vector<size_t>& parent, size_t i) {
   while (parent[i] != i) i = parent[i] = parent[parent[i]];
   return i;
@@ -206,7 +265,11 @@ std::vector<double> SolveOffsets(size_t n, const std::vector<Edge>& edges, const
 // each collective it shares, the median difference of their ends; then the offsets that
 // fit those differences best (SolveOffsets), anchored at the first rank of each connected
 // set. Each offset's spread is the median deviation of the rank's ends after alignment.
-void AlignClocks(const std::vector<Entry>& entries, const std::vector<RankCollectivesOf>& ranks, Stragglers* s) {
+// Sends paired with their recvs (`pairs`) count where collectives leave two ranks apart (a
+// pipeline's stages): every pair between ranks no collective links, its ends taken as a
+// collective's are.
+void AlignClocks(const std::vector<Entry>& entries, const std::vector<Entry>& pairs,
+                 const std::vector<RankCollectivesOf>& ranks, Stragglers* s) {
   const size_t n = ranks.size();
   std::vector<const Entry*> use;
   for (const Entry& e : entries) {
@@ -216,6 +279,18 @@ void AlignClocks(const std::vector<Entry>& entries, const std::vector<RankCollec
   if (!together) {
     for (const Entry& e : entries) use.push_back(&e);
   }
+  const size_t collectives = use.size();
+  {
+    std::vector<size_t> set(n);
+    std::iota(set.begin(), set.end(), 0);
+    for (const Entry* e : use) {
+      for (size_t r : e->who) set[Find(set, r)] = Find(set, e->who[0]);
+    }
+    for (const Entry& p : pairs) {
+      if (Find(set, p.who[0]) != Find(set, p.who[1])) use.push_back(&p);
+    }
+  }
+  const size_t paired = use.size() - collectives;
   // Differences in int64 before any double: nanoseconds since the epoch overflow a double's mantissa.
   std::map<std::pair<size_t, size_t>, std::vector<double>> diffs;
   for (const Entry* e : use) {
@@ -276,15 +351,23 @@ void AlignClocks(const std::vector<Entry>& entries, const std::vector<RankCollec
     if (a != first && apart.size() < 200) apart += (apart.empty() ? "" : ", ") + std::to_string(ranks[r].rank);
   }
   const std::string from = first == SIZE_MAX ? "-" : std::to_string(ranks[first].rank);
-  s->alignment = "clocks aligned by the ends of " + std::to_string(use.size()) +
-                 (together ? " all-reduce / all-gather / reduce-scatter / all-to-all / barrier" : "") +
-                 " matched collectives (the offsets that best fit the median difference of the ends of each pair of "
-                 "ranks sharing collectives, from rank " + from + "; +- the spread of each rank's ends after: " +
+  std::string by;
+  if (collectives > 0) {
+    by = std::to_string(collectives) +
+         (together ? " all-reduce / all-gather / reduce-scatter / all-to-all / barrier" : "") + " matched collectives";
+  }
+  if (paired > 0) {
+    by += (by.empty() ? "" : " and ") + std::to_string(paired) + " sends paired with their recvs" +
+          (collectives > 0 ? " between ranks no collective links" : "");
+  }
+  s->alignment = "clocks aligned by the ends of " + by +
+                 " (the offsets that best fit the median difference of the ends of each pair of "
+                 "ranks sharing them, from rank " + from + "; +- the spread of each rank's ends after: " +
                  (offsets.empty() ? std::string("none") : offsets) + ")";
   if (sets.size() > 1) {
-    s->alignment += "; ranks " + apart + " share no such collective with rank " + from + ": aligned among themselves only";
+    s->alignment += "; ranks " + apart + " share no such collective or send with rank " + from + ": aligned among themselves only";
   }
-  if (!none.empty()) s->alignment += "; ranks " + none + ": no matched collective to align by";
+  if (!none.empty()) s->alignment += "; ranks " + none + ": no matched collective or paired send to align by";
 }
 
 }  // namespace
@@ -292,16 +375,12 @@ void AlignClocks(const std::vector<Entry>& entries, const std::vector<RankCollec
 RankCollectives FindCollectives(const TraceIndex& x) {
   RankCollectives out;
   const std::vector<Step> steps = Steps(x);
-  std::vector<std::pair<int64_t, CollectiveCall>> keyed;  // (issue time, call)
+  std::vector<std::pair<int64_t, CollectiveCall>> keyed, p2p;  // (issue time, call)
   DeviceEventTypes types(x);  // by interned name
   for (size_t k : x.kernels) {
     const Event& e = x.E(k);
     if (types.Of(k) != KernelType::kCommunication) continue;
     const std::string_view args = e.args >= 0 ? x.trace->strings.Get(e.args) : std::string_view();
-    if (IsPointToPoint(ArgText(args, "Collective name"))) {
-      ++out.point_to_point;
-      continue;
-    }
     const int64_t issued = x.LaunchTime(k);
     // The group by its name, else by its ranks (both in PyTorch 2.x's NCCL kernel args).
     std::string group(ArgText(args, "Process Group Name"));
@@ -309,7 +388,15 @@ RankCollectives FindCollectives(const TraceIndex& x) {
     const std::optional<double> elems = ArgNumber(args, "In msg nelems");
     CollectiveCall c{IterationAt(steps, issued), std::string(x.Name(k)), std::move(group),
                      elems && *elems >= 0 ? static_cast<int64_t>(*elems) : -1,
-                     issued, e.ts_ns, e.ts_ns + e.dur_ns};
+                     issued, e.ts_ns, e.ts_ns + e.dur_ns, static_cast<int64_t>(k)};
+    const std::string_view collective = ArgText(args, "Collective name");
+    if (IsPointToPoint(collective)) {
+      ++out.point_to_point;
+      c.send = collective.find("send") != std::string_view::npos;
+      c.peer = PeerRank(args, c.send);
+      if (c.peer >= 0 && (collective == "send" || collective == "recv")) p2p.push_back({issued, std::move(c)});
+      continue;
+    }
     keyed.push_back({issued, std::move(c)});
   }
   out.device = !keyed.empty() || out.point_to_point > 0;
@@ -326,15 +413,18 @@ RankCollectives FindCollectives(const TraceIndex& x) {
           }
           const Event& e = x.E(i);
           keyed.push_back({e.ts_ns, {IterationAt(steps, e.ts_ns), std::string(x.Name(i)), "", -1, e.ts_ns, e.ts_ns,
-                                     e.ts_ns + e.dur_ns}});
+                                     e.ts_ns + e.dur_ns, static_cast<int64_t>(i)}});
         }
       }
       if (!keyed.empty()) break;
     }
   }
-  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto* v : {&keyed, &p2p}) {
+    std::stable_sort(v->begin(), v->end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
   out.calls.reserve(keyed.size());
   for (auto& [t, c] : keyed) out.calls.push_back(std::move(c));
+  for (auto& [t, c] : p2p) out.p2p.push_back(std::move(c));
   return out;
 }
 
@@ -424,12 +514,28 @@ Stragglers FindStragglers(const std::vector<RankCollectivesOf>& ranks, int world
     return s;
   }
   const std::vector<Entry> entries = Match(ranks, &s);
+  const std::vector<Entry> pairs = PairPointToPoint(ranks, &s);
   s.matched = static_cast<int64_t>(entries.size());
-  if (entries.empty()) {
+  for (const std::vector<Entry>* list : {&entries, &pairs}) {
+    const bool p2p = list == &pairs;
+    for (const Entry& e : *list) {
+      JoinedCalls j{e.iteration, e.index, e.first->name, p2p, {}};
+      for (size_t k = 0; k < e.who.size(); ++k) {
+        const std::vector<CollectiveCall>& all = p2p ? ranks[e.who[k]].collectives->p2p : ranks[e.who[k]].collectives->calls;
+        j.calls.push_back({e.who[k], static_cast<size_t>(e.calls[k] - all.data())});
+      }
+      s.joined.push_back(std::move(j));
+    }
+  }
+  if (entries.empty() && pairs.empty()) {
     s.alignment = "no collective matched across ranks: nothing to compare";
     return s;
   }
-  AlignClocks(entries, ranks, &s);
+  AlignClocks(entries, pairs, ranks, &s);
+  if (entries.empty()) {
+    s.alignment += "; no collective matched across ranks: no straggler compared";
+    return s;
+  }
   Compare(entries, ranks, &s);
   return s;
 }

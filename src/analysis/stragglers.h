@@ -1,5 +1,6 @@
 // Stragglers across ranks: which rank reaches each collective last, and by how much.
-// Each rank's collectives are its communication kernels (GPU jobs; send / recv left out)
+// Each rank's collectives are its communication kernels (GPU jobs; send / recv apart: paired
+// by their peers, they align the clocks of ranks no collective links)
 // or, without any, its host collective calls (c10d::allreduce_, ..., or gloo:/nccl:
 // ranges); they are matched across the ranks that took part by process group, iteration
 // (ProfilerStep#N; kNoStep outside any) and order, and only where every such rank made the same calls (same
@@ -32,13 +33,21 @@ struct CollectiveCall {
   int64_t elems = -1;     // "In msg nelems", -1 when absent
   int64_t issue_ns = 0;   // on the host: the launch call (a host collective: its start)
   int64_t arrive_ns = 0, end_ns = 0;
+  int64_t event = -1;  // its kernel's or host event's index in the trace it came from (-1: not known)
+  int32_t peer = -1;   // send / recv: the other side's global rank (-1: a collective, or not recorded)
+  bool send = false;   // send / recv: which side this is
 };
 
 // A rank's collectives in issue order, and whether they are device kernels.
 struct RankCollectives {
   bool device = false;
-  int64_t point_to_point = 0;  // send / recv kernels left out: they do not join every rank
+  int64_t point_to_point = 0;  // send / recv kernels: they do not join every rank
   std::vector<CollectiveCall> calls;
+  // The send / recv kernels whose peer the trace records ("Src Rank" / "Dst Rank", mapped
+  // through "Process Group Ranks" to the global rank), in issue order: they pair across
+  // ranks (Stragglers::pairs), align clocks where no collective does, and join the job's
+  // critical path, but are not compared for stragglers.
+  std::vector<CollectiveCall> p2p;
 };
 RankCollectives FindCollectives(const TraceIndex& index);
 
@@ -104,6 +113,16 @@ struct LatenessModel {
   double block_floor = 1;  // ranks^(1-blocks): the chance that a delay striking one rank a block is the same rank's in all
 };
 
+// Calls joined across ranks: a matched collective (every rank of it), or a send and the
+// recv it pairs with. `calls`: (index into the job's ranks, index into that rank's
+// RankCollectives::calls, or ::p2p when `p2p`).
+struct JoinedCalls {
+  int64_t iteration = kNoStep, index = 0;
+  std::string name;
+  bool p2p = false;
+  std::vector<std::pair<size_t, size_t>> calls;
+};
+
 struct Stragglers {
   std::string alignment;  // how the clocks were aligned, in words
   std::string mismatch;   // where the ranks' collective sequences stopped matching ("" if never)
@@ -134,6 +153,8 @@ struct Stragglers {
   std::vector<StragglerRank> ranks;
   std::vector<StragglerIteration> iterations;
   std::vector<StragglerCollective> collectives;
+  std::vector<JoinedCalls> joined;  // the matched collectives, then the paired sends and recvs
+  int64_t p2p_paired = 0, p2p_unpaired = 0;  // send / recv kernels with a peer, paired or not
 };
 
 struct RankCollectivesOf {

@@ -16,12 +16,6 @@
 namespace tierscope {
 namespace {
 
-struct SimEdge {
-  uint32_t from, to;
-  double weight;
-  PathCause cause;
-};
-
 bool IsDevice(const Event& e) {
   return e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset;
 }
@@ -86,13 +80,13 @@ WindowFacts FactsOf(const TraceIndex& x, const PathGraph& g) {
   return f;
 }
 
-std::vector<SimEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const WindowFacts& facts,
+std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const WindowFacts& facts,
                               const std::vector<double>& factor, const Levers& l,
                               const std::unordered_set<size_t>& launch_calls) {
   const std::vector<bool>& waited = facts.waited;
   const double launch_delay = l.launch_ns ? *l.launch_ns : facts.launch_delay;
   const double device_gap = facts.device_gap;
-  std::vector<SimEdge> out;
+  std::vector<TimedEdge> out;
   out.reserve(g.edges.size() + g.launch_call.size());
   std::vector<bool> has_launch(g.node_ts.size(), false);
   for (size_t i = 0; i < g.edges.size(); ++i) {
@@ -142,10 +136,10 @@ std::vector<SimEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const Win
         break;
       }
     }
-    out.push_back({e.from, e.to, w, e.type == PathEdgeType::kDependency ? PathCause::kCpu : cause});
+    out.push_back({e.from, e.to, w, e.type == PathEdgeType::kDependency ? PathCause::kCpu : cause, -1});
   }
   for (const auto& [kernel, call] : g.launch_call) {
-    if (!has_launch[kernel]) out.push_back({call, kernel, launch_delay * l.per_launch, PathCause::kLaunchOverhead});
+    if (!has_launch[kernel]) out.push_back({call, kernel, launch_delay * l.per_launch, PathCause::kLaunchOverhead, -1});
   }
   return out;
 }
@@ -158,7 +152,7 @@ struct SimResult {
 
 // Earliest times (Kahn's order; a node with no dependency at its recorded time), the last
 // node's time from the first's, and the binding path to it by cause.
-SimResult Simulate(const PathGraph& g, const std::vector<SimEdge>& edges, double release_scale) {
+SimResult Simulate(const JointGraph& g, double release_scale) {
   const size_t n = g.node_ts.size();
   SimResult r;
   if (n == 0) return r;
@@ -166,12 +160,12 @@ SimResult Simulate(const PathGraph& g, const std::vector<SimEdge>& edges, double
   std::vector<double> t(n);
   for (size_t v = 0; v < n; ++v) t[v] = static_cast<double>(g.node_ts[v] - origin) * release_scale;
   std::vector<int64_t> via;
-  r.cyclic = static_cast<int64_t>(n - LongestDistances(n, edges, t, via));
+  r.cyclic = static_cast<int64_t>(n - LongestDistances(n, g.edges, t, via));
   if (r.cyclic > 0) return r;
   uint32_t v = static_cast<uint32_t>(std::max_element(t.begin(), t.end()) - t.begin());
   r.span = t[v];
   while (via[v] >= 0) {
-    const SimEdge& s = edges[static_cast<size_t>(via[v])];
+    const TimedEdge& s = g.edges[static_cast<size_t>(via[v])];
     r.path += s.weight;
     r.by_cause[static_cast<size_t>(s.cause)] += s.weight;
     v = s.from;
@@ -188,48 +182,107 @@ std::optional<DeviceSpec> SpecFor(const TraceIndex& x, const std::optional<Devic
 
 }  // namespace
 
-StatusOr<std::vector<WhatIfResult>> WhatIfEach(const TraceIndex& x,
-                                                const std::vector<std::vector<WhatIfChange>>& scenarios,
-                                                const std::optional<DeviceSpec>& device_spec) {
+void ChangeNotes::Merge(const ChangeNotes& o) {
+  no_grid += o.no_grid;
+  no_dtype += o.no_dtype;
+  no_spec = no_spec || o.no_spec;
+  std::vector<std::string> both;
+  for (const std::string& u : unmatched) {
+    if (std::find(o.unmatched.begin(), o.unmatched.end(), u) != o.unmatched.end()) both.push_back(u);
+  }
+  unmatched = std::move(both);
+}
+
+std::vector<std::string> ChangeNoteLines(const ChangeNotes& n, const std::vector<WhatIfChange>& changes) {
+  std::vector<std::string> notes;
+  for (const std::string& c : n.unmatched) notes.push_back(c + " matches no kernel of the trace (of any rank, on a job): it changes nothing");
+  if (n.no_grid > 0) {
+    notes.push_back(std::to_string(n.no_grid) + " kernel(s) record no grid: batch scales their time with the "
+                    "work, units leaves it as it was");
+  }
+  if (n.no_dtype > 0) {
+    notes.push_back(std::to_string(n.no_dtype) + " kernel(s) have no dtype in their name or no recorded "
+                    "work: precision leaves their time as it was");
+  }
+  for (const WhatIfChange& c : changes) {
+    if (c.kind == WhatIfChange::Kind::kBatch && n.no_spec) {
+      notes.push_back("no peaks for the trace's device: " + c.text + " has no roofline floor (--device-spec)");
+    }
+    if (c.kind == WhatIfChange::Kind::kPrecision) {
+      notes.push_back(c.text + ": kernels the new precision adds (conversions, quantization) are not predicted");
+    }
+  }
+  return notes;
+}
+
+StatusOr<std::vector<RankStepGraph>> WhatIfStepGraphs(const TraceIndex& x, const RankCollectives* collectives,
+                                                      const std::vector<std::vector<WhatIfChange>>& scenarios,
+                                                      const std::optional<DeviceSpec>& device_spec,
+                                                      std::vector<ChangeNotes>* notes) {
   const std::optional<DeviceSpec> spec = SpecFor(x, device_spec);
-  struct Scenario {
-    std::vector<double> factor;
-    Levers levers;
-    ChangeNotes notes;
-    int64_t cyclic = 0, out_of_range = 0;
-  };
-  std::vector<Scenario> runs(scenarios.size());
+  std::vector<std::vector<double>> factors;
+  std::vector<Levers> levers;
+  notes->assign(scenarios.size(), {});
   for (size_t i = 0; i < scenarios.size(); ++i) {
     if (scenarios[i].empty()) return InvalidArgument("whatif needs at least one --change");
-    StatusOr<std::vector<double>> factor = DeviceFactors(x, scenarios[i], spec, &runs[i].notes);
+    StatusOr<std::vector<double>> factor = DeviceFactors(x, scenarios[i], spec, &(*notes)[i]);
     if (!factor.ok()) return factor.status();
-    runs[i].factor = std::move(*factor);
-    runs[i].levers = LeversOf(scenarios[i]);
+    (*notes)[i].no_spec = !spec.has_value();
+    factors.push_back(std::move(*factor));
+    levers.push_back(LeversOf(scenarios[i]));
   }
   const std::vector<double> unchanged(x.trace->events.size(), 1.0);
   const std::unordered_set<size_t> launch_calls(x.launches.begin(), x.launches.end());
-  std::vector<WhatIfResult> results(scenarios.size());
+  std::vector<RankStepGraph> out;
   PathContext context = BuildPathContext(x);
+  int64_t ordinal = 0;
   for (const WorkUnit& w : PathWindows(x)) {
-    // One graph and one unchanged replay per window, whatever the scenarios.
     const PathGraph g = BuildPathGraph(x, context, w.begin_ns, w.end_ns);
     const WindowFacts facts = FactsOf(x, g);
-    const int64_t measured = g.node_ts.empty() ? 0
-                                               : *std::max_element(g.node_ts.begin(), g.node_ts.end()) -
-                                                     *std::min_element(g.node_ts.begin(), g.node_ts.end());
-    const SimResult today = Simulate(g, SimEdges(x, g, facts, unchanged, Levers{}, launch_calls), 1.0);
-    for (size_t i = 0; i < runs.size(); ++i) {
-      Scenario& run = runs[i];
+    RankStepGraph s;
+    s.window = w.name;
+    NumberStep(w.name, ordinal++, &s);
+    s.node_ts = g.node_ts;
+    s.negative_edges = g.negative;
+    s.graph_kernels = g.graph_kernels;
+    s.sets.push_back(SimEdges(x, g, facts, unchanged, Levers{}, launch_calls));
+    s.release_scale.push_back(1.0);
+    for (size_t i = 0; i < scenarios.size(); ++i) {
+      s.sets.push_back(SimEdges(x, g, facts, factors[i], levers[i], launch_calls));
+      s.release_scale.push_back(levers[i].per_launch);
+    }
+    if (collectives != nullptr) MapCalls(g, *collectives, &s);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<WhatIfResult> SimulateSteps(const std::vector<std::vector<const RankStepGraph*>>& steps,
+                                        const std::vector<int64_t>& offsets, const std::vector<JoinedCalls>& joined,
+                                        size_t scenarios) {
+  struct Counts {
+    int64_t cyclic = 0, out_of_range = 0;
+  };
+  std::vector<Counts> counts(scenarios);
+  std::vector<WhatIfResult> results(scenarios);
+  for (const std::vector<const RankStepGraph*>& step : steps) {
+    const RankStepGraph* first = *std::find_if(step.begin(), step.end(), [](const RankStepGraph* g) { return g; });
+    const JointGraph today_graph = JoinStep(step, offsets, joined, 0);
+    const int64_t measured = today_graph.node_ts.empty()
+                                 ? 0
+                                 : *std::max_element(today_graph.node_ts.begin(), today_graph.node_ts.end()) -
+                                       *std::min_element(today_graph.node_ts.begin(), today_graph.node_ts.end());
+    const SimResult today = Simulate(today_graph, 1.0);
+    for (size_t i = 0; i < scenarios; ++i) {
       WhatIfStep s;
-      s.window = w.name;
+      s.window = first->window;
       s.measured_ns = measured;
-      const SimResult next =
-          Simulate(g, SimEdges(x, g, facts, run.factor, run.levers, launch_calls), run.levers.per_launch);
-      if (today.cyclic > 0 || next.cyclic > 0) ++run.cyclic;
+      const SimResult next = Simulate(JoinStep(step, offsets, joined, i + 1), first->release_scale.at(i + 1));
+      if (today.cyclic > 0 || next.cyclic > 0) ++counts[i].cyclic;
       // Times past what an int64 of ns holds (factors on traces that are already long): no
       // prediction rather than a wrapped one.
       if (!(std::max(today.span, next.span) < static_cast<double>(kMaxTraceNs))) {
-        ++run.out_of_range;
+        ++counts[i].out_of_range;
         continue;
       }
       s.replay_ns = std::llround(today.span);
@@ -243,30 +296,29 @@ StatusOr<std::vector<WhatIfResult>> WhatIfEach(const TraceIndex& x,
       results[i].steps.push_back(std::move(s));
     }
   }
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const Scenario& run = runs[i];
+  for (size_t i = 0; i < scenarios; ++i) {
     std::vector<std::string>& notes = results[i].notes;
-    if (run.cyclic > 0) notes.push_back(std::to_string(run.cyclic) + " step(s) have a cycle in their graph: no prediction");
-    if (run.out_of_range > 0) {
-      notes.push_back(std::to_string(run.out_of_range) + " step(s) re-time beyond 2^62 ns: no prediction, left out");
+    if (counts[i].cyclic > 0) {
+      notes.push_back(std::to_string(counts[i].cyclic) + " step(s) have a cycle in their graph: no prediction");
     }
-    for (const std::string& c : run.notes.unmatched) notes.push_back(c + " matches no kernel of the trace: it changes nothing");
-    if (run.notes.no_grid > 0) {
-      notes.push_back(std::to_string(run.notes.no_grid) + " kernel(s) record no grid: batch scales their time with the "
-                      "work, units leaves it as it was");
+    if (counts[i].out_of_range > 0) {
+      notes.push_back(std::to_string(counts[i].out_of_range) + " step(s) re-time beyond 2^62 ns: no prediction, left out");
     }
-    if (run.notes.no_dtype > 0) {
-      notes.push_back(std::to_string(run.notes.no_dtype) + " kernel(s) have no dtype in their name or no recorded "
-                      "work: precision leaves their time as it was");
-    }
-    for (const WhatIfChange& c : scenarios[i]) {
-      if (c.kind == WhatIfChange::Kind::kBatch && !spec) {
-        notes.push_back("no peaks for the trace's device: " + c.text + " has no roofline floor (--device-spec)");
-      }
-      if (c.kind == WhatIfChange::Kind::kPrecision) {
-        notes.push_back(c.text + ": kernels the new precision adds (conversions, quantization) are not predicted");
-      }
-    }
+  }
+  return results;
+}
+
+StatusOr<std::vector<WhatIfResult>> WhatIfEach(const TraceIndex& x,
+                                                const std::vector<std::vector<WhatIfChange>>& scenarios,
+                                                const std::optional<DeviceSpec>& device_spec) {
+  std::vector<ChangeNotes> notes;
+  StatusOr<std::vector<RankStepGraph>> graphs = WhatIfStepGraphs(x, nullptr, scenarios, device_spec, &notes);
+  if (!graphs.ok()) return graphs.status();
+  std::vector<std::vector<const RankStepGraph*>> steps;
+  for (const RankStepGraph& g : *graphs) steps.push_back({&g});
+  std::vector<WhatIfResult> results = SimulateSteps(steps, {0}, {}, scenarios.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    for (std::string& n : ChangeNoteLines(notes[i], scenarios[i])) results[i].notes.push_back(std::move(n));
   }
   return results;
 }

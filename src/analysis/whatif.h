@@ -14,6 +14,7 @@
 
 #include "analysis/critical_path.h"
 #include "analysis/device_specs.h"
+#include "analysis/job_path.h"
 #include "analysis/reports.h"
 #include "analysis/table.h"
 #include "tierscope/status.h"
@@ -68,6 +69,33 @@ StatusOr<WhatIfResult> WhatIf(const TraceIndex& index, const WhatIfOptions& opti
 StatusOr<std::vector<WhatIfResult>> WhatIfEach(const TraceIndex& index,
                                                 const std::vector<std::vector<WhatIfChange>>& scenarios,
                                                 const std::optional<DeviceSpec>& device_spec);
+
+// What a set of changes could not model on a trace, counted.
+struct ChangeNotes {
+  int64_t no_grid = 0;   // kernels without a grid: batch scales their time with the work, units leaves it
+  int64_t no_dtype = 0;  // kernels whose dtype or work is unknown: precision leaves them
+  std::vector<std::string> unmatched;  // kernel selectors that matched no kernel
+  bool no_spec = false;  // no peaks for the device
+  // Another trace's (a window or rank of one job): counts added, a selector unmatched only
+  // where it matched nothing in either.
+  void Merge(const ChangeNotes& other);
+};
+// The notes in words, for the changes they were counted under.
+std::vector<std::string> ChangeNoteLines(const ChangeNotes& notes, const std::vector<WhatIfChange>& changes);
+
+// The pieces of WhatIfEach, for a job (whatif_job.h): each step's graph of a rank's trace
+// with one edge set per timing — [0] the unchanged replay, then one per scenario — and its
+// collectives' nodes when `collectives` is given; `notes`: what each scenario's changes could
+// not model.
+StatusOr<std::vector<RankStepGraph>> WhatIfStepGraphs(const TraceIndex& index, const RankCollectives* collectives,
+                                                      const std::vector<std::vector<WhatIfChange>>& scenarios,
+                                                      const std::optional<DeviceSpec>& device_spec,
+                                                      std::vector<ChangeNotes>* notes);
+// Each step (one graph per rank; JobSteps) joined (JoinStep) and simulated: replay and
+// each of `scenarios` scenarios.
+std::vector<WhatIfResult> SimulateSteps(const std::vector<std::vector<const RankStepGraph*>>& steps,
+                                        const std::vector<int64_t>& offsets, const std::vector<JoinedCalls>& joined,
+                                        size_t scenarios);
 
 // One row per step: measured, replayed, predicted, the factor, and the predicted path's causes.
 Table WhatIfTable(const WhatIfResult& result, const WhatIfOptions& options);

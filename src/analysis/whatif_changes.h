@@ -25,12 +25,6 @@ bool IsMatrixKernel(std::string_view name);
 // attention), else a case-insensitive substring of the kernel's name.
 bool KernelMatches(const TraceIndex& index, size_t event, const std::string& selector);
 
-struct ChangeNotes {
-  int64_t no_grid = 0;   // kernels without a grid: batch scales their time with the work, units leaves it
-  int64_t no_dtype = 0;  // kernels whose dtype or work is unknown: precision leaves them
-  std::vector<std::string> unmatched;  // kernel selectors that matched no kernel
-};
-
 // By event: the factor on each device event's time (1 for everything else).
 StatusOr<std::vector<double>> DeviceFactors(const TraceIndex& index, const std::vector<WhatIfChange>& changes,
                                             const std::optional<DeviceSpec>& spec, ChangeNotes* notes);

@@ -42,8 +42,11 @@ JobProgress Progress() {
 
 int RunJob(const std::vector<std::string>& inputs, const AnalysisOptions& o, const AnalyzeFlags& flags,
            const RenderOptions& f) {
-  auto job = AnalyzeJob(inputs, o, flags.threads, Progress());
+  auto job = AnalyzeJob(inputs, o, flags.threads, Progress(), flags.critical_path ? CriticalPathHook() : nullptr);
   if (!job.ok()) return Fail(job.status());
+  if (flags.critical_path) {
+    for (Table& t : JobCriticalPathTables(*job)) job->tables.push_back(std::move(t));
+  }
   std::cout << RenderJob(*job, f);
   return 0;
 }
@@ -89,10 +92,6 @@ int Run(const AnalyzeFlags& flags, Which which) {
   }
   if (which == Which::kAnalyze) {
     if (flags.inputs.size() > 1 || IsDirectory(flags.inputs.front())) {
-      if (flags.critical_path) {
-        return Fail(InvalidArgument("--critical-path takes one trace: a job's path across ranks is not built yet "
-                                    "(analyze each rank's trace with it)"));
-      }
       return RunJob(flags.inputs, o, flags, f);
     }
   }
@@ -148,7 +147,7 @@ void RegisterAnalyze(CLI::App& app, std::vector<Command>* out) {
       ->check(CLI::Range(0, 4096));
   an->add_flag("--critical-path", flags->critical_path,
                "also the critical path of each step (each --unit annotation, else the whole trace) and the events on "
-               "the longest one");
+               "the longest one; on a job, across its ranks through the collectives and sends that join them");
   auto* st = app.add_subcommand("stats", "Reports of a trace by name");
   st->add_option("trace", flags->trace_path, "Kineto trace (.json/.json.gz) or nsys SQLite export");
   st->add_option("--report", flags->reports, "report names, comma-separated (see --list)");

@@ -1,11 +1,14 @@
-// `tierscope whatif TRACE --change C [--change C ...]`: a trace's steps re-timed after the
-// changes (analysis/whatif.h), predicted step time and critical path beside today's.
+// `tierscope whatif TRACE|DIR --change C [--change C ...]`: a trace's steps re-timed after
+// the changes (analysis/whatif.h), predicted step time and critical path beside today's; a
+// job's (several traces, or a directory) joined across its ranks (analysis/job_path.h).
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "analysis/commands.h"
+#include "analysis/job.h"
 #include "analysis/whatif.h"
 #include "cli/command.h"
 #include "inspect/calibrated_spec.h"
@@ -15,10 +18,55 @@ namespace tierscope::cli {
 namespace {
 
 struct WhatIfFlags {
-  std::string trace, format = "text", unit, device_spec;
-  std::vector<std::string> changes;
+  std::string format = "text", unit, device_spec;
+  std::vector<std::string> traces, changes;
   bool wide = false;
+  int threads = 0;
 };
+
+// The peaks a trace's kernels are held to: those given, else tierscope's own CPU trace from
+// this machine against its cached calibration (`tierscope device` measures it; an analysis
+// never does), else none (the trace's device from the built-in table).
+std::optional<DeviceSpec> SpecForTrace(const Trace& trace, const std::optional<DeviceSpec>& given) {
+  if (given) return given;
+  if (trace.runtime == "cpu" && trace.device_name.rfind("cpu: ", 0) == 0 && trace.device_units > 0) {
+    const std::optional<MachinePeaks> peaks = CachedPeaks(trace.device_units);
+    if (peaks && !peaks->cpu.empty() && trace.device_name.find(peaks->cpu) != std::string::npos) {
+      return CalibratedDeviceSpec(*peaks);
+    }
+  }
+  return std::nullopt;
+}
+
+// A job: each rank's step graphs kept as it is read, then the steps joined across ranks
+// and re-timed as one.
+int RunJob(const WhatIfFlags& flags, const WhatIfOptions& o, const AnalysisOptions& ao, const RenderOptions& f) {
+  const std::vector<std::vector<WhatIfChange>> scenarios = {o.changes};
+  const RankHook hook = [&](const TraceIndex& x, RankAnalysis& r) -> Status {
+    std::vector<ChangeNotes> notes;
+    StatusOr<std::vector<RankStepGraph>> g =
+        WhatIfStepGraphs(x, &r.collectives, scenarios, SpecForTrace(*x.trace, o.device_spec), &notes);
+    if (!g.ok()) return g.status();
+    r.step_graphs = std::move(*g);
+    r.whatif_notes = std::move(notes.front());
+    return OkStatus();
+  };
+  StatusOr<JobAnalysis> job = AnalyzeJob(flags.traces, ao, flags.threads, nullptr, hook);
+  if (!job.ok()) return Fail(job.status());
+  std::vector<WhatIfResult> r = SimulateSteps(JobSteps(JobStepGraphs(*job)),
+                                              ClockOffsets(job->stragglers, job->ranks.size()), job->stragglers.joined, 1);
+  WhatIfResult& result = r.front();
+  ChangeNotes notes = job->ranks.front().whatif_notes;
+  for (size_t r = 1; r < job->ranks.size(); ++r) notes.Merge(job->ranks[r].whatif_notes);
+  for (std::string& n : ChangeNoteLines(notes, o.changes)) result.notes.push_back(std::move(n));
+  result.notes.push_back(std::to_string(job->ranks.size()) + " ranks, each step joined across them through " +
+                         std::to_string(job->stragglers.matched) + " matched collective(s) and " +
+                         std::to_string(job->stragglers.p2p_paired / 2) + " send/recv pair(s); " + job->stragglers.alignment);
+  Table t = WhatIfTable(result, o);
+  t.title += " (a job of " + std::to_string(job->ranks.size()) + " ranks)";
+  std::cout << RenderTable(t, f);
+  return 0;
+}
 
 int Run(const WhatIfFlags& flags) {
   OutputFormat format;
@@ -36,22 +84,20 @@ int Run(const WhatIfFlags& flags) {
     if (!spec.ok()) return Fail(spec.status().WithContext("--device-spec"));
     o.device_spec = std::move(*spec);
   }
-  auto trace = LoadTrace(flags.trace);
-  if (!trace.ok()) return Fail(trace.status());
-  // tierscope's own CPU trace from this machine: its kernels against this machine's cached
-  // calibration (`tierscope device` measures it; an analysis never does).
-  if (!o.device_spec && trace->runtime == "cpu" && trace->device_name.rfind("cpu: ", 0) == 0 && trace->device_units > 0) {
-    const std::optional<MachinePeaks> peaks = CachedPeaks(trace->device_units);
-    if (peaks && !peaks->cpu.empty() && trace->device_name.find(peaks->cpu) != std::string::npos) {
-      o.device_spec = CalibratedDeviceSpec(*peaks);
-    }
-  }
   AnalysisOptions ao;
   ao.unit = flags.unit;
+  const RenderOptions render(format, flags.wide);
+  std::error_code ec;
+  if (flags.traces.size() > 1 || std::filesystem::is_directory(flags.traces.front(), ec)) {
+    return RunJob(flags, o, ao, render);
+  }
+  auto trace = LoadTrace(flags.traces.front());
+  if (!trace.ok()) return Fail(trace.status());
+  o.device_spec = SpecForTrace(*trace, o.device_spec);
   const TraceAnalysis a = Analyze(*trace, ao);
   StatusOr<WhatIfResult> r = WhatIf(a.index, o);
   if (!r.ok()) return Fail(r.status());
-  std::cout << RenderTable(WhatIfTable(*r, o), RenderOptions(format, flags.wide));
+  std::cout << RenderTable(WhatIfTable(*r, o), render);
   return 0;
 }
 
@@ -61,7 +107,12 @@ void RegisterWhatIf(CLI::App& app, std::vector<Command>* out) {
   auto flags = std::make_shared<WhatIfFlags>();
   auto* c = app.add_subcommand("whatif", "Predict a change before making it: each step of a trace re-timed "
                                          "through its dependency graph after the changes");
-  c->add_option("trace", flags->trace, "Kineto trace (.json/.json.gz) or nsys SQLite export")->required();
+  c->add_option("traces", flags->traces,
+                "Kineto trace (.json/.json.gz) or nsys SQLite export; several traces, or a directory of them, are a "
+                "job (one trace per rank), re-timed as one through the collectives that join its ranks")
+      ->required();
+  c->add_option("--threads", flags->threads, "a job's ranks read at once, at most (0: the hardware threads)")
+      ->check(CLI::Range(0, 4096));
   c->add_option("--change", flags->changes,
                 "a change, repeatable: SELECTOR=F (kernels whose category or name matches, time x F: gemm=0.5, "
                 "kernel:sgemm=0.5, communication=0.5), launch=US (launch delay and call at most US µs: CUDA "

@@ -53,7 +53,9 @@ def test_the_straggler_report_names_the_slow_rank(jobs, tierscope_bin):
     assert len(iterations) == 8  # the 8 active steps
     assert [r["Last rank"] for r in iterations] == [1] * 8
     for r in iterations:
-        assert r["Late max (ns)"] > 20e6  # about the 30 ms sleep
+        # About the 30 ms sleep; 3 ranks share 2 cores, so the others can lose part of it to
+        # scheduling too (17.6 ms seen once) — still 100x the ~0.1 ms of unslowed ranks.
+        assert r["Late max (ns)"] > 10e6
     stragglers = [f for f in out["findings"] if f["rule"] == "straggler"]
     assert len(stragglers) == 1 and "rank 1" in stragglers[0]["title"], out["findings"]
     assert "aligned by the ends of" in out["alignment"]

@@ -1,0 +1,197 @@
+// A job's steps joined across ranks (job_path.h): the ranks' step graphs, the joins, and the
+// critical path through them.
+#include "analysis/job_path.h"
+
+#include <algorithm>
+#include <charconv>
+#include <unordered_map>
+
+namespace tierscope {
+
+void NumberStep(const std::string& name, int64_t ordinal, RankStepGraph* g) {
+  g->iteration = ordinal;
+  g->numbered = false;
+  constexpr std::string_view kStep = "ProfilerStep#";
+  if (name.rfind(kStep, 0) != 0) return;
+  int64_t n = 0;
+  const char* first = name.data() + kStep.size();
+  const char* last = name.data() + name.size();
+  const auto [end, ec] = std::from_chars(first, last, n);
+  if (ec == std::errc() && end == last && first != last && n >= 0) {
+    g->iteration = n;
+    g->numbered = true;
+  }
+}
+
+void MapCalls(const PathGraph& g, const RankCollectives& collectives, RankStepGraph* out) {
+  std::unordered_map<size_t, std::pair<bool, size_t>> by_event;
+  for (bool p2p : {false, true}) {
+    const std::vector<CollectiveCall>& v = p2p ? collectives.p2p : collectives.calls;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i].event >= 0) by_event[static_cast<size_t>(v[i].event)] = {p2p, i};
+    }
+  }
+  if (by_event.empty()) return;
+  std::map<std::pair<bool, size_t>, std::pair<int64_t, int64_t>> nodes;
+  for (uint32_t v = 0; v < g.node_event.size(); ++v) {
+    const auto it = by_event.find(g.node_event[v]);
+    if (it == by_event.end()) continue;
+    auto [n, fresh] = nodes.try_emplace(it->second, -1, -1);
+    (g.node_is_start[v] ? n->second.first : n->second.second) = v;
+  }
+  for (const auto& [call, se] : nodes) {
+    if (se.first >= 0 && se.second >= 0) {
+      out->calls[call] = {static_cast<uint32_t>(se.first), static_cast<uint32_t>(se.second)};
+    }
+  }
+}
+
+std::vector<RankStepGraph> RankPathGraphs(const TraceIndex& x, const RankCollectives& collectives) {
+  std::vector<RankStepGraph> out;
+  PathContext context = BuildPathContext(x);
+  int64_t ordinal = 0;
+  for (const WorkUnit& w : PathWindows(x)) {
+    const PathGraph g = BuildPathGraph(x, context, w.begin_ns, w.end_ns);
+    RankStepGraph s;
+    s.window = w.name;
+    NumberStep(w.name, ordinal++, &s);
+    s.node_ts = g.node_ts;
+    s.negative_edges = g.negative;
+    s.graph_kernels = g.graph_kernels;
+    std::unordered_map<size_t, int32_t> label_of;  // event -> label
+    std::vector<TimedEdge>& edges = s.sets.emplace_back();
+    edges.reserve(g.edges.size());
+    for (const PathGraph::Edge& e : g.edges) {
+      // As the single-trace path attributes it: a launch's delay to its kernel, other time
+      // to its event; dependencies and waits to nothing.
+      int32_t label = -1;
+      if (e.weight > 0 && (e.event >= 0 || e.type == PathEdgeType::kLaunch)) {
+        const size_t event = e.type == PathEdgeType::kLaunch ? g.node_event[e.to] : static_cast<size_t>(e.event);
+        auto [it, fresh] = label_of.try_emplace(event, static_cast<int32_t>(s.labels.size()));
+        if (fresh) s.labels.emplace_back(x.Name(event));
+        label = it->second;
+      }
+      edges.push_back({e.from, e.to, static_cast<double>(e.weight), EdgeCause(x, e), label});
+    }
+    s.release_scale.push_back(1.0);
+    MapCalls(g, collectives, &s);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void AppendWindowGraphs(std::vector<RankStepGraph> window, int64_t shift, int64_t step_number_add,
+                        size_t calls_before, size_t p2p_before, std::vector<RankStepGraph>* into) {
+  const int64_t ordinal_add = static_cast<int64_t>(into->size());
+  for (RankStepGraph& g : window) {
+    for (int64_t& ts : g.node_ts) ts += shift;
+    g.iteration += g.numbered ? step_number_add : ordinal_add;
+    std::map<std::pair<bool, size_t>, std::pair<uint32_t, uint32_t>> calls;
+    for (const auto& [key, nodes] : g.calls) calls[{key.first, key.second + (key.first ? p2p_before : calls_before)}] = nodes;
+    g.calls = std::move(calls);
+    into->push_back(std::move(g));
+  }
+}
+
+std::vector<std::vector<const RankStepGraph*>> JobSteps(const std::vector<const std::vector<RankStepGraph>*>& ranks) {
+  std::map<std::pair<bool, int64_t>, std::vector<const RankStepGraph*>> by_step;  // (not numbered, N) -> per rank
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    if (ranks[r] == nullptr) continue;
+    for (const RankStepGraph& g : *ranks[r]) {
+      auto& v = by_step[{!g.numbered, g.iteration}];
+      if (v.empty()) v.resize(ranks.size(), nullptr);
+      if (v[r] == nullptr) v[r] = &g;
+    }
+  }
+  std::vector<std::vector<const RankStepGraph*>> out;
+  for (auto& [key, v] : by_step) out.push_back(std::move(v));
+  return out;
+}
+
+namespace {
+
+// The party of a joined call in this step: (rank index, start node, end node), or none.
+struct Party {
+  size_t rank;
+  uint32_t start, end;
+};
+
+}  // namespace
+
+JointGraph JoinStep(const std::vector<const RankStepGraph*>& step, const std::vector<int64_t>& offsets,
+                    const std::vector<JoinedCalls>& joined, size_t set) {
+  JointGraph j;
+  std::vector<uint32_t> base(step.size(), 0);
+  std::vector<int32_t> label_base(step.size(), 0);
+  for (size_t r = 0; r < step.size(); ++r) {
+    if (step[r] == nullptr) continue;
+    ++j.ranks;
+    base[r] = static_cast<uint32_t>(j.node_ts.size());
+    label_base[r] = static_cast<int32_t>(j.labels.size());
+    for (int64_t ts : step[r]->node_ts) {
+      j.node_ts.push_back(ts - offsets[r]);
+      j.node_rank.push_back(static_cast<int32_t>(r));
+    }
+    for (const std::string& l : step[r]->labels) j.labels.push_back({static_cast<int32_t>(r), &l});
+    j.negative += step[r]->negative_edges;
+    j.graph_kernels += step[r]->graph_kernels;
+  }
+  // The joins present in this step, and the span edges they replace.
+  std::vector<std::vector<Party>> joins;
+  std::vector<const JoinedCalls*> join_of;
+  std::map<std::pair<uint32_t, uint32_t>, size_t> replaced;  // (start, end) joint nodes -> join
+  for (const JoinedCalls& call : joined) {
+    std::vector<Party> parties;
+    for (const auto& [r, index] : call.calls) {
+      if (r >= step.size() || step[r] == nullptr) continue;
+      const auto it = step[r]->calls.find({call.p2p, index});
+      if (it != step[r]->calls.end()) parties.push_back({r, base[r] + it->second.first, base[r] + it->second.second});
+    }
+    if (parties.size() < 2) continue;
+    for (const Party& p : parties) replaced[{p.start, p.end}] = joins.size();
+    joins.push_back(std::move(parties));
+    join_of.push_back(&call);
+  }
+  std::vector<const TimedEdge*> span_of(joins.size() == 0 ? 0 : j.node_ts.size(), nullptr);  // by end node
+  for (size_t r = 0; r < step.size(); ++r) {
+    if (step[r] == nullptr || set >= step[r]->sets.size()) continue;
+    for (const TimedEdge& e : step[r]->sets[set]) {
+      TimedEdge out{base[r] + e.from, base[r] + e.to, e.weight, e.cause, e.label < 0 ? -1 : label_base[r] + e.label};
+      if (!joins.empty() && replaced.count({out.from, out.to}) != 0) {
+        span_of[out.to] = &e;  // the rank's own edge; its weight and cause are used below
+        continue;
+      }
+      j.edges.push_back(out);
+    }
+  }
+  for (size_t k = 0; k < joins.size(); ++k) {
+    const std::vector<Party>& parties = joins[k];
+    std::vector<int64_t> starts;
+    for (const Party& p : parties) starts.push_back(j.node_ts[p.start]);
+    std::sort(starts.begin(), starts.end());
+    const int64_t arrival = starts.back();
+    const auto node = static_cast<uint32_t>(j.node_ts.size());
+    j.node_ts.push_back(arrival);
+    j.node_rank.push_back(-1);
+    j.arrivals.push_back({node, join_of[k], arrival - starts[starts.size() - 2]});
+    for (const Party& p : parties) {
+      const TimedEdge* own = span_of[p.end];
+      const int32_t r = j.node_rank[p.start];
+      const int32_t label = own == nullptr || own->label < 0 ? -1 : label_base[static_cast<size_t>(r)] + own->label;
+      const PathCause cause = own == nullptr ? PathCause::kGpuCommunication : own->cause;
+      const int64_t measured = j.node_ts[p.end] - j.node_ts[p.start];
+      const int64_t after = j.node_ts[p.end] - arrival;
+      if (after < 0 && join_of[k]->p2p) {  // a send that did not wait for its recv
+        if (own != nullptr) j.edges.push_back({p.start, p.end, own->weight, cause, label});
+        continue;
+      }
+      if (after < 0) ++j.negative;
+      const double scale = own == nullptr || measured <= 0 ? 1.0 : own->weight / static_cast<double>(measured);
+      j.edges.push_back({p.start, node, 0.0, cause, -1});
+      j.edges.push_back({node, p.end, static_cast<double>(std::max<int64_t>(0, after)) * scale, cause, label});
+    }
+  }
+  return j;
+}
+
+}  // namespace tierscope
