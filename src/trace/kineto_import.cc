@@ -12,6 +12,7 @@
 #include "core/exceptions.h"
 #include "trace/args.h"
 #include "trace/json_input.h"
+#include "trace/rocprof_import.h"
 #include "trace/kineto_scan.h"
 #include "trace/kineto_values.h"
 
@@ -775,16 +776,22 @@ StatusOr<Trace> Import(PaddedBuffer& buf, const std::string& source, int threads
 
 StatusOr<Trace> ImportKinetoJson(std::string_view json, const std::string& source, int threads) {
   if (json.size() > kMaxJsonBytes) return ResourceExhausted(source + ": larger than 4 GiB");
+  const bool rocprof = LooksLikeRocprofJson(json.substr(0, 256));
   PaddedBuffer buf;
   if (!buf.Reserve(json.size())) return ResourceExhausted(source + ": out of memory");
   if (!json.empty()) std::memcpy(buf.data(), json.data(), json.size());
   buf.Grow(json.size());
   buf.Finish();
+  if (rocprof) return ImportRocprofJson(std::string_view(buf.data(), buf.size()), source);
   return Import(buf, source, threads);
 }
 
 StatusOr<Trace> ImportKinetoTrace(const std::string& path, int threads) {
   TS_ASSIGN_OR_RETURN(PaddedBuffer buf, ReadJsonInput(path));
+  // AMD's rocprofv3 writes JSON too, of its own shape.
+  if (LooksLikeRocprofJson(std::string_view(buf.data(), std::min<size_t>(buf.size(), 256)))) {
+    return ImportRocprofJson(std::string_view(buf.data(), buf.size()), path);
+  }
   return Import(buf, path, threads);
 }
 

@@ -144,6 +144,46 @@ def kineto_seeds() -> None:
     put("kineto_fuzzer", "escapes.json", '{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a\\"b\\u00e9\\n",'
                                         '"pid":1,"tid":1,"ts":1e3,"dur":-5}]}')
 
+    put("kineto_fuzzer", "rocprofv3.json", json.dumps(rocprof_doc()))
+
+
+def rocprof_doc() -> dict:
+    """A small rocprofv3 JSON result: a GPU and a CPU agent, a kernel, a HIP call, a copy,
+    a roctx range with its message, and records with an unknown kernel and no times."""
+    kinds = [{"kind": "NONE", "operations": []}] + [{"kind": f"K{i}", "operations": []} for i in range(1, 33)]
+    kinds[5] = {"kind": "HIP_RUNTIME_API", "operations": ["hipNone", "hipLaunchKernel"]}
+    kinds[7] = {"kind": "MARKER_CORE_API", "operations": ["roctxNone", "roctxRangePushA"]}
+    kinds[10] = {"kind": "MEMORY_COPY", "operations": ["NONE", "MEMORY_COPY_HOST_TO_DEVICE"]}
+    kinds[11] = {"kind": "KERNEL_DISPATCH", "operations": ["NONE", "ENQUEUE", "COMPLETE"]}
+    corr = lambda i: {"internal": i, "external": 0}  # noqa: E731
+    return {"rocprofiler-sdk-tool": [{
+        "metadata": {"pid": 77},
+        "agents": [{"id": {"handle": 1}, "type": 1, "name": "cpu", "cu_count": 8},
+                   {"id": {"handle": 2}, "type": 2, "name": "gfx942", "product_name": "AMD Instinct MI300X",
+                    "cu_count": 304}],
+        "strings": {"buffer_records": kinds, "marker_api": [{"key": 9, "value": "train_step"}]},
+        "kernel_symbols": [{"kernel_id": 3, "formatted_kernel_name": "Cijk_Ailk_Bljk_BBS_BH_MT64x64x32"}],
+        "buffer_records": {
+            "kernel_dispatch": [
+                {"kind": 11, "operation": 2, "thread_id": 77, "correlation_id": corr(5),
+                 "start_timestamp": 2000, "end_timestamp": 5000,
+                 "dispatch_info": {"agent_id": {"handle": 2}, "queue_id": {"handle": 4}, "kernel_id": 3,
+                                   "workgroup_size": {"x": 256, "y": 1, "z": 1},
+                                   "grid_size": {"x": 65536, "y": 2, "z": 1}},
+                 "stream_id": {"handle": 9}},
+                {"kind": 11, "operation": 2, "correlation_id": corr(6), "start_timestamp": 6000,
+                 "end_timestamp": 7000, "dispatch_info": {"agent_id": {"handle": 2}, "kernel_id": 99}},
+                {"kind": 11, "operation": 2, "correlation_id": corr(7),
+                 "dispatch_info": {"agent_id": {"handle": 2}, "kernel_id": 3}}],
+            "hip_api": [{"kind": 5, "operation": 1, "thread_id": 77, "correlation_id": corr(5),
+                         "start_timestamp": 1000, "end_timestamp": 1500}],
+            "memory_copy": [{"kind": 10, "operation": 1, "thread_id": 77, "correlation_id": corr(8),
+                             "start_timestamp": 500, "end_timestamp": 900, "dst_agent_id": {"handle": 2},
+                             "src_agent_id": {"handle": 1}, "bytes": 4096}],
+            "marker_api": [{"kind": 7, "operation": 1, "thread_id": 77, "correlation_id": corr(9),
+                            "start_timestamp": 400, "end_timestamp": 8000}],
+            "scratch_memory": []}}]}
+
 
 def nsys_seeds() -> None:
     import re

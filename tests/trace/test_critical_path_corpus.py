@@ -8,8 +8,7 @@ recv 442 ms before rank 3 began to send — and its communication time is the tr
 rank 3 arrived, not the recv's 1.13 s. A trace whose step holds no operator, runtime call
 or kernel (HTA's CPU-only gloo rank: only the backend's ranges on its own threads) must say
 so rather than print an empty table.
-
-The rocprofv3 JSON (vendors/rocprofv3) is not read by the analyzer yet (issue 29): left out."""
+"""
 from __future__ import annotations
 
 import gzip
@@ -35,6 +34,7 @@ def single_traces() -> list:
     out = sorted(p for p in TRACES.glob("*.json.gz"))
     out += sorted(p for p in (TRACES / "field").glob("*.json.gz"))
     out += [TRACES / "vendors" / "execution_trace" / "execution_trace__benchmark_simple_add_trace.json.gz"]
+    out += [TRACES / "vendors" / "rocprofv3" / "rocprof__908_results.json.gz"]
     out += sorted((CORPUS / "nsys").glob("*.sqlite"))
     return out
 
