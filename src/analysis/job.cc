@@ -161,8 +161,9 @@ std::vector<Finding> MergeFindings(const std::vector<RankAnalysis>& windows) {
 
 RankAnalysis MergeRankWindows(std::vector<RankAnalysis> windows, int64_t step_stride) {
   if (windows.empty()) return {};
-  RankAnalysis r = windows.front();
-  r.findings = MergeFindings(windows);
+  std::vector<Finding> findings = MergeFindings(windows);
+  RankAnalysis r = std::move(windows.front());
+  r.findings = std::move(findings);
   for (size_t k = 1; k < windows.size(); ++k) {
     RankAnalysis& w = windows[k];
     if (r.device.empty()) r.device = w.device;

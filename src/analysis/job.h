@@ -58,7 +58,9 @@ struct RankAnalysis {
 using RankHook = std::function<Status(const TraceIndex&, RankAnalysis&)>;
 
 // One rank's trace reduced to what the job needs (a few kilobytes to megabytes: never the
-// events): the work each worker does, here or on a Dask worker.
+// events): the work each worker does, here or on a Dask worker. With a hook, also what it
+// keeps: step graphs take about 100 bytes per event (a what-if scenario, a set of edges
+// more), held for the whole job.
 RankAnalysis AnalyzeRank(const Trace& trace, const AnalysisOptions& options);
 StatusOr<RankAnalysis> AnalyzeRank(const Trace& trace, const AnalysisOptions& options, const RankHook& hook);
 

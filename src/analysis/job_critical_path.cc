@@ -22,10 +22,17 @@ JobCriticalPath PathOf(const JointGraph& j, const std::string& window, const std
   p.negative_edges = j.negative;
   p.graph_kernels = j.graph_kernels;
   p.joins = static_cast<int64_t>(j.arrivals.size());
+  p.unjoined = j.unjoined;
   const size_t n = j.node_ts.size();
   if (n == 0) return p;
   p.span_ns = *std::max_element(j.node_ts.begin(), j.node_ts.end()) - *std::min_element(j.node_ts.begin(), j.node_ts.end());
-  std::vector<double> dist(n, 0);
+  // Each node with no dependency released at its time on the aligned clock, so that a rank
+  // whose step began late reaches its calls late (with HTA's 0 everywhere, the rank with the
+  // most work before a collective would look like the one the others waited for); the
+  // releases are not part of the path's length.
+  const int64_t origin = *std::min_element(j.node_ts.begin(), j.node_ts.end());
+  std::vector<double> dist(n);
+  for (size_t v = 0; v < n; ++v) dist[v] = static_cast<double>(j.node_ts[v] - origin);
   std::vector<int64_t> via;
   p.cyclic_nodes = static_cast<int64_t>(n - LongestDistances(n, j.edges, dist, via));
   if (p.cyclic_nodes > 0) return p;
@@ -48,7 +55,7 @@ JobCriticalPath PathOf(const JointGraph& j, const std::string& window, const std
     on_rank(j.node_rank[e.from]);
     const auto a = arrival_at.find(e.to);
     if (a != arrival_at.end() && k + 1 < path.size()) {
-      const int32_t from = j.node_rank[e.from], to = j.node_rank[j.edges[path[k + 1]].to];
+      const int32_t from = a->second->last, to = j.node_rank[j.edges[path[k + 1]].to];
       if (from >= 0 && to >= 0 && from != to) {
         p.crossings.push_back({a->second->call->name, a->second->call->p2p, rank_numbers[static_cast<size_t>(from)],
                                rank_numbers[static_cast<size_t>(to)], a->second->late_ns});
@@ -92,7 +99,7 @@ std::vector<JobCriticalPath> JobCriticalPaths(const std::vector<const std::vecto
   std::vector<JobCriticalPath> out;
   for (const std::vector<const RankStepGraph*>& step : JobSteps(graphs)) {
     const RankStepGraph* first = *std::find_if(step.begin(), step.end(), [](const RankStepGraph* g) { return g; });
-    out.push_back(PathOf(JoinStep(step, offsets, s.joined, 0), first->window, rank_numbers));
+    out.push_back(PathOf(JoinStep(step, offsets, s.joined, 0, /*last_only=*/true), first->window, rank_numbers));
   }
   return out;
 }
@@ -103,7 +110,7 @@ Table JobCriticalPathTable(const std::vector<JobCriticalPath>& paths, const Stra
   t.title = "Critical path of each step across the job's ranks: its length, its time by cause, the ranks it runs on";
   t.columns = {"Length (ns)", "Span (ns)", "CPU (%)", "GPU compute (%)", "GPU comm (%)", "Launch overhead (%)",
                "Kernel gaps (%)", "Ranks", "Joins", "Crossings", "Path's ranks", "Step"};
-  int64_t negative = 0, graph = 0, cyclic = 0, empty = 0;
+  int64_t negative = 0, graph = 0, cyclic = 0, empty = 0, unjoined = 0;
   for (const JobCriticalPath& p : paths) {
     const auto share = [&](PathCause c) { return Cell(Percent(p.by_cause[static_cast<size_t>(c)], p.length_ns)); };
     t.AddRow({p.length_ns, p.span_ns, share(PathCause::kCpu), share(PathCause::kGpuCompute),
@@ -113,6 +120,7 @@ Table JobCriticalPathTable(const std::vector<JobCriticalPath>& paths, const Stra
     graph += p.graph_kernels;
     cyclic += p.cyclic_nodes > 0 ? 1 : 0;
     empty += p.nodes == 0 ? 1 : 0;
+    unjoined += p.unjoined;
   }
   t.notes.push_back("each rank's step graph as analyze --critical-path builds it, joined across ranks: a collective "
                     "ends on every rank only after the last rank reached it, a recv only after its send began "
@@ -124,6 +132,10 @@ Table JobCriticalPathTable(const std::vector<JobCriticalPath>& paths, const Stra
   if (s.matched == 0 && s.p2p_paired == 0) {
     t.notes.push_back("no collective or send joins the ranks: each step's path is its longest rank's own");
   }
+  t.NoteCount(unjoined,
+              "matched call(s) could not be joined: their end is not reached from their start directly on two ranks "
+              "(a host collective with calls inside it, gloo's ranges on their own threads): each rank's path runs "
+              "through its own wait there");
   t.NoteCount(s.p2p_unpaired, "send / recv kernel(s) found no partner among the job's ranks: not joined");
   t.NoteCount(cyclic, "step(s) have a cycle in their joined graph (clocks that disagree): no path is claimed (length 0)");
   t.NoteCount(empty, "step(s) have no event in their window on any rank: no path");
@@ -164,7 +176,8 @@ Table JobCriticalPathEventsTable(const std::vector<JobCriticalPath>& paths, size
     const JobCriticalPath::OnPath& e = longest->events[i];
     t.AddRow({e.ns, Percent(e.ns, longest->length_ns), PathCauseName(e.cause), int64_t{e.rank}, *e.name});
   }
-  t.notes.push_back("step: " + longest->window + " (" + std::to_string(longest->events.size()) + " events on its path)");
+  t.notes.push_back("step: " + longest->window + " (" + std::to_string(longest->events.size()) +
+                    " names on its path; a rank's events of one name and cause added up)");
   return t;
 }
 

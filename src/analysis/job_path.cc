@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <unordered_map>
 
 namespace tierscope {
@@ -58,7 +59,7 @@ std::vector<RankStepGraph> RankPathGraphs(const TraceIndex& x, const RankCollect
     s.node_ts = g.node_ts;
     s.negative_edges = g.negative;
     s.graph_kernels = g.graph_kernels;
-    std::unordered_map<size_t, int32_t> label_of;  // event -> label
+    std::unordered_map<int32_t, int32_t> label_of;  // interned name -> label: one string a name
     std::vector<TimedEdge>& edges = s.sets.emplace_back();
     edges.reserve(g.edges.size());
     for (const PathGraph::Edge& e : g.edges) {
@@ -67,7 +68,7 @@ std::vector<RankStepGraph> RankPathGraphs(const TraceIndex& x, const RankCollect
       int32_t label = -1;
       if (e.weight > 0 && (e.event >= 0 || e.type == PathEdgeType::kLaunch)) {
         const size_t event = e.type == PathEdgeType::kLaunch ? g.node_event[e.to] : static_cast<size_t>(e.event);
-        auto [it, fresh] = label_of.try_emplace(event, static_cast<int32_t>(s.labels.size()));
+        auto [it, fresh] = label_of.try_emplace(x.E(event).name, static_cast<int32_t>(s.labels.size()));
         if (fresh) s.labels.emplace_back(x.Name(event));
         label = it->second;
       }
@@ -116,10 +117,55 @@ struct Party {
   uint32_t start, end;
 };
 
+// A joined call's own span edge, as the joint graph numbers it (none: the call's end is
+// not reached by its start directly, a host call with calls inside it: not joined).
+using OwnSpans = std::map<std::pair<uint32_t, uint32_t>, std::optional<TimedEdge>>;
+
+// One call joined: an arrival node after the last party's start (every party's, with
+// `last_only` false), and each party's end after it, weighed its end after the arrival,
+// scaled as the set scales the call's own span. A party that ended before the arrival did
+// not wait for it (a broadcast's root, an eager send) and keeps its own span, unless its
+// call ends together on every rank, where the clocks are to blame (counted).
+void Join(const std::vector<Party>& all, const JoinedCalls& call, const OwnSpans& own, bool last_only, JointGraph* j) {
+  std::vector<std::pair<Party, TimedEdge>> parties;
+  for (const Party& p : all) {
+    const std::optional<TimedEdge>& e = own.at({p.start, p.end});
+    if (e) parties.push_back({p, *e});
+  }
+  if (parties.size() < 2) {  // nothing to join: the spans stay
+    for (const auto& [p, e] : parties) j->edges.push_back(e);
+    return;
+  }
+  std::vector<int64_t> starts;
+  for (const auto& [p, e] : parties) starts.push_back(j->node_ts[p.start]);
+  const size_t last = static_cast<size_t>(std::max_element(starts.begin(), starts.end()) - starts.begin());
+  const int64_t arrival = starts[last];
+  std::vector<int64_t> sorted = starts;
+  std::sort(sorted.begin(), sorted.end());
+  const auto node = static_cast<uint32_t>(j->node_ts.size());
+  j->node_ts.push_back(arrival);
+  j->node_rank.push_back(-1);
+  j->arrivals.push_back({node, &call, arrival - sorted[sorted.size() - 2], j->node_rank[parties[last].first.start]});
+  const bool together = !call.p2p && EndsTogether(call.name);
+  for (size_t k = 0; k < parties.size(); ++k) {
+    const auto& [p, e] = parties[k];
+    const int64_t measured = j->node_ts[p.end] - j->node_ts[p.start];
+    const int64_t after = j->node_ts[p.end] - arrival;
+    if (after < 0 && !together) {
+      j->edges.push_back(e);
+      continue;
+    }
+    if (after < 0) ++j->negative;
+    const double scale = measured <= 0 ? 1.0 : e.weight / static_cast<double>(measured);
+    if (!last_only || k == last) j->edges.push_back({p.start, node, 0.0, e.cause, -1});
+    j->edges.push_back({node, p.end, static_cast<double>(std::max<int64_t>(0, after)) * scale, e.cause, e.label});
+  }
+}
+
 }  // namespace
 
 JointGraph JoinStep(const std::vector<const RankStepGraph*>& step, const std::vector<int64_t>& offsets,
-                    const std::vector<JoinedCalls>& joined, size_t set) {
+                    const std::vector<JoinedCalls>& joined, size_t set, bool last_only) {
   JointGraph j;
   std::vector<uint32_t> base(step.size(), 0);
   std::vector<int32_t> label_base(step.size(), 0);
@@ -139,7 +185,7 @@ JointGraph JoinStep(const std::vector<const RankStepGraph*>& step, const std::ve
   // The joins present in this step, and the span edges they replace.
   std::vector<std::vector<Party>> joins;
   std::vector<const JoinedCalls*> join_of;
-  std::map<std::pair<uint32_t, uint32_t>, size_t> replaced;  // (start, end) joint nodes -> join
+  OwnSpans own;
   for (const JoinedCalls& call : joined) {
     std::vector<Party> parties;
     for (const auto& [r, index] : call.calls) {
@@ -148,48 +194,28 @@ JointGraph JoinStep(const std::vector<const RankStepGraph*>& step, const std::ve
       if (it != step[r]->calls.end()) parties.push_back({r, base[r] + it->second.first, base[r] + it->second.second});
     }
     if (parties.size() < 2) continue;
-    for (const Party& p : parties) replaced[{p.start, p.end}] = joins.size();
+    for (const Party& p : parties) own[{p.start, p.end}] = std::nullopt;
     joins.push_back(std::move(parties));
     join_of.push_back(&call);
   }
-  std::vector<const TimedEdge*> span_of(joins.size() == 0 ? 0 : j.node_ts.size(), nullptr);  // by end node
+  // Every edge but the joined calls' own spans, kept aside for Join.
   for (size_t r = 0; r < step.size(); ++r) {
     if (step[r] == nullptr || set >= step[r]->sets.size()) continue;
     for (const TimedEdge& e : step[r]->sets[set]) {
       TimedEdge out{base[r] + e.from, base[r] + e.to, e.weight, e.cause, e.label < 0 ? -1 : label_base[r] + e.label};
-      if (!joins.empty() && replaced.count({out.from, out.to}) != 0) {
-        span_of[out.to] = &e;  // the rank's own edge; its weight and cause are used below
-        continue;
+      if (!own.empty()) {
+        const auto it = own.find({out.from, out.to});
+        if (it != own.end() && !it->second) {
+          it->second = out;
+          continue;
+        }
       }
       j.edges.push_back(out);
     }
   }
   for (size_t k = 0; k < joins.size(); ++k) {
-    const std::vector<Party>& parties = joins[k];
-    std::vector<int64_t> starts;
-    for (const Party& p : parties) starts.push_back(j.node_ts[p.start]);
-    std::sort(starts.begin(), starts.end());
-    const int64_t arrival = starts.back();
-    const auto node = static_cast<uint32_t>(j.node_ts.size());
-    j.node_ts.push_back(arrival);
-    j.node_rank.push_back(-1);
-    j.arrivals.push_back({node, join_of[k], arrival - starts[starts.size() - 2]});
-    for (const Party& p : parties) {
-      const TimedEdge* own = span_of[p.end];
-      const int32_t r = j.node_rank[p.start];
-      const int32_t label = own == nullptr || own->label < 0 ? -1 : label_base[static_cast<size_t>(r)] + own->label;
-      const PathCause cause = own == nullptr ? PathCause::kGpuCommunication : own->cause;
-      const int64_t measured = j.node_ts[p.end] - j.node_ts[p.start];
-      const int64_t after = j.node_ts[p.end] - arrival;
-      if (after < 0 && join_of[k]->p2p) {  // a send that did not wait for its recv
-        if (own != nullptr) j.edges.push_back({p.start, p.end, own->weight, cause, label});
-        continue;
-      }
-      if (after < 0) ++j.negative;
-      const double scale = own == nullptr || measured <= 0 ? 1.0 : own->weight / static_cast<double>(measured);
-      j.edges.push_back({p.start, node, 0.0, cause, -1});
-      j.edges.push_back({node, p.end, static_cast<double>(std::max<int64_t>(0, after)) * scale, cause, label});
-    }
+    Join(joins[k], *join_of[k], own, last_only, &j);
+    if (j.arrivals.empty() || j.arrivals.back().call != join_of[k]) ++j.unjoined;
   }
   return j;
 }

@@ -68,9 +68,11 @@ struct JointGraph {
     uint32_t node;
     const JoinedCalls* call;
     int64_t late_ns;  // the last party's arrival after the one before it
+    int32_t last;     // the last party's rank index
   };
   std::vector<Arrival> arrivals;
   int64_t negative = 0, graph_kernels = 0, cyclic_nodes = 0;
+  int64_t unjoined = 0;  // calls of the step that could not be joined (no span of their own on two ranks)
   int ranks = 0;  // ranks with this step
 };
 
@@ -79,12 +81,15 @@ struct JointGraph {
 std::vector<std::vector<const RankStepGraph*>> JobSteps(const std::vector<const std::vector<RankStepGraph>*>& ranks);
 
 // The step's graphs with edge set `set`, on the clocks `offsets` align (subtracted from each
-// rank's times), joined through `joined`: each party's start -> one arrival node -> each
+// rank's times), joined through `joined`: the parties' starts -> one arrival node -> each
 // party's end, weighed its end after the last arrival (scaled as the set scales the call's
-// own span), in place of its span. A send that ended before its recv began did not wait
-// for it and keeps its span.
+// own span), in place of its span. `last_only`: only the last party's start leads to the
+// arrival (what happened: the critical path); else every party's (what-if, where another
+// party may become the last). A party that ended before the last arrival did not wait for
+// it (a broadcast's root, an eager send) and keeps its span; a call whose end its start does
+// not reach directly on two ranks (a host call with calls inside) is not joined.
 JointGraph JoinStep(const std::vector<const RankStepGraph*>& step, const std::vector<int64_t>& offsets,
-                    const std::vector<JoinedCalls>& joined, size_t set);
+                    const std::vector<JoinedCalls>& joined, size_t set, bool last_only);
 
 // Each rank's offset from the aligned clock (Stragglers::ranks; 0 for a rank not aligned).
 std::vector<int64_t> ClockOffsets(const Stragglers& stragglers, size_t ranks);
@@ -111,6 +116,7 @@ struct JobCriticalPath {
   };
   std::vector<OnPath> events;  // by time on the path, largest first
   int64_t nodes = 0, edges = 0, negative_edges = 0, cyclic_nodes = 0, graph_kernels = 0, joins = 0;
+  int64_t unjoined = 0;  // matched calls in the step that could not be joined
 };
 
 // `graphs`: each rank's step graphs (RankPathGraphs, windows appended); `rank_numbers`:

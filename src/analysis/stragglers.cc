@@ -54,6 +54,8 @@ std::string StepText(int64_t iteration) {
   return iteration == kNoStep ? "outside any ProfilerStep" : "iteration " + std::to_string(iteration);
 }
 
+}  // namespace
+
 // Collectives that end together on every rank (each waits for all the others' data); a
 // broadcast or a send/recv ends at different moments on the root and the receivers.
 bool EndsTogether(std::string_view n) {
@@ -63,6 +65,8 @@ bool EndsTogether(std::string_view n) {
   }
   return false;
 }
+
+namespace {
 
 // send / recv on the host: two ranks, not a group.
 bool IsHostPointToPoint(std::string_view n) {
@@ -265,9 +269,11 @@ std::vector<double> SolveOffsets(size_t n, const std::vector<Edge>& edges, const
 // each collective it shares, the median difference of their ends; then the offsets that
 // fit those differences best (SolveOffsets), anchored at the first rank of each connected
 // set. Each offset's spread is the median deviation of the rank's ends after alignment.
-// Sends paired with their recvs (`pairs`) count where collectives leave two ranks apart (a
-// pipeline's stages): every pair between ranks no collective links, its ends taken as a
-// collective's are.
+// Sends paired with their recvs (`pairs`) align the clocks only in a job with no collective
+// to align by (a pipeline of sends, the T4 job): their ends are taken as a collective's,
+// which holds for a send that waited for its recv (rendezvous) and not for an eager one that
+// ended before its recv began. In a job with collectives they are left out, so as not to
+// move the offsets the collectives agree on (and the straggler tests that rest on them).
 void AlignClocks(const std::vector<Entry>& entries, const std::vector<Entry>& pairs,
                  const std::vector<RankCollectivesOf>& ranks, Stragglers* s) {
   const size_t n = ranks.size();
@@ -280,15 +286,8 @@ void AlignClocks(const std::vector<Entry>& entries, const std::vector<Entry>& pa
     for (const Entry& e : entries) use.push_back(&e);
   }
   const size_t collectives = use.size();
-  {
-    std::vector<size_t> set(n);
-    std::iota(set.begin(), set.end(), 0);
-    for (const Entry* e : use) {
-      for (size_t r : e->who) set[Find(set, r)] = Find(set, e->who[0]);
-    }
-    for (const Entry& p : pairs) {
-      if (Find(set, p.who[0]) != Find(set, p.who[1])) use.push_back(&p);
-    }
+  if (collectives == 0) {
+    for (const Entry& p : pairs) use.push_back(&p);
   }
   const size_t paired = use.size() - collectives;
   // Differences in int64 before any double: nanoseconds since the epoch overflow a double's mantissa.
@@ -357,8 +356,8 @@ void AlignClocks(const std::vector<Entry>& entries, const std::vector<Entry>& pa
          (together ? " all-reduce / all-gather / reduce-scatter / all-to-all / barrier" : "") + " matched collectives";
   }
   if (paired > 0) {
-    by += (by.empty() ? "" : " and ") + std::to_string(paired) + " sends paired with their recvs" +
-          (collectives > 0 ? " between ranks no collective links" : "");
+    by = std::to_string(paired) + " sends paired with their recvs (taken to end together: a send that ended before "
+         "its recv began would skew them)";
   }
   s->alignment = "clocks aligned by the ends of " + by +
                  " (the offsets that best fit the median difference of the ends of each pair of "

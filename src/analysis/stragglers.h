@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/reports.h"
@@ -37,6 +38,10 @@ struct CollectiveCall {
   int32_t peer = -1;   // send / recv: the other side's global rank (-1: a collective, or not recorded)
   bool send = false;   // send / recv: which side this is
 };
+
+// Whether a collective of this name ends at nearly the same moment on every rank
+// (all-reduce, all-gather, reduce-scatter, all-to-all, barrier), unlike a broadcast's root.
+bool EndsTogether(std::string_view name);
 
 // A rank's collectives in issue order, and whether they are device kernels.
 struct RankCollectives {

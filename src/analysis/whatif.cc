@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <unordered_set>
 
 #include "analysis/critical_path_graph.h"
@@ -193,9 +194,12 @@ void ChangeNotes::Merge(const ChangeNotes& o) {
   unmatched = std::move(both);
 }
 
-std::vector<std::string> ChangeNoteLines(const ChangeNotes& n, const std::vector<WhatIfChange>& changes) {
+std::vector<std::string> ChangeNoteLines(const ChangeNotes& n, const std::vector<WhatIfChange>& changes, bool job) {
   std::vector<std::string> notes;
-  for (const std::string& c : n.unmatched) notes.push_back(c + " matches no kernel of the trace (of any rank, on a job): it changes nothing");
+  for (const std::string& c : n.unmatched) {
+    notes.push_back(c + (job ? " matches no kernel of any rank" : " matches no kernel of the trace") +
+                    ": it changes nothing");
+  }
   if (n.no_grid > 0) {
     notes.push_back(std::to_string(n.no_grid) + " kernel(s) record no grid: batch scales their time with the "
                     "work, units leaves it as it was");
@@ -215,10 +219,13 @@ std::vector<std::string> ChangeNoteLines(const ChangeNotes& n, const std::vector
   return notes;
 }
 
-StatusOr<std::vector<RankStepGraph>> WhatIfStepGraphs(const TraceIndex& x, const RankCollectives* collectives,
-                                                      const std::vector<std::vector<WhatIfChange>>& scenarios,
-                                                      const std::optional<DeviceSpec>& device_spec,
-                                                      std::vector<ChangeNotes>* notes) {
+namespace {
+
+// Each step's what-if graph, built and handed to `each` one at a time.
+Status ForEachWhatIfStep(const TraceIndex& x, const RankCollectives* collectives,
+                         const std::vector<std::vector<WhatIfChange>>& scenarios,
+                         const std::optional<DeviceSpec>& device_spec, std::vector<ChangeNotes>* notes,
+                         const std::function<void(RankStepGraph)>& each) {
   const std::optional<DeviceSpec> spec = SpecFor(x, device_spec);
   std::vector<std::vector<double>> factors;
   std::vector<Levers> levers;
@@ -233,7 +240,6 @@ StatusOr<std::vector<RankStepGraph>> WhatIfStepGraphs(const TraceIndex& x, const
   }
   const std::vector<double> unchanged(x.trace->events.size(), 1.0);
   const std::unordered_set<size_t> launch_calls(x.launches.begin(), x.launches.end());
-  std::vector<RankStepGraph> out;
   PathContext context = BuildPathContext(x);
   int64_t ordinal = 0;
   for (const WorkUnit& w : PathWindows(x)) {
@@ -252,73 +258,83 @@ StatusOr<std::vector<RankStepGraph>> WhatIfStepGraphs(const TraceIndex& x, const
       s.release_scale.push_back(levers[i].per_launch);
     }
     if (collectives != nullptr) MapCalls(g, *collectives, &s);
-    out.push_back(std::move(s));
+    each(std::move(s));
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<std::vector<RankStepGraph>> WhatIfStepGraphs(const TraceIndex& x, const RankCollectives* collectives,
+                                                      const std::vector<std::vector<WhatIfChange>>& scenarios,
+                                                      const std::optional<DeviceSpec>& device_spec,
+                                                      std::vector<ChangeNotes>* notes) {
+  std::vector<RankStepGraph> out;
+  TS_RETURN_IF_ERROR(ForEachWhatIfStep(x, collectives, scenarios, device_spec, notes,
+                                       [&](RankStepGraph g) { out.push_back(std::move(g)); }));
   return out;
 }
 
-std::vector<WhatIfResult> SimulateSteps(const std::vector<std::vector<const RankStepGraph*>>& steps,
-                                        const std::vector<int64_t>& offsets, const std::vector<JoinedCalls>& joined,
-                                        size_t scenarios) {
-  struct Counts {
-    int64_t cyclic = 0, out_of_range = 0;
-  };
-  std::vector<Counts> counts(scenarios);
-  std::vector<WhatIfResult> results(scenarios);
-  for (const std::vector<const RankStepGraph*>& step : steps) {
-    const RankStepGraph* first = *std::find_if(step.begin(), step.end(), [](const RankStepGraph* g) { return g; });
-    const JointGraph today_graph = JoinStep(step, offsets, joined, 0);
-    const int64_t measured = today_graph.node_ts.empty()
-                                 ? 0
-                                 : *std::max_element(today_graph.node_ts.begin(), today_graph.node_ts.end()) -
-                                       *std::min_element(today_graph.node_ts.begin(), today_graph.node_ts.end());
-    const SimResult today = Simulate(today_graph, 1.0);
-    for (size_t i = 0; i < scenarios; ++i) {
-      WhatIfStep s;
-      s.window = first->window;
-      s.measured_ns = measured;
-      const SimResult next = Simulate(JoinStep(step, offsets, joined, i + 1), first->release_scale.at(i + 1));
-      if (today.cyclic > 0 || next.cyclic > 0) ++counts[i].cyclic;
-      // Times past what an int64 of ns holds (factors on traces that are already long): no
-      // prediction rather than a wrapped one.
-      if (!(std::max(today.span, next.span) < static_cast<double>(kMaxTraceNs))) {
-        ++counts[i].out_of_range;
-        continue;
-      }
-      s.replay_ns = std::llround(today.span);
-      s.predicted_ns = std::llround(next.span);
-      s.today_path_ns = std::llround(today.path);
-      s.predicted_path_ns = std::llround(next.path);
-      for (int c = 0; c < kPathCauses; ++c) {
-        s.today_by_cause[c] = std::llround(today.by_cause[c]);
-        s.predicted_by_cause[c] = std::llround(next.by_cause[c]);
-      }
-      results[i].steps.push_back(std::move(s));
+StepSimulator::StepSimulator(size_t scenarios) : cyclic_(scenarios, 0), out_of_range_(scenarios, 0), results_(scenarios) {}
+
+void StepSimulator::Add(const std::vector<const RankStepGraph*>& step, const std::vector<int64_t>& offsets,
+                        const std::vector<JoinedCalls>& joined) {
+  const auto first = std::find_if(step.begin(), step.end(), [](const RankStepGraph* g) { return g != nullptr; });
+  if (first == step.end()) return;
+  const JointGraph today_graph = JoinStep(step, offsets, joined, 0, /*last_only=*/false);
+  const int64_t measured = today_graph.node_ts.empty()
+                               ? 0
+                               : *std::max_element(today_graph.node_ts.begin(), today_graph.node_ts.end()) -
+                                     *std::min_element(today_graph.node_ts.begin(), today_graph.node_ts.end());
+  const SimResult today = Simulate(today_graph, 1.0);
+  for (size_t i = 0; i < results_.size(); ++i) {
+    if ((*first)->release_scale.size() < i + 2) continue;  // graphs without this scenario's edges
+    WhatIfStep s;
+    s.window = (*first)->window;
+    s.measured_ns = measured;
+    const SimResult next =
+        Simulate(JoinStep(step, offsets, joined, i + 1, /*last_only=*/false), (*first)->release_scale[i + 1]);
+    if (today.cyclic > 0 || next.cyclic > 0) ++cyclic_[i];
+    // Times past what an int64 of ns holds (factors on traces that are already long): no
+    // prediction rather than a wrapped one.
+    if (!(std::max(today.span, next.span) < static_cast<double>(kMaxTraceNs))) {
+      ++out_of_range_[i];
+      continue;
+    }
+    s.replay_ns = std::llround(today.span);
+    s.predicted_ns = std::llround(next.span);
+    s.today_path_ns = std::llround(today.path);
+    s.predicted_path_ns = std::llround(next.path);
+    for (int c = 0; c < kPathCauses; ++c) {
+      s.today_by_cause[c] = std::llround(today.by_cause[c]);
+      s.predicted_by_cause[c] = std::llround(next.by_cause[c]);
+    }
+    results_[i].steps.push_back(std::move(s));
+  }
+}
+
+std::vector<WhatIfResult> StepSimulator::Finish() {
+  for (size_t i = 0; i < results_.size(); ++i) {
+    std::vector<std::string>& notes = results_[i].notes;
+    if (cyclic_[i] > 0) notes.push_back(std::to_string(cyclic_[i]) + " step(s) have a cycle in their graph: no prediction");
+    if (out_of_range_[i] > 0) {
+      notes.push_back(std::to_string(out_of_range_[i]) + " step(s) re-time beyond 2^62 ns: no prediction, left out");
     }
   }
-  for (size_t i = 0; i < scenarios; ++i) {
-    std::vector<std::string>& notes = results[i].notes;
-    if (counts[i].cyclic > 0) {
-      notes.push_back(std::to_string(counts[i].cyclic) + " step(s) have a cycle in their graph: no prediction");
-    }
-    if (counts[i].out_of_range > 0) {
-      notes.push_back(std::to_string(counts[i].out_of_range) + " step(s) re-time beyond 2^62 ns: no prediction, left out");
-    }
-  }
-  return results;
+  return std::move(results_);
 }
 
 StatusOr<std::vector<WhatIfResult>> WhatIfEach(const TraceIndex& x,
                                                 const std::vector<std::vector<WhatIfChange>>& scenarios,
                                                 const std::optional<DeviceSpec>& device_spec) {
+  // Each step simulated as soon as its graph is built, then let go.
   std::vector<ChangeNotes> notes;
-  StatusOr<std::vector<RankStepGraph>> graphs = WhatIfStepGraphs(x, nullptr, scenarios, device_spec, &notes);
-  if (!graphs.ok()) return graphs.status();
-  std::vector<std::vector<const RankStepGraph*>> steps;
-  for (const RankStepGraph& g : *graphs) steps.push_back({&g});
-  std::vector<WhatIfResult> results = SimulateSteps(steps, {0}, {}, scenarios.size());
+  StepSimulator sim(scenarios.size());
+  TS_RETURN_IF_ERROR(ForEachWhatIfStep(x, nullptr, scenarios, device_spec, &notes,
+                                       [&](RankStepGraph g) { sim.Add({&g}, {0}, {}); }));
+  std::vector<WhatIfResult> results = sim.Finish();
   for (size_t i = 0; i < results.size(); ++i) {
-    for (std::string& n : ChangeNoteLines(notes[i], scenarios[i])) results[i].notes.push_back(std::move(n));
+    for (std::string& n : ChangeNoteLines(notes[i], scenarios[i], /*job=*/false)) results[i].notes.push_back(std::move(n));
   }
   return results;
 }

@@ -80,22 +80,33 @@ struct ChangeNotes {
   // where it matched nothing in either.
   void Merge(const ChangeNotes& other);
 };
-// The notes in words, for the changes they were counted under.
-std::vector<std::string> ChangeNoteLines(const ChangeNotes& notes, const std::vector<WhatIfChange>& changes);
+// The notes in words, for the changes they were counted under (`job`: over a job's ranks).
+std::vector<std::string> ChangeNoteLines(const ChangeNotes& notes, const std::vector<WhatIfChange>& changes,
+                                         bool job);
 
-// The pieces of WhatIfEach, for a job (whatif_job.h): each step's graph of a rank's trace
-// with one edge set per timing — [0] the unchanged replay, then one per scenario — and its
-// collectives' nodes when `collectives` is given; `notes`: what each scenario's changes could
-// not model.
+// The pieces of WhatIfEach, for a job (cli/whatif_command.cc): each step's graph of a
+// rank's trace with one edge set per timing — [0] the unchanged replay, then one per
+// scenario — and its collectives' nodes when `collectives` is given; `notes`: what each
+// scenario's changes could not model.
 StatusOr<std::vector<RankStepGraph>> WhatIfStepGraphs(const TraceIndex& index, const RankCollectives* collectives,
                                                       const std::vector<std::vector<WhatIfChange>>& scenarios,
                                                       const std::optional<DeviceSpec>& device_spec,
                                                       std::vector<ChangeNotes>* notes);
-// Each step (one graph per rank; JobSteps) joined (JoinStep) and simulated: replay and
-// each of `scenarios` scenarios.
-std::vector<WhatIfResult> SimulateSteps(const std::vector<std::vector<const RankStepGraph*>>& steps,
-                                        const std::vector<int64_t>& offsets, const std::vector<JoinedCalls>& joined,
-                                        size_t scenarios);
+
+// Steps (one graph per rank, from WhatIfStepGraphs; JobSteps) joined (JoinStep, every
+// party's start before the arrival) and simulated one at a time: the replay and each of
+// `scenarios` scenarios; a step whose graphs lack a scenario's edges is left out of it.
+class StepSimulator {
+ public:
+  explicit StepSimulator(size_t scenarios);
+  void Add(const std::vector<const RankStepGraph*>& step, const std::vector<int64_t>& offsets,
+           const std::vector<JoinedCalls>& joined);
+  std::vector<WhatIfResult> Finish();  // once
+
+ private:
+  std::vector<int64_t> cyclic_, out_of_range_;
+  std::vector<WhatIfResult> results_;
+};
 
 // One row per step: measured, replayed, predicted, the factor, and the predicted path's causes.
 Table WhatIfTable(const WhatIfResult& result, const WhatIfOptions& options);

@@ -53,12 +53,16 @@ int RunJob(const WhatIfFlags& flags, const WhatIfOptions& o, const AnalysisOptio
   };
   StatusOr<JobAnalysis> job = AnalyzeJob(flags.traces, ao, flags.threads, nullptr, hook);
   if (!job.ok()) return Fail(job.status());
-  std::vector<WhatIfResult> r = SimulateSteps(JobSteps(JobStepGraphs(*job)),
-                                              ClockOffsets(job->stragglers, job->ranks.size()), job->stragglers.joined, 1);
+  StepSimulator sim(1);
+  const std::vector<int64_t> offsets = ClockOffsets(job->stragglers, job->ranks.size());
+  for (const std::vector<const RankStepGraph*>& step : JobSteps(JobStepGraphs(*job))) {
+    sim.Add(step, offsets, job->stragglers.joined);
+  }
+  std::vector<WhatIfResult> r = sim.Finish();
   WhatIfResult& result = r.front();
   ChangeNotes notes = job->ranks.front().whatif_notes;
   for (size_t r = 1; r < job->ranks.size(); ++r) notes.Merge(job->ranks[r].whatif_notes);
-  for (std::string& n : ChangeNoteLines(notes, o.changes)) result.notes.push_back(std::move(n));
+  for (std::string& n : ChangeNoteLines(notes, o.changes, /*job=*/true)) result.notes.push_back(std::move(n));
   result.notes.push_back(std::to_string(job->ranks.size()) + " ranks, each step joined across them through " +
                          std::to_string(job->stragglers.matched) + " matched collective(s) and " +
                          std::to_string(job->stragglers.p2p_paired / 2) + " send/recv pair(s); " + job->stragglers.alignment);

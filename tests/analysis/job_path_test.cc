@@ -15,20 +15,22 @@ namespace {
 
 constexpr const char* kAllReduce = "ncclDevKernel_AllReduce_Sum_f32";
 
-// One rank of a step: `pre` ns of host work, an all-reduce launched at pre + 5 that starts
-// on the device at pre + 10 and ends at 710 (200 after the later rank arrives at 510), a
-// stream sync until 715, then `post` ns of host work from 720; every time + `clock`.
-Trace AllReduceRank(int rank, int64_t pre, int64_t post, int64_t clock) {
+// One rank of a step from `begin`: `pre` ns of host work, an all-reduce launched 5 after it
+// that starts on the device 10 after it and ends at `end` (710: 200 after the later rank
+// arrives at 510), a stream sync until end + 5, then `post` ns of host work from end + 10;
+// every time + `clock`.
+Trace AllReduceRank(int rank, int64_t pre, int64_t post, int64_t clock, int64_t begin = 0, int64_t end = 710) {
   Builder b;
-  b.Unit("ProfilerStep#3", clock, 2000);
-  b.Op("aten::compute", clock, pre, 1);
-  b.Op("c10d::allreduce_", clock + pre, 20, 2);
-  b.Launch("cudaLaunchKernel", kAllReduce, clock + pre + 5, 5, clock + pre + 10, 710 - pre - 10, 2);
+  const int64_t at = clock + begin;
+  b.Unit("ProfilerStep#3", at, 2000);
+  b.Op("aten::compute", at, pre, 1);
+  b.Op("c10d::allreduce_", at + pre, 20, 2);
+  b.Launch("cudaLaunchKernel", kAllReduce, at + pre + 5, 5, at + pre + 10, end - begin - pre - 10, 2);
   b.trace().events.back().args = b.trace().strings.Intern(
       R"("Collective name": "allreduce", "In msg nelems": 4096, "Process Group Name": "0")");
-  b.Launch("cudaStreamSynchronize", "Stream Sync", clock + pre + 25, 715 - pre - 25, clock + 712, 3, 0, nullptr,
-           EventKind::kSync);
-  b.Op("aten::post", clock + 720, post, 3);
+  b.Launch("cudaStreamSynchronize", "Stream Sync", at + pre + 25, end - begin - pre - 20, clock + end + 2, 3, 0,
+           nullptr, EventKind::kSync);
+  b.Op("aten::post", clock + end + 10, post, 3);
   b.trace().rank = rank;
   b.trace().world_size = 2;
   return std::move(b.trace());
@@ -86,6 +88,60 @@ TEST(JobCriticalPath, RunsThroughTheLateRankIntoTheCollectiveAndOnAlongTheOther)
   ASSERT_EQ(tables.size(), 3u);
   EXPECT_EQ(tables[0].rows.size(), 1u);
   EXPECT_EQ(tables[1].rows.size(), 1u);
+}
+
+TEST(JobCriticalPath, EntersACollectiveFromTheRankThatReachedItLastNotTheBusiest) {
+  // Rank 0 computes 500 and arrives at 510; rank 1's step begins at 800, computes 100 and
+  // arrives at 910: rank 1 is last, though rank 0 did more work before the all-reduce.
+  auto job = JobOf({AllReduceRank(0, 500, 300, 0, 0, 1100), AllReduceRank(1, 100, 50, 0, 800, 1100)},
+                   CriticalPathHook());
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  ASSERT_EQ(job->stragglers.collectives.size(), 1u);
+  EXPECT_EQ(job->stragglers.collectives[0].last_rank, 1);
+  const std::vector<JobCriticalPath> paths = PathsOf(*job);
+  ASSERT_EQ(paths.size(), 1u);
+  ASSERT_EQ(paths[0].crossings.size(), 1u);
+  EXPECT_EQ(paths[0].crossings[0].from_rank, 1);
+  EXPECT_EQ(paths[0].crossings[0].to_rank, 0);
+  EXPECT_EQ(paths[0].crossings[0].late_ns, 400);
+  // Rank 1's compute, its launch, the transfer after 910 (190), rank 0's post: rank 0's
+  // 500 of compute is not on the path.
+  EXPECT_EQ(paths[0].length_ns, 100 + 5 + 5 + 190 + 300);
+  for (const JobCriticalPath::OnPath& e : paths[0].events) {
+    EXPECT_FALSE(e.rank == 0 && *e.name == "aten::compute");
+  }
+}
+
+TEST(JobCriticalPath, SendsAlignNoClockInAJobWithCollectives) {
+  // The all-reduce job, plus a send from rank 0 whose recv on rank 1 ends 300 later (an
+  // eager send): the collective alone aligns the clocks, and the straggler result stays.
+  const auto with_pair = [](bool pair) {
+    Trace a = AllReduceRank(0, 100, 300, 0), b = AllReduceRank(1, 500, 50, 1'000'000);
+    if (pair) {
+      const char* kSendRecv = "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)";
+      for (Trace* t : {&a, &b}) {
+        const bool send = t == &a;
+        const int64_t clock = send ? 0 : 1'000'000;
+        Event& call = t->Add(EventKind::kRuntime, "cudaLaunchKernel", clock + 1100, 5);
+        call.pid = 1;
+        call.tid = 1;
+        call.correlation = 900;
+        Event& k = t->Add(EventKind::kKernel, kSendRecv, clock + 1110, send ? 50 : 350);
+        k.tid = 9;
+        k.correlation = 900;
+        k.args = t->strings.Intern(send ? R"("Collective name": "send", "In msg nelems": 8, "Dst Rank": 1)"
+                                        : R"("Collective name": "recv", "In msg nelems": 8, "Src Rank": 0)");
+      }
+    }
+    auto job = JobOf({a, b}, CriticalPathHook());
+    EXPECT_TRUE(job.ok());
+    return std::move(*job);
+  };
+  const JobAnalysis plain = with_pair(false), paired = with_pair(true);
+  EXPECT_EQ(paired.stragglers.p2p_paired, 2);
+  EXPECT_EQ(paired.stragglers.ranks[1].offset_ns, plain.stragglers.ranks[1].offset_ns);
+  EXPECT_EQ(paired.stragglers.ranks[1].offset_spread_ns, plain.stragglers.ranks[1].offset_spread_ns);
+  EXPECT_EQ(paired.stragglers.alignment, plain.stragglers.alignment);
 }
 
 TEST(JobCriticalPath, WithoutAnythingJoiningTheRanksEachStepIsItsLongestRanksPath) {
@@ -163,7 +219,7 @@ TEST(JobCriticalPath, APeerIsMappedThroughTheGroupsRanksAndSurvivesASummary) {
   EXPECT_TRUE(back->collectives.p2p[1].send);
 }
 
-TEST(JobWhatIf, SpeedingUpTheLateRankShortensTheJobAndTheOtherDoesNot) {
+TEST(JobWhatIf, TheJoinedJobIsReplayedAsMeasuredAndReTimedAsOne) {
   const auto predict = [](const std::string& change) -> std::pair<int64_t, int64_t> {
     std::vector<std::vector<WhatIfChange>> scenarios = {{*ParseWhatIfChange(change)}};
     auto job = JobOf({AllReduceRank(0, 100, 300, 0), AllReduceRank(1, 500, 50, 1'000'000)},
@@ -175,8 +231,9 @@ TEST(JobWhatIf, SpeedingUpTheLateRankShortensTheJobAndTheOtherDoesNot) {
                        return OkStatus();
                      });
     EXPECT_TRUE(job.ok());
-    const std::vector<WhatIfResult> r = SimulateSteps(JobSteps(JobStepGraphs(*job)),
-                                                      ClockOffsets(job->stragglers, 2), job->stragglers.joined, 1);
+    StepSimulator sim(1);
+    for (const auto& step : JobSteps(JobStepGraphs(*job))) sim.Add(step, ClockOffsets(job->stragglers, 2), job->stragglers.joined);
+    const std::vector<WhatIfResult> r = sim.Finish();
     EXPECT_EQ(r[0].steps.size(), 1u);
     if (r[0].steps.empty()) return {0, 0};
     return {r[0].steps[0].replay_ns, r[0].steps[0].predicted_ns};

@@ -60,7 +60,7 @@ def check_paths(doc: dict) -> list:
     said_empty = any("no host op, runtime call or device work" in n for n in t["notes"])
     assert t["rows"], "no step"
     for row in t["rows"]:
-        if row.get("Nodes", 1) == 0:
+        if "Nodes" in row and row["Nodes"] == 0:  # a single trace's step with nothing in it
             assert said_empty and row["Length (ns)"] == 0, t["notes"]
         assert row["Length (ns)"] >= 0
         if not clocks_disagree:
@@ -95,9 +95,16 @@ def test_every_corpus_job_has_a_path_across_its_ranks_and_a_prediction(job, tier
     inputs = JOBS[job]
     for p in inputs:
         assert p.exists(), f"corpus job missing: {p}"
-    rows = check_paths(run(tierscope_bin, "analyze", *inputs, "--critical-path"))
+    doc = run(tierscope_bin, "analyze", *inputs, "--critical-path")
+    rows = check_paths(doc)
     assert all(r["Ranks"] >= 2 for r in rows), rows
-    assert any(r["Joins"] > 0 for r in rows), rows
+    if job == "ascend_2rank":
+        # Its HCCL collectives are host operators with calls inside them: matched, and said
+        # not to be joined (each rank's path runs through its own wait there).
+        notes = table(doc, "critical_path")["notes"]
+        assert any(n.startswith("4 matched call(s) could not be joined") for n in notes), notes
+    else:
+        assert any(r["Joins"] > 0 for r in rows), rows
     check_whatif(tierscope_bin, inputs)
 
 
@@ -126,7 +133,7 @@ def test_the_t4_jobs_path_runs_through_the_late_sender(tierscope_bin):
     recv, send = sendrecv(0, "ProfilerStep#2"), sendrecv(3, "ProfilerStep#2")
     assert recv and send
     assert send[0] - recv[0] > 400e6  # rank 3 began to send 442 ms after rank 0 posted its recv
-    assert step["Path's ranks"] == "3", step
+    assert step["Path's ranks"].startswith("3"), step
     # The communication on the path: from the later arrival to the send's end (the ranks
     # share a host clock here: the pair aligns them within tens of microseconds).
     transfer = send[1] - max(send[0], recv[0])
