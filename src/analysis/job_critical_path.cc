@@ -78,6 +78,14 @@ JobCriticalPath PathOf(const JointGraph& j, const std::string& window, const std
   return p;
 }
 
+// The step whose path is longest, or none.
+const JobCriticalPath* Longest(const std::vector<JobCriticalPath>& paths) {
+  const auto it = std::max_element(paths.begin(), paths.end(), [](const JobCriticalPath& a, const JobCriticalPath& b) {
+    return a.length_ns < b.length_ns;
+  });
+  return it == paths.end() ? nullptr : &*it;
+}
+
 std::string RankSequence(const std::vector<int>& ranks) {
   std::string out;
   for (size_t i = 0; i < ranks.size() && i < 12; ++i) out += (i == 0 ? "" : " > ") + std::to_string(ranks[i]);
@@ -151,10 +159,8 @@ Table JobCriticalPathCrossingsTable(const std::vector<JobCriticalPath>& paths) {
   t.name = "critical_path_crossings";
   t.title = "Where the longest step's critical path goes from one rank to another";
   t.columns = {"From rank", "To rank", "Late (ns)", "Kind", "Call"};
-  const auto longest = std::max_element(paths.begin(), paths.end(), [](const JobCriticalPath& a, const JobCriticalPath& b) {
-    return a.length_ns < b.length_ns;
-  });
-  if (longest == paths.end()) return t;
+  const JobCriticalPath* longest = Longest(paths);
+  if (longest == nullptr) return t;
   for (const JobCriticalPath::Crossing& c : longest->crossings) {
     t.AddRow({int64_t{c.from_rank}, int64_t{c.to_rank}, c.late_ns, std::string(c.p2p ? "send/recv" : "collective"), c.call});
   }
@@ -168,10 +174,8 @@ Table JobCriticalPathEventsTable(const std::vector<JobCriticalPath>& paths, size
   t.name = "critical_path_events";
   t.title = "The events on the longest step's critical path across ranks, by time on it";
   t.columns = {"On path (ns)", "Of path (%)", "Cause", "Rank", "Name"};
-  const auto longest = std::max_element(paths.begin(), paths.end(), [](const JobCriticalPath& a, const JobCriticalPath& b) {
-    return a.length_ns < b.length_ns;
-  });
-  if (longest == paths.end()) return t;
+  const JobCriticalPath* longest = Longest(paths);
+  if (longest == nullptr) return t;
   for (size_t i = 0; i < longest->events.size() && i < top; ++i) {
     const JobCriticalPath::OnPath& e = longest->events[i];
     t.AddRow({e.ns, Percent(e.ns, longest->length_ns), PathCauseName(e.cause), int64_t{e.rank}, *e.name});

@@ -24,6 +24,16 @@ void NumberStep(const std::string& name, int64_t ordinal, RankStepGraph* g) {
   }
 }
 
+RankStepGraph StepGraphOf(const WorkUnit& w, int64_t ordinal, const PathGraph& g) {
+  RankStepGraph s;
+  s.window = w.name;
+  NumberStep(w.name, ordinal, &s);
+  s.node_ts = g.node_ts;
+  s.negative_edges = g.negative;
+  s.graph_kernels = g.graph_kernels;
+  return s;
+}
+
 void MapCalls(const PathGraph& g, const RankCollectives& collectives, RankStepGraph* out) {
   std::unordered_map<size_t, std::pair<bool, size_t>> by_event;
   for (bool p2p : {false, true}) {
@@ -53,12 +63,7 @@ std::vector<RankStepGraph> RankPathGraphs(const TraceIndex& x, const RankCollect
   int64_t ordinal = 0;
   for (const WorkUnit& w : PathWindows(x)) {
     const PathGraph g = BuildPathGraph(x, context, w.begin_ns, w.end_ns);
-    RankStepGraph s;
-    s.window = w.name;
-    NumberStep(w.name, ordinal++, &s);
-    s.node_ts = g.node_ts;
-    s.negative_edges = g.negative;
-    s.graph_kernels = g.graph_kernels;
+    RankStepGraph s = StepGraphOf(w, ordinal++, g);
     std::unordered_map<int32_t, int32_t> label_of;  // interned name -> label: one string a name
     std::vector<TimedEdge>& edges = s.sets.emplace_back();
     edges.reserve(g.edges.size());

@@ -46,6 +46,8 @@ struct RankStepGraph {
 
 // The step's ProfilerStep#N number, or `ordinal` when its name is another.
 void NumberStep(const std::string& name, int64_t ordinal, RankStepGraph* g);
+// A step graph's window, number and node times from the step's graph, no edges yet.
+RankStepGraph StepGraphOf(const WorkUnit& window, int64_t ordinal, const PathGraph& g);
 // The nodes of a rank's collectives and sends / recvs found in the step's graph.
 void MapCalls(const PathGraph& g, const RankCollectives& collectives, RankStepGraph* out);
 // Each step of a trace (PathWindows) with the critical path's weights (one set): what a

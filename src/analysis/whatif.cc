@@ -245,12 +245,7 @@ Status ForEachWhatIfStep(const TraceIndex& x, const RankCollectives* collectives
   for (const WorkUnit& w : PathWindows(x)) {
     const PathGraph g = BuildPathGraph(x, context, w.begin_ns, w.end_ns);
     const WindowFacts facts = FactsOf(x, g);
-    RankStepGraph s;
-    s.window = w.name;
-    NumberStep(w.name, ordinal++, &s);
-    s.node_ts = g.node_ts;
-    s.negative_edges = g.negative;
-    s.graph_kernels = g.graph_kernels;
+    RankStepGraph s = StepGraphOf(w, ordinal++, g);
     s.sets.push_back(SimEdges(x, g, facts, unchanged, Levers{}, launch_calls));
     s.release_scale.push_back(1.0);
     for (size_t i = 0; i < scenarios.size(); ++i) {
