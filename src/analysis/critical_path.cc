@@ -33,15 +33,8 @@ std::vector<size_t> LongestPath(const PathGraph& g, int64_t* cyclic) {
   std::vector<int64_t> dist(n, 0);
   std::vector<int64_t> via;
   *cyclic = static_cast<int64_t>(n - LongestDistances(n, g.edges, dist, via));
-  if (n == 0 || *cyclic > 0) return {};  // a cycle: no longest path to claim
-  size_t v = static_cast<size_t>(std::max_element(dist.begin(), dist.end()) - dist.begin());
-  std::vector<size_t> path;
-  while (via[v] >= 0) {
-    path.push_back(static_cast<size_t>(via[v]));
-    v = g.edges[static_cast<size_t>(via[v])].from;
-  }
-  std::reverse(path.begin(), path.end());
-  return path;
+  if (*cyclic > 0) return {};  // a cycle: no longest path to claim
+  return PathToFurthest(g.edges, dist, via);
 }
 
 double Percent(int64_t part, int64_t whole) {

@@ -4,6 +4,7 @@
 #ifndef TIERSCOPE_ANALYSIS_CRITICAL_PATH_GRAPH_H_
 #define TIERSCOPE_ANALYSIS_CRITICAL_PATH_GRAPH_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string_view>
@@ -108,6 +109,21 @@ size_t LongestDistances(size_t n, const std::vector<Edge>& edges, std::vector<Di
     }
   }
   return ordered;
+}
+
+// After LongestDistances: the edges of the path to the node furthest in `dist`, in order
+// (none when `dist` is empty).
+template <typename Edge, typename Distance>
+std::vector<size_t> PathToFurthest(const std::vector<Edge>& edges, const std::vector<Distance>& dist,
+                                   const std::vector<int64_t>& via) {
+  std::vector<size_t> path;
+  if (dist.empty()) return path;
+  for (auto v = static_cast<size_t>(std::max_element(dist.begin(), dist.end()) - dist.begin()); via[v] >= 0;) {
+    path.push_back(static_cast<size_t>(via[v]));
+    v = edges[static_cast<size_t>(via[v])].from;
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
 }
 
 // The graph of the host events that start in [begin_ns, end_ns] with a duration, and the

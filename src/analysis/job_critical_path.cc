@@ -30,18 +30,11 @@ JobCriticalPath PathOf(const JointGraph& j, const std::string& window, const std
   // whose step began late reaches its calls late (with HTA's 0 everywhere, the rank with the
   // most work before a collective would look like the one the others waited for); the
   // releases are not part of the path's length.
-  const int64_t origin = *std::min_element(j.node_ts.begin(), j.node_ts.end());
-  std::vector<double> dist(n);
-  for (size_t v = 0; v < n; ++v) dist[v] = static_cast<double>(j.node_ts[v] - origin);
+  std::vector<double> dist = Releases(j, 1.0);
   std::vector<int64_t> via;
   p.cyclic_nodes = static_cast<int64_t>(n - LongestDistances(n, j.edges, dist, via));
   if (p.cyclic_nodes > 0) return p;
-  std::vector<size_t> path;
-  for (auto v = static_cast<size_t>(std::max_element(dist.begin(), dist.end()) - dist.begin()); via[v] >= 0;) {
-    path.push_back(static_cast<size_t>(via[v]));
-    v = j.edges[static_cast<size_t>(via[v])].from;
-  }
-  std::reverse(path.begin(), path.end());
+  const std::vector<size_t> path = PathToFurthest(j.edges, dist, via);
   std::map<uint32_t, const JointGraph::Arrival*> arrival_at;
   for (const JointGraph::Arrival& a : j.arrivals) arrival_at[a.node] = &a;
   std::map<std::pair<int32_t, int>, size_t> at;  // (label, cause) -> index in p.events

@@ -99,6 +99,14 @@ void AppendWindowGraphs(std::vector<RankStepGraph> window, int64_t shift, int64_
   }
 }
 
+std::vector<double> Releases(const JointGraph& g, double scale) {
+  std::vector<double> t(g.node_ts.size());
+  if (t.empty()) return t;
+  const int64_t origin = *std::min_element(g.node_ts.begin(), g.node_ts.end());
+  for (size_t v = 0; v < t.size(); ++v) t[v] = static_cast<double>(g.node_ts[v] - origin) * scale;
+  return t;
+}
+
 std::vector<std::vector<const RankStepGraph*>> JobSteps(const std::vector<const std::vector<RankStepGraph>*>& ranks) {
   std::map<std::pair<bool, int64_t>, std::vector<const RankStepGraph*>> by_step;  // (not numbered, N) -> per rank
   for (size_t r = 0; r < ranks.size(); ++r) {

@@ -78,6 +78,10 @@ struct JointGraph {
   int ranks = 0;  // ranks with this step
 };
 
+// Each node's release at its recorded time on the aligned clock, from the graph's first,
+// times `scale` (what-if's batch): where a node with no dependency starts.
+std::vector<double> Releases(const JointGraph& g, double scale);
+
 // The job's steps: the ranks' step graphs grouped by step (numbered steps by N, others by
 // place), in step order; per step, one pointer per rank (nullptr: that rank lacks it).
 std::vector<std::vector<const RankStepGraph*>> JobSteps(const std::vector<const std::vector<RankStepGraph>*>& ranks);

@@ -157,22 +157,20 @@ SimResult Simulate(const JointGraph& g, double release_scale) {
   const size_t n = g.node_ts.size();
   SimResult r;
   if (n == 0) return r;
-  const int64_t origin = *std::min_element(g.node_ts.begin(), g.node_ts.end());
-  std::vector<double> t(n);
-  for (size_t v = 0; v < n; ++v) t[v] = static_cast<double>(g.node_ts[v] - origin) * release_scale;
+  std::vector<double> t = Releases(g, release_scale);
   std::vector<int64_t> via;
   r.cyclic = static_cast<int64_t>(n - LongestDistances(n, g.edges, t, via));
   if (r.cyclic > 0) return r;
-  uint32_t v = static_cast<uint32_t>(std::max_element(t.begin(), t.end()) - t.begin());
-  r.span = t[v];
-  while (via[v] >= 0) {
-    const TimedEdge& s = g.edges[static_cast<size_t>(via[v])];
-    r.path += s.weight;
-    r.by_cause[static_cast<size_t>(s.cause)] += s.weight;
-    v = s.from;
+  r.span = *std::max_element(t.begin(), t.end());
+  const std::vector<size_t> path = PathToFurthest(g.edges, t, via);
+  for (size_t e : path) {
+    r.path += g.edges[e].weight;
+    r.by_cause[static_cast<size_t>(g.edges[e].cause)] += g.edges[e].weight;
   }
-  r.path += t[v];  // the release of the path's first node
-  r.by_cause[static_cast<size_t>(PathCause::kCpu)] += t[v];
+  // The release of the path's first node.
+  const double first = path.empty() ? r.span : t[g.edges[path.front()].from];
+  r.path += first;
+  r.by_cause[static_cast<size_t>(PathCause::kCpu)] += first;
   return r;
 }
 

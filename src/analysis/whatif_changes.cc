@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <unordered_map>
 
 #include "analysis/gpu_time.h"
 #include "analysis/kernel_names.h"
@@ -175,6 +176,25 @@ StatusOr<std::vector<double>> DeviceFactors(const TraceIndex& x, const std::vect
     if (c.kind == K::kUnits) new_units = c.value;
     if (c.kind == K::kPrecision) precisions.push_back(c.selector);
   }
+  // What a kernel's name says, found once per name, and only for the changes that need it.
+  struct NameFacts {
+    bool matrix, weights_once;  // a matrix product; one that reads weights once whatever the batch
+    std::string dtype;
+  };
+  std::unordered_map<int32_t, NameFacts> by_name;
+  const auto facts_of = [&](const Event& e, std::string_view name) -> const NameFacts& {
+    auto [it, fresh] = by_name.try_emplace(e.name);
+    if (fresh) {
+      const bool matrix = IsMatrixKernel(name);
+      // A GEMM reads its weights once; attention and batched products have none.
+      const std::string n = Lower(name);
+      const bool weights_once = matrix && n.find("attn") == std::string::npos &&
+                                n.find("attention") == std::string::npos && n.find("fmha") == std::string::npos &&
+                                n.find("bmm") == std::string::npos && n.find("flash") == std::string::npos;
+      it->second = {matrix, weights_once, KernelDtype(name)};
+    }
+    return it->second;
+  };
   std::vector<int64_t> matched(changes.size(), 0);
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
     for (size_t i : *list) {
@@ -190,8 +210,6 @@ StatusOr<std::vector<double>> DeviceFactors(const TraceIndex& x, const std::vect
         }
       }
       const double t1 = static_cast<double>(e.dur_ns) * 1e-9;
-      const bool matrix = IsMatrixKernel(name);
-      const std::string dtype = KernelDtype(name);
       if (e.kind == EventKind::kKernel && t1 > 0 && (k != 1 || new_units != units)) {
         const std::vector<int64_t> grid = e.args >= 0 ? ArgDims(x.trace->strings.Get(e.args), "grid") : std::vector<int64_t>{};
         double blocks = grid.empty() ? 0 : 1;
@@ -205,23 +223,22 @@ StatusOr<std::vector<double>> DeviceFactors(const TraceIndex& x, const std::vect
           ++notes->no_grid;
         }
         if (k != 1 && spec && (e.v0 > 0 || e.v1 > 0)) {
-          // No faster than the roof of K times the work on the units used. A GEMM reads its
-          // weights once whatever the batch (its bytes stay); attention and batched products
-          // have no weights (theirs scale).
-          const std::string n = Lower(name);
-          const bool weights_once = matrix && n.find("attn") == std::string::npos &&
-                                    n.find("attention") == std::string::npos && n.find("fmha") == std::string::npos &&
-                                    n.find("bmm") == std::string::npos && n.find("flash") == std::string::npos;
-          const double roof = RoofSeconds(*spec, k * e.v0, weights_once ? e.v1 : k * e.v1,
-                                          ArithmeticDtype(*x.trace, dtype), matrix);
+          // No faster than the roof of K times the work on the units used; weights read once
+          // keep their bytes, other bytes scale.
+          const NameFacts& n = facts_of(e, name);
+          const double roof = RoofSeconds(*spec, k * e.v0, n.weights_once ? e.v1 : k * e.v1,
+                                          ArithmeticDtype(*x.trace, n.dtype), n.matrix);
           merged = std::max(merged, roof * units / new_units);
         }
         f *= merged / (k * t1);
       }
-      std::string from = dtype;
+      const bool precise = e.kind == EventKind::kKernel && !selected && !precisions.empty();
+      const NameFacts* facts = precise ? &facts_of(e, name) : nullptr;
+      std::string from = precise ? facts->dtype : "";
       for (const std::string& p : precisions) {
         // A kernel a selector names takes its factor instead: a measured one (tier 3's).
-        if (e.kind != EventKind::kKernel || selected) break;
+        if (!precise) break;
+        const bool matrix = facts->matrix;
         const std::string to = KinetoDtypeName(p);
         if (from.empty() || DtypeBytes(from) <= 0 || (e.v0 <= 0 && e.v1 <= 0)) {
           ++notes->no_dtype;

@@ -58,8 +58,8 @@ int RunJob(const WhatIfFlags& flags, const WhatIfOptions& o, const AnalysisOptio
   for (const std::vector<const RankStepGraph*>& step : JobSteps(JobStepGraphs(*job))) {
     sim.Add(step, offsets, job->stragglers.joined);
   }
-  std::vector<WhatIfResult> r = sim.Finish();
-  WhatIfResult& result = r.front();
+  std::vector<WhatIfResult> results = sim.Finish();
+  WhatIfResult& result = results.front();
   ChangeNotes notes = job->ranks.front().whatif_notes;
   for (size_t r = 1; r < job->ranks.size(); ++r) notes.Merge(job->ranks[r].whatif_notes);
   for (std::string& n : ChangeNoteLines(notes, o.changes, /*job=*/true)) result.notes.push_back(std::move(n));

@@ -447,15 +447,21 @@ std::string Gflops(double flops) {
   return buf;
 }
 
+// The cache's key for `threads` on this machine and build.
+MachinePeaks PeaksKey(int threads) {
+  MachinePeaks key;
+  key.threads = threads;
+  key.cpu = CpuModelName();
+  key.isa = CpuVectorIsa();
+  key.build = TIERSCOPE_BUILD_ID;
+  return key;
+}
+
 }  // namespace
 
 StatusOr<MachinePeaks> LoadOrMeasurePeaks(int threads, bool recalibrate, const PeakMeter& meter) {
   if (threads < 0) return InvalidArgument("threads must be >= 0");
-  MachinePeaks key;
-  key.threads = threads == 0 ? ThreadPool::HardwareThreads() : threads;
-  key.cpu = CpuModelName();
-  key.isa = CpuVectorIsa();
-  key.build = TIERSCOPE_BUILD_ID;
+  const MachinePeaks key = PeaksKey(threads == 0 ? ThreadPool::HardwareThreads() : threads);
   const std::string path = CachePath(key);
   std::string why = recalibrate ? "--recalibrate" : "";
   if (!recalibrate) {
@@ -480,11 +486,7 @@ StatusOr<MachinePeaks> LoadOrMeasurePeaks(int threads, bool recalibrate, const P
 
 std::optional<MachinePeaks> CachedPeaks(int threads) {
   if (threads <= 0) return std::nullopt;
-  MachinePeaks key;
-  key.threads = threads;
-  key.cpu = CpuModelName();
-  key.isa = CpuVectorIsa();
-  key.build = TIERSCOPE_BUILD_ID;
+  const MachinePeaks key = PeaksKey(threads);
   std::string why;
   return LoadCached(CachePath(key), key, &why);
 }
