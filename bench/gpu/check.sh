@@ -10,7 +10,8 @@
 # one through PyTorch (lab --engine torch: nsys and ncu steps when present); summary.txt
 # gathers the closing note's numbers. Everything goes under OUT (default results/gpu;
 # $OUT on the device machine). Each step's failure is recorded and the script goes on.
-# About 4 minutes on an H200 once built (the build: about 3 minutes on 16 cores).
+# Each step is bounded (STEP_LIMIT, CHECK_DEADLINE below) so the whole check ends inside about
+# 8 minutes of device time.
 #
 # On the device machine (no network, none of the Debian libraries): make the bundle here
 # first (bash bench/gpu/bundle.sh) and carry .gpu_bundle; this script then uses it, with
@@ -25,6 +26,11 @@ mkdir -p "$out"
 if [ -z "${TIERSCOPE_BIN:-}" ] && [ -x .gpu_bundle/tierscope ]; then
   export TIERSCOPE_BIN=$PWD/.gpu_bundle/tierscope
   libs=$PWD/.gpu_bundle/lib
+  if [ ! -d "$libs" ] && [ -f .gpu_bundle/lib.tar.xz ]; then
+    tar -xJf .gpu_bundle/lib.tar.xz -C .gpu_bundle 2>/dev/null ||
+      python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+        .gpu_bundle/lib.tar.xz .gpu_bundle
+  fi
   # cuBLASLt and CUPTI of CUDA 13: the toolkit's, else a pip wheel's.
   for name in libcublasLt.so.13 libcupti.so.13; do
     dir=$(find /usr/local/cuda/ /usr/local/cuda-13*/ /usr/lib/x86_64-linux-gnu /opt /usr/local/lib \
@@ -33,11 +39,26 @@ if [ -z "${TIERSCOPE_BIN:-}" ] && [ -x .gpu_bundle/tierscope ]; then
   done
   export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
+# Nsight Compute where the image has it off the PATH (/opt/nvidia/nsight-compute/VERSION/ncu).
+if ! command -v ncu >/dev/null 2>&1; then
+  ncu_bin=$(find /opt/nvidia /usr/local/cuda*/ -maxdepth 3 -name ncu -type f 2>/dev/null | head -n 1)
+  [ -n "$ncu_bin" ] && export PATH=$PATH:$(dirname "$ncu_bin")
+fi
+# The device's time is short: each step stops at STEP_LIMIT seconds (default 90), and steps
+# not begun by CHECK_DEADLINE seconds into the script (default 330) are skipped and recorded.
+deadline=${CHECK_DEADLINE:-330}
 log() { echo "== $*" | tee -a "$out/steps.txt"; }
+# CHECK_ONLY=REGEX reruns only the steps whose names match (e.g. CHECK_ONLY='lab_torch|kernel_').
+wanted() { [ -z "${CHECK_ONLY:-}" ] || [[ $1 =~ ^(${CHECK_ONLY})$ ]]; }
 run() {  # run NAME CMD...: output to $out/NAME.txt, status to steps.txt
   local name=$1; shift
+  wanted "$name" || return 0
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "$name skipped (past the ${deadline}s deadline)" | tee -a "$out/steps.txt"
+    return 1
+  fi
   local t0=$SECONDS
-  "$@" >"$out/$name.txt" 2>&1
+  timeout "${STEP_LIMIT:-90}" "$@" >"$out/$name.txt" 2>&1
   local rc=$?
   echo "$name rc=$rc $((SECONDS - t0))s" | tee -a "$out/steps.txt"
   return $rc
@@ -90,6 +111,7 @@ for mode in serial-fp32 batch-fp32 batch-fp16; do
     --warmup 1 --iterations 1 -k regex:gemm -c 1 -s 4 -o "$out/kernel_$mode.json"
 done
 # Serving on the GPU: the server with dynamic batching under a short closed-loop load.
+if wanted serve_load; then
 "$bin" serve --device cuda --port 0 >"$out/serve_stdout.txt" 2>"$out/serve_stderr.txt" &
 serve_pid=$!
 for _ in $(seq 100); do
@@ -105,6 +127,7 @@ else
   echo "serve_load rc=1 (the server did not start)" | tee -a "$out/steps.txt"
 fi
 kill -TERM "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null
+fi
 run sweep "$bin" sweep --device cuda --batch-sizes 1,2,4,8,16,32,64,128,256 --out "$out/sweep"
 run lab "$bin" lab --device cuda --quick --out "$out/lab"
 # The same study through PyTorch on the GPU (the device image's torch, this python3):
@@ -114,8 +137,8 @@ run lab "$bin" lab --device cuda --quick --out "$out/lab"
 clean_python=$out/python-clean.sh
 printf '#!/bin/sh\nexec env -u LD_LIBRARY_PATH %s "$@"\n' "${TORCH_PYTHON:-python3}" >"$clean_python"
 chmod +x "$clean_python"
-run lab_torch timeout 540 "$bin" lab --engine torch --python "$clean_python" --device cuda --quick \
-  --timeout 240 --out "$out/lab_torch"
+STEP_LIMIT=150 run lab_torch "$bin" lab --engine torch --python "$clean_python" --device cuda --quick \
+  --timeout 90 --out "$out/lab_torch"
 }
 
 # The closing note's numbers in one place: samples/s per mode (and the graph path), the

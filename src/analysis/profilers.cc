@@ -59,6 +59,13 @@ std::vector<std::string> KernelProfileArgs(const std::string& tool, const std::s
                                 "SpeedOfLight", "--section", "LaunchStats",
                                 "--section", "MemoryWorkloadAnalysis", "--target-processes", "all", "--csv", "--page",
                                 "details", "--log-file", csv};
+  // ncu locks the clocks to base by default; the study times kernels at the clocks they
+  // run at (and a shared machine's clocks are not ours to set).
+  // Occupancy, and DRAM bytes in plain units, for the roofline's memory side.
+  if (ToolName(tool) == "ncu") {
+    a.insert(a.begin() + 1, {"--clock-control", "none", "--section", "Occupancy", "--print-units", "base",
+                             "--metrics", "dram__bytes_read.sum,dram__bytes_write.sum"});
+  }
   a.insert(a.end(), command.begin(), command.end());
   return a;
 }

@@ -68,7 +68,8 @@ void RegisterKernel(CLI::App& app, std::vector<Command>* out) {
   k->add_option("--ncu-csv", kern.ncu_csv,
                 "instead of a workload: the kernels of an Nsight Compute CSV (ncu --csv --page details)");
   k->add_option("--from-trace", kern.trace,
-                "instead of a workload: a kernel of a tier-2 trace (default: the hottest)");
+                "instead of a workload: a kernel of a tier-2 trace (default: the hottest); with --ncu-csv, "
+                "the same workload's trace, for the kernel's share of time and duration spread");
   k->add_option("-o,--export", f->report_path, "the JSON report file")->capture_default_str();
   k->add_flag("--recalibrate", kern.recalibrate, "measure the machine's peaks again");
   out->push_back({k, [f] { return Run(*f); }});

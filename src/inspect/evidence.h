@@ -27,6 +27,11 @@ KernelEvidence EvidenceFromNcu(const NcuKernel& kernel, const std::string& sourc
 // NotFound, listing the hottest kernels, when none matches.
 StatusOr<KernelEvidence> EvidenceFromTrace(const Trace& trace, const std::string& name);
 
+// An ncu kernel's evidence completed by the same workload's tier-2 trace: its share of
+// kernel time, its rank and its duration spread over the trace's launches (ncu profiles
+// one launch; the trace times them all).
+void AddTraceEvidence(KernelEvidence& evidence, const KernelEvidence& from_trace);
+
 // "(256, 1, 1)", "[256, 1, 1]", "256" -> Dim3; nullopt if it is not that.
 std::optional<Dim3> ParseDim3(std::string_view text);
 

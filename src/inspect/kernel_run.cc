@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "analysis/commands.h"
 #include "core/cpu_info.h"
@@ -52,11 +53,25 @@ StatusOr<KernelCommandResult> FromOtherTool(const KernelCommandOptions& o,
   if (!o.ncu_csv.empty()) {
     TS_ASSIGN_OR_RETURN(const KernelNameMatcher matcher, KernelNameMatcher::Create(o.inspector.filter.name));
     TS_ASSIGN_OR_RETURN(NcuReport csv, ImportNcuCsv(o.ncu_csv));
+    std::optional<Trace> trace;  // the same workload's tier-2 trace, when given beside the CSV
+    if (!o.trace.empty()) {
+      TS_ASSIGN_OR_RETURN(Trace t, LoadTrace(o.trace));
+      trace = std::move(t);
+    }
     std::vector<std::string> names;
     for (const NcuKernel& k : csv.kernels) {
       names.push_back(k.name);
       if (!matcher.Matches(k.name)) continue;
-      r.reports.push_back(BuildKernelReport(EvidenceFromNcu(k, o.ncu_csv), sections));
+      KernelEvidence e = EvidenceFromNcu(k, o.ncu_csv);
+      if (trace) {
+        StatusOr<KernelEvidence> from_trace = EvidenceFromTrace(*trace, k.name);
+        if (!from_trace.ok()) {
+          return NotFound("ncu's kernel " + k.name + " is not in " + o.trace +
+                          ": is the trace of the same workload? (" + from_trace.status().message() + ")");
+        }
+        AddTraceEvidence(e, *from_trace);
+      }
+      r.reports.push_back(BuildKernelReport(e, sections));
     }
     if (r.reports.empty()) {
       if (csv.kernels.empty()) return NotFound(o.ncu_csv + ": the CSV has no kernels");
@@ -64,6 +79,7 @@ StatusOr<KernelCommandResult> FromOtherTool(const KernelCommandOptions& o,
                       "; its kernels are:" + Join(names, 20));
     }
     r.json["source"] = o.ncu_csv;
+    if (trace) r.json["trace"] = o.trace;
   } else {
     TS_ASSIGN_OR_RETURN(Trace t, LoadTrace(o.trace));
     TS_ASSIGN_OR_RETURN(KernelEvidence e, EvidenceFromTrace(t, o.inspector.filter.name));
@@ -106,9 +122,6 @@ StatusOr<KernelCommandResult> FromTorchRun(const KernelCommandOptions& o, const 
 
 StatusOr<KernelCommandResult> RunKernelCommand(const KernelCommandOptions& o) {
   TS_ASSIGN_OR_RETURN(std::vector<std::string> sections, ParseSections(o.sections));
-  if (!o.ncu_csv.empty() && !o.trace.empty()) {
-    return InvalidArgument("give --ncu-csv or --trace, not both");
-  }
   if (!o.ncu_csv.empty() || !o.trace.empty()) return FromOtherTool(o, sections);
   if (o.bench.engine == "torch") return FromTorchRun(o, sections);
 

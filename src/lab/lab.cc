@@ -360,7 +360,10 @@ class LabRun {
         const bool ok = step["status"] == "ok";
         s_["profilers"]["steps"].push_back(std::move(step));
         if (ok) {
-          TS_RETURN_IF_ERROR(KeepTier3(name, kr, "kernel --ncu-csv kernels/" + std::string(name) + "." + tool + ".csv"));
+          TS_RETURN_IF_ERROR(KeepTier3(name, kr, "kernel --ncu-csv kernels/" + std::string(name) + "." + tool + ".csv" +
+                                                     (kr.json.contains("trace")
+                                                          ? " --from-trace traces/" + std::string(name) + ".json.gz"
+                                                          : "")));
           continue;
         }
       }
@@ -437,7 +440,7 @@ class LabRun {
     if (kr.reports.empty()) return Internal("tier 3 found no launch of " + hottest_[name] + " in the trace");
     TS_RETURN_IF_ERROR(KeepTier3(name, kr, "kernel --from-trace traces/" + std::string(name) + ".json.gz"));
     tier3_["notes"].push_back(std::string(name) + ": from the trace's launch record; Nsight Compute (ncu -k NAME -c 1 "
-                              "--section SpeedOfLight --section LaunchStats --section MemoryWorkloadAnalysis) would add the hardware "
+                              "--section SpeedOfLight --section LaunchStats --section MemoryWorkloadAnalysis --section Occupancy) would add the hardware "
                               "counters: achieved occupancy, throughput as a share of peak, memory traffic per level");
     return OkStatus();
   }

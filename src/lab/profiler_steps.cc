@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -174,6 +175,11 @@ nlohmann::json KernelProfilerStep(const ProfilerRun& run, const std::string& ker
   KernelCommandOptions k;
   k.ncu_csv = csv;
   k.inspector.filter = {kernel, 0, 1};
+  // The run's Kineto trace gives what one profiled launch cannot: the kernel's share of
+  // kernel time and its spread over every launch.
+  const std::string trace = run.out_dir + "/traces/" + run.name + ".json.gz";
+  std::error_code ec;
+  if (std::filesystem::exists(trace, ec)) k.trace = trace;
   StatusOr<KernelCommandResult> kr = RunKernelCommand(k);
   if (!kr.ok()) return Failed(r, "its CSV does not read: " + kr.status().message());
   if (kr->reports.empty()) return Failed(r, "its CSV has no report of " + kernel);

@@ -122,6 +122,50 @@ TEST_F(KernelCliTest, ATierTwoTraceFeedsLaunchStatsFromItsKernelArgs) {
   EXPECT_TRUE(Contains(r.out, "higher tier")) << r.out;
 }
 
+// ncu profiles one launch; the same workload's trace times them all: together they give
+// the rule its stable-hot-spot evidence, and DRAM bytes (--print-units base) feed the
+// memory side. A CSV kernel missing from the trace is an error naming both.
+TEST_F(KernelCliTest, NcuCsvWithTheRunsTraceGainsShareSpreadAndDramBytes) {
+  TempDir dir;
+  const std::string row = "\"0\",\"1\",\"python\",\"h\",\"gemm_big\",\"1\",\"7\",\"(128, 1, 1)\",\"(264, 1, 1)\",\"0\",\"9.0\",";
+  testing::WriteBytes(dir.file("r.csv"),
+                      std::string(kNcuCsv, sizeof(kNcuCsv) - 1).substr(0, std::string(kNcuCsv).find('\n') + 1) +
+                          row + "\"GPU Speed Of Light Throughput\",\"Duration\",\"ns\",\"20000\"\n" +
+                          row + "\"GPU Speed Of Light Throughput\",\"Compute (SM) Throughput\",\"%\",\"31.5\"\n" +
+                          row + "\"GPU Speed Of Light Throughput\",\"Memory Throughput\",\"%\",\"22.0\"\n" +
+                          row + "\"Command line profiler metrics\",\"dram__bytes_read.sum\",\"byte\",\"4,000,000\"\n" +
+                          row + "\"Command line profiler metrics\",\"dram__bytes_write.sum\",\"byte\",\"1,000,000\"\n");
+  const std::string trace = dir.file("t.json");
+  std::string events;
+  for (int i = 0; i < 4; ++i) {
+    events += R"({"ph": "X", "cat": "kernel", "name": "gemm_big", "pid": 0, "tid": 7, "ts": )" +
+              std::to_string(100 * i) + R"(, "dur": 20, "args": {"correlation": )" + std::to_string(i + 1) + "}},";
+  }
+  testing::WriteBytes(trace, R"({"deviceProperties": [{"name": "Test GPU", "numSms": 132}], "traceEvents": [)" +
+                                 events +
+                                 R"({"ph": "X", "cat": "kernel", "name": "small", "pid": 0, "tid": 7, "ts": 500,
+                                     "dur": 5, "args": {"correlation": 9}}]})");
+  auto r = RunCli("kernel --ncu-csv " + dir.file("r.csv") + " --from-trace " + trace + " -o " + dir.file("k.json"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(testing::ReadBytes(dir.file("k.json")));
+  ASSERT_EQ(j["reports"].size(), 1u);
+  EXPECT_EQ(j["trace"], trace);
+  const auto& rep = j["reports"][0];
+  EXPECT_TRUE(Contains(rep["source"].get<std::string>(), "over 4 launches")) << rep["source"];
+  const auto& hot = rep["recommendation"]["checks"][1];
+  EXPECT_EQ(hot["check"], "stable hot spot");
+  EXPECT_EQ(hot["ok"], true) << hot;  // 80 of 85 us, no spread
+  EXPECT_TRUE(Contains(hot["evidence"].get<std::string>(), "94.1% of kernel time (rank 1)")) << hot;
+  EXPECT_TRUE(Contains(r.out, "5.00e+06")) << r.out;  // the DRAM bytes, read + written
+  // A trace of another workload: the CSV's kernel is not in it.
+  const std::string other = dir.file("o.json");
+  testing::WriteBytes(other, R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "small", "pid": 0, "tid": 7,
+                                 "ts": 1, "dur": 5, "args": {"correlation": 1}}]})");
+  auto bad = RunCli("kernel --ncu-csv " + dir.file("r.csv") + " --from-trace " + other + " -o " + dir.file("k.json"));
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_TRUE(Contains(bad.out, "gemm_big is not in " + other)) << bad.out;
+}
+
 TEST_F(KernelCliTest, DeviceShowsPropertiesAndCachedPeaks) {
   auto r = RunCli("device --threads 1 --format json");
   ASSERT_EQ(r.code, 0) << r.out;

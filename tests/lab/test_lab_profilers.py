@@ -125,6 +125,10 @@ def test_profilers_run_as_the_study_runs_them_and_their_outputs_are_read(tiersco
         assert e[:7] == ["export", "--type", "sqlite", "--force-overwrite", "true", "-o", e[6]] and e[6].endswith(".sqlite")
         assert e[7].endswith(".nsys-rep")
     for k in kernels:
+        # The clocks as they run (a shared machine's are not ours to lock), occupancy, DRAM bytes.
+        assert k[:7] == ["--clock-control", "none", "--section", "Occupancy", "--print-units", "base", "--metrics"]
+        assert k[7] == "dram__bytes_read.sum,dram__bytes_write.sum"
+        k = k[8:]
         assert k[:3] == ["--kernel-name-base", "demangled", "-k"]  # Kineto's names are demangled signatures
         assert k[4:18] == ["-c", "1", "--section", "SpeedOfLight", "--section", "LaunchStats", "--section",
                            "MemoryWorkloadAnalysis", "--target-processes", "all", "--csv", "--page", "details",
@@ -142,7 +146,12 @@ def test_profilers_run_as_the_study_runs_them_and_their_outputs_are_read(tiersco
         assert st["status"] == "ok", st
         run = st["run"]
         assert s["tier3"][run]["kernel"] == st["kernel"]
-        assert s["tier3"][run]["report"]["source"].startswith("ncu"), s["tier3"][run]["report"]["source"]
+        report = s["tier3"][run]["report"]
+        assert report["source"].startswith("ncu"), report["source"]
+        # The run's own trace completes the one profiled launch: share of time and spread.
+        assert f"traces/{run}.json.gz" in report["source"], report["source"]
+        hot = next(c for c in report["recommendation"]["checks"] if c["check"] == "stable hot spot")
+        assert "% of kernel time (rank 1)" in hot["evidence"] and "launches" in hot["evidence"], hot
     assert all(st["command"].startswith(st["tool"] + " ") for st in steps)
     assert any(c.startswith("tierscope kernel --ncu-csv kernels/batch.ncu.csv") for c in s["commands"])
     jsonschema.validate(s, SCHEMA, cls=jsonschema.Draft202012Validator)
