@@ -3,7 +3,9 @@
 corpus's sampled_rank-0, a DDP step with NCCL kernels) repeated back to back until the size
 is reached, correlations and External ids kept unique, each rank's clock skewed a little,
 and rank SLOW's kernels delayed so that it is the straggler.
-Usage: python3 bench/job/make_job.py OUT_DIR [RANKS=8] [SIZE_MB=256] [SLOW=3] [SOURCE]"""
+Usage: python3 bench/job/make_job.py OUT_DIR [RANKS=8] [SIZE_MB=256] [SLOW=3] [SOURCE]
+MAKE_JOB_RANKS=0,2,4 writes only those ranks (the job is the same: several processes can
+write one job's ranks side by side)."""
 from __future__ import annotations
 
 import gzip
@@ -32,7 +34,10 @@ def main():
     steps = max(1, sum(1 for e in events if str(e.get("name", "")).startswith("ProfilerStep#")))
     out.mkdir(parents=True, exist_ok=True)
     target = int(size_mb * 1024 * 1024)
+    only = os.environ.get("MAKE_JOB_RANKS")
     for rank in range(ranks):
+        if only and str(rank) not in only.split(","):
+            continue
         skew = rank * 137.0  # us: each host's clock reads a little differently
         path = out / f"rank-{rank}.json"
         with open(path, "w") as f:

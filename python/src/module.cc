@@ -21,6 +21,7 @@
 #include "analysis/reports.h"
 #include "analysis/table.h"
 #include "trace/args.h"
+#include "trace/kineto_stream.h"
 #include "trace/nsys_export.h"
 #include "trace/trace.h"
 
@@ -286,6 +287,8 @@ NB_MODULE(_tierscope, m) {
   m.def("diff", &tierscope::Diff);
   m.def("diff_jobs", &tierscope::DiffJobs, nb::arg("base"), nb::arg("new"), nb::arg("threads") = 0);
   m.def("rank_summary", &tierscope::RankSummary, nb::arg("path"));
+  m.def("set_memory_budget", &tierscope::SetMemoryBudget, nb::arg("bytes"));
+  m.def("memory_budget", &tierscope::MemoryBudget);
   m.def("job_from_summaries", &tierscope::JobFromSummaries, nb::arg("files"), nb::arg("summaries"),
         nb::arg("workers"));
   m.def("job_files", &tierscope::ListJobFiles, nb::arg("inputs"));

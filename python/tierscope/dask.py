@@ -9,8 +9,9 @@ DIR`. The result is the CLI's JSON, reports as DataFrames.
     job = analyze_job(paths, client=Client(scheduler_file="scheduler.json"))  # a cluster
 
 Each worker reads no more traces at once than its threads and, by the CLI's rule, than
-fit in 80% of its memory_limit at 1.5x each trace's JSON; a trace that fits no worker is
-refused before anything is read. On a cluster every worker needs the tierscope package and
+fit in 80% of its memory_limit: 1.5x a trace's JSON when read whole; a trace that does not
+fit whole is streamed (its trace alone, about 0.9x its JSON, plus a 64 MiB window); a trace
+that fits no worker even streamed is refused before anything is read. On a cluster every worker needs the tierscope package and
 the trace files at the same paths (a shared file system), as for Nsight Systems' Dask
 recipes.
 """
@@ -24,15 +25,27 @@ from . import _result, _tierscope
 
 __all__ = ["analyze_job", "rank_summary", "estimated_bytes", "run_within_memory"]
 
-# The CLI's memory rule (src/analysis/job_files.cc, PlanLoad): a trace being read and
-# indexed takes about 1.5x its JSON, and the traces in flight stay within 80% of memory.
+# The CLI's memory rule (src/analysis/job_files.cc, PlanLoad): a trace read whole and
+# indexed takes about 1.5x its JSON; streamed, its trace alone (kStreamedTraceBytesPerJsonByte)
+# and the window; the traces in flight stay within 80% of a worker's memory.
 _PER_BYTE = 1.5
+_STREAMED_PER_BYTE = 0.9
+_WINDOW = 64 << 20
 _MEMORY_SHARE = 0.8
 
 
-def rank_summary(path: str) -> bytes:
-    """What one worker computes: the rank's trace reduced to its summary (MessagePack)."""
+def rank_summary(path: str, memory_budget: Optional[int] = None) -> bytes:
+    """What one worker computes: the rank's trace reduced to its summary (MessagePack),
+    streamed when reading it whole would pass `memory_budget` bytes."""
+    if memory_budget:
+        _tierscope.set_memory_budget(int(memory_budget))
     return _tierscope.rank_summary(path)
+
+
+def _need(size: int, budget: Optional[float]) -> float:
+    """Memory one trace of `size` bytes of JSON takes on a worker with `budget`."""
+    whole = _PER_BYTE * size
+    return whole if budget is None or whole <= budget else _STREAMED_PER_BYTE * size + _WINDOW
 
 
 def estimated_bytes(path: str) -> int:
@@ -66,9 +79,9 @@ def _workers(client) -> Dict[str, dict]:
 
 def run_within_memory(client, fn: Callable[[str], object], paths: Sequence[str],
                       sizes: Sequence[int]) -> tuple:
-    """fn(path) for every path on the cluster, each worker running at most its threads'
-    worth at once and only while the traces it runs need (1.5x their `sizes`) no more than
-    80% of its memory_limit. Returns (results in the order of `paths`, one dict per worker:
+    """fn(path, budget) for every path on the cluster, each worker running at most its
+    threads' worth at once and only while the traces it runs need (_need of their `sizes`)
+    no more than 80% of its memory_limit (`budget`, passed on: None when unlimited). Returns (results in the order of `paths`, one dict per worker:
     address, nthreads, memory_limit, budget_bytes, most_at_once). ValueError, before
     anything runs, for a path that fits no worker; the first task's error otherwise."""
     from dask.distributed import as_completed
@@ -77,11 +90,11 @@ def run_within_memory(client, fn: Callable[[str], object], paths: Sequence[str],
     budgets = [w["budget"] for w in workers.values()]
     largest = None if any(b is None for b in budgets) else max(budgets)
     for path, size in zip(paths, sizes):
-        need = _PER_BYTE * size
+        need = _need(size, largest)
         if largest is not None and need > largest:
-            raise ValueError(f"{path}: reading it takes about {_gib(need)} (1.5 x its {_gib(size)} of JSON), "
-                             f"more than 80% of any Dask worker's memory_limit (the largest allows "
-                             f"{_gib(largest)}); give the workers more memory")
+            raise ValueError(f"{path}: even streamed, its trace takes about {_gib(need)} ({_STREAMED_PER_BYTE} x "
+                             f"its {_gib(size)} of JSON and the window), more than 80% of any Dask worker's "
+                             f"memory_limit (the largest allows {_gib(largest)}); give the workers more memory")
     running: Dict[str, List[float]] = {a: [] for a in workers}  # address -> needs in flight
     most = {a: 0 for a in workers}
     pending = list(range(len(paths)))
@@ -97,13 +110,15 @@ def run_within_memory(client, fn: Callable[[str], object], paths: Sequence[str],
 
     def start() -> None:
         for i in list(pending):
-            need = _PER_BYTE * sizes[i]
             # The least busy worker that has room for it now, then the most memory left.
-            room = [a for a in workers if fits(a, need)]
+            room = [a for a in workers if fits(a, _need(sizes[i], workers[a]["budget"]))]
             if not room:
                 continue
             address = min(room, key=lambda a: (len(running[a]), sum(running[a]) - (workers[a]["budget"] or 0)))
-            future = client.submit(fn, paths[i], workers=[address], allow_other_workers=False, pure=False)
+            budget = workers[address]["budget"]
+            need = _need(sizes[i], budget)
+            future = client.submit(fn, paths[i], int(budget) if budget else None, workers=[address],
+                                   allow_other_workers=False, pure=False)
             running[address].append(need)
             most[address] = max(most[address], len(running[address]))
             owner[future.key] = (i, address, need)

@@ -6,12 +6,15 @@
 #include <chrono>
 #include <cmath>
 #include <mutex>
+#include <optional>
 #include <set>
 
+#include "analysis/rank_table_summary.h"
 #include "analysis/trace_quality.h"
 #include "core/clock.h"
 #include "core/cpu_info.h"
 #include "core/thread_pool.h"
+#include "trace/kineto_stream.h"
 #include "trace/json_input.h"
 
 namespace tierscope {
@@ -344,7 +347,7 @@ StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const A
   std::vector<int64_t> bytes;
   for (const std::string& f : files) bytes.push_back(std::max<int64_t>(0, EstimatedInputBytes(f)));
   const LoadPlan plan =
-      PlanLoad(bytes, threads > 0 ? threads : ThreadPool::HardwareThreads(), AvailableMemoryBytes());
+      PlanLoad(bytes, threads > 0 ? threads : ThreadPool::HardwareThreads(), MemoryBudget());
   std::vector<RankAnalysis> ranks(files.size());
   const int64_t t0 = MonotonicNs();
   TS_RETURN_IF_ERROR(ForEachRankTrace(
@@ -515,7 +518,8 @@ std::string RenderJob(const JobAnalysis& job, const RenderOptions& render) {
     if (render.format == OutputFormat::kCsv) {
       out += "# " + t.name + "\n" + RenderCsv(t) + "\n";
     } else {
-      out += "== " + t.name + " ==\n" + RenderText(t, render.wide) + "\n";
+      const std::optional<Table> summary = SummarizeRankTable(t);  // many ranks: the ends and the spread
+      out += "== " + t.name + " ==\n" + RenderText(summary ? *summary : t, render.wide) + "\n";
     }
   }
   if (render.format == OutputFormat::kText) out += RenderFindings(job.findings);

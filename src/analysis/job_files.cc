@@ -2,6 +2,8 @@
 // windows, and reading them in parallel within a memory budget.
 #include "analysis/job_files.h"
 
+#include "trace/kineto_stream.h"
+
 #include <malloc.h>
 #include <zlib.h>
 
@@ -321,22 +323,31 @@ int NumberInFileName(std::string_view path) {
   return n;
 }
 
-LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t available_bytes) {
+LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t budget_bytes) {
   LoadPlan p;
   for (int64_t b : rank_bytes) p.largest_bytes = std::max(p.largest_bytes, b);
   const int n = static_cast<int>(rank_bytes.size());
   p.in_flight = std::max(1, std::min(threads, n));
   p.why = std::to_string(p.in_flight) + (p.in_flight == 1 ? " thread" : " threads");
-  p.budget_bytes = available_bytes;
-  if (available_bytes > 0 && p.largest_bytes > 0) {
-    // A rank's trace and its index take about 1.5x its JSON (bench/ingest_bench.sh).
-    const int64_t per_rank = p.largest_bytes + p.largest_bytes / 2;
-    const int64_t fit = std::max<int64_t>(1, (available_bytes * 8 / 10) / per_rank);
-    if (fit < p.in_flight) {
-      p.in_flight = static_cast<int>(fit);
-      p.why = "memory for " + std::to_string(fit) + (fit == 1 ? " rank" : " ranks") + " of " +
-              FormatBytes(static_cast<double>(p.largest_bytes)) + " at once (" +
-              FormatBytes(static_cast<double>(available_bytes)) + " available)";
+  p.budget_bytes = budget_bytes;
+  if (budget_bytes <= 0 || p.largest_bytes <= 0) return p;
+  // A rank read whole takes its JSON and its trace, about 1.5x the JSON (bench/ingest_bench.sh);
+  // one the budget cannot hold whole is streamed: its trace and the window.
+  p.per_rank_bytes = p.largest_bytes + p.largest_bytes / 2;
+  if (p.per_rank_bytes > budget_bytes) {
+    p.streamed = true;
+    p.per_rank_bytes = static_cast<int64_t>(kStreamedTraceBytesPerJsonByte * static_cast<double>(p.largest_bytes)) +
+                       static_cast<int64_t>(kStreamWindowBytes);
+  }
+  const int64_t fit = std::max<int64_t>(1, budget_bytes / p.per_rank_bytes);
+  if (fit < p.in_flight || p.streamed) {
+    p.in_flight = static_cast<int>(std::min<int64_t>(fit, p.in_flight));
+    p.why = "memory for " + std::to_string(p.in_flight) + (p.in_flight == 1 ? " rank" : " ranks") + " of " +
+            FormatBytes(static_cast<double>(p.largest_bytes)) + " at once in a budget of " +
+            FormatBytes(static_cast<double>(budget_bytes)) + (p.streamed ? ", streamed" : "");
+    if (p.per_rank_bytes > budget_bytes) {
+      p.why += "; the largest rank's trace alone (about " + FormatBytes(static_cast<double>(p.per_rank_bytes)) +
+               ") passes the budget";
     }
   }
   return p;

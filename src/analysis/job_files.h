@@ -52,13 +52,20 @@ int NumberInFileName(std::string_view path);
 
 // How many ranks are read at once: no more than the threads, and no more than fit in the
 // memory available when each needs about 1.5x its uncompressed size.
+// How many ranks are read at once: no more than the threads, nor than fit in `budget_bytes`
+// (the memory budget, kineto_stream.h) at what each costs: read whole, about 1.5x its
+// JSON; streamed (when that would not fit), its trace alone, about kStreamedTraceBytesPerJsonByte
+// of its JSON, plus the window.
 struct LoadPlan {
   int in_flight = 1;
   int64_t largest_bytes = 0;  // the largest rank's uncompressed size (estimated)
-  int64_t budget_bytes = 0;   // memory the plan may use (-1: unknown)
+  int64_t budget_bytes = 0;   // memory the plan may use (<= 0: unknown)
+  int64_t per_rank_bytes = 0; // what the largest rank is planned to take
+  bool streamed = false;      // the largest rank does not fit whole: it is streamed
   std::string why;            // "2 threads", "memory for 3 ranks of 5.0 GiB", ...
 };
-LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t available_bytes);
+inline constexpr double kStreamedTraceBytesPerJsonByte = 0.9;  // bench/job on a DDP trace: 0.8
+LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t budget_bytes);
 
 // Reads files[i] for every i, at most plan.in_flight at a time, and calls reduce(i, trace)
 // on the reading thread; the trace is freed when reduce returns. `progress(done, total,

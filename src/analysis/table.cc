@@ -7,7 +7,6 @@
 #include <cstdio>
 
 namespace tierscope {
-namespace {
 
 std::string CellText(const Cell& c) {
   if (const auto* s = std::get_if<std::string>(&c)) return *s;
@@ -21,6 +20,8 @@ std::string CellText(const Cell& c) {
   }
   return buf;
 }
+
+namespace {
 
 bool IsNumber(const Cell& c) { return !std::holds_alternative<std::string>(c); }
 

@@ -44,6 +44,8 @@ bool ParseOutputFormat(const std::string& s, OutputFormat* out);
 // ("void at::native::vector...(int, float*)"): to 60 characters in a column before the
 // last, to 100 in the last (the name).
 std::string RenderText(const Table& t, bool wide = false);
+// A cell as the text and CSV renderers write it.
+std::string CellText(const Cell& c);
 // `s` cut to `max` characters by replacing its middle with "..." (whole when it fits).
 std::string ShortenMiddle(const std::string& s, size_t max);
 std::string RenderCsv(const Table& t);

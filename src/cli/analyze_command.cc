@@ -53,6 +53,7 @@ int RunJob(const std::vector<std::string>& inputs, const AnalysisOptions& o, con
 
 void AddCommon(CLI::App* c, AnalyzeFlags& f) {
   c->add_option("--format", f.format, "text | json | csv")->capture_default_str();
+  AddMemoryBudgetOption(c);
   c->add_option("--unit", f.unit,
                 "work-unit annotation (default: ProfilerStep#N, serial_bert_forward or "
                 "batched_bert_forward, whichever the trace has)");

@@ -50,6 +50,14 @@ CLI::Validator InRange(double lo, double hi, const std::string& unit = "");
 // The workload flags `bench`, `kernel` and `sweep` share.
 void AddWorkloadOptions(CLI::App* c, BenchOptions& bench);
 
+// --memory-budget SIZE ("12G", "512MiB", "4000000000"): the memory a trace-reading
+// command may use (SetMemoryBudget); a trace whose whole-file read would pass it is
+// streamed, and a job reads no more ranks at once than it holds.
+void AddMemoryBudgetOption(CLI::App* c);
+
+// "12G", "1.5GiB", "512M", "4096" (bytes) -> bytes; binary units (K = 1024).
+StatusOr<int64_t> ParseByteSize(const std::string& text);
+
 }  // namespace tierscope::cli
 
 #endif  // TIERSCOPE_CLI_COMMAND_H_

@@ -1,12 +1,15 @@
 // What every command shares: the exit status of a failure, and the workload flags.
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
 #include "cli/command.h"
+#include "trace/kineto_stream.h"
 
 namespace tierscope::cli {
 
@@ -51,6 +54,45 @@ CLI::Validator InRange(double lo, double hi, const std::string& unit) {
         return "";
       },
       "in " + range);
+}
+
+StatusOr<int64_t> ParseByteSize(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (...) {
+    return InvalidArgument("--memory-budget: '" + text + "' is not a size (e.g. 12G, 512MiB, 4000000000)");
+  }
+  std::string unit = text.substr(used);
+  for (char& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  double scale = 0;
+  for (const auto& [names, s] : std::initializer_list<std::pair<std::initializer_list<const char*>, double>>{
+           {{"", "B"}, 1.0},
+           {{"K", "KB", "KIB"}, 1024.0},
+           {{"M", "MB", "MIB"}, 1024.0 * 1024},
+           {{"G", "GB", "GIB"}, 1024.0 * 1024 * 1024},
+           {{"T", "TB", "TIB"}, 1024.0 * 1024 * 1024 * 1024}}) {
+    for (const char* n : names) {
+      if (unit == n) scale = s;
+    }
+  }
+  if (scale == 0 || !(v > 0) || v * scale > 9e18) {
+    return InvalidArgument("--memory-budget: '" + text + "' is not a positive size (e.g. 12G, 512MiB, 4000000000)");
+  }
+  return static_cast<int64_t>(v * scale);
+}
+
+void AddMemoryBudgetOption(CLI::App* c) {
+  c->add_option_function<std::string>(
+      "--memory-budget",
+      [](const std::string& v) {
+        StatusOr<int64_t> bytes = ParseByteSize(v);
+        if (!bytes.ok()) throw CLI::ValidationError(bytes.status().message());
+        SetMemoryBudget(*bytes);
+      },
+      "memory the command may use, e.g. 12G (default: half of what is available): a trace that would not fit "
+      "whole is streamed, and a job reads no more ranks at once than fit");
 }
 
 void AddWorkloadOptions(CLI::App* c, BenchOptions& bench) {

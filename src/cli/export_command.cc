@@ -133,6 +133,7 @@ void RegisterExport(CLI::App& app, std::vector<Command>* out) {
   c->add_option("out", f->out, "sqlite: OUT.sqlite (a job: a directory of report_<rank>.sqlite); parquet: a directory")
       ->required();
   c->add_option("--format", f->format, "sqlite | parquet")->capture_default_str();
+  AddMemoryBudgetOption(c);
   c->add_flag("--force", f->force, "replace an existing OUT (a job's: its report_*.sqlite or Parquet tables)");
   out->push_back({c, [f] {
                     if (f->format == "sqlite") return ExportSqlite(*f);

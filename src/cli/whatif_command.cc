@@ -124,6 +124,7 @@ void RegisterWhatIf(CLI::App& app, std::vector<Command>* out) {
                 "(compute units), precision=fp32|tf32|bf16|fp16|fp8|int8")
       ->required();
   c->add_option("--format", flags->format, "text | json | csv")->capture_default_str();
+  AddMemoryBudgetOption(c);
   c->add_option("--unit", flags->unit, "work-unit annotation (default: ProfilerStep#N, else the whole trace)");
   c->add_option("--device-spec", flags->device_spec, "JSON of the device's peaks (see analyze --device-spec)");
   c->add_flag("--wide", flags->wide, "text: long names whole");

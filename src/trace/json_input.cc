@@ -233,6 +233,39 @@ Status ReadGzip(FILE* f, const std::string& path, size_t file_size, PaddedBuffer
 
 }  // namespace
 
+bool IsOverJsonLimit(const Status& status) {
+  return status.code() == StatusCode::kResourceExhausted &&
+         status.message().find("over simdjson's limit") != std::string::npos;
+}
+
+namespace {
+
+// The JSON a gzip file holds, from how far its first MiB of output goes into the input:
+// what its trailer cannot say past 4 GiB (it holds the size mod 2^32). -1 if unreadable.
+int64_t SampledGzipBytes(FILE* f, size_t file_size) {
+  if (std::fseek(f, 0, SEEK_SET) != 0) return -1;
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 32) != Z_OK) return -1;
+  std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&zs, inflateEnd);
+  std::vector<unsigned char> in(size_t{1} << 16), out(size_t{1} << 20);
+  zs.next_out = out.data();
+  zs.avail_out = static_cast<uInt>(out.size());
+  while (zs.avail_out > 0) {
+    if (zs.avail_in == 0) {
+      const size_t n = std::fread(in.data(), 1, in.size(), f);
+      if (n == 0) break;
+      zs.next_in = in.data();
+      zs.avail_in = static_cast<uInt>(n);
+    }
+    if (inflate(&zs, Z_NO_FLUSH) != Z_OK) break;
+  }
+  if (zs.total_in == 0 || zs.total_out < out.size()) return static_cast<int64_t>(zs.total_out);  // all of it
+  return static_cast<int64_t>(static_cast<double>(file_size) * static_cast<double>(zs.total_out) /
+                              static_cast<double>(zs.total_in));
+}
+
+}  // namespace
+
 int64_t EstimatedInputBytes(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return -1;
@@ -244,9 +277,93 @@ int64_t EstimatedInputBytes(const std::string& path) {
   if (file_size >= 18 && std::fread(magic, 1, 2, f.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b &&
       std::fseek(f.get(), -4, SEEK_END) == 0 && std::fread(t, 1, 4, f.get()) == 4) {
     const size_t isize = LittleEndian32(t);
+    const int64_t sampled = SampledGzipBytes(f.get(), file_size);
+    // A trailer far below what the start of the stream promises has wrapped past 4 GiB.
+    if (sampled > 2 * static_cast<int64_t>(isize) + (int64_t{1} << 20)) return sampled;
     return static_cast<int64_t>(PlausibleIsize(isize, file_size) ? isize : file_size * 8);
   }
   return static_cast<int64_t>(file_size);
+}
+
+namespace {
+constexpr size_t kStreamInBytes = size_t{1} << 18;
+}  // namespace
+
+StatusOr<std::unique_ptr<JsonStream>> JsonStream::Open(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return NotFound(path + ": no such file");
+    return FailedPrecondition(path + ": cannot open: " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) return InvalidArgument(path + ": is a directory, not a trace");
+  std::unique_ptr<JsonStream> s(new JsonStream());
+  s->path_ = path;
+  s->file_ = std::fopen(path.c_str(), "rb");
+  if (s->file_ == nullptr) return FailedPrecondition(path + ": cannot open: " + std::strerror(errno));
+  unsigned char magic[2] = {0, 0};
+  const bool gz = std::fread(magic, 1, 2, s->file_) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  if (std::fseek(s->file_, 0, SEEK_SET) != 0) return DataLoss(path + ": cannot seek");
+  if (gz) {
+    s->zs_ = new z_stream{};
+    if (inflateInit2(s->zs_, 15 + 32) != Z_OK) return Internal(path + ": inflateInit failed");
+    s->in_ = std::make_unique<unsigned char[]>(kStreamInBytes);
+  }
+  return s;
+}
+
+JsonStream::~JsonStream() {
+  if (zs_ != nullptr) {
+    inflateEnd(zs_);
+    delete zs_;
+  }
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+StatusOr<size_t> JsonStream::Read(char* out, size_t n) {
+  if (n == 0 || ended_) return size_t{0};
+  if (zs_ == nullptr) {
+    const size_t got = std::fread(out, 1, n, file_);
+    if (got == 0 && std::ferror(file_)) return DataLoss(path_ + ": read failed: " + std::strerror(errno));
+    if (got == 0) ended_ = true;
+    produced_ += got;
+    return got;
+  }
+  const auto refill = [&] {
+    if (zs_->avail_in > 0 || eof_) return;
+    const size_t got = std::fread(in_.get(), 1, kStreamInBytes, file_);
+    eof_ = got == 0;
+    zs_->next_in = in_.get();
+    zs_->avail_in = static_cast<uInt>(got);
+    compressed_ += got;
+  };
+  const size_t room = std::min<size_t>(n, size_t{1} << 30);
+  zs_->next_out = reinterpret_cast<Bytef*>(out);
+  zs_->avail_out = static_cast<uInt>(room);
+  while (zs_->avail_out == room) {
+    refill();
+    if (std::ferror(file_)) return DataLoss(path_ + ": read failed: " + std::strerror(errno));
+    const int rc = inflate(zs_, Z_NO_FLUSH);
+    if (rc == Z_OK || (rc == Z_BUF_ERROR && !(zs_->avail_in == 0 && eof_))) continue;
+    if (rc == Z_STREAM_END) {
+      refill();  // another gzip member may follow; anything else is ignored, as gzip does
+      if (zs_->avail_in < 2 || zs_->next_in[0] != 0x1f || zs_->next_in[1] != 0x8b) {
+        ended_ = true;
+        break;
+      }
+      inflateReset(zs_);
+      continue;
+    }
+    if (rc == Z_BUF_ERROR) {
+      return DataLoss(path_ + ": truncated gzip stream: it ends after " + std::to_string(compressed_) +
+                      " compressed bytes (" + std::to_string(produced_ + room - zs_->avail_out) + " bytes of JSON)");
+    }
+    if (rc == Z_MEM_ERROR) return ResourceExhausted(path_ + ": out of memory in inflate");
+    return DataLoss(path_ + ": corrupt gzip stream near compressed byte " +
+                    std::to_string(compressed_ - zs_->avail_in) + ": " + (zs_->msg != nullptr ? zs_->msg : "inflate error"));
+  }
+  const size_t got = room - zs_->avail_out;
+  produced_ += got;
+  return got;
 }
 
 StatusOr<PaddedBuffer> ReadJsonInput(const std::string& path) {

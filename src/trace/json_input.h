@@ -6,12 +6,15 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 
 #include "tierscope/status.h"
+
+struct z_stream_s;  // zlib's
 
 namespace tierscope {
 
@@ -58,10 +61,35 @@ class PaddedBuffer {
 // (mod 2^32, so only a hint) and grown while zlib streams when that was short.
 StatusOr<PaddedBuffer> ReadJsonInput(const std::string& path);
 
+// Whether `status` is ReadJsonInput's refusal of JSON past 4 GiB (the streaming importer
+// reads such files).
+bool IsOverJsonLimit(const Status& status);
+
 // The bytes `path` holds once read: its size, or for gzip what its trailer claims (when
 // plausible; else 8x the compressed size). -1 when it cannot be read. What a caller budgets
 // memory by before importing it.
 int64_t EstimatedInputBytes(const std::string& path);
+
+// A JSON file read front to back in pieces, gunzipped on the fly (gzip detected by its
+// magic bytes; concatenated members read in turn): what a trace of any size is streamed
+// through. Errors as ReadJsonInput's, without its size limit.
+class JsonStream {
+ public:
+  static StatusOr<std::unique_ptr<JsonStream>> Open(const std::string& path);
+  ~JsonStream();
+  // Up to `n` bytes into `out`; 0 only at the end of the input.
+  StatusOr<size_t> Read(char* out, size_t n);
+  bool gzip() const { return zs_ != nullptr; }
+
+ private:
+  JsonStream() = default;
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  ::z_stream_s* zs_ = nullptr;
+  std::unique_ptr<unsigned char[]> in_;
+  bool eof_ = false, ended_ = false;
+  size_t compressed_ = 0, produced_ = 0;
+};
 
 }  // namespace tierscope
 

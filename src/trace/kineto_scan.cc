@@ -24,9 +24,10 @@ constexpr auto kSpecial = [] {
   return t;
 }();
 
+
+}  // namespace
+
 #ifdef __AVX2__
-// One 64-byte block of the scanner's fast path: false if it has a backslash or if the
-// depth could reach 0 in it; else moves `depth` and `in_string` past it.
 bool FastBlock(const char* p, uint64_t* depth, bool* in_string) {
   const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
@@ -59,8 +60,6 @@ bool FastBlock(const char* p, uint64_t* depth, bool* in_string) {
   return true;
 }
 #endif
-
-}  // namespace
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view lower) {
   if (a.size() != lower.size()) return false;

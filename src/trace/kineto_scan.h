@@ -27,6 +27,12 @@ inline std::string_view Trim(std::string_view s) {
   return s;
 }
 
+#ifdef __AVX2__
+// One 64-byte block of the scanners' fast path: false if it has a backslash or if the
+// depth could reach 0 in it; else moves `depth` and `in_string` past it.
+bool FastBlock(const char* p, uint64_t* depth, bool* in_string);
+#endif
+
 bool EqualsIgnoreCase(std::string_view a, std::string_view lower);
 bool EndsWithIgnoreCase(std::string_view s, std::string_view lower);
 

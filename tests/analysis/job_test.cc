@@ -71,13 +71,25 @@ TEST(JobFiles, AssignRanksPrefersDistributedInfoAndRefusesDuplicates) {
 TEST(JobFiles, ThePlanReadsNoMoreRanksAtOnceThanFitInMemory) {
   const int64_t gib = int64_t{1} << 30;
   LoadPlan p = PlanLoad({10 * gib, 10 * gib, 10 * gib, 10 * gib}, 8, 24 * gib);
-  EXPECT_EQ(p.in_flight, 1);  // 80% of 24 GiB / (1.5 x 10 GiB)
+  EXPECT_EQ(p.in_flight, 1);  // 24 GiB / (1.5 x 10 GiB)
+  EXPECT_FALSE(p.streamed);
   EXPECT_NE(p.why.find("memory for 1 rank"), std::string::npos) << p.why;
   p = PlanLoad({gib, gib, gib}, 2, 24 * gib);
   EXPECT_EQ(p.in_flight, 2);
   EXPECT_EQ(p.why, "2 threads");
   p = PlanLoad({gib}, 16, -1);  // memory unknown: threads decide
   EXPECT_EQ(p.in_flight, 1);
+  // 5 GiB ranks in a 12 GiB budget: 7.5 GiB each read whole, 1 at once; in 6 GiB they do
+  // not fit whole and are streamed (their traces alone, about 4.6 GiB): still 1 at once.
+  p = PlanLoad({5 * gib, 5 * gib}, 2, 12 * gib);
+  EXPECT_EQ(p.in_flight, 1);
+  EXPECT_FALSE(p.streamed);
+  p = PlanLoad({5 * gib, 5 * gib}, 2, 6 * gib);
+  EXPECT_EQ(p.in_flight, 1);
+  EXPECT_TRUE(p.streamed);
+  EXPECT_NE(p.why.find("streamed"), std::string::npos) << p.why;
+  p = PlanLoad({5 * gib, 5 * gib}, 2, 2 * gib);  // not even streamed: said, not hidden
+  EXPECT_NE(p.why.find("passes the budget"), std::string::npos) << p.why;
 }
 
 TEST(JobFiles, DirectoriesAreListedAndEmptyOrMissingOnesAreErrors) {

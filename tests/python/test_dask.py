@@ -140,7 +140,7 @@ def most_at_once(intervals):
 
 def test_each_worker_runs_no_more_ranks_at_once_than_fit_in_its_memory():
     # 4 threads per worker, but 80% of 32 MiB holds 2 ranks of 8 MiB at 1.5x (24 of 25.6 MiB).
-    def work(path):
+    def work(path, budget):
         start = time.time()
         time.sleep(0.3)
         return path, get_worker().address, start, time.time()
@@ -195,8 +195,9 @@ def test_a_rank_that_fits_no_worker_is_refused_naming_it(tmp_path):
     job.mkdir()
     for p in PAIR:
         (job / p.name).symlink_to(p)
-    # About 1.7 MB of JSON each: 2.5 MB to read, over 80% of 2 MiB.
+    # About 1.7 MB of JSON each: 2.5 MB to read whole, over 80% of 2 MiB.
     with bounded_cluster("2MiB", threads=1) as c:
-        with pytest.raises(ValueError, match=r"sampled_rank-0\.json\.gz: reading it takes about .* more than 80% "
-                                             r"of any Dask worker's memory_limit"):
+        # Streamed, it would still take the 64 MiB window and its trace.
+        with pytest.raises(ValueError, match=r"sampled_rank-0\.json\.gz: even streamed, its trace takes about .* "
+                                             r"more than 80% of any Dask worker's memory_limit"):
             analyze_job(job, client=c)

@@ -145,7 +145,10 @@ ChildRun RunInChild(Fn fn) {
 
 // 4.5 GB of zeros that take no disk: refused from stat's size before any of it is read.
 // Reading it first (as before) took 4.2 GB of memory and seconds.
-TEST(JsonInput, PlainFileOver4GiBIsRefusedFromItsSize) {
+// Past 4 GiB the whole-file reader refuses from the size, reading nothing; the importer
+// streams such a file instead (kineto_stream.h): 4.5 GB of zeros is invalid at byte 0,
+// found in the first window, with the memory of a window.
+TEST(JsonInput, PlainFileOver4GiBIsRefusedWholeAndStreamedByTheImporter) {
   TempDir dir;
   const std::string path = dir.file("huge.json");
   const int fd = open(path.c_str(), O_CREAT | O_WRONLY, 0644);
@@ -158,12 +161,12 @@ TEST(JsonInput, PlainFileOver4GiBIsRefusedFromItsSize) {
       return std::to_string(static_cast<int>(s.code())) + " " + std::string(s.message());
     });
     ASSERT_TRUE(r.exited) << r.said;
-    EXPECT_EQ(r.said.substr(0, r.said.find(' ')),
-              std::to_string(static_cast<int>(StatusCode::kResourceExhausted)))
+    const StatusCode want = importer == 0 ? StatusCode::kResourceExhausted : StatusCode::kDataLoss;
+    EXPECT_EQ(r.said.substr(0, r.said.find(' ')), std::to_string(static_cast<int>(want))) << r.said;
+    EXPECT_TRUE(Contains(r.said, importer == 0 ? path + ": 4718592000 bytes of JSON, over simdjson's limit"
+                                               : path + ": invalid JSON at byte 0: expected '{' or '['"))
         << r.said;
-    EXPECT_TRUE(Contains(r.said, path + ": 4718592000 bytes of JSON, over simdjson's limit"))
-        << r.said;
-    EXPECT_LT(r.peak_kb, 200 * 1024) << "peak RSS " << r.peak_kb << " KiB for a refusal";
+    EXPECT_LT(r.peak_kb, 200 * 1024) << "peak RSS " << r.peak_kb << " KiB";
   }
 }
 

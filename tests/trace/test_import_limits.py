@@ -52,16 +52,42 @@ def run_measured(bin_path, *args, timeout=300):
     return code, p.stdout.decode(errors="replace"), peak
 
 
-def test_a_plain_file_over_4_gib_is_refused_before_it_is_read(tierscope_bin, tmp_path):
+def test_a_plain_file_over_4_gib_is_streamed_not_read_whole(tierscope_bin, tmp_path):
     big = tmp_path / "huge.json"
     with open(big, "wb") as f:
         f.truncate(4500 * MB)  # sparse: 4.5 GB of zeros on no disk
     code, out, peak = run_measured(tierscope_bin, "analyze", big)
     assert code != 0, out
     first = out.splitlines()[0]
-    assert f"{big}: 4718592000 bytes of JSON, over simdjson's limit" in first, out
-    # Reading it first cost 4.2 GB resident; refusing from stat's size costs nothing.
-    assert peak < 200 * MB, f"peak RSS {peak / MB:.0f} MB to refuse a 4.5 GB file"
+    assert f"{big}: invalid JSON at byte 0: expected '{{' or '['" in first, out
+    # Streamed: the first window shows it is not JSON; nothing else is read or kept.
+    assert peak < 200 * MB, f"peak RSS {peak / MB:.0f} MB for a 4.5 GB file refused at byte 0"
+
+
+def test_a_gzip_trace_past_4_gib_is_read_by_streaming(tierscope_bin, tmp_path):
+    """4.3 GiB of JSON (one operator and 4,095 instants of 1 KB, again and again: gzip makes
+    it a few MB) would pass simdjson's limit read whole; streamed, every operator is kept
+    and the instants read and counted (metadata: not kept), in the memory of a window."""
+    import zlib
+    path = tmp_path / "big.json.gz"
+    op = b'{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":1000.5,"dur":2}'
+    mark = b'{"ph":"i","s":"t","name":"mark","pid":1,"tid":1,"ts":1000,"args":{"note":"' + b"x" * 940 + b'"}}'
+    block = b",".join([op] + [mark] * 4095)
+    blocks = (4 * 1024 * MB + 300 * MB) // len(block) + 1
+    z = zlib.compressobj(1, zlib.DEFLATED, 31)
+    with open(path, "wb") as f:
+        f.write(z.compress(b'{"traceEvents": ['))
+        for i in range(blocks):
+            f.write(z.compress((b"," if i else b"") + block))
+        f.write(z.compress(b"]}"))
+        f.write(z.flush())
+    json_bytes = len(b'{"traceEvents": [') + blocks * len(block) + (blocks - 1) + 2
+    assert json_bytes > 4 * 1024 * MB
+    code, out, peak = run_measured(tierscope_bin, "analyze", path, "--format", "json", timeout=600)
+    assert code == 0, out[-2000:]
+    stats = {r["Item"]: r["Count"] for r in json.loads(out)["reports"][0]["rows"]}
+    assert stats["timeline events kept"] == blocks
+    assert peak < 400 * MB, f"peak RSS {peak / MB:.0f} MB for {json_bytes / MB:.0f} MB of JSON"
 
 
 def test_a_big_file_without_newlines_is_not_read_whole_to_sniff_it(tierscope_bin, tmp_path):

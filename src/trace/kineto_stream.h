@@ -1,0 +1,47 @@
+// Kineto traces of any size in bounded memory: the (gunzipped) input passes through a
+// window, a byte-level splitter cuts traceEvents into runs of whole events as they arrive,
+// and the same reader as the whole-file path (kineto_reader.h) parses each run, so the
+// Trace is the same; only the window and the event store are in memory. The importer
+// streams a file when reading it whole would pass 4 GiB (simdjson's document limit, which
+// the whole-file path keeps) or the memory budget.
+#ifndef TIERSCOPE_TRACE_KINETO_STREAM_H_
+#define TIERSCOPE_TRACE_KINETO_STREAM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "tierscope/status.h"
+#include "trace/trace.h"
+
+namespace tierscope {
+
+constexpr size_t kStreamWindowBytes = size_t{64} << 20;
+
+// Streams `path` (plain or gzip) through a window of `window_bytes` (grown only for a
+// single event or top-level member larger than it, up to 1 GiB). Errors as
+// ImportKinetoTrace's: DataLoss naming the byte offset of invalid JSON or of a truncated
+// input, InvalidArgument for JSON that is not a trace.
+// `threads`: readers (0: as many as this process may run on, at most two).
+StatusOr<Trace> ImportKinetoStream(const std::string& path, size_t window_bytes = kStreamWindowBytes,
+                                   int threads = 0);
+
+// The window the importer streams through: kStreamWindowBytes, or TIERSCOPE_STREAM_WINDOW
+// bytes (tests cut traces at many places with small windows).
+size_t StreamWindowBytes();
+
+// The memory a trace import may use, in bytes: set by --memory-budget; by default half of
+// what is available now (MemAvailable). Read by the importer's choice of path and by the
+// job's plan of how many ranks to read at once.
+void SetMemoryBudget(int64_t bytes);  // <= 0: the default
+int64_t MemoryBudget();
+
+// Whether `path` is streamed rather than read whole: its JSON passes 4 GiB (or, gzip, may:
+// a large file whose trailer claims less than twice its size), or the whole-file path
+// (input plus trace, about 1.5x the JSON) would pass the budget. TIERSCOPE_STREAM=always|never
+// overrides (tests force each path).
+bool ShouldStream(const std::string& path);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_TRACE_KINETO_STREAM_H_
