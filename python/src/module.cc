@@ -21,6 +21,7 @@
 #include "analysis/reports.h"
 #include "analysis/table.h"
 #include "trace/args.h"
+#include "trace/json_input.h"
 #include "trace/kineto_stream.h"
 #include "trace/nsys_export.h"
 #include "trace/trace.h"
@@ -168,10 +169,10 @@ nb::dict Flows(PyTrace& p) {
   return d;
 }
 
-PyTrace ReadTrace(const std::string& path) {
+PyTrace ReadTrace(const std::string& path, const std::vector<std::string>& execution_traces) {
   StatusOr<Trace> t = [&] {
     nb::gil_scoped_release release;
-    return LoadTrace(path);
+    return LoadTrace(path, execution_traces);
   }();
   if (!t.ok()) Raise(t.status());
   return PyTrace(std::move(*t));
@@ -277,18 +278,31 @@ NB_MODULE(_tierscope, m) {
       .def_prop_ro("device_name", [](const PyTrace& p) { return p.trace().device_name; })
       .def_prop_ro("events", [](const PyTrace& p) { return p.trace().events.size(); })
       .def_prop_ro("malformed", [](const PyTrace& p) { return p.trace().stats.malformed; })
+      .def_prop_ro("execution_trace",
+                   [](const PyTrace& p) {
+                     const tierscope::Trace::ExecutionTraceJoin& j = p.trace().execution_trace;
+                     nb::dict d;
+                     d["source"] = j.source;
+                     d["nodes"] = j.nodes;
+                     d["ops"] = j.ops;
+                     d["joined"] = j.joined;
+                     d["shapes_added"] = j.shapes_added;
+                     d["note"] = j.note;
+                     return d;
+                   })
       .def("tables", [](const PyTrace& p) { return tierscope::EventTables(p.trace()); })
       .def("flows", &tierscope::Flows)
       .def("report", &tierscope::Report)
       .def("analyze", &tierscope::AnalyzeOne)
       .def("export_sqlite", &tierscope::ExportSqlite);
-  m.def("read_trace", &tierscope::ReadTrace, nb::arg("path"));
+  m.def("read_trace", &tierscope::ReadTrace, nb::arg("path"), nb::arg("execution_traces") = std::vector<std::string>{});
   m.def("analyze_files", &tierscope::AnalyzeFiles, nb::arg("paths"), nb::arg("threads") = 0);
   m.def("diff", &tierscope::Diff);
   m.def("diff_jobs", &tierscope::DiffJobs, nb::arg("base"), nb::arg("new"), nb::arg("threads") = 0);
   m.def("rank_summary", &tierscope::RankSummary, nb::arg("path"));
   m.def("set_memory_budget", &tierscope::SetMemoryBudget, nb::arg("bytes"));
   m.def("memory_budget", &tierscope::MemoryBudget);
+  m.def("estimated_bytes", &tierscope::EstimatedInputBytes, nb::arg("path"));
   m.def("job_from_summaries", &tierscope::JobFromSummaries, nb::arg("files"), nb::arg("summaries"),
         nb::arg("workers"));
   m.def("job_files", &tierscope::ListJobFiles, nb::arg("inputs"));

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, Iterable, List, Union
+from typing import Dict, Iterable, List, Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -97,6 +97,12 @@ class Trace:
     def device_name(self) -> str:
         return self._native.device_name
 
+    @property
+    def execution_trace(self) -> dict:
+        """The PyTorch execution trace joined to the operators: source, nodes, ops, joined,
+        shapes_added (source "" when none; note says why none joined)."""
+        return dict(self._native.execution_trace)
+
     def __len__(self) -> int:
         return self._native.events
 
@@ -133,9 +139,12 @@ class Trace:
     flows = property(lambda self: self.table("flows"))
 
 
-def read_trace(path: PathLike) -> Trace:
-    """Reads a Kineto trace (.json, .json.gz) or an nsys SQLite export."""
-    return Trace(_tierscope.read_trace(os.fspath(path)))
+def read_trace(path: PathLike, execution_trace: Optional[PathLike] = None) -> Trace:
+    """Reads a Kineto trace (.json, .json.gz) or an nsys SQLite export. A PyTorch execution
+    trace of the same run (`execution_trace`, else one beside the trace) is joined to its
+    operators: they gain the shapes the trace lacks (Trace.execution_trace says how many)."""
+    ets = [os.fspath(execution_trace)] if execution_trace is not None else []
+    return Trace(_tierscope.read_trace(os.fspath(path), ets))
 
 
 def _table_frame(table: dict) -> pd.DataFrame:

@@ -10,7 +10,7 @@ DIR`. The result is the CLI's JSON, reports as DataFrames.
 
 Each worker reads no more traces at once than its threads and, by the CLI's rule, than
 fit in 80% of its memory_limit: 1.5x a trace's JSON when read whole; a trace that does not
-fit whole is streamed (its trace alone, about 0.9x its JSON, plus a 64 MiB window); a trace
+fit whole is streamed (its trace and index alone, about 1.4x its JSON, plus a 64 MiB window); a trace
 that fits no worker even streamed is refused before anything is read. On a cluster every worker needs the tierscope package and
 the trace files at the same paths (a shared file system), as for Nsight Systems' Dask
 recipes.
@@ -29,16 +29,16 @@ __all__ = ["analyze_job", "rank_summary", "estimated_bytes", "run_within_memory"
 # indexed takes about 1.5x its JSON; streamed, its trace alone (kStreamedTraceBytesPerJsonByte)
 # and the window; the traces in flight stay within 80% of a worker's memory.
 _PER_BYTE = 1.5
-_STREAMED_PER_BYTE = 0.9
+_STREAMED_PER_BYTE = 1.4
 _WINDOW = 64 << 20
 _MEMORY_SHARE = 0.8
 
 
 def rank_summary(path: str, memory_budget: Optional[int] = None) -> bytes:
     """What one worker computes: the rank's trace reduced to its summary (MessagePack),
-    streamed when reading it whole would pass `memory_budget` bytes."""
-    if memory_budget:
-        _tierscope.set_memory_budget(int(memory_budget))
+    streamed when reading it whole would pass `memory_budget` bytes (None: the default,
+    half of the memory available)."""
+    _tierscope.set_memory_budget(int(memory_budget) if memory_budget else 0)
     return _tierscope.rank_summary(path)
 
 
@@ -50,14 +50,12 @@ def _need(size: int, budget: Optional[float]) -> float:
 
 def estimated_bytes(path: str) -> int:
     """The bytes `path` holds once read, as the CLI budgets them (EstimatedInputBytes): its
-    size, or for gzip what its trailer claims when plausible, else 8x the compressed size."""
-    size = os.stat(path).st_size
-    with open(path, "rb") as f:
-        if size >= 18 and f.read(2) == b"\x1f\x8b":
-            f.seek(-4, os.SEEK_END)
-            isize = int.from_bytes(f.read(4), "little")
-            return isize if size // 2 <= isize <= size * 256 + 65536 else size * 8
-    return size
+    size, or for gzip what its trailer claims, unless the stream's first MiB shows the
+    trailer wrapped past 4 GiB. OSError when it cannot be read."""
+    n = _tierscope.estimated_bytes(os.fspath(path))
+    if n < 0:
+        raise OSError(f"{path}: cannot read it")
+    return n
 
 
 def _gib(n: float) -> str:

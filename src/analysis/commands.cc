@@ -1,6 +1,8 @@
 // analyze / stats / diff.
 #include "analysis/commands.h"
 
+#include "analysis/job_files.h"
+
 #include "analysis/critical_path.h"
 #include "analysis/op_roofline.h"
 #include "analysis/trace_quality.h"
@@ -83,9 +85,14 @@ StatusOr<Trace> LoadAnyTrace(const std::string& path) {
 
 }  // namespace
 
-StatusOr<Trace> LoadTrace(const std::string& path) {
+StatusOr<Trace> LoadTrace(const std::string& path, const std::vector<std::string>& execution_traces) {
   TS_ASSIGN_OR_RETURN(Trace t, LoadAnyTrace(path));
   TS_RETURN_IF_ERROR(CheckTimeline(t));
+  // A PyTorch execution trace of the same run, given or beside it, adds the operators'
+  // shapes where the trace lacks them.
+  if (t.format == "kineto") {
+    AttachExecutionTraces(t, execution_traces.empty() ? ExecutionTracesBeside(path) : execution_traces);
+  }
   return t;
 }
 
@@ -160,6 +167,12 @@ Table ImportStatsTable(const Trace& t) {
     s.AddRow({t.stats.invalid_utf8, std::string("invalid UTF-8 sequences replaced by U+FFFD")});
   }
   for (const auto& [cat, n] : t.stats.by_category) s.AddRow({n, "  category " + cat});
+  if (const Trace::ExecutionTraceJoin& et = t.execution_trace; !et.source.empty()) {
+    s.AddRow({et.nodes, "execution trace nodes (" + et.source + ")"});
+    s.AddRow({et.joined, "  operators joined to a node by record id (of " + std::to_string(et.ops) + ")"});
+    s.AddRow({et.shapes_added, std::string("  operators given input shapes and types from it")});
+  }
+  if (!t.execution_trace.note.empty()) s.notes.push_back(t.execution_trace.note);
   return s;
 }
 

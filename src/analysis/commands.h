@@ -20,7 +20,9 @@ namespace tierscope {
 // Loads a Kineto trace (.json, .json.gz, either object or bare-list form) or an Nsight
 // Systems SQLite export, deciding by content. A trace that yields no timeline event while
 // entries were skipped as malformed is InvalidArgument, the message naming the reasons.
-StatusOr<Trace> LoadTrace(const std::string& path);
+// `execution_traces`: PyTorch execution traces to join to its operators (default: those
+// beside it; the first of the same run joins).
+StatusOr<Trace> LoadTrace(const std::string& path, const std::vector<std::string>& execution_traces = {});
 
 // True when `path` holds Nsight Compute CSV (`ncu --csv`) rather than a timeline; reads
 // at most the first 16 KiB.

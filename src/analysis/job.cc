@@ -361,7 +361,10 @@ StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const A
       [&](size_t done, size_t total, const std::string& path) {
         if (progress) progress(done, total, path, static_cast<double>(MonotonicNs() - t0) / 1e9);
       }));
-  return JobFromRanks(std::move(ranks), files, plan, SkippedNotes(list.skipped));
+  const double read_s = static_cast<double>(MonotonicNs() - t0) / 1e9;
+  StatusOr<JobAnalysis> job = JobFromRanks(std::move(ranks), files, plan, SkippedNotes(list.skipped));
+  if (job.ok()) job->seconds.insert(job->seconds.begin(), {"ranks read and analysed", read_s});
+  return job;
 }
 
 namespace {
@@ -421,6 +424,12 @@ StatusOr<JobAnalysis> JobFromRanks(std::vector<RankAnalysis> ranks, const std::v
   }
   JobAnalysis job;
   job.plan = std::move(plan);
+  int64_t t = MonotonicNs();
+  const auto lap = [&](const char* step) {  // the cross-rank steps' times, for bench/job
+    const int64_t now = MonotonicNs();
+    job.seconds.emplace_back(step, static_cast<double>(now - t) / 1e9);
+    t = now;
+  };
   std::vector<TraceWindow> windows;
   for (const RankAnalysis& r : ranks) {
     windows.push_back({r.trace_rank, r.base_time_ns + r.begin_ns, r.base_time_ns + r.end_ns});
@@ -447,9 +456,12 @@ StatusOr<JobAnalysis> JobFromRanks(std::vector<RankAnalysis> ranks, const std::v
   for (const RankAnalysis& r : job.ranks) collectives.push_back({r.rank, &r.collectives});
   int world_size = 0;
   for (const RankAnalysis& r : job.ranks) world_size = std::max(world_size, static_cast<int>(r.world_size));
+  lap("ranks assigned");
   job.stragglers = FindStragglers(collectives, world_size);
+  lap("stragglers (clock alignment, permutation test)");
   job.findings = StragglerFindings(job.stragglers);
   for (Finding& f : RuleFindings(job)) job.findings.push_back(std::move(f));
+  lap("findings");
   std::stable_sort(job.findings.begin(), job.findings.end(),
                    [](const Finding& x, const Finding& y) { return x.explained_ns > y.explained_ns; });
   job.tables.push_back(RanksTable(job));
@@ -459,6 +471,7 @@ StatusOr<JobAnalysis> JobFromRanks(std::vector<RankAnalysis> ranks, const std::v
   job.tables.push_back(StragglerCollectiveTable(job.stragglers));
   job.tables.push_back(JobNvtxTable(job));
   job.tables.push_back(JobNvtxKernTable(job));
+  lap("tables");
   return job;
 }
 
@@ -496,6 +509,10 @@ std::string RenderJob(const JobAnalysis& job, const RenderOptions& render) {
     }
     j["notes"] = job.notes;
     j["read"] = {{"in_flight", job.plan.in_flight}, {"why", job.plan.why}};
+    if (render.timings) {
+      j["seconds"] = nlohmann::json::object();
+      for (const auto& [step, s] : job.seconds) j["seconds"][step] = s;
+    }
     j["alignment"] = job.stragglers.alignment;
     j["reports"] = nlohmann::json::array();
     for (const Table& t : job.tables) j["reports"].push_back(TableToJson(t));

@@ -81,6 +81,9 @@ struct JobAnalysis {
   Stragglers stragglers;
   std::vector<Finding> findings;  // the job's: stragglers, then each rule over the ranks
   std::vector<Table> tables;      // ranks, the seven GPU-time tables, stragglers, NVTX
+  // Wall seconds of each step: the ranks read and analysed, then the cross-rank steps
+  // (in the JSON with --timings only: a timing is not a finding, and varies run to run).
+  std::vector<std::pair<std::string, double>> seconds;
 };
 
 // The hook that keeps each rank's step graphs for the job's critical path, and the job's

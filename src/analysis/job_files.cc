@@ -2,6 +2,8 @@
 // windows, and reading them in parallel within a memory budget.
 #include "analysis/job_files.h"
 
+#include "trace/execution_trace.h"
+
 #include "trace/kineto_stream.h"
 
 #include <malloc.h>
@@ -20,6 +22,7 @@
 #include "analysis/table.h"
 #include "core/cpu_info.h"
 #include "core/exceptions.h"
+#include "trace/execution_trace.h"
 #include "trace/json_input.h"
 #include "trace/kineto_scan.h"
 
@@ -198,7 +201,7 @@ constexpr int kMaxDepth = 3;  // the job directory, rank_0/ and one level under 
 
 // Lists `dir` (depth 0: the job directory itself) into `found` and `skipped`.
 Status ListDirectory(const fs::path& dir, const std::string& shown, int depth, std::vector<std::pair<std::string, std::string>>& found,
-                     std::vector<SkippedFile>& skipped) {
+                     std::vector<SkippedFile>& skipped, std::vector<std::string>& execution_traces) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -206,7 +209,7 @@ Status ListDirectory(const fs::path& dir, const std::string& shown, int depth, s
     std::error_code type_ec;
     if (entry.is_directory(type_ec)) {
       if (depth + 1 < kMaxDepth && (depth > 0 || RankFromDirectoryName(name) >= 0)) {
-        TS_RETURN_IF_ERROR(ListDirectory(entry.path(), place, depth + 1, found, skipped));
+        TS_RETURN_IF_ERROR(ListDirectory(entry.path(), place, depth + 1, found, skipped, execution_traces));
       } else {
         skipped.push_back({entry.path().string() + "/", place + "/",
                            depth == 0 ? "directories not named for a rank (rank_N/)" : "directories nested too deep"});
@@ -219,6 +222,7 @@ Status ListDirectory(const fs::path& dir, const std::string& shown, int depth, s
       continue;
     }
     const JsonKind kind = name.ends_with(".sqlite") ? JsonKind::kTrace : SniffJson(entry.path().string());
+    if (kind == JsonKind::kExecutionTrace) execution_traces.push_back(entry.path().string());
     if (kind != JsonKind::kTrace) {
       skipped.push_back({entry.path().string(), place, WhyNotTrace(kind)});
       continue;
@@ -238,12 +242,12 @@ StatusOr<JobFileList> FindJobFiles(const std::vector<std::string>& inputs) {
     const fs::file_status st = fs::status(in, ec);
     if (ec || !fs::exists(st)) return NotFound(in + ": no such file or directory");
     if (!fs::is_directory(st)) {
-      out.files.push_back(in);
+      (IsExecutionTraceFile(in) ? out.execution_traces : out.files).push_back(in);
       continue;
     }
     std::vector<std::pair<std::string, std::string>> found;  // (place under `in`, path)
     const size_t skipped_before = out.skipped.size();
-    TS_RETURN_IF_ERROR(ListDirectory(in, "", 0, found, out.skipped));
+    TS_RETURN_IF_ERROR(ListDirectory(in, "", 0, found, out.skipped, out.execution_traces));
     if (found.empty()) {
       std::string why = in + ": no trace files in it (*.json, *.json.gz, *.sqlite, also under rank_N/)";
       const size_t n = out.skipped.size() - skipped_before;
@@ -260,6 +264,69 @@ StatusOr<JobFileList> FindJobFiles(const std::vector<std::string>& inputs) {
   std::sort(out.skipped.begin(), out.skipped.end(),
             [](const SkippedFile& a, const SkippedFile& b) { return NaturalLess(a.path, b.path); });
   return out;
+}
+
+bool IsExecutionTraceFile(const std::string& path) {
+  if (path.ends_with(".sqlite") || path.ends_with(".csv")) return false;
+  return SniffJson(path) == JsonKind::kExecutionTrace;
+}
+
+std::vector<std::string> ExecutionTracesBeside(const std::string& trace_path) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  const fs::path dir = fs::path(trace_path).parent_path().empty() ? fs::path(".") : fs::path(trace_path).parent_path();
+  std::vector<fs::path> entries;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entries.size() > 256) return {};
+    std::error_code type_ec;
+    if (entry.is_regular_file(type_ec) && IsTraceFile(entry.path().filename().string())) entries.push_back(entry.path());
+  }
+  std::sort(entries.begin(), entries.end());
+  for (const fs::path& p : entries) {
+    if (!fs::equivalent(p, trace_path, ec) && IsExecutionTraceFile(p.string())) out.push_back(p.string());
+  }
+  return out;
+}
+
+// The "pid" an execution trace's first 64 KiB give, or -1.
+int64_t ExecutionTracePid(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) return -1;
+  std::string buf(kSniffBytes, '\0');
+  const int n = gzread(f, buf.data(), kSniffBytes);
+  gzclose(f);
+  if (n <= 0) return -1;
+  buf.resize(static_cast<size_t>(n));
+  const size_t key = buf.find("\"pid\"");
+  if (key == std::string::npos) return -1;
+  size_t i = buf.find(':', key);
+  if (i == std::string::npos) return -1;
+  while (++i < buf.size() && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r')) {
+  }
+  int64_t pid = 0;
+  bool digits = false;
+  for (; i < buf.size() && std::isdigit(static_cast<unsigned char>(buf[i])) && pid < (int64_t{1} << 40); ++i) {
+    pid = pid * 10 + (buf[i] - '0');
+    digits = true;
+  }
+  return digits ? pid : -1;
+}
+
+void AttachExecutionTraces(Trace& t, const std::vector<std::string>& candidates) {
+  std::string tried;
+  for (const std::string& path : candidates) {
+    const int64_t pid = ExecutionTracePid(path);
+    if (pid >= 0 && t.host_pid > 0 && pid != t.host_pid) {  // another process's run
+      tried += (tried.empty() ? "" : "; ") + path + ": the execution trace of process " + std::to_string(pid) +
+               ", the trace's is " + std::to_string(t.host_pid) + ": not the same run";
+      continue;
+    }
+    StatusOr<ExecutionTrace> et = ReadExecutionTrace(path);
+    Status joined = et.ok() ? JoinExecutionTrace(t, *et) : et.status();
+    if (joined.ok()) return;
+    tried += (tried.empty() ? "" : "; ") + std::string(joined.message());
+  }
+  if (!tried.empty()) t.execution_trace.note = "no execution trace joined: " + tried;
 }
 
 StatusOr<std::vector<std::string>> JobFiles(const std::vector<std::string>& inputs) {
@@ -332,12 +399,19 @@ LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t b
   p.budget_bytes = budget_bytes;
   if (budget_bytes <= 0 || p.largest_bytes <= 0) return p;
   // A rank read whole takes its JSON and its trace, about 1.5x the JSON (bench/ingest_bench.sh);
-  // one the budget cannot hold whole is streamed: its trace and the window.
-  p.per_rank_bytes = p.largest_bytes + p.largest_bytes / 2;
-  if (p.per_rank_bytes > budget_bytes) {
-    p.streamed = true;
-    p.per_rank_bytes = static_cast<int64_t>(kStreamedTraceBytesPerJsonByte * static_cast<double>(p.largest_bytes)) +
-                       static_cast<int64_t>(kStreamWindowBytes);
+  // one the budget cannot hold whole, or past 4 GiB, is streamed: its trace, index and the
+  // window. The plan prices every rank at the dearest rank's cost.
+  for (int64_t b : rank_bytes) {
+    int64_t cost = b + b / 2;
+    const bool streamed = cost > budget_bytes || static_cast<uint64_t>(b) > kMaxJsonBytes;
+    if (streamed) {
+      cost = static_cast<int64_t>(kStreamedTraceBytesPerJsonByte * static_cast<double>(b)) +
+             static_cast<int64_t>(kStreamWindowBytes);
+    }
+    if (cost > p.per_rank_bytes) {
+      p.per_rank_bytes = cost;
+      p.streamed = streamed;
+    }
   }
   const int64_t fit = std::max<int64_t>(1, budget_bytes / p.per_rank_bytes);
   if (fit < p.in_flight || p.streamed) {

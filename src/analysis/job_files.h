@@ -26,6 +26,9 @@ struct SkippedFile {
 struct JobFileList {
   std::vector<std::string> files;
   std::vector<SkippedFile> skipped;
+  // PyTorch execution traces given or found beside the traces: joined to the rank whose
+  // run they record (AttachExecutionTraces).
+  std::vector<std::string> execution_traces;
 };
 
 // The trace files `inputs` name: each file as given; in a directory, its *.json,
@@ -38,6 +41,17 @@ struct JobFileList {
 // for a rank. InvalidArgument when there are no traces; NotFound for an input that does
 // not exist.
 StatusOr<JobFileList> FindJobFiles(const std::vector<std::string>& inputs);
+// Whether `path` is a PyTorch execution trace (by its first 64 KiB, else by its name).
+bool IsExecutionTraceFile(const std::string& path);
+
+// The execution traces in the directory of `trace_path` (none in one of more than 256
+// entries: a job's directory is listed by FindJobFiles).
+std::vector<std::string> ExecutionTracesBeside(const std::string& trace_path);
+
+// Joins to `t` the first of `candidates` recorded by the same process (execution_trace.h);
+// what was tried and why it did not join goes to t.execution_trace.note.
+void AttachExecutionTraces(Trace& t, const std::vector<std::string>& candidates);
+
 // FindJobFiles' files only.
 StatusOr<std::vector<std::string>> JobFiles(const std::vector<std::string>& inputs);
 // One note per job directory and reason, naming the files skipped for it.
@@ -54,8 +68,8 @@ int NumberInFileName(std::string_view path);
 // memory available when each needs about 1.5x its uncompressed size.
 // How many ranks are read at once: no more than the threads, nor than fit in `budget_bytes`
 // (the memory budget, kineto_stream.h) at what each costs: read whole, about 1.5x its
-// JSON; streamed (when that would not fit), its trace alone, about kStreamedTraceBytesPerJsonByte
-// of its JSON, plus the window.
+// JSON; streamed (when that would not fit, or past 4 GiB), its trace alone, about
+// kStreamedTraceBytesPerJsonByte of its JSON, plus the window.
 struct LoadPlan {
   int in_flight = 1;
   int64_t largest_bytes = 0;  // the largest rank's uncompressed size (estimated)
@@ -64,7 +78,9 @@ struct LoadPlan {
   bool streamed = false;      // the largest rank does not fit whole: it is streamed
   std::string why;            // "2 threads", "memory for 3 ranks of 5.0 GiB", ...
 };
-inline constexpr double kStreamedTraceBytesPerJsonByte = 0.9;  // bench/job on a DDP trace: 0.8
+// bench/job/big_job_bench.sh, 8 x 5 GB of a DDP trace: 7,056 MB peak for 5,120 MB ranks
+// read one at a time (the trace, its index and the reports).
+inline constexpr double kStreamedTraceBytesPerJsonByte = 1.4;
 LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t budget_bytes);
 
 // Reads files[i] for every i, at most plan.in_flight at a time, and calls reduce(i, trace)

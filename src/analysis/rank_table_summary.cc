@@ -36,13 +36,24 @@ std::optional<double> Number(const Cell& c) {
 
 std::string Short(double v) { return CellText(Cell(v)); }
 
+// A row's rank: a number, or a string of digits (kernel_type_breakdown writes ranks as
+// text beside its "all" row); nullopt for a row of no rank.
+std::optional<int64_t> RankOf(const Cell& c) {
+  if (const auto* i = std::get_if<int64_t>(&c)) return *i;
+  const auto* s = std::get_if<std::string>(&c);
+  if (s == nullptr || s->empty() || s->size() > 9 || s->find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::stoll(*s);
+}
+
 }  // namespace
 
 std::optional<Table> SummarizeRankTable(const Table& t, size_t max_ranks, size_t shown) {
   if (t.columns.empty() || t.columns.front() != "Rank") return std::nullopt;
   std::set<int64_t> ranks;
   for (const auto& row : t.rows) {
-    if (const auto* r = std::get_if<int64_t>(&row.front())) ranks.insert(*r);
+    if (const auto r = RankOf(row.front())) ranks.insert(*r);
   }
   if (ranks.size() <= max_ranks) return std::nullopt;
   size_t key = t.columns.size();
@@ -58,9 +69,17 @@ std::optional<Table> SummarizeRankTable(const Table& t, size_t max_ranks, size_t
     }
   }
   if (key >= t.columns.size()) return std::nullopt;
-  std::vector<size_t> order;  // the rows with a value, highest first (ties: table order)
+  std::vector<size_t> order;  // the ranks' rows with a value, highest first (ties: table order)
+  std::vector<size_t> no_rank;  // rows of no rank ("all"): always shown
+  std::vector<std::string> no_value;  // ranks whose row has no value ('-')
   for (size_t i = 0; i < t.rows.size(); ++i) {
-    if (key < t.rows[i].size() && Number(t.rows[i][key])) order.push_back(i);
+    if (!RankOf(t.rows[i].front())) {
+      no_rank.push_back(i);
+    } else if (key < t.rows[i].size() && Number(t.rows[i][key])) {
+      order.push_back(i);
+    } else {
+      no_value.push_back(CellText(t.rows[i].front()));
+    }
   }
   if (order.empty()) return std::nullopt;
   std::stable_sort(order.begin(), order.end(),
@@ -76,13 +95,11 @@ std::optional<Table> SummarizeRankTable(const Table& t, size_t max_ranks, size_t
     pick.push_back(order[i]);
   }
   for (size_t i : pick) out.rows.push_back(t.rows[i]);
+  for (size_t i : no_rank) out.rows.push_back(t.rows[i]);
   std::vector<double> values;
   for (size_t i : order) values.push_back(*Number(t.rows[i][key]));
   std::sort(values.begin(), values.end());
-  const auto rank_of = [&](size_t row) {
-    const Cell& c = t.rows[row].front();
-    return std::holds_alternative<int64_t>(c) ? std::to_string(std::get<int64_t>(c)) : std::string("?");
-  };
+  const auto rank_of = [&](size_t row) { return CellText(t.rows[row].front()); };
   out.notes.push_back("Of " + std::to_string(ranks.size()) + " ranks (" + std::to_string(t.rows.size()) +
                       " rows), the " + std::to_string(std::min(shown, order.size())) + " highest and " +
                       std::to_string(pick.size() - std::min(shown, order.size())) + " lowest by " + t.columns[key] +
@@ -91,6 +108,13 @@ std::optional<Table> SummarizeRankTable(const Table& t, size_t max_ranks, size_t
                       rank_of(order.back()) + "), P25 " + Short(Percentile(values, 25)) + ", median " +
                       Short(Percentile(values, 50)) + ", P75 " + Short(Percentile(values, 75)) + ", max " +
                       Short(values.back()) + " (rank " + rank_of(order.front()) + ").");
+  if (!no_value.empty()) {
+    std::string list;
+    for (size_t i = 0; i < no_value.size() && i < 8; ++i) list += (i ? ", " : "") + no_value[i];
+    if (no_value.size() > 8) list += " and " + std::to_string(no_value.size() - 8) + " more";
+    out.notes.push_back(std::to_string(no_value.size()) + " row(s) without " + t.columns[key] + " ('-'), not shown: rank " +
+                        list + ".");
+  }
   for (const std::string& n : t.notes) out.notes.push_back(n);
   return out;
 }

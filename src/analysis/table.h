@@ -33,6 +33,7 @@ enum class OutputFormat { kText, kJson, kCsv };
 struct RenderOptions {
   OutputFormat format = OutputFormat::kText;
   bool wide = false;
+  bool timings = false;  // a job's JSON: each step's wall seconds (not reproducible; bench/job)
   RenderOptions() = default;
   RenderOptions(OutputFormat f, bool w = false) : format(f), wide(w) {}  // NOLINT: implicit
 };

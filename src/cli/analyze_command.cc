@@ -11,6 +11,7 @@
 
 #include "analysis/commands.h"
 #include "analysis/job.h"
+#include "analysis/job_files.h"
 #include "cli/command.h"
 #include "core/text.h"
 
@@ -21,7 +22,7 @@ struct AnalyzeFlags {
   std::string format = "text", unit, base_path, new_path, trace_path, reports, device_spec;
   std::vector<std::string> inputs;  // analyze: one trace, or a job's traces / directories
   double short_us = 10;
-  bool wide = false, list = false, critical_path = false;
+  bool wide = false, list = false, critical_path = false, timings = false;
   int threads = 0;
 };
 
@@ -47,7 +48,9 @@ int RunJob(const std::vector<std::string>& inputs, const AnalysisOptions& o, con
   if (flags.critical_path) {
     for (Table& t : JobCriticalPathTables(*job)) job->tables.push_back(std::move(t));
   }
-  std::cout << RenderJob(*job, f);
+  RenderOptions render = f;
+  render.timings = flags.timings;
+  std::cout << RenderJob(*job, render);
   return 0;
 }
 
@@ -91,10 +94,16 @@ int Run(const AnalyzeFlags& flags, Which which) {
     std::cout << RenderJobDiff(*base, *next, f);
     return 0;
   }
+  std::vector<std::string> traces, execution_traces;  // analyze TRACE ET.json: one run, its shapes
+  for (const std::string& in : flags.inputs) {
+    (!IsDirectory(in) && IsExecutionTraceFile(in) ? execution_traces : traces).push_back(in);
+  }
   if (which == Which::kAnalyze) {
-    if (flags.inputs.size() > 1 || IsDirectory(flags.inputs.front())) {
-      return RunJob(flags.inputs, o, flags, f);
+    if (traces.empty()) {
+      return Fail(InvalidArgument(execution_traces.front() + ": a PyTorch execution trace (operators, not a timeline): "
+                                  "give the Kineto trace of the same run with it"));
     }
+    if (traces.size() > 1 || IsDirectory(traces.front())) return RunJob(flags.inputs, o, flags, f);
   }
   if (which == Which::kStats && flags.list) {
     Table t{"reports", "Reports stats can run", {"Report", "Title"}, {}, {"musa_* and hip_* are aliases of cuda_*."}};
@@ -105,7 +114,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
   if (which == Which::kStats && (flags.trace_path.empty() || flags.reports.empty())) {
     return Fail(InvalidArgument("stats needs a trace and --report NAMES (tierscope stats --list shows the names)"));
   }
-  const std::string trace_path = which == Which::kAnalyze ? flags.inputs.front() : flags.trace_path;
+  const std::string trace_path = which == Which::kAnalyze ? traces.front() : flags.trace_path;
   if (which == Which::kDiff) {
     auto base = LoadTrace(flags.base_path);
     if (!base.ok()) return Fail(base.status());
@@ -120,7 +129,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
     std::cout << *out;
     return 0;
   }
-  auto trace = LoadTrace(trace_path);
+  auto trace = LoadTrace(trace_path, execution_traces);
   if (!trace.ok()) return Fail(trace.status());
   if (which == Which::kAnalyze) {
     std::cout << AnalyzeTrace(*trace, o, f);
@@ -140,12 +149,14 @@ void RegisterAnalyze(CLI::App& app, std::vector<Command>* out) {
                                            "plus the diagnosis");
   an->add_option("traces", flags->inputs,
                  "Kineto trace (.json/.json.gz), nsys SQLite export or Nsight Compute CSV; several traces, or "
-                 "a directory of them, are a job (one trace per rank)")
+                 "a directory of them, are a job (one trace per rank); a PyTorch execution trace given with a "
+                 "trace (or beside it) is joined to its operators")
       ->required();
   AddCommon(an, *flags);
   an->add_option("--threads", flags->threads, "ranks read at once, at most (0: one per hardware thread, "
                                               "fewer when memory is short)")
       ->check(CLI::Range(0, 4096));
+  an->add_flag("--timings", flags->timings, "a job's JSON: each step's wall seconds (\"seconds\"), for bench/job");
   an->add_flag("--critical-path", flags->critical_path,
                "also the critical path of each step (each --unit annotation, else the whole trace) and the events on "
                "the longest one; on a job, across its ranks through the collectives and sends that join them");

@@ -169,6 +169,14 @@ Status ReadGzipStream(FILE* f, const std::string& path, size_t file_size, size_t
     if (rc == Z_STREAM_END) {
       // Another gzip member may follow (concatenated .gz); anything else is ignored.
       refill();
+      if (zs.avail_in == 1 && !eof) {  // a member's magic split across two reads
+        in[0] = *zs.next_in;
+        const size_t n = std::fread(in.data() + 1, 1, in.size() - 1, f);
+        zs.next_in = in.data();
+        zs.avail_in = static_cast<uInt>(n + 1);
+        compressed += n;
+        eof = n == 0;
+      }
       if (zs.avail_in < 2 || zs.next_in[0] != 0x1f || zs.next_in[1] != 0x8b) break;
       inflateReset(&zs);
       continue;
@@ -321,6 +329,14 @@ JsonStream::~JsonStream() {
 
 StatusOr<size_t> JsonStream::Read(char* out, size_t n) {
   if (n == 0 || ended_) return size_t{0};
+  // Ask the kernel for the next stretch of the file now, so that the disk reads it while
+  // this window is parsed (a read() would wait for it after).
+  const off_t at = static_cast<off_t>(zs_ == nullptr ? produced_ : compressed_);
+  if (at >= advised_) {
+    constexpr off_t kAhead = off_t{256} << 20;
+    posix_fadvise(fileno(file_), at, kAhead, POSIX_FADV_WILLNEED);
+    advised_ = at + kAhead / 2;
+  }
   if (zs_ == nullptr) {
     const size_t got = std::fread(out, 1, n, file_);
     if (got == 0 && std::ferror(file_)) return DataLoss(path_ + ": read failed: " + std::strerror(errno));
@@ -346,6 +362,14 @@ StatusOr<size_t> JsonStream::Read(char* out, size_t n) {
     if (rc == Z_OK || (rc == Z_BUF_ERROR && !(zs_->avail_in == 0 && eof_))) continue;
     if (rc == Z_STREAM_END) {
       refill();  // another gzip member may follow; anything else is ignored, as gzip does
+      if (zs_->avail_in == 1 && !eof_) {  // a member's magic split across two reads
+        in_[0] = *zs_->next_in;
+        const size_t got = std::fread(in_.get() + 1, 1, kStreamInBytes - 1, file_);
+        zs_->next_in = in_.get();
+        zs_->avail_in = static_cast<uInt>(got + 1);
+        compressed_ += got;
+        eof_ = got == 0;
+      }
       if (zs_->avail_in < 2 || zs_->next_in[0] != 0x1f || zs_->next_in[1] != 0x8b) {
         ended_ = true;
         break;

@@ -89,6 +89,7 @@ class JsonStream {
   std::unique_ptr<unsigned char[]> in_;
   bool eof_ = false, ended_ = false;
   size_t compressed_ = 0, produced_ = 0;
+  int64_t advised_ = 0;  // the file offset up to which read-ahead was asked for, halfway
 };
 
 }  // namespace tierscope

@@ -366,7 +366,9 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
   window_bytes = std::clamp<size_t>(window_bytes, 64, kMaxWindowBytes);
   if (!window.Reserve(window_bytes)) return ResourceExhausted(path + ": out of memory for the stream's window");
   StreamReader sink(window, EstimatedInputBytes(path), threads >= 2);
-  Splitter splitter(std::min(kineto::kChunkBytes, std::max<size_t>(window_bytes / 4, 16)));
+  // Runs of a sixteenth of the window (1 MiB at most, as the whole-file path's), so a window
+  // holds enough for two readers; never under 256 bytes, past simdjson's reads beyond a run.
+  Splitter splitter(std::clamp<size_t>(window_bytes / 16, 256, kineto::kChunkBytes));
   size_t total = 0;
   for (;;) {
     if (window.room() == 0) {  // one event or member fills the window: grow it

@@ -37,7 +37,7 @@ void SetMemoryBudget(int64_t bytes);  // <= 0: the default
 int64_t MemoryBudget();
 
 // Whether `path` is streamed rather than read whole: its JSON passes 4 GiB (or, gzip, may:
-// a large file whose trailer claims less than twice its size), or the whole-file path
+// past 512 MiB compressed, or its first MiB promises more than its trailer), or the whole-file path
 // (input plus trace, about 1.5x the JSON) would pass the budget. TIERSCOPE_STREAM=always|never
 // overrides (tests force each path).
 bool ShouldStream(const std::string& path);

@@ -125,6 +125,16 @@ struct Trace {
   int32_t world_size = 0;
   std::string collective_backend;  // "nccl", "gloo", "rccl", ...
   std::vector<std::pair<int32_t, std::string>> thread_names;  // tid -> name (device pid)
+  // A PyTorch execution trace joined to the operators (execution_trace.h); empty source:
+  // none.
+  struct ExecutionTraceJoin {
+    std::string source;
+    int64_t nodes = 0;         // operator nodes in it
+    int64_t ops = 0;           // the trace's operators and annotations it could join
+    int64_t joined = 0;        // of them, joined to a node by record id
+    int64_t shapes_added = 0;  // of those, given input shapes and types the trace lacked
+    std::string note;          // why none joined, when some were tried
+  } execution_trace;
 
   Event& Add(EventKind kind, std::string_view name, int64_t ts_ns, int64_t dur_ns) {
     Event e;

@@ -34,6 +34,26 @@ TEST(RankTableSummary, ManyRanksShowTheEndsAndTheSpread) {
   EXPECT_EQ(s->notes.back(), "a note of the report");
 }
 
+// kernel_type_breakdown writes ranks as text beside an "all" row; a rank without device
+// events has '-' for its value: counted and named, not dropped in silence.
+TEST(RankTableSummary, TextRanksAllRowsAndMissingValuesAreKept) {
+  Table t;
+  t.name = "kernel_type_breakdown";
+  t.columns = {"Rank", "Time (ns)", "Share (%)", "Types"};
+  for (int r = 0; r < 40; ++r) {
+    t.AddRow({std::to_string(r), r == 5 ? Cell(std::string("-")) : Cell(int64_t{100 + r}), 1.0, std::string("comp")});
+  }
+  t.AddRow({std::string("all"), int64_t{99999}, 100.0, std::string("comp")});
+  const auto s = SummarizeRankTable(t);
+  ASSERT_TRUE(s.has_value());
+  ASSERT_EQ(s->rows.size(), 11u);  // 5 highest, 5 lowest, the "all" row
+  EXPECT_EQ(std::get<std::string>(s->rows.front()[0]), "39");
+  EXPECT_EQ(std::get<std::string>(s->rows.back()[0]), "all");
+  bool named = false;
+  for (const std::string& n : s->notes) named |= n.find("1 row(s) without Time (ns) ('-'), not shown: rank 5") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
 TEST(RankTableSummary, SmallJobsAndOtherTablesAreShownWhole) {
   EXPECT_FALSE(SummarizeRankTable(Ranks(16)).has_value());
   Table other = Ranks(100);
