@@ -35,16 +35,20 @@ largest=${sizes[-1]}
 echo "== tierscope.dask.analyze_job, $largest ranks, LocalCluster of 2 workers"
 dask_ok=FAIL
 if "$python" -c "import dask.distributed, tierscope" 2>/dev/null; then
-  "$python" - "$work/job$largest" "$work/job$largest.json" <<'PY' && dask_ok=PASS
+  # A file, not stdin: Dask's worker processes start by importing the main module.
+  cat >"$work/dask_run.py" <<'PY'
 import json, sys, time
 from tierscope.dask import analyze_job
-t0 = time.time()
-job = analyze_job(sys.argv[1], n_workers=2)
-print(f"dask: {time.time() - t0:.2f} s for {len(job['ranks'])} ranks")
-cli = json.load(open(sys.argv[2]))
-assert job["ranks"] == cli["ranks"] and job["findings"] == cli["findings"], "dask and the CLI disagree"
-print("dask: ranks and findings equal to the CLI's")
+
+if __name__ == "__main__":
+    t0 = time.time()
+    job = analyze_job(sys.argv[1], n_workers=2)
+    print(f"dask: {time.time() - t0:.2f} s for {len(job['ranks'])} ranks")
+    cli = json.load(open(sys.argv[2]))
+    assert job["ranks"] == cli["ranks"] and job["findings"] == cli["findings"], "dask and the CLI disagree"
+    print("dask: ranks and findings equal to the CLI's")
 PY
+  "$python" "$work/dask_run.py" "$work/job$largest" "$work/job$largest.json" && dask_ok=PASS
 else
   echo "dask or the tierscope package missing in $python (bash scripts/test.sh makes them)"
 fi
