@@ -2,11 +2,6 @@
 // windows, and reading them in parallel within a memory budget.
 #include "analysis/job_files.h"
 
-#include "trace/execution_trace.h"
-
-#include "trace/kineto_stream.h"
-
-#include <malloc.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -20,11 +15,13 @@
 
 #include "analysis/commands.h"
 #include "analysis/table.h"
+#include "core/allocator.h"
 #include "core/cpu_info.h"
 #include "core/exceptions.h"
 #include "trace/execution_trace.h"
 #include "trace/json_input.h"
 #include "trace/kineto_scan.h"
+#include "trace/kineto_stream.h"
 
 namespace tierscope {
 namespace {
@@ -430,12 +427,10 @@ LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t b
 Status ForEachRankTrace(const std::vector<std::string>& files, const LoadPlan& plan,
                         const std::function<Status(size_t, Trace&)>& reduce,
                         const std::function<void(size_t, size_t, const std::string&)>& progress) {
-#if defined(__GLIBC__)
   // Large blocks (a rank's events, strings, input) straight from the system and back to
   // it when freed: glibc would otherwise raise its mmap threshold after the first rank and
   // keep later ranks' blocks in its arenas.
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
-#endif
+  MapBlocksFrom(size_t{1} << 20);
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
   std::mutex mu;
@@ -457,11 +452,9 @@ Status ForEachRankTrace(const std::vector<std::string>& files, const LoadPlan& p
       } catch (...) {
         s = StatusFromCurrentException(files[i]);
       }
-#if defined(__GLIBC__)
       // The trace is gone: hand its pages back now, or the allocator keeps them for the
       // next rank in another arena and the job's peak grows with every rank.
-      malloc_trim(0);
-#endif
+      ReleaseFreedMemory();
       std::lock_guard<std::mutex> lock(mu);
       if (!s.ok()) {
         if (i < first_error_index) {

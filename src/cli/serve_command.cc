@@ -1,13 +1,12 @@
 // `tierscope serve`: flags to engine, tokenizer, batcher and server.
 #include "cli/serve_command.h"
 
-#include <malloc.h>
-
 #include <cmath>
 #include <iostream>
 #include <memory>
 
 #include "cli/command.h"
+#include "core/allocator.h"
 #include "core/paths.h"
 #include "core/text.h"
 #include "serve/api.h"
@@ -51,8 +50,7 @@ Status RunServeCommand(ServeCommandOptions o) {
   // The dispatcher thread's malloc arena would otherwise give freed output buffers back
   // to the kernel after every batch and fault them in again on the next (measured: 10x
   // the page faults and a third less throughput).
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  KeepFreedMemoryUpTo(size_t{512} << 20, size_t{32} << 20);
   EngineOptions eo;
   eo.dtype = dtype;
   eo.threads = o.threads;

@@ -10,6 +10,7 @@
 #include "trace/kineto_import.h"
 
 #include "core/exceptions.h"
+#include "core/thread_pool.h"
 #include "trace/args.h"
 #include "trace/json_input.h"
 #include "trace/rocprof_import.h"
@@ -18,7 +19,6 @@
 #include "trace/kineto_stream.h"
 #include "trace/kineto_values.h"
 
-#include <sched.h>
 #include <simdjson.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -46,10 +46,7 @@ using kineto::Reader;
 // The importer: scan, read the runs on one or two cores, merge.
 
 int ReaderCount(int threads, size_t chunks) {
-  if (threads <= 0) {
-    cpu_set_t set;
-    threads = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-  }
+  if (threads <= 0) threads = ThreadPool::HardwareThreads();
   // Two readers at most (the merge is serial), and only when each gets a few runs.
   return chunks >= 4 && threads >= 2 ? 2 : 1;
 }
@@ -126,12 +123,7 @@ StatusOr<Trace> Import(PaddedBuffer& buf, const std::string& source, int threads
   }
   if (second != nullptr) first.Merge(*second);
 
-  first.Finish(trace_name);
-  Trace trace = std::move(first.trace());
-  trace.source = source;
-  trace.format = "kineto";
-  trace.stats.bytes = static_cast<int64_t>(size);
-  return trace;
+  return first.TakeTrace(trace_name, source, size);
 }
 
 }  // namespace

@@ -67,6 +67,15 @@ class Reader {
   void ReadField(const Layout::Field& field, std::string* trace_name);
   void Merge(Reader& later);  // on the primary, with the reader of the following chunks
   void Finish(const std::string& trace_name);
+  // Finish()es and hands the Trace over, named for `source`, of `bytes` of input.
+  Trace TakeTrace(const std::string& trace_name, const std::string& source, size_t bytes) {
+    Finish(trace_name);
+    Trace t = std::move(trace_);
+    t.source = source;
+    t.format = "kineto";
+    t.stats.bytes = static_cast<int64_t>(bytes);
+    return t;
+  }
 
   // Streaming (kineto_stream.cc): the run [begin, end) of a window of the input (`data`,
   // `size` bytes followed by padding up to `capacity`), whose byte 0 is byte `offset` of

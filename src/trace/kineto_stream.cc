@@ -2,7 +2,6 @@
 // byte-level splitter, and kineto::Reader for the runs.
 #include "trace/kineto_stream.h"
 
-#include <sched.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 
 #include "core/cpu_info.h"
 #include "core/exceptions.h"
+#include "core/thread_pool.h"
 #include "trace/json_input.h"
 #include "trace/kineto_reader.h"
 #include "trace/kineto_scan.h"
@@ -148,7 +148,11 @@ bool Splitter::Feed(const char* p, size_t size, Sink& sink) {
       }
       continue;
     }
-    if (kineto::IsSpace(c)) continue;
+    if (kineto::IsSpace(c)) {
+      // Whitespace ends a top-level member's scalar: another value after it is an error.
+      if (depth_ == 1 && top_ == Top::kObject && expect_ == Expect::kInValue) value_closed_ = true;
+      continue;
+    }
     if (top_ == Top::kStart) {
       if (c == '{') {
         top_ = Top::kObject;
@@ -183,6 +187,7 @@ bool Splitter::Feed(const char* p, size_t size, Sink& sink) {
           expect_ = Expect::kValue;
           continue;
         case Expect::kValue:
+          if (c == ']' || c == '}' || c == ',' || c == ':') return Fail(k, "expected a value");
           value_begin_ = k;
           value_closed_ = false;
           expect_ = Expect::kInValue;
@@ -209,7 +214,7 @@ bool Splitter::Feed(const char* p, size_t size, Sink& sink) {
             } else {
               expect_ = Expect::kKey;
             }
-          } else if (value_closed_ || c == '"' || c == '{' || c == '[') {
+          } else if (value_closed_ || c == '"' || c == '{' || c == '[' || c == ']' || c == ':') {
             return Fail(k, "expected ',' or '}'");
           }
           continue;
@@ -404,22 +409,13 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
   }
   if (!splitter.Finished()) return JsonErrorAt(path, total, true, splitter.unfinished());
   if (!splitter.saw_events()) return InvalidArgument(path + ": not a Kineto trace: no \"traceEvents\" array");
-  kineto::Reader& r = sink.reader();
-  r.Finish(sink.trace_name());
-  Trace trace = std::move(r.trace());
-  trace.source = path;
-  trace.format = "kineto";
-  trace.stats.bytes = static_cast<int64_t>(total);
-  return trace;
+  return sink.reader().TakeTrace(sink.trace_name(), path, total);
 }
 
 }  // namespace
 
 StatusOr<Trace> ImportKinetoStream(const std::string& path, size_t window_bytes, int threads) {
-  if (threads <= 0) {
-    cpu_set_t set;
-    threads = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-  }
+  if (threads <= 0) threads = ThreadPool::HardwareThreads();
   return CatchAll(path, [&]() -> StatusOr<Trace> { return Stream(path, window_bytes, threads); });
 }
 

@@ -109,6 +109,12 @@ TEST(KinetoStream, ACutOrCorruptInputIsAnErrorNamingTheByte) {
   WriteBytes(path, R"({"traceEvents": {"ph": "X"}})");
   EXPECT_NE(ImportKinetoStream(path, 64).status().ToString().find("\"traceEvents\" is not an array"),
             std::string::npos);
+  // Invalid JSON in a member the reader skips is still invalid JSON.
+  for (const char* bad_member : {R"({"traceEvents": [], "a": ]})", R"({"traceEvents": [], "a": 1 2})",
+                                 R"({"a": 1: 2, "traceEvents": []})"}) {
+    WriteBytes(path, bad_member);
+    EXPECT_EQ(ImportKinetoStream(path, 64).status().code(), StatusCode::kDataLoss) << bad_member;
+  }
   WriteBytes(path, R"({"other": [1, 2]})");
   EXPECT_NE(ImportKinetoStream(path, 64).status().ToString().find("no \"traceEvents\" array"), std::string::npos);
 }

@@ -1,0 +1,60 @@
+// Hints to the C library's allocator (glibc): large blocks straight from the system, and
+// freed pages handed back. No-ops under sanitizers, whose allocator replaces glibc's (its
+// malloc_trim would walk an arena that was never set up) and elsewhere.
+#ifndef TIERSCOPE_CORE_ALLOCATOR_H_
+#define TIERSCOPE_CORE_ALLOCATOR_H_
+
+#include <cstddef>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace tierscope {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitizedAllocator = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+inline constexpr bool kSanitizedAllocator = true;
+#else
+inline constexpr bool kSanitizedAllocator = false;
+#endif
+#else
+inline constexpr bool kSanitizedAllocator = false;
+#endif
+
+// Blocks of at least `bytes` are mapped from the system and unmapped when freed, so one
+// rank's buffers do not stay in an arena after it is gone.
+inline void MapBlocksFrom(size_t bytes) {
+#if defined(__GLIBC__)
+  if constexpr (!kSanitizedAllocator) mallopt(M_MMAP_THRESHOLD, static_cast<int>(bytes));
+#else
+  (void)bytes;
+#endif
+}
+
+// Pages freed at the top of the heap and inside arenas go back to the system now.
+inline void ReleaseFreedMemory() {
+#if defined(__GLIBC__)
+  if constexpr (!kSanitizedAllocator) malloc_trim(0);
+#endif
+}
+
+// Freed memory below `bytes` at the top of the heap is kept for reuse (a server's steady
+// state), and blocks from `mmap_bytes` are mapped.
+inline void KeepFreedMemoryUpTo(size_t bytes, size_t mmap_bytes) {
+#if defined(__GLIBC__)
+  if constexpr (!kSanitizedAllocator) {
+    mallopt(M_TRIM_THRESHOLD, static_cast<int>(bytes));
+    mallopt(M_MMAP_THRESHOLD, static_cast<int>(mmap_bytes));
+  }
+#else
+  (void)bytes;
+  (void)mmap_bytes;
+#endif
+}
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_CORE_ALLOCATOR_H_
