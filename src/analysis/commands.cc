@@ -17,9 +17,12 @@
 #include "analysis/op_roofline.h"
 #include "analysis/rules.h"
 #include "core/paths.h"
+#include "trace/ascend_details.h"
 #include "trace/kineto_import.h"
 #include "trace/ncu_import.h"
 #include "trace/nsys_import.h"
+#include "trace/rocpd_import.h"
+#include "trace/rocprof_csv.h"
 
 namespace tierscope {
 namespace {
@@ -74,7 +77,13 @@ StatusOr<Trace> LoadAnyTrace(const std::string& path) {
   char magic[16] = {};
   in.read(magic, sizeof(magic));
   if (in.gcount() == 16 && std::string(magic, 16) == std::string("SQLite format 3\0", 16)) {
+    if (IsRocpdFile(path)) return ImportRocpdFile(path);
     return ImportNsysSqlite(path);
+  }
+  if (path.ends_with(".csv")) {
+    if (IsRocprofCsv(path)) return ImportRocprofCsv(path);
+    return InvalidArgument(path + ": a CSV that is not one of rocprofv3's traces (<pid>_kernel_trace.csv, "
+                           "_hip_api_trace.csv, ...); an ncu CSV is read by tierscope kernel --ncu-csv");
   }
   if (path.size() >= 7 && (path.ends_with(".sqlite") || path.ends_with(".sqlite3"))) {
     return InvalidArgument(path + ": not an SQLite database (no \"SQLite format 3\" header; export it with "
@@ -92,12 +101,13 @@ StatusOr<Trace> LoadTrace(const std::string& path, const std::vector<std::string
   // shapes where the trace lacks them.
   if (t.format == "kineto") {
     AttachExecutionTraces(t, execution_traces.empty() ? ExecutionTracesBeside(path) : execution_traces);
+    ascend::AttachAscendOutputs(t, path);  // torch_npu's kernel_details.csv and rank
   }
   return t;
 }
 
 bool IsNcuCsv(const std::string& path) {
-  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0) return true;
+  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0) return !IsRocprofCsv(path);
   // Sniffed from the first 16 KiB only, line by line: a minified JSON trace or any file
   // without newlines is one line, and must not be read whole to look at its start.
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
@@ -167,12 +177,14 @@ Table ImportStatsTable(const Trace& t) {
     s.AddRow({t.stats.invalid_utf8, std::string("invalid UTF-8 sequences replaced by U+FFFD")});
   }
   for (const auto& [cat, n] : t.stats.by_category) s.AddRow({n, "  category " + cat});
+  for (const auto& [what, n] : t.stats.layout) s.AddRow({n, "  " + what});
   if (const Trace::ExecutionTraceJoin& et = t.execution_trace; !et.source.empty()) {
     s.AddRow({et.nodes, "execution trace nodes (" + et.source + ")"});
     s.AddRow({et.joined, "  operators joined to a node by record id (of " + std::to_string(et.ops) + ")"});
     s.AddRow({et.shapes_added, std::string("  operators given input shapes and types from it")});
   }
   if (!t.execution_trace.note.empty()) s.notes.push_back(t.execution_trace.note);
+  for (const std::string& note : t.import_notes) s.notes.push_back(note);
   return s;
 }
 

@@ -154,7 +154,7 @@ KernelType ClassifyDeviceEvent(EventKind kind, std::string_view name) {
   if (kind == EventKind::kMemcpy || kind == EventKind::kMemset) return KernelType::kMemory;
   const bool nccl = (name.starts_with("nccl") || name.starts_with("void nccl")) &&
                     name.find("Kernel") != std::string_view::npos;
-  if (nccl || name.starts_with("rccl")) return KernelType::kCommunication;
+  if (nccl || name.starts_with("rccl") || name.starts_with("hcom")) return KernelType::kCommunication;
   for (std::string_view w : {"all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter",
                              "reducescatter", "all_to_all", "alltoall", "cross_device_reduce"}) {
     if (ContainsIgnoreCase(name, w)) return KernelType::kCommunication;

@@ -566,7 +566,9 @@ RankAssignment NumberFiles(const std::vector<std::string>& files, const std::vec
   for (size_t i = 0; i < files.size(); ++i) {
     if (all_info) {
       a.rank[i] = trace_ranks[i];
-      a.from[i] = "distributedInfo";
+      // torch_npu writes no distributedInfo: its rank is profiler_info_N.json's.
+      const bool npu = files[i].ends_with("trace_view.json") || files[i].ends_with("trace_view.json.gz");
+      a.from[i] = npu ? "profiler_info" : "distributedInfo";
     } else if (all_names) {
       a.rank[i] = RankFromFileName(files[i]);
       a.from[i] = "file name";

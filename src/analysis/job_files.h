@@ -102,7 +102,7 @@ int RankFromDirectoryName(std::string_view name);
 // one rank (naming both).
 struct RankAssignment {
   std::vector<int> rank;
-  std::vector<std::string> from;  // "distributedInfo", "file name", "directory name",
+  std::vector<std::string> from;  // "distributedInfo", "profiler_info" (torch_npu), "file name", "directory name",
                                   // "number in the file name", "worker name", "order"
   std::string note;  // why distributedInfo was not used when some traces have it ("" otherwise)
   // Per rank, ascending: the indices of its files in time order (one each from AssignRanks).

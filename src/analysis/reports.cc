@@ -367,6 +367,7 @@ TraceIndex BuildIndex(const Trace& t, const AnalysisOptions& o) {
   x.trace = &t;
   if (t.runtime == "musa") x.prefix = "musa";
   else if (t.runtime == "hip") x.prefix = "hip";
+  else if (t.runtime == "cann") x.prefix = "cann";
   std::unordered_map<int64_t, bool> device_corr;
   x.device_begin_ns = INT64_MAX;
   x.device_end_ns = INT64_MIN;
@@ -428,7 +429,7 @@ std::vector<std::pair<std::string, std::string>> ReportCatalog() {
 
 StatusOr<Table> RunReport(const TraceIndex& x, const std::string& requested, const AnalysisOptions& o) {
   std::string name = requested;
-  for (const char* p : {"musa_", "hip_", "cuda_"}) {
+  for (const char* p : {"musa_", "hip_", "cann_", "cuda_"}) {
     if (StartsWith(name, p)) name = "cuda_" + name.substr(std::string(p).size());
   }
   Table t;
@@ -463,7 +464,7 @@ StatusOr<Table> RunReport(const TraceIndex& x, const std::string& requested, con
     for (const auto& n : GpuTimeReportNames()) valid += ", " + n;
     for (const auto& n : OnDemandReportNames()) valid += ", " + n;
     return InvalidArgument("unknown report '" + requested + "' (valid: " + valid +
-                           "; musa_* and hip_* are aliases of cuda_*)");
+                           "; musa_*, hip_* and cann_* are aliases of cuda_*)");
   }
   return t;
 }

@@ -106,7 +106,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
     if (traces.size() > 1 || IsDirectory(traces.front())) return RunJob(flags.inputs, o, flags, f);
   }
   if (which == Which::kStats && flags.list) {
-    Table t{"reports", "Reports stats can run", {"Report", "Title"}, {}, {"musa_* and hip_* are aliases of cuda_*."}};
+    Table t{"reports", "Reports stats can run", {"Report", "Title"}, {}, {"musa_*, hip_* and cann_* are aliases of cuda_*."}};
     for (const auto& [name, title] : ReportCatalog()) t.AddRow({name, title});
     std::cout << RenderTable(t, RenderOptions(f.format, /*wide=*/true));
     return 0;
@@ -125,7 +125,11 @@ int Run(const AnalyzeFlags& flags, Which which) {
   }
   if (IsNcuCsv(trace_path)) {  // kernel metrics, not a timeline
     auto out = AnalyzeNcuCsv(trace_path, f);
-    if (!out.ok()) return Fail(out.status());
+    if (!out.ok()) {
+      return Fail(Status(out.status().code(), out.status().message() +
+                                                 "; nor is it one of rocprofv3's CSV traces (<pid>_kernel_trace.csv, "
+                                                 "_hip_api_trace.csv, ...)"));
+    }
     std::cout << *out;
     return 0;
   }

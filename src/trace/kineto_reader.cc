@@ -3,6 +3,7 @@
 #include "trace/kineto_reader.h"
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -269,7 +270,7 @@ int32_t Reader::IdForString(std::string_view s, bool* local) {
   }
   string_ids_.emplace(std::string(s), std::make_pair(id, *local));
   if (!primary_) {
-    journal_.push_back({true, *local, id, std::string(s)});
+    journal_.push_back({Journaled::kStringId, *local, id, std::string(s)});
   } else if (digits != s.size()) {
     AddThreadName(id, false, s);  // a bare number names nothing
   }
@@ -310,6 +311,7 @@ bool Reader::ReadArgs(od::value v, RawEvent& ev) {
     od::value fv = field.value();
     if (Is(key, "External id") || Is(key, "external id")) GetInt(fv, &ev.external_id);
     else if (Is(key, "correlation")) GetInt(fv, &ev.correlation);
+    else if (Is(key, "connection_id")) GetInt(fv, &ev.connection_id);
     else if (Is(key, "Bytes") || Is(key, "bytes")) GetDouble(fv, &ev.bytes);
     else if (Is(key, "Total Allocated")) GetDouble(fv, &ev.total_allocated);
     else if (Is(key, "Addr")) GetInt(fv, &ev.addr);
@@ -355,6 +357,7 @@ bool Reader::ReadEvent(od::value v) {
     else if (Is(key, "name")) ev.got_name = got(GetString(fv, &ev.name));
     else if (Is(key, "pid")) ev.pid_ok = ReadId(fv, &ev.pid, &ev.pid_local, &ev.pid_string);
     else if (Is(key, "tid")) ev.tid_ok = ReadId(fv, &ev.tid, &ev.tid_local, &tid_string);
+    else if (Is(key, "id")) GetNumberText(fv, &ev.flow_id) || GetString(fv, &ev.flow_id);
     else if (Is(key, "args") && !ReadArgs(fv, ev)) return false;
   }
 
@@ -383,9 +386,13 @@ bool Reader::ReadEvent(od::value v) {
     ++trace_.stats.metadata;  // metadata, flows, B/E, other instants, unknown phases
     range_begins_ += ph == 'B' ? 1 : 0;
     range_ends_ += ph == 'E' ? 1 : 0;
+    if ((ph == 's' || ph == 'f') && ev.cat == "async_npu") AddFlowEnd(ev, ph == 's');
     if (ph != 'M' || ev.got_name != Got::kOk || !ev.tid_ok || !ev.pid_ok) return true;
     if (ev.name == "thread_name" && !ev.arg_name.empty()) {
       AddThreadName(ev.tid, ev.tid_local, ev.arg_name);
+    }
+    if (ev.name == "process_name" && !ev.arg_name.empty()) {
+      AddProcessName(ev.pid, ev.pid_local, ev.arg_name);
     }
     if (ev.name == "process_labels" && ev.arg_labels == "CPU" && !host_pid_set_) {
       host_pid_ = ev.pid;
@@ -417,7 +424,7 @@ bool Reader::ReadEvent(od::value v) {
   e.tid = ev.tid;
   e.kind = memory ? EventKind::kMemory : kind;
   e.external_id = ev.external_id;
-  e.correlation = ev.correlation;
+  e.correlation = ev.correlation != 0 ? ev.correlation : ev.connection_id;
   switch (e.kind) {
     case EventKind::kMemory:
       e.v0 = ev.bytes;
@@ -452,7 +459,9 @@ bool Reader::ReadEvent(od::value v) {
   e.name = memory ? memory_name_ : trace_.strings.Intern(ev.name);
   // Args name the event's own correlation or external id, so they are nearly always
   // unique: no dedup.
-  if (!ev.args.empty() && KeepsArgs(e.kind)) {
+  // An event without a category may be a vendor's device task (read by its process, at
+  // the end): its args are kept for that.
+  if (!ev.args.empty() && (KeepsArgs(e.kind) || cat_id < 0)) {
     // Kept compact (PyTorch pretty-prints lists one number per line): one line in reports.
     compact_.clear();
     CompactJsonInto(ev.args, &compact_);
@@ -499,8 +508,12 @@ void Reader::Merge(Reader& later) {
   };
   for (const JournalEntry& j : later.journal_) {
     bool unused;
-    if (!j.is_string_id) {
+    if (j.what == Journaled::kThreadName) {
       AddThreadName(pid_id(j.id, j.local), false, j.text);
+      continue;
+    }
+    if (j.what == Journaled::kProcessName) {
+      AddProcessName(pid_id(j.id, j.local), false, j.text);
       continue;
     }
     const int32_t ours = IdForString(j.text, &unused);
@@ -510,6 +523,13 @@ void Reader::Merge(Reader& later) {
       local_ids[slot] = ours;
     }
   }
+  for (ascend::FlowEnd f : later.flows_) {
+    f.pid = pid_id(f.pid, f.pid_local);
+    f.tid = pid_id(f.tid, f.tid_local);
+    f.pid_local = f.tid_local = false;
+    flows_.push_back(f);
+  }
+  later.flows_.clear();
   if (!host_pid_set_ && later.host_pid_set_) {
     host_pid_ = pid_id(later.host_pid_, later.host_pid_local_);
     host_pid_set_ = true;
@@ -560,6 +580,21 @@ void Reader::Finish(const std::string& trace_name) {
   } else if (cuda_ > 0) {
     trace_.runtime = "cuda";
   }
+  if (ascend::IsAscendLayout(trace_)) ascend::ApplyAscendLayout(trace_, std::move(flows_));
+}
+
+void Reader::AddFlowEnd(const RawEvent& ev, bool start) {
+  ascend::FlowEnd f;
+  f.start = start;
+  if (!ev.pid_ok || !ev.tid_ok || ev.got_ts != Got::kOk) return;
+  if (!kineto::MicrosToNs(ev.ts, &f.ts_ns)) return;
+  const std::string_view id = ev.flow_id;
+  if (id.empty() || std::from_chars(id.data(), id.data() + id.size(), f.id).ptr != id.data() + id.size()) return;
+  f.pid = ev.pid;
+  f.tid = ev.tid;
+  f.pid_local = ev.pid_local;  // a secondary reader's: mapped at Merge
+  f.tid_local = ev.tid_local;
+  flows_.push_back(f);
 }
 
 }  // namespace tierscope::kineto

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "trace/ascend_layout.h"
 #include "trace/json_input.h"
 #include "trace/kineto_scan.h"
 #include "trace/trace.h"
@@ -44,6 +45,8 @@ struct RawEvent {
   std::string_view args;  // its members, without the braces
   std::string_view arg_name, arg_labels;
   int64_t external_id = 0, correlation = 0, addr = 0;
+  int64_t connection_id = 0;  // torch_npu's correlation (Ascend)
+  std::string_view flow_id;   // a flow's "id" (number text or string)
   int64_t kernel_correlation = -1;  // -1: absent
   double bytes = 0, total_allocated = 0, flops = 0, tasks = 0, busy_ns = 0;
 };
@@ -93,10 +96,11 @@ class Reader {
   void SetError(error_code e) { error_ = e; }
 
  private:
+  enum class Journaled : uint8_t { kStringId, kThreadName, kProcessName };
   struct JournalEntry {
-    bool is_string_id;  // else a thread name
-    bool local;         // `id` is reader-local
-    int32_t id;         // the string's id, or the named thread
+    Journaled what;
+    bool local;  // `id` is reader-local
+    int32_t id;  // the string's id, or the named thread or process
     std::string text;
   };
   struct Fixup {  // an event whose pid and/or tid is a reader-local id
@@ -123,6 +127,7 @@ class Reader {
   bool ReadArgs(od::value v, RawEvent& ev);
   bool ReadId(od::value& v, int32_t* id, bool* local, std::string_view* as_string);
   int32_t IdForString(std::string_view s, bool* local);
+  void AddFlowEnd(const RawEvent& ev, bool start);  // an async_npu flow's end, when usable
   bool Malformed(const char* reason) {  // counts it; true: go on
     ++trace_.stats.malformed;
     ++trace_.stats.malformed_reasons[reason];
@@ -130,11 +135,19 @@ class Reader {
   }
   void AddThreadName(int32_t tid, bool local, std::string_view name) {
     if (!primary_) {
-      journal_.push_back({false, local, tid, std::string(name)});
+      journal_.push_back({Journaled::kThreadName, local, tid, std::string(name)});
       return;
     }
     auto key = std::make_pair(tid, std::string(name));
     if (named_threads_.insert(key).second) trace_.thread_names.push_back(std::move(key));
+  }
+  void AddProcessName(int32_t pid, bool local, std::string_view name) {
+    if (!primary_) {
+      journal_.push_back({Journaled::kProcessName, local, pid, std::string(name)});
+      return;
+    }
+    auto key = std::make_pair(pid, std::string(name));
+    if (named_processes_.insert(key).second) trace_.process_names.push_back(std::move(key));
   }
 
   std::string compact_;  // the args of the event being added, compacted
@@ -157,7 +170,8 @@ class Reader {
   int64_t no_category_ = 0;
   std::map<std::string, std::pair<int32_t, bool>, std::less<>> string_ids_;  // id, local
   int32_t next_string_id_ = -2;
-  std::set<std::pair<int32_t, std::string>> named_threads_;
+  std::set<std::pair<int32_t, std::string>> named_threads_, named_processes_;
+  std::vector<ascend::FlowEnd> flows_;  // torch_npu's op-to-task flows (async_npu)
   std::vector<JournalEntry> journal_;
   std::vector<Fixup> fixups_;
   int64_t hip_ = 0, musa_ = 0, cuda_ = 0;  // runtime call names by prefix

@@ -104,6 +104,9 @@ struct ImportStats {
   int64_t open_ranges = 0;       // of them, beyond those ended (ph E)
   std::map<std::string, int64_t> malformed_reasons;  // reason -> count
   std::map<std::string, int64_t> by_category;        // category as written -> count
+  // A vendor's layout read into the common kinds (what became what, what was left out as
+  // a duplicate of other events): description -> count.
+  std::map<std::string, int64_t> layout;
 };
 
 struct Trace {
@@ -125,6 +128,7 @@ struct Trace {
   int32_t world_size = 0;
   std::string collective_backend;  // "nccl", "gloo", "rccl", ...
   std::vector<std::pair<int32_t, std::string>> thread_names;  // tid -> name (device pid)
+  std::vector<std::pair<int32_t, std::string>> process_names;  // pid -> name
   // A PyTorch execution trace joined to the operators (execution_trace.h); empty source:
   // none.
   struct ExecutionTraceJoin {
@@ -135,6 +139,8 @@ struct Trace {
     int64_t shapes_added = 0;  // of those, given input shapes and types the trace lacked
     std::string note;          // why none joined, when some were tried
   } execution_trace;
+  // What an importer could not join or read beside the trace (one line each).
+  std::vector<std::string> import_notes;
 
   Event& Add(EventKind kind, std::string_view name, int64_t ts_ns, int64_t dur_ns) {
     Event e;

@@ -229,6 +229,77 @@ def ncu_seeds() -> None:
                                               '"0","8.0","SOL","Duration","msecond","1.5e-3"\n')
 
 
+def rocpd_seeds() -> None:
+    import re
+    schema = (HERE.parent / "trace" / "rocpd_schema.h").read_text()
+    sql = re.search(r'R"\((.*)\)"', schema, re.S).group(1)
+    path = CORPUS / "rocpd_fuzzer" / "results.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    db = sqlite3.connect(path)
+    db.executescript(sql)
+    db.executescript("""
+      INSERT INTO rocpd_string_0192 (id, string) VALUES (1, 'hipLaunchKernel'), (2, 'HIP_RUNTIME_API_EXT'),
+        (3, 'MARKER_CORE_API'), (4, 'MEMORY_COPY_HOST_TO_DEVICE');
+      INSERT INTO rocpd_info_agent_0192 (id, type, type_index, name, product_name, extdata) VALUES
+        (2, 'GPU', 0, 'gfx942', 'AMD Instinct MI300X', '{"cu_count": 304}');
+      INSERT INTO rocpd_info_kernel_symbol_0192 (id, kernel_name, display_name) VALUES (10, '_Z4gemmv', 'gemm()');
+      INSERT INTO rocpd_event_0192 (id, category_id, stack_id, extdata) VALUES (1, 2, 7, '{}'), (2, 2, 7, '{}'),
+        (3, 3, 8, '{"message": "step"}');
+      INSERT INTO rocpd_region_0192 (pid, tid, start, end, name_id, event_id) VALUES (42, 43, 100, 150, 1, 1),
+        (42, 43, 50, 900, 1, 3);
+      INSERT INTO rocpd_kernel_dispatch_0192 (agent_id, kernel_id, queue_id, stream_id, start, end,
+        workgroup_size_x, workgroup_size_y, workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, event_id)
+        VALUES (2, 10, 1, 5, 300, 700, 256, 1, 1, 1024, 1, 1, 2);
+      INSERT INTO rocpd_memory_copy_0192 (start, end, name_id, dst_agent_id, src_agent_id, size, stream_id)
+        VALUES (160, 260, 4, 2, 0, 4096, 5);
+    """)
+    db.commit()
+    db.close()
+    put("rocpd_fuzzer", "rows", bytes(range(256)) * 2)
+
+
+def ascend_seeds() -> None:
+    """torch_npu's trace_view.json shape: a bare list, string times, device work known by its
+    process (named last), flows joining an operator to its task, a collective and its tasks."""
+    hw, cann, hccl = 3170820512, 3170820320, 3170820576
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": "100.000", "dur": 50},
+        {"ph": "s", "cat": "async_npu", "name": "torch_to_npu", "id": 777, "pid": 1, "tid": 1, "ts": "112.000"},
+        {"ph": "X", "name": "Node@launch", "pid": cann, "tid": 2, "ts": "130.000", "dur": 5, "args": {"connection_id": 42}},
+        {"ph": "X", "name": "MatMulV2", "pid": hw, "tid": 2, "ts": "140.000", "dur": 20,
+         "args": {"Task Type": "AI_CORE", "connection_id": 42}},
+        {"ph": "f", "cat": "async_npu", "name": "torch_to_npu", "id": 777, "pid": hw, "tid": 2, "ts": "140.000", "bp": "e"},
+        {"ph": "X", "name": "EVENT_WAIT", "pid": hw, "tid": 2, "ts": "161.000", "dur": 1, "args": {"Task Type": "EVENT_WAIT_SQE"}},
+        {"ph": "X", "name": "hcom_allReduce__1_0_1", "pid": hccl, "tid": 0, "ts": "200.000", "dur": 30,
+         "args": {"connection_id": 43}},
+        {"ph": "X", "name": "Notify_Wait", "pid": hccl, "tid": 1, "ts": "201.000", "dur": 5,
+         "args": {"task type": "Notify_Wait", "stream id": 4}},
+        {"ph": "X", "name": "Notify Wait", "pid": hw, "tid": 4, "ts": "201.000", "dur": 5, "args": {"Task Type": "Notify Wait"}},
+        {"ph": "M", "name": "process_name", "pid": hw, "tid": 0, "args": {"name": "Ascend Hardware"}},
+        {"ph": "M", "name": "process_name", "pid": cann, "tid": 0, "args": {"name": "CANN"}},
+        {"ph": "M", "name": "process_name", "pid": hccl, "tid": 0, "args": {"name": "HCCL"}},
+    ]
+    put("kineto_fuzzer", "ascend_trace_view.json", json.dumps(events))
+
+
+def vendor_csv_seeds() -> None:
+    kernels = ('"Kind","Agent_Id","Queue_Id","Stream_Id","Kernel_Name","Correlation_Id","Start_Timestamp",'
+               '"End_Timestamp","Workgroup_Size_X","Grid_Size_X"\n'
+               '"KERNEL_DISPATCH","Agent 1",1,3,"gemm",5,1000,1500,256,1024\n')
+    api = ('"Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp","End_Timestamp"\n'
+           '"HIP_RUNTIME_API_EXT","hipLaunchKernel",42,43,5,900,950\n')
+    markers = api.replace("HIP_RUNTIME_API_EXT", "MARKER_CORE_API").replace("hipLaunchKernel", "step")
+    copies = ('"Kind","Direction","Stream_Id","Source_Agent_Id","Destination_Agent_Id","Correlation_Id",'
+              '"Start_Timestamp","End_Timestamp"\n"MEMORY_COPY","MEMORY_COPY_HOST_TO_DEVICE",3,"Agent 0","Agent 1",6,10,20\n')
+    agents = ('"Node_Id","Logical_Node_Id","Agent_Type","Cu_Count","Name","Product_Name"\n'
+              '0,0,"CPU",0,"cpu","EPYC"\n2,1,"GPU",304,"gfx942","AMD Instinct MI300X"\n')
+    put("vendor_csv_fuzzer", "rocprof", "\x00" + "\f".join([kernels, api, markers, copies, agents]))
+    put("vendor_csv_fuzzer", "kernel_details.csv",
+        "\x01Step Id,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us),Block Dim,Input Shapes\n"
+        '1,2,k,MatMul,AI_CORE,140.000\t,20,24,"""32,64"""\n1,,hcom_allReduce__1_0_1,hcom,HCCL,200.001\t,30,0,N/A\n')
+
+
 def http_seeds() -> None:
     def req(target: str, body: dict | str, headers: str = "") -> str:
         b = body if isinstance(body, str) else json.dumps(body)
@@ -263,6 +334,9 @@ if __name__ == "__main__":
     kineto_seeds()
     nsys_seeds()
     ncu_seeds()
+    rocpd_seeds()
+    ascend_seeds()
+    vendor_csv_seeds()
     http_seeds()
     for d in sorted(CORPUS.iterdir()):
         print(d.name, len(list(d.iterdir())), "seeds")

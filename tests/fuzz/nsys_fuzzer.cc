@@ -17,80 +17,16 @@
 #include "analysis/commands.h"
 #include "trace/nsys_import.h"
 #include "trace/nsys_schema.h"
-
-namespace {
-
-struct Db {
-  sqlite3* db = nullptr;
-  ~Db() { sqlite3_close(db); }
-};
-
-std::vector<std::string> Tables(sqlite3* db) {
-  std::vector<std::string> out;
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name", -1, &st, nullptr);
-  while (sqlite3_step(st) == SQLITE_ROW) out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
-  sqlite3_finalize(st);
-  return out;
-}
-
-int ColumnCount(sqlite3* db, const std::string& table) {
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, ("PRAGMA table_info(" + table + ")").c_str(), -1, &st, nullptr);
-  int n = 0;
-  while (sqlite3_step(st) == SQLITE_ROW) ++n;
-  sqlite3_finalize(st);
-  return n;
-}
-
-// Fills the schema's tables with rows the fuzzer describes.
-void FillFromRows(sqlite3* db, FuzzedDataProvider& in) {
-  sqlite3_exec(db, tierscope::testing::kNsysSchema, nullptr, nullptr, nullptr);
-  const std::vector<std::string> tables = Tables(db);
-  for (int row = 0; row < 64 && in.remaining_bytes() > 0; ++row) {
-    const std::string& table = tables[in.ConsumeIntegralInRange<size_t>(0, tables.size() - 1)];
-    const int columns = ColumnCount(db, table);
-    std::string sql = "INSERT INTO " + table + " VALUES (";
-    for (int c = 0; c < columns; ++c) sql += c ? ",?" : "?";
-    sql += ")";
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) continue;
-    for (int c = 1; c <= columns; ++c) {
-      switch (in.ConsumeIntegralInRange<int>(0, 5)) {
-        case 0: sqlite3_bind_null(st, c); break;
-        case 1: sqlite3_bind_int64(st, c, in.ConsumeIntegral<int64_t>()); break;
-        case 2: {
-          const std::string text = in.ConsumeRandomLengthString(64);
-          sqlite3_bind_text(st, c, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-          break;
-        }
-        case 3: sqlite3_bind_double(st, c, in.ConsumeFloatingPoint<double>()); break;
-        default: sqlite3_bind_int64(st, c, in.ConsumeIntegralInRange<int64_t>(-4, 64)); break;
-      }
-    }
-    sqlite3_step(st);  // a row that breaks a constraint is simply not there
-    sqlite3_finalize(st);
-  }
-}
-
-}  // namespace
+#include "sqlite_rows.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Db db;
+  tierscope::fuzz::Db db;
   if (sqlite3_open(":memory:", &db.db) != SQLITE_OK) return 0;
-  static const char kMagic[] = "SQLite format 3";
-  if (size >= sizeof(kMagic) && std::memcmp(data, kMagic, sizeof(kMagic)) == 0) {
-    auto* copy = static_cast<unsigned char*>(sqlite3_malloc64(size));
-    if (copy == nullptr) return 0;
-    std::memcpy(copy, data, size);
-    if (sqlite3_deserialize(db.db, "main", copy, static_cast<sqlite3_int64>(size),
-                            static_cast<sqlite3_int64>(size),
-                            SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY) != SQLITE_OK) {
-      return 0;
-    }
+  if (tierscope::fuzz::IsDatabaseFile(data, size)) {
+    if (!tierscope::fuzz::Deserialize(db.db, data, size)) return 0;
   } else {
     FuzzedDataProvider in(data, size);
-    FillFromRows(db.db, in);
+    tierscope::fuzz::FillFromRows(db.db, in, tierscope::testing::kNsysSchema);
   }
   auto trace = tierscope::ImportNsysDb(db.db, "fuzz.sqlite");
   if (!trace.ok()) return 0;

@@ -12,7 +12,7 @@ seconds="${2:-20}"
 # changes it, for a longer hunt).
 seed="${TIERSCOPE_FUZZ_SEED:-2026}"
 targets=(safetensors_fuzzer torch_bin_fuzzer pickle_fuzzer kineto_fuzzer nsys_fuzzer
-         ncu_csv_fuzzer http_request_fuzzer)
+         ncu_csv_fuzzer rocpd_fuzzer vendor_csv_fuzzer http_request_fuzzer)
 work="$build/fuzz"
 mkdir -p "$work/artifacts"
 failed=()

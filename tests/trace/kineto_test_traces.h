@@ -35,6 +35,8 @@ inline void ExpectSameTrace(const Trace& a, const Trace& b) {
     ASSERT_EQ(str(a, x.args), str(b, y.args)) << "event " << i;
   }
   EXPECT_EQ(a.thread_names, b.thread_names);
+  EXPECT_EQ(a.process_names, b.process_names);
+  EXPECT_EQ(a.stats.layout, b.stats.layout);
   EXPECT_EQ(a.host_pid, b.host_pid);
   EXPECT_EQ(a.runtime, b.runtime);
   EXPECT_EQ(a.device_name, b.device_name);
