@@ -28,8 +28,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// rocprofv3 writes a run as CSV files or a database per process: its kernel trace (which
+// reads the run's other files) or its database stands for the process.
 bool IsTraceFile(const std::string& name) {
-  return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".sqlite");
+  return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".sqlite") ||
+         name.ends_with("_kernel_trace.csv") || name.ends_with("_results.db");
 }
 
 using kineto::EndsWithIgnoreCase;
@@ -205,7 +208,9 @@ Status ListDirectory(const fs::path& dir, const std::string& shown, int depth, s
     const std::string place = shown.empty() ? name : shown + "/" + name;
     std::error_code type_ec;
     if (entry.is_directory(type_ec)) {
-      if (depth + 1 < kMaxDepth && (depth > 0 || RankFromDirectoryName(name) >= 0)) {
+      // torch_npu names a rank's folder {host}_{pid}_{time}_ascend_pt (the rank is inside).
+      const bool rank_dir = RankFromDirectoryName(name) >= 0 || name.ends_with("_ascend_pt");
+      if (depth + 1 < kMaxDepth && (depth > 0 || rank_dir)) {
         TS_RETURN_IF_ERROR(ListDirectory(entry.path(), place, depth + 1, found, skipped, execution_traces));
       } else {
         skipped.push_back({entry.path().string() + "/", place + "/",
@@ -218,7 +223,8 @@ Status ListDirectory(const fs::path& dir, const std::string& shown, int depth, s
       skipped.push_back({entry.path().string(), place, WhyNotByName(name)});
       continue;
     }
-    const JsonKind kind = name.ends_with(".sqlite") ? JsonKind::kTrace : SniffJson(entry.path().string());
+    const bool not_json = name.ends_with(".sqlite") || name.ends_with(".csv") || name.ends_with(".db");
+    const JsonKind kind = not_json ? JsonKind::kTrace : SniffJson(entry.path().string());
     if (kind == JsonKind::kExecutionTrace) execution_traces.push_back(entry.path().string());
     if (kind != JsonKind::kTrace) {
       skipped.push_back({entry.path().string(), place, WhyNotTrace(kind)});

@@ -78,8 +78,10 @@ Status JoinKernelDetails(Trace& t, std::string_view csv, const std::string& sour
   // of that name starting nearest, within kMatchNs.
   const auto find = [&](std::string_view name, int64_t start) {
     auto best = kernels.end();
-    for (auto it = kernels.lower_bound({name, start - kMatchNs});
-         it != kernels.end() && it->first.first == name && it->first.second <= start + kMatchNs; ++it) {
+    const int64_t from = start > INT64_MIN + kMatchNs ? start - kMatchNs : INT64_MIN;
+    const int64_t to = start < INT64_MAX - kMatchNs ? start + kMatchNs : INT64_MAX;
+    for (auto it = kernels.lower_bound({name, from}); it != kernels.end() && it->first.first == name && it->first.second <= to;
+         ++it) {
       if (best == kernels.end() || std::abs(it->first.second - start) < std::abs(best->first.second - start)) best = it;
     }
     return best;
@@ -111,7 +113,7 @@ Status JoinKernelDetails(Trace& t, std::string_view csv, const std::string& sour
     int64_t blocks = 0;
     const std::string_view b = block_col >= 0 ? kineto::Trim(fields[block_col]) : std::string_view();
     if (!b.empty() && std::from_chars(b.data(), b.data() + b.size(), blocks).ptr == b.data() + b.size() && blocks > 0) {
-      args += ",\"grid\":[" + std::to_string(blocks) + ",1,1]";
+      args += std::string(args.empty() ? "" : ",") + "\"grid\":[" + std::to_string(blocks) + ",1,1]";
     }
     e.args = t.strings.Append(args);
   }

@@ -3,15 +3,18 @@
 // category: it is known by the process it is on.
 //
 // Mapping (processes by their process_name):
-//   "Ascend Hardware"  a stream per thread; each task by its args' "Task Type":
-//                      EVENT_RECORD_SQE / EVENT_WAIT_SQE -> kSync; MEMCPY_ASYNC on a DMA
-//                      engine (PCIE_DMA_SQE, SDMA_SQE) -> kMemcpy; PLACE_HOLDER_SQE (the
-//                      profiler's own markers) -> kOther; HCCL's tasks (SDMA, Notify Wait,
-//                      Write Value, ...) starting inside their collective on the same
-//                      stream -> left out (the collective stands for them); any other
-//                      task (AI_CORE, AI_VECTOR_CORE, MIX_AIC/AIV, AI_CPU, DSA_SQE, ...)
-//                      -> kKernel
-//   "CANN"             AscendCL / Node@launch / Hccl API calls -> kRuntime
+//   "Ascend Hardware"  a stream per thread; each task by its args' "Task Type" and name:
+//                      PLACE_HOLDER* (the profiler's own markers) -> kOther; EVENT_RECORD* /
+//                      EVENT_WAIT* -> kSync; MEMCPY_ASYNC -> kMemcpy; HCCL's tasks -> left
+//                      out when they name their collective by connection_id, or (known HCCL
+//                      task types: Notify Wait, Write Value, SDMA, ...) start inside a
+//                      collective on their stream — the collective stands for them; an HCCL
+//                      task outside any -> kKernel "hcom <name>"; any other task (AI_CORE,
+//                      AI_VECTOR_CORE, MIX_AIC/AIV, KERNEL_*, AI_CPU, DSA_SQE, ...) -> kKernel
+//   "CANN"             AscendCL / Node@launch / Hccl API calls -> kRuntime, but a call that
+//                      made other calls on its thread and launched no device task itself
+//                      (AscendCL@aclnnMm around its Node@launch) -> kOther, so API time is
+//                      not counted twice
 //   "HCCL"             a collective (hcom_allReduce_..., no "task type") -> kKernel on the
 //                      stream its tasks ran on; its per-link "Plane" tasks -> left out
 //                      (the same tasks as on the hardware streams)

@@ -63,6 +63,7 @@ class Importer {
     }
     // The unsuffixed names are views over the suffixed tables: read those when present.
     if (suffixes.size() > 1) suffixes.erase("");
+    // Each process numbers its correlation ids from 1: the sets' ids are kept apart.
     if (suffixes.empty()) {
       return InvalidArgument(source_ + ": not a rocpd database (no rocpd_kernel_dispatch or rocpd_region table)");
     }
@@ -72,7 +73,10 @@ class Importer {
                                "), a schema after version 3 that tierscope does not read yet");
       }
     }
-    for (const std::string& s : suffixes) TS_RETURN_IF_ERROR(ReadSet(s));
+    for (const std::string& s : suffixes) {
+      TS_RETURN_IF_ERROR(ReadSet(s));
+      correlation_base_ += int64_t{1} << 40;
+    }
     Finish();
     return OkStatus();
   }
@@ -102,8 +106,10 @@ class Importer {
     }
   }
 
+  // Tables only: the unsuffixed names are views over them, and a view (a recursive one in a
+  // hostile file) is never read.
   Status LoadSchema() {
-    return Query("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')", "reading the schema",
+    return Query("SELECT name FROM sqlite_master WHERE type = 'table'", "reading the schema",
                  [&](sqlite3_stmt* s) { tables_.insert(std::string(Text(s, 0))); });
   }
   bool Has(const std::string& table) const { return tables_.count(table) != 0; }
@@ -121,13 +127,20 @@ class Importer {
       return false;
     }
     const int64_t a = Int(s, start), b = Int(s, end);
-    if (b < a || !TimeInRange(a, b - a)) {
+    // Both in range before their difference is taken (it cannot overflow then).
+    if (a < kMinTraceNs || b >= kMaxTraceNs || b < a || !TimeInRange(a, b - a)) {
       Malformed("time out of range");
       return false;
     }
     e->ts_ns = a;
     e->dur_ns = b - a;
     return true;
+  }
+
+  // A row's stack id as a correlation, in this set's range (0: none).
+  int64_t Correlation(sqlite3_stmt* s, int c) const {
+    const int64_t id = Int(s, c);
+    return id > 0 && id < (int64_t{1} << 40) ? correlation_base_ + id : 0;
   }
 
   void Keep(const Event& e) {
@@ -191,13 +204,13 @@ class Importer {
             e.pid = gpu->second->index;
             const int64_t stream = Int(s, 3);
             e.tid = static_cast<int32_t>(std::clamp<int64_t>(stream > 0 ? stream : Int(s, 2), 0, INT32_MAX));
-            e.correlation = std::max<int64_t>(0, Int(s, 12));
+            e.correlation = Correlation(s, 12);
             ++gpu->second->kernels;
             std::string g, b;
             for (int i = 0; i < 3; ++i) {
               const int64_t w = std::max<int64_t>(1, Int(s, 6 + i));
               const int64_t n = std::max<int64_t>(0, Int(s, 9 + i));
-              g += (i ? ", " : "") + std::to_string((n + w - 1) / w);  // Kineto's grid is in blocks
+              g += (i ? ", " : "") + std::to_string(n / w + (n % w != 0));  // Kineto's grid is in blocks
               b += (i ? ", " : "") + std::to_string(w);
             }
             e.args = t_.strings.Append("\"grid\": [" + g + "], \"block\": [" + b + "]");
@@ -221,7 +234,7 @@ class Importer {
                                  e.name = t_.strings.Intern(msg.empty() ? name : msg);
                                  e.pid = static_cast<int32_t>(std::clamp<int64_t>(Int(s, 0), 0, INT32_MAX));
                                  e.tid = static_cast<int32_t>(std::clamp<int64_t>(Int(s, 1), 0, INT32_MAX));
-                                 e.correlation = std::max<int64_t>(0, Int(s, 5));
+                                 e.correlation = Correlation(s, 5);
                                  if (t_.host_pid == 0 && e.pid > 0) t_.host_pid = e.pid;
                                  Keep(e);
                                }));
@@ -240,7 +253,7 @@ class Importer {
                                  e.name = t_.strings.Intern(name.empty() ? "MEMORY_COPY" : name);
                                  e.pid = gpu->second->index;
                                  e.tid = static_cast<int32_t>(std::clamp<int64_t>(Int(s, 6), 0, INT32_MAX));
-                                 e.correlation = std::max<int64_t>(0, Int(s, 7));
+                                 e.correlation = Correlation(s, 7);
                                  e.args = t_.strings.Append("\"bytes\": " + std::to_string(std::max<int64_t>(0, Int(s, 5))));
                                  Keep(e);
                                }));
@@ -267,6 +280,7 @@ class Importer {
   Trace& t_;
   std::set<std::string> tables_;
   std::vector<std::shared_ptr<Gpu>> gpus_;
+  int64_t correlation_base_ = 0;
 };
 
 }  // namespace
@@ -296,9 +310,6 @@ StatusOr<Trace> ImportRocpdDb(sqlite3* db, const std::string& source) {
   return t;
 }
 
-}  // namespace tierscope
-
-namespace tierscope {
 
 bool IsRocpdFile(const std::string& path) {
   sqlite3* raw = nullptr;

@@ -176,7 +176,7 @@ class Importer {
         int64_t gs = 1, ws = 1;
         if (!k.Int(grid[i], &gs) || gs < 0) gs = 1;
         if (!k.Int(wg[i], &ws) || ws < 1) ws = 1;
-        g += (i ? ", " : "") + std::to_string((gs + ws - 1) / ws);  // Kineto's grid is in blocks
+        g += (i ? ", " : "") + std::to_string(gs / ws + (gs % ws != 0));  // Kineto's grid is in blocks
         b += (i ? ", " : "") + std::to_string(ws);
       }
       e.args = t_.strings.Append("\"grid\": [" + g + "], \"block\": [" + b + "]");
@@ -219,8 +219,9 @@ class Importer {
     while (c.Next(&complete)) {
       Event e;
       if (!Row(c, complete, corr, start, end, &e)) continue;
-      Gpu* gpu = GpuOf(c.Get(dst));
-      if (gpu == nullptr) gpu = GpuOf(c.Get(src));
+      // Without agent_info, only agents that ran kernels are GPUs (a copy's host side is not).
+      Gpu* gpu = GpuOf(c.Get(dst), false);
+      if (gpu == nullptr) gpu = GpuOf(c.Get(src), false);
       if (gpu == nullptr) {
         Malformed("memory copy with no GPU agent");
         continue;
@@ -289,7 +290,7 @@ class Importer {
       Malformed("Start_Timestamp / End_Timestamp not a number");
       return false;
     }
-    if (f < s || !TimeInRange(s, f - s)) {
+    if (s < kMinTraceNs || f >= kMaxTraceNs || f < s || !TimeInRange(s, f - s)) {  // no overflow in f - s
       Malformed("time out of range");
       return false;
     }
@@ -299,12 +300,13 @@ class Importer {
     return true;
   }
 
-  // The GPU an Agent_Id names; without agent_info, one per distinct id in order of sight.
-  Gpu* GpuOf(std::string_view id) {
+  // The GPU an Agent_Id names; without agent_info, one per distinct id in order of sight
+  // (`add`: ids not seen yet become GPUs).
+  Gpu* GpuOf(std::string_view id, bool add = true) {
     if (id.empty()) return nullptr;
     const auto it = gpus_.find(std::string(id));
     if (it != gpus_.end()) return it->second.get();
-    if (have_agents_) return nullptr;
+    if (have_agents_ || !add) return nullptr;
     auto gpu = std::make_shared<Gpu>(Gpu{static_cast<int32_t>(unnamed_++), "", 0, 0});
     gpus_[std::string(id)] = gpu;
     return gpu.get();
@@ -339,7 +341,12 @@ StatusOr<Trace> ImportRocprofCsvTexts(const std::map<std::string, std::string>& 
   t.runtime = "hip";
   Importer importer(t);
   if (const auto a = files.find("agent_info"); a != files.end()) importer.Agents(a->second);
-  for (const auto& [suffix, text] : files) {
+  // In kKnown's order: kernels before copies (without agent_info, kernels name the GPUs).
+  for (const Known& k : kKnown) {
+    const auto f = files.find(k.suffix);
+    if (f == files.end()) continue;
+    const std::string& suffix = f->first;
+    const std::string& text = f->second;
     t.stats.bytes += static_cast<int64_t>(text.size());
     const std::string file = suffix + ".csv";
     switch (KindOf(suffix)) {

@@ -28,6 +28,7 @@ const char kAscend[] = R"([
 {"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":"100.000","dur":50},
 {"ph":"X","cat":"cpu_op","name":"aten::inner","pid":1,"tid":1,"ts":"110.000","dur":10},
 {"ph":"s","cat":"async_npu","name":"torch_to_npu","id":777,"pid":1,"tid":1,"ts":"112.000","bp":"e"},
+{"ph":"X","name":"AscendCL@aclnnMm","pid":8,"tid":2,"ts":"129.000","dur":8,"args":{"connection_id":41}},
 {"ph":"X","name":"Node@launch","pid":8,"tid":2,"ts":"130.000","dur":5,"args":{"connection_id":42}},
 {"ph":"X","name":"aclnnMm_MatMulV2","pid":9,"tid":2,"ts":"140.000","dur":20,"args":{"Task Type":"AI_CORE","connection_id":42}},
 {"ph":"f","cat":"async_npu","name":"torch_to_npu","id":777,"pid":9,"tid":2,"ts":"140.000","bp":"e"},
@@ -36,7 +37,10 @@ const char kAscend[] = R"([
 {"ph":"X","name":"PROFILING_ENABLE","pid":9,"tid":0,"ts":"90.000","dur":0.02,"args":{"Task Type":"PLACE_HOLDER_SQE"}},
 {"ph":"X","name":"hcom_allReduce__1_0_1","pid":7,"tid":0,"ts":"200.000","dur":30,"args":{"connection_id":43,"count":1024}},
 {"ph":"X","name":"Notify_Wait","pid":7,"tid":1,"ts":"201.000","dur":5,"args":{"task type":"Notify_Wait","stream id":4}},
-{"ph":"X","name":"Notify Wait","pid":9,"tid":4,"ts":"201.000","dur":5,"args":{"Task Type":"Notify Wait"}},
+{"ph":"X","name":"Notify Wait","pid":9,"tid":4,"ts":"201.000","dur":5,"args":{"Task Type":"Notify Wait","connection_id":43}},
+{"ph":"X","name":"Write Value","pid":9,"tid":4,"ts":"205.000","dur":1,"args":{"Task Type":"Write Value"}},
+{"ph":"X","name":"aclnnAdd_AddAiCore_Add","pid":9,"tid":2,"ts":"170.000","dur":3,"args":{"Task Type":"KERNEL_AICORE"}},
+{"ph":"X","name":"EVENT_RECORD","pid":9,"tid":2,"ts":"174.000","dur":1,"args":{"Task Type":"EVENT_RECORD"}},
 {"ph":"X","name":"SDMA","pid":9,"tid":4,"ts":"300.000","dur":5,"args":{"Task Type":"SDMA"}},
 {"ph":"X","name":"Computing","pid":6,"tid":0,"ts":"140.000","dur":20},
 {"ph":"M","name":"process_name","pid":1,"tid":0,"args":{"name":"Python"}},
@@ -74,6 +78,12 @@ TEST(AscendLayout, DeviceTasksBecomeKernelsCopiesAndSyncsJoinedToTheirOperatorAn
   EXPECT_EQ(Find(t, "EVENT_WAIT")->kind, EventKind::kSync);
   EXPECT_EQ(Find(t, "MEMCPY_ASYNC")->kind, EventKind::kMemcpy);
   EXPECT_EQ(Find(t, "PROFILING_ENABLE")->kind, EventKind::kOther);
+  // Newer CANN's task names: a compute task stays a kernel, an event record a sync.
+  EXPECT_EQ(Find(t, "aclnnAdd_AddAiCore_Add")->kind, EventKind::kKernel);
+  EXPECT_EQ(Find(t, "EVENT_RECORD")->kind, EventKind::kSync);
+  // The library call around the launch is not a second runtime call.
+  EXPECT_EQ(Find(t, "AscendCL@aclnnMm")->kind, EventKind::kOther);
+  EXPECT_EQ(t.stats.layout.at("ascend: CANN API calls that made other calls (library calls), read as other"), 1);
 }
 
 TEST(AscendLayout, CollectivesMoveOntoTheirStreamAndTheirTasksAreCountedNotKept) {
@@ -85,8 +95,8 @@ TEST(AscendLayout, CollectivesMoveOntoTheirStreamAndTheirTasksAreCountedNotKept)
   EXPECT_EQ(coll->kind, EventKind::kKernel);
   EXPECT_EQ(coll->pid, 9);
   EXPECT_EQ(coll->tid, 4);
-  // Its plane task and its hardware task are gone; a communication task outside any
-  // collective stays, named as HCCL's.
+  // Its plane task and its hardware task (joined by connection_id) are gone; an HCCL task
+  // outside any collective stays, named as HCCL's.
   EXPECT_EQ(Find(t, "Notify_Wait"), nullptr);
   EXPECT_EQ(Find(t, "Notify Wait"), nullptr);
   EXPECT_EQ(Find(t, "Computing"), nullptr);
@@ -94,11 +104,12 @@ TEST(AscendLayout, CollectivesMoveOntoTheirStreamAndTheirTasksAreCountedNotKept)
   EXPECT_EQ(Find(t, "hcom SDMA")->kind, EventKind::kKernel);
   const auto& l = t.stats.layout;
   EXPECT_EQ(l.at("ascend: HCCL plane tasks left out (the same tasks as on the hardware streams)"), 1);
-  EXPECT_EQ(l.at("ascend: HCCL tasks on a hardware stream inside their collective, left out"), 1);
+  EXPECT_EQ(l.at("ascend: HCCL tasks on a hardware stream, joined to their collective by connection_id, left out"), 1);
+  EXPECT_EQ(l.at("ascend: HCCL tasks on a hardware stream inside their collective, left out"), 1);  // by time
   EXPECT_EQ(l.at("ascend: Overlap Analysis ranges left out (the profiler's own summary)"), 1);
   EXPECT_EQ(l.at("ascend: device tasks joined to their operator by async_npu flows"), 1);
   EXPECT_EQ(t.stats.events_kept, static_cast<int64_t>(t.events.size()));
-  EXPECT_EQ(t.events.size(), 9u);
+  EXPECT_EQ(t.events.size(), 12u);
 }
 
 TEST(AscendLayout, TheSameWholeAndStreamedThroughSmallWindows) {
@@ -174,7 +185,8 @@ TEST(AscendCorpus, TheRealJobsRanksReadTheirTasksDetailsAndRank) {
     EXPECT_EQ(l.at("ascend: hardware tasks read as copies"), 24);
     EXPECT_EQ(l.at("ascend: hardware tasks read as syncs (event record / wait)"), 24);
     EXPECT_EQ(l.at("ascend: HCCL collectives read as communication kernels"), 4);
-    EXPECT_EQ(l.at("ascend: HCCL tasks on a hardware stream inside their collective, left out"), 296);
+    EXPECT_EQ(l.at("ascend: HCCL tasks on a hardware stream, joined to their collective by connection_id, left out"), 296);
+    EXPECT_EQ(l.count("ascend: HCCL tasks on a hardware stream inside their collective, left out"), 0u);
     EXPECT_EQ(l.at("ascend: device tasks joined to their operator by async_npu flows"), 210);
     EXPECT_EQ(l.at("ascend: kernel_details.csv rows joined to their kernel"), 191);
     EXPECT_EQ(l.count("ascend: kernel_details.csv rows naming no kernel of the trace"), 0u);

@@ -44,21 +44,43 @@ def ascend_counts(out_dir: Path) -> dict:
     xs = [e for e in d if e.get("ph") == "X"]
     hccl = [e for e in xs if procs[e["pid"]] == "HCCL"]
     colls = [e for e in hccl if "task type" not in e.get("args", {})]
-    spans = [(Decimal(e["ts"]), Decimal(e["ts"]) + Decimal(str(e["dur"]))) for e in colls]
-    c = {"kernels": 0, "kernel_ns": 0, "copies": 0, "syncs": 0, "inside": 0}
+    c = {"kernels": 0, "kernel_ns": 0, "copies": 0, "syncs": 0, "hccl_tasks": 0}
+    coll_ids = {e["args"].get("connection_id") for e in colls}
+    launched = set(coll_ids)
     for e in xs:
         if procs[e["pid"]] != "Ascend Hardware":
             continue
         t = e["args"].get("Task Type", "")
-        if t in ("EVENT_RECORD_SQE", "EVENT_WAIT_SQE"):
+        if e["args"].get("connection_id") in coll_ids:
+            c["hccl_tasks"] += 1  # its collective stands for it
+            continue
+        launched.add(e["args"].get("connection_id"))
+        if t.startswith("PLACE_HOLDER"):
+            pass
+        elif t.startswith(("EVENT_RECORD", "EVENT_WAIT")) or e["name"] in ("EVENT_RECORD", "EVENT_WAIT"):
             c["syncs"] += 1
-        elif e["name"] == "MEMCPY_ASYNC" and t in ("PCIE_DMA_SQE", "SDMA_SQE"):
+        elif e["name"] == "MEMCPY_ASYNC":
             c["copies"] += 1
-        elif t and not (t.endswith("_SQE") or t.startswith(("AI_", "MIX_"))):
-            c["inside"] += any(a <= Decimal(e["ts"]) <= b for a, b in spans)
-        elif t != "PLACE_HOLDER_SQE":
+        else:
             c["kernels"] += 1
             c["kernel_ns"] += ns(e["dur"])
+    # CANN calls that made another call on their thread and launched nothing themselves.
+    calls = {}
+    for e in xs:
+        if procs[e["pid"]] == "CANN":
+            calls.setdefault(e["tid"], []).append((Decimal(e["ts"]), Decimal(str(e["dur"])), e))
+    library = 0
+    for lst in calls.values():
+        lst.sort(key=lambda x: (x[0], -x[1]))
+        stack, marked = [], set()
+        for ts, dur, e in lst:
+            while stack and stack[-1][0] + stack[-1][1] < ts + dur:
+                stack.pop()
+            if stack and id(stack[-1][2]) not in marked and stack[-1][2]["args"].get("connection_id") not in launched:
+                marked.add(id(stack[-1][2]))
+                library += 1
+            stack.append((ts, dur, e))
+    c["cann_library"] = library
     c["collectives"] = len(colls)
     c["collective_ns"] = sum(ns(e["dur"]) for e in colls)
     c["cann"] = sum(1 for e in xs if procs[e["pid"]] == "CANN")
@@ -88,8 +110,10 @@ def test_ascend_ranks_read_as_python_counts_them(tierscope_bin, ascend):
         assert rows["ascend: hardware tasks read as copies"] == want["copies"]
         assert rows["ascend: hardware tasks read as syncs (event record / wait)"] == want["syncs"]
         assert rows["ascend: HCCL collectives read as communication kernels"] == want["collectives"]
-        assert rows["ascend: HCCL tasks on a hardware stream inside their collective, left out"] == want["inside"]
-        assert rows["ascend: CANN API calls read as runtime calls"] == want["cann"]
+        key = "ascend: HCCL tasks on a hardware stream, joined to their collective by connection_id, left out"
+        assert rows[key] == want["hccl_tasks"]
+        assert rows["ascend: CANN API calls read as runtime calls"] == want["cann"] - want["cann_library"]
+        assert rows["ascend: CANN API calls that made other calls (library calls), read as other"] == want["cann_library"]
         assert rows["ascend: device tasks joined to their operator by async_npu flows"] == want["flows"]
         assert rows["ascend: kernel_details.csv rows joined to their kernel"] == want["details"]
         kern = report(tierscope_bin, out_dir / "trace_view.json.gz", "cann_gpu_kern_sum")
@@ -110,6 +134,15 @@ def test_ascend_job_is_a_job_with_its_ranks_and_its_collectives(tierscope_bin, a
         with open(out_dir / "step_trace_time.csv", newline="") as f:
             computing_us = float(next(csv.DictReader(f))["Computing"])
         assert abs(row["Compute (ns)"] / 1000 - computing_us) < 1.0, (row, computing_us)
+
+
+def test_ascend_folders_as_torch_npu_names_them_are_a_job(tierscope_bin, ascend, tmp_path):
+    import shutil
+    for r, src in enumerate(RANKS):
+        shutil.copytree(src.parent, tmp_path / "job" / f"node{r}_31337{r}_20250109_ascend_pt")
+    p = run(tierscope_bin, "analyze", tmp_path / "job", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert [(r["rank"], r["rank_from"]) for r in json.loads(p.stdout)["ranks"]] == [(0, "profiler_info"), (1, "profiler_info")]
 
 
 def test_ascend_diff_export_and_python_read_it(tierscope_bin, ascend, tmp_path):
@@ -277,3 +310,18 @@ def test_broken_vendor_files_are_one_line_errors(tierscope_bin, tmp_path):
     other.write_text("a,b\n1,2\n")
     p = run(tierscope_bin, "analyze", other)
     assert p.returncode != 0 and p.stderr.count("\n") == 1 and "rocprofv3's CSV traces" in p.stderr, p.stderr
+
+
+def test_rocprof_runs_and_databases_in_rank_folders_are_a_job(tierscope_bin, rocprof_run, tmp_path):
+    job = tmp_path / "job"
+    for rank in (0, 1):
+        d = job / f"rank_{rank}"
+        d.mkdir(parents=True)
+        for f in rocprof_run.iterdir():
+            (d / f.name.replace("4242", str(4242 + rank))).write_bytes(f.read_bytes())
+    make_rocpd(job / "rank_1" / "77_results.db", 10)
+    (job / "rank_1" / "4243_kernel_trace.csv").unlink()
+    p = run(tierscope_bin, "analyze", job, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    ranks = json.loads(p.stdout)["ranks"]
+    assert [(r["rank"], r["format"]) for r in ranks] == [(0, "rocprofv3-csv"), (1, "rocpd")], ranks
