@@ -41,13 +41,15 @@ std::string_view Unquote(std::string_view v) {
 
 // A member for a column's value: a number as a number, anything else as a string.
 std::string Member(const std::string& column, std::string_view value) {
-  std::string m = nlohmann::json(column).dump() + ":";
+  // A header or value need not be UTF-8: dump() replaces what is not (it throws otherwise).
+  constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+  std::string m = nlohmann::json(column).dump(-1, ' ', false, kReplace) + ":";
   double d = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), d);
   if (ec == std::errc() && end == value.data() + value.size() && std::isfinite(d)) {
     m += nlohmann::json(d).dump();
   } else {
-    m += nlohmann::json(std::string(value)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    m += nlohmann::json(std::string(value)).dump(-1, ' ', false, kReplace);
   }
   return m;
 }
