@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "trace/rocm_devices.h"
+
 namespace tierscope {
 namespace {
 
@@ -39,12 +41,7 @@ std::string_view Text(sqlite3_stmt* s, int c) {
   return p == nullptr ? std::string_view() : std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(s, c)));
 }
 
-struct Gpu {
-  int32_t index = 0;
-  std::string name;
-  int64_t cu_count = 0;
-  int64_t kernels = 0;
-};
+using rocm::Gpu;
 
 class Importer {
  public:
@@ -206,14 +203,9 @@ class Importer {
             e.tid = static_cast<int32_t>(std::clamp<int64_t>(stream > 0 ? stream : Int(s, 2), 0, INT32_MAX));
             e.correlation = Correlation(s, 12);
             ++gpu->second->kernels;
-            std::string g, b;
-            for (int i = 0; i < 3; ++i) {
-              const int64_t w = std::max<int64_t>(1, Int(s, 6 + i));
-              const int64_t n = std::max<int64_t>(0, Int(s, 9 + i));
-              g += (i ? ", " : "") + std::to_string(n / w + (n % w != 0));  // Kineto's grid is in blocks
-              b += (i ? ", " : "") + std::to_string(w);
-            }
-            e.args = t_.strings.Append("\"grid\": [" + g + "], \"block\": [" + b + "]");
+            const int64_t items[3] = {Int(s, 9), Int(s, 10), Int(s, 11)};
+            const int64_t workgroup[3] = {Int(s, 6), Int(s, 7), Int(s, 8)};
+            e.args = t_.strings.Append(rocm::GridArgs(items, workgroup));
             Keep(e);
           }));
     }
@@ -263,16 +255,9 @@ class Importer {
   }
 
   void Finish() {
-    const Gpu* best = nullptr;
-    for (const auto& g : gpus_) {
-      if (best == nullptr || g->kernels > best->kernels) best = g.get();
-    }
-    if (best != nullptr && best->kernels > 0) {
-      t_.device_name = best->name;
-      t_.device_units = static_cast<int32_t>(std::clamp<int64_t>(best->cu_count, 0, INT32_MAX));
-    }
-    if (t_.host_pid == 0) t_.host_pid = 1;
-    std::stable_sort(t_.events.begin(), t_.events.end(), [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
+    std::vector<const Gpu*> gpus;
+    for (const auto& g : gpus_) gpus.push_back(g.get());
+    rocm::FinishTrace(t_, gpus);
   }
 
   sqlite3* db_;

@@ -15,6 +15,7 @@
 
 #include "core/paths.h"
 #include "trace/csv_reader.h"
+#include "trace/rocm_devices.h"
 
 namespace tierscope {
 namespace {
@@ -103,12 +104,7 @@ class Table {
   std::unordered_map<std::string, int> columns_;
 };
 
-struct Gpu {
-  int32_t index = 0;
-  std::string name;
-  int64_t cu_count = 0;
-  int64_t kernels = 0;
-};
+using rocm::Gpu;
 
 class Importer {
  public:
@@ -171,15 +167,12 @@ class Importer {
       e.pid = gpu->index;
       e.tid = static_cast<int32_t>(std::clamp<int64_t>(has_stream ? s : q, 0, INT32_MAX));
       ++gpu->kernels;
-      std::string g, b;
+      int64_t items[3], workgroup[3];
       for (int i = 0; i < 3; ++i) {
-        int64_t gs = 1, ws = 1;
-        if (!k.Int(grid[i], &gs) || gs < 0) gs = 1;
-        if (!k.Int(wg[i], &ws) || ws < 1) ws = 1;
-        g += (i ? ", " : "") + std::to_string(gs / ws + (gs % ws != 0));  // Kineto's grid is in blocks
-        b += (i ? ", " : "") + std::to_string(ws);
+        if (!k.Int(grid[i], &items[i])) items[i] = 1;
+        if (!k.Int(wg[i], &workgroup[i])) workgroup[i] = 1;
       }
-      e.args = t_.strings.Append("\"grid\": [" + g + "], \"block\": [" + b + "]");
+      e.args = t_.strings.Append(rocm::GridArgs(items, workgroup));
       Keep(e);
     }
   }
@@ -250,17 +243,9 @@ class Importer {
   }
 
   void Finish() {
-    // The device: the GPU with the most kernels.
-    const Gpu* best = nullptr;
-    for (const auto& [key, gpu] : gpus_) {
-      if (best == nullptr || gpu->kernels > best->kernels) best = gpu.get();
-    }
-    if (best != nullptr && best->kernels > 0) {
-      t_.device_name = best->name;
-      t_.device_units = static_cast<int32_t>(std::clamp<int64_t>(best->cu_count, 0, INT32_MAX));
-    }
-    if (t_.host_pid == 0) t_.host_pid = 1;
-    std::stable_sort(t_.events.begin(), t_.events.end(), [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
+    std::vector<const Gpu*> gpus;
+    for (const auto& [key, gpu] : gpus_) gpus.push_back(gpu.get());
+    rocm::FinishTrace(t_, gpus);
   }
 
   void Count(const std::string& suffix, int64_t rows) { t_.stats.by_category[suffix] += rows; }

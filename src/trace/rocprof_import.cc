@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "trace/json_input.h"
+#include "trace/rocm_devices.h"
 
 namespace tierscope {
 namespace {
@@ -197,17 +198,16 @@ class Importer {
 
   // Kineto's grid is in blocks; rocprofiler's grid_size counts work-items.
   static std::string GridArgs(dom::element d) {
-    std::string grid, block;
     dom::element grid_size, workgroup;
     const bool has_grid = d["grid_size"].get(grid_size) == simdjson::SUCCESS;
     const bool has_block = d["workgroup_size"].get(workgroup) == simdjson::SUCCESS;
-    for (const char* axis : {"x", "y", "z"}) {
-      const int64_t g = has_grid ? Int(grid_size, axis, 1) : 1;
-      const int64_t w = std::max<int64_t>(1, has_block ? Int(workgroup, axis, 1) : 1);
-      grid += (grid.empty() ? "" : ", ") + std::to_string((std::max<int64_t>(g, 0) + w - 1) / w);
-      block += (block.empty() ? "" : ", ") + std::to_string(w);
+    int64_t items[3], sizes[3];
+    const char* axes[] = {"x", "y", "z"};
+    for (int i = 0; i < 3; ++i) {
+      items[i] = has_grid ? Int(grid_size, axes[i], 1) : 1;
+      sizes[i] = has_block ? Int(workgroup, axes[i], 1) : 1;
     }
-    return "\"grid\": [" + grid + "], \"block\": [" + block + "]";
+    return rocm::GridArgs(items, sizes);
   }
 
   void Finish() {

@@ -99,10 +99,11 @@ def test_every_corpus_job_has_a_path_across_its_ranks_and_a_prediction(job, tier
     rows = check_paths(doc)
     assert all(r["Ranks"] >= 2 for r in rows), rows
     if job == "ascend_2rank":
-        # Its HCCL collectives are host operators with calls inside them: matched, and said
-        # not to be joined (each rank's path runs through its own wait there).
+        # Its 4 HCCL all-reduces are the NPUs' communication kernels (ascend_layout.h): each
+        # joined across the two ranks, and the clocks aligned by their ends.
+        assert [r["Joins"] for r in rows] == [4], rows
         notes = table(doc, "critical_path")["notes"]
-        assert any(n.startswith("4 matched call(s) could not be joined") for n in notes), notes
+        assert any("clocks aligned by the ends of 4" in n for n in notes), notes
     else:
         assert any(r["Joins"] > 0 for r in rows), rows
     check_whatif(tierscope_bin, inputs)
