@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/sort.h"
 #include "core/text.h"
 
 namespace tierscope {
@@ -19,7 +20,7 @@ using Interval = std::pair<int64_t, int64_t>;  // [begin, end)
 // Sorts and merges `v` in place (touching intervals join); returns the covered length.
 int64_t Merge(std::vector<Interval>& v) {
   if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
+  SortUnlessSorted(v.begin(), v.end());
   size_t out = 0;
   for (size_t i = 1; i < v.size(); ++i) {
     if (v[i].first <= v[out].second) {
@@ -72,7 +73,7 @@ void AnalyzeStreams(const TraceIndex& x, const std::vector<size_t>& device, cons
   std::map<std::pair<int32_t, int32_t>, std::vector<size_t>> lanes;
   for (size_t i : device) lanes[{x.E(i).pid, x.E(i).tid}].push_back(i);
   for (auto& [lane, events] : lanes) {
-    std::sort(events.begin(), events.end(), [&](size_t a, size_t b) { return x.E(a).ts_ns < x.E(b).ts_ns; });
+    SortUnlessSorted(events.begin(), events.end(), [&](size_t a, size_t b) { return x.E(a).ts_ns < x.E(b).ts_ns; });
     StreamIdle idle{lane.first, lane.second, static_cast<int64_t>(events.size()), 0, 0, 0};
     StreamQueue q{lane.first, lane.second, 0, 0, 0};
     std::vector<std::pair<int64_t, int>> steps;  // (time, +1 launch call / -1 start)

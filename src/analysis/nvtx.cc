@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/sort.h"
 #include "core/stats.h"
 
 namespace tierscope {
@@ -33,8 +34,8 @@ using IdKey = std::tuple<int32_t, int, int32_t>;  // (range name, side: 0 host /
 // add(range event, kernel event).
 template <typename Add>
 void Sweep(const TraceIndex& x, std::vector<size_t> ranges, std::vector<Point> points, Add&& add) {
-  std::sort(ranges.begin(), ranges.end(), [&](size_t a, size_t b) { return x.E(a).ts_ns < x.E(b).ts_ns; });
-  std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.t < b.t; });
+  SortUnlessSorted(ranges.begin(), ranges.end(), [&](size_t a, size_t b) { return x.E(a).ts_ns < x.E(b).ts_ns; });
+  SortUnlessSorted(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.t < b.t; });
   const auto end_of = [&](size_t r) { return x.E(r).ts_ns + x.E(r).dur_ns; };
   const auto later_end = [&](size_t a, size_t b) { return end_of(a) > end_of(b); };
   // A heap on end time (earliest on top): after popping the ended ones, every range in it

@@ -16,6 +16,7 @@
 #include "analysis/op_roofline.h"
 #include "analysis/trace_quality.h"
 #include "analysis/nvtx.h"
+#include "core/sort.h"
 #include "core/stats.h"
 #include "profile/op_summary.h"
 #include "trace/args.h"
@@ -368,7 +369,7 @@ TraceIndex BuildIndex(const Trace& t, const AnalysisOptions& o) {
   if (t.runtime == "musa") x.prefix = "musa";
   else if (t.runtime == "hip") x.prefix = "hip";
   else if (t.runtime == "cann") x.prefix = "cann";
-  std::unordered_map<int64_t, bool> device_corr;
+  IntSet device_corr;
   x.device_begin_ns = INT64_MAX;
   x.device_end_ns = INT64_MIN;
   for (size_t i = 0; i < t.events.size(); ++i) {
@@ -388,7 +389,7 @@ TraceIndex BuildIndex(const Trace& t, const AnalysisOptions& o) {
       default: break;
     }
     if (IsDevice(e.kind)) {
-      if (e.correlation != 0) device_corr[e.correlation] = true;
+      if (e.correlation != 0) device_corr.insert(e.correlation);
       x.device_begin_ns = std::min(x.device_begin_ns, e.ts_ns);
       x.device_end_ns = std::max(x.device_end_ns, e.ts_ns + e.dur_ns);
     }
@@ -469,16 +470,33 @@ StatusOr<Table> RunReport(const TraceIndex& x, const std::string& requested, con
   return t;
 }
 
-InUse DeviceInUse(const TraceIndex& x) {
+namespace {
+
+// Each device's kernels and memory operations as [start, end) intervals, sorted: each
+// list is sorted on its own (a no-op when the trace has them in order) and the two merged.
+std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> DeviceIntervals(const TraceIndex& x) {
   std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> by_dev;
-  auto add = [&](const std::vector<size_t>& v) {
-    for (size_t i : v) by_dev[x.E(i).pid].push_back({x.E(i).ts_ns, x.E(i).ts_ns + x.E(i).dur_ns});
-  };
-  add(x.kernels);
-  add(x.memops);
-  InUse u;
+  std::map<int32_t, size_t> kernels_end;
+  for (const auto* v : {&x.kernels, &x.memops}) {
+    for (size_t i : *v) by_dev[x.E(i).pid].push_back({x.E(i).ts_ns, x.E(i).ts_ns + x.E(i).dur_ns});
+    if (v == &x.kernels) {
+      for (const auto& [dev, iv] : by_dev) kernels_end[dev] = iv.size();
+    }
+  }
   for (auto& [dev, iv] : by_dev) {
-    std::sort(iv.begin(), iv.end());
+    const auto mid = iv.begin() + static_cast<std::ptrdiff_t>(kernels_end[dev]);
+    SortUnlessSorted(iv.begin(), mid);
+    SortUnlessSorted(mid, iv.end());
+    std::inplace_merge(iv.begin(), mid, iv.end());
+  }
+  return by_dev;
+}
+
+}  // namespace
+
+InUse DeviceInUse(const TraceIndex& x) {
+  InUse u;
+  for (const auto& [dev, iv] : DeviceIntervals(x)) {
     int64_t busy = 0, cur_b = iv[0].first, cur_e = iv[0].second;
     for (const auto& [b, e] : iv) {
       if (b > cur_e) {
@@ -499,13 +517,8 @@ InUse DeviceInUse(const TraceIndex& x) {
 }
 
 std::vector<int64_t> DeviceGaps(const TraceIndex& x) {
-  std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> by_dev;
-  for (const auto* v : {&x.kernels, &x.memops}) {
-    for (size_t i : *v) by_dev[x.E(i).pid].push_back({x.E(i).ts_ns, x.E(i).ts_ns + x.E(i).dur_ns});
-  }
   std::vector<int64_t> gaps;
-  for (auto& [dev, iv] : by_dev) {
-    std::sort(iv.begin(), iv.end());
+  for (const auto& [dev, iv] : DeviceIntervals(x)) {
     int64_t end = iv[0].second;
     for (const auto& [b, e] : iv) {
       if (b > end) gaps.push_back(b - end);

@@ -4,16 +4,15 @@
 #ifndef TIERSCOPE_ANALYSIS_REPORTS_H_
 #define TIERSCOPE_ANALYSIS_REPORTS_H_
 
-#include <optional>
-
-#include "analysis/device_specs.h"
 #include <cstdint>
+#include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "analysis/device_specs.h"
 #include "analysis/table.h"
+#include "core/int_map.h"
 #include "tierscope/status.h"
 #include "trace/trace.h"
 #include "trace/units.h"
@@ -35,7 +34,7 @@ struct AnalysisOptions {
 struct TraceIndex {
   const Trace* trace = nullptr;
   std::vector<size_t> ops, annotations, runtime, kernels, memops, syncs, memory;
-  std::unordered_map<int64_t, size_t> runtime_by_corr;  // correlation -> runtime call
+  IntMap<size_t> runtime_by_corr;  // correlation -> runtime call
   std::vector<size_t> launches;     // runtime calls that launched a device event
   int64_t device_begin_ns = 0, device_end_ns = 0;  // first device start .. last end
   std::vector<WorkUnit> units;      // sorted by begin (trace/units.h)

@@ -8,10 +8,13 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "analysis/gpu_time.h"
 #include "analysis/table.h"
+#include "core/int_map.h"
+#include "core/sort.h"
 #include "trace/args.h"
 
 namespace tierscope {
@@ -38,15 +41,23 @@ bool IsSyncApi(std::string_view n) { return Contains(n, "Synchronize"); }
 // Adds a finding for runtime calls matching `pred`, if any.
 void ApiRule(const TraceIndex& x, bool (*pred)(std::string_view), const char* rule,
              const char* title, const char* next, std::vector<Finding>& out) {
+  // Calls and time by interned name; the predicate is asked once a name.
+  IntMap<std::pair<int64_t, double>> by_id;
+  for (size_t i : x.runtime) {
+    auto& [calls, ns] = by_id[x.E(i).name];
+    ++calls;
+    ns += static_cast<double>(x.E(i).dur_ns);
+  }
   int64_t n = 0;
   double t = 0;
   std::map<std::string, int64_t> names;
-  for (size_t i : x.runtime) {
-    if (!pred(x.Name(i))) continue;
-    ++n;
-    t += static_cast<double>(x.E(i).dur_ns);
-    names[std::string(x.Name(i))]++;
-  }
+  by_id.ForEach([&](int64_t id, const std::pair<int64_t, double>& c) {
+    const std::string_view name = x.trace->strings.Get(static_cast<int32_t>(id));
+    if (!pred(name)) return;
+    n += c.first;
+    t += c.second;
+    names[std::string(name)] += c.first;
+  });
   if (n == 0) return;
   Finding f;
   f.rule = rule;
@@ -112,24 +123,33 @@ std::vector<Finding> RunRules(const TraceIndex& x, const AnalysisOptions& o, con
       // The largest gaps, named by the device work on either side.
       std::vector<size_t> dev = x.kernels;
       dev.insert(dev.end(), x.memops.begin(), x.memops.end());
-      std::sort(dev.begin(), dev.end(), [&](size_t a, size_t b) { return x.E(a).ts_ns < x.E(b).ts_ns; });
-      std::vector<std::pair<int64_t, std::string>> big;
+      SortUnlessSorted(dev.begin(), dev.end(), [&](size_t a, size_t b) { return x.E(a).ts_ns < x.E(b).ts_ns; });
+      struct Gap {
+        int64_t ns;
+        size_t after, before;
+      };
+      std::vector<Gap> big;
       int64_t end = INT64_MIN;
       size_t last = SIZE_MAX;
       for (size_t i : dev) {
         const Event& e = x.E(i);
-        if (last != SIZE_MAX && e.ts_ns - end >= r.large_gap_ns) {
-          big.push_back({e.ts_ns - end, FormatNs(static_cast<double>(e.ts_ns - end)) + " after " +
-                                            ShortenMiddle(std::string(x.Name(last)), 80) + ", before " +
-                                            ShortenMiddle(std::string(x.Name(i)), 80)});
-        }
+        if (last != SIZE_MAX && e.ts_ns - end >= r.large_gap_ns) big.push_back({e.ts_ns - end, last, i});
         if (e.ts_ns + e.dur_ns >= end) {
           end = e.ts_ns + e.dur_ns;
           last = i;
         }
       }
-      std::sort(big.rbegin(), big.rend());
-      for (size_t i = 0; i < big.size() && i < 3; ++i) f.examples.push_back(big[i].second);
+      // The three largest (ties: the later events first).
+      const auto larger = [](const Gap& a, const Gap& b) {
+        return std::tie(a.ns, a.after, a.before) > std::tie(b.ns, b.after, b.before);
+      };
+      const size_t shown = std::min<size_t>(3, big.size());
+      std::partial_sort(big.begin(), big.begin() + static_cast<std::ptrdiff_t>(shown), big.end(), larger);
+      for (size_t i = 0; i < shown; ++i) {
+        f.examples.push_back(FormatNs(static_cast<double>(big[i].ns)) + " after " +
+                             ShortenMiddle(std::string(x.Name(big[i].after)), 80) + ", before " +
+                             ShortenMiddle(std::string(x.Name(big[i].before)), 80));
+      }
       f.next_step = "look at the host timeline inside the gaps (tier 1): host work, syncs or data loading";
       f.explained_ns = t;
       out.push_back(std::move(f));
@@ -173,10 +193,14 @@ std::vector<Finding> RunRules(const TraceIndex& x, const AnalysisOptions& o, con
         f.evidence.push_back(Fmt("%.1f launches per work unit",
                                  x.counts.PerUnit(static_cast<double>(x.counts.launches))));
       }
-      std::map<std::string, int64_t> short_names;
+      IntMap<int64_t> short_by_id;
       for (size_t k : x.kernels) {
-        if (x.E(k).dur_ns < o.short_kernel_ns) short_names[std::string(x.Name(k)).substr(0, 80)]++;
+        if (x.E(k).dur_ns < o.short_kernel_ns) short_by_id[x.E(k).name]++;
       }
+      std::map<std::string, int64_t> short_names;
+      short_by_id.ForEach([&](int64_t id, int64_t c) {
+        short_names[std::string(x.trace->strings.Get(static_cast<int32_t>(id)).substr(0, 80))] += c;
+      });
       std::vector<std::pair<int64_t, std::string>> top;
       for (auto& [name, c] : short_names) top.push_back({c, name});
       std::sort(top.rbegin(), top.rend());
@@ -195,14 +219,20 @@ std::vector<Finding> RunRules(const TraceIndex& x, const AnalysisOptions& o, con
 std::vector<Finding> Diagnose(const TraceIndex& x, const AnalysisOptions& o, const RuleOptions& r) {
   std::vector<Finding> out = RunRules(x, o, r);
   // The hot kernel: is it worth a tier-3 look, or does it lack the work to fill the device?
-  std::map<std::string, std::pair<double, size_t>> by_name;
+  IntMap<std::pair<double, size_t>> by_id;  // time and last instance, by interned name
   double total = 0;
   for (size_t k : x.kernels) {
-    auto& v = by_name[std::string(x.Name(k))];
+    auto& v = by_id[x.E(k).name];
     v.first += static_cast<double>(x.E(k).dur_ns);
     v.second = k;
     total += static_cast<double>(x.E(k).dur_ns);
   }
+  std::map<std::string, std::pair<double, size_t>> by_name;
+  by_id.ForEach([&](int64_t id, const std::pair<double, size_t>& t) {
+    auto& v = by_name[std::string(x.trace->strings.Get(static_cast<int32_t>(id)))];
+    v.first += t.first;
+    v.second = std::max(v.second, t.second);
+  });
   if (total > 0) {
     auto hot = std::max_element(by_name.begin(), by_name.end(),
                                 [](const auto& a, const auto& b) { return a.second.first < b.second.first; });

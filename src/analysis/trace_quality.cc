@@ -10,6 +10,8 @@
 #include <unordered_set>
 
 #include "analysis/gpu_time.h"
+#include "core/int_map.h"
+#include "core/sort.h"
 #include "trace/args.h"
 
 namespace tierscope {
@@ -46,7 +48,7 @@ Streams SortedStreams(const TraceIndex& x) {
   Streams streams;
   for (size_t i : x.kernels) streams[{x.E(i).pid, x.E(i).tid}].push_back(i);
   for (auto& [key, v] : streams) {
-    std::sort(v.begin(), v.end(), [&](size_t a, size_t b) {
+    SortUnlessSorted(v.begin(), v.end(), [&](size_t a, size_t b) {
       return std::tie(x.E(a).ts_ns, x.E(a).dur_ns) < std::tie(x.E(b).ts_ns, x.E(b).dur_ns);
     });
   }
@@ -136,8 +138,33 @@ QualityCheck Duplicates(const Trace& t) {
     }
     return h;
   };
-  std::vector<std::pair<uint64_t, uint32_t>> keyed(t.events.size());
-  for (size_t i = 0; i < t.events.size(); ++i) keyed[i] = {hash(t.events[i]), static_cast<uint32_t>(i)};
+  // Only the events whose hash another event has are sorted and compared: in a trace
+  // without duplicates, a few hash collisions at most. The hashes seen go in one flat
+  // table of 8 bytes a slot (0 marks a free one; a hash of 0 is taken as 1, which only
+  // merges two hashes' events for the full comparison).
+  const auto hash_of = [&](size_t i) {
+    const uint64_t h = hash(t.events[i]);
+    return h == 0 ? uint64_t{1} : h;
+  };
+  size_t cap = 16;
+  while (cap < 2 * t.events.size()) cap *= 2;
+  std::vector<uint64_t> seen(cap, 0);
+  IntSet contested;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const uint64_t h = hash_of(i);
+    size_t slot = static_cast<size_t>((h * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+    while (seen[slot] != 0 && seen[slot] != h) slot = (slot + 1) & (cap - 1);
+    if (seen[slot] == h) contested.insert(static_cast<int64_t>(h));
+    seen[slot] = h;
+  }
+  std::vector<uint64_t>().swap(seen);
+  std::vector<std::pair<uint64_t, uint32_t>> keyed;
+  if (contested.size() > 0) {
+    for (size_t i = 0; i < t.events.size(); ++i) {
+      const uint64_t h = hash_of(i);
+      if (contested.contains(static_cast<int64_t>(h))) keyed.push_back({h, static_cast<uint32_t>(i)});
+    }
+  }
   std::sort(keyed.begin(), keyed.end());
   const auto args = [&](const Event& e) { return e.args >= 0 ? t.strings.Get(e.args) : std::string_view(); };
   const auto same = [&](const Event& a, const Event& b) {
@@ -274,7 +301,7 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
   q.checks.push_back(StreamOrder(x, streams));
 
   // Device events by correlation, and the last device end (where a cut trace stops).
-  std::unordered_set<int64_t> device_corr;
+  IntSet device_corr(x.kernels.size() + x.memops.size());
   int64_t last_device_end = INT64_MIN;
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
     for (size_t i : *list) {

@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "core/cpu_info.h"
 #include "inspect/calibration.h"
+#include "trace/json_input.h"
 
 namespace tierscope::cli {
 namespace {
@@ -84,6 +85,7 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
                      {"total_memory", props.total_memory},
                      {"features", features},
                      {"int8_kernels", CpuInt8DotIsas()},
+                     {"trace_json_kernel", OnDemandKernel()},
                      {"peaks", peaks.ToJson()},
                      {"peaks_cache", peaks.cache_path}};
     return j.dump(2) + "\n";
@@ -125,6 +127,7 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
          (forced != nullptr && *forced != '\0' ? " (in force: " + std::string(forced) + ", by TIERSCOPE_INT8_KERNELS)"
                                                 : " (the first runs; TIERSCOPE_INT8_KERNELS=<variant> forces another)") +
          "\n";
+  out += std::string("trace reader: simdjson On-Demand, ") + OnDemandKernel() + " kernel\n";
   if (!peaks.remeasured_because.empty() && peaks.remeasured_because != "--recalibrate") {
     out += "measured again: " + peaks.remeasured_because + "\n";
   }

@@ -20,21 +20,27 @@ Summary Summarize(std::vector<double> v) {
   Summary s;
   s.count = static_cast<int64_t>(v.size());
   if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  s.min = *lo;
+  s.max = *hi;
   for (double x : v) s.total += x;
   s.mean = s.total / static_cast<double>(v.size());
-  s.min = v.front();
-  s.max = v.back();
-  s.median = Percentile(v, 50);
   double var = 0;
   for (double x : v) var += (x - s.mean) * (x - s.mean);
   s.stddev = v.size() > 1 ? std::sqrt(var / static_cast<double>(v.size() - 1)) : 0.0;
+  s.median = Median(std::move(v));
   return s;
 }
 
 double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return Percentile(values, 50);
+  // Percentile(sorted, 50) without sorting: the two middle values by selection.
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const size_t lo = (values.size() - 1) / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(lo), values.end());
+  const double a = values[lo];
+  if (values.size() % 2 == 1) return a;
+  const double b = *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(lo) + 1, values.end());
+  return a + (b - a) * 0.5;
 }
 
 }  // namespace tierscope

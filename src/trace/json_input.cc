@@ -16,6 +16,12 @@
 
 namespace tierscope {
 
+#define TS_JSON_NAME_OF(x) #x
+#define TS_JSON_NAME(x) TS_JSON_NAME_OF(x)
+const char* OnDemandKernel() { return TS_JSON_NAME(SIMDJSON_BUILTIN_IMPLEMENTATION); }
+#undef TS_JSON_NAME
+#undef TS_JSON_NAME_OF
+
 PaddedBuffer& PaddedBuffer::operator=(PaddedBuffer&& o) noexcept {
   if (this != &o) {
     Reset();

@@ -70,6 +70,11 @@ bool IsOverJsonLimit(const Status& status);
 // memory by before importing it.
 int64_t EstimatedInputBytes(const std::string& path);
 
+// The simdjson kernel the trace readers' On-Demand parsing was compiled with ("haswell"
+// for AVX2, "fallback" for scalar code): fixed at build time, unlike the DOM parser's,
+// which simdjson chooses at run time. `tierscope device` shows it.
+const char* OnDemandKernel();
+
 // A JSON file read front to back in pieces, gunzipped on the fly (gzip detected by its
 // magic bytes; concatenated members read in turn): what a trace of any size is streamed
 // through. Errors as ReadJsonInput's, without its size limit.

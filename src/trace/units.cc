@@ -50,17 +50,23 @@ bool IsDeviceWork(EventKind k) {
 }  // namespace
 
 HostTimes::HostTimes(const Trace& t) {
+  size_t runtime = 0, device = 0;
+  for (const Event& e : t.events) {
+    runtime += e.kind == EventKind::kRuntime ? 1 : 0;
+    device += IsDeviceWork(e.kind) ? 1 : 0;
+  }
+  launch_ts_.reserve(runtime);
+  device_work_.reserve(device);
   for (const Event& e : t.events) {
     if (e.correlation == 0) continue;
     if (e.kind == EventKind::kRuntime) launch_ts_.emplace(e.correlation, e.ts_ns);
-    if (IsDeviceWork(e.kind)) device_work_[e.correlation] = true;
+    if (IsDeviceWork(e.kind)) device_work_.insert(e.correlation);
   }
 }
 
 int64_t HostTimes::Of(const Event& e) const {
   if (IsDeviceWork(e.kind) && e.correlation != 0) {
-    auto it = launch_ts_.find(e.correlation);
-    if (it != launch_ts_.end()) return it->second;
+    if (const auto* it = launch_ts_.find(e.correlation)) return it->second;
   }
   return e.ts_ns;
 }
@@ -75,19 +81,29 @@ UnitCounts CountPerUnit(const Trace& t, const std::vector<WorkUnit>& units, cons
   c.units = static_cast<int64_t>(units.size());
   for (const WorkUnit& u : units) c.wall_ns += static_cast<double>(u.end_ns - u.begin_ns);
   const HostTimes host(t);
+  // Counted by interned name (one string per name, not per event), named at the end.
+  struct ByName {
+    int64_t ops = 0, kernels = 0;
+    double kernel_ns = 0;
+  };
+  IntMap<ByName> by_name;
+  const auto slot = [&](int32_t name) -> ByName* { return &by_name[name]; };
   for (const Event& e : t.events) {
     if (!units.empty() && UnitAt(units, host.Of(e)) < 0) continue;
     switch (e.kind) {
-      case EventKind::kOp: c.op_calls[std::string(t.strings.Get(e.name))]++; break;
+      case EventKind::kOp:
+        if (ByName* b = slot(e.name)) b->ops++;
+        break;
       case EventKind::kRuntime:
         if (host.IsLaunch(e)) c.launches++;
         break;
       case EventKind::kKernel: {
         c.kernels++;
         c.kernel_ns += static_cast<double>(e.dur_ns);
-        const std::string name(t.strings.Get(e.name));
-        c.kernel_calls[name]++;
-        c.kernel_ns_by_name[name] += static_cast<double>(e.dur_ns);
+        if (ByName* b = slot(e.name)) {
+          b->kernels++;
+          b->kernel_ns += static_cast<double>(e.dur_ns);
+        }
         break;
       }
       case EventKind::kMemcpy:
@@ -102,6 +118,14 @@ UnitCounts CountPerUnit(const Trace& t, const std::vector<WorkUnit>& units, cons
       default: break;
     }
   }
+  by_name.ForEach([&](int64_t id, const ByName& b) {
+    const std::string name(id >= 0 ? t.strings.Get(static_cast<int32_t>(id)) : std::string_view());
+    if (b.ops > 0) c.op_calls[name] += b.ops;
+    if (b.kernels > 0) {
+      c.kernel_calls[name] += b.kernels;
+      c.kernel_ns_by_name[name] += b.kernel_ns;
+    }
+  });
   return c;
 }
 

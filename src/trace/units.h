@@ -14,9 +14,9 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "core/int_map.h"
 #include "trace/trace.h"
 
 namespace tierscope {
@@ -44,8 +44,8 @@ class HostTimes {
   bool IsLaunch(const Event& e) const;
 
  private:
-  std::unordered_map<int64_t, int64_t> launch_ts_;  // correlation -> launch start
-  std::unordered_map<int64_t, bool> device_work_;   // correlations with a device event
+  IntMap<int64_t> launch_ts_;  // correlation -> launch start
+  IntSet device_work_;         // correlations with a device event
 };
 
 struct UnitCounts {

@@ -181,5 +181,16 @@ TEST(JsonInput, PlainFileIsReadWithItsPadding) {
   for (size_t i = 0; i < kPadding; ++i) ASSERT_EQ(buf->data()[buf->size() + i], 0);
 }
 
+// The readers' On-Demand parsing must be simdjson's SIMD kernel wherever the build targets
+// AVX2 (x86-64-v3): its scalar fallback took most of a big trace's parse time until the
+// trace library was built with PCLMUL, which simdjson requires besides AVX2.
+TEST(JsonInput, OnDemandReadersUseTheSimdKernelOnAvx2Builds) {
+#if defined(__x86_64__) && defined(__AVX2__)
+  EXPECT_STREQ(OnDemandKernel(), "haswell");
+#else
+  EXPECT_NE(OnDemandKernel(), nullptr);
+#endif
+}
+
 }  // namespace
 }  // namespace tierscope
