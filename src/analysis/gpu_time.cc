@@ -45,7 +45,7 @@ void SweepTypes(const std::array<std::vector<Interval>, kKernelTypes>& merged,
       edges.push_back({i.second, -(t + 1)});
     }
   }
-  std::sort(edges.begin(), edges.end());
+  SortUnlessSorted(edges.begin(), edges.end());  // one ascending run per type
   int mask = 0;
   for (size_t k = 0; k < edges.size();) {
     const int64_t now = edges[k].first;
@@ -76,7 +76,7 @@ void AnalyzeStreams(const TraceIndex& x, const std::vector<size_t>& device, cons
     SortUnlessSorted(events.begin(), events.end(), [&](size_t a, size_t b) { return x.E(a).ts_ns < x.E(b).ts_ns; });
     StreamIdle idle{lane.first, lane.second, static_cast<int64_t>(events.size()), 0, 0, 0};
     StreamQueue q{lane.first, lane.second, 0, 0, 0};
-    std::vector<std::pair<int64_t, int>> steps;  // (time, +1 launch call / -1 start)
+    std::vector<int64_t> launched, started;  // launch calls' and their kernels' starts
     int64_t busy_until = std::numeric_limits<int64_t>::min();
     for (size_t i : events) {
       const Event& e = x.E(i);
@@ -93,18 +93,24 @@ void AnalyzeStreams(const TraceIndex& x, const std::vector<size_t>& device, cons
       }
       busy_until = std::max(busy_until, e.ts_ns + e.dur_ns);
       if (launch != nullptr && launch->ts_ns <= e.ts_ns) {
-        steps.push_back({launch->ts_ns, +1});
-        steps.push_back({e.ts_ns, -1});
+        launched.push_back(launch->ts_ns);
+        started.push_back(e.ts_ns);
         ++q.launches;
       }
     }
     g.idle.push_back(idle);
     if (q.launches == 0) continue;
-    // At one instant, launches before starts: a kernel launched and started at once never
-    // makes the depth negative.
-    std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : a.second > b.second;
-    });
+    // Both lists are nearly in order already; merged with launches before starts at one
+    // instant, so a kernel launched and started at once never makes the depth negative.
+    SortUnlessSorted(launched.begin(), launched.end());
+    SortUnlessSorted(started.begin(), started.end());
+    std::vector<std::pair<int64_t, int>> steps;  // (time, +1 launch call / -1 start)
+    steps.reserve(launched.size() + started.size());
+    size_t a = 0, b = 0;
+    while (a < launched.size() || b < started.size()) {
+      if (b == started.size() || (a < launched.size() && launched[a] <= started[b])) steps.push_back({launched[a++], +1});
+      else steps.push_back({started[b++], -1});
+    }
     int64_t depth = 0, weighted = 0;
     for (size_t k = 0; k < steps.size(); ++k) {
       depth += steps[k].second;

@@ -138,7 +138,8 @@ std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> NvtxKe
   Project(x, [&](size_t r, size_t k, int side) {
     auto& cell = by_id[{x.E(r).name, side, x.E(k).name}];
     cell.first.Add(x.E(k).dur_ns);
-    cell.second.push_back(r);
+    // One entry per run of kernels in one range instance (Distinct counts instances).
+    if (cell.second.empty() || cell.second.back() != r) cell.second.push_back(r);
   });
   std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> out;
   for (auto& [key, cell] : by_id) {

@@ -472,23 +472,13 @@ StatusOr<Table> RunReport(const TraceIndex& x, const std::string& requested, con
 
 namespace {
 
-// Each device's kernels and memory operations as [start, end) intervals, sorted: each
-// list is sorted on its own (a no-op when the trace has them in order) and the two merged.
+// Each device's kernels and memory operations as [start, end) intervals, sorted.
 std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> DeviceIntervals(const TraceIndex& x) {
   std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> by_dev;
-  std::map<int32_t, size_t> kernels_end;
   for (const auto* v : {&x.kernels, &x.memops}) {
     for (size_t i : *v) by_dev[x.E(i).pid].push_back({x.E(i).ts_ns, x.E(i).ts_ns + x.E(i).dur_ns});
-    if (v == &x.kernels) {
-      for (const auto& [dev, iv] : by_dev) kernels_end[dev] = iv.size();
-    }
   }
-  for (auto& [dev, iv] : by_dev) {
-    const auto mid = iv.begin() + static_cast<std::ptrdiff_t>(kernels_end[dev]);
-    SortUnlessSorted(iv.begin(), mid);
-    SortUnlessSorted(mid, iv.end());
-    std::inplace_merge(iv.begin(), mid, iv.end());
-  }
+  for (auto& [dev, iv] : by_dev) SortUnlessSorted(iv.begin(), iv.end());
   return by_dev;
 }
 

@@ -5,6 +5,11 @@
 #define TIERSCOPE_CORE_ALLOCATOR_H_
 
 #include <cstddef>
+#include <cstdint>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -52,6 +57,22 @@ inline void KeepFreedMemoryUpTo(size_t bytes, size_t mmap_bytes) {
 #else
   (void)bytes;
   (void)mmap_bytes;
+#endif
+}
+
+// Asks for transparent huge pages over the 2 MiB-aligned part of [p, p + bytes): a store
+// that grows to gigabytes (a trace's events and strings) then takes one page fault per
+// 2 MiB instead of one per 4 KiB. Only untouched memory benefits; a no-op where the
+// system has no THP or keeps it off, and below 2 MiB.
+inline void AdviseHugePages(void* p, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
 #endif
 }
 

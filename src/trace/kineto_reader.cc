@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/allocator.h"
 #include "trace/args.h"
 #include "trace/kineto_values.h"
 
@@ -45,6 +46,13 @@ bool KeepsArgs(EventKind k) {
 
 }  // namespace
 
+void Reader::ReserveEvents(size_t n) {
+  if (n <= trace_.events.capacity()) return;
+  trace_.events.reserve(n);
+  AdviseHugePages(trace_.events.data() + trace_.events.size(),
+                  (trace_.events.capacity() - trace_.events.size()) * sizeof(Event));
+}
+
 bool Reader::Fail(error_code e) {
   if (error_ != SUCCESS) return false;
   error_ = e;
@@ -77,7 +85,7 @@ bool Reader::Read(const std::vector<std::pair<size_t, size_t>>& chunks, size_t f
     ReleaseInput(e);
     if (c == first && reserve_bytes > e - b) {  // size the rest by the first run's density
       const double per_byte = static_cast<double>(trace_.events.size()) / double(e - b);
-      trace_.events.reserve(static_cast<size_t>(per_byte * 1.1 * double(reserve_bytes)) + 64);
+      ReserveEvents(static_cast<size_t>(per_byte * 1.1 * double(reserve_bytes)) + 64);
     }
   }
   return true;
@@ -97,7 +105,7 @@ bool Reader::ReadWindowRun(char* data, size_t size, size_t capacity, size_t offs
   if (!sized_ && total_bytes > end - begin) {  // the store sized by the first run's density
     sized_ = true;
     const double per_byte = static_cast<double>(trace_.events.size()) / double(end - begin);
-    trace_.events.reserve(static_cast<size_t>(per_byte * 1.1 * double(total_bytes)) + 64);
+    ReserveEvents(static_cast<size_t>(per_byte * 1.1 * double(total_bytes)) + 64);
   }
   return true;
 }
@@ -547,7 +555,7 @@ void Reader::Merge(Reader& later) {
   const int32_t args_offset = trace_.strings.Adopt(std::move(later.trace_.strings));
   const size_t offset = trace_.events.size();
   if (trace_.events.capacity() < offset + later.trace_.events.size()) {  // geometric: merged once a window
-    trace_.events.reserve(std::max(offset + later.trace_.events.size(), trace_.events.capacity() * 2));
+    ReserveEvents(std::max(offset + later.trace_.events.size(), trace_.events.capacity() * 2));
   }
   for (Event e : later.trace_.events) {
     if (e.args >= 0) e.args += args_offset;

@@ -108,6 +108,8 @@ class Reader {
     bool pid, tid;
   };
 
+  // Room for `n` events, the untouched part in huge pages (core/allocator.h).
+  void ReserveEvents(size_t n);
   bool Fail(error_code e);  // records a fatal error at the parser's position
   // Hands the pages of the input before `offset`, never read again, back to the system,
   // so the input shrinks while the trace grows (peak memory ~1x the input, not ~2x).

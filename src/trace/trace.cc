@@ -5,6 +5,8 @@
 #include <cstring>
 #include <utility>
 
+#include "core/allocator.h"
+
 namespace tierscope {
 
 const char* EventKindName(EventKind k) {
@@ -51,6 +53,7 @@ uint64_t HashBytes(std::string_view s) {
 }
 
 constexpr size_t kBlockBytes = size_t{1} << 20;
+constexpr size_t kBigBlockBytes = size_t{8} << 20;
 
 }  // namespace
 
@@ -85,9 +88,13 @@ std::string_view StringTable::Store(std::string_view s) {
       std::memcpy(blocks_.back().get(), s.data(), s.size());
       return std::string_view(blocks_.back().get(), s.size());
     }
-    // Small tables start small (but big enough for this string); later blocks are 1 MiB.
-    const size_t bytes = blocks_.empty() ? std::max<size_t>(4096, s.size()) : kBlockBytes;
+    // Small tables start small (but big enough for this string); later blocks are 1 MiB,
+    // and from the 8th on 8 MiB in huge pages (a big trace's args take gigabytes).
+    const size_t bytes = blocks_.empty() ? std::max<size_t>(4096, s.size())
+                         : blocks_.size() < 8 ? kBlockBytes
+                                              : kBigBlockBytes;
     blocks_.push_back(std::make_unique_for_overwrite<char[]>(bytes));
+    if (bytes == kBigBlockBytes) AdviseHugePages(blocks_.back().get(), bytes);
     free_ = blocks_.back().get();
     free_size_ = bytes;
   }

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 namespace tierscope {
@@ -41,6 +43,21 @@ TEST(Stats, MedianAndSummaryAgreeWithThePercentile) {
   EXPECT_DOUBLE_EQ(s.stddev, std::sqrt(2.5));  // sample (n - 1)
   EXPECT_DOUBLE_EQ(s.cv(), std::sqrt(2.5) / 3);
   EXPECT_EQ(Summarize({}).count, 0);
+}
+
+// The median is found by selection, not by sorting: it must still be the sorted
+// percentile's, for odd and even counts, ties and negative values.
+TEST(Stats, MedianBySelectionIsTheSortedPercentile) {
+  std::mt19937 rng(11);
+  for (size_t n : {1, 2, 3, 10, 11, 1000, 1001}) {
+    std::vector<double> v(n);
+    for (double& x : v) x = static_cast<double>(static_cast<int>(rng() % 41) - 20);
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(Median(v), Percentile(sorted, 50)) << n;
+    EXPECT_EQ(Summarize(v).median, Percentile(sorted, 50)) << n;
+  }
+  EXPECT_TRUE(std::isnan(Median({})));
 }
 
 }  // namespace
