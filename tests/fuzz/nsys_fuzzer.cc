@@ -4,34 +4,18 @@
 //   fuzzer picks — NULLs, negative or huge times and ids, missing strings — which is
 //   where an importer's assumptions break, far more often than in mutated pages.
 // Either way the import ends in a Trace (bad rows counted) or a Status, and an imported
-// trace goes through every report as `tierscope analyze` would.
-#include <fuzzer/FuzzedDataProvider.h>
+// trace goes through every report as `tierscope analyze` would (sqlite_rows.h).
 #include <sqlite3.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <string>
-#include <vector>
 
-#include "analysis/commands.h"
+#include "sqlite_rows.h"
 #include "trace/nsys_import.h"
 #include "trace/nsys_schema.h"
-#include "sqlite_rows.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  tierscope::fuzz::Db db;
-  if (sqlite3_open(":memory:", &db.db) != SQLITE_OK) return 0;
-  if (tierscope::fuzz::IsDatabaseFile(data, size)) {
-    if (!tierscope::fuzz::Deserialize(db.db, data, size)) return 0;
-  } else {
-    FuzzedDataProvider in(data, size);
-    tierscope::fuzz::FillFromRows(db.db, in, tierscope::testing::kNsysSchema);
-  }
-  auto trace = tierscope::ImportNsysDb(db.db, "fuzz.sqlite");
-  if (!trace.ok()) return 0;
-  tierscope::AnalysisOptions o;
-  (void)tierscope::AnalyzeTrace(*trace, o, tierscope::OutputFormat::kText);
-  (void)tierscope::AnalyzeTrace(*trace, o, tierscope::OutputFormat::kCsv);
-  return 0;
+  return tierscope::fuzz::FuzzSqliteImport(data, size, tierscope::testing::kNsysSchema, [](sqlite3* db) {
+    return tierscope::ImportNsysDb(db, "fuzz.sqlite");
+  });
 }

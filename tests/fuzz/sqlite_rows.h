@@ -1,7 +1,8 @@
 // Helpers of the SQLite importers' fuzz targets: a database held in memory, either a whole
 // database file from the fuzzer's bytes or a schema filled with rows whose values the
 // fuzzer picks (NULLs, negative or huge numbers, short strings) — where an importer's
-// assumptions break far more often than in mutated pages.
+// assumptions break far more often than in mutated pages — and the body every such target
+// shares (FuzzSqliteImport).
 #ifndef TIERSCOPE_TESTS_FUZZ_SQLITE_ROWS_H_
 #define TIERSCOPE_TESTS_FUZZ_SQLITE_ROWS_H_
 
@@ -13,6 +14,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "analysis/commands.h"
 
 namespace tierscope::fuzz {
 
@@ -82,6 +85,27 @@ inline bool Deserialize(sqlite3* db, const uint8_t* data, size_t size) {
   std::memcpy(copy, data, size);
   return sqlite3_deserialize(db, "main", copy, static_cast<sqlite3_int64>(size), static_cast<sqlite3_int64>(size),
                              SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY) == SQLITE_OK;
+}
+
+// The SQLite importers' fuzz target body: a database from the fuzzer's bytes (a whole file,
+// or `schema` filled with rows), imported by import(db) into a StatusOr<Trace>; an imported
+// trace goes through every report as `tierscope analyze` would.
+template <typename Import>
+int FuzzSqliteImport(const uint8_t* data, size_t size, const char* schema, Import&& import) {
+  Db db;
+  if (sqlite3_open(":memory:", &db.db) != SQLITE_OK) return 0;
+  if (IsDatabaseFile(data, size)) {
+    if (!Deserialize(db.db, data, size)) return 0;
+  } else {
+    FuzzedDataProvider in(data, size);
+    FillFromRows(db.db, in, schema);
+  }
+  auto trace = import(db.db);
+  if (!trace.ok()) return 0;
+  AnalysisOptions o;
+  (void)AnalyzeTrace(*trace, o, OutputFormat::kText);
+  (void)AnalyzeTrace(*trace, o, OutputFormat::kCsv);
+  return 0;
 }
 
 }  // namespace tierscope::fuzz
