@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/text.h"
+#include "trace/sqlite_db.h"
 
 namespace tierscope {
 namespace {
@@ -39,14 +40,8 @@ constexpr const char* kNvtxTable = "NVTX_EVENTS";
 constexpr int64_t kNvtxPushPopRange = 59;
 constexpr int64_t kNvtxStartEndRange = 60;
 
-struct DbCloser {
-  void operator()(sqlite3* db) const { sqlite3_close(db); }
-};
-struct StmtFinalizer {
-  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
-};
-using Db = std::unique_ptr<sqlite3, DbCloser>;
-using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
+using sqlite::Db;
+using sqlite::Stmt;
 
 void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
@@ -240,34 +235,16 @@ class Importer {
     return OkStatus();
   }
 
-  Status SqlError(const std::string& what) const {
-    const int code = sqlite3_errcode(db_);
-    const std::string msg = path_ + ": " + what + ": " + sqlite3_errmsg(db_);
-    if (code == SQLITE_NOTADB) {
-      return InvalidArgument(path_ + ": not an SQLite database (" + sqlite3_errmsg(db_) + ")");
-    }
-    if (code == SQLITE_CORRUPT) return DataLoss(msg);
-    return Internal(msg);
-  }
+  Status SqlError(const std::string& what) const { return sqlite::Error(db_, path_, what, StatusCode::kInternal); }
 
   StatusOr<Stmt> Prepare(const std::string& sql, const std::string& what) {
-    sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &raw, nullptr) != SQLITE_OK) {
-      sqlite3_finalize(raw);
-      return SqlError(what);
-    }
-    return Stmt(raw);
+    return sqlite::Prepare(db_, sql, path_, what, StatusCode::kInternal);
   }
 
   // Runs `stmt` to completion, calling fn(stmt) for every row.
   template <typename Fn>
   Status Step(sqlite3_stmt* stmt, const std::string& what, Fn fn) {
-    while (true) {
-      const int rc = sqlite3_step(stmt);
-      if (rc == SQLITE_DONE) return OkStatus();
-      if (rc != SQLITE_ROW) return SqlError(what);
-      fn(stmt);
-    }
+    return sqlite::Step(db_, stmt, path_, what, StatusCode::kInternal, fn);
   }
 
   Status LoadSchema() {

@@ -11,18 +11,13 @@
 #include <vector>
 
 #include "trace/rocm_devices.h"
+#include "trace/sqlite_db.h"
 
 namespace tierscope {
 namespace {
 
-struct DbCloser {
-  void operator()(sqlite3* db) const { sqlite3_close(db); }
-};
-using Db = std::unique_ptr<sqlite3, DbCloser>;
-struct StmtFinalizer {
-  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
-};
-using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
+using sqlite::Db;
+using sqlite::Stmt;
 
 // The tables every process's set has (a kernel or an API call), by base name.
 constexpr const char* kDispatch = "rocpd_kernel_dispatch";
@@ -79,28 +74,10 @@ class Importer {
   }
 
  private:
-  Status SqlError(const std::string& what) {
-    const int code = sqlite3_errcode(db_);
-    const std::string msg = source_ + ": " + what + ": " + sqlite3_errmsg(db_);
-    if (code == SQLITE_NOTADB) return InvalidArgument(source_ + ": not an SQLite database (" + sqlite3_errmsg(db_) + ")");
-    if (code == SQLITE_CORRUPT) return DataLoss(msg);
-    return InvalidArgument(msg);
-  }
-
   template <typename Fn>
   Status Query(const std::string& sql, const std::string& what, Fn fn) {
-    sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &raw, nullptr) != SQLITE_OK) {
-      sqlite3_finalize(raw);
-      return SqlError(what);
-    }
-    Stmt stmt(raw);
-    while (true) {
-      const int rc = sqlite3_step(raw);
-      if (rc == SQLITE_DONE) return OkStatus();
-      if (rc != SQLITE_ROW) return SqlError(what);
-      fn(raw);
-    }
+    TS_ASSIGN_OR_RETURN(Stmt stmt, sqlite::Prepare(db_, sql, source_, what, StatusCode::kInvalidArgument));
+    return sqlite::Step(db_, stmt.get(), source_, what, StatusCode::kInvalidArgument, fn);
   }
 
   // Tables only: the unsuffixed names are views over them, and a view (a recursive one in a
