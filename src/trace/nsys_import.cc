@@ -697,14 +697,8 @@ StatusOr<Trace> ImportNsysSqlite(const std::string& path) {
   if (!std::filesystem::is_regular_file(st)) return InvalidArgument(path + ": not a regular file");
   const auto size = std::filesystem::file_size(path, ec);
 
-  sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
-  Db db(raw);
-  if (rc != SQLITE_OK) {
-    return InvalidArgument(path +
-                           ": cannot open as SQLite: " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
-  }
-  TS_ASSIGN_OR_RETURN(Trace trace, ImportNsysDb(raw, path));
+  TS_ASSIGN_OR_RETURN(Db db, sqlite::OpenReadOnly(path));
+  TS_ASSIGN_OR_RETURN(Trace trace, ImportNsysDb(db.get(), path));
   trace.stats.bytes = ec ? 0 : static_cast<int64_t>(size);
   return trace;
 }

@@ -274,20 +274,13 @@ StatusOr<Trace> ImportRocpdDb(sqlite3* db, const std::string& source) {
 
 
 bool IsRocpdFile(const std::string& path) {
-  sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
-  Db db(raw);
-  return rc == SQLITE_OK && IsRocpdDb(raw);
+  StatusOr<Db> db = sqlite::OpenReadOnly(path);
+  return db.ok() && IsRocpdDb(db->get());
 }
 
 StatusOr<Trace> ImportRocpdFile(const std::string& path) {
-  sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
-  Db db(raw);
-  if (rc != SQLITE_OK) {
-    return InvalidArgument(path + ": cannot open as SQLite: " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
-  }
-  TS_ASSIGN_OR_RETURN(Trace t, ImportRocpdDb(raw, path));
+  TS_ASSIGN_OR_RETURN(Db db, sqlite::OpenReadOnly(path));
+  TS_ASSIGN_OR_RETURN(Trace t, ImportRocpdDb(db.get(), path));
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   t.stats.bytes = ec ? 0 : static_cast<int64_t>(size);

@@ -22,6 +22,17 @@ struct StmtFinalizer {
 using Db = std::unique_ptr<sqlite3, DbCloser>;
 using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
 
+// `path` opened read-only; InvalidArgument naming it when SQLite cannot open it.
+inline StatusOr<Db> OpenReadOnly(const std::string& path) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  Db db(raw);
+  if (rc != SQLITE_OK) {
+    return InvalidArgument(path + ": cannot open as SQLite: " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+  }
+  return db;
+}
+
 // `what` failed on `db`, read from `source`: InvalidArgument when the file is not a
 // database, DataLoss when it is corrupt, else `other`.
 inline Status Error(sqlite3* db, const std::string& source, const std::string& what, StatusCode other) {
