@@ -27,9 +27,12 @@ __all__ = ["analyze_job", "rank_summary", "estimated_bytes", "run_within_memory"
 
 # The CLI's memory rule (src/analysis/job_files.cc, PlanLoad): a trace read whole and
 # indexed takes about 1.5x its JSON; streamed, its trace alone (kStreamedTraceBytesPerJsonByte)
-# and the window; the traces in flight stay within 80% of a worker's memory.
+# and the window; with its strings spilled to disk when even that would not fit
+# (kSpilledTraceBytesPerJsonByte, src/trace/kineto_stream.h); the traces in flight stay
+# within 80% of a worker's memory.
 _PER_BYTE = 1.5
-_STREAMED_PER_BYTE = 1.4
+_STREAMED_PER_BYTE = 0.95
+_SPILLED_PER_BYTE = 0.6
 _WINDOW = 64 << 20
 _MEMORY_SHARE = 0.8
 
@@ -45,7 +48,10 @@ def rank_summary(path: str, memory_budget: Optional[int] = None) -> bytes:
 def _need(size: int, budget: Optional[float]) -> float:
     """Memory one trace of `size` bytes of JSON takes on a worker with `budget`."""
     whole = _PER_BYTE * size
-    return whole if budget is None or whole <= budget else _STREAMED_PER_BYTE * size + _WINDOW
+    if budget is None or whole <= budget:
+        return whole
+    streamed = _STREAMED_PER_BYTE * size + _WINDOW
+    return streamed if streamed <= budget else _SPILLED_PER_BYTE * size + _WINDOW
 
 
 def estimated_bytes(path: str) -> int:

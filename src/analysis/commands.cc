@@ -201,11 +201,14 @@ TraceAnalysis Analyze(const Trace& t, const AnalysisOptions& o) {
   a.reports.push_back(ImportStatsTable(t));
   // The roofline once for its two tables and its finding.
   const OpRoofline roofline = AnalyzeOpRoofline(a.index, o.device_spec);
+  // A spilled trace's strings one report read leave memory before the next (trace.h).
+  t.strings.ReleaseSpilled();
   for (const std::string& name : ReportNames()) {
     if (name == "trace_quality") continue;  // first, below
     if (name == "op_roofline") a.reports.push_back(OpRooflineTable(roofline));
     else if (name == "roofline_sum") a.reports.push_back(RooflineSumTable(roofline));
     else if (auto r = RunReport(a.index, name, o); r.ok()) a.reports.push_back(std::move(r).value());
+    t.strings.ReleaseSpilled();
   }
   if (o.critical_path) {
     const std::vector<CriticalPath> paths = AnalyzeCriticalPaths(a.index);
@@ -287,6 +290,7 @@ StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>&
     }
     TS_ASSIGN_OR_RETURN(Table tb, RunReport(x, name, o));
     tables.push_back(std::move(tb));
+    t.strings.ReleaseSpilled();  // a spilled trace's strings it read leave memory (trace.h)
   }
   if (f.format == OutputFormat::kJson) {
     nlohmann::json j;

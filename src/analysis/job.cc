@@ -44,19 +44,25 @@ StatusOr<RankAnalysis> AnalyzeRank(const Trace& t, const AnalysisOptions& o, con
       r.end_ns = std::max(r.end_ns, e.ts_ns + e.dur_ns);
     }
   }
+  // A spilled trace's strings read by one step leave memory before the next (a no-op
+  // for one held in memory): the peak is the largest step's, not their sum.
+  const auto release = [&t] { t.strings.ReleaseSpilled(); };
   const TraceIndex x = BuildIndex(t, o);
   r.unit_name = x.unit_name;
   r.units = static_cast<int64_t>(x.units.size());
   r.gpu = AnalyzeGpuTime(x);
   r.collectives = FindCollectives(x);
+  release();
   for (size_t i : x.annotations) r.ranges[{"host", std::string(x.Name(i))}].Add(x.E(i).dur_ns);
   for (size_t i = 0; i < t.events.size(); ++i) {
     if (t.events[i].kind == EventKind::kGpuAnnotation) r.ranges[{"device", std::string(x.Name(i))}].Add(t.events[i].dur_ns);
   }
   r.range_kernels = NvtxKernTotals(x);
   r.findings = Diagnose(x, o);
+  release();
   // Each rank's verdict, as a single trace's: no finding from what failed a check.
   const TraceQuality quality = CheckTraceQuality(x);
+  release();
   WithholdFindings(quality, &r.findings);
   r.quality = quality.Line();
   r.quality_failed = FailedChecks(quality);
@@ -347,7 +353,7 @@ StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const A
   std::vector<int64_t> bytes;
   for (const std::string& f : files) bytes.push_back(std::max<int64_t>(0, EstimatedInputBytes(f)));
   const LoadPlan plan =
-      PlanLoad(bytes, threads > 0 ? threads : ThreadPool::HardwareThreads(), MemoryBudget());
+      PlanLoad(bytes, threads > 0 ? threads : ThreadPool::HardwareThreads(), MemoryBudget(), SpillsStrings());
   std::vector<RankAnalysis> ranks(files.size());
   const int64_t t0 = MonotonicNs();
   TS_RETURN_IF_ERROR(ForEachRankTrace(

@@ -393,7 +393,7 @@ int NumberInFileName(std::string_view path) {
   return n;
 }
 
-LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t budget_bytes) {
+LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t budget_bytes, bool spill) {
   LoadPlan p;
   for (int64_t b : rank_bytes) p.largest_bytes = std::max(p.largest_bytes, b);
   const int n = static_cast<int>(rank_bytes.size());
@@ -403,25 +403,32 @@ LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t b
   if (budget_bytes <= 0 || p.largest_bytes <= 0) return p;
   // A rank read whole takes its JSON and its trace, about 1.5x the JSON (bench/ingest_bench.sh);
   // one the budget cannot hold whole, or past 4 GiB, is streamed: its trace, index and the
-  // window. The plan prices every rank at the dearest rank's cost.
+  // window, its strings spilled to disk where they can be (kineto_stream.h). The plan
+  // prices every rank at the dearest rank's cost.
   for (int64_t b : rank_bytes) {
     int64_t cost = b + b / 2;
     const bool streamed = cost > budget_bytes || static_cast<uint64_t>(b) > kMaxJsonBytes;
-    if (streamed) {
-      cost = static_cast<int64_t>(kStreamedTraceBytesPerJsonByte * static_cast<double>(b)) +
-             static_cast<int64_t>(kStreamWindowBytes);
-    }
+    if (streamed) cost = StreamedTraceBytes(b, spill);
     if (cost > p.per_rank_bytes) {
       p.per_rank_bytes = cost;
       p.streamed = streamed;
+      p.spilled = streamed && spill;
     }
   }
   const int64_t fit = std::max<int64_t>(1, budget_bytes / p.per_rank_bytes);
   if (fit < p.in_flight || p.streamed) {
-    p.in_flight = static_cast<int>(std::min<int64_t>(fit, p.in_flight));
-    p.why = "memory for " + std::to_string(p.in_flight) + (p.in_flight == 1 ? " rank" : " ranks") + " of " +
-            FormatBytes(static_cast<double>(p.largest_bytes)) + " at once in a budget of " +
-            FormatBytes(static_cast<double>(budget_bytes)) + (p.streamed ? ", streamed" : "");
+    // A streamed rank is read on two threads (kineto_stream.h).
+    const int by_threads = p.streamed ? std::max(1, std::min(threads / 2, n)) : p.in_flight;
+    p.in_flight = static_cast<int>(std::min<int64_t>(fit, by_threads));
+    const std::string ranks = std::to_string(p.in_flight) + (p.in_flight == 1 ? " rank" : " ranks");
+    const std::string how = p.spilled ? ", streamed, strings spilled to disk" : p.streamed ? ", streamed" : "";
+    if (fit > by_threads) {
+      p.why = ranks + " at once, each streamed on two threads of " + std::to_string(threads) +
+              (p.spilled ? ", strings spilled to disk" : "");
+    } else {
+      p.why = "memory for " + ranks + " of " + FormatBytes(static_cast<double>(p.largest_bytes)) +
+              " at once in a budget of " + FormatBytes(static_cast<double>(budget_bytes)) + how;
+    }
     if (p.per_rank_bytes > budget_bytes) {
       p.why += "; the largest rank's trace alone (about " + FormatBytes(static_cast<double>(p.per_rank_bytes)) +
                ") passes the budget";

@@ -64,24 +64,22 @@ int RankFromFileName(std::string_view path);
 // for worker0.1623143089861.pt.trace.json; -1 if none.
 int NumberInFileName(std::string_view path);
 
-// How many ranks are read at once: no more than the threads, and no more than fit in the
-// memory available when each needs about 1.5x its uncompressed size.
 // How many ranks are read at once: no more than the threads, nor than fit in `budget_bytes`
 // (the memory budget, kineto_stream.h) at what each costs: read whole, about 1.5x its
 // JSON; streamed (when that would not fit, or past 4 GiB), its trace alone, about
-// kStreamedTraceBytesPerJsonByte of its JSON, plus the window.
+// kStreamedTraceBytesPerJsonByte of its JSON plus the window, or with its strings spilled
+// to disk (`spill`: SpillsStrings()), kSpilledTraceBytesPerJsonByte (kineto_stream.h); a
+// streamed rank is read on two threads, so half as many are read at once.
 struct LoadPlan {
   int in_flight = 1;
   int64_t largest_bytes = 0;  // the largest rank's uncompressed size (estimated)
   int64_t budget_bytes = 0;   // memory the plan may use (<= 0: unknown)
   int64_t per_rank_bytes = 0; // what the largest rank is planned to take
   bool streamed = false;      // the largest rank does not fit whole: it is streamed
+  bool spilled = false;       // streamed, its strings spilled to disk
   std::string why;            // "2 threads", "memory for 3 ranks of 5.0 GiB", ...
 };
-// bench/job/big_job_bench.sh, 8 x 5 GB of a DDP trace: 7,056 MB peak for 5,120 MB ranks
-// read one at a time (the trace, its index and the reports).
-inline constexpr double kStreamedTraceBytesPerJsonByte = 1.4;
-LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t budget_bytes);
+LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t budget_bytes, bool spill);
 
 // Reads files[i] for every i, at most plan.in_flight at a time, and calls reduce(i, trace)
 // on the reading thread; the trace is freed when reduce returns. `progress(done, total,

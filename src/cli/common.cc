@@ -3,12 +3,13 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <initializer_list>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
 #include "cli/command.h"
+#include "core/spill_file.h"
 #include "trace/kineto_stream.h"
 
 namespace tierscope::cli {
@@ -66,16 +67,17 @@ StatusOr<int64_t> ParseByteSize(const std::string& text) {
   }
   std::string unit = text.substr(used);
   for (char& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  // One flat table: a nested initializer_list's inner arrays would not outlive the loop's
+  // first line.
+  static constexpr std::pair<const char*, double> kUnits[] = {
+      {"", 1.0},         {"B", 1.0},
+      {"K", 0x1p10},     {"KB", 0x1p10},  {"KIB", 0x1p10},
+      {"M", 0x1p20},     {"MB", 0x1p20},  {"MIB", 0x1p20},
+      {"G", 0x1p30},     {"GB", 0x1p30},  {"GIB", 0x1p30},
+      {"T", 0x1p40},     {"TB", 0x1p40},  {"TIB", 0x1p40}};
   double scale = 0;
-  for (const auto& [names, s] : std::initializer_list<std::pair<std::initializer_list<const char*>, double>>{
-           {{"", "B"}, 1.0},
-           {{"K", "KB", "KIB"}, 1024.0},
-           {{"M", "MB", "MIB"}, 1024.0 * 1024},
-           {{"G", "GB", "GIB"}, 1024.0 * 1024 * 1024},
-           {{"T", "TB", "TIB"}, 1024.0 * 1024 * 1024 * 1024}}) {
-    for (const char* n : names) {
-      if (unit == n) scale = s;
-    }
+  for (const auto& [name, s] : kUnits) {
+    if (unit == name) scale = s;
   }
   if (scale == 0 || !(v > 0) || v * scale > 9e18) {
     return InvalidArgument("--memory-budget: '" + text + "' is not a positive size (e.g. 12G, 512MiB, 4000000000)");
@@ -93,6 +95,13 @@ void AddMemoryBudgetOption(CLI::App* c) {
       },
       "memory the command may use, e.g. 12G (default: half of what is available): a trace that would not fit "
       "whole is streamed, and a job reads no more ranks at once than fit");
+  c->add_option_function<std::string>(
+      "--spill-dir",
+      [](const std::string& v) {
+        if (!std::filesystem::is_directory(v)) throw CLI::ValidationError("--spill-dir: '" + v + "' is not a directory");
+        SetSpillDirectory(v);
+      },
+      "where a streamed trace's strings are spilled (default: TIERSCOPE_SPILL_DIR, TMPDIR or /tmp)");
 }
 
 void AddWorkloadOptions(CLI::App* c, BenchOptions& bench) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/cpu_info.h"
+#include "core/spill_file.h"
 #include "core/exceptions.h"
 #include "core/thread_pool.h"
 #include "trace/json_input.h"
@@ -278,6 +279,11 @@ class StreamReader : public Splitter::Sink {
   }
   // Parses the queued runs; false on a fatal error (error, error_at; or thrown).
   bool ParseRuns();
+  // The readers' strings go to `file` from now on.
+  void SpillTo(std::shared_ptr<SpillFile> file) {
+    spill_ = std::move(file);
+    primary_.trace().strings.SpillTo(spill_);
+  }
   kineto::Reader& reader() { return primary_; }
   const std::string& trace_name() const { return trace_name_; }
   size_t offset_ = 0;  // the input byte of the window's first
@@ -306,6 +312,7 @@ class StreamReader : public Splitter::Sink {
   std::vector<std::pair<size_t, size_t>> runs_;
   kineto::Reader primary_{nullptr, 0, 0, /*primary=*/true};
   std::string trace_name_;
+  std::shared_ptr<SpillFile> spill_;
 };
 
 bool StreamReader::ParseRuns() {
@@ -331,6 +338,7 @@ bool StreamReader::ParseRuns() {
       ++split;
     }
     kineto::Reader second(nullptr, 0, 0, /*primary=*/false);
+    if (spill_ != nullptr) second.trace().strings.SpillTo(spill_);
     bool ok = true, ok2 = true;
     Status failed1, failed2;
     {
@@ -370,7 +378,21 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
   PaddedBuffer window;
   window_bytes = std::clamp<size_t>(window_bytes, 64, kMaxWindowBytes);
   if (!window.Reserve(window_bytes)) return ResourceExhausted(path + ": out of memory for the stream's window");
-  StreamReader sink(window, EstimatedInputBytes(path), threads >= 2);
+  const int64_t input_bytes = EstimatedInputBytes(path);
+  StreamReader sink(window, input_bytes, threads >= 2);
+  std::string spill_note;  // said when the strings stay in memory past the budget
+  const bool over_budget = MemoryBudget() > 0 && StreamedTraceBytes(input_bytes, false) > MemoryBudget();
+  if (SpillsStrings()) {
+    StatusOr<std::shared_ptr<SpillFile>> file = SpillFile::Create(SpillDirectory());
+    if (file.ok()) {
+      sink.SpillTo(*file);
+    } else if (over_budget) {
+      spill_note = "its strings kept in memory past the memory budget: " + file.status().message();
+    }
+  } else if (over_budget && SpillFile::InMemory(SpillDirectory())) {
+    spill_note = "its strings kept in memory past the memory budget: the spill directory " + SpillDirectory() +
+                 " is in memory (tmpfs); --spill-dir DIR on a disk spills them";
+  }
   // Runs of a sixteenth of the window (1 MiB at most, as the whole-file path's), so a window
   // holds enough for two readers; never under 256 bytes, past simdjson's reads beyond a run.
   Splitter splitter(std::clamp<size_t>(window_bytes / 16, 256, kineto::kChunkBytes));
@@ -409,7 +431,10 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
   }
   if (!splitter.Finished()) return JsonErrorAt(path, total, true, splitter.unfinished());
   if (!splitter.saw_events()) return InvalidArgument(path + ": not a Kineto trace: no \"traceEvents\" array");
-  return sink.reader().TakeTrace(sink.trace_name(), path, total);
+  Trace trace = sink.reader().TakeTrace(sink.trace_name(), path, total);
+  trace.strings.ReleaseSpilled();
+  if (!spill_note.empty()) trace.import_notes.push_back(std::move(spill_note));
+  return trace;
 }
 
 }  // namespace
@@ -435,6 +460,20 @@ int64_t MemoryBudget() {
   if (set > 0) return set;
   const int64_t available = AvailableMemoryBytes();
   return available > 0 ? available / 2 : 0;
+}
+
+int64_t StreamedTraceBytes(int64_t json_bytes, bool spilled) {
+  const double per_byte = spilled ? kSpilledTraceBytesPerJsonByte : kStreamedTraceBytesPerJsonByte;
+  return static_cast<int64_t>(per_byte * static_cast<double>(std::max<int64_t>(0, json_bytes))) +
+         static_cast<int64_t>(kStreamWindowBytes);
+}
+
+bool SpillsStrings() {
+  if (const char* force = std::getenv("TIERSCOPE_SPILL")) {
+    if (std::strcmp(force, "always") == 0) return true;
+    if (std::strcmp(force, "never") == 0) return false;
+  }
+  return !SpillFile::InMemory(SpillDirectory());
 }
 
 bool ShouldStream(const std::string& path) {

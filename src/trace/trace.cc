@@ -54,6 +54,8 @@ uint64_t HashBytes(std::string_view s) {
 
 constexpr size_t kBlockBytes = size_t{1} << 20;
 constexpr size_t kBigBlockBytes = size_t{8} << 20;
+// Spilled blocks are small: each reader of a streamed trace leaves its last one part-used.
+constexpr size_t kSpillBlockBytes = kBlockBytes;
 
 }  // namespace
 
@@ -65,6 +67,10 @@ StringTable& StringTable::operator=(StringTable&& other) noexcept {
   free_ = std::exchange(other.free_, nullptr);  // the other may not write into our block
   free_size_ = std::exchange(other.free_size_, 0);
   indexed_ = std::exchange(other.indexed_, 0);
+  spill_to_ = std::move(other.spill_to_);
+  spill_block_ = std::exchange(other.spill_block_, nullptr);
+  spills_ = std::move(other.spills_);
+  other.spills_.clear();
   other.blocks_.clear();
   other.views_.clear();
   other.slots_.clear();
@@ -88,6 +94,17 @@ std::string_view StringTable::Store(std::string_view s) {
       std::memcpy(blocks_.back().get(), s.data(), s.size());
       return std::string_view(blocks_.back().get(), s.size());
     }
+    if (spill_block_ != nullptr) {  // full: its pages leave memory
+      SpillFile::Release(spill_block_, kSpillBlockBytes);
+      spill_block_ = nullptr;
+    }
+    if (spill_to_ != nullptr) {
+      if (char* block = spill_to_->Block(kSpillBlockBytes)) {
+        spill_block_ = free_ = block;
+        free_size_ = kSpillBlockBytes;
+        return StoreInBlock(s);
+      }
+    }
     // Small tables start small (but big enough for this string); later blocks are 1 MiB,
     // and from the 8th on 8 MiB in huge pages (a big trace's args take gigabytes).
     const size_t bytes = blocks_.empty() ? std::max<size_t>(4096, s.size())
@@ -98,6 +115,10 @@ std::string_view StringTable::Store(std::string_view s) {
     free_ = blocks_.back().get();
     free_size_ = bytes;
   }
+  return StoreInBlock(s);
+}
+
+std::string_view StringTable::StoreInBlock(std::string_view s) {
   std::memcpy(free_, s.data(), s.size());
   const std::string_view out(free_, s.size());
   free_ += s.size();
@@ -138,10 +159,29 @@ int32_t StringTable::Intern(std::string_view s) {
   return id;
 }
 
+void StringTable::SpillTo(std::shared_ptr<SpillFile> file) {
+  if (file != nullptr && std::find(spills_.begin(), spills_.end(), file) == spills_.end()) spills_.push_back(file);
+  spill_to_ = std::move(file);
+}
+
+void StringTable::ReleaseSpilled() const {
+  for (const std::shared_ptr<SpillFile>& f : spills_) f->ReleaseAll();
+}
+
+int64_t StringTable::spilled_bytes() const {
+  int64_t bytes = 0;
+  for (const std::shared_ptr<SpillFile>& f : spills_) bytes += f->bytes();
+  return bytes;
+}
+
 int32_t StringTable::Adopt(StringTable&& other) {
   const int32_t offset = static_cast<int32_t>(views_.size());
   views_.insert(views_.end(), other.views_.begin(), other.views_.end());
   for (auto& block : other.blocks_) blocks_.push_back(std::move(block));
+  if (other.spill_block_ != nullptr) SpillFile::Release(other.spill_block_, kSpillBlockBytes);
+  for (auto& f : other.spills_) {
+    if (std::find(spills_.begin(), spills_.end(), f) == spills_.end()) spills_.push_back(std::move(f));
+  }
   other = StringTable();
   return offset;
 }

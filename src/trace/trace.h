@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/spill_file.h"
+
 namespace tierscope {
 
 // The event kinds a Kineto trace has, plus per-worker task spans of a CPU kernel.
@@ -54,13 +56,26 @@ class StringTable {
   std::string_view Get(int32_t id) const { return views_[static_cast<size_t>(id)]; }
   size_t size() const { return views_.size(); }
 
+  // New blocks come from `file` (core/spill_file.h), each leaving this process's memory
+  // when the next is begun; strings stay readable (paged in on use). A block the file
+  // cannot give (disk full) is taken from memory instead.
+  void SpillTo(std::shared_ptr<SpillFile> file);
+  // The spilled blocks' pages leave resident memory now (after a pass that read them; the
+  // strings stay as they are).
+  void ReleaseSpilled() const;
+  int64_t spilled_bytes() const;  // the bytes of spill files this table's strings are in
+
  private:
   std::string_view Store(std::string_view s);
+  std::string_view StoreInBlock(std::string_view s);  // into the current block, which has room
   void Rehash(size_t capacity);
 
   std::vector<std::unique_ptr<char[]>> blocks_;
   char* free_ = nullptr;  // the unused end of the last block
   size_t free_size_ = 0;
+  std::shared_ptr<SpillFile> spill_to_;            // where new blocks come from, or none
+  char* spill_block_ = nullptr;                     // the last block, when spilled
+  std::vector<std::shared_ptr<SpillFile>> spills_;  // files some strings are in
   std::vector<std::string_view> views_;
   // Slots: (hash >> 32) << 32 | (id + 1); 0 is empty. Power-of-two size.
   std::vector<uint64_t> slots_;

@@ -8,6 +8,7 @@
 #include "analysis/rank_summary.h"
 #include "analysis/commands.h"
 #include "trace/json_input.h"
+#include "trace/kineto_stream.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -70,35 +71,47 @@ TEST(JobFiles, AssignRanksPrefersDistributedInfoAndRefusesDuplicates) {
 
 TEST(JobFiles, ThePlanReadsNoMoreRanksAtOnceThanFitInMemory) {
   const int64_t gib = int64_t{1} << 30;
-  LoadPlan p = PlanLoad({3 * gib, 3 * gib, 3 * gib, 3 * gib}, 8, 10 * gib);
-  EXPECT_EQ(p.in_flight, 2);  // 10 GiB / (1.5 x 3 GiB)
-  EXPECT_FALSE(p.streamed);
-  EXPECT_NE(p.why.find("memory for 2 ranks"), std::string::npos) << p.why;
-  // Every rank at its own cost: one small rank read whole can cost more than a large one
-  // streamed.
-  p = PlanLoad({int64_t{4200} << 20, int64_t{4000} << 20}, 2, 12 * gib);
-  EXPECT_TRUE(p.streamed == false);  // 4,000 MiB whole (5.9 GiB) is dearer than 4,200 MiB streamed
-  EXPECT_EQ(p.per_rank_bytes, (int64_t{4000} << 20) * 3 / 2);
-  p = PlanLoad({gib, gib, gib}, 2, 24 * gib);
-  EXPECT_EQ(p.in_flight, 2);
-  EXPECT_EQ(p.why, "2 threads");
-  p = PlanLoad({gib}, 16, -1);  // memory unknown: threads decide
-  EXPECT_EQ(p.in_flight, 1);
-  // 3 GiB ranks in an 8 GiB budget: 4.5 GiB each read whole, 1 at once; in 4 GiB they do
-  // not fit whole and are streamed (trace and index, about 4.3 GiB: over it, said): 1 at once.
-  p = PlanLoad({3 * gib, 3 * gib}, 2, 8 * gib);
-  EXPECT_EQ(p.in_flight, 1);
-  EXPECT_FALSE(p.streamed);
-  p = PlanLoad({3 * gib, 3 * gib}, 2, 4 * gib);
-  EXPECT_EQ(p.in_flight, 1);
-  EXPECT_TRUE(p.streamed);
-  EXPECT_NE(p.why.find("streamed"), std::string::npos) << p.why;
-  // Past 4 GiB a rank is streamed whatever the budget: two 5 GiB ranks fit 16 GiB at once.
-  p = PlanLoad({5 * gib, 5 * gib}, 2, 16 * gib);
-  EXPECT_TRUE(p.streamed);
-  EXPECT_EQ(p.in_flight, 2);
-  p = PlanLoad({5 * gib, 5 * gib}, 2, 2 * gib);  // not even streamed: said, not hidden
-  EXPECT_NE(p.why.find("passes the budget"), std::string::npos) << p.why;
+  for (const bool spill : {false, true}) {  // streamed ranks' strings in memory, or spilled
+    SCOPED_TRACE(spill ? "spilled" : "in memory");
+    LoadPlan p = PlanLoad({3 * gib, 3 * gib, 3 * gib, 3 * gib}, 8, 10 * gib, spill);
+    EXPECT_EQ(p.in_flight, 2);  // 10 GiB / (1.5 x 3 GiB)
+    EXPECT_FALSE(p.streamed);
+    EXPECT_NE(p.why.find("memory for 2 ranks"), std::string::npos) << p.why;
+    // Every rank at its own cost: one small rank read whole can cost more than a large one
+    // streamed.
+    p = PlanLoad({int64_t{4200} << 20, int64_t{4000} << 20}, 2, 12 * gib, spill);
+    EXPECT_TRUE(p.streamed == false);  // 4,000 MiB whole (5.9 GiB) is dearer than 4,200 MiB streamed
+    EXPECT_EQ(p.per_rank_bytes, (int64_t{4000} << 20) * 3 / 2);
+    p = PlanLoad({gib, gib, gib}, 2, 24 * gib, spill);
+    EXPECT_EQ(p.in_flight, 2);
+    EXPECT_EQ(p.why, "2 threads");
+    p = PlanLoad({gib}, 16, -1, spill);  // memory unknown: threads decide
+    EXPECT_EQ(p.in_flight, 1);
+    // 3 GiB ranks in an 8 GiB budget: 4.5 GiB each read whole, 1 at once; in 4 GiB they do
+    // not fit whole and are streamed (their trace and index: 2.9 GiB, or 1.9 spilled).
+    p = PlanLoad({3 * gib, 3 * gib}, 2, 8 * gib, spill);
+    EXPECT_EQ(p.in_flight, 1);
+    EXPECT_FALSE(p.streamed);
+    p = PlanLoad({3 * gib, 3 * gib}, 2, 4 * gib, spill);
+    EXPECT_EQ(p.in_flight, 1);
+    EXPECT_TRUE(p.streamed);
+    EXPECT_EQ(p.spilled, spill);
+    EXPECT_EQ(p.per_rank_bytes, StreamedTraceBytes(3 * gib, spill));
+    EXPECT_NE(p.why.find("streamed"), std::string::npos) << p.why;
+    EXPECT_EQ(p.why.find("strings spilled to disk") != std::string::npos, spill) << p.why;
+    // Past 4 GiB a rank is streamed whatever the budget, on two threads: with four, two
+    // 5 GiB ranks at once in 16 GiB; with two, one.
+    p = PlanLoad({5 * gib, 5 * gib}, 4, 16 * gib, spill);
+    EXPECT_TRUE(p.streamed);
+    EXPECT_EQ(p.in_flight, 2);
+    p = PlanLoad({5 * gib, 5 * gib}, 2, 16 * gib, spill);
+    EXPECT_EQ(p.in_flight, 1);
+    p = PlanLoad({5 * gib, 5 * gib}, 2, 2 * gib, spill);  // not even streamed: said, not hidden
+    EXPECT_NE(p.why.find("passes the budget"), std::string::npos) << p.why;
+  }
+  // What spilling saves: a 5 GiB rank fits a 4 GiB budget only spilled.
+  EXPECT_GT(StreamedTraceBytes(5 * gib, false), 4 * gib);
+  EXPECT_LT(StreamedTraceBytes(5 * gib, true), 4 * gib);
 }
 
 TEST(JobFiles, DirectoriesAreListedAndEmptyOrMissingOnesAreErrors) {

@@ -2,7 +2,8 @@
 // boundary a window can fall on: inside strings, escapes, numbers, top-level members,
 // between events), plain or gzip, on one or two readers, is the same Trace as the
 // whole-file path's; a cut or corrupt input is a one-line error naming the byte; an event
-// larger than the window grows it; the choice of path follows the size and the budget.
+// larger than the window grows it; the choice of path follows the size and the budget;
+// strings spilled to disk give the same trace.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <zlib.h>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/spill_file.h"
 #include "trace/kineto_import.h"
 #include "trace/kineto_stream.h"
 #include "trace/kineto_test_traces.h"
@@ -156,6 +158,44 @@ TEST(KinetoStream, ThePathFollowsTheSizeAndTheBudget) {
   auto whole = ImportKinetoTrace(dir.file("t.json"));
   ASSERT_TRUE(streamed.ok() && whole.ok());
   ExpectSameTrace(*whole, *streamed);
+}
+
+TEST(KinetoStream, SpilledStringsGiveTheSameTrace) {
+  TempDir dir;
+  const std::string json = MembersTrace();
+  WriteBytes(dir.file("t.json"), json);
+  auto whole = ImportKinetoJson(json, dir.file("t.json"), 1);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  for (const char* spill : {"always", "never"}) {
+    setenv("TIERSCOPE_SPILL", spill, 1);
+    for (size_t window : {97, 4096}) {
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(std::string(spill) + ", window " + std::to_string(window) + ", " + std::to_string(threads));
+        auto s = ImportKinetoStream(dir.file("t.json"), window, threads);
+        ASSERT_TRUE(s.ok()) << s.status().ToString();
+        ExpectSameTrace(*whole, *s);
+        EXPECT_EQ(s->strings.spilled_bytes() > 0, std::string(spill) == "always");
+        EXPECT_TRUE(s->import_notes.empty());
+      }
+    }
+  }
+  // No file can be made where spills go: the strings stay in memory, and past the budget
+  // the trace says so.
+  setenv("TIERSCOPE_SPILL", "always", 1);
+  SetSpillDirectory(dir.file("missing"));
+  SetMemoryBudget(1000);
+  auto kept = ImportKinetoStream(dir.file("t.json"), 4096, 2);
+  SetMemoryBudget(0);
+  SetSpillDirectory("");
+  unsetenv("TIERSCOPE_SPILL");
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  ExpectSameTrace(*whole, *kept);
+  EXPECT_EQ(kept->strings.spilled_bytes(), 0);
+  ASSERT_EQ(kept->import_notes.size(), 1u);
+  EXPECT_NE(kept->import_notes[0].find("kept in memory past the memory budget: cannot make a spill file in " +
+                                       dir.file("missing")),
+            std::string::npos)
+      << kept->import_notes[0];
 }
 
 TEST(KinetoStream, CorpusTracesStreamTheSame) {

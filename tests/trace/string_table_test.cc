@@ -1,11 +1,15 @@
 // StringTable: interning dedups and keeps ids dense, views survive growth and moves,
-// appended and adopted strings are stored but not indexed, copies are independent.
+// appended and adopted strings are stored but not indexed, copies are independent;
+// strings spilled to a file read back the same.
 #include "trace/trace.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "core/spill_file.h"
+#include "test_util.h"
 
 namespace tierscope {
 namespace {
@@ -95,6 +99,38 @@ TEST(StringTable, CopiesAreIndependentAndKeepTheirIds) {
   EXPECT_EQ(a.size(), 3u);
   EXPECT_EQ(b.size(), 4u);
   EXPECT_EQ(a.Intern("four"), 3);
+}
+
+TEST(StringTable, SpilledStringsReadBackEqualThroughMovesCopiesAndAdoption) {
+  testing::TempDir dir;
+  auto file = SpillFile::Create(dir.path());
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  StringTable a, b;
+  a.SpillTo(*file);
+  b.SpillTo(*file);  // two readers share one file, as the streamed importer's do
+  std::vector<std::string> want;
+  for (int i = 0; i < 120000; ++i) {  // about 12 MiB: a dozen 1 MiB blocks
+    std::string s = "\"External id\": " + std::to_string(i) + ", \"Input Dims\": [[" + std::to_string(i % 977) +
+                    ", 4096], [4096, 1024]], \"pad\": \"" + std::string(static_cast<size_t>(i % 61), 'x') + "\"";
+    want.push_back(s);
+    (i % 2 == 0 ? a : b).Append(s);
+  }
+  EXPECT_EQ(a.Intern("aten::mm"), 60000);  // names still interned, found again
+  EXPECT_EQ(a.Intern("aten::mm"), 60000);
+  EXPECT_GT(a.spilled_bytes(), 8 << 20);
+  const int32_t offset = a.Adopt(std::move(b));
+  EXPECT_EQ(offset, 60001);
+  a.ReleaseSpilled();
+  StringTable moved = std::move(a);
+  StringTable copied = moved;  // a copy holds its own bytes in memory
+  file->reset();               // the tables keep the file alive
+  for (int i = 0; i < 120000; ++i) {
+    const int32_t id = i % 2 == 0 ? i / 2 : offset + i / 2;
+    ASSERT_EQ(moved.Get(id), want[static_cast<size_t>(i)]) << i;
+    ASSERT_EQ(copied.Get(id), want[static_cast<size_t>(i)]) << i;
+  }
+  EXPECT_EQ(copied.spilled_bytes(), 0);
+  EXPECT_GT(moved.spilled_bytes(), 8 << 20);
 }
 
 }  // namespace

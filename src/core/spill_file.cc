@@ -1,0 +1,138 @@
+// Blocks of a temporary file mapped shared (spill_file.h).
+#include "core/spill_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace tierscope {
+namespace {
+
+std::mutex g_dir_mu;
+std::string g_dir;
+
+size_t PageBytes() {
+  static const size_t page = [] {
+    const long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<size_t>(p) : size_t{4096};
+  }();
+  return page;
+}
+
+// A file in `dir` with no name: O_TMPFILE where the file system has it, else a named one
+// removed at once.
+int OpenUnnamed(const std::string& dir, int* err) {
+#ifdef O_TMPFILE
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0) return fd;
+  if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EROFS) {
+    *err = errno;
+    return -1;
+  }
+#endif
+  std::string name = dir + "/tierscope-spill-XXXXXX";
+  int fd2 = ::mkostemp(name.data(), O_CLOEXEC);
+  if (fd2 < 0) {
+    *err = errno;
+    return -1;
+  }
+  ::unlink(name.c_str());
+  return fd2;
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<SpillFile>> SpillFile::Create(const std::string& dir, size_t region_bytes) {
+  int err = 0;
+  const int fd = OpenUnnamed(dir, &err);
+  if (fd < 0) {
+    return FailedPrecondition("cannot make a spill file in " + dir + ": " + std::strerror(err));
+  }
+  const size_t page = PageBytes();
+  region_bytes = std::max(page, (region_bytes + page - 1) / page * page);
+  return std::shared_ptr<SpillFile>(new SpillFile(fd, dir, region_bytes));
+}
+
+SpillFile::~SpillFile() {
+  for (const auto& [p, bytes] : regions_) ::munmap(p, bytes);
+  ::close(fd_);
+}
+
+char* SpillFile::Block(size_t bytes) {
+  const size_t page = PageBytes();
+  bytes = (bytes + page - 1) / page * page;
+  if (bytes == 0 || bytes > region_bytes_) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (regions_.empty() || region_used_ + bytes > region_bytes_) {
+    const off_t offset = static_cast<off_t>(regions_.size()) * static_cast<off_t>(region_bytes_);
+    void* p = ::mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, offset);
+    if (p == MAP_FAILED) return nullptr;
+    regions_.emplace_back(static_cast<char*>(p), region_bytes_);
+    region_used_ = 0;
+  }
+  const off_t offset =
+      static_cast<off_t>(regions_.size() - 1) * static_cast<off_t>(region_bytes_) + static_cast<off_t>(region_used_);
+  // Space on disk now: a store into a mapped page the file system cannot back would be a
+  // SIGBUS later, not an error.
+  if (::posix_fallocate(fd_, offset, static_cast<off_t>(bytes)) != 0) return nullptr;
+  char* block = regions_.back().first + region_used_;
+  region_used_ += bytes;
+  file_bytes_ = static_cast<int64_t>(offset) + static_cast<int64_t>(bytes);
+  return block;
+}
+
+void SpillFile::Release(const char* p, size_t bytes) {
+  if (bytes == 0) return;
+  const uintptr_t page = PageBytes();
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes + page - 1) & ~(page - 1);
+  // Shared file pages: dropping them from this process keeps their (dirty) contents in the
+  // page cache and the file.
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+void SpillFile::ReleaseAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < regions_.size(); ++i) {
+    const size_t used = i + 1 == regions_.size() ? region_used_ : regions_[i].second;
+    Release(regions_[i].first, used);
+  }
+}
+
+int64_t SpillFile::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return file_bytes_;
+}
+
+bool SpillFile::InMemory(const std::string& dir) {
+  struct statfs fs;
+  if (::statfs(dir.c_str(), &fs) != 0) return false;  // Create names what is wrong with it
+  constexpr long kTmpfs = 0x01021994, kRamfs = static_cast<long>(0x858458f6);
+  return static_cast<long>(fs.f_type) == kTmpfs || static_cast<long>(fs.f_type) == kRamfs;
+}
+
+void SetSpillDirectory(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(g_dir_mu);
+  g_dir = dir;
+}
+
+std::string SpillDirectory() {
+  {
+    std::lock_guard<std::mutex> lock(g_dir_mu);
+    if (!g_dir.empty()) return g_dir;
+  }
+  for (const char* var : {"TIERSCOPE_SPILL_DIR", "TMPDIR"}) {
+    const char* v = std::getenv(var);
+    if (v != nullptr && *v != '\0') return v;
+  }
+  return "/tmp";
+}
+
+}  // namespace tierscope
