@@ -303,6 +303,8 @@ NB_MODULE(_tierscope, m) {
   m.def("set_memory_budget", &tierscope::SetMemoryBudget, nb::arg("bytes"));
   m.def("memory_budget", &tierscope::MemoryBudget);
   m.def("estimated_bytes", &tierscope::EstimatedInputBytes, nb::arg("path"));
+  m.def("streamed_trace_bytes", &tierscope::StreamedTraceBytes, nb::arg("json_bytes"), nb::arg("spilled"));
+  m.def("spills_args", &tierscope::SpillsStrings);
   m.def("job_from_summaries", &tierscope::JobFromSummaries, nb::arg("files"), nb::arg("summaries"),
         nb::arg("workers"));
   m.def("job_files", &tierscope::ListJobFiles, nb::arg("inputs"));

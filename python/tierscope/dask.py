@@ -10,8 +10,9 @@ DIR`. The result is the CLI's JSON, reports as DataFrames.
 
 Each worker reads no more traces at once than its threads and, by the CLI's rule, than
 fit in 80% of its memory_limit: 1.5x a trace's JSON when read whole; a trace that does not
-fit whole is streamed (its trace and index alone, about 1.4x its JSON, plus a 64 MiB window); a trace
-that fits no worker even streamed is refused before anything is read. On a cluster every worker needs the tierscope package and
+fit whole is streamed (its trace and index alone, about 0.95x its JSON with its args in memory, 0.62x
+with them spilled to disk, plus a 64 MiB window); a trace that fits no worker even streamed is refused
+before anything is read. On a cluster every worker needs the tierscope package and
 the trace files at the same paths (a shared file system), as for Nsight Systems' Dask
 recipes.
 """
@@ -26,14 +27,11 @@ from . import _result, _tierscope
 __all__ = ["analyze_job", "rank_summary", "estimated_bytes", "run_within_memory"]
 
 # The CLI's memory rule (src/analysis/job_files.cc, PlanLoad): a trace read whole and
-# indexed takes about 1.5x its JSON; streamed, its trace alone (kStreamedTraceBytesPerJsonByte)
-# and the window; with its strings spilled to disk when even that would not fit
-# (kSpilledTraceBytesPerJsonByte, src/trace/kineto_stream.h); the traces in flight stay
-# within 80% of a worker's memory.
+# indexed takes about 1.5x its JSON; streamed, its trace alone and the window, its args
+# spilled to disk where the spill directory allows (StreamedTraceBytes and SpillsStrings in
+# src/trace/kineto_stream.h, asked of the C++ here, on the client); the traces in flight
+# stay within 80% of a worker's memory.
 _PER_BYTE = 1.5
-_STREAMED_PER_BYTE = 0.95
-_SPILLED_PER_BYTE = 0.6
-_WINDOW = 64 << 20
 _MEMORY_SHARE = 0.8
 
 
@@ -50,8 +48,7 @@ def _need(size: int, budget: Optional[float]) -> float:
     whole = _PER_BYTE * size
     if budget is None or whole <= budget:
         return whole
-    streamed = _STREAMED_PER_BYTE * size + _WINDOW
-    return streamed if streamed <= budget else _SPILLED_PER_BYTE * size + _WINDOW
+    return float(_tierscope.streamed_trace_bytes(int(size), _tierscope.spills_args()))
 
 
 def estimated_bytes(path: str) -> int:
@@ -96,7 +93,7 @@ def run_within_memory(client, fn: Callable[[str], object], paths: Sequence[str],
     for path, size in zip(paths, sizes):
         need = _need(size, largest)
         if largest is not None and need > largest:
-            raise ValueError(f"{path}: even streamed, its trace takes about {_gib(need)} ({_STREAMED_PER_BYTE} x "
+            raise ValueError(f"{path}: even streamed, its trace takes about {_gib(need)} (for "
                              f"its {_gib(size)} of JSON and the window), more than 80% of any Dask worker's "
                              f"memory_limit (the largest allows {_gib(largest)}); give the workers more memory")
     running: Dict[str, List[float]] = {a: [] for a in workers}  # address -> needs in flight

@@ -395,20 +395,37 @@ int NumberInFileName(std::string_view path) {
 
 LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t budget_bytes, bool spill) {
   LoadPlan p;
-  for (int64_t b : rank_bytes) p.largest_bytes = std::max(p.largest_bytes, b);
-  const int n = static_cast<int>(rank_bytes.size());
-  p.in_flight = std::max(1, std::min(threads, n));
+  threads = std::max(1, threads);
+  bool past_limit = false;  // a rank past 4 GiB: streamed whatever the budget
+  for (int64_t b : rank_bytes) {
+    p.largest_bytes = std::max(p.largest_bytes, b);
+    past_limit = past_limit || static_cast<uint64_t>(b) > kMaxJsonBytes;
+  }
+  const int n = std::max(1, static_cast<int>(rank_bytes.size()));
+  // A streamed rank is read on two threads (kineto_stream.h).
+  const auto two_each = [&] { return std::max(1, std::min(threads / 2, n)); };
+  const auto ranks_text = [](int k) { return std::to_string(k) + (k == 1 ? " rank" : " ranks"); };
+  p.in_flight = std::min(threads, n);
   p.why = std::to_string(p.in_flight) + (p.in_flight == 1 ? " thread" : " threads");
   p.budget_bytes = budget_bytes;
-  if (budget_bytes <= 0 || p.largest_bytes <= 0) return p;
+  if (budget_bytes <= 0 || p.largest_bytes <= 0) {
+    if (past_limit) {
+      p.streamed = true;
+      p.in_flight = two_each();
+      p.why = ranks_text(p.in_flight) + " at once, streamed (memory unknown)";
+    }
+    return p;
+  }
   // A rank read whole takes its JSON and its trace, about 1.5x the JSON (bench/ingest_bench.sh);
   // one the budget cannot hold whole, or past 4 GiB, is streamed: its trace, index and the
-  // window, its strings spilled to disk where they can be (kineto_stream.h). The plan
-  // prices every rank at the dearest rank's cost.
+  // window, its args spilled to disk where they can be (kineto_stream.h). The plan prices
+  // every rank at the dearest rank's cost.
+  bool any_streamed = false;
   for (int64_t b : rank_bytes) {
     int64_t cost = b + b / 2;
     const bool streamed = cost > budget_bytes || static_cast<uint64_t>(b) > kMaxJsonBytes;
     if (streamed) cost = StreamedTraceBytes(b, spill);
+    any_streamed = any_streamed || streamed;
     if (cost > p.per_rank_bytes) {
       p.per_rank_bytes = cost;
       p.streamed = streamed;
@@ -416,18 +433,19 @@ LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t b
     }
   }
   const int64_t fit = std::max<int64_t>(1, budget_bytes / p.per_rank_bytes);
-  if (fit < p.in_flight || p.streamed) {
-    // A streamed rank is read on two threads (kineto_stream.h).
-    const int by_threads = p.streamed ? std::max(1, std::min(threads / 2, n)) : p.in_flight;
+  if (fit < p.in_flight || any_streamed) {
+    const int by_threads = any_streamed ? two_each() : p.in_flight;
     p.in_flight = static_cast<int>(std::min<int64_t>(fit, by_threads));
-    const std::string ranks = std::to_string(p.in_flight) + (p.in_flight == 1 ? " rank" : " ranks");
-    const std::string how = p.spilled ? ", streamed, strings spilled to disk" : p.streamed ? ", streamed" : "";
-    if (fit > by_threads) {
-      p.why = ranks + " at once, each streamed on two threads of " + std::to_string(threads) +
-              (p.spilled ? ", strings spilled to disk" : "");
-    } else {
-      p.why = "memory for " + ranks + " of " + FormatBytes(static_cast<double>(p.largest_bytes)) +
+    const std::string how = p.spilled ? ", streamed, args spilled to disk" : any_streamed ? ", streamed" : "";
+    if (fit <= by_threads) {
+      p.why = "memory for " + ranks_text(p.in_flight) + " of " + FormatBytes(static_cast<double>(p.largest_bytes)) +
               " at once in a budget of " + FormatBytes(static_cast<double>(budget_bytes)) + how;
+    } else if (by_threads < n) {
+      p.why = ranks_text(p.in_flight) + " at once, " +
+              (threads >= 2 ? "each streamed on two of the " + std::to_string(threads) + " threads" : "streamed on one thread") +
+              (p.spilled ? ", args spilled to disk" : "");
+    } else {
+      p.why = ranks_text(p.in_flight) + " at once (every rank)" + how;
     }
     if (p.per_rank_bytes > budget_bytes) {
       p.why += "; the largest rank's trace alone (about " + FormatBytes(static_cast<double>(p.per_rank_bytes)) +

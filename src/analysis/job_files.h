@@ -76,7 +76,7 @@ struct LoadPlan {
   int64_t budget_bytes = 0;   // memory the plan may use (<= 0: unknown)
   int64_t per_rank_bytes = 0; // what the largest rank is planned to take
   bool streamed = false;      // the largest rank does not fit whole: it is streamed
-  bool spilled = false;       // streamed, its strings spilled to disk
+  bool spilled = false;       // streamed, its args spilled to disk
   std::string why;            // "2 threads", "memory for 3 ranks of 5.0 GiB", ...
 };
 LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t budget_bytes, bool spill);

@@ -53,7 +53,7 @@ void AddWorkloadOptions(CLI::App* c, BenchOptions& bench);
 // --memory-budget SIZE ("12G", "512MiB", "4000000000"): the memory a trace-reading
 // command may use (SetMemoryBudget); a trace whose whole-file read would pass it is
 // streamed, and a job reads no more ranks at once than it holds; and --spill-dir, where a
-// streamed trace's strings go (SetSpillDirectory).
+// streamed trace's args go (SetSpillDirectory).
 void AddMemoryBudgetOption(CLI::App* c);
 
 // "12G", "1.5GiB", "512M", "4096" (bytes) -> bytes; binary units (K = 1024).

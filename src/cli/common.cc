@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <system_error>
 
 #include "cli/command.h"
 #include "core/spill_file.h"
@@ -79,7 +80,7 @@ StatusOr<int64_t> ParseByteSize(const std::string& text) {
   for (const auto& [name, s] : kUnits) {
     if (unit == name) scale = s;
   }
-  if (scale == 0 || !(v > 0) || v * scale > 9e18) {
+  if (scale == 0 || !(v * scale >= 1) || v * scale > 9e18) {
     return InvalidArgument("--memory-budget: '" + text + "' is not a positive size (e.g. 12G, 512MiB, 4000000000)");
   }
   return static_cast<int64_t>(v * scale);
@@ -98,10 +99,13 @@ void AddMemoryBudgetOption(CLI::App* c) {
   c->add_option_function<std::string>(
       "--spill-dir",
       [](const std::string& v) {
-        if (!std::filesystem::is_directory(v)) throw CLI::ValidationError("--spill-dir: '" + v + "' is not a directory");
+        std::error_code ec;
+        if (!std::filesystem::is_directory(v, ec)) {
+          throw CLI::ValidationError("--spill-dir: '" + v + "' is not a directory" + (ec ? ": " + ec.message() : ""));
+        }
         SetSpillDirectory(v);
       },
-      "where a streamed trace's strings are spilled (default: TIERSCOPE_SPILL_DIR, TMPDIR or /tmp)");
+      "where a streamed trace's args are spilled, on ext4 or xfs (default: TIERSCOPE_SPILL_DIR, TMPDIR or /tmp)");
 }
 
 void AddWorkloadOptions(CLI::App* c, BenchOptions& bench) {

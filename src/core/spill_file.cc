@@ -2,6 +2,7 @@
 #include "core/spill_file.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -49,7 +51,8 @@ int OpenUnnamed(const std::string& dir, int* err) {
 
 }  // namespace
 
-StatusOr<std::shared_ptr<SpillFile>> SpillFile::Create(const std::string& dir, size_t region_bytes) {
+StatusOr<std::shared_ptr<SpillFile>> SpillFile::Create(const std::string& dir, size_t region_bytes,
+                                                      int64_t max_bytes) {
   int err = 0;
   const int fd = OpenUnnamed(dir, &err);
   if (fd < 0) {
@@ -57,7 +60,7 @@ StatusOr<std::shared_ptr<SpillFile>> SpillFile::Create(const std::string& dir, s
   }
   const size_t page = PageBytes();
   region_bytes = std::max(page, (region_bytes + page - 1) / page * page);
-  return std::shared_ptr<SpillFile>(new SpillFile(fd, dir, region_bytes));
+  return std::shared_ptr<SpillFile>(new SpillFile(fd, dir, region_bytes, max_bytes));
 }
 
 SpillFile::~SpillFile() {
@@ -70,18 +73,31 @@ char* SpillFile::Block(size_t bytes) {
   bytes = (bytes + page - 1) / page * page;
   if (bytes == 0 || bytes > region_bytes_) return nullptr;
   std::lock_guard<std::mutex> lock(mu_);
-  if (regions_.empty() || region_used_ + bytes > region_bytes_) {
-    const off_t offset = static_cast<off_t>(regions_.size()) * static_cast<off_t>(region_bytes_);
-    void* p = ::mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, offset);
-    if (p == MAP_FAILED) return nullptr;
+  if (!error_.empty()) return nullptr;
+  const bool new_region = regions_.empty() || region_used_ + bytes > region_bytes_;
+  const size_t index = new_region ? regions_.size() : regions_.size() - 1;
+  const size_t at = new_region ? 0 : region_used_;
+  const off_t offset = static_cast<off_t>(index) * static_cast<off_t>(region_bytes_) + static_cast<off_t>(at);
+  if (max_bytes_ > 0 && static_cast<int64_t>(offset) + static_cast<int64_t>(bytes) > max_bytes_) {
+    error_ = "the spill file in " + dir_ + " reached its limit of " + std::to_string(max_bytes_) + " bytes";
+    return nullptr;
+  }
+  // Space on disk first: a store into a mapped page the file system cannot back would be
+  // a SIGBUS later, not an error.
+  if (const int err = ::posix_fallocate(fd_, offset, static_cast<off_t>(bytes)); err != 0) {
+    error_ = "the spill file in " + dir_ + " could not grow: " + std::strerror(err);
+    return nullptr;
+  }
+  if (new_region) {
+    void* p = ::mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
+                     static_cast<off_t>(index) * static_cast<off_t>(region_bytes_));
+    if (p == MAP_FAILED) {
+      error_ = "the spill file in " + dir_ + " could not be mapped: " + std::strerror(errno);
+      return nullptr;
+    }
     regions_.emplace_back(static_cast<char*>(p), region_bytes_);
     region_used_ = 0;
   }
-  const off_t offset =
-      static_cast<off_t>(regions_.size() - 1) * static_cast<off_t>(region_bytes_) + static_cast<off_t>(region_used_);
-  // Space on disk now: a store into a mapped page the file system cannot back would be a
-  // SIGBUS later, not an error.
-  if (::posix_fallocate(fd_, offset, static_cast<off_t>(bytes)) != 0) return nullptr;
   char* block = regions_.back().first + region_used_;
   region_used_ += bytes;
   file_bytes_ = static_cast<int64_t>(offset) + static_cast<int64_t>(bytes);
@@ -111,11 +127,34 @@ int64_t SpillFile::bytes() const {
   return file_bytes_;
 }
 
-bool SpillFile::InMemory(const std::string& dir) {
+std::string SpillFile::error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+std::string SpillFile::WhyNotSpillIn(const std::string& dir) {
   struct statfs fs;
-  if (::statfs(dir.c_str(), &fs) != 0) return false;  // Create names what is wrong with it
-  constexpr long kTmpfs = 0x01021994, kRamfs = static_cast<long>(0x858458f6);
-  return static_cast<long>(fs.f_type) == kTmpfs || static_cast<long>(fs.f_type) == kRamfs;
+  if (::statfs(dir.c_str(), &fs) != 0) return std::string("cannot be read: ") + std::strerror(errno);
+  switch (static_cast<uint64_t>(fs.f_type)) {
+    case EXT4_SUPER_MAGIC:  // ext2, ext3 and ext4 share it
+    case XFS_SUPER_MAGIC:
+      return "";
+    case TMPFS_MAGIC:
+    case RAMFS_MAGIC:
+      return "is in memory (tmpfs)";
+    case BTRFS_SUPER_MAGIC:
+      return "is on btrfs, where a full disk would end the process (ext4 and xfs reserve a spill's space)";
+    case NFS_SUPER_MAGIC:
+      return "is on NFS, where a full disk would end the process (ext4 and xfs reserve a spill's space)";
+    case OVERLAYFS_SUPER_MAGIC:
+      return "is on an overlay, where a full disk would end the process (ext4 and xfs reserve a spill's space)";
+    default: {
+      char type[32];
+      std::snprintf(type, sizeof(type), "0x%llx", static_cast<unsigned long long>(fs.f_type));
+      return std::string("is on a file system (type ") + type +
+             ") where a full disk could end the process (ext4 and xfs reserve a spill's space)";
+    }
+  }
 }
 
 void SetSpillDirectory(const std::string& dir) {

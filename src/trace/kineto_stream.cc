@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/cpu_info.h"
-#include "core/spill_file.h"
 #include "core/exceptions.h"
+#include "core/spill_file.h"
 #include "core/thread_pool.h"
 #include "trace/json_input.h"
 #include "trace/kineto_reader.h"
@@ -381,18 +381,27 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
   if (!window.Reserve(window_bytes)) return ResourceExhausted(path + ": out of memory for the stream's window");
   const int64_t input_bytes = EstimatedInputBytes(path);
   StreamReader sink(window, input_bytes, threads >= 2);
-  std::string spill_note;  // said when the strings stay in memory past the budget
+  // The args go to a spill file where that is safe and saves memory; when they stay in
+  // memory past the budget, or the file fills, the trace says so.
+  std::string spill_note;
+  std::shared_ptr<SpillFile> spill;
   const bool over_budget = MemoryBudget() > 0 && StreamedTraceBytes(input_bytes, false) > MemoryBudget();
+  const std::string dir = SpillDirectory();
   if (SpillsStrings()) {
-    StatusOr<std::shared_ptr<SpillFile>> file = SpillFile::Create(SpillDirectory());
+    StatusOr<std::shared_ptr<SpillFile>> file = SpillFile::Create(dir);
     if (file.ok()) {
-      sink.SpillTo(*file);
+      spill = *file;
+      sink.SpillTo(spill);
     } else if (over_budget) {
-      spill_note = "its strings kept in memory past the memory budget: " + file.status().message();
+      spill_note = "its args kept in memory past the memory budget: " + file.status().message();
     }
-  } else if (over_budget && SpillFile::InMemory(SpillDirectory())) {
-    spill_note = "its strings kept in memory past the memory budget: the spill directory " + SpillDirectory() +
-                 " is in memory (tmpfs); --spill-dir DIR on a disk spills them";
+  } else if (over_budget) {
+    const char* force = std::getenv("TIERSCOPE_SPILL");
+    spill_note = "its args kept in memory past the memory budget: " +
+                 (force != nullptr && std::strcmp(force, "never") == 0
+                      ? std::string("TIERSCOPE_SPILL=never")
+                      : "the spill directory " + dir + " " + SpillFile::WhyNotSpillIn(dir) +
+                            "; --spill-dir DIR on ext4 or xfs spills them");
   }
   // Runs of a sixteenth of the window (1 MiB at most, as the whole-file path's), so a window
   // holds enough for two readers; never under 256 bytes, past simdjson's reads beyond a run.
@@ -434,6 +443,7 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
   if (!splitter.saw_events()) return InvalidArgument(path + ": not a Kineto trace: no \"traceEvents\" array");
   Trace trace = sink.reader().TakeTrace(sink.trace_name(), path, total);
   trace.strings.ReleaseSpilled();
+  if (spill != nullptr && !spill->error().empty()) spill_note = "some of its args kept in memory: " + spill->error();
   if (!spill_note.empty()) trace.import_notes.push_back(std::move(spill_note));
   return trace;
 }
@@ -474,7 +484,7 @@ bool SpillsStrings() {
     if (std::strcmp(force, "always") == 0) return true;
     if (std::strcmp(force, "never") == 0) return false;
   }
-  return !SpillFile::InMemory(SpillDirectory());
+  return SpillFile::WhyNotSpillIn(SpillDirectory()).empty();
 }
 
 bool ShouldStream(const std::string& path) {

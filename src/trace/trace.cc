@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/allocator.h"
+#include "core/spill_file.h"
 
 namespace tierscope {
 
@@ -69,6 +70,8 @@ StringTable& StringTable::operator=(StringTable&& other) noexcept {
   indexed_ = std::exchange(other.indexed_, 0);
   spill_to_ = std::move(other.spill_to_);
   spill_block_ = std::exchange(other.spill_block_, nullptr);
+  spill_free_ = std::exchange(other.spill_free_, nullptr);
+  spill_free_size_ = std::exchange(other.spill_free_size_, 0);
   spills_ = std::move(other.spills_);
   other.spills_.clear();
   other.blocks_.clear();
@@ -86,24 +89,27 @@ StringTable& StringTable::operator=(const StringTable& other) {
   return *this;
 }
 
-std::string_view StringTable::Store(std::string_view s) {
+std::string_view StringTable::Store(std::string_view s, bool spill) {
   if (s.empty()) return std::string_view();
+  if (spill && spill_to_ != nullptr && s.size() < kSpillBlockBytes / 4) {
+    if (s.size() <= spill_free_size_) return StoreIn(&spill_free_, &spill_free_size_, s);
+    if (spill_block_ != nullptr) {  // full: its pages leave memory
+      SpillFile::Release(spill_block_, kSpillBlockBytes);
+      spill_block_ = nullptr;
+      spill_free_size_ = 0;
+    }
+    if (char* block = spill_to_->Block(kSpillBlockBytes)) {
+      spill_block_ = spill_free_ = block;
+      spill_free_size_ = kSpillBlockBytes;
+      return StoreIn(&spill_free_, &spill_free_size_, s);
+    }
+    spill_to_ = nullptr;  // the file cannot grow (its error() says why): memory from now on
+  }
   if (s.size() > free_size_) {
     if (s.size() >= kBlockBytes / 4) {  // a big string gets a block of its own
       blocks_.push_back(std::make_unique_for_overwrite<char[]>(s.size()));
       std::memcpy(blocks_.back().get(), s.data(), s.size());
       return std::string_view(blocks_.back().get(), s.size());
-    }
-    if (spill_block_ != nullptr) {  // full: its pages leave memory
-      SpillFile::Release(spill_block_, kSpillBlockBytes);
-      spill_block_ = nullptr;
-    }
-    if (spill_to_ != nullptr) {
-      if (char* block = spill_to_->Block(kSpillBlockBytes)) {
-        spill_block_ = free_ = block;
-        free_size_ = kSpillBlockBytes;
-        return StoreInBlock(s);
-      }
     }
     // Small tables start small (but big enough for this string); later blocks are 1 MiB,
     // and from the 8th on 8 MiB in huge pages (a big trace's args take gigabytes).
@@ -115,14 +121,14 @@ std::string_view StringTable::Store(std::string_view s) {
     free_ = blocks_.back().get();
     free_size_ = bytes;
   }
-  return StoreInBlock(s);
+  return StoreIn(&free_, &free_size_, s);
 }
 
-std::string_view StringTable::StoreInBlock(std::string_view s) {
-  std::memcpy(free_, s.data(), s.size());
-  const std::string_view out(free_, s.size());
-  free_ += s.size();
-  free_size_ -= s.size();
+std::string_view StringTable::StoreIn(char** free, size_t* free_size, std::string_view s) {
+  std::memcpy(*free, s.data(), s.size());
+  const std::string_view out(*free, s.size());
+  *free += s.size();
+  *free_size -= s.size();
   return out;
 }
 
@@ -153,7 +159,7 @@ int32_t StringTable::Intern(std::string_view s) {
       return static_cast<int32_t>(static_cast<uint32_t>(slot) - 1);
     }
   }
-  const int32_t id = Append(s);
+  const int32_t id = Add(s, /*spill=*/false);
   slots_[i] = tag | (static_cast<uint64_t>(id) + 1);
   ++indexed_;
   return id;
@@ -186,8 +192,10 @@ int32_t StringTable::Adopt(StringTable&& other) {
   return offset;
 }
 
-int32_t StringTable::Append(std::string_view s) {
-  views_.push_back(Store(s));
+int32_t StringTable::Append(std::string_view s) { return Add(s, /*spill=*/true); }
+
+int32_t StringTable::Add(std::string_view s, bool spill) {
+  views_.push_back(Store(s, spill));
   return static_cast<int32_t>(views_.size() - 1);
 }
 

@@ -12,9 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/spill_file.h"
-
 namespace tierscope {
+
+class SpillFile;  // core/spill_file.h
 
 // The event kinds a Kineto trace has, plus per-worker task spans of a CPU kernel.
 enum class EventKind : uint8_t {
@@ -56,9 +56,11 @@ class StringTable {
   std::string_view Get(int32_t id) const { return views_[static_cast<size_t>(id)]; }
   size_t size() const { return views_.size(); }
 
-  // New blocks come from `file` (core/spill_file.h), each leaving this process's memory
-  // when the next is begun; strings stay readable (paged in on use). A block the file
-  // cannot give (disk full) is taken from memory instead.
+  // Appended strings (a trace's args) go to blocks of `file` (core/spill_file.h) from now
+  // on, each block leaving this process's memory when the next is begun; they stay
+  // readable (paged in on use). Interned strings (names, read by every report) stay in
+  // memory. Once the file cannot grow (its error() says why), strings go to memory. A copy
+  // of the table holds every string in memory.
   void SpillTo(std::shared_ptr<SpillFile> file);
   // The spilled blocks' pages leave resident memory now (after a pass that read them; the
   // strings stay as they are).
@@ -66,15 +68,19 @@ class StringTable {
   int64_t spilled_bytes() const;  // the bytes of spill files this table's strings are in
 
  private:
-  std::string_view Store(std::string_view s);
-  std::string_view StoreInBlock(std::string_view s);  // into the current block, which has room
+  // `spill`: into a spill block when there is a spill file.
+  std::string_view Store(std::string_view s, bool spill);
+  std::string_view StoreIn(char** free, size_t* free_size, std::string_view s);  // the block has room
+  int32_t Add(std::string_view s, bool spill);
   void Rehash(size_t capacity);
 
   std::vector<std::unique_ptr<char[]>> blocks_;
   char* free_ = nullptr;  // the unused end of the last block
   size_t free_size_ = 0;
-  std::shared_ptr<SpillFile> spill_to_;            // where new blocks come from, or none
-  char* spill_block_ = nullptr;                     // the last block, when spilled
+  std::shared_ptr<SpillFile> spill_to_;            // where appended strings go, or none
+  char* spill_block_ = nullptr;                     // the spill block being filled
+  char* spill_free_ = nullptr;                      // its unused end
+  size_t spill_free_size_ = 0;
   std::vector<std::shared_ptr<SpillFile>> spills_;  // files some strings are in
   std::vector<std::string_view> views_;
   // Slots: (hash >> 32) << 32 | (id + 1); 0 is empty. Power-of-two size.

@@ -82,6 +82,7 @@ TEST(JobFiles, ThePlanReadsNoMoreRanksAtOnceThanFitInMemory) {
     p = PlanLoad({int64_t{4200} << 20, int64_t{4000} << 20}, 2, 12 * gib, spill);
     EXPECT_TRUE(p.streamed == false);  // 4,000 MiB whole (5.9 GiB) is dearer than 4,200 MiB streamed
     EXPECT_EQ(p.per_rank_bytes, (int64_t{4000} << 20) * 3 / 2);
+    EXPECT_EQ(p.in_flight, 1);  // the streamed one takes both threads
     p = PlanLoad({gib, gib, gib}, 2, 24 * gib, spill);
     EXPECT_EQ(p.in_flight, 2);
     EXPECT_EQ(p.why, "2 threads");
@@ -98,13 +99,25 @@ TEST(JobFiles, ThePlanReadsNoMoreRanksAtOnceThanFitInMemory) {
     EXPECT_EQ(p.spilled, spill);
     EXPECT_EQ(p.per_rank_bytes, StreamedTraceBytes(3 * gib, spill));
     EXPECT_NE(p.why.find("streamed"), std::string::npos) << p.why;
-    EXPECT_EQ(p.why.find("strings spilled to disk") != std::string::npos, spill) << p.why;
+    EXPECT_EQ(p.why.find("args spilled to disk") != std::string::npos, spill) << p.why;
     // Past 4 GiB a rank is streamed whatever the budget, on two threads: with four, two
     // 5 GiB ranks at once in 16 GiB; with two, one.
     p = PlanLoad({5 * gib, 5 * gib}, 4, 16 * gib, spill);
     EXPECT_TRUE(p.streamed);
     EXPECT_EQ(p.in_flight, 2);
     p = PlanLoad({5 * gib, 5 * gib}, 2, 16 * gib, spill);
+    EXPECT_EQ(p.in_flight, 1);
+    EXPECT_NE(p.why.find("1 rank at once, each streamed on two of the 2 threads"), std::string::npos) << p.why;
+    p = PlanLoad({5 * gib, 5 * gib, 5 * gib}, 8, 64 * gib, spill);  // every rank at once
+    EXPECT_EQ(p.in_flight, 3);
+    EXPECT_NE(p.why.find("3 ranks at once (every rank), streamed"), std::string::npos) << p.why;
+    p = PlanLoad({5 * gib, 5 * gib}, 1, 64 * gib, spill);
+    EXPECT_EQ(p.in_flight, 1);
+    EXPECT_NE(p.why.find("1 rank at once, streamed on one thread"), std::string::npos) << p.why;
+    p = PlanLoad({5 * gib, 5 * gib}, 4, -1, spill);  // memory unknown: still two threads each
+    EXPECT_EQ(p.in_flight, 2);
+    EXPECT_TRUE(p.streamed);
+    p = PlanLoad({}, 4, 16 * gib, spill);
     EXPECT_EQ(p.in_flight, 1);
     p = PlanLoad({5 * gib, 5 * gib}, 2, 2 * gib, spill);  // not even streamed: said, not hidden
     EXPECT_NE(p.why.find("passes the budget"), std::string::npos) << p.why;

@@ -24,7 +24,7 @@ TEST(ByteSize, EveryUnitIsReadInPowersOfTwo) {
 }
 
 TEST(ByteSize, WhatIsNotAPositiveSizeIsRefusedInOneLine) {
-  for (const char* text : {"", "G", "abc", "4Q", "4 G", "-1G", "0", "nan", "inf", "1e30T", "4GG"}) {
+  for (const char* text : {"", "G", "abc", "4Q", "4 G", "-1G", "0", "0.1", "0.5B", "nan", "inf", "1e30T", "4GG"}) {
     StatusOr<int64_t> v = ParseByteSize(text);
     ASSERT_FALSE(v.ok()) << text;
     EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument) << text;

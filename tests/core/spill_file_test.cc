@@ -1,6 +1,7 @@
 // SpillFile: blocks keep what was written after their pages leave memory, across regions;
 // releasing them lowers the process's resident memory; a directory that cannot hold a
-// file is a one-line error; directories in memory are told apart from disks.
+// file is a one-line error, a full file gives no more blocks and says why; only a disk's
+// ext4 or xfs is spilled to by default.
 #include "core/spill_file.h"
 
 #include <gtest/gtest.h>
@@ -83,33 +84,61 @@ TEST(SpillFile, ADirectoryThatCannotHoldAFileIsAOneLineError) {
   }
 }
 
-TEST(SpillFile, DirectoriesInMemoryAreToldApart) {
-  TempDir dir;
-  EXPECT_FALSE(SpillFile::InMemory(dir.file("missing")));
-  // The usual tmpfs mounts /proc/mounts lists are in memory.
+// The file system type /proc/mounts gives the mount holding `path` (the longest mount
+// point that is a prefix of it): an account independent of statfs.
+std::string MountType(const std::string& path) {
   std::ifstream mounts("/proc/mounts");
-  std::string line;
-  int checked = 0;
+  std::string line, best_point, best_type;
   while (std::getline(mounts, line)) {
     std::istringstream in(line);
     std::string device, point, type;
     in >> device >> point >> type;
-    if (type == "tmpfs" && (point == "/dev/shm" || point == "/run" || point == "/tmp")) {
-      EXPECT_TRUE(SpillFile::InMemory(point)) << point;
-      ++checked;
+    const bool under = path == point || point == "/" ||
+                       (path.rfind(point, 0) == 0 && path.size() > point.size() && path[point.size()] == '/');
+    if (under && point.size() >= best_point.size()) {
+      best_point = point;
+      best_type = type;
     }
-    if (point == "/proc") EXPECT_FALSE(SpillFile::InMemory(point));
   }
-  EXPECT_GT(checked, 0) << "no tmpfs mounted: /dev/shm is one on Linux";
+  return best_type;
+}
+
+TEST(SpillFile, OnlyADisksExt4OrXfsIsSpilledToByDefault) {
+  TempDir dir;
+  const std::string real = std::filesystem::canonical(dir.path()).string();
+  const std::string type = MountType(real);
+  const std::string why = SpillFile::WhyNotSpillIn(real);
+  if (type == "ext4" || type == "ext3" || type == "ext2" || type == "xfs") {
+    EXPECT_EQ(why, "") << real << " on " << type;
+  } else {
+    EXPECT_NE(why, "") << real << " on " << type;
+  }
+  if (MountType("/dev/shm") == "tmpfs") EXPECT_EQ(SpillFile::WhyNotSpillIn("/dev/shm"), "is in memory (tmpfs)");
+  EXPECT_NE(SpillFile::WhyNotSpillIn("/proc").find("is on a file system (type 0x9fa0)"), std::string::npos);
+  EXPECT_NE(SpillFile::WhyNotSpillIn(dir.file("missing")).find("cannot be read: "), std::string::npos);
+}
+
+TEST(SpillFile, AFullFileGivesNoMoreBlocksAndSaysWhy) {
+  TempDir dir;
+  // 1 MiB regions, at most 2 MiB: four blocks of 384 KiB (two a region), then none.
+  auto f = SpillFile::Create(dir.path(), size_t{1} << 20, int64_t{2} << 20);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  for (int b = 0; b < 4; ++b) EXPECT_NE((*f)->Block(384 << 10), nullptr) << b;
+  EXPECT_EQ((*f)->error(), "");
+  EXPECT_EQ((*f)->Block(384 << 10), nullptr);
+  EXPECT_EQ((*f)->error(), "the spill file in " + dir.path() + " reached its limit of 2097152 bytes");
+  EXPECT_EQ((*f)->Block(4096), nullptr);  // none after, even one that would fit
 }
 
 TEST(SpillFile, TheDirectoryIsTheFlagsElseTheEnvironments) {
+  testing::ScopedEnv spill_dir("TIERSCOPE_SPILL_DIR", nullptr);
   SetSpillDirectory("/some/where");
   EXPECT_EQ(SpillDirectory(), "/some/where");
   SetSpillDirectory("");
-  setenv("TIERSCOPE_SPILL_DIR", "/spill/here", 1);
-  EXPECT_EQ(SpillDirectory(), "/spill/here");
-  unsetenv("TIERSCOPE_SPILL_DIR");
+  {
+    testing::ScopedEnv set("TIERSCOPE_SPILL_DIR", "/spill/here");
+    EXPECT_EQ(SpillDirectory(), "/spill/here");
+  }
   const char* tmp = std::getenv("TMPDIR");
   EXPECT_EQ(SpillDirectory(), tmp != nullptr && *tmp != '\0' ? std::string(tmp) : std::string("/tmp"));
 }

@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "core/spill_file.h"
@@ -160,42 +161,61 @@ TEST(KinetoStream, ThePathFollowsTheSizeAndTheBudget) {
   ExpectSameTrace(*whole, *streamed);
 }
 
-TEST(KinetoStream, SpilledStringsGiveTheSameTrace) {
+// Enough args for many 1 MiB spill blocks on each of two readers.
+std::string ArgsHeavyTrace() {
+  std::string j = R"({"distributedInfo": {"rank": 1, "world_size": 2}, "traceEvents": [)";
+  for (int i = 0; i < 30000; ++i) {
+    if (i > 0) j += ",\n";
+    j += R"({"ph": "X", "cat": "kernel", "name": "k)" + std::to_string(i % 13) + R"(", "pid": 0, "tid": 7, "ts": )" +
+         std::to_string(100 + 3 * i) + R"(, "dur": 2, "args": {"correlation": )" + std::to_string(i) +
+         R"(, "grid": [)" + std::to_string(i % 977) + R"(, 1, 1], "note": ")" + std::string(static_cast<size_t>(i % 97), 'n') +
+         R"("}})";
+  }
+  return j + "]}";
+}
+
+TEST(KinetoStream, SpilledArgsGiveTheSameTrace) {
   TempDir dir;
-  const std::string json = MembersTrace();
-  WriteBytes(dir.file("t.json"), json);
-  auto whole = ImportKinetoJson(json, dir.file("t.json"), 1);
-  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
-  for (const char* spill : {"always", "never"}) {
-    setenv("TIERSCOPE_SPILL", spill, 1);
-    for (size_t window : {97, 4096}) {
-      for (int threads : {1, 2}) {
-        SCOPED_TRACE(std::string(spill) + ", window " + std::to_string(window) + ", " + std::to_string(threads));
-        auto s = ImportKinetoStream(dir.file("t.json"), window, threads);
-        ASSERT_TRUE(s.ok()) << s.status().ToString();
-        ExpectSameTrace(*whole, *s);
-        EXPECT_EQ(s->strings.spilled_bytes() > 0, std::string(spill) == "always");
-        EXPECT_TRUE(s->import_notes.empty());
+  for (const std::string& json : {MembersTrace(), ArgsHeavyTrace()}) {
+    WriteBytes(dir.file("t.json"), json);
+    auto whole = ImportKinetoJson(json, dir.file("t.json"), 1);
+    ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+    for (const char* spill : {"always", "never"}) {
+      testing::ScopedEnv env("TIERSCOPE_SPILL", spill);
+      for (size_t window : {97, 4096, 1 << 16}) {
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE(std::string(spill) + ", window " + std::to_string(window) + ", " + std::to_string(threads));
+          auto s = ImportKinetoStream(dir.file("t.json"), window, threads);
+          ASSERT_TRUE(s.ok()) << s.status().ToString();
+          ExpectSameTrace(*whole, *s);
+          EXPECT_EQ(s->strings.spilled_bytes() > 0, std::string(spill) == "always");
+          EXPECT_TRUE(s->import_notes.empty());
+        }
       }
     }
   }
-  // No file can be made where spills go: the strings stay in memory, and past the budget
-  // the trace says so.
-  setenv("TIERSCOPE_SPILL", "always", 1);
-  SetSpillDirectory(dir.file("missing"));
+  // Args that stay in memory past the budget are said to: no file can be made where
+  // spills go, or spilling is off.
+  WriteBytes(dir.file("t.json"), MembersTrace());
+  auto whole = ImportKinetoJson(MembersTrace(), dir.file("t.json"), 1);
+  ASSERT_TRUE(whole.ok());
   SetMemoryBudget(1000);
-  auto kept = ImportKinetoStream(dir.file("t.json"), 4096, 2);
+  for (const char* spill : {"always", "never"}) {
+    testing::ScopedEnv env("TIERSCOPE_SPILL", spill);
+    SetSpillDirectory(dir.file("missing"));
+    auto kept = ImportKinetoStream(dir.file("t.json"), 4096, 2);
+    SetSpillDirectory("");
+    ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+    ExpectSameTrace(*whole, *kept);
+    EXPECT_EQ(kept->strings.spilled_bytes(), 0);
+    ASSERT_EQ(kept->import_notes.size(), 1u);
+    const std::string want = std::string(spill) == "always"
+                                 ? "its args kept in memory past the memory budget: cannot make a spill file in " +
+                                       dir.file("missing")
+                                 : "its args kept in memory past the memory budget: TIERSCOPE_SPILL=never";
+    EXPECT_NE(kept->import_notes[0].find(want), std::string::npos) << kept->import_notes[0];
+  }
   SetMemoryBudget(0);
-  SetSpillDirectory("");
-  unsetenv("TIERSCOPE_SPILL");
-  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
-  ExpectSameTrace(*whole, *kept);
-  EXPECT_EQ(kept->strings.spilled_bytes(), 0);
-  ASSERT_EQ(kept->import_notes.size(), 1u);
-  EXPECT_NE(kept->import_notes[0].find("kept in memory past the memory budget: cannot make a spill file in " +
-                                       dir.file("missing")),
-            std::string::npos)
-      << kept->import_notes[0];
 }
 
 TEST(KinetoStream, CorpusTracesStreamTheSame) {
@@ -204,9 +224,9 @@ TEST(KinetoStream, CorpusTracesStreamTheSame) {
   for (const char* f : {"df_index_resolver.json.gz", "control.json.gz",
                         "vendors/ascend_2rank/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json.gz"}) {
     SCOPED_TRACE(f);
-    setenv("TIERSCOPE_STREAM", "never", 1);
+    std::optional<testing::ScopedEnv> never(std::in_place, "TIERSCOPE_STREAM", "never");
     auto whole = ImportKinetoTrace(CorpusPath(f), 2);
-    unsetenv("TIERSCOPE_STREAM");
+    never.reset();
     auto s = ImportKinetoStream(CorpusPath(f), 1 << 16, 2);
     ASSERT_TRUE(whole.ok()) << whole.status().ToString();
     ASSERT_TRUE(s.ok()) << s.status().ToString();

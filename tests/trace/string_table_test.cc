@@ -133,5 +133,25 @@ TEST(StringTable, SpilledStringsReadBackEqualThroughMovesCopiesAndAdoption) {
   EXPECT_GT(moved.spilled_bytes(), 8 << 20);
 }
 
+TEST(StringTable, NamesStayInMemoryAndAFullSpillFileLeavesTheRestThere) {
+  testing::TempDir dir;
+  auto file = SpillFile::Create(dir.path(), SpillFile::kRegionBytes, int64_t{2} << 20);  // two 1 MiB blocks
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  StringTable t;
+  t.SpillTo(*file);
+  std::vector<std::string> want;
+  for (int i = 0; i < 40000; ++i) {  // about 4 MiB of args: half past the file's limit
+    want.push_back("\"correlation\": " + std::to_string(i) + ", \"grid\": [" + std::string(80, '1') + "]");
+    t.Append(want.back());
+  }
+  const int32_t name = t.Intern("aten::addmm");
+  EXPECT_EQ((*file)->bytes(), int64_t{2} << 20);
+  EXPECT_NE((*file)->error().find("reached its limit"), std::string::npos) << (*file)->error();
+  t.ReleaseSpilled();
+  for (int i = 0; i < 40000; ++i) ASSERT_EQ(t.Get(i), want[static_cast<size_t>(i)]) << i;
+  EXPECT_EQ(t.Get(name), "aten::addmm");
+  EXPECT_EQ(t.Intern("aten::addmm"), name);
+}
+
 }  // namespace
 }  // namespace tierscope
