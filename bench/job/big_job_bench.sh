@@ -27,7 +27,10 @@ else
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
 fi
-need_mb=$((ranks * size + 8 * hta_size + 1024))
+# Ranks still to make, and a streamed rank's args spilled to disk (under a third of its JSON).
+need_mb=$((size / 2 + 1024))
+[ -f "$work/big/done-$ranks-$size" ] || need_mb=$((need_mb + ranks * size))
+[ -f "$work/small/done-8-$hta_size" ] || need_mb=$((need_mb + 8 * hta_size))
 free_mb=$(df -Pm "$work" | awk 'NR == 2 {print $4}')
 [ "$free_mb" -ge "$need_mb" ] || { echo "big_job_bench: $work has $free_mb MB free, needs $need_mb" >&2; exit 1; }
 make_ranks() {  # make_ranks DIR RANKS SIZE_MB: two writers side by side, one per core

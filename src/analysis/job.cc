@@ -204,11 +204,12 @@ RankAnalysis MergeRankWindows(std::vector<RankAnalysis> windows, int64_t step_st
       }
     }
     for (const auto& [key, k_totals] : w.ranges) r.ranges[key].Merge(k_totals);
-    for (const auto& [key, rk] : w.range_kernels) {
-      RangeKernels& into = r.range_kernels[key];
+    w.range_kernels.ForEach([&](std::string_view range, std::string_view side, std::string_view kernel,
+                                const RangeKernels& rk) {
+      RangeKernels& into = r.range_kernels.At(range, side, kernel);
       into.kernels.Merge(rk.kernels);
       into.range_instances += rk.range_instances;
-    }
+    });
   }
   return r;
 }
@@ -284,12 +285,13 @@ Table JobNvtxKernTable(const JobAnalysis& job) {
   using Key = std::tuple<std::string, std::string, std::string>;
   std::map<Key, std::pair<RangeKernels, int64_t>> all;  // -> (merged, ranks)
   for (const RankAnalysis& r : job.ranks) {
-    for (const auto& [key, rk] : r.range_kernels) {
-      auto& cell = all[key];
+    r.range_kernels.ForEach([&](std::string_view range, std::string_view side, std::string_view kernel,
+                                const RangeKernels& rk) {
+      auto& cell = all[Key{std::string(range), std::string(side), std::string(kernel)}];
       cell.first.kernels.Merge(rk.kernels);
       cell.first.range_instances += rk.range_instances;
       ++cell.second;
-    }
+    });
   }
   std::vector<std::pair<int64_t, const Key*>> order;
   for (const auto& [key, cell] : all) order.push_back({cell.first.kernels.total_ns, &key});

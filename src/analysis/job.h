@@ -36,7 +36,7 @@ struct RankAnalysis {
   GpuTime gpu;
   RankCollectives collectives;
   std::map<std::pair<std::string, std::string>, KernelTotals> ranges;  // (side, name) -> durations
-  std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> range_kernels;  // nvtx_kern_sum's
+  RangeKernelMap range_kernels;  // nvtx_kern_sum's
   std::vector<Finding> findings;  // those resting on a failed quality check withheld
   std::string quality;            // its trace_quality line
   std::string quality_failed;     // the failed checks' names ("" when none failed)

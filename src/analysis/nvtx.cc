@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -133,7 +134,31 @@ int64_t Distinct(std::vector<size_t>& v) {
 
 }  // namespace
 
-std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> NvtxKernTotals(const TraceIndex& x) {
+int32_t RangeKernelMap::NameId(std::string_view name) {
+  auto it = ids_.find(name);
+  if (it != ids_.end()) return it->second;
+  const int32_t id = static_cast<int32_t>(names_.size());
+  names_.emplace_back(name);
+  ids_.emplace(names_.back(), id);
+  return id;
+}
+
+RangeKernels& RangeKernelMap::At(std::string_view range, std::string_view side, std::string_view kernel) {
+  const auto s = std::find(sides_.begin(), sides_.end(), side);
+  const int32_t side_id = static_cast<int32_t>(s - sides_.begin());
+  if (s == sides_.end()) {
+    if (sides_.size() == 4) throw std::length_error("RangeKernelMap: a fifth side '" + std::string(side) + "'");
+    sides_.emplace_back(side);
+  }
+  const int32_t r = NameId(range), k = NameId(kernel);
+  const int64_t key = static_cast<int64_t>((static_cast<uint64_t>(r) << 33) | (static_cast<uint64_t>(k) << 2) |
+                                           static_cast<uint64_t>(side_id));
+  auto [slot, added] = index_.emplace(key, static_cast<int32_t>(cells_.size()));
+  if (added) cells_.push_back({r, k, side_id, RangeKernels{}});
+  return cells_[static_cast<size_t>(slot->second)].value;
+}
+
+RangeKernelMap NvtxKernTotals(const TraceIndex& x) {
   std::map<IdKey, std::pair<KernelTotals, std::vector<size_t>>> by_id;  // -> (durations, ranges)
   Project(x, [&](size_t r, size_t k, int side) {
     auto& cell = by_id[{x.E(r).name, side, x.E(k).name}];
@@ -141,9 +166,10 @@ std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> NvtxKe
     // One entry per run of kernels in one range instance (Distinct counts instances).
     if (cell.second.empty() || cell.second.back() != r) cell.second.push_back(r);
   });
-  std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> out;
+  RangeKernelMap out;
   for (auto& [key, cell] : by_id) {
-    RangeKernels& rk = out[NamesOf(x, key)];
+    const ProjectionKey names = NamesOf(x, key);
+    RangeKernels& rk = out.At(std::get<0>(names), std::get<1>(names), std::get<2>(names));
     rk.kernels.Merge(cell.first);
     rk.range_instances += Distinct(cell.second);
   }

@@ -7,9 +7,14 @@
 #ifndef TIERSCOPE_ANALYSIS_NVTX_H_
 #define TIERSCOPE_ANALYSIS_NVTX_H_
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
-#include <tuple>
+#include <string_view>
+#include <vector>
+
+#include "core/int_map.h"
 
 #include "analysis/gpu_time.h"
 #include "analysis/reports.h"
@@ -26,7 +31,36 @@ struct RangeKernels {
   int64_t range_instances = 0;
   KernelTotals kernels;
 };
-std::map<std::tuple<std::string, std::string, std::string>, RangeKernels> NvtxKernTotals(const TraceIndex& index);
+
+// (range, side, kernel name) -> RangeKernels, each name held once: a big rank has about
+// 10^5 such triples of 10^3 names, kept for the whole job (a map keyed by three strings
+// took 77 MB a GB of JSON). Entries stay in the order they were added.
+class RangeKernelMap {
+ public:
+  // The entry for (range, side, kernel), added empty when absent. `side` is "host" or
+  // "device" (at most four sides).
+  RangeKernels& At(std::string_view range, std::string_view side, std::string_view kernel);
+  // f(range, side, kernel, cell) for every entry, in the order they were added.
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (const Cell& c : cells_) f(names_[c.range], sides_[c.side], names_[c.kernel], c.value);
+  }
+  size_t size() const { return cells_.size(); }
+
+ private:
+  struct Cell {
+    int32_t range, kernel, side;
+    RangeKernels value;
+  };
+  int32_t NameId(std::string_view name);
+  std::vector<std::string> names_;
+  std::map<std::string, int32_t, std::less<>> ids_;
+  std::vector<std::string> sides_;
+  std::vector<Cell> cells_;
+  IntMap<int32_t> index_;  // (range << 33 | kernel << 2 | side) -> cell
+};
+
+RangeKernelMap NvtxKernTotals(const TraceIndex& index);
 
 }  // namespace tierscope
 

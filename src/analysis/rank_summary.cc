@@ -162,9 +162,10 @@ std::string SaveRankSummary(const RankAnalysis& r) {
   for (const auto& [key, k] : r.ranges) ranges.push_back({key.first, key.second, Totals(k)});
   j["ranges"] = std::move(ranges);
   json range_kernels = json::array();
-  for (const auto& [key, rk] : r.range_kernels) {
-    range_kernels.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), rk.range_instances, Totals(rk.kernels)});
-  }
+  r.range_kernels.ForEach([&](std::string_view range, std::string_view side, std::string_view kernel,
+                              const RangeKernels& rk) {
+    range_kernels.push_back({range, side, kernel, rk.range_instances, Totals(rk.kernels)});
+  });
   j["range_kernels"] = std::move(range_kernels);
   j["findings"] = Findings(r.findings);
   j["quality"] = {r.quality, r.quality_failed};
@@ -202,7 +203,8 @@ StatusOr<RankAnalysis> LoadRankSummary(std::string_view bytes) {
     r.collectives = Calls(j.at("collectives"));
     for (const json& x : j.at("ranges")) r.ranges[{x.at(0).get<std::string>(), x.at(1).get<std::string>()}] = Totals(x.at(2));
     for (const json& x : j.at("range_kernels")) {
-      RangeKernels& rk = r.range_kernels[{x.at(0).get<std::string>(), x.at(1).get<std::string>(), x.at(2).get<std::string>()}];
+      RangeKernels& rk = r.range_kernels.At(x.at(0).get<std::string>(), x.at(1).get<std::string>(),
+                                            x.at(2).get<std::string>());
       rk.range_instances = x.at(3).get<int64_t>();
       rk.kernels = Totals(x.at(4));
     }

@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
 #include <tuple>
 
 #include "analysis/trace_builder.h"
@@ -62,6 +66,29 @@ TEST(Nvtx, OverlappingStartEndRangesEachTakeTheKernel) {
   const auto rows = Rows(NvtxKernSum(BuildIndex(b.trace(), {})));
   EXPECT_EQ(rows.at({"a", "host", "k"}).first, 1);
   EXPECT_EQ(rows.at({"b", "host", "k"}).first, 2);
+}
+
+TEST(Nvtx, RangeKernelMapKeepsEachTripleOnceInTheOrderAdded) {
+  RangeKernelMap m;
+  m.At("step", "host", "gemm").kernels.Add(5);
+  m.At("step", "device", "gemm").kernels.Add(7);
+  m.At("fwd", "host", "gemm").range_instances = 3;
+  m.At("step", "host", "gemm").kernels.Add(6);  // the same triple: one entry
+  EXPECT_EQ(m.size(), 3u);
+  std::vector<std::tuple<std::string, std::string, std::string, int64_t, int64_t>> seen;
+  m.ForEach([&](std::string_view r, std::string_view side, std::string_view k, const RangeKernels& rk) {
+    seen.emplace_back(std::string(r), std::string(side), std::string(k), rk.kernels.count, rk.range_instances);
+  });
+  using Row = std::tuple<std::string, std::string, std::string, int64_t, int64_t>;
+  EXPECT_EQ(seen, (std::vector<Row>{Row{"step", "host", "gemm", 2, 0}, Row{"step", "device", "gemm", 1, 0},
+                                    Row{"fwd", "host", "gemm", 0, 3}}));
+  RangeKernelMap copy = m;  // a copy is its own
+  copy.At("new", "host", "k");
+  EXPECT_EQ(m.size(), 3u);
+  EXPECT_EQ(copy.At("step", "host", "gemm").kernels.total_ns, 11);
+  m.At("a", "s3", "k");
+  m.At("a", "s4", "k");
+  EXPECT_THROW(m.At("a", "s5", "k"), std::length_error);  // sides are few: host, device
 }
 
 }  // namespace
