@@ -64,7 +64,7 @@ sync
 echo "== tierscope analyze: $ranks ranks, $json_mb MB of JSON (largest rank $((largest / 1048576)) MB)"
 read -r _ ts_s ts_cpu ts_mb < <(measure tierscope "$bin" analyze "$work/big" ${TIERSCOPE_MEMORY_BUDGET:+--memory-budget "$TIERSCOPE_MEMORY_BUDGET"})
 grep -m1 "^read:" "$work/tierscope.out"
-grep -A3 "^== straggler_ranks" "$work/tierscope.out" | tail -1 || true
+grep -m1 "\[straggler\]" "$work/tierscope.out" || echo "no straggler named"
 echo "== both paths on 8 ranks of $hta_size MB: whole-file and streamed"
 TIERSCOPE_STREAM=never "$bin" analyze "$work/small" --format json >"$work/whole.json"
 read -r _ st_s st_cpu st_mb < <(TIERSCOPE_STREAM=always measure streamed "$bin" analyze "$work/small" --format json)
