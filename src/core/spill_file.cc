@@ -64,7 +64,7 @@ StatusOr<std::shared_ptr<SpillFile>> SpillFile::Create(const std::string& dir, s
 }
 
 SpillFile::~SpillFile() {
-  for (const auto& [p, bytes] : regions_) ::munmap(p, bytes);
+  for (char* p : regions_) ::munmap(p, region_bytes_);
   ::close(fd_);
 }
 
@@ -95,10 +95,10 @@ char* SpillFile::Block(size_t bytes) {
       error_ = "the spill file in " + dir_ + " could not be mapped: " + std::strerror(errno);
       return nullptr;
     }
-    regions_.emplace_back(static_cast<char*>(p), region_bytes_);
+    regions_.push_back(static_cast<char*>(p));
     region_used_ = 0;
   }
-  char* block = regions_.back().first + region_used_;
+  char* block = regions_.back() + region_used_;
   region_used_ += bytes;
   file_bytes_ = static_cast<int64_t>(offset) + static_cast<int64_t>(bytes);
   return block;
@@ -117,8 +117,7 @@ void SpillFile::Release(const char* p, size_t bytes) {
 void SpillFile::ReleaseAll() {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < regions_.size(); ++i) {
-    const size_t used = i + 1 == regions_.size() ? region_used_ : regions_[i].second;
-    Release(regions_[i].first, used);
+    Release(regions_[i], i + 1 == regions_.size() ? region_used_ : region_bytes_);
   }
 }
 
@@ -135,6 +134,7 @@ std::string SpillFile::error() const {
 std::string SpillFile::WhyNotSpillIn(const std::string& dir) {
   struct statfs fs;
   if (::statfs(dir.c_str(), &fs) != 0) return std::string("cannot be read: ") + std::strerror(errno);
+  std::string where;
   switch (static_cast<uint64_t>(fs.f_type)) {
     case EXT4_SUPER_MAGIC:  // ext2, ext3 and ext4 share it
     case XFS_SUPER_MAGIC:
@@ -143,18 +143,21 @@ std::string SpillFile::WhyNotSpillIn(const std::string& dir) {
     case RAMFS_MAGIC:
       return "is in memory (tmpfs)";
     case BTRFS_SUPER_MAGIC:
-      return "is on btrfs, where a full disk would end the process (ext4 and xfs reserve a spill's space)";
+      where = "btrfs";
+      break;
     case NFS_SUPER_MAGIC:
-      return "is on NFS, where a full disk would end the process (ext4 and xfs reserve a spill's space)";
+      where = "NFS";
+      break;
     case OVERLAYFS_SUPER_MAGIC:
-      return "is on an overlay, where a full disk would end the process (ext4 and xfs reserve a spill's space)";
+      where = "an overlay";
+      break;
     default: {
-      char type[32];
-      std::snprintf(type, sizeof(type), "0x%llx", static_cast<unsigned long long>(fs.f_type));
-      return std::string("is on a file system (type ") + type +
-             ") where a full disk could end the process (ext4 and xfs reserve a spill's space)";
+      char type[48];
+      std::snprintf(type, sizeof(type), "a file system (type 0x%llx)", static_cast<unsigned long long>(fs.f_type));
+      where = type;
     }
   }
+  return "is on " + where + ", where a full disk could end the process (ext4 and xfs reserve a spill's space)";
 }
 
 void SetSpillDirectory(const std::string& dir) {

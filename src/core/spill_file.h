@@ -64,7 +64,7 @@ class SpillFile {
   const size_t region_bytes_;
   const int64_t max_bytes_;
   mutable std::mutex mu_;
-  std::vector<std::pair<char*, size_t>> regions_;  // mapped, in file order
+  std::vector<char*> regions_;  // mapped, region_bytes_ each, in file order
   size_t region_used_ = 0;                         // bytes carved from the last region
   int64_t file_bytes_ = 0;
   std::string error_;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -368,6 +369,16 @@ bool StreamReader::ParseRuns() {
   return error == simdjson::SUCCESS && thrown.ok();
 }
 
+// A choice forced by environment variable `var`: true for "always", false for "never",
+// none otherwise (tests force each path).
+std::optional<bool> Forced(const char* var) {
+  const char* v = std::getenv(var);
+  if (v == nullptr) return std::nullopt;
+  if (std::strcmp(v, "always") == 0) return true;
+  if (std::strcmp(v, "never") == 0) return false;
+  return std::nullopt;
+}
+
 Status JsonErrorAt(const std::string& path, size_t offset, bool at_end, std::string_view what) {
   std::string msg = path + ": invalid JSON at byte " + std::to_string(offset);
   if (at_end) msg += " (the end of the input: truncated?)";
@@ -396,9 +407,8 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
       spill_note = "its args kept in memory past the memory budget: " + file.status().message();
     }
   } else if (over_budget) {
-    const char* force = std::getenv("TIERSCOPE_SPILL");
     spill_note = "its args kept in memory past the memory budget: " +
-                 (force != nullptr && std::strcmp(force, "never") == 0
+                 (Forced("TIERSCOPE_SPILL") == false
                       ? std::string("TIERSCOPE_SPILL=never")
                       : "the spill directory " + dir + " " + SpillFile::WhyNotSpillIn(dir) +
                             "; --spill-dir DIR on ext4 or xfs spills them");
@@ -480,18 +490,12 @@ int64_t StreamedTraceBytes(int64_t json_bytes, bool spilled) {
 }
 
 bool SpillsStrings() {
-  if (const char* force = std::getenv("TIERSCOPE_SPILL")) {
-    if (std::strcmp(force, "always") == 0) return true;
-    if (std::strcmp(force, "never") == 0) return false;
-  }
+  if (const std::optional<bool> force = Forced("TIERSCOPE_SPILL")) return *force;
   return SpillFile::WhyNotSpillIn(SpillDirectory()).empty();
 }
 
 bool ShouldStream(const std::string& path) {
-  if (const char* force = std::getenv("TIERSCOPE_STREAM")) {
-    if (std::strcmp(force, "always") == 0) return true;
-    if (std::strcmp(force, "never") == 0) return false;
-  }
+  if (const std::optional<bool> force = Forced("TIERSCOPE_STREAM")) return *force;
   const int64_t input_bytes = EstimatedInputBytes(path);
   if (input_bytes < 0) return false;  // unreadable: the whole-file path names the error
   if (static_cast<uint64_t>(input_bytes) > kMaxJsonBytes) return true;

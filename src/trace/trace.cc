@@ -165,8 +165,17 @@ int32_t StringTable::Intern(std::string_view s) {
   return id;
 }
 
+namespace {
+
+// `file` among `files`, once.
+void AddOnce(std::vector<std::shared_ptr<SpillFile>>* files, const std::shared_ptr<SpillFile>& file) {
+  if (file != nullptr && std::find(files->begin(), files->end(), file) == files->end()) files->push_back(file);
+}
+
+}  // namespace
+
 void StringTable::SpillTo(std::shared_ptr<SpillFile> file) {
-  if (file != nullptr && std::find(spills_.begin(), spills_.end(), file) == spills_.end()) spills_.push_back(file);
+  AddOnce(&spills_, file);
   spill_to_ = std::move(file);
 }
 
@@ -185,9 +194,7 @@ int32_t StringTable::Adopt(StringTable&& other) {
   views_.insert(views_.end(), other.views_.begin(), other.views_.end());
   for (auto& block : other.blocks_) blocks_.push_back(std::move(block));
   if (other.spill_block_ != nullptr) SpillFile::Release(other.spill_block_, kSpillBlockBytes);
-  for (auto& f : other.spills_) {
-    if (std::find(spills_.begin(), spills_.end(), f) == spills_.end()) spills_.push_back(std::move(f));
-  }
+  for (const auto& f : other.spills_) AddOnce(&spills_, f);
   other = StringTable();
   return offset;
 }
