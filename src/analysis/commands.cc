@@ -11,11 +11,13 @@
 #include <algorithm>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string_view>
 
 #include "analysis/diff.h"
 #include "analysis/op_roofline.h"
 #include "analysis/rules.h"
+#include "core/function_ref.h"
 #include "core/paths.h"
 #include "trace/ascend_details.h"
 #include "trace/kineto_import.h"
@@ -27,16 +29,22 @@
 namespace tierscope {
 namespace {
 
-std::string Render(const std::vector<Table>& tables, const RenderOptions& r) {
-  std::string out;
-  for (const Table& t : tables) {
-    if (r.format == OutputFormat::kCsv) {
-      out += "# " + t.name + "\n" + RenderCsv(t) + "\n";
-    } else {
-      out += "== " + t.name + " ==\n" + RenderText(t, r.wide) + "\n";
-    }
+// A report in a text or CSV document of several: its name above it, a blank line after.
+void WriteSection(std::ostream& out, const Table& t, const RenderOptions& r) {
+  if (r.format == OutputFormat::kCsv) {
+    out << "# " << t.name << "\n";
+    WriteCsv(out, t);
+  } else {
+    out << "== " << t.name << " ==\n";
+    WriteText(out, t, r.wide);
   }
-  return out;
+  out << "\n";
+}
+
+std::string Render(const std::vector<Table>& tables, const RenderOptions& r) {
+  std::ostringstream out;
+  for (const Table& t : tables) WriteSection(out, t, r);
+  return std::move(out).str();
 }
 
 nlohmann::json TraceInfo(const Trace& t) {
@@ -195,29 +203,33 @@ const Table* TraceAnalysis::Report(const std::string& name) const {
   return nullptr;
 }
 
-TraceAnalysis Analyze(const Trace& t, const AnalysisOptions& o) {
-  TraceAnalysis a;
+namespace {
+
+// A failed check's mark on a table it affects (trace_quality.h).
+void Mark(const TraceQuality& q, Table* table) {
+  if (q.marked_reports.count(table->name) == 0) return;
+  table->notes.push_back("MARKED: " + q.Line());
+  if (const int64_t rows = MarkRows(q, table); rows > 0) {
+    table->notes.push_back("MARKED: " + std::to_string(rows) + " row(s) rest on events that failed a check (the "
+                           "Failed check column): their numbers are not to be concluded from");
+  }
+}
+
+// Computes all of `a` but its reports; calls `head` (a's other fields are final then), then
+// hands each report, marked, to `each` in order, which may keep or drop it: the reports of
+// a large trace need never be in memory together.
+void AnalyzeEach(const Trace& t, const AnalysisOptions& o, TraceAnalysis& a, FunctionRef<void()> head,
+                 FunctionRef<void(Table&)> each) {
   a.index = BuildIndex(t, o);
-  a.reports.push_back(ImportStatsTable(t));
+  // The verdict: first among the reports; the tables a failed check affects are marked, and
+  // no finding comes from a rule that rests on what failed.
+  a.quality = CheckTraceQuality(a.index);
+  // A spilled trace's strings one step read leave memory before the next (trace.h).
+  t.strings.ReleaseSpilled();
   // The roofline once for its two tables and its finding.
   const OpRoofline roofline = AnalyzeOpRoofline(a.index, o.device_spec);
-  // A spilled trace's strings one report read leave memory before the next (trace.h).
   t.strings.ReleaseSpilled();
-  for (const std::string& name : ReportNames()) {
-    if (name == "trace_quality") continue;  // first, below
-    if (name == "op_roofline") a.reports.push_back(OpRooflineTable(roofline));
-    else if (name == "roofline_sum") a.reports.push_back(RooflineSumTable(roofline));
-    else if (auto r = RunReport(a.index, name, o); r.ok()) a.reports.push_back(std::move(r).value());
-    t.strings.ReleaseSpilled();
-  }
-  if (o.critical_path) {
-    const std::vector<CriticalPath> paths = AnalyzeCriticalPaths(a.index);
-    a.reports.push_back(CriticalPathTable(paths));
-    a.reports.push_back(CriticalPathEventsTable(a.index, paths));
-  }
   a.gpu = AnalyzeGpuTime(a.index);  // once for its seven tables
-  const int rank = t.rank >= 0 ? t.rank : 0;
-  for (Table& table : GpuTimeTables({{rank, &a.gpu}})) a.reports.push_back(std::move(table));
   a.in_use = DeviceInUse(a.index);
   const auto kernels = KernelsByTime(a.index);
   if (!kernels.empty()) a.hottest_kernel = kernels.front().second;
@@ -227,42 +239,102 @@ TraceAnalysis Analyze(const Trace& t, const AnalysisOptions& o) {
     std::stable_sort(a.findings.begin(), a.findings.end(),
                      [](const Finding& x, const Finding& y) { return x.explained_ns > y.explained_ns; });
   }
-  // The verdict: first among the reports; the tables a failed check affects are marked, and
-  // no finding comes from a rule that rests on what failed.
-  a.quality = CheckTraceQuality(a.index);
-  a.reports.insert(a.reports.begin() + 1, TraceQualityTable(a.quality));
-  for (Table& table : a.reports) {
-    if (a.quality.marked_reports.count(table.name) != 0) {
-      table.notes.push_back("MARKED: " + a.quality.Line());
-      if (const int64_t rows = MarkRows(a.quality, &table); rows > 0) {
-        table.notes.push_back("MARKED: " + std::to_string(rows) + " row(s) rest on events that failed a check (the "
-                              "Failed check column): their numbers are not to be concluded from");
-      }
+  WithholdFindings(a.quality, &a.findings);
+  t.strings.ReleaseSpilled();
+  head();
+  const auto hand = [&](Table table) {
+    Mark(a.quality, &table);
+    each(table);
+    t.strings.ReleaseSpilled();
+  };
+  hand(ImportStatsTable(t));
+  hand(TraceQualityTable(a.quality));
+  for (const std::string& name : ReportNames()) {
+    if (name == "trace_quality") continue;  // first, above
+    if (name == "op_roofline") hand(OpRooflineTable(roofline));
+    else if (name == "roofline_sum") hand(RooflineSumTable(roofline));
+    else if (auto r = RunReport(a.index, name, o); r.ok()) hand(std::move(r).value());
+  }
+  if (o.critical_path) {
+    const std::vector<CriticalPath> paths = AnalyzeCriticalPaths(a.index);
+    hand(CriticalPathTable(paths));
+    hand(CriticalPathEventsTable(a.index, paths));
+  }
+  const int rank = t.rank >= 0 ? t.rank : 0;
+  for (Table& table : GpuTimeTables({{rank, &a.gpu}})) hand(std::move(table));
+}
+
+// Writes an analysis as it is made, in any format: the head (the trace, its verdict, and for
+// JSON the findings), each report as it comes, then the tail. Byte for byte what rendering
+// the whole analysis at once gave (JSON: nlohmann's sorted keys, 2-space indent).
+class AnalysisWriter {
+ public:
+  AnalysisWriter(std::ostream& out, const RenderOptions& f) : out_(out), f_(f) {}
+
+  void Begin(const TraceAnalysis& a) {
+    a_ = &a;
+    if (f_.format == OutputFormat::kJson) {
+      out_ << "{\n  \"findings\": " << JsonAt(FindingsToJson(a.findings), 1) << ",\n  \"quality\": "
+           << JsonAt(a.quality.Line(), 1) << ",\n  \"reports\": [";
+    } else if (f_.format == OutputFormat::kText) {
+      out_ << Header(*a.index.trace, a.index) << a.quality.Line() << "\n\n";
     }
   }
-  WithholdFindings(a.quality, &a.findings);
+  void Add(const Table& t) {
+    if (f_.format == OutputFormat::kJson) {
+      out_ << (tables_ == 0 ? "\n    " : ",\n    ");
+      WriteTableJson(out_, t, 2);
+    } else {
+      WriteSection(out_, t, f_);
+    }
+    ++tables_;
+  }
+  void End() {
+    const TraceAnalysis& a = *a_;
+    if (f_.format == OutputFormat::kJson) {
+      out_ << (tables_ == 0 ? "]" : "\n  ]") << ",\n  \"trace\": " << JsonAt(TraceInfo(*a.index.trace), 1)
+           << ",\n  \"unit\": " << JsonAt(a.index.unit_name, 1) << ",\n  \"units\": " << a.index.units.size()
+           << "\n}\n";
+    } else if (f_.format == OutputFormat::kText) {
+      out_ << RenderFindings(a.findings);
+    }
+  }
+
+ private:
+  std::ostream& out_;
+  const RenderOptions f_;
+  const TraceAnalysis* a_ = nullptr;
+  size_t tables_ = 0;
+};
+
+}  // namespace
+
+TraceAnalysis Analyze(const Trace& t, const AnalysisOptions& o) {
+  TraceAnalysis a;
+  AnalyzeEach(t, o, a, [] {}, [&](Table& table) { a.reports.push_back(std::move(table)); });
   return a;
 }
 
 std::string RenderAnalysis(const TraceAnalysis& a, const RenderOptions& f) {
-  const Trace& t = *a.index.trace;
-  if (f.format == OutputFormat::kJson) {
-    nlohmann::json j;
-    j["trace"] = TraceInfo(t);
-    j["unit"] = a.index.unit_name;
-    j["units"] = a.index.units.size();
-    j["reports"] = nlohmann::json::array();
-    for (const Table& tb : a.reports) j["reports"].push_back(TableToJson(tb));
-    j["findings"] = FindingsToJson(a.findings);
-    j["quality"] = a.quality.Line();
-    return ReportJsonText(j);
-  }
-  if (f.format == OutputFormat::kCsv) return Render(a.reports, f);
-  return Header(t, a.index) + a.quality.Line() + "\n\n" + Render(a.reports, f) + RenderFindings(a.findings);
+  std::ostringstream out;
+  AnalysisWriter w(out, f);
+  w.Begin(a);
+  for (const Table& t : a.reports) w.Add(t);
+  w.End();
+  return std::move(out).str();
+}
+
+void WriteAnalysis(std::ostream& out, const Trace& t, const AnalysisOptions& o, const RenderOptions& f) {
+  TraceAnalysis a;
+  AnalysisWriter w(out, f);
+  AnalyzeEach(t, o, a, [&] { w.Begin(a); }, [&](Table& table) { w.Add(table); });
+  w.End();
 }
 
 std::string AnalyzeTrace(const Trace& t, const AnalysisOptions& o, const RenderOptions& f) {
-  return RenderAnalysis(Analyze(t, o), f);
+  std::ostringstream out;
+  WriteAnalysis(out, t, o, f);
+  return std::move(out).str();
 }
 
 StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>& reports,
@@ -270,36 +342,44 @@ StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>&
   const bool indexed = std::any_of(reports.begin(), reports.end(),
                                    [](const std::string& r) { return r != "import_stats"; });
   const TraceIndex x = indexed ? BuildIndex(t, o) : TraceIndex();
-  std::vector<Table> tables;
   std::optional<OpRoofline> roofline;  // once for both of its tables
   std::optional<std::vector<CriticalPath>> paths;
+  // Each table written as it is made (JSON: "reports" first, as nlohmann sorts the keys).
+  std::ostringstream out;
+  if (f.format == OutputFormat::kJson) out << "{\n  \"reports\": [";
+  size_t written = 0;
+  const auto write = [&](const Table& tb) {
+    if (f.format == OutputFormat::kJson) {
+      out << (written == 0 ? "\n    " : ",\n    ");
+      WriteTableJson(out, tb, 2);
+    } else {
+      WriteSection(out, tb, f);
+    }
+    ++written;
+  };
   for (const std::string& name : reports) {
     if (name == "import_stats") {
-      tables.push_back(ImportStatsTable(t));
+      write(ImportStatsTable(t));
       continue;
     }
     if (name == "op_roofline" || name == "roofline_sum") {
       if (!roofline) roofline = AnalyzeOpRoofline(x, o.device_spec);
-      tables.push_back(name == "op_roofline" ? OpRooflineTable(*roofline) : RooflineSumTable(*roofline));
+      write(name == "op_roofline" ? OpRooflineTable(*roofline) : RooflineSumTable(*roofline));
       continue;
     }
     if (name == "critical_path" || name == "critical_path_events") {
       if (!paths) paths = AnalyzeCriticalPaths(x);
-      tables.push_back(name == "critical_path" ? CriticalPathTable(*paths) : CriticalPathEventsTable(x, *paths));
+      write(name == "critical_path" ? CriticalPathTable(*paths) : CriticalPathEventsTable(x, *paths));
       continue;
     }
     TS_ASSIGN_OR_RETURN(Table tb, RunReport(x, name, o));
-    tables.push_back(std::move(tb));
+    write(tb);
     t.strings.ReleaseSpilled();  // a spilled trace's strings it read leave memory (trace.h)
   }
   if (f.format == OutputFormat::kJson) {
-    nlohmann::json j;
-    j["trace"] = TraceInfo(t);
-    j["reports"] = nlohmann::json::array();
-    for (const Table& tb : tables) j["reports"].push_back(TableToJson(tb));
-    return ReportJsonText(j);
+    out << (written == 0 ? "]" : "\n  ]") << ",\n  \"trace\": " << JsonAt(TraceInfo(t), 1) << "\n}\n";
   }
-  return Render(tables, f);
+  return std::move(out).str();
 }
 
 TraceDiff DiffTraceAnalysis(const Trace& base, const Trace& next, const AnalysisOptions& o) {

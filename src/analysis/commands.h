@@ -3,6 +3,7 @@
 #ifndef TIERSCOPE_ANALYSIS_COMMANDS_H_
 #define TIERSCOPE_ANALYSIS_COMMANDS_H_
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,10 @@ struct TraceAnalysis {
 TraceAnalysis Analyze(const Trace& trace, const AnalysisOptions& options);
 std::string RenderAnalysis(const TraceAnalysis& analysis, const RenderOptions& render);
 
-// Analyze then render.
+// Analyze then render: each report written to `out` as it is made and then dropped (a
+// large trace's reports are never all in memory), the same bytes as RenderAnalysis.
+void WriteAnalysis(std::ostream& out, const Trace& trace, const AnalysisOptions& options, const RenderOptions& render);
+// WriteAnalysis into a string.
 std::string AnalyzeTrace(const Trace& trace, const AnalysisOptions& options, const RenderOptions& render);
 StatusOr<std::string> TraceStats(const Trace& trace, const std::vector<std::string>& reports,
                                  const AnalysisOptions& options, const RenderOptions& render);

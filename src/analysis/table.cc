@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <sstream>
 
 namespace tierscope {
 
@@ -108,7 +109,7 @@ std::string FormatNs(double ns) {
   return buf;
 }
 
-std::string RenderText(const Table& t, bool wide) {
+void WriteText(std::ostream& os, const Table& t, bool wide) {
   std::vector<size_t> width(t.columns.size());
   std::vector<bool> numeric(t.columns.size(), true);  // numbers (or '-') only: right-aligned
   for (size_t c = 0; c < t.columns.size(); ++c) width[c] = DisplayWidth(t.columns[c]);
@@ -123,8 +124,7 @@ std::string RenderText(const Table& t, bool wide) {
       cells.back().push_back(std::move(text));
     }
   }
-  std::string out;
-  if (!t.title.empty()) out += t.title + "\n\n";
+  if (!t.title.empty()) os << t.title << "\n\n";
   auto line = [&](const std::vector<std::string>& v, const std::vector<Cell>* row) {
     std::string l;
     for (size_t c = 0; c < v.size(); ++c) {
@@ -140,14 +140,22 @@ std::string RenderText(const Table& t, bool wide) {
     while (!l.empty() && l.back() == ' ') l.pop_back();
     return l + "\n";
   };
-  out += line(t.columns, nullptr);
+  os << line(t.columns, nullptr);
   std::vector<std::string> dashes;
   for (size_t w : width) dashes.push_back(std::string(std::min<size_t>(w, 60), '-'));
-  out += line(dashes, nullptr);
-  for (size_t r = 0; r < cells.size(); ++r) out += line(cells[r], &t.rows[r]);
-  if (t.rows.empty()) out += "(no rows)\n";
-  for (const auto& n : t.notes) out += n + "\n";
-  return out;
+  os << line(dashes, nullptr);
+  for (size_t r = 0; r < cells.size(); ++r) {
+    os << line(cells[r], &t.rows[r]);
+    std::vector<std::string>().swap(cells[r]);  // written: its text goes as the next is made
+  }
+  if (t.rows.empty()) os << "(no rows)\n";
+  for (const auto& n : t.notes) os << n << "\n";
+}
+
+std::string RenderText(const Table& t, bool wide) {
+  std::ostringstream out;
+  WriteText(out, t, wide);
+  return std::move(out).str();
 }
 
 std::string RenderTable(const Table& t, const RenderOptions& r) {
@@ -156,22 +164,40 @@ std::string RenderTable(const Table& t, const RenderOptions& r) {
   return RenderText(t, r.wide);
 }
 
-std::string RenderCsv(const Table& t) {
-  std::string out;
+void WriteCsv(std::ostream& out, const Table& t) {
+  std::string line;
   for (size_t c = 0; c < t.columns.size(); ++c) {
-    if (c) out += ',';
-    out += CsvQuote(t.columns[c]);
+    if (c) line += ',';
+    line += CsvQuote(t.columns[c]);
   }
-  out += "\n";
+  out << line << "\n";
   for (const auto& row : t.rows) {
+    line.clear();
     for (size_t c = 0; c < row.size(); ++c) {
-      if (c) out += ',';
-      out += CsvQuote(CellText(row[c]));
+      if (c) line += ',';
+      line += CsvQuote(CellText(row[c]));
     }
-    out += "\n";
+    out << line << "\n";
   }
-  return out;
 }
+
+std::string RenderCsv(const Table& t) {
+  std::ostringstream out;
+  WriteCsv(out, t);
+  return std::move(out).str();
+}
+
+namespace {
+
+nlohmann::json RowToJson(const Table& t, const std::vector<Cell>& row) {
+  nlohmann::json r = nlohmann::json::object();
+  for (size_t c = 0; c < row.size() && c < t.columns.size(); ++c) {
+    std::visit([&](const auto& v) { r[t.columns[c]] = v; }, row[c]);
+  }
+  return r;
+}
+
+}  // namespace
 
 nlohmann::json TableToJson(const Table& t) {
   nlohmann::json j;
@@ -179,16 +205,43 @@ nlohmann::json TableToJson(const Table& t) {
   j["title"] = t.title;
   j["columns"] = t.columns;
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& row : t.rows) {
-    nlohmann::json r = nlohmann::json::object();
-    for (size_t c = 0; c < row.size() && c < t.columns.size(); ++c) {
-      std::visit([&](const auto& v) { r[t.columns[c]] = v; }, row[c]);
-    }
-    rows.push_back(std::move(r));
-  }
+  for (const auto& row : t.rows) rows.push_back(RowToJson(t, row));
   j["rows"] = std::move(rows);
   if (!t.notes.empty()) j["notes"] = t.notes;
   return j;
+}
+
+std::string JsonAt(const nlohmann::json& j, int depth) {
+  const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string indent = "\n" + std::string(2 * static_cast<size_t>(std::max(depth, 0)), ' ');
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {  // a newline is never inside a dumped string (it is escaped there)
+    if (ch == '\n') out += indent;
+    else out += ch;
+  }
+  return out;
+}
+
+void WriteTableJson(std::ostream& out, const Table& t, int depth) {
+  // The keys in nlohmann's order (sorted), each member on its own line, as dump() writes them.
+  const std::string in(2 * static_cast<size_t>(depth + 1), ' ');
+  out << "{\n" << in << "\"columns\": " << JsonAt(t.columns, depth + 1) << ",\n";
+  out << in << "\"name\": " << JsonAt(t.name, depth + 1) << ",\n";
+  if (!t.notes.empty()) out << in << "\"notes\": " << JsonAt(t.notes, depth + 1) << ",\n";
+  out << in << "\"rows\": ";
+  if (t.rows.empty()) {
+    out << "[]";
+  } else {
+    const std::string row_in(2 * static_cast<size_t>(depth + 2), ' ');
+    out << "[\n";
+    for (size_t r = 0; r < t.rows.size(); ++r) {
+      out << row_in << JsonAt(RowToJson(t, t.rows[r]), depth + 2) << (r + 1 < t.rows.size() ? ",\n" : "\n");
+    }
+    out << in << "]";
+  }
+  out << ",\n" << in << "\"title\": " << JsonAt(t.title, depth + 1) << "\n";
+  out << std::string(2 * static_cast<size_t>(depth), ' ') << "}";
 }
 
 }  // namespace tierscope

@@ -3,6 +3,7 @@
 #ifndef TIERSCOPE_ANALYSIS_TABLE_H_
 #define TIERSCOPE_ANALYSIS_TABLE_H_
 
+#include <ostream>
 #include <string>
 #include <variant>
 #include <vector>
@@ -45,17 +46,27 @@ bool ParseOutputFormat(const std::string& s, OutputFormat* out);
 // ("void at::native::vector...(int, float*)"): to 60 characters in a column before the
 // last, to 100 in the last (the name).
 std::string RenderText(const Table& t, bool wide = false);
+// The same, each line written to `out` as it is made (a large table is never whole twice).
+void WriteText(std::ostream& out, const Table& t, bool wide = false);
 // A cell as the text and CSV renderers write it.
 std::string CellText(const Cell& c);
 // `s` cut to `max` characters by replacing its middle with "..." (whole when it fits).
 std::string ShortenMiddle(const std::string& s, size_t max);
 std::string RenderCsv(const Table& t);
+void WriteCsv(std::ostream& out, const Table& t);  // RenderCsv a row at a time
 nlohmann::json TableToJson(const Table& t);
 // A report as JSON text (2-space indent, a newline after): bytes that are not UTF-8 (a
 // file path, a name from a trace's string table) come out as U+FFFD instead of throwing.
 inline std::string ReportJsonText(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
+// `j` as ReportJsonText writes it nested `depth` levels deep in a larger document (its
+// lines after the first indented 2 x depth more; no newline after): documents written a
+// part at a time read exactly as if dumped whole.
+std::string JsonAt(const nlohmann::json& j, int depth);
+// TableToJson(t) as JsonAt(.., depth) writes it, a row at a time (the table's JSON is
+// never whole in memory: an object per row is most of it).
+void WriteTableJson(std::ostream& out, const Table& t, int depth);
 
 // One table alone in the chosen format: JSON (TableToJson), CSV, or aligned text.
 std::string RenderTable(const Table& t, const RenderOptions& r);

@@ -136,7 +136,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
   auto trace = LoadTrace(trace_path, execution_traces);
   if (!trace.ok()) return Fail(trace.status());
   if (which == Which::kAnalyze) {
-    std::cout << AnalyzeTrace(*trace, o, f);
+    WriteAnalysis(std::cout, *trace, o, f);
     return 0;
   }
   auto out = TraceStats(*trace, SplitList(flags.reports), o, f);

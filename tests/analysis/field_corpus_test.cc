@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,46 @@ TEST(FieldCorpus, EveryReportOfEveryTraceIsOneLinePerRow) {
       for (const auto& e : f.examples) EXPECT_TRUE(OneLine(e)) << f.rule << ": " << e;
     }
   }
+}
+
+// `analyze` writes each report as it is made and drops it; the document is the one the
+// whole analysis gives (JSON: as nlohmann dumps it whole).
+TEST(FieldCorpus, AnalysisWrittenAsItIsMadeIsTheWholeDocument) {
+  const std::vector<std::string> files = CorpusFiles();
+  TS_SKIP_UNLESS(files.size() >= 17, "the trace corpus in " + testing::CorpusDir());
+  size_t checked = 0;
+  for (const std::string& path : files) {
+    if (!path.ends_with("b200__eager_trace.json.gz") && !path.ends_with(".sqlite") &&
+        !path.ends_with("mi250_minitoy_train_ROCm6_2_kineto.json.gz")) {
+      continue;
+    }
+    SCOPED_TRACE(path);
+    ++checked;
+    auto trace = LoadTrace(path);
+    ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+    AnalysisOptions o;
+    o.critical_path = true;
+    const TraceAnalysis a = Analyze(*trace, o);
+    nlohmann::json j;
+    j["trace"] = {{"source", trace->source}, {"format", trace->format}, {"runtime", trace->runtime},
+                  {"device", trace->device_name}, {"compute_units", trace->device_units},
+                  {"events", trace->events.size()}};
+    j["unit"] = a.index.unit_name;
+    j["units"] = a.index.units.size();
+    j["reports"] = nlohmann::json::array();
+    for (const Table& tb : a.reports) j["reports"].push_back(TableToJson(tb));
+    j["findings"] = FindingsToJson(a.findings);
+    j["quality"] = a.quality.Line();
+    for (OutputFormat f : {OutputFormat::kJson, OutputFormat::kText, OutputFormat::kCsv}) {
+      std::ostringstream out;
+      WriteAnalysis(out, *trace, o, f);
+      EXPECT_EQ(out.str(), f == OutputFormat::kJson ? ReportJsonText(j) : RenderAnalysis(a, f));
+    }
+    std::string csv;
+    for (const Table& tb : a.reports) csv += "# " + tb.name + "\n" + RenderCsv(tb) + "\n";
+    EXPECT_EQ(RenderAnalysis(a, OutputFormat::kCsv), csv);
+  }
+  EXPECT_EQ(checked, 3u);
 }
 
 const Table* Find(const TraceAnalysis& a, const std::string& name) {
