@@ -369,18 +369,15 @@ TraceIndex BuildIndex(const Trace& t, const AnalysisOptions& o) {
   if (t.runtime == "musa") x.prefix = "musa";
   else if (t.runtime == "hip") x.prefix = "hip";
   else if (t.runtime == "cann") x.prefix = "cann";
-  IntSet device_corr;
   x.device_begin_ns = INT64_MAX;
   x.device_end_ns = INT64_MIN;
+  size_t device = 0;
   for (size_t i = 0; i < t.events.size(); ++i) {
     const Event& e = t.events[i];
     switch (e.kind) {
       case EventKind::kOp: x.ops.push_back(i); break;
       case EventKind::kAnnotation: x.annotations.push_back(i); break;
-      case EventKind::kRuntime:
-        x.runtime.push_back(i);
-        if (e.correlation != 0) x.runtime_by_corr.emplace(e.correlation, i);
-        break;
+      case EventKind::kRuntime: x.runtime.push_back(i); break;
       case EventKind::kKernel: x.kernels.push_back(i); break;
       case EventKind::kMemcpy:
       case EventKind::kMemset: x.memops.push_back(i); break;
@@ -389,15 +386,34 @@ TraceIndex BuildIndex(const Trace& t, const AnalysisOptions& o) {
       default: break;
     }
     if (IsDevice(e.kind)) {
-      if (e.correlation != 0) device_corr.insert(e.correlation);
+      ++device;
       x.device_begin_ns = std::min(x.device_begin_ns, e.ts_ns);
       x.device_end_ns = std::max(x.device_end_ns, e.ts_ns + e.dur_ns);
     }
   }
   if (x.device_begin_ns > x.device_end_ns) x.device_begin_ns = x.device_end_ns = 0;
-  for (size_t i : x.runtime) {
-    if (t.events[i].correlation != 0 && device_corr.count(t.events[i].correlation)) x.launches.push_back(i);
+  // The correlation tables, sized once and filled with the slots asked for ahead (they are
+  // far larger than the caches on a big trace).
+  const auto corr = [&](const std::vector<size_t>& list, size_t j) { return t.events[list[j]].correlation; };
+  x.runtime_by_corr.reserve(x.runtime.size());
+  ForEachPrefetched(
+      x.runtime.size(), [&](size_t j) { x.runtime_by_corr.Prefetch(corr(x.runtime, j)); },
+      [&](size_t j) {
+        if (const int64_t c = corr(x.runtime, j); c != 0) x.runtime_by_corr.emplace(c, x.runtime[j]);
+      });
+  IntSet device_corr(device);
+  for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
+    ForEachPrefetched(
+        list->size(), [&](size_t j) { device_corr.Prefetch(corr(*list, j)); },
+        [&](size_t j) {
+          if (const int64_t c = corr(*list, j); c != 0) device_corr.insert(c);
+        });
   }
+  ForEachPrefetched(
+      x.runtime.size(), [&](size_t j) { device_corr.Prefetch(corr(x.runtime, j)); },
+      [&](size_t j) {
+        if (const int64_t c = corr(x.runtime, j); c != 0 && device_corr.contains(c)) x.launches.push_back(x.runtime[j]);
+      });
   // Work units: the requested annotation, else ProfilerStep#N, else the study's scopes.
   x.units = FindWorkUnits(t, o.unit, &x.unit_name);
   x.counts = CountPerUnit(t, x.units, x.unit_name);

@@ -1,6 +1,8 @@
 // The trace-quality checks, one function each over the shared index.
 #include "analysis/trace_quality.h"
 
+#include "core/allocator.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstdio>
@@ -148,11 +150,13 @@ QualityCheck Duplicates(const Trace& t) {
   };
   size_t cap = 16;
   while (cap < 2 * t.events.size()) cap *= 2;
-  std::vector<uint64_t> seen(cap, 0);
+  std::vector<uint64_t> seen = HugePageVector<uint64_t>(cap, 0);
   IntSet contested;
+  const auto slot_of = [&](uint64_t h) { return static_cast<size_t>((h * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1); };
   for (size_t i = 0; i < t.events.size(); ++i) {
+    if (i + 16 < t.events.size()) __builtin_prefetch(&seen[slot_of(hash_of(i + 16))], 1);
     const uint64_t h = hash_of(i);
-    size_t slot = static_cast<size_t>((h * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+    size_t slot = slot_of(h);
     while (seen[slot] != 0 && seen[slot] != h) slot = (slot + 1) & (cap - 1);
     if (seen[slot] == h) contested.insert(static_cast<int64_t>(h));
     seen[slot] = h;
@@ -301,21 +305,37 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
   q.checks.push_back(StreamOrder(x, streams));
 
   // Device events by correlation, and the last device end (where a cut trace stops).
+  // The tables below are far larger than the caches on a big trace: each loop asks for the
+  // slot it will look up some events ahead (ForEachPrefetched).
   IntSet device_corr(x.kernels.size() + x.memops.size());
   int64_t last_device_end = INT64_MIN;
+  const auto corr = [&](const std::vector<size_t>& list, size_t j) { return x.E(list[j]).correlation; };
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
-    for (size_t i : *list) {
+    ForEachPrefetched(list->size(), [&](size_t j) { device_corr.Prefetch(corr(*list, j)); }, [&](size_t j) {
+      const size_t i = (*list)[j];
       if (x.E(i).correlation != 0) device_corr.insert(x.E(i).correlation);
       last_device_end = std::max(last_device_end, x.E(i).ts_ns + x.E(i).dur_ns);
-    }
+    });
   }
+  // Whether a name is a kernel or graph launch, once per name.
+  IntMap<uint8_t> launch_kind;  // name -> 0 neither, 1 kernel launch, 2 graph launch
+  const auto kind_of = [&](size_t i) {
+    auto [slot, added] = launch_kind.emplace(x.E(i).name, 0);
+    if (added) {
+      const std::string_view n = x.Name(i);
+      slot->second = IsGraphLaunch(n) ? 2 : IsKernelLaunch(n) ? 1 : 0;
+    }
+    return slot->second;
+  };
   int64_t launches = 0, no_kernel = 0, graphs = 0, graph_empty = 0, cut = 0;
   std::string first_no_kernel, first_graph, first_cut;
   std::vector<size_t> empty_graphs, cut_launches;
-  for (size_t i : x.runtime) {
-    const std::string_view n = x.Name(i);
-    const bool graph = IsGraphLaunch(n);
-    if (!graph && !IsKernelLaunch(n)) continue;
+  for (size_t j = 0; j < x.runtime.size(); ++j) {
+    if (j + 16 < x.runtime.size()) device_corr.Prefetch(corr(x.runtime, j + 16));
+    const size_t i = x.runtime[j];
+    const uint8_t launch = kind_of(i);
+    if (launch == 0) continue;
+    const bool graph = launch == 2;
     const bool found = x.E(i).correlation != 0 && device_corr.count(x.E(i).correlation) != 0;
     if (found) {
       ++launches;
@@ -347,11 +367,12 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
   // launch for many kernels (vLLM's and SGLang's CUDA-graph decode).
   int64_t replayed = 0, device_work = 0;
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
-    for (size_t i : *list) {
+    ForEachPrefetched(list->size(), [&](size_t j) { x.runtime_by_corr.Prefetch(corr(*list, j)); }, [&](size_t j) {
+      const size_t i = (*list)[j];
       ++device_work;
       const auto it = x.runtime_by_corr.find(x.E(i).correlation);
-      replayed += x.E(i).correlation != 0 && it != x.runtime_by_corr.end() && IsGraphLaunch(x.Name(it->second)) ? 1 : 0;
-    }
+      replayed += x.E(i).correlation != 0 && it != x.runtime_by_corr.end() && kind_of(it->second) == 2 ? 1 : 0;
+    });
   }
   QualityCheck r = Check("graph_replay", replayed, device_work, CheckStatus::kWarn,
                          "kernels a graph replayed: no operator, shapes or own launch behind them",
@@ -384,18 +405,19 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
   std::string first_early;
   std::vector<size_t> early_events;
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
-    for (size_t i : *list) {
+    ForEachPrefetched(list->size(), [&](size_t j) { x.runtime_by_corr.Prefetch(corr(*list, j)); }, [&](size_t j) {
+      const size_t i = (*list)[j];
       ++device_events;
       const auto it = x.runtime_by_corr.find(x.E(i).correlation);
       if (x.E(i).correlation == 0 || it == x.runtime_by_corr.end()) {
         ++no_launch;
-        continue;
+        return;
       }
       if (x.E(i).ts_ns < x.E(it->second).ts_ns) {
         if (early++ == 0) first_early = Example(x, i);
         early_events.push_back(i);
       }
-    }
+    });
   }
   QualityCheck n = Check("kernel_without_launch", no_launch, device_events, CheckStatus::kWarn,
                          "device work with no launch call: launch statistics and operators leave it out",

@@ -43,6 +43,20 @@ int UnitAt(const std::vector<WorkUnit>& units, int64_t ts) {
   return ts <= it->end_ns ? static_cast<int>(it - units.begin()) : -1;
 }
 
+int UnitCursor::operator()(int64_t ts) {
+  // Events come mostly in time order: the unit found last, or the next, usually holds it.
+  for (size_t i = last_; i < units_.size() && i < last_ + 2; ++i) {
+    if (units_[i].begin_ns <= ts && ts <= units_[i].end_ns &&
+        (i + 1 == units_.size() || ts < units_[i + 1].begin_ns)) {
+      last_ = i;
+      return static_cast<int>(i);
+    }
+  }
+  const int at = UnitAt(units_, ts);
+  if (at >= 0) last_ = static_cast<size_t>(at);
+  return at;
+}
+
 namespace {
 bool IsDeviceWork(EventKind k) {
   return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset;
@@ -57,12 +71,22 @@ HostTimes::HostTimes(const Trace& t) {
   }
   launch_ts_.reserve(runtime);
   device_work_.reserve(device);
-  for (const Event& e : t.events) {
-    if (e.correlation == 0) continue;
-    if (e.kind == EventKind::kRuntime) launch_ts_.emplace(e.correlation, e.ts_ns);
-    if (IsDeviceWork(e.kind)) device_work_.insert(e.correlation);
-  }
+  const std::vector<Event>& events = t.events;
+  ForEachPrefetched(
+      events.size(),
+      [&](size_t i) {
+        const Event& e = events[i];
+        if (e.kind == EventKind::kRuntime) launch_ts_.Prefetch(e.correlation);
+        else if (IsDeviceWork(e.kind)) device_work_.Prefetch(e.correlation);
+      },
+      [&](size_t i) {
+        const Event& e = events[i];
+        if (e.correlation == 0) return;
+        if (e.kind == EventKind::kRuntime) launch_ts_.emplace(e.correlation, e.ts_ns);
+        if (IsDeviceWork(e.kind)) device_work_.insert(e.correlation);
+      });
 }
+
 
 int64_t HostTimes::Of(const Event& e) const {
   if (IsDeviceWork(e.kind) && e.correlation != 0) {
@@ -88,8 +112,11 @@ UnitCounts CountPerUnit(const Trace& t, const std::vector<WorkUnit>& units, cons
   };
   IntMap<ByName> by_name;
   const auto slot = [&](int32_t name) -> ByName* { return &by_name[name]; };
-  for (const Event& e : t.events) {
-    if (!units.empty() && UnitAt(units, host.Of(e)) < 0) continue;
+  UnitCursor unit_at(units);
+  const std::vector<Event>& events = t.events;
+  ForEachPrefetched(events.size(), [&](size_t i) { host.Prefetch(events[i]); }, [&](size_t i) {
+    const Event& e = events[i];
+    if (!units.empty() && unit_at(host.Of(e)) < 0) return;
     switch (e.kind) {
       case EventKind::kOp:
         if (ByName* b = slot(e.name)) b->ops++;
@@ -117,7 +144,7 @@ UnitCounts CountPerUnit(const Trace& t, const std::vector<WorkUnit>& units, cons
         break;
       default: break;
     }
-  }
+  });
   by_name.ForEach([&](int64_t id, const ByName& b) {
     const std::string name(id >= 0 ? t.strings.Get(static_cast<int32_t>(id)) : std::string_view());
     if (b.ops > 0) c.op_calls[name] += b.ops;

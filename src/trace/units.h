@@ -34,6 +34,17 @@ std::vector<WorkUnit> FindWorkUnits(const Trace& trace, const std::string& reque
 
 // The index of the unit holding host time `ts` in sorted `units`, or -1.
 int UnitAt(const std::vector<WorkUnit>& units, int64_t ts);
+// UnitAt for times that come mostly in order: the unit found last, or the next, is tried
+// before a search. `units` must outlive it.
+class UnitCursor {
+ public:
+  explicit UnitCursor(const std::vector<WorkUnit>& units) : units_(units) {}
+  int operator()(int64_t ts);
+
+ private:
+  const std::vector<WorkUnit>& units_;
+  size_t last_ = 0;
+};
 
 // Host times of events: a device event's is its launch's start (by correlation id).
 class HostTimes {
@@ -42,6 +53,13 @@ class HostTimes {
   int64_t Of(const Event& e) const;
   // True when `e` is a runtime call that launched device work.
   bool IsLaunch(const Event& e) const;
+  // Asks the cache for what Of(e) and IsLaunch(e) read (a loop's next events).
+  void Prefetch(const Event& e) const {
+    if (e.kind == EventKind::kRuntime) device_work_.Prefetch(e.correlation);
+    else if (e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset) {
+      launch_ts_.Prefetch(e.correlation);
+    }
+  }
 
  private:
   IntMap<int64_t> launch_ts_;  // correlation -> launch start

@@ -73,3 +73,25 @@ TEST(Units, ARequestedAnnotationOrTheStudysScopes) {
 
 }  // namespace
 }  // namespace tierscope
+
+namespace tierscope {
+namespace {
+
+// The cursor gives UnitAt's answer for times in order, out of order, in gaps, at edges,
+// and for units that overlap or share a start.
+TEST(Units, TheCursorFindsWhatUnitAtFinds) {
+  const std::vector<WorkUnit> units = {{"a", 0, 10},  {"b", 10, 20}, {"c", 25, 40}, {"d", 30, 35},
+                                       {"e", 30, 50}, {"f", 60, 60}, {"g", 61, 70}};
+  std::vector<int64_t> times;
+  for (int64_t t = -5; t <= 75; ++t) times.push_back(t);
+  for (int64_t t = 75; t >= -5; t -= 3) times.push_back(t);
+  for (int64_t t : {int64_t{35}, int64_t{0}, int64_t{70}, int64_t{22}, int64_t{60}, int64_t{61}}) times.push_back(t);
+  UnitCursor cursor(units);
+  for (int64_t t : times) EXPECT_EQ(cursor(t), UnitAt(units, t)) << t;
+  const std::vector<WorkUnit> none;
+  UnitCursor empty(none);
+  EXPECT_EQ(empty(5), -1);
+}
+
+}  // namespace
+}  // namespace tierscope
