@@ -104,6 +104,37 @@ char* SpillFile::Block(size_t bytes) {
   return block;
 }
 
+bool SpillFile::Write(char* at, const char* data, size_t bytes) {
+  off_t offset = -1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!error_.empty()) return false;
+    for (size_t i = 0; i < regions_.size(); ++i) {
+      if (at >= regions_[i] && at + bytes <= regions_[i] + region_bytes_) {
+        offset = static_cast<off_t>(i) * static_cast<off_t>(region_bytes_) + static_cast<off_t>(at - regions_[i]);
+        break;
+      }
+    }
+    if (offset < 0 || offset + static_cast<off_t>(bytes) > file_bytes_) {
+      error_ = "a write outside the spill file's blocks";
+      return false;
+    }
+  }
+  while (bytes > 0) {
+    const ssize_t n = ::pwrite(fd_, data, bytes, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      error_ = "the spill file in " + dir_ + " could not be written: " + std::strerror(n < 0 ? errno : EIO);
+      return false;
+    }
+    data += n;
+    offset += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
 void SpillFile::Release(const char* p, size_t bytes) {
   if (bytes == 0) return;
   const uintptr_t page = PageBytes();

@@ -39,6 +39,11 @@ class SpillFile {
   // says why, and no later block is tried): the caller keeps its data in memory.
   // Thread-safe.
   char* Block(size_t bytes);
+  // Writes `bytes` of `data` into the file at block address `at` (within a block this file
+  // gave), through the file, not the mapping: no page of it is faulted in, zeroed first or
+  // made resident here, and the mapping reads the bytes back. False once a write fails
+  // (error() says why; no later block is given). Thread-safe.
+  bool Write(char* at, const char* data, size_t bytes);
   // The pages of [p, p + bytes) leave this process's resident memory; their contents stay
   // in the file (the next read pages them in).
   static void Release(const char* p, size_t bytes);

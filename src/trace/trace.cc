@@ -70,8 +70,11 @@ StringTable& StringTable::operator=(StringTable&& other) noexcept {
   indexed_ = std::exchange(other.indexed_, 0);
   spill_to_ = std::move(other.spill_to_);
   spill_block_ = std::exchange(other.spill_block_, nullptr);
+  for (int i = 0; i < 2; ++i) spill_stages_[i] = std::move(other.spill_stages_[i]);
+  stage_ = std::exchange(other.stage_, 0);
   spill_free_ = std::exchange(other.spill_free_, nullptr);
   spill_free_size_ = std::exchange(other.spill_free_size_, 0);
+  spill_first_id_ = std::exchange(other.spill_first_id_, 0);
   spills_ = std::move(other.spills_);
   other.spills_.clear();
   other.blocks_.clear();
@@ -93,17 +96,19 @@ std::string_view StringTable::Store(std::string_view s, bool spill) {
   if (s.empty()) return std::string_view();
   if (spill && spill_to_ != nullptr && s.size() < kSpillBlockBytes / 4) {
     if (s.size() <= spill_free_size_) return StoreIn(&spill_free_, &spill_free_size_, s);
-    if (spill_block_ != nullptr) {  // full: its pages leave memory
-      SpillFile::Release(spill_block_, kSpillBlockBytes);
-      spill_block_ = nullptr;
-      spill_free_size_ = 0;
+    FlushSpill();  // the full stage to its block
+    if (spill_to_ != nullptr) {
+      if (char* block = spill_to_->Block(kSpillBlockBytes)) {
+        stage_ ^= 1;
+        if (spill_stages_[stage_] == nullptr) spill_stages_[stage_] = std::make_unique_for_overwrite<char[]>(kSpillBlockBytes);
+        spill_block_ = block;
+        spill_free_ = spill_stages_[stage_].get();
+        spill_free_size_ = kSpillBlockBytes;
+        spill_first_id_ = views_.size();
+        return StoreIn(&spill_free_, &spill_free_size_, s);
+      }
+      spill_to_ = nullptr;  // the file cannot grow (its error() says why): memory from now on
     }
-    if (char* block = spill_to_->Block(kSpillBlockBytes)) {
-      spill_block_ = spill_free_ = block;
-      spill_free_size_ = kSpillBlockBytes;
-      return StoreIn(&spill_free_, &spill_free_size_, s);
-    }
-    spill_to_ = nullptr;  // the file cannot grow (its error() says why): memory from now on
   }
   if (s.size() > free_size_) {
     if (s.size() >= kBlockBytes / 4) {  // a big string gets a block of its own
@@ -122,6 +127,26 @@ std::string_view StringTable::Store(std::string_view s, bool spill) {
     free_size_ = bytes;
   }
   return StoreIn(&free_, &free_size_, s);
+}
+
+void StringTable::FlushSpill() {
+  if (spill_block_ == nullptr) return;
+  char* const stage = spill_stages_[stage_].get();
+  const size_t used = static_cast<size_t>(spill_free_ - stage);
+  if (used > 0 && spill_to_ != nullptr && spill_to_->Write(spill_block_, stage, used)) {
+    for (size_t id = spill_first_id_; id < views_.size(); ++id) {
+      const std::string_view v = views_[id];
+      if (v.data() >= stage && v.data() < stage + used) {
+        views_[id] = std::string_view(spill_block_ + (v.data() - stage), v.size());
+      }
+    }
+  } else if (used > 0) {  // the file failed (its error() says why): these strings stay where they are
+    blocks_.push_back(std::move(spill_stages_[stage_]));
+    spill_to_ = nullptr;
+  }
+  spill_block_ = nullptr;
+  spill_free_ = nullptr;
+  spill_free_size_ = 0;
 }
 
 std::string_view StringTable::StoreIn(char** free, size_t* free_size, std::string_view s) {
@@ -190,10 +215,10 @@ int64_t StringTable::spilled_bytes() const {
 }
 
 int32_t StringTable::Adopt(StringTable&& other) {
+  other.FlushSpill();  // its strings read from the file, not from a stage it takes along
   const int32_t offset = static_cast<int32_t>(views_.size());
   views_.insert(views_.end(), other.views_.begin(), other.views_.end());
   for (auto& block : other.blocks_) blocks_.push_back(std::move(block));
-  if (other.spill_block_ != nullptr) SpillFile::Release(other.spill_block_, kSpillBlockBytes);
   for (const auto& f : other.spills_) AddOnce(&spills_, f);
   other = StringTable();
   return offset;

@@ -57,8 +57,8 @@ class StringTable {
   size_t size() const { return views_.size(); }
 
   // Appended strings (a trace's args) go to blocks of `file` (core/spill_file.h) from now
-  // on, each block leaving this process's memory when the next is begun; they stay
-  // readable (paged in on use). Interned strings (names, read by every report) stay in
+  // on: gathered in a block of memory, which is written to the file when full (the
+  // strings then read from the file's mapping, paged in on use). Interned strings (names, read by every report) stay in
   // memory. Once the file cannot grow (its error() says why), strings go to memory. A copy
   // of the table holds every string in memory.
   void SpillTo(std::shared_ptr<SpillFile> file);
@@ -77,10 +77,17 @@ class StringTable {
   std::vector<std::unique_ptr<char[]>> blocks_;
   char* free_ = nullptr;  // the unused end of the last block
   size_t free_size_ = 0;
-  std::shared_ptr<SpillFile> spill_to_;            // where appended strings go, or none
-  char* spill_block_ = nullptr;                     // the spill block being filled
-  char* spill_free_ = nullptr;                      // its unused end
+  // The spill block being filled is gathered in a stage (memory), then written to the file
+  // and its strings' views moved to the block. Two stages take turns, so a view taken
+  // just before a block is written still reads right while the next is gathered.
+  void FlushSpill();
+  std::shared_ptr<SpillFile> spill_to_;             // where appended strings go, or none
+  char* spill_block_ = nullptr;                      // the spill block being gathered
+  std::unique_ptr<char[]> spill_stages_[2];
+  int stage_ = 0;                                    // the stage in use
+  char* spill_free_ = nullptr;                       // the stage's unused end
   size_t spill_free_size_ = 0;
+  size_t spill_first_id_ = 0;                        // ids from here may be in the stage
   std::vector<std::shared_ptr<SpillFile>> spills_;  // files some strings are in
   std::vector<std::string_view> views_;
   // Slots: (hash >> 32) << 32 | (id + 1); 0 is empty. Power-of-two size.
