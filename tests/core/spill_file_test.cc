@@ -55,6 +55,36 @@ TEST(SpillFile, BlocksKeepTheirBytesAfterReleaseAndAcrossRegions) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));  // the file has no name
 }
 
+// Bytes written through the file read back through the mapping, and never became this
+// process's resident memory; a write outside the file's blocks is refused, and stops it.
+TEST(SpillFile, WrittenBytesReadBackThroughTheMapping) {
+  TempDir dir;
+  auto f = SpillFile::Create(dir.path(), size_t{1} << 20);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  constexpr size_t kBytes = size_t{1} << 20;
+  std::vector<char*> blocks;
+  std::vector<char> data(kBytes);
+  const int64_t before = ResidentKib();
+  for (int b = 0; b < 24; ++b) {  // 24 MiB across 24 regions
+    char* p = (*f)->Block(kBytes);
+    ASSERT_NE(p, nullptr);
+    for (size_t i = 0; i < kBytes; ++i) data[i] = static_cast<char>((i * 7 + b) & 0xff);
+    ASSERT_TRUE((*f)->Write(p + 4096, data.data() + 4096, kBytes - 4096)) << (*f)->error();
+    blocks.push_back(p);
+  }
+  EXPECT_LT(ResidentKib() - before, 8 << 10);  // written, not resident here
+  for (int b = 0; b < 24; ++b) {
+    for (size_t i = 4096; i < kBytes; i += 4001) {
+      ASSERT_EQ(blocks[b][i], static_cast<char>((i * 7 + b) & 0xff)) << "block " << b << " byte " << i;
+    }
+  }
+  char outside[16] = {};
+  EXPECT_FALSE((*f)->Write(outside, outside, sizeof(outside)));
+  EXPECT_NE((*f)->error().find("outside"), std::string::npos) << (*f)->error();
+  EXPECT_EQ((*f)->Block(4096), nullptr);
+  EXPECT_FALSE((*f)->Write(blocks[0], data.data(), 16));
+}
+
 TEST(SpillFile, ReleasedPagesLeaveResidentMemory) {
   TempDir dir;
   auto f = SpillFile::Create(dir.path());

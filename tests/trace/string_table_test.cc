@@ -133,6 +133,24 @@ TEST(StringTable, SpilledStringsReadBackEqualThroughMovesCopiesAndAdoption) {
   EXPECT_GT(moved.spilled_bytes(), 8 << 20);
 }
 
+// A view of a spilled string taken while its block was being gathered still reads right
+// after that block is written and the next is gathered (the stages take turns).
+TEST(StringTable, AViewTakenBeforeItsBlockIsWrittenStillReadsRight) {
+  testing::TempDir dir;
+  auto file = SpillFile::Create(dir.path());
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  StringTable t;
+  t.SpillTo(*file);
+  const std::string big(200 << 10, 'a');  // five fill a 1 MiB block
+  std::vector<std::string_view> views;
+  for (int i = 0; i < 5; ++i) views.push_back(t.Get(t.Append(big + std::to_string(i))));
+  const int32_t next = t.Append(std::string(views.back()) + "!");  // begins the next block
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(views[static_cast<size_t>(i)], big + std::to_string(i));
+  EXPECT_EQ(t.Get(next), big + "4!");
+  EXPECT_EQ(t.Get(4), big + "4");  // the table's own view now reads from the file
+  EXPECT_GE(t.spilled_bytes(), 2 << 20);
+}
+
 TEST(StringTable, NamesStayInMemoryAndAFullSpillFileLeavesTheRestThere) {
   testing::TempDir dir;
   auto file = SpillFile::Create(dir.path(), SpillFile::kRegionBytes, int64_t{2} << 20);  // two 1 MiB blocks
