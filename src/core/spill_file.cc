@@ -18,6 +18,8 @@ namespace tierscope {
 namespace {
 
 std::mutex g_dir_mu;
+// The most bytes one write gives the page cache (SpillFile::Write).
+constexpr size_t kWriteBytes = size_t{64} << 10;
 std::string g_dir;
 
 size_t PageBytes() {
@@ -121,7 +123,11 @@ bool SpillFile::Write(char* at, const char* data, size_t bytes) {
     }
   }
   while (bytes > 0) {
-    const ssize_t n = ::pwrite(fd_, data, bytes, offset);
+    // 64 KiB at a time: the page cache holds a write's bytes in folios as large as it, and
+    // a read through the mapping maps a whole folio: with 1 MiB writes, the reports that
+    // read a few strings each made a megabyte resident (a 1 GB rank's job peaked 110 MB
+    // higher); 64 KiB costs no more time than that, 4 KiB twice the system time.
+    const ssize_t n = ::pwrite(fd_, data, std::min(bytes, kWriteBytes), offset);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       std::lock_guard<std::mutex> lock(mu_);
