@@ -72,7 +72,7 @@ bool Reader::Read(const std::vector<std::pair<size_t, size_t>>& chunks, size_t f
   for (size_t c = first; c < last; ++c) {
     biggest = std::max(biggest, chunks[c].second - chunks[c].first + 2);
   }
-  if (parser_.allocate(biggest) != SUCCESS) {
+  if (parser_->allocate(biggest) != SUCCESS) {
     error_ = simdjson::MEMALLOC;
     return false;
   }
@@ -97,7 +97,7 @@ bool Reader::ReadWindowRun(char* data, size_t size, size_t capacity, size_t offs
   size_ = size;
   capacity_ = capacity;
   input_offset_ = offset;
-  if (parser_.capacity() < end - begin + 2 && parser_.allocate(std::max(end - begin + 2, kChunkBytes * 2)) != SUCCESS) {
+  if (parser_->capacity() < end - begin + 2 && parser_->allocate(std::max(end - begin + 2, kChunkBytes * 2)) != SUCCESS) {
     error_ = simdjson::MEMALLOC;
     return false;
   }
@@ -155,7 +155,7 @@ bool Reader::ReadChunk(size_t begin, size_t end, bool copy) {
   bool ok = false;
   od::array events;
   size_t n = len;
-  error_code e = parser_.iterate(open, n, capacity).get(doc_);
+  error_code e = parser_->iterate(open, n, capacity).get(doc_);
   if (e == simdjson::UTF8_ERROR) {  // a copy with U+FFFD for each ill-formed sequence
     if (!copy) {
       *open = saved_open;
@@ -177,7 +177,7 @@ bool Reader::ReadChunk(size_t begin, size_t end, bool copy) {
     open = copy_.data();
     base_ = open;
     chunk_end_ = open + n;  // error offsets past a repair are then approximate
-    e = parser_.iterate(open, n, copy_.capacity()).get(doc_);
+    e = parser_->iterate(open, n, copy_.capacity()).get(doc_);
   }
   if (e) {
     error_ = e;
@@ -208,7 +208,7 @@ void Reader::ReadField(const Layout::Field& field, std::string* trace_name) {
       field.key != "traceName" && field.key != "distributedInfo") {
     return;
   }
-  if (parser_.iterate(data_ + field.begin, field.end - field.begin, capacity_ - field.begin)
+  if (parser_->iterate(data_ + field.begin, field.end - field.begin, capacity_ - field.begin)
           .get(doc) != SUCCESS) {
     return;
   }
@@ -566,7 +566,11 @@ void Reader::Merge(Reader& later) {
     if (f.pid) e.pid = pid_id(e.pid, true);
     if (f.tid) e.tid = pid_id(e.tid, true);
   }
+  // Their event store stays, emptied, for the caller to hand to the next reader.
+  std::vector<Event> store = std::move(later.trace_.events);
+  store.clear();
   later.trace_ = Trace();
+  later.trace_.events = std::move(store);
 }
 
 void Reader::Finish(const std::string& trace_name) {

@@ -59,6 +59,11 @@ class Reader {
   // `data` is writable: a run's neighbouring bytes are briefly turned into brackets.
   Reader(char* data, size_t size, size_t capacity, bool primary)
       : data_(data), size_(size), capacity_(capacity), primary_(primary) {}
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+  // Parses with `parser` (the caller's, kept across readers: a stream's second reader
+  // is made anew for each window, its parser's buffers are not).
+  void ShareParser(od::parser* parser) { parser_ = parser; }
 
   // Reads chunks [first, last) of `chunks`. With `copy_first`, the first is parsed from a
   // copy, so its leading separator stays untouched for the previous reader. False on a
@@ -68,7 +73,9 @@ class Reader {
   bool Read(const std::vector<std::pair<size_t, size_t>>& chunks, size_t first, size_t last,
             bool copy_first, size_t reserve_bytes, const std::atomic<bool>& stop);
   void ReadField(const Layout::Field& field, std::string* trace_name);
-  void Merge(Reader& later);  // on the primary, with the reader of the following chunks
+  // On the primary, with the reader of the following chunks; `later`'s event store is left
+  // empty but allocated, for another reader.
+  void Merge(Reader& later);
   void Finish(const std::string& trace_name);
   // Finish()es and hands the Trace over, named for `source`, of `bytes` of input.
   Trace TakeTrace(const std::string& trace_name, const std::string& source, size_t bytes) {
@@ -156,7 +163,8 @@ class Reader {
   char* data_;
   size_t size_, capacity_;
   bool primary_;
-  od::parser parser_;
+  od::parser own_parser_;
+  od::parser* parser_ = &own_parser_;  // own_parser_, or one shared (ShareParser)
   od::document doc_;
   PaddedBuffer copy_;  // the first chunk, when it is copied
   const char* base_ = nullptr;  // the current chunk's '[' and its offset in the input

@@ -313,6 +313,8 @@ class StreamReader : public Splitter::Sink {
   bool two_;
   std::vector<std::pair<size_t, size_t>> runs_;
   kineto::Reader primary_{nullptr, 0, 0, /*primary=*/true};
+  simdjson::ondemand::parser second_parser_;  // the second reader's, kept across windows
+  std::vector<Event> second_events_;          // its event store, emptied between windows
   std::string trace_name_;
   std::shared_ptr<SpillFile> spill_;
 };
@@ -339,7 +341,10 @@ bool StreamReader::ParseRuns() {
       half += runs_[split].second - runs_[split].first;
       ++split;
     }
+    // A new reader a window, with the last one's parser and (emptied) event store.
     kineto::Reader second(nullptr, 0, 0, /*primary=*/false);
+    second.ShareParser(&second_parser_);
+    second.trace().events = std::move(second_events_);
     if (spill_ != nullptr) second.trace().strings.SpillTo(spill_);
     bool ok = true, ok2 = true;
     Status failed1, failed2;
@@ -364,6 +369,8 @@ bool StreamReader::ParseRuns() {
     if (!ok) failed(primary_);  // the first error in file order
     else if (!ok2) failed(second);
     else primary_.Merge(second);
+    second_events_ = std::move(second.trace().events);
+    second_events_.clear();
   }
   runs_.clear();
   return error == simdjson::SUCCESS && thrown.ok();
