@@ -293,7 +293,7 @@ class AnalysisWriter {
     const TraceAnalysis& a = *a_;
     if (f_.format == OutputFormat::kJson) {
       out_ << (tables_ == 0 ? "]" : "\n  ]") << ",\n  \"trace\": " << JsonAt(TraceInfo(*a.index.trace), 1)
-           << ",\n  \"unit\": " << JsonAt(a.index.unit_name, 1) << ",\n  \"units\": " << a.index.units.size()
+           << ",\n  \"unit\": " << JsonAt(a.index.unit_name, 1) << ",\n  \"units\": " << JsonAt(a.index.units.size(), 1)
            << "\n}\n";
     } else if (f_.format == OutputFormat::kText) {
       out_ << RenderFindings(a.findings);

@@ -136,7 +136,10 @@ int Run(const AnalyzeFlags& flags, Which which) {
   auto trace = LoadTrace(trace_path, execution_traces);
   if (!trace.ok()) return Fail(trace.status());
   if (which == Which::kAnalyze) {
+    // Each report is written as it is made: a failure part way leaves what was written
+    // before it, and the exit status and the error line say so.
     WriteAnalysis(std::cout, *trace, o, f);
+    if (!std::cout.flush()) return Fail(DataLoss("the report could not be written to standard output"));
     return 0;
   }
   auto out = TraceStats(*trace, SplitList(flags.reports), o, f);

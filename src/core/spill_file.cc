@@ -112,8 +112,9 @@ bool SpillFile::Write(char* at, const char* data, size_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!error_.empty()) return false;
     for (size_t i = 0; i < regions_.size(); ++i) {
-      if (at >= regions_[i] && at + bytes <= regions_[i] + region_bytes_) {
-        offset = static_cast<off_t>(i) * static_cast<off_t>(region_bytes_) + static_cast<off_t>(at - regions_[i]);
+      const auto p = reinterpret_cast<uintptr_t>(at), region = reinterpret_cast<uintptr_t>(regions_[i]);
+      if (p >= region && p + bytes <= region + region_bytes_) {
+        offset = static_cast<off_t>(i) * static_cast<off_t>(region_bytes_) + static_cast<off_t>(p - region);
         break;
       }
     }
@@ -128,10 +129,12 @@ bool SpillFile::Write(char* at, const char* data, size_t bytes) {
     // read a few strings each made a megabyte resident (a 1 GB rank's job peaked 110 MB
     // higher); 64 KiB costs no more time than that, 4 KiB twice the system time.
     const ssize_t n = ::pwrite(fd_, data, std::min(bytes, kWriteBytes), offset);
-    if (n < 0 && errno == EINTR) continue;
+    const int err = n < 0 ? errno : EIO;  // before anything else can change errno
+    if (n < 0 && err == EINTR) continue;
     if (n <= 0) {
+      const std::string why = std::strerror(err);
       std::lock_guard<std::mutex> lock(mu_);
-      error_ = "the spill file in " + dir_ + " could not be written: " + std::strerror(n < 0 ? errno : EIO);
+      error_ = "the spill file in " + dir_ + " could not be written: " + why;
       return false;
     }
     data += n;

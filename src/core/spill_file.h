@@ -57,7 +57,8 @@ class SpillFile {
   // "" when spilling to `dir` both saves memory and cannot end the process: its file
   // system is on a disk and reserves a block's space when asked (ext4, xfs); else why not
   // ("is in memory (tmpfs)", or names the file system: on btrfs, zfs, NFS or an overlay a
-  // store into a mapped page can still find the disk full, and that is a SIGBUS).
+  // write can still fail when it is written back, after Write said yes, and reading that
+  // page through the mapping, or a store into it, is then a SIGBUS).
   static std::string WhyNotSpillIn(const std::string& dir);
 
  private:

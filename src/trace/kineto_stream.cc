@@ -286,6 +286,11 @@ class StreamReader : public Splitter::Sink {
     spill_ = std::move(file);
     primary_.trace().strings.SpillTo(spill_);
   }
+  // The second reader's parser and event store go (the trace is read).
+  void FinishReading() {
+    second_parser_ = simdjson::ondemand::parser();
+    std::vector<Event>().swap(second_events_);
+  }
   kineto::Reader& reader() { return primary_; }
   const std::string& trace_name() const { return trace_name_; }
   size_t offset_ = 0;  // the input byte of the window's first
@@ -458,7 +463,9 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
   }
   if (!splitter.Finished()) return JsonErrorAt(path, total, true, splitter.unfinished());
   if (!splitter.saw_events()) return InvalidArgument(path + ": not a Kineto trace: no \"traceEvents\" array");
+  sink.FinishReading();
   Trace trace = sink.reader().TakeTrace(sink.trace_name(), path, total);
+  trace.strings.FinishSpilling();
   trace.strings.ReleaseSpilled();
   if (spill != nullptr && !spill->error().empty()) spill_note = "some of its args kept in memory: " + spill->error();
   if (!spill_note.empty()) trace.import_notes.push_back(std::move(spill_note));

@@ -2,6 +2,7 @@
 #include "trace/trace.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -136,7 +137,8 @@ void StringTable::FlushSpill() {
   if (used > 0 && spill_to_ != nullptr && spill_to_->Write(spill_block_, stage, used)) {
     for (size_t id = spill_first_id_; id < views_.size(); ++id) {
       const std::string_view v = views_[id];
-      if (v.data() >= stage && v.data() < stage + used) {
+      const auto at = reinterpret_cast<uintptr_t>(v.data()), from = reinterpret_cast<uintptr_t>(stage);
+      if (at >= from && at < from + used) {
         views_[id] = std::string_view(spill_block_ + (v.data() - stage), v.size());
       }
     }
@@ -202,6 +204,14 @@ void AddOnce(std::vector<std::shared_ptr<SpillFile>>* files, const std::shared_p
 void StringTable::SpillTo(std::shared_ptr<SpillFile> file) {
   AddOnce(&spills_, file);
   spill_to_ = std::move(file);
+}
+
+void StringTable::FinishSpilling() {
+  FlushSpill();
+  for (auto& stage : spill_stages_) {
+    // A stage that failed to reach the file is a block of blocks_ now, not a stage.
+    stage.reset();
+  }
 }
 
 void StringTable::ReleaseSpilled() const {

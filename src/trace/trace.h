@@ -58,10 +58,16 @@ class StringTable {
 
   // Appended strings (a trace's args) go to blocks of `file` (core/spill_file.h) from now
   // on: gathered in a block of memory, which is written to the file when full (the
-  // strings then read from the file's mapping, paged in on use). Interned strings (names, read by every report) stay in
-  // memory. Once the file cannot grow (its error() says why), strings go to memory. A copy
-  // of the table holds every string in memory.
+  // strings then read from the file's mapping, paged in on use). Interned strings (names,
+  // read by every report) stay in memory. Once the file cannot grow (its error() says
+  // why), strings go to memory. A copy of the table holds every string in memory.
+  // While a table spills, a view of an appended string is valid until the next Append or
+  // Adopt (Get it again after); once FinishSpilling has put it in place, for the table's
+  // life.
   void SpillTo(std::shared_ptr<SpillFile> file);
+  // The block being gathered goes to the file and the memory it was gathered in is freed
+  // (at the end of an import; a later append gathers a new block).
+  void FinishSpilling();
   // The spilled blocks' pages leave resident memory now (after a pass that read them; the
   // strings stay as they are).
   void ReleaseSpilled() const;

@@ -111,9 +111,17 @@ TEST(FieldCorpus, AnalysisWrittenAsItIsMadeIsTheWholeDocument) {
       WriteAnalysis(out, *trace, o, f);
       EXPECT_EQ(out.str(), f == OutputFormat::kJson ? ReportJsonText(j) : RenderAnalysis(a, f));
     }
-    std::string csv;
-    for (const Table& tb : a.reports) csv += "# " + tb.name + "\n" + RenderCsv(tb) + "\n";
+    std::string csv, text;
+    for (const Table& tb : a.reports) {
+      csv += "# " + tb.name + "\n" + RenderCsv(tb) + "\n";
+      text += "== " + tb.name + " ==\n" + RenderText(tb) + "\n";
+    }
     EXPECT_EQ(RenderAnalysis(a, OutputFormat::kCsv), csv);
+    text += RenderFindings(a.findings);  // after the header and the verdict
+    const std::string written = RenderAnalysis(a, OutputFormat::kText);
+    ASSERT_GT(written.size(), text.size());
+    EXPECT_EQ(written.substr(written.size() - text.size()), text);
+    EXPECT_NE(written.find(a.quality.Line() + "\n\n== import_stats =="), std::string::npos);
   }
   EXPECT_EQ(checked, 3u);
 }

@@ -149,6 +149,12 @@ TEST(StringTable, AViewTakenBeforeItsBlockIsWrittenStillReadsRight) {
   EXPECT_EQ(t.Get(next), big + "4!");
   EXPECT_EQ(t.Get(4), big + "4");  // the table's own view now reads from the file
   EXPECT_GE(t.spilled_bytes(), 2 << 20);
+  // Once an import's strings are put in place, their views hold whatever is appended after.
+  t.FinishSpilling();
+  const std::string_view last = t.Get(next);
+  for (int i = 0; i < 20; ++i) t.Append(big + "x" + std::to_string(i));  // four more blocks
+  EXPECT_EQ(last, big + "4!");
+  EXPECT_EQ(t.Get(next + 20), big + "x19");
 }
 
 TEST(StringTable, NamesStayInMemoryAndAFullSpillFileLeavesTheRestThere) {
