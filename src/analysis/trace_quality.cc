@@ -273,37 +273,9 @@ void MarkNames(const TraceIndex& x, TraceQuality* q) {
   }
 }
 
-}  // namespace
-
-int64_t MarkRows(const TraceQuality& q, Table* table) {
-  const auto name = std::find(table->columns.begin(), table->columns.end(), "Name");
-  if (q.marked_names.empty() || name == table->columns.end()) return 0;
-  const size_t at = static_cast<size_t>(name - table->columns.begin());
-  int64_t marked = 0;
-  for (std::vector<Cell>& row : table->rows) {
-    std::string checks;
-    if (at < row.size()) {
-      if (const std::string* n = std::get_if<std::string>(&row[at])) {
-        if (auto it = q.marked_names.find(*n); it != q.marked_names.end()) {
-          for (const std::string& c : it->second) checks += (checks.empty() ? "" : ",") + c;
-          ++marked;
-        }
-      }
-    }
-    if (checks.empty()) checks = "-";
-    row.insert(row.begin() + static_cast<std::ptrdiff_t>(std::min(at, row.size())), Cell(std::move(checks)));
-  }
-  table->columns.insert(table->columns.begin() + static_cast<std::ptrdiff_t>(at), "Failed check");
-  return marked;
-}
-
-TraceQuality CheckTraceQuality(const TraceIndex& x) {
-  TraceQuality q;
-  const Trace& t = *x.trace;
-  const Streams streams = SortedStreams(x);
-  q.checks.push_back(StreamOverlap(x, streams));
-  q.checks.push_back(StreamOrder(x, streams));
-
+// Launches and the device work they made (graph_kernels_missing, graph_replay,
+// launch_without_kernel, cut_short), into `q`.
+void LaunchChecks(const TraceIndex& x, TraceQuality* q) {
   // Device events by correlation, and the last device end (where a cut trace stops).
   // The tables below are far larger than the caches on a big trace: each loop asks for the
   // slot it will look up some events ahead (ForEachPrefetched).
@@ -362,7 +334,7 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
                          {"gpu_util_low", "gaps_large", "launch_bound"});
   g.detail = first_graph;
   g.events = std::move(empty_graphs);
-  q.checks.push_back(g);
+  q->checks.push_back(g);
   // Kernels a graph replayed: recorded, but with no operator (or shapes) behind them and one
   // launch for many kernels (vLLM's and SGLang's CUDA-graph decode).
   int64_t replayed = 0, device_work = 0;
@@ -381,25 +353,23 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
     r.detail = std::to_string(replayed) + " kernels from " + std::to_string(graphs - graph_empty) +
                " graph launch(es): operator reports cover the rest only";
   }
-  q.checks.push_back(r);
+  q->checks.push_back(r);
   QualityCheck l = Check("launch_without_kernel", no_kernel, launches - graphs, CheckStatus::kWarn,
                          "launches whose kernel is not in the trace: launch statistics miss them",
                          {"cuda_api_gpu_sum", "kernel_launch_stats"}, {});
   l.detail = first_no_kernel;
-  q.checks.push_back(l);
+  q->checks.push_back(l);
   QualityCheck c = Check("cut_short", cut, cut + launches, CheckStatus::kFail,
                          "launches after the last kernel, theirs missing: the trace ends before its device work",
                          {"in_use", "temporal_breakdown", "cuda_gpu_kern_sum"}, {"gpu_util_low"});
   c.detail = first_cut;
   c.events = std::move(cut_launches);
-  q.checks.push_back(c);
-  // A launch's flow left open is a launch with no kernel (above); B ranges left open are
-  // a Chrome-format trace cut inside them (tierscope reads X events, not B/E pairs).
-  QualityCheck open = Check("open_at_end", t.stats.open_ranges, t.stats.range_begins, CheckStatus::kWarn,
-                            "B ranges with no E: the trace was cut inside them (B/E ranges are not read; X events "
-                            "are)", {}, {});
-  q.checks.push_back(open);
+  q->checks.push_back(c);
+}
 
+// Device work and the launches behind it (kernel_without_launch, clock_skew), into `q`.
+void DeviceLaunchChecks(const TraceIndex& x, TraceQuality* q) {
+  const auto corr = [&](const std::vector<size_t>& list, size_t j) { return x.E(list[j]).correlation; };
   // Device events with no launch call, and ones that start before their launch did.
   int64_t device_events = 0, no_launch = 0, early = 0;
   std::string first_early;
@@ -422,13 +392,56 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
   QualityCheck n = Check("kernel_without_launch", no_launch, device_events, CheckStatus::kWarn,
                          "device work with no launch call: launch statistics and operators leave it out",
                          {"kernel_launch_stats", "queue_length", "op_sum", "op_roofline"}, {"launch_bound"});
-  q.checks.push_back(n);
+  q->checks.push_back(n);
   QualityCheck k = Check("clock_skew", early, device_events - no_launch, CheckStatus::kFail,
                          "device work starting before its launch: clocks disagree, launch delays are wrong",
                          {"kernel_launch_stats", "idle_time", "queue_length"}, {"launch_bound"});
   k.detail = first_early;
   k.events = std::move(early_events);
-  q.checks.push_back(k);
+  q->checks.push_back(k);
+
+}
+
+}  // namespace
+
+int64_t MarkRows(const TraceQuality& q, Table* table) {
+  const auto name = std::find(table->columns.begin(), table->columns.end(), "Name");
+  if (q.marked_names.empty() || name == table->columns.end()) return 0;
+  const size_t at = static_cast<size_t>(name - table->columns.begin());
+  int64_t marked = 0;
+  for (std::vector<Cell>& row : table->rows) {
+    std::string checks;
+    if (at < row.size()) {
+      if (const std::string* n = std::get_if<std::string>(&row[at])) {
+        if (auto it = q.marked_names.find(*n); it != q.marked_names.end()) {
+          for (const std::string& c : it->second) checks += (checks.empty() ? "" : ",") + c;
+          ++marked;
+        }
+      }
+    }
+    if (checks.empty()) checks = "-";
+    row.insert(row.begin() + static_cast<std::ptrdiff_t>(std::min(at, row.size())), Cell(std::move(checks)));
+  }
+  table->columns.insert(table->columns.begin() + static_cast<std::ptrdiff_t>(at), "Failed check");
+  return marked;
+}
+
+TraceQuality CheckTraceQuality(const TraceIndex& x) {
+  TraceQuality q;
+  const Trace& t = *x.trace;
+  const Streams streams = SortedStreams(x);
+  q.checks.push_back(StreamOverlap(x, streams));
+  q.checks.push_back(StreamOrder(x, streams));
+
+  LaunchChecks(x, &q);
+  // A launch's flow left open is a launch with no kernel (above); B ranges left open are
+  // a Chrome-format trace cut inside them (tierscope reads X events, not B/E pairs).
+  QualityCheck open = Check("open_at_end", t.stats.open_ranges, t.stats.range_begins, CheckStatus::kWarn,
+                            "B ranges with no E: the trace was cut inside them (B/E ranges are not read; X events "
+                            "are)", {}, {});
+  q.checks.push_back(open);
+
+  DeviceLaunchChecks(x, &q);
 
   // Copies and sets recorded as kernels (ROCm 7.1): counted as memory by the breakdowns.
   int64_t copies = 0;
