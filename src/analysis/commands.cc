@@ -267,9 +267,32 @@ void AnalyzeEach(const Trace& t, const AnalysisOptions& o, TraceAnalysis& a, Fun
 // Writes an analysis as it is made, in any format: the head (the trace, its verdict, and for
 // JSON the findings), each report as it comes, then the tail. Byte for byte what rendering
 // the whole analysis at once gave (JSON: nlohmann's sorted keys, 2-space indent).
+// A document's reports written one at a time: entries of its JSON "reports" array (two
+// levels deep), or text / CSV sections.
+class ReportList {
+ public:
+  ReportList(std::ostream& out, const RenderOptions& f) : out_(out), f_(f) {}
+  void Add(const Table& t) {
+    if (f_.format == OutputFormat::kJson) {
+      out_ << (tables_ == 0 ? "\n    " : ",\n    ");
+      WriteTableJson(out_, t, 2);
+    } else {
+      WriteSection(out_, t, f_);
+    }
+    ++tables_;
+  }
+  // JSON: the array's end, as nlohmann writes it ("[]" when empty).
+  void CloseJson() { out_ << (tables_ == 0 ? "]" : "\n  ]"); }
+
+ private:
+  std::ostream& out_;
+  const RenderOptions f_;
+  size_t tables_ = 0;
+};
+
 class AnalysisWriter {
  public:
-  AnalysisWriter(std::ostream& out, const RenderOptions& f) : out_(out), f_(f) {}
+  AnalysisWriter(std::ostream& out, const RenderOptions& f) : out_(out), f_(f), reports_(out, f) {}
 
   void Begin(const TraceAnalysis& a) {
     a_ = &a;
@@ -280,19 +303,12 @@ class AnalysisWriter {
       out_ << Header(*a.index.trace, a.index) << a.quality.Line() << "\n\n";
     }
   }
-  void Add(const Table& t) {
-    if (f_.format == OutputFormat::kJson) {
-      out_ << (tables_ == 0 ? "\n    " : ",\n    ");
-      WriteTableJson(out_, t, 2);
-    } else {
-      WriteSection(out_, t, f_);
-    }
-    ++tables_;
-  }
+  void Add(const Table& t) { reports_.Add(t); }
   void End() {
     const TraceAnalysis& a = *a_;
     if (f_.format == OutputFormat::kJson) {
-      out_ << (tables_ == 0 ? "]" : "\n  ]") << ",\n  \"trace\": " << JsonAt(TraceInfo(*a.index.trace), 1)
+      reports_.CloseJson();
+      out_ << ",\n  \"trace\": " << JsonAt(TraceInfo(*a.index.trace), 1)
            << ",\n  \"unit\": " << JsonAt(a.index.unit_name, 1) << ",\n  \"units\": " << JsonAt(a.index.units.size(), 1)
            << "\n}\n";
     } else if (f_.format == OutputFormat::kText) {
@@ -304,7 +320,7 @@ class AnalysisWriter {
   std::ostream& out_;
   const RenderOptions f_;
   const TraceAnalysis* a_ = nullptr;
-  size_t tables_ = 0;
+  ReportList reports_;
 };
 
 }  // namespace
@@ -347,16 +363,8 @@ StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>&
   // Each table written as it is made (JSON: "reports" first, as nlohmann sorts the keys).
   std::ostringstream out;
   if (f.format == OutputFormat::kJson) out << "{\n  \"reports\": [";
-  size_t written = 0;
-  const auto write = [&](const Table& tb) {
-    if (f.format == OutputFormat::kJson) {
-      out << (written == 0 ? "\n    " : ",\n    ");
-      WriteTableJson(out, tb, 2);
-    } else {
-      WriteSection(out, tb, f);
-    }
-    ++written;
-  };
+  ReportList list(out, f);
+  const auto write = [&](const Table& tb) { list.Add(tb); };
   for (const std::string& name : reports) {
     if (name == "import_stats") {
       write(ImportStatsTable(t));
@@ -377,7 +385,8 @@ StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>&
     t.strings.ReleaseSpilled();  // a spilled trace's strings it read leave memory (trace.h)
   }
   if (f.format == OutputFormat::kJson) {
-    out << (written == 0 ? "]" : "\n  ]") << ",\n  \"trace\": " << JsonAt(TraceInfo(t), 1) << "\n}\n";
+    list.CloseJson();
+    out << ",\n  \"trace\": " << JsonAt(TraceInfo(t), 1) << "\n}\n";
   }
   return std::move(out).str();
 }

@@ -302,22 +302,21 @@ void LaunchChecks(const TraceIndex& x, TraceQuality* q) {
   int64_t launches = 0, no_kernel = 0, graphs = 0, graph_empty = 0, cut = 0;
   std::string first_no_kernel, first_graph, first_cut;
   std::vector<size_t> empty_graphs, cut_launches;
-  for (size_t j = 0; j < x.runtime.size(); ++j) {
-    if (j + 16 < x.runtime.size()) device_corr.Prefetch(corr(x.runtime, j + 16));
+  ForEachPrefetched(x.runtime.size(), [&](size_t j) { device_corr.Prefetch(corr(x.runtime, j)); }, [&](size_t j) {
     const size_t i = x.runtime[j];
     const uint8_t launch = kind_of(i);
-    if (launch == 0) continue;
+    if (launch == 0) return;
     const bool graph = launch == 2;
     const bool found = x.E(i).correlation != 0 && device_corr.count(x.E(i).correlation) != 0;
     if (found) {
       ++launches;
       graphs += graph ? 1 : 0;
-      continue;
+      return;
     }
     if (!x.kernels.empty() && x.E(i).ts_ns > last_device_end) {  // after the last recorded kernel
       if (cut++ == 0) first_cut = Example(x, i);
       cut_launches.push_back(i);
-      continue;
+      return;
     }
     ++launches;
     if (graph) {
@@ -327,7 +326,7 @@ void LaunchChecks(const TraceIndex& x, TraceQuality* q) {
     } else if (no_kernel++ == 0) {
       first_no_kernel = Example(x, i);
     }
-  }
+  });
   QualityCheck g = Check("graph_kernels_missing", graph_empty, graphs, CheckStatus::kFail,
                          "graph launches with no kernel recorded: the device looks idle while it ran them",
                          {"in_use", "gaps", "temporal_breakdown", "idle_time", "cuda_gpu_kern_sum"},
