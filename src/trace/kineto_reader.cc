@@ -216,7 +216,6 @@ void Reader::ReadField(const Layout::Field& field, std::string* trace_name) {
   int64_t n;
   od::array devices;
   od::object info;
-  const char* end = data_ + size_;
   if (field.key == "baseTimeNanoseconds" && doc.get_int64().get(n) == SUCCESS) {
     trace_.base_time_ns = n;
   } else if (field.key == "traceName" && doc.get_string().get(s) == SUCCESS) {
@@ -225,7 +224,7 @@ void Reader::ReadField(const Layout::Field& field, std::string* trace_name) {
     for (auto field_or : info) {
       od::field f;
       if (std::move(field_or).get(f) != SUCCESS) return;
-      const std::string_view key = KeyOf(f, end);
+      const std::string_view key = KeyOf(f);
       od::value v = f.value();
       if (key == "rank" && GetInt(v, &n) && n >= 0 && n <= INT32_MAX) {
         trace_.rank = static_cast<int32_t>(n);
@@ -242,7 +241,7 @@ void Reader::ReadField(const Layout::Field& field, std::string* trace_name) {
       for (auto field_or : obj) {
         od::field f;
         if (std::move(field_or).get(f) != SUCCESS) return;
-        const std::string_view key = KeyOf(f, end);
+        const std::string_view key = KeyOf(f);
         od::value v = f.value();
         if (key == "name" && GetString(v, &s)) {
           trace_.device_name = std::string(s);
@@ -306,17 +305,18 @@ bool Reader::ReadId(od::value& v, int32_t* id, bool* local, std::string_view* as
   return true;
 }
 
-bool Reader::ReadArgs(od::value v, RawEvent& ev) {
+bool Reader::ReadArgs(od::value& v, RawEvent& ev) {
   od::json_type t;
   if (v.type().get(t) != SUCCESS || t != od::json_type::object) return true;  // ignored
   const char* begin = v.raw_json_token().data();  // the '{'
   od::object obj;
   if (const error_code e = v.get_object().get(obj)) return Fail(e);
   for (auto field_or : obj) {
-    od::field field;
-    if (const error_code e = std::move(field_or).get(field)) return Fail(e);
-    const std::string_view key = KeyOf(field, chunk_end_);
-    od::value fv = field.value();
+    // The field in place (a copy of its 16-byte iterator stalls on store forwarding).
+    if (const error_code e = field_or.error()) return Fail(e);
+    od::field& field = field_or.value_unsafe();
+    const std::string_view key = KeyOf(field);
+    od::value& fv = field.value();
     if (Is(key, "External id") || Is(key, "external id")) GetInt(fv, &ev.external_id);
     else if (Is(key, "correlation")) GetInt(fv, &ev.correlation);
     else if (Is(key, "connection_id")) GetInt(fv, &ev.connection_id);
@@ -354,10 +354,11 @@ bool Reader::ReadEvent(od::value v) {
   std::string_view tid_string;
   const auto got = [](bool ok) { return ok ? Got::kOk : Got::kBad; };
   for (auto field_or : obj) {
-    od::field field;
-    if (const error_code e = std::move(field_or).get(field)) return Fail(e);
-    const std::string_view key = KeyOf(field, chunk_end_);
-    od::value fv = field.value();
+    // The field in place (a copy of its 16-byte iterator stalls on store forwarding).
+    if (const error_code e = field_or.error()) return Fail(e);
+    od::field& field = field_or.value_unsafe();
+    const std::string_view key = KeyOf(field);
+    od::value& fv = field.value();
     if (Is(key, "ph")) ev.got_ph = got(GetString(fv, &ev.ph));
     else if (Is(key, "ts")) ev.got_ts = got(GetNumberText(fv, &ev.ts) || GetString(fv, &ev.ts));
     else if (Is(key, "dur")) ev.got_dur = got(GetNumberText(fv, &ev.dur) || GetString(fv, &ev.dur));

@@ -133,7 +133,7 @@ class Reader {
   }
   bool ReadChunk(size_t begin, size_t end, bool copy);
   bool ReadEvent(od::value v);
-  bool ReadArgs(od::value v, RawEvent& ev);
+  bool ReadArgs(od::value& v, RawEvent& ev);
   bool ReadId(od::value& v, int32_t* id, bool* local, std::string_view* as_string);
   int32_t IdForString(std::string_view s, bool* local);
   void AddFlowEnd(const RawEvent& ev, bool start);  // an async_npu flow's end, when usable

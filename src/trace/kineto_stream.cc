@@ -116,15 +116,21 @@ bool Splitter::Feed(const char* p, size_t size, Sink& sink) {
   size_t scalar_until = 0;
   for (size_t k = pos_; k < size; ++k) {
 #ifdef __AVX2__
-    // Inside an event, 64-byte blocks that only move the depth go by fast (as in the
-    // whole-file scanner); the block that stops it goes the slow way.
-    if (k >= scalar_until && events_depth_ > 0 && depth_ > events_depth_ && !escape_) {
+    // In traceEvents, 64-byte blocks that only move the depth go by fast (as in the
+    // whole-file scanner): across the events of a run until a cut may be due (no comma
+    // before run_begin_ + run_bytes_ cuts), then inside an event only. The block that
+    // stops it (the array's ']', the event's end once a cut is due, a backslash) goes
+    // the slow way.
+    if (k >= scalar_until && events_depth_ > 0 && depth_ >= events_depth_ && !escape_) {
       size_t f = k;
-      uint64_t d = static_cast<uint64_t>(depth_ - events_depth_);
       bool s = in_string_;
+      const size_t due = run_begin_ + run_bytes_;
       for (; f + 64 <= size; f += 64) {
+        const int64_t base = f + 64 <= due ? events_depth_ - 1 : events_depth_;
+        if (depth_ <= base) break;
+        uint64_t d = static_cast<uint64_t>(depth_ - base);
         if (!kineto::FastBlock(p + f, &d, &s)) break;
-        depth_ = events_depth_ + static_cast<int64_t>(d);
+        depth_ = base + static_cast<int64_t>(d);
         in_string_ = s;
       }
       scalar_until = f + 64;

@@ -23,13 +23,16 @@ bool Is(std::string_view k, const char (&lit)[N]) {
   return k.size() == N - 1 && std::memcmp(k.data(), lit, N - 1) == 0;
 }
 
-// The key of a field as written, not unescaped; a key with escapes comes back as "\\",
-// which matches none of the keys looked for.
-inline std::string_view KeyOf(od::field& field, const char* end) {
+// The key of a field as written, not unescaped: from after its opening quote to its
+// closing one, found back from the value (simdjson has checked the ':' between). A key
+// with escapes keeps them, so it matches none of the keys looked for (none has a '\\').
+inline std::string_view KeyOf(od::field& field) {
   const char* k = field.key().raw();
-  const char* q = k;
-  while (q < end && *q != '"' && *q != '\\') ++q;
-  if (q >= end || *q == '\\') return "\\";
+  const char* q = field.value().raw_json_token().data() - 1;
+  while (q > k && IsSpace(*q)) --q;  // at the ':'
+  if (q > k) --q;
+  while (q > k && IsSpace(*q)) --q;  // at the closing quote
+  if (q < k || *q != '"') return "\\";
   return std::string_view(k, static_cast<size_t>(q - k));
 }
 
