@@ -342,6 +342,18 @@ bool Reader::ReadArgs(od::value& v, RawEvent& ev) {
   return true;
 }
 
+const Reader::SeenCategory& Reader::Category(std::string_view cat) {
+  for (const SeenCategory& seen : seen_categories_) {
+    if (seen.count != nullptr && seen.text == cat) return seen;
+  }
+  const int32_t id = trace_.strings.Intern(cat);
+  auto it = categories_.find(id);
+  if (it == categories_.end()) it = categories_.emplace(id, std::make_pair(KindOfCategory(cat), 0)).first;
+  SeenCategory& slot = seen_categories_[next_seen_category_++ % seen_categories_.size()];
+  slot = {trace_.strings.Get(id), id, it->second.first, &it->second.second};
+  return slot;
+}
+
 bool Reader::ReadEvent(od::value v) {
   ++trace_.stats.events_read;
   od::json_type type;
@@ -374,13 +386,10 @@ bool Reader::ReadEvent(od::value v) {
   int32_t cat_id = -1;
   EventKind kind = EventKind::kOther;
   if (ev.has_cat) {
-    cat_id = trace_.strings.Intern(ev.cat);
-    auto it = categories_.find(cat_id);
-    if (it == categories_.end()) {
-      it = categories_.emplace(cat_id, std::make_pair(KindOfCategory(ev.cat), 0)).first;
-    }
-    kind = it->second.first;
-    ++it->second.second;
+    const SeenCategory& seen = Category(ev.cat);
+    cat_id = seen.id;
+    kind = seen.kind;
+    ++*seen.count;
   } else {
     ++no_category_;
     if (ev.pid_string == "CPU functions") kind = EventKind::kOp;  // legacy autograd profiler
@@ -505,6 +514,8 @@ void Reader::Merge(Reader& later) {
     auto it = categories_.try_emplace(string_id(id), info.first, 0).first;
     it->second.second += info.second;
   }
+  later.categories_.clear();  // counted here now; their ids die with their table below
+  later.seen_categories_ = {};
   no_category_ += later.no_category_;
   hip_ += later.hip_;
   musa_ += later.musa_;

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -131,6 +132,17 @@ class Reader {
     released_ = to - base;
 #endif
   }
+  // A category as last seen: its text (a view of the interned string), id, kind and count.
+  struct SeenCategory {
+    std::string_view text;
+    int32_t id = -1;
+    EventKind kind = EventKind::kOther;
+    int64_t* count = nullptr;  // in categories_ (node-based: stays put)
+  };
+  // The category `cat`, interned and counted in categories_ the first time, then found
+  // among the last few seen without hashing (a trace has a handful, interleaved).
+  const SeenCategory& Category(std::string_view cat);
+
   bool ReadChunk(size_t begin, size_t end, bool copy);
   bool ReadEvent(od::value v);
   bool ReadArgs(od::value& v, RawEvent& ev);
@@ -177,6 +189,8 @@ class Reader {
 
   Trace trace_;
   std::unordered_map<int32_t, std::pair<EventKind, int64_t>> categories_;  // kind, count
+  std::array<SeenCategory, 4> seen_categories_;
+  size_t next_seen_category_ = 0;
   int64_t no_category_ = 0;
   std::map<std::string, std::pair<int32_t, bool>, std::less<>> string_ids_;  // id, local
   int32_t next_string_id_ = -2;
