@@ -5,7 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <unordered_map>
-#include <unordered_set>
+
+#include "core/int_map.h"
 
 #include "trace/args.h"
 
@@ -39,21 +40,20 @@ std::vector<OpStat> KeyAverages(const Trace& t, bool by_shape) {
   // Device time (kernels, copies, sets) launched directly by each operator (by External
   // id); device work with no operator (a CUDA/HIP graph's replay) goes to the runtime call
   // that launched it (by correlation), which then gets a row of its own.
-  std::unordered_map<int64_t, int64_t> device_by_op;
-  std::unordered_set<int64_t> op_ids;
-  std::unordered_map<int64_t, size_t> runtime_by_corr;
+  IntMap<int64_t> device_by_op;  // External id -> device ns
+  IntMap<size_t> runtime_by_corr;
   for (size_t i = 0; i < t.events.size(); ++i) {
     const Event& e = t.events[i];
-    if (e.kind == EventKind::kOp && e.external_id != 0) op_ids.insert(e.external_id);
+    if (e.kind == EventKind::kOp && e.external_id != 0) device_by_op.emplace(e.external_id, 0);
     if (e.kind == EventKind::kRuntime && e.correlation != 0) runtime_by_corr.emplace(e.correlation, i);
   }
-  std::unordered_map<size_t, int64_t> device_by_launch;  // runtime call -> device ns
+  IntMap<int64_t> device_by_launch;  // runtime call -> device ns
   for (const Event& e : t.events) {
     if (e.kind != EventKind::kKernel && e.kind != EventKind::kMemcpy && e.kind != EventKind::kMemset) continue;
-    if (e.external_id != 0 && op_ids.count(e.external_id) != 0) {
-      device_by_op[e.external_id] += e.dur_ns;
-    } else if (auto it = runtime_by_corr.find(e.correlation); e.correlation != 0 && it != runtime_by_corr.end()) {
-      device_by_launch[it->second] += e.dur_ns;
+    if (auto* op = e.external_id != 0 ? device_by_op.find(e.external_id) : nullptr; op != nullptr) {
+      op->second += e.dur_ns;
+    } else if (const auto* call = e.correlation != 0 ? runtime_by_corr.find(e.correlation) : nullptr; call != nullptr) {
+      device_by_launch[static_cast<int64_t>(call->second)] += e.dur_ns;
     }
   }
   // Scopes in start order per thread; a stack gives each its parent.
@@ -67,65 +67,87 @@ std::vector<OpStat> KeyAverages(const Trace& t, bool by_shape) {
     if (x.ts_ns != y.ts_ns) return x.ts_ns < y.ts_ns;
     return x.dur_ns > y.dur_ns;  // parents first
   });
-  const size_t n = t.events.size();
+  // By position in `order`.
+  const size_t n = order.size();
   std::vector<int64_t> child_cpu(n, 0), self_dev(n, 0), total_dev(n, 0);
   std::vector<size_t> stack;
-  auto close = [&](size_t idx) {
-    const Event& e = t.events[idx];
-    total_dev[idx] += self_dev[idx];
+  auto close = [&](size_t p) {
+    total_dev[p] += self_dev[p];
     stack.pop_back();
     if (!stack.empty()) {
-      child_cpu[stack.back()] += e.dur_ns;
-      total_dev[stack.back()] += total_dev[idx];
+      child_cpu[stack.back()] += t.events[order[p]].dur_ns;
+      total_dev[stack.back()] += total_dev[p];
     }
   };
   int32_t tid = INT32_MIN;
-  for (size_t idx : order) {
-    const Event& e = t.events[idx];
+  for (size_t p = 0; p < n; ++p) {
+    const Event& e = t.events[order[p]];
     if (e.tid != tid) {
       while (!stack.empty()) close(stack.back());
       tid = e.tid;
     }
     while (!stack.empty()) {
-      const Event& top = t.events[stack.back()];
+      const Event& top = t.events[order[stack.back()]];
       if (e.ts_ns >= top.ts_ns + top.dur_ns) close(stack.back());
       else break;
     }
     if (e.kind == EventKind::kOp) {
-      auto it = device_by_op.find(e.external_id);
-      if (it != device_by_op.end()) self_dev[idx] = it->second;
+      if (const auto* op = device_by_op.find(e.external_id); op != nullptr) self_dev[p] = op->second;
     }
-    stack.push_back(idx);
+    stack.push_back(p);
   }
   while (!stack.empty()) close(stack.back());
 
-  std::map<std::pair<std::string, std::string>, OpStat> groups;
-  for (size_t idx : order) {
-    const Event& e = t.events[idx];
-    std::string dims = by_shape && e.args >= 0 ? InputDimsOf(t.strings.Get(e.args)) : "";
-    OpStat& s = groups[{std::string(t.strings.Get(e.name)), dims}];
-    s.name = std::string(t.strings.Get(e.name));
-    s.input_dims = dims;
+  // Rows by (name, input dims), the dims a view of the args.
+  struct Key {
+    int32_t name;
+    std::string_view dims;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<std::string_view>{}(k.dims) * 0x9E3779B97F4A7C15ull + static_cast<uint32_t>(k.name);
+    }
+  };
+  std::unordered_map<Key, size_t, KeyHash> rows;
+  std::vector<OpStat> out;
+  const auto row = [&](int32_t name, std::string_view dims) -> OpStat& {
+    auto [it, added] = rows.try_emplace(Key{name, dims}, out.size());
+    if (added) {
+      out.emplace_back();
+      out.back().name = std::string(t.strings.Get(name));
+      out.back().input_dims = std::string(dims);
+    }
+    return out[it->second];
+  };
+  for (size_t p = 0; p < n; ++p) {
+    const Event& e = t.events[order[p]];
+    std::string_view dims;
+    if (by_shape && e.args >= 0) {
+      dims = ArgValue(t.strings.Get(e.args), "Input Dims");
+      if (dims.empty() || dims.front() != '[') dims = {};
+    }
+    OpStat& s = row(e.name, dims);
     s.calls += 1;
     s.cpu_total_ns += e.dur_ns;
-    s.self_cpu_ns += e.dur_ns - child_cpu[idx];
-    s.self_device_ns += self_dev[idx];
-    s.device_total_ns += total_dev[idx];
+    s.self_cpu_ns += e.dur_ns - child_cpu[p];
+    s.self_device_ns += self_dev[p];
+    s.device_total_ns += total_dev[p];
   }
-  for (const auto& [idx, ns] : device_by_launch) {
-    const Event& e = t.events[idx];
-    OpStat& s = groups[{std::string(t.strings.Get(e.name)), ""}];
-    s.name = std::string(t.strings.Get(e.name));
+  device_by_launch.ForEach([&](int64_t idx, int64_t ns) {
+    const Event& e = t.events[static_cast<size_t>(idx)];
+    OpStat& s = row(e.name, {});
     s.calls += 1;
     s.cpu_total_ns += e.dur_ns;  // its self CPU time is its caller's already: not counted twice
     s.self_device_ns += ns;
     s.device_total_ns += ns;
-  }
-  std::vector<OpStat> out;
-  for (auto& [k, s] : groups) out.push_back(std::move(s));
-  std::stable_sort(out.begin(), out.end(), [](const OpStat& a, const OpStat& b) {
+  });
+  // Ties in time go by name, then dims.
+  std::sort(out.begin(), out.end(), [](const OpStat& a, const OpStat& b) {
     if (a.self_device_ns != b.self_device_ns) return a.self_device_ns > b.self_device_ns;
-    return a.self_cpu_ns > b.self_cpu_ns;
+    if (a.self_cpu_ns != b.self_cpu_ns) return a.self_cpu_ns > b.self_cpu_ns;
+    if (a.name != b.name) return a.name < b.name;
+    return a.input_dims < b.input_dims;
   });
   return out;
 }
