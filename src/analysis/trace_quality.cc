@@ -219,7 +219,11 @@ void FieldChecks(const TraceIndex& x, TraceQuality* q) {
   shapeless = any_shapes ? 0 : ops;
   for (size_t i : x.kernels) {
     const Event& e = x.E(i);
-    gridless += e.args < 0 || t.strings.Get(e.args).find("\"grid\"") == std::string_view::npos ? 1 : 0;
+    // The importer's note where there is one: the text (spilled on a big trace) is not read.
+    const bool grid = (e.arg_keys & kArgKeysKnown) != 0
+                          ? (e.arg_keys & kArgHasGrid) != 0
+                          : e.args >= 0 && t.strings.Get(e.args).find("\"grid\"") != std::string_view::npos;
+    gridless += grid ? 0 : 1;
   }
   // No operator at all (a device-only trace) is as good as none with shapes for the roofline.
   if (ops == 0 && !x.kernels.empty()) shapeless = ops = static_cast<int64_t>(x.kernels.size());

@@ -118,6 +118,7 @@ Status JoinKernelDetails(Trace& t, std::string_view csv, const std::string& sour
       args += std::string(args.empty() ? "" : ",") + "\"grid\":[" + std::to_string(blocks) + ",1,1]";
     }
     e.args = t.strings.Append(args);
+    e.arg_keys = 0;
   }
   const std::string name = fs::path(source).filename().string();
   t.stats.layout["ascend: " + name + " rows joined to their kernel"] += static_cast<int64_t>(joined.size());

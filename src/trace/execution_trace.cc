@@ -156,6 +156,7 @@ Status JoinExecutionTrace(Trace& t, const ExecutionTrace& et) {
     more += std::string(more.empty() ? "" : ", ") + "\"Input Dims\": " + it->second.input_shapes;
     if (!it->second.input_types.empty()) more += ", \"Input type\": " + it->second.input_types;
     e.args = t.strings.Append(more);
+    e.arg_keys = 0;
     ++j.shapes_added;
   }
   if (j.joined == 0 && j.ops > 0) {

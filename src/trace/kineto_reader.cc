@@ -329,6 +329,7 @@ bool Reader::ReadArgs(od::value& v, RawEvent& ev) {
     else if (Is(key, "busy ns")) GetDouble(fv, &ev.busy_ns);
     else if (Is(key, "name")) GetString(fv, &ev.arg_name);
     else if (Is(key, "labels")) GetString(fv, &ev.arg_labels);
+    else if (Is(key, "grid")) ev.has_grid = true;
   }
   // The object's text runs from its '{' to the next structural character.
   const char* loc = nullptr;
@@ -484,6 +485,7 @@ bool Reader::ReadEvent(od::value v) {
     compact_.clear();
     CompactJsonInto(ev.args, &compact_);
     e.args = trace_.strings.Append(compact_);
+    e.arg_keys = kArgKeysKnown | (ev.has_grid ? kArgHasGrid : 0);
   }
   if (ev.pid_local || ev.tid_local) fixups_.push_back({trace_.events.size(), ev.pid_local, ev.tid_local});
   trace_.events.push_back(e);

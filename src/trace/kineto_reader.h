@@ -38,7 +38,7 @@ struct RawEvent {
   std::string_view ph, cat, name, ts, dur;
   Got got_ph = Got::kAbsent, got_name = Got::kAbsent, got_ts = Got::kAbsent;
   Got got_dur = Got::kAbsent;
-  bool has_cat = false, pid_ok = true, tid_ok = true;
+  bool has_cat = false, pid_ok = true, tid_ok = true, has_grid = false;
   bool pid_local = false, tid_local = false;  // reader-local string ids
   int32_t pid = 0, tid = 0;
   std::string_view pid_string;  // when the pid was a string

@@ -114,7 +114,12 @@ struct Event {
   int32_t cat = -1;   // the category as written in an imported file, or -1
   int32_t pid = 0, tid = 0;
   EventKind kind = EventKind::kOp;
+  // Which keys `args` has, where the importer noted them (kArgKeysKnown): a report then
+  // need not search the text (a big trace's args are spilled to disk). Whoever replaces
+  // `args` clears it.
+  uint8_t arg_keys = 0;
 };
+inline constexpr uint8_t kArgKeysKnown = 1, kArgHasGrid = 2;
 
 // The times an importer keeps, in ns: starts in [-2^61, 2^62), lengths in [0, 2^61)
 // (73 years). Every end, and every difference of two starts or ends, then fits in an

@@ -396,6 +396,20 @@ TEST(KinetoImport, MemoryInstantsCarryBytesTotalAndAddress) {
   EXPECT_EQ(t.stats.metadata, 1);  // the other instant
 }
 
+TEST(KinetoImport, KernelArgsNoteWhetherTheyHaveAGridKey) {
+  Trace t = MustImport(R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 1, "dur": 1,
+     "args": {"correlation": 1, "grid": [4, 1, 1], "block": [128, 1, 1]}},
+    {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 2, "dur": 1,
+     "args": {"correlation": 2, "note": "grid", "nested": {"grid": [1, 1, 1]}}},
+    {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 3, "dur": 1}
+  ]})");
+  ASSERT_EQ(t.events.size(), 3u);
+  EXPECT_EQ(t.events[0].arg_keys, kArgKeysKnown | kArgHasGrid);
+  EXPECT_EQ(t.events[1].arg_keys, kArgKeysKnown);  // "grid" as a value or a nested key only
+  EXPECT_EQ(t.events[2].arg_keys, 0);               // no args: nothing noted
+}
+
 TEST(KinetoImport, MetadataNamesThreadsAndFindsTheHostPid) {
   Trace t = MustImport(R"({"traceEvents": [
     {"name": "process_name", "ph": "M", "ts": 1, "pid": 42, "tid": 0, "args": {"name": "python3"}},

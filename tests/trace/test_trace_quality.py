@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -132,6 +133,26 @@ def test_copies_as_kernels_graph_launches_without_kernels_and_skipped_entries(ti
     assert q["copies_as_kernels"] == ("warn", 2)
     assert q["graph_kernels_missing"] == ("FAIL", 1)
     assert q["import_skipped"] == ("warn", 2)
+
+
+@pytest.mark.parametrize("stream", ["never", "always"])
+def test_kernels_without_their_grid_are_counted_by_key(tierscope_bin, tmp_path, stream):
+    # Counted from the args' keys the importer noted (the text is not searched again, and a
+    # streamed trace's args are spilled): a "grid" that is a value, not a key, is no grid.
+    doc = load(CLEAN)
+    ks = kernels(doc)
+    for k in ks[:7]:
+        k.get("args", {}).pop("grid", None)
+    ks[7]["args"] = {k: v for k, v in ks[7].get("args", {}).items() if k != "grid"} | {"note": "grid"}
+    missing = sum(1 for k in kernels(doc) if "grid" not in k.get("args", {}))
+    assert missing >= 8
+    path = tmp_path / "gridless.json"
+    path.write_text(json.dumps(doc))
+    run = subprocess.run([str(tierscope_bin), "stats", str(path), "--report", "trace_quality", "--format", "json"],
+                         capture_output=True, text=True, timeout=120, env=os.environ | {"TIERSCOPE_STREAM": stream})
+    assert run.returncode == 0, run.stderr
+    q = {r["Check"]: (r["Status"], r["Count"]) for r in json.loads(run.stdout)["reports"][0]["rows"]}
+    assert q["kernel_grid_missing"] == ("warn", missing)
 
 
 def test_analyze_leads_with_the_verdict_and_withholds_what_rests_on_a_failure(tierscope_bin, tmp_path):
