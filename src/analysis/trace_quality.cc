@@ -1,8 +1,6 @@
 // The trace-quality checks, one function each over the shared index.
 #include "analysis/trace_quality.h"
 
-#include "core/allocator.h"
-
 #include <algorithm>
 #include <bit>
 #include <cstdio>
@@ -12,6 +10,7 @@
 #include <unordered_set>
 
 #include "analysis/gpu_time.h"
+#include "core/allocator.h"
 #include "core/int_map.h"
 #include "core/sort.h"
 #include "trace/args.h"
@@ -222,7 +221,7 @@ void FieldChecks(const TraceIndex& x, TraceQuality* q) {
     // The importer's note where there is one: the text (spilled on a big trace) is not read.
     const bool grid = (e.arg_keys & kArgKeysKnown) != 0
                           ? (e.arg_keys & kArgHasGrid) != 0
-                          : e.args >= 0 && t.strings.Get(e.args).find("\"grid\"") != std::string_view::npos;
+                          : e.args >= 0 && !ArgValue(t.strings.Get(e.args), "grid").empty();
     gridless += grid ? 0 : 1;
   }
   // No operator at all (a device-only trace) is as good as none with shapes for the roofline.

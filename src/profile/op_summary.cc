@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <unordered_map>
 
 #include "core/int_map.h"
-
 #include "trace/args.h"
 
 namespace tierscope {

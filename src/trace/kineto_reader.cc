@@ -311,6 +311,7 @@ bool Reader::ReadArgs(od::value& v, RawEvent& ev) {
   const char* begin = v.raw_json_token().data();  // the '{'
   od::object obj;
   if (const error_code e = v.get_object().get(obj)) return Fail(e);
+  bool grid = false;  // noted with the text below, so a repeated "args" keeps them together
   for (auto field_or : obj) {
     // The field in place (a copy of its 16-byte iterator stalls on store forwarding).
     if (const error_code e = field_or.error()) return Fail(e);
@@ -329,7 +330,7 @@ bool Reader::ReadArgs(od::value& v, RawEvent& ev) {
     else if (Is(key, "busy ns")) GetDouble(fv, &ev.busy_ns);
     else if (Is(key, "name")) GetString(fv, &ev.arg_name);
     else if (Is(key, "labels")) GetString(fv, &ev.arg_labels);
-    else if (Is(key, "grid")) ev.has_grid = true;
+    else if (Is(key, "grid")) grid = true;
   }
   // The object's text runs from its '{' to the next structural character.
   const char* loc = nullptr;
@@ -339,6 +340,7 @@ bool Reader::ReadArgs(od::value& v, RawEvent& ev) {
   const std::string_view text = Trim(std::string_view(begin, static_cast<size_t>(loc - begin)));
   if (text.size() >= 2 && text.front() == '{' && text.back() == '}') {
     ev.args = Trim(text.substr(1, text.size() - 2));
+    ev.has_grid = grid;
   }
   return true;
 }

@@ -87,6 +87,14 @@ class Splitter {
     return false;
   }
   bool Member(const char* p, size_t k, Sink& sink);  // at the ',' or '}' that ends one
+#ifdef __AVX2__
+  // In traceEvents, from byte k, the 64-byte blocks that only move the depth go by fast
+  // (as in the whole-file scanner): across the events of a run until a cut may be due (no
+  // comma before run_begin_ + run_bytes_ cuts), then inside an event only. Returns the
+  // first byte of the block that stops it (the array's ']', an event's end once a cut is
+  // due, a backslash), which the slow way must see.
+  size_t SkipBlocks(const char* p, size_t k, size_t size);
+#endif
 
   size_t run_bytes_;
   size_t pos_ = 0;
@@ -112,29 +120,30 @@ bool Splitter::Member(const char* p, size_t k, Sink& sink) {
   return true;
 }
 
+#ifdef __AVX2__
+size_t Splitter::SkipBlocks(const char* p, size_t k, size_t size) {
+  size_t f = k;
+  bool s = in_string_;
+  const size_t due = run_begin_ + run_bytes_;
+  for (; f + 64 <= size; f += 64) {
+    const int64_t base = f + 64 <= due ? events_depth_ - 1 : events_depth_;
+    if (depth_ <= base) break;
+    uint64_t d = static_cast<uint64_t>(depth_ - base);
+    if (!kineto::FastBlock(p + f, &d, &s)) break;
+    depth_ = base + static_cast<int64_t>(d);
+    in_string_ = s;
+  }
+  return f;
+}
+#endif
+
 bool Splitter::Feed(const char* p, size_t size, Sink& sink) {
   size_t scalar_until = 0;
   for (size_t k = pos_; k < size; ++k) {
 #ifdef __AVX2__
-    // In traceEvents, 64-byte blocks that only move the depth go by fast (as in the
-    // whole-file scanner): across the events of a run until a cut may be due (no comma
-    // before run_begin_ + run_bytes_ cuts), then inside an event only. The block that
-    // stops it (the array's ']', the event's end once a cut is due, a backslash) goes
-    // the slow way.
     if (k >= scalar_until && events_depth_ > 0 && depth_ >= events_depth_ && !escape_) {
-      size_t f = k;
-      bool s = in_string_;
-      const size_t due = run_begin_ + run_bytes_;
-      for (; f + 64 <= size; f += 64) {
-        const int64_t base = f + 64 <= due ? events_depth_ - 1 : events_depth_;
-        if (depth_ <= base) break;
-        uint64_t d = static_cast<uint64_t>(depth_ - base);
-        if (!kineto::FastBlock(p + f, &d, &s)) break;
-        depth_ = base + static_cast<int64_t>(d);
-        in_string_ = s;
-      }
-      scalar_until = f + 64;
-      k = f;
+      k = SkipBlocks(p, k, size);
+      scalar_until = k + 64;  // the block that stopped it goes the slow way
       if (k >= size) break;
     }
 #endif

@@ -155,6 +155,7 @@ TEST(AscendDetails, KernelDetailsRowsAddTheirColumnsAndGridToTheNearestKernelOfT
   EXPECT_EQ(ArgText(args, "Type"), "MatMulV2");
   EXPECT_EQ(ArgText(args, "Task Type"), "AI_CORE");  // the trace's own args kept
   EXPECT_TRUE(ArgValue(args, "Context ID").empty());
+  EXPECT_EQ(kernel->arg_keys, 0);  // its args replaced: the importer's note no longer holds
   EXPECT_TRUE(ArgValue(t.strings.Get(Find(t, "hcom_allReduce__1_0_1")->args), "grid").empty());  // Block Dim 0
   const auto& l = t.stats.layout;
   EXPECT_EQ(l.at("ascend: kernel_details.csv rows joined to their kernel"), 2);

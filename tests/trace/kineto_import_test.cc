@@ -410,6 +410,27 @@ TEST(KinetoImport, KernelArgsNoteWhetherTheyHaveAGridKey) {
   EXPECT_EQ(t.events[2].arg_keys, 0);               // no args: nothing noted
 }
 
+TEST(KinetoImport, KeysAreReadWhateverTheSpacingAndEscapedKeysMatchNothing) {
+  Trace t = MustImport("{\"traceEvents\": [\n"
+                       "{\"ph\" \n : \"X\", \"cat\":\"kernel\", \"name\" :\"a\", \"pid\":0, \"tid\":7, \"ts\":1, \"dur\":1,"
+                       " \"args\": {\"gr\\u0069d\": [1, 1, 1], \"\" : 0, \"correlation\"\t:\t5}},\n"
+                       "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"b\",\"pid\":0,\"tid\":7,\"ts\":2,\"dur\":1,"
+                       "\"args\":{\"grid\"\t: [2, 1, 1]}}]}");
+  ASSERT_EQ(t.events.size(), 2u);
+  EXPECT_EQ(t.events[0].correlation, 5);
+  EXPECT_EQ(t.events[0].arg_keys, kArgKeysKnown);  // "gr\u0069d" is not read as "grid"
+  EXPECT_EQ(t.events[1].arg_keys, kArgKeysKnown | kArgHasGrid);
+  EXPECT_EQ(t.strings.Get(t.events[1].name), "b");
+}
+
+TEST(KinetoImport, ARepeatedArgsKeyKeepsItsNoteWithItsText) {
+  Trace t = MustImport(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
+    "ts": 1, "dur": 1, "args": {"grid": [1, 1, 1]}, "args": {"correlation": 3}}]})");
+  ASSERT_EQ(t.events.size(), 1u);
+  EXPECT_EQ(t.strings.Get(t.events[0].args), "\"correlation\":3");  // the last, as in json.load
+  EXPECT_EQ(t.events[0].arg_keys, kArgKeysKnown);
+}
+
 TEST(KinetoImport, MetadataNamesThreadsAndFindsTheHostPid) {
   Trace t = MustImport(R"({"traceEvents": [
     {"name": "process_name", "ph": "M", "ts": 1, "pid": 42, "tid": 0, "args": {"name": "python3"}},

@@ -53,9 +53,24 @@ std::string Gzip(const std::string& s) {
   return out;
 }
 
+// Events without a backslash (so the splitter's fast blocks see every byte) whose strings
+// hold brackets and commas where runs are cut, with keys spaced every way and kernels with
+// and without a grid.
+std::string BracketsInStringsTrace() {
+  std::string j = R"({"traceEvents": [)";
+  for (int i = 0; i < 3000; ++i) {
+    if (j.back() != '[') j += i % 2 == 0 ? ",\n" : " , ";
+    const std::string n = std::to_string(i);
+    j += "{\"ph\" : \"X\", \"cat\":\"kernel\", \"name\": \"k ]},{[ " + n + "\", \"pid\": 1, \"tid\" :7, \"ts\": " + n +
+         ", \"dur\": 1, \"args\": {\"note\": \"}], {x: [\", \"correlation\"\t:\t" + n +
+         (i % 3 == 0 ? ", \"grid\"\n : [1, 2, 3]" : "") + ", \"s\": \"[[[{{{\"}}";
+  }
+  return j + "]}";
+}
+
 TEST(KinetoStream, EveryWindowSizeGivesTheWholeFilePathsTrace) {
   TempDir dir;
-  for (const std::string& json : {MembersTrace(), TrickyTrace(), std::string(R"([{"ph": "X", "cat": "cpu_op",
+  for (const std::string& json : {MembersTrace(), TrickyTrace(), BracketsInStringsTrace(), std::string(R"([{"ph": "X", "cat": "cpu_op",
         "name": "legacy", "pid": 1, "tid": 1, "ts": 1, "dur": 2}, {"ph": "X", "name": "b", "pid": 1, "tid": 1,
         "ts": 3, "dur": 1}])")}) {
     const std::string plain = dir.file("t.json"), gz = dir.file("t.json.gz");

@@ -26,9 +26,9 @@ inline void ExpectSameTrace(const Trace& a, const Trace& b) {
     const Event& x = a.events[i];
     const Event& y = b.events[i];
     ASSERT_EQ(std::tie(x.ts_ns, x.dur_ns, x.correlation, x.external_id, x.v0, x.v1, x.pid, x.tid,
-                       x.kind),
+                       x.kind, x.arg_keys),
               std::tie(y.ts_ns, y.dur_ns, y.correlation, y.external_id, y.v0, y.v1, y.pid, y.tid,
-                       y.kind))
+                       y.kind, y.arg_keys))
         << "event " << i;
     ASSERT_EQ(str(a, x.name), str(b, y.name)) << "event " << i;
     ASSERT_EQ(str(a, x.cat), str(b, y.cat)) << "event " << i;
