@@ -279,18 +279,10 @@ void MarkNames(const TraceIndex& x, TraceQuality* q) {
 // Launches and the device work they made (graph_kernels_missing, graph_replay,
 // launch_without_kernel, cut_short), into `q`.
 void LaunchChecks(const TraceIndex& x, TraceQuality* q) {
-  // Device events by correlation, and the last device end (where a cut trace stops).
-  // The tables below are far larger than the caches on a big trace: each loop asks for the
-  // slot it will look up some events ahead (ForEachPrefetched).
-  IntSet device_corr(x.kernels.size() + x.memops.size());
+  // The last device end (where a cut trace stops).
   int64_t last_device_end = INT64_MIN;
-  const auto corr = [&](const std::vector<size_t>& list, size_t j) { return x.E(list[j]).correlation; };
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
-    ForEachPrefetched(list->size(), [&](size_t j) { device_corr.Prefetch(corr(*list, j)); }, [&](size_t j) {
-      const size_t i = (*list)[j];
-      if (x.E(i).correlation != 0) device_corr.insert(x.E(i).correlation);
-      last_device_end = std::max(last_device_end, x.E(i).ts_ns + x.E(i).dur_ns);
-    });
+    for (size_t i : *list) last_device_end = std::max(last_device_end, x.E(i).ts_ns + x.E(i).dur_ns);
   }
   // Whether a name is a kernel or graph launch, once per name.
   IntMap<uint8_t> launch_kind;  // name -> 0 neither, 1 kernel launch, 2 graph launch
@@ -305,21 +297,24 @@ void LaunchChecks(const TraceIndex& x, TraceQuality* q) {
   int64_t launches = 0, no_kernel = 0, graphs = 0, graph_empty = 0, cut = 0;
   std::string first_no_kernel, first_graph, first_cut;
   std::vector<size_t> empty_graphs, cut_launches;
-  ForEachPrefetched(x.runtime.size(), [&](size_t j) { device_corr.Prefetch(corr(x.runtime, j)); }, [&](size_t j) {
-    const size_t i = x.runtime[j];
+  // Whether a call's device work was recorded: x.launches holds the runtime calls with a
+  // device event of their correlation, in x.runtime's order, so one cursor walks it.
+  size_t next_launch = 0;
+  for (size_t i : x.runtime) {
+    const bool found = next_launch < x.launches.size() && x.launches[next_launch] == i;
+    next_launch += found ? 1 : 0;
     const uint8_t launch = kind_of(i);
-    if (launch == 0) return;
+    if (launch == 0) continue;
     const bool graph = launch == 2;
-    const bool found = x.E(i).correlation != 0 && device_corr.count(x.E(i).correlation) != 0;
     if (found) {
       ++launches;
       graphs += graph ? 1 : 0;
-      return;
+      continue;
     }
     if (!x.kernels.empty() && x.E(i).ts_ns > last_device_end) {  // after the last recorded kernel
       if (cut++ == 0) first_cut = Example(x, i);
       cut_launches.push_back(i);
-      return;
+      continue;
     }
     ++launches;
     if (graph) {
@@ -329,7 +324,7 @@ void LaunchChecks(const TraceIndex& x, TraceQuality* q) {
     } else if (no_kernel++ == 0) {
       first_no_kernel = Example(x, i);
     }
-  });
+  }
   QualityCheck g = Check("graph_kernels_missing", graph_empty, graphs, CheckStatus::kFail,
                          "graph launches with no kernel recorded: the device looks idle while it ran them",
                          {"in_use", "gaps", "temporal_breakdown", "idle_time", "cuda_gpu_kern_sum"},
@@ -340,6 +335,7 @@ void LaunchChecks(const TraceIndex& x, TraceQuality* q) {
   // Kernels a graph replayed: recorded, but with no operator (or shapes) behind them and one
   // launch for many kernels (vLLM's and SGLang's CUDA-graph decode).
   int64_t replayed = 0, device_work = 0;
+  const auto corr = [&](const std::vector<size_t>& list, size_t j) { return x.E(list[j]).correlation; };
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
     ForEachPrefetched(list->size(), [&](size_t j) { x.runtime_by_corr.Prefetch(corr(*list, j)); }, [&](size_t j) {
       const size_t i = (*list)[j];
