@@ -371,7 +371,6 @@ TraceIndex BuildIndex(const Trace& t, const AnalysisOptions& o) {
   else if (t.runtime == "cann") x.prefix = "cann";
   x.device_begin_ns = INT64_MAX;
   x.device_end_ns = INT64_MIN;
-  size_t device = 0;
   for (size_t i = 0; i < t.events.size(); ++i) {
     const Event& e = t.events[i];
     switch (e.kind) {
@@ -386,7 +385,6 @@ TraceIndex BuildIndex(const Trace& t, const AnalysisOptions& o) {
       default: break;
     }
     if (IsDevice(e.kind)) {
-      ++device;
       x.device_begin_ns = std::min(x.device_begin_ns, e.ts_ns);
       x.device_end_ns = std::max(x.device_end_ns, e.ts_ns + e.dur_ns);
     }
@@ -401,22 +399,17 @@ TraceIndex BuildIndex(const Trace& t, const AnalysisOptions& o) {
       [&](size_t j) {
         if (const int64_t c = corr(x.runtime, j); c != 0) x.runtime_by_corr.emplace(c, x.runtime[j]);
       });
-  IntSet device_corr(device);
-  for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
-    ForEachPrefetched(
-        list->size(), [&](size_t j) { device_corr.Prefetch(corr(*list, j)); },
-        [&](size_t j) {
-          if (const int64_t c = corr(*list, j); c != 0) device_corr.insert(c);
-        });
-  }
+  // The launches (runtime calls with device work of their correlation) from the host times
+  // the per-unit counts need too: their tables are built once.
+  const HostTimes host(t);
   ForEachPrefetched(
-      x.runtime.size(), [&](size_t j) { device_corr.Prefetch(corr(x.runtime, j)); },
+      x.runtime.size(), [&](size_t j) { host.Prefetch(t.events[x.runtime[j]]); },
       [&](size_t j) {
-        if (const int64_t c = corr(x.runtime, j); c != 0 && device_corr.contains(c)) x.launches.push_back(x.runtime[j]);
+        if (host.IsLaunch(t.events[x.runtime[j]])) x.launches.push_back(x.runtime[j]);
       });
   // Work units: the requested annotation, else ProfilerStep#N, else the study's scopes.
   x.units = FindWorkUnits(t, o.unit, &x.unit_name);
-  x.counts = CountPerUnit(t, x.units, x.unit_name);
+  x.counts = CountPerUnit(t, x.units, x.unit_name, host);
   return x;
 }
 

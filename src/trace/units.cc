@@ -100,11 +100,15 @@ bool HostTimes::IsLaunch(const Event& e) const {
 }
 
 UnitCounts CountPerUnit(const Trace& t, const std::vector<WorkUnit>& units, const std::string& unit_name) {
+  return CountPerUnit(t, units, unit_name, HostTimes(t));
+}
+
+UnitCounts CountPerUnit(const Trace& t, const std::vector<WorkUnit>& units, const std::string& unit_name,
+                        const HostTimes& host) {
   UnitCounts c;
   c.unit = units.empty() ? "" : unit_name;
   c.units = static_cast<int64_t>(units.size());
   for (const WorkUnit& u : units) c.wall_ns += static_cast<double>(u.end_ns - u.begin_ns);
-  const HostTimes host(t);
   // Counted by interned name (one string per name, not per event), named at the end.
   struct ByName {
     int64_t ops = 0, kernels = 0;

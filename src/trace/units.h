@@ -82,6 +82,9 @@ struct UnitCounts {
 // Counts the events of `trace` in `units` (every event when `units` is empty).
 UnitCounts CountPerUnit(const Trace& trace, const std::vector<WorkUnit>& units,
                         const std::string& unit_name);
+// The same with the trace's host times already built (`host` is HostTimes(trace)).
+UnitCounts CountPerUnit(const Trace& trace, const std::vector<WorkUnit>& units,
+                        const std::string& unit_name, const HostTimes& host);
 
 }  // namespace tierscope
 
