@@ -20,7 +20,7 @@ class IntMap {
  public:
   struct Slot {
     int64_t first = kEmpty;
-    V second{};
+    [[no_unique_address]] V second{};  // an empty V (IntSet) takes no room: 8-byte slots
   };
   using const_iterator = const Slot*;
 
