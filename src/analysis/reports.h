@@ -35,7 +35,9 @@ struct TraceIndex {
   const Trace* trace = nullptr;
   std::vector<size_t> ops, annotations, runtime, kernels, memops, syncs, memory;
   IntMap<size_t> runtime_by_corr;  // correlation -> runtime call
-  std::vector<size_t> launches;     // runtime calls that launched a device event
+  // Runtime calls that launched a device event, in `runtime`'s order (LaunchChecks walks
+  // it beside `runtime` with one cursor).
+  std::vector<size_t> launches;
   int64_t device_begin_ns = 0, device_end_ns = 0;  // first device start .. last end
   std::vector<WorkUnit> units;      // sorted by begin (trace/units.h)
   std::string unit_name;            // the annotation that delimits units ("" if none)

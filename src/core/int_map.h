@@ -139,6 +139,7 @@ class IntSet {
 
  private:
   struct Unit {};
+  static_assert(sizeof(IntMap<Unit>::Slot) == sizeof(int64_t), "an IntSet slot is its key alone");
   IntMap<Unit> map_;
 };
 

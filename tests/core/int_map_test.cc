@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace tierscope {
 namespace {
@@ -62,6 +63,29 @@ TEST(IntMap, EmptyMapsFindNothingAndSetsCountOnce) {
   EXPECT_TRUE(s.contains(0));
   EXPECT_FALSE(s.contains(1));
   EXPECT_EQ(s.size(), 2u);
+}
+
+TEST(IntSet, MatchesAnUnorderedSetThroughRehashes) {
+  // Its 8-byte slots are keys alone: every bit of every key must survive inserts and
+  // rehashes (keys with every low byte, sequential runs, negatives, the extremes).
+  IntSet s;  // no reserve: it rehashes as it grows
+  std::unordered_set<int64_t> want;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 50000; ++i) {
+    int64_t k = static_cast<int64_t>(rng());
+    if (i % 3 == 0) k = i;                      // a sequential run
+    if (i % 7 == 0) k = -static_cast<int64_t>(i) * 255;
+    if (i == 11) k = INT64_MIN;
+    if (i == 12) k = INT64_MAX;
+    EXPECT_EQ(s.insert(k), want.insert(k).second) << k;
+  }
+  EXPECT_EQ(s.size(), want.size());
+  for (int64_t k : want) EXPECT_TRUE(s.contains(k)) << k;
+  for (int i = 0; i < 20000; ++i) {
+    const int64_t k = static_cast<int64_t>(rng());
+    EXPECT_EQ(s.contains(k), want.count(k) != 0) << k;
+    EXPECT_EQ(s.count(k), want.count(k)) << k;
+  }
 }
 
 }  // namespace
