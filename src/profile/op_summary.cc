@@ -31,9 +31,9 @@ bool IsScope(const Event& e) { return e.kind == EventKind::kOp || e.kind == Even
 
 }  // namespace
 
-std::string InputDimsOf(std::string_view args) {
+std::string_view InputDimsOf(std::string_view args) {
   const std::string_view v = ArgValue(args, "Input Dims");
-  return !v.empty() && v.front() == '[' ? std::string(v) : std::string();
+  return !v.empty() && v.front() == '[' ? v : std::string_view();
 }
 
 std::vector<OpStat> KeyAverages(const Trace& t, bool by_shape) {
@@ -122,11 +122,7 @@ std::vector<OpStat> KeyAverages(const Trace& t, bool by_shape) {
   };
   for (size_t p = 0; p < n; ++p) {
     const Event& e = t.events[order[p]];
-    std::string_view dims;
-    if (by_shape && e.args >= 0) {
-      dims = ArgValue(t.strings.Get(e.args), "Input Dims");
-      if (dims.empty() || dims.front() != '[') dims = {};
-    }
+    const std::string_view dims = by_shape && e.args >= 0 ? InputDimsOf(t.strings.Get(e.args)) : std::string_view();
     OpStat& s = row(e.name, dims);
     s.calls += 1;
     s.cpu_total_ns += e.dur_ns;

@@ -33,8 +33,8 @@ std::string FormatKeyAveragesTable(const std::vector<OpStat>& stats, int row_lim
 // and operator calls per unit, as counted by CountPerUnit (trace/units.h).
 std::string FormatUnitSummary(const UnitCounts& counts);
 
-// Extracts the JSON array after "Input Dims": in an args fragment ("" when absent).
-std::string InputDimsOf(std::string_view args);
+// The JSON array after "Input Dims": in an args fragment, a view of it ("" when absent).
+std::string_view InputDimsOf(std::string_view args);
 
 }  // namespace tierscope
 
