@@ -282,32 +282,48 @@ Table JobNvtxTable(const JobAnalysis& job) {
 // nvtx_kern_sum over every rank: each (range, side, kernel) with its kernels' durations
 // merged and the ranges that launched them counted.
 Table JobNvtxKernTable(const JobAnalysis& job) {
-  using Key = std::tuple<std::string, std::string, std::string>;
-  std::map<Key, std::pair<RangeKernels, int64_t>> all;  // -> (merged, ranks)
+  // Merged by interned names (a job of big ranks has 10^5-10^6 triples; a map keyed by
+  // three strings was a large part of the job's end).
+  struct Entry {
+    std::string_view range, side, kernel;
+    int64_t ranks = 0;
+  };
+  RangeKernelMap all;
+  std::vector<Entry> entries;  // by position in `all`
   for (const RankAnalysis& r : job.ranks) {
     r.range_kernels.ForEach([&](std::string_view range, std::string_view side, std::string_view kernel,
                                 const RangeKernels& rk) {
-      auto& cell = all[Key{std::string(range), std::string(side), std::string(kernel)}];
-      cell.first.kernels.Merge(rk.kernels);
-      cell.first.range_instances += rk.range_instances;
-      ++cell.second;
+      const size_t i = all.IndexOf(range, side, kernel);
+      if (i == entries.size()) entries.push_back({range, side, kernel});
+      RangeKernels& cell = all.at(i);
+      cell.kernels.Merge(rk.kernels);
+      cell.range_instances += rk.range_instances;
+      ++entries[i].ranks;
     });
   }
-  std::vector<std::pair<int64_t, const Key*>> order;
-  for (const auto& [key, cell] : all) order.push_back({cell.first.kernels.total_ns, &key});
-  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  // By total time, then by names: the rows and their order do not depend on rank order.
+  std::vector<size_t> order(entries.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto before = [&](size_t a, size_t b) {
+    const int64_t ta = all.at(a).kernels.total_ns, tb = all.at(b).kernels.total_ns;
+    if (ta != tb) return ta > tb;
+    return std::tie(entries[a].range, entries[a].side, entries[a].kernel) <
+           std::tie(entries[b].range, entries[b].side, entries[b].kernel);
+  };
+  constexpr size_t kRows = 40;
+  const size_t shown = std::min(kRows, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shown), order.end(), before);
   Table t;
   t.name = "nvtx_kern_sum";
   t.title = "Kernels projected onto the NVTX / annotation ranges that launched them, over every rank";
   t.columns = {"Range", "Side", "Range Inst", "Kern Inst", "Total Time (ns)", "Avg (ns)", "Min (ns)", "Max (ns)",
                "StdDev (ns)", "Ranks", "Kernel Name"};
-  constexpr size_t kRows = 40;
-  for (size_t i = 0; i < order.size() && i < kRows; ++i) {
-    const auto& [rk, ranks] = all.at(*order[i].second);
-    const auto& [range, side, kernel] = *order[i].second;
+  for (size_t i = 0; i < shown; ++i) {
+    const Entry& e = entries[order[i]];
+    const RangeKernels& rk = all.at(order[i]);
     const KernelTotals& k = rk.kernels;
-    t.AddRow({range, side, rk.range_instances, k.count, k.total_ns, k.mean(), k.min_ns, k.max_ns, k.stddev(), ranks,
-              kernel});
+    t.AddRow({std::string(e.range), std::string(e.side), rk.range_instances, k.count, k.total_ns, k.mean(), k.min_ns,
+              k.max_ns, k.stddev(), e.ranks, std::string(e.kernel)});
   }
   if (order.size() > kRows) {
     t.notes.push_back(std::to_string(order.size() - kRows) +

@@ -143,7 +143,7 @@ int32_t RangeKernelMap::NameId(std::string_view name) {
   return id;
 }
 
-RangeKernels& RangeKernelMap::At(std::string_view range, std::string_view side, std::string_view kernel) {
+size_t RangeKernelMap::IndexOf(std::string_view range, std::string_view side, std::string_view kernel) {
   const auto s = std::find(sides_.begin(), sides_.end(), side);
   const int32_t side_id = static_cast<int32_t>(s - sides_.begin());
   if (s == sides_.end()) {
@@ -151,11 +151,19 @@ RangeKernels& RangeKernelMap::At(std::string_view range, std::string_view side, 
     sides_.emplace_back(side);
   }
   const int32_t r = NameId(range), k = NameId(kernel);
-  const int64_t key = static_cast<int64_t>((static_cast<uint64_t>(r) << 33) | (static_cast<uint64_t>(k) << 2) |
-                                           static_cast<uint64_t>(side_id));
-  auto [slot, added] = index_.emplace(key, static_cast<int32_t>(cells_.size()));
-  if (added) cells_.push_back({r, k, side_id, RangeKernels{}});
-  return cells_[static_cast<size_t>(slot->second)].value;
+  if (index_.empty() && !cells_.empty()) {  // compacted: the table again
+    index_.reserve(cells_.size());
+    for (size_t i = 0; i < cells_.size(); ++i) index_.emplace(KeyOf(cells_[i]), static_cast<int32_t>(i));
+  }
+  const Cell cell{r, k, side_id, RangeKernels{}};
+  auto [slot, added] = index_.emplace(KeyOf(cell), static_cast<int32_t>(cells_.size()));
+  if (added) cells_.push_back(cell);
+  return static_cast<size_t>(slot->second);
+}
+
+void RangeKernelMap::Compact() {
+  index_ = IntMap<int32_t>();
+  cells_.shrink_to_fit();
 }
 
 RangeKernelMap NvtxKernTotals(const TraceIndex& x) {
@@ -173,6 +181,7 @@ RangeKernelMap NvtxKernTotals(const TraceIndex& x) {
     rk.kernels.Merge(cell.first);
     rk.range_instances += Distinct(cell.second);
   }
+  out.Compact();  // kept for the whole job
   return out;
 }
 

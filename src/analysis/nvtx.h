@@ -39,7 +39,16 @@ class RangeKernelMap {
  public:
   // The entry for (range, side, kernel), added empty when absent. `side` is "host" or
   // "device" (at most four sides).
-  RangeKernels& At(std::string_view range, std::string_view side, std::string_view kernel);
+  RangeKernels& At(std::string_view range, std::string_view side, std::string_view kernel) {
+    return cells_[IndexOf(range, side, kernel)].value;
+  }
+  // The position of (range, side, kernel) in the order entries were added (added empty
+  // when absent), and the entry at a position.
+  size_t IndexOf(std::string_view range, std::string_view side, std::string_view kernel);
+  RangeKernels& at(size_t i) { return cells_[i].value; }
+  // Drops the lookup table and spare room: a rank's map is then only read (ForEach) for
+  // the rest of the job, at half the memory. The next At or IndexOf rebuilds the table.
+  void Compact();
   // f(range, side, kernel, cell) for every entry, in the order they were added.
   template <typename F>
   void ForEach(F&& f) const {
@@ -53,6 +62,10 @@ class RangeKernelMap {
     RangeKernels value;
   };
   int32_t NameId(std::string_view name);
+  static int64_t KeyOf(const Cell& c) {
+    return static_cast<int64_t>((static_cast<uint64_t>(c.range) << 33) | (static_cast<uint64_t>(c.kernel) << 2) |
+                                static_cast<uint64_t>(c.side));
+  }
   std::vector<std::string> names_;
   std::map<std::string, int32_t, std::less<>> ids_;
   std::vector<std::string> sides_;

@@ -30,6 +30,7 @@ PaddedBuffer& PaddedBuffer::operator=(PaddedBuffer&& o) noexcept {
     capacity_ = std::exchange(o.capacity_, 0);
     mapped_ = std::exchange(o.mapped_, 0);
     anonymous_ = std::exchange(o.anonymous_, false);
+    dropped_ = std::exchange(o.dropped_, 0);
   }
   return *this;
 }
@@ -38,8 +39,17 @@ void PaddedBuffer::Reset() {
   if (mapped_ > 0) munmap(data_, mapped_);
   else std::free(data_);
   data_ = nullptr;
-  size_ = capacity_ = mapped_ = 0;
+  size_ = capacity_ = mapped_ = dropped_ = 0;
   anonymous_ = false;
+}
+
+void PaddedBuffer::DropPagesBefore(size_t offset) {
+  if (mapped_ == 0 || anonymous_) return;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t end = std::min(offset, size_) / page * page;
+  if (end <= dropped_) return;
+  madvise(data_ + dropped_, end - dropped_, MADV_DONTNEED);
+  dropped_ = end;
 }
 
 bool PaddedBuffer::Reserve(size_t n, bool populate) {

@@ -45,12 +45,17 @@ class PaddedBuffer {
   // Maps `size` bytes of the open file `fd` privately, followed by zero pages for the
   // padding; false if the system refuses (the caller then reads the file instead).
   bool Map(int fd, size_t size);
+  // Gives back the pages of a mapped file wholly before byte `offset` (they are read
+  // again from the file if touched): a file read once front to back then holds only the
+  // pages still in use. Nothing for heap memory.
+  void DropPagesBefore(size_t offset);
 
  private:
   void Reset();
   char* data_ = nullptr;
   size_t size_ = 0, capacity_ = 0;
   size_t mapped_ = 0;  // bytes mapped at data_, or 0 for heap memory
+  size_t dropped_ = 0;  // pages given back: the first dropped_ bytes
   bool anonymous_ = false;  // the mapping is memory, not a file
 };
 

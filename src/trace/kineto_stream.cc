@@ -2,7 +2,9 @@
 // byte-level splitter, and kineto::Reader for the runs.
 #include "trace/kineto_stream.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -412,11 +414,95 @@ Status JsonErrorAt(const std::string& path, size_t offset, bool at_end, std::str
   return DataLoss(msg + ": " + std::string(what));
 }
 
-StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads) {
+// Maps `path` into `window` when it is a plain file the system lets us map.
+bool MapPlainFile(const std::string& path, PaddedBuffer& window) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  const bool mapped = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+                      window.Map(fd, static_cast<size_t>(st.st_size));
+  ::close(fd);
+  return mapped;
+}
+
+// After the splitter and the readers went over more input: the error that stops the
+// import, if any.
+Status StepStatus(const std::string& path, const Splitter& splitter, const StreamReader& sink, bool fed,
+                  bool parsed) {
+  if (!sink.thrown.ok()) return Status(sink.thrown.code(), path + sink.thrown.message());
+  if (sink.error == simdjson::MEMALLOC) return ResourceExhausted(path + ": out of memory");
+  if (sink.error != simdjson::SUCCESS) {
+    return JsonErrorAt(path, sink.error_at, false, simdjson::error_message(sink.error));
+  }
+  if (!fed || !parsed) {
+    if (splitter.events_not_array()) return InvalidArgument(path + ": \"traceEvents\" is not an array");
+    return JsonErrorAt(path, sink.offset_ + splitter.error_at(), false, splitter.error());
+  }
+  return OkStatus();
+}
+
+Status EventTooLarge(const std::string& path, size_t near, size_t bytes) {
+  return ResourceExhausted(path + ": an event or top-level member near byte " + std::to_string(near) + " is over " +
+                           std::to_string(bytes) + " bytes");
+}
+
+// A plain file mapped whole: the splitter and readers go over it a window's bytes at a
+// time, in place (no copy into a window), and the pages behind the pending run are given
+// back as they go. Returns the input's size.
+StatusOr<size_t> FeedMapped(const std::string& path, PaddedBuffer& file, size_t window_bytes, Splitter& splitter,
+                            StreamReader& sink) {
+  const size_t n = file.size();
+  for (size_t upto = 0; upto < n;) {
+    upto = std::min(n, upto + window_bytes);
+    const bool fed = splitter.Feed(file.data(), upto, sink);
+    const bool parsed = sink.ParseRuns();
+    TS_RETURN_IF_ERROR(StepStatus(path, splitter, sink, fed, parsed));
+    const size_t keep = splitter.Keep(upto);
+    if (upto - keep >= kMaxWindowBytes) return EventTooLarge(path, keep, upto - keep);
+    file.DropPagesBefore(keep);
+  }
+  return n;
+}
+
+// Any other input (gzip, a pipe, a file the system would not map) read into a window that
+// keeps the bytes still needed and grows only for an event larger than it.
+StatusOr<size_t> FeedRead(const std::string& path, JsonStream& in, PaddedBuffer& window, Splitter& splitter,
+                          StreamReader& sink) {
+  size_t total = 0;
+  for (;;) {
+    if (window.room() == 0) {  // one event or member fills the window: grow it
+      const size_t want = std::min(window.size() * 2, kMaxWindowBytes);
+      if (window.size() >= kMaxWindowBytes || !window.Reserve(want)) {
+        return EventTooLarge(path, sink.offset_, window.size());
+      }
+    }
+    TS_ASSIGN_OR_RETURN(const size_t got, in.Read(window.data() + window.size(), window.room()));
+    window.Grow(got);
+    window.Finish();
+    total += got;
+    const bool fed = splitter.Feed(window.data(), window.size(), sink);
+    const bool parsed = sink.ParseRuns();
+    TS_RETURN_IF_ERROR(StepStatus(path, splitter, sink, fed, parsed));
+    if (got == 0) break;
+    const size_t keep = splitter.Keep(window.size());
+    if (keep > 0) {
+      std::memmove(window.data(), window.data() + keep, window.size() - keep);
+      window.Truncate(window.size() - keep);
+      splitter.Shift(keep);
+      sink.offset_ += keep;
+    }
+  }
+  return total;
+}
+
+StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads, bool map) {
   TS_ASSIGN_OR_RETURN(std::unique_ptr<JsonStream> in, JsonStream::Open(path));
   PaddedBuffer window;
   window_bytes = std::clamp<size_t>(window_bytes, 64, kMaxWindowBytes);
-  if (!window.Reserve(window_bytes)) return ResourceExhausted(path + ": out of memory for the stream's window");
+  const bool mapped = map && !in->gzip() && MapPlainFile(path, window);
+  if (!mapped && !window.Reserve(window_bytes)) {
+    return ResourceExhausted(path + ": out of memory for the stream's window");
+  }
   const int64_t input_bytes = EstimatedInputBytes(path);
   StreamReader sink(window, input_bytes, threads >= 2);
   // The args go to a spill file where that is safe and saves memory; when they stay in
@@ -443,39 +529,8 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
   // Runs of a sixteenth of the window (1 MiB at most, as the whole-file path's), so a window
   // holds enough for two readers; never under 256 bytes, past simdjson's reads beyond a run.
   Splitter splitter(std::clamp<size_t>(window_bytes / 16, 256, kineto::kChunkBytes));
-  size_t total = 0;
-  for (;;) {
-    if (window.room() == 0) {  // one event or member fills the window: grow it
-      const size_t want = std::min(window.size() * 2, kMaxWindowBytes);
-      if (window.size() >= kMaxWindowBytes || !window.Reserve(want)) {
-        return ResourceExhausted(path + ": an event or top-level member near byte " + std::to_string(sink.offset_) +
-                                 " is over " + std::to_string(window.size()) + " bytes");
-      }
-    }
-    TS_ASSIGN_OR_RETURN(const size_t got, in->Read(window.data() + window.size(), window.room()));
-    window.Grow(got);
-    window.Finish();
-    total += got;
-    const bool fed = splitter.Feed(window.data(), window.size(), sink);
-    const bool parsed = sink.ParseRuns();
-    if (!sink.thrown.ok()) return Status(sink.thrown.code(), path + sink.thrown.message());
-    if (sink.error == simdjson::MEMALLOC) return ResourceExhausted(path + ": out of memory");
-    if (sink.error != simdjson::SUCCESS) {
-      return JsonErrorAt(path, sink.error_at, false, simdjson::error_message(sink.error));
-    }
-    if (!fed || !parsed) {
-      if (splitter.events_not_array()) return InvalidArgument(path + ": \"traceEvents\" is not an array");
-      return JsonErrorAt(path, sink.offset_ + splitter.error_at(), false, splitter.error());
-    }
-    if (got == 0) break;
-    const size_t keep = splitter.Keep(window.size());
-    if (keep > 0) {
-      std::memmove(window.data(), window.data() + keep, window.size() - keep);
-      window.Truncate(window.size() - keep);
-      splitter.Shift(keep);
-      sink.offset_ += keep;
-    }
-  }
+  TS_ASSIGN_OR_RETURN(const size_t total, mapped ? FeedMapped(path, window, window_bytes, splitter, sink)
+                                                 : FeedRead(path, *in, window, splitter, sink));
   if (!splitter.Finished()) return JsonErrorAt(path, total, true, splitter.unfinished());
   if (!splitter.saw_events()) return InvalidArgument(path + ": not a Kineto trace: no \"traceEvents\" array");
   sink.FinishReading();
@@ -489,9 +544,9 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
 
 }  // namespace
 
-StatusOr<Trace> ImportKinetoStream(const std::string& path, size_t window_bytes, int threads) {
+StatusOr<Trace> ImportKinetoStream(const std::string& path, size_t window_bytes, int threads, bool map) {
   if (threads <= 0) threads = ThreadPool::HardwareThreads();
-  return CatchAll(path, [&]() -> StatusOr<Trace> { return Stream(path, window_bytes, threads); });
+  return CatchAll(path, [&]() -> StatusOr<Trace> { return Stream(path, window_bytes, threads, map); });
 }
 
 size_t StreamWindowBytes() {

@@ -320,6 +320,31 @@ TEST(Job, ARanksWindowsAreAddedUpInTimeOrderAndRepeatedStepsKeptApart) {
   EXPECT_EQ(job->ranks[0].collectives.calls[1].iteration, 2);
 }
 
+TEST(Job, NvtxKernSumAddsEachTripleOverTheRanksByTimeThenByName) {
+  std::vector<RankAnalysis> ranks = {Cycle(0, 1, 0), Cycle(1, 1, 0)};
+  ranks[0].range_kernels.At("b", "host", "k").kernels.Add(77);  // equal times: by name
+  ranks[1].range_kernels.At("a", "host", "k").kernels.Add(77);
+  ranks[1].range_kernels.Compact();  // as AnalyzeRank leaves it
+  auto job = JobFromRanks(std::move(ranks), {"rank-0.json", "rank-1.json"}, {});
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  const auto t = std::find_if(job->tables.begin(), job->tables.end(),
+                              [](const Table& x) { return x.name == "nvtx_kern_sum"; });
+  ASSERT_NE(t, job->tables.end());
+  const auto col = [&](const char* name) {
+    return static_cast<size_t>(std::find(t->columns.begin(), t->columns.end(), name) - t->columns.begin());
+  };
+  std::vector<std::tuple<std::string, std::string, int64_t, int64_t, int64_t>> rows;
+  for (const auto& row : t->rows) {
+    rows.emplace_back(std::get<std::string>(row[col("Range")]), std::get<std::string>(row[col("Kernel Name")]),
+                      std::get<int64_t>(row[col("Total Time (ns)")]), std::get<int64_t>(row[col("Kern Inst")]),
+                      std::get<int64_t>(row[col("Ranks")]));
+  }
+  using Row = std::tuple<std::string, std::string, int64_t, int64_t, int64_t>;
+  EXPECT_EQ(rows, (std::vector<Row>{Row{"ProfilerStep#1", "ncclDevKernel_AllReduce_Sum_f32", 600'000, 2, 2},
+                                    Row{"ProfilerStep#1", "gemm", 100'000, 2, 2}, Row{"a", "k", 77, 1, 1},
+                                    Row{"b", "k", 77, 1, 1}}));
+}
+
 TEST(Job, ABadRankFailsTheJobNamingTheFile) {
   testing::TempDir dir;
   std::ofstream(dir.file("rank-0.json")) << R"({"traceEvents": []})";

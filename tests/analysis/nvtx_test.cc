@@ -91,5 +91,18 @@ TEST(Nvtx, RangeKernelMapKeepsEachTripleOnceInTheOrderAdded) {
   EXPECT_THROW(m.At("a", "s5", "k"), std::length_error);  // sides are few: host, device
 }
 
+TEST(Nvtx, ACompactedRangeKernelMapFindsItsEntriesAgainAndAddsAfterThem) {
+  RangeKernelMap m;
+  for (int i = 0; i < 1000; ++i) m.At("step#" + std::to_string(i), i % 2 ? "host" : "device", "k").kernels.Add(i);
+  m.Compact();
+  EXPECT_EQ(m.size(), 1000u);
+  EXPECT_EQ(m.IndexOf("step#7", "host", "k"), 7u);  // found, not added again
+  EXPECT_EQ(m.at(7).kernels.total_ns, 7);
+  EXPECT_EQ(m.IndexOf("step#7", "device", "k"), 1000u);  // another side: a new entry, last
+  m.At("step#999", "host", "k").kernels.Add(1);
+  EXPECT_EQ(m.size(), 1001u);
+  EXPECT_EQ(m.at(999).kernels.total_ns, 1000);
+}
+
 }  // namespace
 }  // namespace tierscope

@@ -81,10 +81,13 @@ TEST(KinetoStream, EveryWindowSizeGivesTheWholeFilePathsTrace) {
     for (size_t window : {64, 97, 1000, 4096, 1 << 16, 64 << 20}) {
       for (int threads : {1, 2}) {
         SCOPED_TRACE("window " + std::to_string(window) + ", " + std::to_string(threads) + " reader(s)");
-        auto s = ImportKinetoStream(plain, window, threads);
+        auto s = ImportKinetoStream(plain, window, threads);  // mapped
         ASSERT_TRUE(s.ok()) << s.status().ToString();
         ExpectSameTrace(*whole, *s);
         EXPECT_EQ(s->source, plain);
+        auto r = ImportKinetoStream(plain, window, threads, /*map=*/false);  // read through the window
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        ExpectSameTrace(*whole, *r);
         if (window == 97) {
           auto z = ImportKinetoStream(gz, window, threads);
           ASSERT_TRUE(z.ok()) << z.status().ToString();
@@ -111,6 +114,8 @@ TEST(KinetoStream, ACutOrCorruptInputIsAnErrorNamingTheByte) {
     const std::string msg = s.status().ToString();
     EXPECT_NE(msg.find(path + ": "), std::string::npos) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    // Mapped or read, the same error at the same byte.
+    EXPECT_EQ(ImportKinetoStream(path, 128, 2, /*map=*/false).status().ToString(), msg);
   }
   std::string bad = json;
   bad.insert(bad.find("\"ph\"", json.size() / 2), "tru ");
@@ -120,6 +125,7 @@ TEST(KinetoStream, ACutOrCorruptInputIsAnErrorNamingTheByte) {
   ASSERT_FALSE(whole.ok());
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().ToString(), whole.status().ToString());  // simdjson's error, at the same byte
+  EXPECT_EQ(ImportKinetoStream(path, 100, 2, /*map=*/false).status().ToString(), whole.status().ToString());
   WriteBytes(path, Gzip(json).substr(0, 200));
   auto z = ImportKinetoStream(path, 100, 1);
   ASSERT_FALSE(z.ok());
@@ -145,9 +151,11 @@ TEST(KinetoStream, AnEventLargerThanTheWindowGrowsIt) {
     "pid": 1, "tid": 1, "ts": 2, "dur": 1}]})";
   WriteBytes(dir.file("big.json"), json);
   auto whole = ImportKinetoJson(json, dir.file("big.json"), 1);
-  auto s = ImportKinetoStream(dir.file("big.json"), 256, 2);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  ExpectSameTrace(*whole, *s);
+  for (bool map : {true, false}) {
+    auto s = ImportKinetoStream(dir.file("big.json"), 256, 2, map);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ExpectSameTrace(*whole, *s);
+  }
 }
 
 TEST(KinetoStream, ThePathFollowsTheSizeAndTheBudget) {
