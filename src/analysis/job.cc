@@ -8,6 +8,9 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
 
 #include "analysis/rank_table_summary.h"
 #include "analysis/trace_quality.h"
@@ -211,6 +214,7 @@ RankAnalysis MergeRankWindows(std::vector<RankAnalysis> windows, int64_t step_st
       into.range_instances += rk.range_instances;
     });
   }
+  r.range_kernels.Compact();  // kept for the whole job
   return r;
 }
 

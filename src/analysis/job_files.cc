@@ -458,10 +458,10 @@ LoadPlan PlanLoad(const std::vector<int64_t>& rank_bytes, int threads, int64_t b
 Status ForEachRankTrace(const std::vector<std::string>& files, const LoadPlan& plan,
                         const std::function<Status(size_t, Trace&)>& reduce,
                         const std::function<void(size_t, size_t, const std::string&)>& progress) {
-  // A rank's blocks (its events, strings, input, and the analyses' tables over them) from
-  // the heap, where the next block of the rank reuses them, and back to the system when the
-  // rank is done (ReleaseFreedMemory below), so the job's peak does not grow with ranks.
-  KeepBlocksInHeap(size_t{256} << 20);
+  // Large blocks (a rank's events, strings, input) straight from the system and back to
+  // it when freed: glibc would otherwise raise its mmap threshold after the first rank and
+  // keep later ranks' blocks in its arenas.
+  MapBlocksFrom(size_t{1} << 20);
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
   std::mutex mu;
@@ -476,7 +476,6 @@ Status ForEachRankTrace(const std::vector<std::string>& files, const LoadPlan& p
       try {
         StatusOr<Trace> t = LoadTrace(files[i]);
         if (t.ok()) {
-          ReleaseFreedMemory();  // the reader's buffers, before the analysis's tables
           s = reduce(i, *t);
         } else {
           s = t.status();
@@ -510,7 +509,6 @@ Status ForEachRankTrace(const std::vector<std::string>& files, const LoadPlan& p
   }
   work();
   workers.clear();  // joins
-  RestoreBlockMapping();
   return first_error;
 }
 

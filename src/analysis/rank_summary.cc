@@ -208,6 +208,7 @@ StatusOr<RankAnalysis> LoadRankSummary(std::string_view bytes) {
       rk.range_instances = x.at(3).get<int64_t>();
       rk.kernels = Totals(x.at(4));
     }
+    r.range_kernels.Compact();  // kept for the whole job
     r.findings = Findings(j.at("findings"));
     r.quality = j.at("quality").at(0).get<std::string>();
     r.quality_failed = j.at("quality").at(1).get<std::string>();

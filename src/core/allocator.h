@@ -1,5 +1,5 @@
-// Hints to the C library's allocator (glibc): blocks kept in the heap for reuse, freed
-// pages handed back, huge pages for big tables. No-ops under sanitizers, whose allocator replaces glibc's (its
+// Hints to the C library's allocator (glibc): large blocks straight from the system, and
+// freed pages handed back. No-ops under sanitizers, whose allocator replaces glibc's (its
 // malloc_trim would walk an arena that was never set up) and elsewhere.
 #ifndef TIERSCOPE_CORE_ALLOCATOR_H_
 #define TIERSCOPE_CORE_ALLOCATOR_H_
@@ -30,29 +30,13 @@ inline constexpr bool kSanitizedAllocator = false;
 inline constexpr bool kSanitizedAllocator = false;
 #endif
 
-// Every block from the heap (none mapped on its own), and up to `trim_bytes` freed at its
-// top kept: an analysis that frees and allocates blocks of tens to hundreds of MB reuses
-// pages already touched instead of mapping, zeroing and unmapping each one (a rank of
-// 5 GB of JSON took 700,000 page faults a GB that way). ReleaseFreedMemory() hands the
-// freed pages back; RestoreBlockMapping() undoes this.
-inline void KeepBlocksInHeap(size_t trim_bytes) {
+// Blocks of at least `bytes` are mapped from the system and unmapped when freed, so one
+// rank's buffers do not stay in an arena after it is gone.
+inline void MapBlocksFrom(size_t bytes) {
 #if defined(__GLIBC__)
-  if constexpr (!kSanitizedAllocator) {
-    mallopt(M_MMAP_MAX, 0);
-    mallopt(M_TRIM_THRESHOLD, static_cast<int>(trim_bytes));
-  }
+  if constexpr (!kSanitizedAllocator) mallopt(M_MMAP_THRESHOLD, static_cast<int>(bytes));
 #else
-  (void)trim_bytes;
-#endif
-}
-
-// glibc's defaults again (blocks past the mmap threshold mapped; 128 KiB trimmed).
-inline void RestoreBlockMapping() {
-#if defined(__GLIBC__)
-  if constexpr (!kSanitizedAllocator) {
-    mallopt(M_MMAP_MAX, 65536);
-    mallopt(M_TRIM_THRESHOLD, 128 * 1024);
-  }
+  (void)bytes;
 #endif
 }
 

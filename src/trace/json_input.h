@@ -90,6 +90,7 @@ class JsonStream {
   // Up to `n` bytes into `out`; 0 only at the end of the input.
   StatusOr<size_t> Read(char* out, size_t n);
   bool gzip() const { return zs_ != nullptr; }
+  int fd() const { return file_ != nullptr ? fileno(file_) : -1; }  // the open file's
 
  private:
   JsonStream() = default;

@@ -57,7 +57,9 @@ bool Reader::Fail(error_code e) {
   if (error_ != SUCCESS) return false;
   error_ = e;
   const char* loc = nullptr;
-  error_offset_ = size_;
+  // Where simdjson does not say: the end of the chunk it was reading (the same byte
+  // whether the input is one buffer, a window or a mapped file).
+  error_offset_ = base_ != nullptr ? base_offset_ + static_cast<size_t>(chunk_end_ - base_) : size_;
   if (doc_.current_location().get(loc) == SUCCESS && loc >= base_ && loc < chunk_end_) {
     error_offset_ = base_offset_ + static_cast<size_t>(loc - base_);
   }

@@ -2,9 +2,7 @@
 // byte-level splitter, and kineto::Reader for the runs.
 #include "trace/kineto_stream.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -414,15 +412,11 @@ Status JsonErrorAt(const std::string& path, size_t offset, bool at_end, std::str
   return DataLoss(msg + ": " + std::string(what));
 }
 
-// Maps `path` into `window` when it is a plain file the system lets us map.
-bool MapPlainFile(const std::string& path, PaddedBuffer& window) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+// Maps the input into `window` when it is a plain file the system lets us map.
+bool MapPlainFile(const JsonStream& in, PaddedBuffer& window) {
   struct stat st;
-  const bool mapped = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-                      window.Map(fd, static_cast<size_t>(st.st_size));
-  ::close(fd);
-  return mapped;
+  return !in.gzip() && in.fd() >= 0 && ::fstat(in.fd(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+         window.Map(in.fd(), static_cast<size_t>(st.st_size));
 }
 
 // After the splitter and the readers went over more input: the error that stops the
@@ -458,7 +452,7 @@ StatusOr<size_t> FeedMapped(const std::string& path, PaddedBuffer& file, size_t 
     const bool parsed = sink.ParseRuns();
     TS_RETURN_IF_ERROR(StepStatus(path, splitter, sink, fed, parsed));
     const size_t keep = splitter.Keep(upto);
-    if (upto - keep >= kMaxWindowBytes) return EventTooLarge(path, keep, upto - keep);
+    if (upto - keep >= kMaxWindowBytes) return EventTooLarge(path, keep, kMaxWindowBytes);
     file.DropPagesBefore(keep);
   }
   return n;
@@ -495,11 +489,14 @@ StatusOr<size_t> FeedRead(const std::string& path, JsonStream& in, PaddedBuffer&
   return total;
 }
 
-StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads, bool map) {
+StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads, StreamInput input) {
   TS_ASSIGN_OR_RETURN(std::unique_ptr<JsonStream> in, JsonStream::Open(path));
   PaddedBuffer window;
   window_bytes = std::clamp<size_t>(window_bytes, 64, kMaxWindowBytes);
-  const bool mapped = map && !in->gzip() && MapPlainFile(path, window);
+  const bool mapped = input != StreamInput::kRead && MapPlainFile(*in, window);
+  if (input == StreamInput::kMapped && !mapped) {
+    return FailedPrecondition(path + ": cannot be mapped (gzip, not a plain file, empty, or refused by the system)");
+  }
   if (!mapped && !window.Reserve(window_bytes)) {
     return ResourceExhausted(path + ": out of memory for the stream's window");
   }
@@ -544,9 +541,9 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
 
 }  // namespace
 
-StatusOr<Trace> ImportKinetoStream(const std::string& path, size_t window_bytes, int threads, bool map) {
+StatusOr<Trace> ImportKinetoStream(const std::string& path, size_t window_bytes, int threads, StreamInput input) {
   if (threads <= 0) threads = ThreadPool::HardwareThreads();
-  return CatchAll(path, [&]() -> StatusOr<Trace> { return Stream(path, window_bytes, threads, map); });
+  return CatchAll(path, [&]() -> StatusOr<Trace> { return Stream(path, window_bytes, threads, input); });
 }
 
 size_t StreamWindowBytes() {

@@ -22,11 +22,15 @@ constexpr size_t kStreamWindowBytes = size_t{64} << 20;
 // single event or top-level member larger than it, up to 1 GiB). Errors as
 // ImportKinetoTrace's: DataLoss naming the byte offset of invalid JSON or of a truncated
 // input, InvalidArgument for JSON that is not a trace.
-// `threads`: readers (0: as many as this process may run on, at most two). With `map`, a
-// plain file is mapped and read in place, a window's bytes at a time (no copy); gzip, and
-// a file the system will not map, are read through the window.
+// How the input reaches the readers. kAuto: a plain file is mapped and read in place, a
+// window's bytes at a time (no copy into a window); gzip, and a file the system will not
+// map, are read through the window. kMapped: mapped or an error (tests); kRead: read.
+enum class StreamInput { kAuto, kMapped, kRead };
+
+// `threads`: readers (0: as many as this process may run on, at most two). A file mapped
+// must not shrink while it is read (as for the whole-file path's mapping).
 StatusOr<Trace> ImportKinetoStream(const std::string& path, size_t window_bytes = kStreamWindowBytes,
-                                   int threads = 0, bool map = true);
+                                   int threads = 0, StreamInput input = StreamInput::kAuto);
 
 // The window the importer streams through: kStreamWindowBytes, or TIERSCOPE_STREAM_WINDOW
 // bytes (tests cut traces at many places with small windows).

@@ -345,6 +345,28 @@ TEST(Job, NvtxKernSumAddsEachTripleOverTheRanksByTimeThenByName) {
                                     Row{"b", "k", 77, 1, 1}}));
 }
 
+TEST(Job, NvtxKernSumShowsFortyRowsCutAfterTiesOrderedByName) {
+  // 60 triples of equal time over two ranks (each rank has every other one): the forty
+  // shown are the first forty by name, and the rest are counted.
+  std::vector<RankAnalysis> ranks = {Cycle(0, 1, 0), Cycle(1, 1, 0)};
+  for (int i = 59; i >= 0; --i) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "r%02d", i);
+    ranks[static_cast<size_t>(i % 2)].range_kernels.At(name, "host", "k").kernels.Add(5);
+  }
+  auto job = JobFromRanks(std::move(ranks), {"rank-0.json", "rank-1.json"}, {});
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  const auto t = std::find_if(job->tables.begin(), job->tables.end(),
+                              [](const Table& x) { return x.name == "nvtx_kern_sum"; });
+  ASSERT_NE(t, job->tables.end());
+  ASSERT_EQ(t->rows.size(), 40u);
+  const size_t range = static_cast<size_t>(std::find(t->columns.begin(), t->columns.end(), "Range") - t->columns.begin());
+  EXPECT_EQ(std::get<std::string>(t->rows[2][range]), "r00");  // after the two rows of the step
+  EXPECT_EQ(std::get<std::string>(t->rows[39][range]), "r37");
+  ASSERT_EQ(t->notes.size(), 1u);
+  EXPECT_EQ(t->notes[0].substr(0, 3), "22 ") << t->notes[0];
+}
+
 TEST(Job, ABadRankFailsTheJobNamingTheFile) {
   testing::TempDir dir;
   std::ofstream(dir.file("rank-0.json")) << R"({"traceEvents": []})";

@@ -181,6 +181,36 @@ TEST(JsonInput, PlainFileIsReadWithItsPadding) {
   for (size_t i = 0; i < kPadding; ++i) ASSERT_EQ(buf->data()[buf->size() + i], 0);
 }
 
+TEST(JsonInput, AMappedFileGivesBackOnlyThePagesWhollyBeforeAnOffset) {
+  TempDir dir;
+  const std::string path = dir.file("three_pages.json");
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  WriteBytes(path, std::string(3 * page, 'a'));
+  const int fd = open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  PaddedBuffer buf;
+  ASSERT_TRUE(buf.Map(fd, 3 * page));
+  close(fd);
+  // A private mapping: bytes written stay in this process's copy of their page until the
+  // page is given back, when the file's bytes show through again.
+  for (size_t at : {size_t{0}, page + 1, 2 * page + 5}) buf.data()[at] = 'X';
+  buf.DropPagesBefore(page + 10);  // page 0 only: page 1 is still partly needed
+  EXPECT_EQ(buf.data()[0], 'a');
+  EXPECT_EQ(buf.data()[page + 1], 'X');
+  EXPECT_EQ(buf.data()[2 * page + 5], 'X');
+  buf.DropPagesBefore(page / 2);  // already given back: nothing
+  buf.DropPagesBefore(10 * page);  // past the end: up to the last whole page
+  EXPECT_EQ(buf.data()[page + 1], 'a');
+  EXPECT_EQ(buf.data()[2 * page + 5], 'a');
+  for (size_t i = 0; i < kPadding; ++i) ASSERT_EQ(buf.data()[3 * page + i], 0);  // the padding stays
+  PaddedBuffer heap;  // heap memory is never given back under its content
+  ASSERT_TRUE(heap.Reserve(2 * page));
+  heap.Grow(2 * page);
+  heap.data()[0] = 'X';
+  heap.DropPagesBefore(2 * page);
+  EXPECT_EQ(heap.data()[0], 'X');
+}
+
 // The readers' On-Demand parsing must be simdjson's SIMD kernel wherever the build targets
 // AVX2 (x86-64-v3): its scalar fallback took most of a big trace's parse time until the
 // trace library was built with PCLMUL, which simdjson requires besides AVX2.

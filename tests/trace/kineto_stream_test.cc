@@ -21,6 +21,7 @@
 namespace tierscope {
 namespace {
 
+using testing::Contains;
 using testing::TempDir;
 using testing::WriteBytes;
 
@@ -81,17 +82,19 @@ TEST(KinetoStream, EveryWindowSizeGivesTheWholeFilePathsTrace) {
     for (size_t window : {64, 97, 1000, 4096, 1 << 16, 64 << 20}) {
       for (int threads : {1, 2}) {
         SCOPED_TRACE("window " + std::to_string(window) + ", " + std::to_string(threads) + " reader(s)");
-        auto s = ImportKinetoStream(plain, window, threads);  // mapped
+        auto s = ImportKinetoStream(plain, window, threads, StreamInput::kMapped);
         ASSERT_TRUE(s.ok()) << s.status().ToString();
         ExpectSameTrace(*whole, *s);
         EXPECT_EQ(s->source, plain);
-        auto r = ImportKinetoStream(plain, window, threads, /*map=*/false);  // read through the window
+        auto r = ImportKinetoStream(plain, window, threads, StreamInput::kRead);
         ASSERT_TRUE(r.ok()) << r.status().ToString();
         ExpectSameTrace(*whole, *r);
         if (window == 97) {
           auto z = ImportKinetoStream(gz, window, threads);
           ASSERT_TRUE(z.ok()) << z.status().ToString();
           ExpectSameTrace(*whole, *z);
+          EXPECT_TRUE(Contains(ImportKinetoStream(gz, window, threads, StreamInput::kMapped).status().ToString(),
+                               gz + ": cannot be mapped"));  // gzip is read through the window
         }
       }
     }
@@ -109,23 +112,23 @@ TEST(KinetoStream, ACutOrCorruptInputIsAnErrorNamingTheByte) {
   const std::string path = dir.file("cut.json");
   for (size_t cut = 0; cut < json.size(); cut += 37) {
     WriteBytes(path, json.substr(0, cut));
-    auto s = ImportKinetoStream(path, 128, 2);
+    auto s = ImportKinetoStream(path, 128, 2, cut > 0 ? StreamInput::kMapped : StreamInput::kAuto);
     ASSERT_FALSE(s.ok()) << "cut at " << cut;
     const std::string msg = s.status().ToString();
     EXPECT_NE(msg.find(path + ": "), std::string::npos) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     // Mapped or read, the same error at the same byte.
-    EXPECT_EQ(ImportKinetoStream(path, 128, 2, /*map=*/false).status().ToString(), msg);
+    EXPECT_EQ(ImportKinetoStream(path, 128, 2, StreamInput::kRead).status().ToString(), msg);
   }
   std::string bad = json;
   bad.insert(bad.find("\"ph\"", json.size() / 2), "tru ");
   WriteBytes(path, bad);
   auto whole = ImportKinetoJson(bad, path, 1);
-  auto s = ImportKinetoStream(path, 100, 2);
+  auto s = ImportKinetoStream(path, 100, 2, StreamInput::kMapped);
   ASSERT_FALSE(whole.ok());
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().ToString(), whole.status().ToString());  // simdjson's error, at the same byte
-  EXPECT_EQ(ImportKinetoStream(path, 100, 2, /*map=*/false).status().ToString(), whole.status().ToString());
+  EXPECT_EQ(ImportKinetoStream(path, 100, 2, StreamInput::kRead).status().ToString(), whole.status().ToString());
   WriteBytes(path, Gzip(json).substr(0, 200));
   auto z = ImportKinetoStream(path, 100, 1);
   ASSERT_FALSE(z.ok());
@@ -151,8 +154,8 @@ TEST(KinetoStream, AnEventLargerThanTheWindowGrowsIt) {
     "pid": 1, "tid": 1, "ts": 2, "dur": 1}]})";
   WriteBytes(dir.file("big.json"), json);
   auto whole = ImportKinetoJson(json, dir.file("big.json"), 1);
-  for (bool map : {true, false}) {
-    auto s = ImportKinetoStream(dir.file("big.json"), 256, 2, map);
+  for (StreamInput input : {StreamInput::kMapped, StreamInput::kRead}) {
+    auto s = ImportKinetoStream(dir.file("big.json"), 256, 2, input);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     ExpectSameTrace(*whole, *s);
   }
