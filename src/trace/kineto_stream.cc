@@ -442,11 +442,17 @@ Status EventTooLarge(const std::string& path, size_t near, size_t bytes) {
 
 // A plain file mapped whole: the splitter and readers go over it a window's bytes at a
 // time, in place (no copy into a window), and the pages behind the pending run are given
-// back as they go. Returns the input's size.
-StatusOr<size_t> FeedMapped(const std::string& path, PaddedBuffer& file, size_t window_bytes, Splitter& splitter,
-                            StreamReader& sink) {
+// back as they go. A file cut shorter meanwhile (a profiler rewriting it) is an error
+// before its next window is touched. Returns the input's size.
+StatusOr<size_t> FeedMapped(const std::string& path, int fd, PaddedBuffer& file, size_t window_bytes,
+                            Splitter& splitter, StreamReader& sink) {
   const size_t n = file.size();
   for (size_t upto = 0; upto < n;) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < n) {
+      return DataLoss(path + ": the file was cut to " + std::to_string(st.st_size) + " bytes from " +
+                      std::to_string(n) + " while it was read");
+    }
     upto = std::min(n, upto + window_bytes);
     const bool fed = splitter.Feed(file.data(), upto, sink);
     const bool parsed = sink.ParseRuns();
@@ -526,7 +532,7 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
   // Runs of a sixteenth of the window (1 MiB at most, as the whole-file path's), so a window
   // holds enough for two readers; never under 256 bytes, past simdjson's reads beyond a run.
   Splitter splitter(std::clamp<size_t>(window_bytes / 16, 256, kineto::kChunkBytes));
-  TS_ASSIGN_OR_RETURN(const size_t total, mapped ? FeedMapped(path, window, window_bytes, splitter, sink)
+  TS_ASSIGN_OR_RETURN(const size_t total, mapped ? FeedMapped(path, in->fd(), window, window_bytes, splitter, sink)
                                                  : FeedRead(path, *in, window, splitter, sink));
   if (!splitter.Finished()) return JsonErrorAt(path, total, true, splitter.unfinished());
   if (!splitter.saw_events()) return InvalidArgument(path + ": not a Kineto trace: no \"traceEvents\" array");
