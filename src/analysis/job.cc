@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -288,31 +289,26 @@ Table JobNvtxTable(const JobAnalysis& job) {
 Table JobNvtxKernTable(const JobAnalysis& job) {
   // Merged by interned names (a job of big ranks has 10^5-10^6 triples; a map keyed by
   // three strings was a large part of the job's end).
-  struct Entry {
-    std::string_view range, side, kernel;
-    int64_t ranks = 0;
-  };
   RangeKernelMap all;
-  std::vector<Entry> entries;  // by position in `all`
+  std::vector<int64_t> ranks;  // per entry of `all`: the ranks that have it
   for (const RankAnalysis& r : job.ranks) {
     r.range_kernels.ForEach([&](std::string_view range, std::string_view side, std::string_view kernel,
                                 const RangeKernels& rk) {
       const size_t i = all.IndexOf(range, side, kernel);
-      if (i == entries.size()) entries.push_back({range, side, kernel});
+      if (i == ranks.size()) ranks.push_back(0);
       RangeKernels& cell = all.at(i);
       cell.kernels.Merge(rk.kernels);
       cell.range_instances += rk.range_instances;
-      ++entries[i].ranks;
+      ++ranks[i];
     });
   }
   // By total time, then by names: the rows and their order do not depend on rank order.
-  std::vector<size_t> order(entries.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<size_t> order(ranks.size());
+  std::iota(order.begin(), order.end(), size_t{0});
   const auto before = [&](size_t a, size_t b) {
     const int64_t ta = all.at(a).kernels.total_ns, tb = all.at(b).kernels.total_ns;
     if (ta != tb) return ta > tb;
-    return std::tie(entries[a].range, entries[a].side, entries[a].kernel) <
-           std::tie(entries[b].range, entries[b].side, entries[b].kernel);
+    return all.NamesAt(a) < all.NamesAt(b);
   };
   constexpr size_t kRows = 40;
   const size_t shown = std::min(kRows, order.size());
@@ -323,11 +319,11 @@ Table JobNvtxKernTable(const JobAnalysis& job) {
   t.columns = {"Range", "Side", "Range Inst", "Kern Inst", "Total Time (ns)", "Avg (ns)", "Min (ns)", "Max (ns)",
                "StdDev (ns)", "Ranks", "Kernel Name"};
   for (size_t i = 0; i < shown; ++i) {
-    const Entry& e = entries[order[i]];
+    const auto [range, side, kernel] = all.NamesAt(order[i]);
     const RangeKernels& rk = all.at(order[i]);
     const KernelTotals& k = rk.kernels;
-    t.AddRow({std::string(e.range), std::string(e.side), rk.range_instances, k.count, k.total_ns, k.mean(), k.min_ns,
-              k.max_ns, k.stddev(), e.ranks, std::string(e.kernel)});
+    t.AddRow({std::string(range), std::string(side), rk.range_instances, k.count, k.total_ns, k.mean(), k.min_ns,
+              k.max_ns, k.stddev(), ranks[order[i]], std::string(kernel)});
   }
   if (order.size() > kRows) {
     t.notes.push_back(std::to_string(order.size() - kRows) +

@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "core/int_map.h"
@@ -46,6 +47,11 @@ class RangeKernelMap {
   // when absent), and the entry at a position.
   size_t IndexOf(std::string_view range, std::string_view side, std::string_view kernel);
   RangeKernels& at(size_t i) { return cells_[i].value; }
+  // The (range, side, kernel) names of the entry at a position.
+  std::tuple<std::string_view, std::string_view, std::string_view> NamesAt(size_t i) const {
+    const Cell& c = cells_[i];
+    return {names_[c.range], sides_[c.side], names_[c.kernel]};
+  }
   // Drops the lookup table and spare room: a rank's map is then only read (ForEach) for
   // the rest of the job, at half the memory. The next At or IndexOf rebuilds the table.
   void Compact();

@@ -18,15 +18,15 @@ namespace tierscope {
 
 constexpr size_t kStreamWindowBytes = size_t{64} << 20;
 
-// Streams `path` (plain or gzip) through a window of `window_bytes` (grown only for a
-// single event or top-level member larger than it, up to 1 GiB). Errors as
-// ImportKinetoTrace's: DataLoss naming the byte offset of invalid JSON or of a truncated
-// input, InvalidArgument for JSON that is not a trace.
 // How the input reaches the readers. kAuto: a plain file is mapped and read in place, a
 // window's bytes at a time (no copy into a window); gzip, and a file the system will not
 // map, are read through the window. kMapped: mapped or an error (tests); kRead: read.
 enum class StreamInput { kAuto, kMapped, kRead };
 
+// Streams `path` (plain or gzip) through a window of `window_bytes` (grown only for a
+// single event or top-level member larger than it, up to 1 GiB). Errors as
+// ImportKinetoTrace's: DataLoss naming the byte offset of invalid JSON or of a truncated
+// input, InvalidArgument for JSON that is not a trace.
 // `threads`: readers (0: as many as this process may run on, at most two). A file mapped
 // must not shrink while it is read (as for the whole-file path's mapping).
 StatusOr<Trace> ImportKinetoStream(const std::string& path, size_t window_bytes = kStreamWindowBytes,

@@ -320,6 +320,14 @@ TEST(Job, ARanksWindowsAreAddedUpInTimeOrderAndRepeatedStepsKeptApart) {
   EXPECT_EQ(job->ranks[0].collectives.calls[1].iteration, 2);
 }
 
+// The job's nvtx_kern_sum table, or null.
+const Table* KernSumTable(const JobAnalysis& job) {
+  for (const Table& t : job.tables) {
+    if (t.name == "nvtx_kern_sum") return &t;
+  }
+  return nullptr;
+}
+
 TEST(Job, NvtxKernSumAddsEachTripleOverTheRanksByTimeThenByName) {
   std::vector<RankAnalysis> ranks = {Cycle(0, 1, 0), Cycle(1, 1, 0)};
   ranks[0].range_kernels.At("b", "host", "k").kernels.Add(77);  // equal times: by name
@@ -327,9 +335,8 @@ TEST(Job, NvtxKernSumAddsEachTripleOverTheRanksByTimeThenByName) {
   ranks[1].range_kernels.Compact();  // as AnalyzeRank leaves it
   auto job = JobFromRanks(std::move(ranks), {"rank-0.json", "rank-1.json"}, {});
   ASSERT_TRUE(job.ok()) << job.status().ToString();
-  const auto t = std::find_if(job->tables.begin(), job->tables.end(),
-                              [](const Table& x) { return x.name == "nvtx_kern_sum"; });
-  ASSERT_NE(t, job->tables.end());
+  const Table* t = KernSumTable(*job);
+  ASSERT_NE(t, nullptr);
   const auto col = [&](const char* name) {
     return static_cast<size_t>(std::find(t->columns.begin(), t->columns.end(), name) - t->columns.begin());
   };
@@ -356,9 +363,8 @@ TEST(Job, NvtxKernSumShowsFortyRowsCutAfterTiesOrderedByName) {
   }
   auto job = JobFromRanks(std::move(ranks), {"rank-0.json", "rank-1.json"}, {});
   ASSERT_TRUE(job.ok()) << job.status().ToString();
-  const auto t = std::find_if(job->tables.begin(), job->tables.end(),
-                              [](const Table& x) { return x.name == "nvtx_kern_sum"; });
-  ASSERT_NE(t, job->tables.end());
+  const Table* t = KernSumTable(*job);
+  ASSERT_NE(t, nullptr);
   ASSERT_EQ(t->rows.size(), 40u);
   const size_t range = static_cast<size_t>(std::find(t->columns.begin(), t->columns.end(), "Range") - t->columns.begin());
   EXPECT_EQ(std::get<std::string>(t->rows[2][range]), "r00");  // after the two rows of the step
