@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/micro_kernel.h"
@@ -82,6 +84,20 @@ int Main() {
       row("wide 8x48", kMRWide, kWidePanels, [&] {
         mk.wide_by_rows[kMRWide](kc, a.data(), kc, b.data(), stride, c.data(), kWidePanels * kNR);
       });
+    }
+    // The same forms over BF16 / FP16 panels, widened in registers (batch-bf16/fp16 on
+    // CPUs without BF16/FP16 arithmetic).
+    const std::vector<uint16_t> h(b.size(), 0x3e80);  // 0.25 in BF16 (FP16 reads it as ~1.6)
+    for (const auto& [name, hk] : {std::pair<const char*, const HalfPanelKernels*>{"bf16", &mk.bf16},
+                                   std::pair<const char*, const HalfPanelKernels*>{"f16", &mk.f16}}) {
+      const std::string single = std::string("single 6x16, ") + name + " B";
+      row(single.c_str(), kMR, 1, [&] { hk->by_rows[kMR](kc, a.data(), kc, h.data(), c.data(), kNR); });
+      if (hk->has_wide()) {
+        const std::string wide = std::string("wide 8x48, ") + name + " B";
+        row(wide.c_str(), kMRWide, kWidePanels, [&] {
+          hk->wide_by_rows[kMRWide](kc, a.data(), kc, h.data(), stride, c.data(), kWidePanels * kNR);
+        });
+      }
     }
     sink = sink + c[0];
   }

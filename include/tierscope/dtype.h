@@ -21,9 +21,14 @@ StatusOr<DType> ParseFloatDType(std::string_view s);
 // Parses a run precision: a float dtype as ParseFloatDType, or "int8" (kI8: dynamic
 // quantization, INT8 weights with FP32 activations).
 StatusOr<DType> ParseRunDType(std::string_view s);
-// The dtype a run of precision `run` keeps its activations in: FP32 for an INT8 run,
-// else the precision itself.
-inline DType ActivationDType(DType run) { return run == DType::kI8 ? DType::kF32 : run; }
+// The dtype a run of precision `run` keeps its activations in: FP32 for an INT8 run, and
+// for an FP16/BF16 run on a device without FP16/BF16 arithmetic
+// (DeviceProps::half_arithmetic), whose weights alone are 16-bit; else the precision.
+inline DType ActivationDType(DType run, bool half_arithmetic = true) {
+  if (run == DType::kI8) return DType::kF32;
+  if ((run == DType::kF16 || run == DType::kBF16) && !half_arithmetic) return DType::kF32;
+  return run;
+}
 
 // IEEE binary16 stored as raw bits.
 struct Half { uint16_t bits; };

@@ -23,6 +23,11 @@ struct DeviceProps {
   int warp_size = 0;
   int64_t l2_bytes = 0;
   std::string arch;
+  // Whether the engine's kernels here compute in FP16/BF16. Where they do not (the CPU
+  // engine today: FP32 FMA on every CPU), an FP16/BF16 run keeps its weights in 16 bits,
+  // widened in registers, and its activations in FP32: converting them between ops would
+  // cost time and precision and buy nothing.
+  bool half_arithmetic = true;
 };
 
 // Peaks a device measures with its own kernels (GPUs), FLOP/s and bytes/s.

@@ -31,9 +31,13 @@ Status Kernels::Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, cons
   if (!IsFloatType(t) || y.dtype() != t || (bias && bias->dtype() != t)) {
     return InvalidArgument("Linear: operands must share one float dtype");
   }
-  if (w.dtype() != t && !(w.dtype() == DType::kI8 && t == DType::kF32)) {
+  // INT8 weights take FP32 activations; so do F16/BF16 ones on a backend without FP16/BF16
+  // arithmetic (DeviceProps::half_arithmetic), which widens them in registers.
+  const bool mixed = t == DType::kF32 && (w.dtype() == DType::kI8 || (IsFloatType(w.dtype()) && WidensHalfWeights()));
+  if (w.dtype() != t && !mixed) {
     return InvalidArgument("Linear: a " + std::string(DTypeName(w.dtype())) + " weight with " +
-                           std::string(DTypeName(t)) + " activations (INT8 weights take FP32 activations)");
+                           std::string(DTypeName(t)) + " activations (INT8 weights take FP32 activations" +
+                           (WidensHalfWeights() ? ", as do F16/BF16 ones here)" : ")"));
   }
   if (rows <= 0 || x_row_stride < k || (rows - 1) * x_row_stride + k > x.numel()) {
     return InvalidArgument("Linear: input " + ShapeString(x.shape()) + " too small for " +
@@ -57,7 +61,8 @@ Status Kernels::EmbeddingSum(const Tensor& ids, const Tensor& type_ids, const Te
   const int64_t B = ids.dim(0), S = ids.dim(1), H = out.dim(2);
   const DType t = out.dtype();
   if (!IsFloatType(t) || out.dim(0) != B || out.dim(1) != S || word.dim(1) != H || pos.dim(1) != H ||
-      type.dim(1) != H || pos.dim(0) < S || word.dtype() != t || pos.dtype() != t || type.dtype() != t) {
+      type.dim(1) != H || pos.dim(0) < S || pos.dtype() != word.dtype() || type.dtype() != word.dtype() ||
+      !(word.dtype() == t || (t == DType::kF32 && IsFloatType(word.dtype()) && WidensHalfWeights()))) {
     return InvalidArgument("EmbeddingSum: inconsistent shapes ids " + ShapeString(ids.shape()) + ", word " +
                            ShapeString(word.shape()) + ", pos " + ShapeString(pos.shape()) + ", out " +
                            ShapeString(out.shape()));

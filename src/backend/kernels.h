@@ -47,12 +47,14 @@ class Kernels {
   // y[m, :] = epilogue(x[m * x_row_stride .. +K] . W^T + bias) for m in [0, rows).
   // x_row_stride is in elements (K for a dense matrix); bias is [N] in y's dtype, or
   // null. y is dense [rows, N]. With an INT8 weight x, bias and y are FP32 and x is
-  // quantized per row at run time (dynamic quantization).
+  // quantized per row at run time (dynamic quantization); so they are with an F16/BF16
+  // weight on a backend without FP16/BF16 arithmetic (the weight is widened).
   Status Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
                 const Tensor* bias, Epilogue epilogue, Tensor& y);
 
   // out[b, s, :] = word[ids[b,s]] + pos[s] + type[type_ids[b,s]]. ids and type_ids are
-  // I32 [B, S]; the tables [rows, H] are in out's dtype, pos with at least S rows. An id
+  // I32 [B, S]; the tables [rows, H] are in out's dtype (or F16/BF16 under an FP32 out
+  // where Linear widens 16-bit weights), pos with at least S rows. An id
   // outside its table is the kernel's to refuse (CPU) or to write as NaN (GPU): it never
   // reads past a table.
   Status EmbeddingSum(const Tensor& ids, const Tensor& type_ids, const Tensor& word,
@@ -73,6 +75,9 @@ class Kernels {
   Status CopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset);
 
  protected:
+  // Whether DoLinear takes FP32 activations over F16/BF16 weights (a backend without
+  // FP16/BF16 arithmetic: DeviceProps::half_arithmetic false).
+  virtual bool WidensHalfWeights() const { return false; }
   // The backend's implementations, called only with arguments the front has checked.
   virtual StatusOr<std::unique_ptr<PackedWeight>> DoPackWeight(const HostTensor& w, DType dtype) = 0;
   virtual Status DoLinear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,

@@ -28,10 +28,15 @@ inline double Es(DType t) { return static_cast<double>(DTypeSize(t)); }
 
 // y[rows, n] = x[rows, k] . W[n, k]^T (+ bias): 2 FLOPs per multiply-add, the bias add
 // counted in the GEMM; x, W, bias read once, y written once.
-inline OpCost GemmCost(int64_t rows, int64_t n, int64_t k, bool bias, DType t) {
+// `w`: the weight's dtype where it differs from the activations' (16-bit weights under
+// FP32 activations, widened in registers).
+inline OpCost GemmCost(int64_t rows, int64_t n, int64_t k, bool bias, DType t, DType w) {
   const double r = static_cast<double>(rows), nn = static_cast<double>(n), kk = static_cast<double>(k);
-  return {2.0 * r * nn * kk + (bias ? r * nn : 0.0), Es(t) * (r * kk + nn * kk + (bias ? nn : 0.0)),
+  return {2.0 * r * nn * kk + (bias ? r * nn : 0.0), Es(t) * (r * kk + (bias ? nn : 0.0)) + Es(w) * nn * kk,
           Es(t) * r * nn};
+}
+inline OpCost GemmCost(int64_t rows, int64_t n, int64_t k, bool bias, DType t) {
+  return GemmCost(rows, n, k, bias, t, t);
 }
 
 // The activation after a GEMM over `count` values: exact-erf GELU 8 FLOPs a value, tanh
@@ -47,10 +52,13 @@ inline OpCost ActivationCost(Epilogue e, int64_t count, DType t) {
 }
 
 // Linear with its epilogue fused: the GEMM plus the activation's FLOPs.
-inline OpCost LinearCost(int64_t rows, int64_t n, int64_t k, bool bias, Epilogue e, DType t) {
-  OpCost c = GemmCost(rows, n, k, bias, t);
+inline OpCost LinearCost(int64_t rows, int64_t n, int64_t k, bool bias, Epilogue e, DType t, DType w) {
+  OpCost c = GemmCost(rows, n, k, bias, t, w);
   c.flops += EpilogueFlops(e, rows * n);
   return c;
+}
+inline OpCost LinearCost(int64_t rows, int64_t n, int64_t k, bool bias, Epilogue e, DType t) {
+  return LinearCost(rows, n, k, bias, e, t, t);
 }
 
 // INT8 Linear (dynamic quantization): x[rows, k] as u8 codes with an FP32 scale and zero
@@ -91,10 +99,12 @@ inline OpCost LayerNormCost(int64_t rows, int64_t cols, bool residual, DType t) 
 
 // Embedding sum of `tokens` tokens of `hidden`: two adds a value; three table rows and the
 // I32 ids and token types read.
-inline OpCost EmbeddingCost(int64_t tokens, int64_t hidden, DType t) {
+// `table`: the tables' dtype where it differs from the output's (16-bit tables, FP32 out).
+inline OpCost EmbeddingCost(int64_t tokens, int64_t hidden, DType t, DType table) {
   const double n = static_cast<double>(tokens) * static_cast<double>(hidden);
-  return {2.0 * n, 3.0 * Es(t) * n + 8.0 * static_cast<double>(tokens), Es(t) * n};
+  return {2.0 * n, 3.0 * Es(table) * n + 8.0 * static_cast<double>(tokens), Es(t) * n};
 }
+inline OpCost EmbeddingCost(int64_t tokens, int64_t hidden, DType t) { return EmbeddingCost(tokens, hidden, t, t); }
 
 // A copy of `bytes`.
 inline OpCost CopyCost(size_t bytes) { return {0, static_cast<double>(bytes), static_cast<double>(bytes)}; }

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -132,10 +132,34 @@ void FloatToHalf(const float* src, uint16_t* dst, size_t n) {
 }
 
 void BF16ToFloat(const uint16_t* src, float* dst, size_t n) {
-  for (size_t i = 0; i < n; ++i) dst[i] = BF16ToFloat(src[i]);
+  size_t i = 0;
+#if defined(__AVX2__)
+  for (; i + 8 <= n; i += 8) {  // widen to 32 bits, the BF16 bits on top
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = BF16ToFloat(src[i]);
 }
+
 void FloatToBF16(const float* src, uint16_t* dst, size_t n) {
-  for (size_t i = 0; i < n; ++i) dst[i] = FloatToBF16(src[i]);
+  size_t i = 0;
+#if defined(__AVX2__)
+  // FloatToBF16(float) on 8 lanes: round to nearest even, a NaN stays a (quiet) NaN.
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff), quiet = _mm256_set1_epi32(0x40);
+  for (; i + 8 <= n; i += 8) {
+    const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(src + i));
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(bias, lsb)), 16);
+    const __m256i quieted = _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet);
+    const __m256i v = _mm256_blendv_epi8(rounded, quieted, nan);  // each lane <= 0xffff
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(v, v), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_castsi256_si128(packed));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = FloatToBF16(src[i]);
 }
 
 void ToFloat(DType t, const void* src, float* dst, size_t n) {

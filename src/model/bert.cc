@@ -31,12 +31,12 @@ HostTensor Concat3(const HostTensor* a, const HostTensor* b, const HostTensor* c
 
 }  // namespace
 
-StatusOr<Tensor> BertModel::Upload(const HostTensor& t) {
-  TS_ASSIGN_OR_RETURN(Tensor d, Tensor::Empty(backend_, dtype(), t.shape));
+StatusOr<Tensor> BertModel::Upload(const HostTensor& t, DType dtype) {
+  TS_ASSIGN_OR_RETURN(Tensor d, Tensor::Empty(backend_, dtype, t.shape));
   std::vector<float> f(static_cast<size_t>(t.numel()));
   ToFloat(t.dtype, t.data, f.data(), f.size());
   std::vector<std::byte> conv(d.bytes());
-  FromFloat(f.data(), dtype(), conv.data(), f.size());
+  FromFloat(f.data(), dtype, conv.data(), f.size());
   TS_RETURN_IF_ERROR(backend_.CopyHostToDevice(d.data(), conv.data(), conv.size()));
   weight_bytes_ += static_cast<int64_t>(d.bytes());
   return d;
@@ -60,12 +60,19 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Create(Backend& backend, const B
     m->weight_bytes_ += (*out)->bytes();
     return OkStatus();
   };
-  TS_RETURN_IF_ERROR(upload("embeddings.word_embeddings.weight", {config.vocab_size, H},
-                            &m->word_emb_));
-  TS_RETURN_IF_ERROR(upload("embeddings.position_embeddings.weight",
-                            {config.max_position_embeddings, H}, &m->pos_emb_));
-  TS_RETURN_IF_ERROR(upload("embeddings.token_type_embeddings.weight",
-                            {config.type_vocab_size, H}, &m->type_emb_));
+  // The embedding tables in the run's precision, also where the activations are FP32 (a
+  // 16-bit run on a backend without 16-bit arithmetic): the largest weights stay halved.
+  const DType table = dtype == DType::kF16 || dtype == DType::kBF16 ? dtype : m->dtype();
+  auto upload_table = [&](const std::string& name, const std::vector<int64_t>& shape, Tensor* out) -> Status {
+    TS_ASSIGN_OR_RETURN(const HostTensor* t, ck.Get(name, shape));
+    TS_ASSIGN_OR_RETURN(*out, m->Upload(*t, table));
+    return OkStatus();
+  };
+  TS_RETURN_IF_ERROR(upload_table("embeddings.word_embeddings.weight", {config.vocab_size, H}, &m->word_emb_));
+  TS_RETURN_IF_ERROR(upload_table("embeddings.position_embeddings.weight", {config.max_position_embeddings, H},
+                                  &m->pos_emb_));
+  TS_RETURN_IF_ERROR(upload_table("embeddings.token_type_embeddings.weight", {config.type_vocab_size, H},
+                                  &m->type_emb_));
   TS_RETURN_IF_ERROR(upload("embeddings.LayerNorm.weight", {H}, &m->emb_ln_g_));
   TS_RETURN_IF_ERROR(upload("embeddings.LayerNorm.bias", {H}, &m->emb_ln_b_));
 

@@ -32,8 +32,9 @@ class BertModel {
                                                      const Checkpoint& checkpoint, DType dtype);
 
   const BertConfig& config() const { return config_; }
-  // The activations' dtype (and the weights' outside the Linear layers): FP32 for an INT8 run.
-  DType dtype() const { return ActivationDType(precision_); }
+  // The activations' dtype (and the weights' outside the Linear layers): FP32 for an INT8
+  // run, and for FP16/BF16 where the backend has no FP16/BF16 arithmetic (the CPU).
+  DType dtype() const { return ActivationDType(precision_, backend_.props().half_arithmetic); }
   DType precision() const { return precision_; }  // the run's: dtype(), or kI8
   bool has_pooler() const { return pooler_w_ != nullptr; }
   int64_t weight_bytes() const { return weight_bytes_; }
@@ -71,7 +72,8 @@ class BertModel {
         kernels_(backend.kernels()),
         config_(config),
         precision_(precision) {}
-  StatusOr<Tensor> Upload(const HostTensor& t);
+  StatusOr<Tensor> Upload(const HostTensor& t) { return Upload(t, dtype()); }
+  StatusOr<Tensor> Upload(const HostTensor& t, DType dtype);
   template <bool kOn>
   StatusOr<Tensor> Empty(Shape shape, DType dtype);
   template <bool kOn>

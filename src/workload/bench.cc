@@ -94,7 +94,7 @@ Status CheckWorkloadMemory(const BertEngine& engine, const BenchOptions& o, cons
   }
   TS_ASSIGN_OR_RETURN(MemoryNeed need, engine.ForwardMemory(mode.serial ? 1 : B, S, {}));
   const double tokens = static_cast<double>(B) * static_cast<double>(S);
-  const double es = static_cast<double>(DTypeSize(ActivationDType(mode.dtype)));
+  const double es = static_cast<double>(DTypeSize(engine.model().dtype()));
   need.host += tokens * (8 + static_cast<double>(H) * (4 + es));  // the ids; the output read back
   if (mode.serial) need.device += tokens * (12 + static_cast<double>(H) * es);  // all inputs; the output
   return engine.CheckMemory(

@@ -1,5 +1,6 @@
 // What only the CPU backend does: its embedding kernel refuses ids outside the tables,
-// its allocator's accounting, and a launch runs every task of its grid. The ops against
+// 16-bit weights under FP32 activations, its allocator's accounting, and a launch runs
+// every task of its grid. The ops against
 // their references, on every backend, are tests/backend/backend_ops_test.cc.
 #include <gtest/gtest.h>
 
@@ -85,6 +86,62 @@ TEST_P(CpuKernelsTest, EmbeddingIdsOutsideTheTablesAreRefusedByTheKernel) {
     EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.ToString();
     EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
   }
+}
+
+// The CPU has no FP16/BF16 arithmetic kernels: a 16-bit run keeps its weights (the Linear
+// panels, the embedding tables) in 16 bits and its activations in FP32. Linear and
+// EmbeddingSum take that mix, and give FP32-accurate sums of the 16-bit weights' values
+// (the activations are never rounded), in every epilogue, across whole and partial tiles.
+TEST_P(CpuKernelsTest, SixteenBitWeightsUnderFp32ActivationsGiveFp32AccurateSums) {
+  const DType t = GetParam().dtype;
+  if (t == DType::kF32) return;  // the plain FP32 case is backend_ops_test's
+  EXPECT_FALSE(be_.props().half_arithmetic);
+  const int64_t M = 53, K = 300;
+  for (const int64_t N : {int64_t{37}, int64_t{200}}) {
+    const std::vector<float> x = Random(M * K), w = Random(N * K, 0.1f), b = Random(N);
+    const std::vector<float> wr = Round(w, t);  // what the packed panels hold
+    const HostTensor hw{DType::kF32, {N, K}, reinterpret_cast<const std::byte*>(w.data()), w.size() * 4};
+    auto packed = be_.kernels().PackWeight(hw, t);
+    ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+    ASSERT_EQ((*packed)->dtype(), t);
+    Tensor dx = Device(x, {M, K}, DType::kF32), db = Device(b, {N}, DType::kF32);
+    for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu, Epilogue::kTanh}) {
+      Tensor dy = std::move(Tensor::Empty(be_, DType::kF32, {M, N})).value();
+      const Status st = be_.kernels().Linear(dx, M, K, **packed, &db, e, dy);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      std::vector<double> ref(static_cast<size_t>(M * N));
+      for (int64_t m = 0; m < M; ++m) {
+        for (int64_t n = 0; n < N; ++n) {
+          double acc = b[n];
+          for (int64_t kk = 0; kk < K; ++kk) acc += double{x[m * K + kk]} * wr[n * K + kk];
+          if (e == Epilogue::kGelu) acc = 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)));
+          if (e == Epilogue::kTanh) acc = std::tanh(acc);
+          ref[m * N + n] = acc;
+        }
+      }
+      ExpectClose(Host(dy), ref, 1e-5, "linear, 16-bit weights, FP32 activations");
+    }
+    // Only the weight may differ: 16-bit x with an FP32 y is refused.
+    Tensor dx16 = Device(x, {M, K}, t);
+    Tensor dy32 = std::move(Tensor::Empty(be_, DType::kF32, {M, N})).value();
+    EXPECT_EQ(be_.kernels().Linear(dx16, M, K, **packed, &db, Epilogue::kNone, dy32).code(),
+              StatusCode::kInvalidArgument);
+  }
+  const int64_t V = 11, P = 9, T = 2, H = 20, B = 2, S = 7;
+  const std::vector<float> word = Round(Random(V * H), t), pos = Round(Random(P * H), t), type = Round(Random(T * H), t);
+  std::vector<int32_t> ids(B * S), tt(B * S);
+  for (int64_t i = 0; i < B * S; ++i) {
+    ids[i] = static_cast<int32_t>((i * 5) % V);
+    tt[i] = static_cast<int32_t>(i % 2);
+  }
+  Tensor dw = Device(word, {V, H}, t), dp = Device(pos, {P, H}, t), dt = Device(type, {T, H}, t);
+  Tensor out = std::move(Tensor::Empty(be_, DType::kF32, {B, S, H})).value();
+  ASSERT_TRUE(be_.kernels().EmbeddingSum(DeviceI32(ids, {B, S}), DeviceI32(tt, {B, S}), dw, dp, dt, out).ok());
+  std::vector<double> ref(static_cast<size_t>(B * S * H));
+  for (int64_t i = 0; i < B * S; ++i) {
+    for (int64_t h = 0; h < H; ++h) ref[i * H + h] = double{word[ids[i] * H + h]} + pos[(i % S) * H + h] + type[tt[i] * H + h];
+  }
+  ExpectClose(Host(out), ref, 1e-6, "embedding, 16-bit tables, FP32 out");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDTypes, CpuKernelsTest,

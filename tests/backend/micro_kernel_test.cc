@@ -1,7 +1,7 @@
 // Every instruction-set variant of the FP32 micro-kernel this CPU can run (AVX-512,
 // AVX2+FMA, scalar), not only the one picked at run time, against a double-precision
 // reference: each row count, accumulate and overwrite, odd depths and row strides; the
-// pair and wide (8x48) forms too where the ISA has them.
+// pair and wide (8x48) forms too where the ISA has them, and the forms over BF16/FP16 panels.
 #include "backend/cpu/micro_kernel.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/splitmix.h"
+#include "tierscope/dtype.h"
 
 namespace tierscope {
 namespace {
@@ -191,6 +192,53 @@ TEST(MicroKernels, RunCoversEveryMixOfWidePairAndSinglePanels) {
           for (size_t i = 0; i < c.size(); ++i) {
             ASSERT_NEAR(c[i], want[i], 1e-6 * (kc + 1))
                 << v.isa << " panels " << panels << " rows " << rows << (accumulate ? " +=" : " =") << " at " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MicroKernels, HalfPanelKernelsOfEveryVariantMatchADoubleReferenceOverWidenedPanels) {
+  // BF16 and FP16 panels, widened in registers: the same sums as FP32 panels holding the
+  // widened values, within FP32 accumulation; single panels and, where the ISA has them,
+  // wide calls, through Run's mix of both (1..7 panels, row tails of 6 and of 8).
+  SplitMix64 rng(17);
+  for (const MicroKernelVariant& v : AvailableMicroKernels()) {
+    for (const bool bf16 : {true, false}) {
+      const HalfPanelKernels& hk = bf16 ? v.kernels.bf16 : v.kernels.f16;
+      ASSERT_NE(hk.by_rows[kMR], nullptr) << v.isa;
+      EXPECT_EQ(hk.has_wide(), v.kernels.has_wide()) << v.isa;  // the FP32 forms' shapes
+      for (int64_t panels = 1; panels <= 7; ++panels) {
+        for (int64_t rows : {1, 5, 8, 13}) {
+          for (bool accumulate : {true, false}) {
+            const int64_t kc = 37, lda = kc + 3, ldc = panels * kNR + 2, stride = kc * kNR + 16;
+            std::vector<float> a(static_cast<size_t>(rows * lda)), c(static_cast<size_t>(rows * ldc));
+            for (auto* v2 : {&a, &c}) {
+              for (float& x : *v2) x = Uniform(rng);
+            }
+            std::vector<uint16_t> b(static_cast<size_t>(panels * stride));
+            std::vector<float> wide(b.size());
+            for (size_t i = 0; i < b.size(); ++i) {
+              const float x = Uniform(rng);
+              b[i] = bf16 ? FloatToBF16(x) : FloatToHalf(x);
+              wide[i] = bf16 ? BF16ToFloat(b[i]) : HalfToFloat(b[i]);
+            }
+            std::vector<double> want(c.begin(), c.end());
+            for (int64_t r = 0; r < rows; ++r) {
+              for (int64_t j = 0; j < panels * kNR; ++j) {
+                double acc = accumulate ? c[r * ldc + j] : 0.0;
+                const float* panel = wide.data() + (j / kNR) * stride;
+                for (int64_t k = 0; k < kc; ++k) acc += double{a[r * lda + k]} * panel[k * kNR + j % kNR];
+                want[r * ldc + j] = acc;
+              }
+            }
+            hk.Run(rows, kc, a.data(), lda, b.data(), panels, stride, c.data(), ldc, accumulate);
+            for (size_t i = 0; i < c.size(); ++i) {
+              ASSERT_NEAR(c[i], want[i], 1e-6 * (kc + 1))
+                  << v.isa << (bf16 ? " bf16" : " f16") << " panels " << panels << " rows " << rows
+                  << (accumulate ? " +=" : " =") << " at " << i;
+            }
           }
         }
       }

@@ -103,5 +103,34 @@ TEST(DTypeTest, ArrayConversionsMatchTheScalarOnesInEveryLaneAndTail) {
   }
 }
 
+
+// The BF16 array conversions run AVX2 over 8 lanes and the scalar code on the tail: bit for
+// bit the scalar functions' answer, NaN payloads included (quieted the same way).
+TEST(DTypeTest, BFloat16ArrayConversionsMatchTheScalarOnesBitForBit) {
+  std::vector<uint16_t> bf(65536 + 5);
+  for (size_t i = 0; i < bf.size(); ++i) bf[i] = static_cast<uint16_t>(i);
+  std::vector<float> wide(bf.size());
+  BF16ToFloat(bf.data(), wide.data(), bf.size());
+  for (size_t i = 0; i < bf.size(); ++i) {
+    const float want = BF16ToFloat(bf[i]);
+    ASSERT_EQ(std::memcmp(&wide[i], &want, sizeof(float)), 0) << "bf16 0x" << std::hex << bf[i];
+  }
+  std::mt19937 rng(7);
+  std::vector<float> in(100005);
+  for (float& f : in) {
+    const uint32_t bits = rng();
+    std::memcpy(&f, &bits, sizeof(f));
+  }
+  for (float f : {0.0f, -0.0f, 1.0f + std::ldexp(1.0f, -8), 1.0f + 3 * std::ldexp(1.0f, -8), 3.3895314e38f,
+                  INFINITY, -INFINITY, NAN, -NAN, std::ldexp(1.0f, -140)}) {
+    in.push_back(f);
+  }
+  std::vector<uint16_t> out(in.size());
+  FloatToBF16(in.data(), out.data(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    ASSERT_EQ(out[i], FloatToBF16(in[i])) << "float " << in[i] << " at " << i;
+  }
+}
+
 }  // namespace
 }  // namespace tierscope

@@ -57,40 +57,48 @@ void TransposeKeys8x8(const float* src, int64_t lds, float* dst) {
 #endif
 }
 
-// Packs K^T [Kp/16][D][16] and V [Dp/16][keys][16] of one head (both zero-padded).
+// Packs K^T [Kp/16][D][16] and V [Dp/16][keys][16] of one head (both zero-padded);
+// `rows` is scratch for 8 rows of D floats.
 void PackKeysAndValues(const AttnParams& p, const std::byte* k0, const std::byte* v0, int64_t keys,
-                       float* kp, float* vp, float* row) {
+                       float* kp, float* vp, float* rows) {
   const int64_t D = p.head_dim, Kp = RoundUp(keys, kNR), Dp = RoundUp(D, kNR);
   const int64_t stride = 3 * p.hidden;  // elements from one token's row to the next
   const size_t es = DTypeSize(p.dtype);
   std::memset(kp, 0, sizeof(float) * Kp * D);
   std::memset(vp, 0, sizeof(float) * Dp * keys);
   int64_t j = 0;
-  if (p.dtype == DType::kF32 && D % 8 == 0) {
-    const auto* k = reinterpret_cast<const float*>(k0);
+  if (D % 8 == 0) {
     for (; j + 8 <= keys; j += 8) {
+      // FP32 rows are transposed in place; 16-bit ones converted first, 8 rows into `rows`.
+      const float* k = reinterpret_cast<const float*>(k0) + j * stride;
+      int64_t lds = stride;
+      if (p.dtype != DType::kF32) {
+        for (int64_t r = 0; r < 8; ++r) ToFloat(p.dtype, k0 + (j + r) * stride * es, rows + r * D, D);
+        k = rows;
+        lds = D;
+      }
       for (int64_t d = 0; d < D; d += 8) {
-        TransposeKeys8x8(k + j * stride + d, stride, kp + (j / kNR) * D * kNR + d * kNR + j % kNR);
+        TransposeKeys8x8(k + d, lds, kp + (j / kNR) * D * kNR + d * kNR + j % kNR);
       }
     }
   }
   for (; j < keys; ++j) {
-    const float* k = AsFloat(p.dtype, k0 + j * stride * es, row, D);
+    const float* k = AsFloat(p.dtype, k0 + j * stride * es, rows, D);
     float* kcol = kp + (j / kNR) * D * kNR + (j % kNR);
     for (int64_t d = 0; d < D; ++d) kcol[d * kNR] = k[d];
   }
   for (j = 0; j < keys; ++j) {
-    const float* v = AsFloat(p.dtype, v0 + j * stride * es, row, D);
+    const std::byte* v = v0 + j * stride * es;
     int64_t d = 0;
-    for (; d + kNR <= D; d += kNR) std::memcpy(vp + (d / kNR) * keys * kNR + j * kNR, v + d, sizeof(float) * kNR);
-    for (; d < D; ++d) vp[(d / kNR) * keys * kNR + j * kNR + (d % kNR)] = v[d];
+    for (; d + kNR <= D; d += kNR) ToFloat(p.dtype, v + d * es, vp + (d / kNR) * keys * kNR + j * kNR, kNR);
+    for (; d < D; ++d) vp[(d / kNR) * keys * kNR + j * kNR + (d % kNR)] = LoadF(p.dtype, v, d);
   }
 }
 
 // Scratch floats one task needs.
 size_t ScratchFloats(int64_t S, int64_t D) {
   const int64_t Sp = RoundUp(S, kNR), Dp = RoundUp(D, kNR);
-  return static_cast<size_t>(Sp * D + Dp * S + kQueryBlock * (D + Sp + Dp) + D);
+  return static_cast<size_t>(Sp * D + Dp * S + kQueryBlock * (D + Sp + Dp) + 8 * D);
 }
 
 void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
@@ -112,7 +120,7 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
   float* q = vp + Dp * keys;            // [32][D], pre-scaled
   float* scores = q + kQueryBlock * D;  // [32][Kp]
   float* o = scores + kQueryBlock * Kp; // [32][Dp]
-  float* row = o + kQueryBlock * Dp;    // [D]
+  float* row = o + kQueryBlock * Dp;    // [8][D]
   const size_t es = DTypeSize(p.dtype);
   const auto* base = static_cast<const std::byte*>(p.qkv);
   auto head_row = [&](int64_t s, int64_t which) {  // which: 0 = Q, 1 = K, 2 = V

@@ -33,6 +33,7 @@ class CpuKernels : public Kernels {
   explicit CpuKernels(CpuBackend& be) : be_(be) {}
 
  protected:
+  bool WidensHalfWeights() const override { return true; }
   StatusOr<std::unique_ptr<PackedWeight>> DoPackWeight(const HostTensor& w, DType dtype) override {
     return CpuPackWeight(be_, w, dtype);
   }
@@ -74,6 +75,7 @@ CpuBackend::CpuBackend(int threads)
       kernels_(std::make_unique<CpuKernels>(*this)),
       cache_(kSanitized ? 0 : size_t{1} << 30) {
   props_.kind = "cpu";
+  props_.half_arithmetic = false;
   props_.compute_units = pool_.num_threads();
   props_.name = "cpu: " + CpuModelName() + " (" + std::to_string(pool_.num_threads()) +
                 " threads)";

@@ -1,4 +1,5 @@
-// CPU embedding lookup: word + position + token-type rows summed per token.
+// CPU embedding lookup: word + position + token-type rows summed per token (the tables in
+// the output's dtype, or F16/BF16 under an FP32 output: a 16-bit run on the CPU).
 #include <algorithm>
 #include <string>
 
@@ -13,6 +14,7 @@ Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids
                        const Tensor& word, const Tensor& pos, const Tensor& type, Tensor& out) {
   const int64_t B = ids.dim(0), S = ids.dim(1), H = out.dim(2);  // shapes checked by the front
   const DType t = out.dtype();
+  const DType tw = word.dtype();  // the tables': t, or F16/BF16 under FP32 output
   const int32_t* id = ids.data_as<int32_t>();
   const int32_t* tt = type_ids.data_as<int32_t>();
   const int64_t tokens = B * S;
@@ -29,14 +31,16 @@ Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids
                         std::to_string(i) + " is outside [0, " + std::to_string(type.dim(0)) + ")");
     }
   }
-  const size_t es = DTypeSize(t);
+  const size_t es = DTypeSize(t), ew = DTypeSize(tw);
   LaunchDesc desc;
-  static const char* kNames[3] = {"cpu_embedding_sum_f32", "cpu_embedding_sum_f16",
-                                  "cpu_embedding_sum_bf16"};
-  desc.kernel = kNames[t == DType::kF16 ? 1 : t == DType::kBF16 ? 2 : 0];
+  static const char* kNames[5] = {"cpu_embedding_sum_f32", "cpu_embedding_sum_f16", "cpu_embedding_sum_bf16",
+                                  "cpu_embedding_sum_f32_wf16", "cpu_embedding_sum_f32_wbf16"};
+  int name = t == DType::kF16 ? 1 : t == DType::kBF16 ? 2 : 0;
+  if (tw != t) name = tw == DType::kF16 ? 3 : 4;
+  desc.kernel = kNames[name];
   desc.grid = Dim3{(tokens + kTokensPerTask - 1) / kTokensPerTask, 1, 1};
   desc.block = Dim3{kTokensPerTask, H, 1};
-  EmbeddingCost(tokens, H, t).Into(desc);
+  EmbeddingCost(tokens, H, t, tw).Into(desc);
   desc.writes[0] = {out.data(), out.bytes()};
   be.EnsureScratch(static_cast<size_t>(4 * H));
   return be.Launch(desc, [&](int64_t task, int worker) {
@@ -45,10 +49,10 @@ Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids
     const int64_t end = std::min(tokens, (task + 1) * kTokensPerTask);
     for (int64_t i = task * kTokensPerTask; i < end; ++i) {
       const int64_t s = i % S;
-      ToFloat(t, static_cast<const std::byte*>(word.data()) + id[i] * H * es, acc, H);
-      ToFloat(t, static_cast<const std::byte*>(pos.data()) + s * H * es, tmp, H);
+      ToFloat(tw, static_cast<const std::byte*>(word.data()) + id[i] * H * ew, acc, H);
+      ToFloat(tw, static_cast<const std::byte*>(pos.data()) + s * H * ew, tmp, H);
       for (int64_t h = 0; h < H; ++h) acc[h] += tmp[h];
-      ToFloat(t, static_cast<const std::byte*>(type.data()) + tt[i] * H * es, tmp, H);
+      ToFloat(tw, static_cast<const std::byte*>(type.data()) + tt[i] * H * ew, tmp, H);
       for (int64_t h = 0; h < H; ++h) acc[h] += tmp[h];
       FromFloat(acc, t, static_cast<std::byte*>(out.data()) + i * H * es, H);
     }

@@ -1,7 +1,8 @@
 // CPU GEMM for Linear: y = epilogue(x . W^T + bias), FP32 accumulation for F32, F16 and
 // BF16 operands. Weights are pre-packed at load into 16-column panels [N/16][K][16];
 // each task computes one 48x96 tile of y with register-blocked micro-kernels (8x48 where
-// the ISA has them, else 6x32 or 6x16), converting F16/BF16 operands to FP32 per K block.
+// the ISA has them, else 6x32 or 6x16). F16/BF16: A's rows are converted to FP32 per K
+// block, B's panels are widened in the micro-kernels' registers (FP32 arithmetic).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,7 +20,11 @@ constexpr int kNB = 96;   // columns of one task's tile: two wide calls
 static_assert(kMB % kMRWide == 0 && kMB % kMR == 0 && kNB % (kWidePanels * kNR) == 0);
 constexpr int kPanelsPerTask = kNB / kNR;
 constexpr int kKC = 128;  // depth of one K block (three B panels of it fit L1 beside A rows)
-constexpr size_t kScratchFloats = kMB * kNB + kMB * kKC + kPanelsPerTask * kKC * kNR;
+// F16/BF16 tasks take up to this many column blocks, so A's rows are converted once for
+// all of them (fewer where that would leave too few tasks for the workers).
+constexpr int64_t kMaxHalfGroup = 4;
+// FP32: the C tile at the right edge; F16/BF16: A's K block in FP32 and kMaxHalfGroup tiles.
+constexpr size_t kScratchFloats = kMB * kKC + kMaxHalfGroup * kMB * kNB;
 
 class CpuPackedWeight : public PackedWeight {
  public:
@@ -42,7 +47,9 @@ struct GemmParams {
   const void* bias;
   Epilogue epilogue;
   void* y;
-  int64_t n_blocks;
+  DType w_dtype;      // the panels': dtype, or F16/BF16 under FP32 activations
+  int64_t n_blocks;  // column blocks of kNB
+  int64_t n_group;   // column blocks of one task (1 for FP32)
 };
 
 // Adds the bias and applies GELU or nothing on 16 lanes in one pass (AVX-512 hosts).
@@ -76,21 +83,35 @@ void ApplyEpilogue(Epilogue e, const float* bias, float* v, int64_t n) {
   }
 }
 
-void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
+// Bias, activation and conversion to y's dtype for rows x (panels x 16) of the FP32 tile
+// `ctile` (row stride ldc) at y[m0][n0]; in place where `direct` (ctile is y).
+void TileEpilogue(const GemmParams& p, int64_t m0, int64_t n0, int64_t rows, int64_t panels, float* ctile,
+                  int64_t ldc, bool direct) {
+  const size_t esize = DTypeSize(p.dtype);
+  const int64_t cols = std::min<int64_t>(panels * kNR, p.n - n0);
+  float bias[kNB];
+  if (p.bias != nullptr) {
+    ToFloat(p.dtype, static_cast<const std::byte*>(p.bias) + n0 * esize, bias, cols);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* c = ctile + r * ldc;
+    ApplyEpilogue(p.epilogue, p.bias != nullptr ? bias : nullptr, c, cols);
+    if (!direct) FromFloat(c, p.dtype, static_cast<std::byte*>(p.y) + ((m0 + r) * p.n + n0) * esize, cols);
+  }
+}
+
+// One FP32 48x96 tile of y (FP32 activations; FP32, F16 or BF16 panels).
+void GemmTile(const GemmParams& p, int64_t mb, int64_t nb, float* scratch) {
   const MicroKernels& mk = GetMicroKernels();
-  const int64_t mb = task / p.n_blocks, nb = task % p.n_blocks;
   const int64_t m0 = mb * kMB, p0 = nb * kPanelsPerTask;
   const int64_t rows = std::min<int64_t>(kMB, p.m - m0);
   const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
-  const size_t esize = DTypeSize(p.dtype);
-  // FP32 with whole panels inside y: the micro-kernels accumulate straight into y (no tile
-  // to copy out); else into the scratch tile, converted into y at the end.
+  // Whole panels inside y: the micro-kernels accumulate straight into y (no tile to copy
+  // out); else (the right edge) into the scratch tile, copied into y at the end.
   const int64_t n0 = p0 * kNR;
-  const bool direct = p.dtype == DType::kF32 && n0 + panels * kNR <= p.n;
+  const bool direct = n0 + panels * kNR <= p.n;
   const int64_t ldc = direct ? p.n : kNB;
   float* ctile = direct ? static_cast<float*>(p.y) + m0 * p.n + n0 : scratch;
-  float* abuf = scratch + kMB * kNB;
-  float* bbuf = abuf + kMB * kKC;
   if (p.k == 0) {  // no K block writes it
     for (int64_t r = 0; r < rows; ++r) std::memset(ctile + r * ldc, 0, sizeof(float) * panels * kNR);
   }
@@ -98,33 +119,21 @@ void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
 
   for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
     const int64_t kc = std::min<int64_t>(kKC, p.k - k0);
-    const float* a;
-    int64_t lda;
-    const auto* xrow0 = static_cast<const std::byte*>(p.x) + (m0 * p.x_stride + k0) * esize;
-    if (p.dtype == DType::kF32) {
-      a = reinterpret_cast<const float*>(xrow0);
-      lda = p.x_stride;
-    } else {
-      for (int64_t r = 0; r < rows; ++r) {
-        ToFloat(p.dtype, xrow0 + r * p.x_stride * esize, abuf + r * kc, kc);
-      }
-      a = abuf;
-      lda = kc;
+    const float* a = static_cast<const float*>(p.x) + m0 * p.x_stride + k0;
+    const int64_t lda = p.x_stride;
+    if (p.w_dtype != DType::kF32) {  // 16-bit panels under FP32 activations
+      const HalfPanelKernels& hk = p.w_dtype == DType::kBF16 ? mk.bf16 : mk.f16;
+      const auto* w16 = reinterpret_cast<const uint16_t*>(wbase) + (p0 * p.k + k0) * kNR;
+      hk.Run(rows, kc, a, lda, w16, panels, p.k * kNR, ctile, ldc, /*accumulate=*/k0 != 0);
+      continue;
     }
     const float* b[kPanelsPerTask];
     for (int64_t pp = 0; pp < panels; ++pp) {
-      const std::byte* src = wbase + ((p0 + pp) * p.k + k0) * kNR * esize;
-      if (p.dtype == DType::kF32) {
-        b[pp] = reinterpret_cast<const float*>(src);
-      } else {
-        float* dst = bbuf + pp * kKC * kNR;
-        ToFloat(p.dtype, src, dst, kc * kNR);
-        b[pp] = dst;
-      }
+      b[pp] = reinterpret_cast<const float*>(wbase) + ((p0 + pp) * p.k + k0) * kNR;
     }
     // Panel-major: three B panels (kc x 48) where the ISA has wide kernels, else two or
     // one, stay in L1 while the rows stream past them.
-    const int64_t panel_stride = p.dtype == DType::kF32 ? p.k * kNR : kKC * kNR;
+    const int64_t panel_stride = p.k * kNR;
     int64_t pp = 0;
     if (mk.has_wide()) {
       for (; pp + kWidePanels <= panels; pp += kWidePanels) {
@@ -153,36 +162,63 @@ void GemmTile(const GemmParams& p, int64_t task, float* scratch) {
       }
     }
   }
-  // Epilogue: bias, activation, conversion to y's dtype (in place when direct).
-  const int64_t cols = std::min<int64_t>(panels * kNR, p.n - n0);
-  float bias[kNB];
-  if (p.bias != nullptr) {
-    ToFloat(p.dtype, static_cast<const std::byte*>(p.bias) + n0 * esize, bias, cols);
-  }
+  TileEpilogue(p, m0, n0, rows, panels, ctile, ldc, direct);
+}
+
+// F16/BF16: the 48 x (96 x p.n_group) tile of y at row block mb, column blocks from nb0.
+// Each K block of A's rows is converted to FP32 once for all the task's column blocks;
+// B's 16-bit panels are widened in the micro-kernels' registers.
+void GemmTileHalf(const GemmParams& p, int64_t mb, int64_t nb0, float* scratch) {
+  const HalfPanelKernels& hk = p.dtype == DType::kBF16 ? GetMicroKernels().bf16 : GetMicroKernels().f16;
+  const int64_t m0 = mb * kMB;
+  const int64_t rows = std::min<int64_t>(kMB, p.m - m0);
+  const int64_t nb1 = std::min<int64_t>(nb0 + p.n_group, p.n_blocks);
+  float* abuf = scratch;
+  float* ctiles = scratch + kMB * kKC;  // one kMB x kNB tile per column block
+  const auto* w = static_cast<const uint16_t*>(p.w->panels().data());
+  const auto* x = static_cast<const uint16_t*>(p.x);
+  // The rows' lines of x and of y are fetched while the micro-kernels run: the converting
+  // loops would otherwise stall on each miss (short rows far apart defeat the prefetcher).
+  const int64_t y_bytes = (std::min<int64_t>(nb1 * kNB, p.n) - nb0 * kNB) * 2;
   for (int64_t r = 0; r < rows; ++r) {
-    float* c = ctile + r * ldc;
-    ApplyEpilogue(p.epilogue, p.bias != nullptr ? bias : nullptr, c, cols);
-    if (!direct) FromFloat(c, p.dtype, static_cast<std::byte*>(p.y) + ((m0 + r) * p.n + n0) * esize, cols);
+    const auto* xr = reinterpret_cast<const char*>(x + (m0 + r) * p.x_stride);
+    for (int64_t off = 0; off < p.k * 2; off += 64) __builtin_prefetch(xr + off, 0, 2);
+    const auto* yr = static_cast<const char*>(p.y) + ((m0 + r) * p.n + nb0 * kNB) * 2;
+    for (int64_t off = 0; off < y_bytes; off += 64) __builtin_prefetch(yr + off, 1, 2);
+  }
+  for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
+    const int64_t kc = std::min<int64_t>(kKC, p.k - k0);
+    for (int64_t r = 0; r < rows; ++r) ToFloat(p.dtype, x + (m0 + r) * p.x_stride + k0, abuf + r * kc, kc);
+    for (int64_t nb = nb0; nb < nb1; ++nb) {
+      const int64_t p0 = nb * kPanelsPerTask;
+      const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
+      hk.Run(rows, kc, abuf, kc, w + (p0 * p.k + k0) * kNR, panels, p.k * kNR, ctiles + (nb - nb0) * kMB * kNB,
+             kNB, /*accumulate=*/k0 != 0);
+    }
+  }
+  for (int64_t nb = nb0; nb < nb1; ++nb) {
+    const int64_t p0 = nb * kPanelsPerTask;
+    const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
+    float* ctile = ctiles + (nb - nb0) * kMB * kNB;
+    if (p.k == 0) std::memset(ctile, 0, sizeof(float) * kMB * kNB);
+    TileEpilogue(p, m0, p0 * kNR, rows, panels, ctile, kNB, /*direct=*/false);
   }
 }
 
-const char* GemmKernelName(DType t, bool bias, Epilogue e) {
-  // Names carry operation, dtype, layout, tile and fusion, like vendor GEMM names.
-  static const char* kNames[3][2][3] = {
-      {{"cpu_sgemm_nt_f32_48x96", "cpu_sgemm_nt_f32_48x96_gelu", "cpu_sgemm_nt_f32_48x96_tanh"},
-       {"cpu_sgemm_nt_f32_48x96_bias", "cpu_sgemm_nt_f32_48x96_bias_gelu",
-        "cpu_sgemm_nt_f32_48x96_bias_tanh"}},
-      {{"cpu_hgemm_nt_f16_48x96", "cpu_hgemm_nt_f16_48x96_gelu", "cpu_hgemm_nt_f16_48x96_tanh"},
-       {"cpu_hgemm_nt_f16_48x96_bias", "cpu_hgemm_nt_f16_48x96_bias_gelu",
-        "cpu_hgemm_nt_f16_48x96_bias_tanh"}},
-      {{"cpu_bgemm_nt_bf16_48x96", "cpu_bgemm_nt_bf16_48x96_gelu",
-        "cpu_bgemm_nt_bf16_48x96_tanh"},
-       {"cpu_bgemm_nt_bf16_48x96_bias", "cpu_bgemm_nt_bf16_48x96_bias_gelu",
-        "cpu_bgemm_nt_bf16_48x96_bias_tanh"}}};
-  int ti = t == DType::kF16 ? 1 : t == DType::kBF16 ? 2 : 0;
+const char* GemmKernelName(DType x, DType w, bool bias, Epilogue e) {
+  // Names carry operation, dtype, layout, tile and fusion, like vendor GEMM names; FP32
+  // activations over 16-bit weights say which ("_wbf16", "_wf16").
+#define TS_GEMM_NAMES(P)                                                                   \
+  {{P "_48x96", P "_48x96_gelu", P "_48x96_tanh"},                                        \
+   {P "_48x96_bias", P "_48x96_bias_gelu", P "_48x96_bias_tanh"}}
+  static const char* kNames[5][2][3] = {TS_GEMM_NAMES("cpu_sgemm_nt_f32"), TS_GEMM_NAMES("cpu_hgemm_nt_f16"),
+                                        TS_GEMM_NAMES("cpu_bgemm_nt_bf16"), TS_GEMM_NAMES("cpu_sgemm_nt_f32_wf16"),
+                                        TS_GEMM_NAMES("cpu_sgemm_nt_f32_wbf16")};
+#undef TS_GEMM_NAMES
+  int ti = x == DType::kF16 ? 1 : x == DType::kBF16 ? 2 : 0;
+  if (x == DType::kF32 && w != DType::kF32) ti = w == DType::kF16 ? 3 : 4;
   return kNames[ti][bias ? 1 : 0][static_cast<int>(e)];
 }
-
 
 }  // namespace
 
@@ -213,17 +249,29 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   const auto& pw = static_cast<const CpuPackedWeight&>(w);
   const int64_t n = w.n(), k = w.k();
   const DType t = x.dtype();
+  const int64_t n_blocks = (n + kNB - 1) / kNB, m_blocks = (rows + kMB - 1) / kMB;
+  int64_t group = 1;
+  if (t != DType::kF32) {  // as wide as leaves at least 4 tasks a worker
+    group = std::min<int64_t>(kMaxHalfGroup, n_blocks);
+    while (group > 1 && m_blocks * ((n_blocks + group - 1) / group) < 4 * be.num_workers()) --group;
+  }
   GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
-               bias ? bias->data() : nullptr, epilogue, y.data(), (n + kNB - 1) / kNB};
+               bias ? bias->data() : nullptr, epilogue, y.data(), w.dtype(), n_blocks, group};
+  const int64_t col_tasks = (n_blocks + group - 1) / group;
   LaunchDesc desc;
-  desc.kernel = GemmKernelName(t, bias != nullptr, epilogue);
-  desc.grid = Dim3{p.n_blocks, (rows + kMB - 1) / kMB, 1};
-  desc.block = Dim3{kNB, kMB, 1};
-  LinearCost(rows, n, k, bias != nullptr, epilogue, t).Into(desc);
+  desc.kernel = GemmKernelName(t, w.dtype(), bias != nullptr, epilogue);
+  desc.grid = Dim3{col_tasks, m_blocks, 1};
+  desc.block = Dim3{kNB * group, kMB, 1};
+  LinearCost(rows, n, k, bias != nullptr, epilogue, t, w.dtype()).Into(desc);
   desc.writes[0] = {y.data(), y.bytes()};
   be.EnsureScratch(kScratchFloats);
   return be.Launch(desc, [&](int64_t task, int worker) {
-    GemmTile(p, task, be.scratch(worker));
+    const int64_t mb = task / col_tasks, nb = task % col_tasks * group;
+    if (t == DType::kF32) {
+      GemmTile(p, mb, nb, be.scratch(worker));
+    } else {
+      GemmTileHalf(p, mb, nb, be.scratch(worker));
+    }
   });
 }
 

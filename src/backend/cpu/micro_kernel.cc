@@ -144,6 +144,10 @@ std::vector<MicroKernelVariant> AvailableMicroKernels() {
     v.push_back({"avx2+fma", {TS_KERNELS(MicroKernelAvx2, true), TS_KERNELS(MicroKernelAvx2, false)}});
   }
   v.push_back({"scalar", {TS_KERNELS(MicroKernelScalar, true), TS_KERNELS(MicroKernelScalar, false)}});
+  for (MicroKernelVariant& variant : v) {
+    variant.kernels.bf16 = HalfPanelKernelsFor(variant.isa, /*bf16=*/true);
+    variant.kernels.f16 = HalfPanelKernelsFor(variant.isa, /*bf16=*/false);
+  }
   return v;
 }
 

@@ -28,6 +28,43 @@ using MicroKernelPairFn = void (*)(int64_t kc, const float* a, int64_t lda, cons
 using MicroKernelWideFn = void (*)(int64_t kc, const float* a, int64_t lda, const float* b,
                                    int64_t panel_stride, float* c, int64_t ldc);
 
+// The single-panel and wide forms over B panels stored as 16-bit floats (BF16 or FP16),
+// widened to FP32 in registers as they are loaded: the panels are read once, at half the
+// bytes, with no conversion pass (FP32 arithmetic, for CPUs without BF16/FP16 math).
+using MicroKernelB16Fn = void (*)(int64_t kc, const float* a, int64_t lda, const uint16_t* b,
+                                  float* c, int64_t ldc);
+using MicroKernelWideB16Fn = void (*)(int64_t kc, const float* a, int64_t lda, const uint16_t* b,
+                                      int64_t panel_stride, float* c, int64_t ldc);
+
+struct HalfPanelKernels {
+  MicroKernelB16Fn by_rows[kMR + 1] = {};
+  MicroKernelB16Fn overwrite[kMR + 1] = {};
+  MicroKernelWideB16Fn wide_by_rows[kMRWide + 1] = {};  // null where the ISA has none
+  MicroKernelWideB16Fn wide_overwrite[kMRWide + 1] = {};
+  bool has_wide() const { return wide_by_rows[1] != nullptr; }
+  // MicroKernels::Run over 16-bit panels (`panel_stride` elements apart).
+  void Run(int64_t rows, int64_t kc, const float* a, int64_t lda, const uint16_t* b, int64_t panels,
+           int64_t panel_stride, float* c, int64_t ldc, bool accumulate) const {
+    int64_t p = 0;
+    if (has_wide()) {
+      const MicroKernelWideB16Fn* wide = accumulate ? wide_by_rows : wide_overwrite;
+      for (; p + kWidePanels <= panels; p += kWidePanels) {
+        for (int64_t r0 = 0; r0 < rows; r0 += kMRWide) {
+          const int64_t mr = rows - r0 < kMRWide ? rows - r0 : kMRWide;
+          wide[mr](kc, a + r0 * lda, lda, b + p * panel_stride, panel_stride, c + r0 * ldc + p * kNR, ldc);
+        }
+      }
+    }
+    const MicroKernelB16Fn* fns = accumulate ? by_rows : overwrite;
+    for (; p < panels; ++p) {
+      for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
+        const int64_t mr = rows - r0 < kMR ? rows - r0 : kMR;
+        fns[mr](kc, a + r0 * lda, lda, b + p * panel_stride, c + r0 * ldc + p * kNR, ldc);
+      }
+    }
+  }
+};
+
 struct MicroKernels {
   MicroKernelFn by_rows[kMR + 1];    // c += a.b; by_rows[mr] handles mr rows; [0] unused
   MicroKernelFn overwrite[kMR + 1];  // c = a.b (c need not be initialised)
@@ -37,6 +74,8 @@ struct MicroKernels {
   // The same over three panels, up to kMRWide rows; all null where the ISA has none.
   MicroKernelWideFn wide_by_rows[kMRWide + 1] = {};
   MicroKernelWideFn wide_overwrite[kMRWide + 1] = {};
+  // B panels in BF16 and in FP16 (every variant has both).
+  HalfPanelKernels bf16, f16;
   bool has_pairs() const { return pair_by_rows[1] != nullptr; }
   bool has_wide() const { return wide_by_rows[1] != nullptr; }
   // c[rows][cols of the panels] (+)= a[rows][kc] . panels; `panels` B panels of
@@ -85,6 +124,10 @@ struct MicroKernelVariant {
 // Every variant this CPU can run, fastest first (the first is GetMicroKernels'); tests
 // check each against a double-precision reference, not only the one picked here.
 std::vector<MicroKernelVariant> AvailableMicroKernels();
+
+// The 16-bit-panel kernels of one ISA ("avx512f", "avx2+fma", "scalar"), for
+// AvailableMicroKernels (micro_kernel_half.cc).
+HalfPanelKernels HalfPanelKernelsFor(const char* isa, bool bf16);
 
 }  // namespace tierscope
 
