@@ -24,4 +24,4 @@ echo "test: pip install . (the tierscope Python package)"
 "$python" -m pip install -q --no-build-isolation .
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TIERSCOPE_BIN="$PWD/build/release/tierscope" \
   "$python" -m pytest tests/layout tests/model/golden tests/profile tests/trace tests/lab tests/text tests/serve \
-  tests/workload tests/python -q
+  tests/workload tests/python tests/bench -q

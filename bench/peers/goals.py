@@ -1,0 +1,108 @@
+"""Issue 30's goals, each held against figures of one bench/peers run, each peer at its
+best variant (peers.py's best_of). The targets depend on what the CPU can do, read from
+`tierscope device` (the same run's binary): BF16 arithmetic (AVX512_BF16 or AMX), and the
+INT8 dot product its INT8 kernels use (avx2, avx512_vnni, amx).
+
+A goal whose figure is missing (a peer failed or is not installed) is "n/a", never met; a
+figure that is physically impossible (a FLOP share above 100%) is flagged, not judged.
+"""
+from __future__ import annotations
+
+FP32_PEERS = ("torch eager/batch-fp32", "torch compile/batch-fp32", "onnxruntime/batch-fp32", "openvino/batch-fp32")
+INT8_PEERS = ("onnxruntime/batch-int8", "openvino/batch-int8")
+BF16_PEERS = ("torch eager/batch-bf16", "openvino/batch-bf16")
+
+
+def _best_peer(best: dict, groups: tuple) -> tuple[float, str]:
+    """The fastest of `groups` that ran: (samples/s, "group (variant)"), or (nan, "")."""
+    found = [(best[g]["samples_per_s"], f"{g} ({best[g]['variant']})") for g in groups if g in best]
+    return max(found) if found else (float("nan"), "")
+
+
+def cpu_targets(device: dict) -> dict:
+    """What the CPU's arithmetic sets: BF16 math or not, and the INT8 speed-up to reach."""
+    peaks = device.get("peaks", {})
+    int8_dot = str(peaks.get("int8_dot", ""))
+    fast_int8 = any(k in int8_dot for k in ("vnni", "amx"))
+    return {"bf16_math": bool(peaks.get("bf16_dot")), "int8_dot": int8_dot or "unknown",
+            "int8_target": 3.0 if fast_int8 else 2.0, "features": device.get("features", "")}
+
+
+def print_goals(label: str, best: dict, acc: dict, flops_per_sample: float, peak: float, device: dict,
+                cliff: dict) -> list:
+    def sps(group: str) -> float:
+        return best[group]["samples_per_s"] if group in best else float("nan")
+
+    minilm = label.startswith("all-MiniLM")
+    cpu = cpu_targets(device)
+    ts32, ts8, serial = sps("tierscope/batch-fp32"), sps("tierscope/batch-int8"), sps("tierscope/serial-fp32")
+    ts_bf16, ts_fp16 = sps("tierscope/batch-bf16"), sps("tierscope/batch-fp16")
+    peer32, peer32_name = _best_peer(best, FP32_PEERS)
+    peer8, peer8_name = _best_peer(best, INT8_PEERS)
+    peer16, peer16_name = _best_peer(best, BF16_PEERS)
+    share = ts32 * flops_per_sample / peak
+    goals = [("batch-fp32 share of the calibrated FP32 peak", share, 0.75,
+              f"{ts32:.0f} x {flops_per_sample / 1e6:.1f} MFLOP / {peak / 1e9:.0f} GFLOP/s"),
+             ("batch-fp32 / best FP32 peer", ts32 / peer32, 1.5 if minilm else 2.0, peer32_name),
+             ("serial-fp32 / batch-fp32", serial / ts32, 0.9, "")]
+    if cpu["bf16_math"]:
+        goals.append(("batch-bf16 / torch bf16 (BF16 arithmetic here)", ts_bf16 / sps("torch eager/batch-bf16"), 1.5,
+                      best.get("torch eager/batch-bf16", {}).get("variant", "")))
+    else:
+        goals += [("batch-bf16 / batch-fp32 (no BF16 arithmetic here)", ts_bf16 / ts32, 0.95, ""),
+                  ("batch-fp16 / batch-fp32 (no FP16 arithmetic here)", ts_fp16 / ts32, 0.95, "")]
+    if "tierscope bf16" in acc:
+        goals.append(("batch-bf16 cosine to FP32", acc["tierscope bf16"][0], 0.999, "tierscope run --dtype bf16"))
+    goals.append((f"batch-int8 / batch-fp32 (INT8 dot: {cpu['int8_dot']})", ts8 / ts32, cpu["int8_target"], ""))
+    # all-MiniLM-L6-v2: 1.5x the best peer in each precision; the tiny model's are shown.
+    goals.append(("batch-int8 / best INT8 peer", ts8 / peer8, 1.5 if minilm else None, peer8_name))
+    goals.append(("batch-bf16 / best BF16 peer", ts_bf16 / peer16, 1.5 if minilm else None, peer16_name))
+    for mode, by_batch in cliff.items():
+        if by_batch:
+            top = max(by_batch.values())
+            worst = min(by_batch, key=by_batch.get)
+            goals.append((f"{mode}: worst batch of {min(by_batch)}-{max(by_batch)} / best", by_batch[worst] / top, 0.9,
+                          f"b{worst} {by_batch[worst]:.0f}/s; " +
+                          ", ".join(f"b{b} {v:.0f}" for b, v in sorted(by_batch.items()))))
+    print(f"  goals ({'MiniLM' if minilm else 'tiny'}; CPU {cpu['features']}, BF16 arithmetic "
+          f"{'yes' if cpu['bf16_math'] else 'no'}, INT8 dot {cpu['int8_dot']}):")
+    out = []
+    for name, value, goal, how in goals:
+        if value != value:
+            verdict = "n/a"
+        elif name.startswith("batch-fp32 share") and value > 1.0:
+            verdict = "IMPOSSIBLE (above the peak: the peak or the FLOP count is wrong)"
+        elif goal is None:
+            verdict = "shown (no goal for this model)"
+        else:
+            verdict = "met" if value >= goal else f"NOT met ({value / goal:.0%} of goal)"
+        target = "" if goal is None else f"(goal >= {goal:.2f})"
+        print(f"    {name:52s} {value:7.3f} {target:15s} {verdict}{'  ' + how if how else ''}")
+        out.append({"goal": name, "value": value, "target": goal, "verdict": verdict, "against": how})
+    return out
+
+
+def print_agreement(best: dict) -> list:
+    """Issue 26: `bench --engine torch` agrees with the same eager call, timed alike."""
+    workload = best.get("tierscope-torch/batch-fp32", {}).get("samples_per_s", float("nan"))
+    alike = best.get("torch-alike/batch-fp32", {}).get("samples_per_s", float("nan"))
+    if workload != workload or alike != alike:
+        return []
+    ratio = workload / alike
+    verdict = "met" if 0.9 <= ratio <= 1.1 else "NOT met"
+    print(f"    {'bench --engine torch / the same eager call':52s} {ratio:7.3f} (goal 0.90-1.10) {verdict}")
+    return [{"goal": "bench --engine torch / the same eager call", "value": ratio, "target": "0.90-1.10",
+             "verdict": verdict, "against": best["torch-alike/batch-fp32"]["variant"]}]
+
+
+def print_int8_accuracy(best: dict, acc: dict, describe) -> None:
+    """tierscope's INT8 against the best INT8 peer's, both as cosine to FP32."""
+    for group in INT8_PEERS:
+        if group not in best:
+            continue
+        engine = "onnxruntime int8" if group.startswith("onnxruntime") else "openvino"
+        key = f"{engine} {best[group]['variant']}"
+        if key in acc and "tierscope int8" in acc:
+            ours, theirs = acc["tierscope int8"], acc[key]
+            print(f"    int8 accuracy vs FP32: tierscope {describe(ours)}; {key} {describe(theirs)} -> "
+                  f"{'equal or better' if ours[0] >= theirs[0] else 'WORSE'}")

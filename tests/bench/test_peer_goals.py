@@ -1,0 +1,70 @@
+"""bench/peers/goals.py: issue 30's goals are judged with the targets the CPU sets (BF16
+arithmetic or not, the INT8 dot product), a missing peer is n/a, a share above the peak is
+flagged impossible, and the no-cliff goal reads the worst batch of the sweep."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "peers"))
+import goals  # noqa: E402
+
+
+BEST = {
+    "tierscope/batch-fp32": {"samples_per_s": 1000.0, "variant": "-"},
+    "tierscope/serial-fp32": {"samples_per_s": 850.0, "variant": "-"},
+    "tierscope/batch-bf16": {"samples_per_s": 990.0, "variant": "-"},
+    "tierscope/batch-fp16": {"samples_per_s": 900.0, "variant": "-"},
+    "tierscope/batch-int8": {"samples_per_s": 2100.0, "variant": "-"},
+    "onnxruntime/batch-fp32": {"samples_per_s": 400.0, "variant": "fused"},
+    "openvino/batch-fp32": {"samples_per_s": 600.0, "variant": "f32"},
+    "torch eager/batch-bf16": {"samples_per_s": 500.0, "variant": "attn=sdpa"},
+}
+AVX2 = {"features": "avx2 fma f16c", "peaks": {"bf16_dot": False, "int8_dot": "avx2"}}
+AMX = {"features": "avx512f avx512_bf16 amx", "peaks": {"bf16_dot": True, "int8_dot": "amx"}}
+
+
+def verdicts(out):
+    return {g["goal"]: g for g in out}
+
+
+def test_avx2_targets_int8_at_two_and_holds_bf16_and_fp16_to_fp32(capsys):
+    out = verdicts(goals.print_goals("tiny", BEST, {}, 100e6, 200e9, AVX2, {}))
+    assert out["batch-fp32 share of the calibrated FP32 peak"]["verdict"] == "NOT met (67% of goal)"
+    # The best FP32 peer is OpenVINO's 600, not ORT's 400: 1000 / 600 < 2.
+    peer = out["batch-fp32 / best FP32 peer"]
+    assert peer["value"] == pytest.approx(1000 / 600) and "openvino" in peer["against"]
+    assert out["serial-fp32 / batch-fp32"]["verdict"].startswith("NOT met")
+    assert out["batch-bf16 / batch-fp32 (no BF16 arithmetic here)"]["verdict"] == "met"
+    assert out["batch-fp16 / batch-fp32 (no FP16 arithmetic here)"]["verdict"].startswith("NOT met")
+    int8 = out["batch-int8 / batch-fp32 (INT8 dot: avx2)"]
+    assert int8["target"] == 2.0 and int8["verdict"] == "met"
+    # No INT8 peer ran: n/a, never met; the tiny model shows per-precision ratios unjudged.
+    assert out["batch-int8 / best INT8 peer"]["verdict"] == "n/a"
+    assert out["batch-bf16 / best BF16 peer"]["verdict"].startswith("shown")
+    assert "BF16 arithmetic no" in capsys.readouterr().out
+
+
+def test_amx_targets_int8_at_three_and_bf16_against_torch():
+    out = verdicts(goals.print_goals("all-MiniLM-L6-v2", BEST, {"tierscope bf16": (0.9995, 0, 0)}, 100e6, 200e9,
+                                     AMX, {}))
+    assert out["batch-int8 / batch-fp32 (INT8 dot: amx)"]["target"] == 3.0
+    assert out["batch-int8 / batch-fp32 (INT8 dot: amx)"]["verdict"].startswith("NOT met")
+    assert out["batch-bf16 / torch bf16 (BF16 arithmetic here)"]["value"] == pytest.approx(990 / 500)
+    assert not any("no BF16 arithmetic" in g for g in out)
+    assert out["batch-bf16 cosine to FP32"]["verdict"] == "met"
+    assert out["batch-fp32 / best FP32 peer"]["target"] == 1.5  # MiniLM: 1.5x the best peer
+    assert out["batch-bf16 / best BF16 peer"]["target"] == 1.5
+
+
+def test_a_share_above_the_peak_is_flagged_not_judged():
+    out = verdicts(goals.print_goals("tiny", BEST, {}, 300e6, 200e9, AVX2, {}))
+    assert out["batch-fp32 share of the calibrated FP32 peak"]["verdict"].startswith("IMPOSSIBLE")
+
+
+def test_the_cliff_goal_reads_the_worst_batch_of_the_sweep():
+    sweep = {"batch-fp32": {16: 950.0, 64: 1000.0, 256: 850.0}, "batch-int8": {16: 1900.0, 256: 1950.0}}
+    out = verdicts(goals.print_goals("tiny", BEST, {}, 100e6, 200e9, AVX2, sweep))
+    fp32 = out["batch-fp32: worst batch of 16-256 / best"]
+    assert fp32["value"] == pytest.approx(0.85) and fp32["verdict"].startswith("NOT met") and "b256" in fp32["against"]
+    assert out["batch-int8: worst batch of 16-256 / best"]["verdict"] == "met"
