@@ -43,12 +43,18 @@ struct EngineOptions {
 
 // Token ids for a [batch, seq_len] batch, row-major. attention_mask and token_type_ids
 // may be empty (all ones / all zeros).
+//
+// Packed (no padding): seq_lens holds each sequence's length and input_ids (and the
+// mask and types) the sequences back to back, Σ seq_lens tokens; batch is the number of
+// sequences and seq_len the longest. Attention stays within each sequence and positions
+// restart at 0 in each, so every sequence's output equals its output alone.
 struct BatchInput {
   int64_t batch = 0;
   int64_t seq_len = 0;
   std::vector<int64_t> input_ids;
   std::vector<int64_t> attention_mask;
   std::vector<int64_t> token_type_ids;
+  std::vector<int64_t> seq_lens;  // empty: a padded [batch, seq_len] batch (last: brace-init order)
 };
 
 struct ForwardOptions {
@@ -59,7 +65,9 @@ struct ForwardOptions {
 // Outputs in FP32 on the host.
 struct ForwardOutput {
   int64_t batch = 0, seq_len = 0, hidden = 0;
-  std::vector<float> last_hidden_state;           // [batch, seq_len, hidden]
+  // [batch, seq_len, hidden]; packed: [Σ seq_lens, hidden], sequence b from row offsets[b].
+  std::vector<float> last_hidden_state;
+  std::vector<int64_t> offsets;                   // packed: batch + 1 row offsets; else empty
   std::vector<float> pooler_output;               // [batch, hidden] when asked
   std::vector<std::vector<float>> hidden_states;  // layers+1 x [batch, seq_len, hidden]
 };
@@ -88,6 +96,8 @@ class BertEngine {
   const BertConfig& config() const;
   DType dtype() const;
   int threads() const;
+  // Whether Forward takes packed sequences (BatchInput::seq_lens) on this backend.
+  bool packs_sequences() const;
   const std::string& model_dir() const { return model_dir_; }
   std::string device_name() const;
 

@@ -102,6 +102,41 @@ Status Kernels::Attention(const Tensor& qkv, const Tensor& mask, int heads, Tens
   return DoAttention(qkv, mask, heads, out);
 }
 
+Status Kernels::AttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads,
+                                Tensor& out) {
+  if (qkv.shape().size() != 3 || out.shape().size() != 3 || qkv.dim(0) != 1 || out.dim(0) != 1) {
+    return InvalidArgument("AttentionPacked: qkv and out must be [1, T, *]");
+  }
+  const int64_t T = qkv.dim(1), H = out.dim(2);
+  if (heads <= 0 || H % heads != 0 || qkv.dim(2) != 3 * H || out.dim(1) != T || mask.dtype() != DType::kI32 ||
+      mask.numel() != T || offsets.dtype() != DType::kI32 || offsets.numel() < 2 || qkv.dtype() != out.dtype() ||
+      !IsFloatType(qkv.dtype())) {
+    return InvalidArgument("AttentionPacked: inconsistent shapes qkv " + ShapeString(qkv.shape()) + ", out " +
+                           ShapeString(out.shape()) + ", mask " + ShapeString(mask.shape()) + ", offsets " +
+                           ShapeString(offsets.shape()) + ", heads " + std::to_string(heads));
+  }
+  return DoAttentionPacked(qkv, mask, offsets, heads, out);
+}
+
+Status Kernels::EmbeddingSumAt(const Tensor& ids, const Tensor& type_ids, const Tensor& positions,
+                               const Tensor& word, const Tensor& pos, const Tensor& type, Tensor& out) {
+  if (positions.dtype() != DType::kI32 || positions.numel() != ids.numel() || ids.shape().size() != 2 ||
+      ids.dim(0) != 1) {
+    return InvalidArgument("EmbeddingSumAt: ids must be I32 [1, T] and positions I32 [1, T], got ids " +
+                           ShapeString(ids.shape()) + ", positions " + ShapeString(positions.shape()));
+  }
+  if (ids.dtype() != DType::kI32 || type_ids.dtype() != DType::kI32 || type_ids.numel() != ids.numel() ||
+      out.shape().size() != 3 || out.dim(0) != 1 || out.dim(1) != ids.dim(1) || word.shape().size() != 2 ||
+      pos.shape().size() != 2 || type.shape().size() != 2 || word.dim(1) != out.dim(2) ||
+      pos.dim(1) != out.dim(2) || type.dim(1) != out.dim(2) || pos.dtype() != word.dtype() ||
+      type.dtype() != word.dtype() ||
+      !(word.dtype() == out.dtype() || (out.dtype() == DType::kF32 && IsFloatType(word.dtype()) && WidensHalfWeights()))) {
+    return InvalidArgument("EmbeddingSumAt: inconsistent shapes ids " + ShapeString(ids.shape()) + ", word " +
+                           ShapeString(word.shape()) + ", out " + ShapeString(out.shape()));
+  }
+  return DoEmbeddingSumAt(ids, type_ids, positions, word, pos, type, out);
+}
+
 Status Kernels::CopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset) {
   const size_t n = src.bytes();
   if (dst_byte_offset > dst.bytes() || n > dst.bytes() - dst_byte_offset) {

@@ -74,6 +74,18 @@ class Kernels {
   // dst[offset .. offset + src.bytes) = src (a device-to-device copy, aten::cat's work).
   Status CopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset);
 
+  // Packed sequences (a batch without padding): B sequences back to back in T tokens.
+  // Whether this backend has the two packed kernels below (else they are Unimplemented).
+  virtual bool SupportsPackedSequences() const { return false; }
+  // Attention within each sequence: qkv [1, T, 3H], mask I32 [1, T], out [1, T, H];
+  // offsets I32 [B + 1] in host-readable memory, where each sequence starts:
+  // 0 = offsets[0] < offsets[1] < ... < offsets[B] = T (the kernel checks them).
+  Status AttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads, Tensor& out);
+  // EmbeddingSum over ids [1, T] with each token's position id given: positions I32
+  // [1, T] (its index within its sequence; the kernel checks it against pos's rows).
+  Status EmbeddingSumAt(const Tensor& ids, const Tensor& type_ids, const Tensor& positions, const Tensor& word,
+                        const Tensor& pos, const Tensor& type, Tensor& out);
+
  protected:
   // Whether DoLinear takes FP32 activations over F16/BF16 weights (a backend without
   // FP16/BF16 arithmetic: DeviceProps::half_arithmetic false).
@@ -88,6 +100,13 @@ class Kernels {
                              const Tensor& beta, float eps, Tensor& out) = 0;
   virtual Status DoAttention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out) = 0;
   virtual Status DoCopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset) = 0;
+  virtual Status DoAttentionPacked(const Tensor&, const Tensor&, const Tensor&, int, Tensor&) {
+    return Unimplemented("Attention over packed sequences: not on this backend");
+  }
+  virtual Status DoEmbeddingSumAt(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                  const Tensor&, Tensor&) {
+    return Unimplemented("EmbeddingSum with position ids: not on this backend");
+  }
 };
 
 }  // namespace tierscope

@@ -23,6 +23,10 @@ Status RunServeCommand(ServeCommandOptions o) {
     return InvalidArgument("--max-queue-delay-ms must be >= 0");
   }
   TS_ASSIGN_OR_RETURN(o.batcher.bucket_edges, ParseSizeList(o.buckets, "--buckets"));
+  if (o.batching != "packed" && o.batching != "buckets") {
+    return InvalidArgument("--batching " + o.batching + ": expected packed or buckets");
+  }
+  o.batcher.packed = o.batching == "packed";
   o.batcher.max_queue_delay_us = static_cast<int64_t>(std::llround(o.max_queue_delay_ms * 1000));
   TS_RETURN_IF_ERROR(Batcher::Create(o.batcher).status());
 
@@ -101,13 +105,20 @@ void RegisterServe(CLI::App& app, std::vector<Command>* out) {
   sv->add_option("--pooling", serve->pooling,
                  "/embed pooling: auto (the directory's 1_Pooling/config.json, else cls) | cls | mean")
       ->capture_default_str();
-  sv->add_option("--buckets", serve->buckets, "sequence-length bucket edges, increasing")
+  sv->add_option("--batching", serve->batching,
+                 "packed: inputs of every length in one batch, back to back, no padding computed (where the "
+                 "backend packs sequences, else buckets) | buckets: by length bucket, padded to the longest")
+      ->capture_default_str();
+  sv->add_option("--buckets", serve->buckets,
+                 "sequence-length bucket edges, increasing (packed: the largest is the longest input)")
       ->capture_default_str();
   sv->add_option("--max-batch-size", serve->batcher.max_batch_size, "inputs per batch (1: no batching)")
       ->capture_default_str()
       ->check(InRange(1, 1 << 16));
   sv->add_option("--max-batch-tokens", serve->batcher.max_batch_tokens,
-                 "padded tokens per batch (size x bucket edge)")->capture_default_str()->check(InRange(1, 1 << 24));
+                 "tokens per batch (packed: the inputs' own; buckets: size x bucket edge)")
+      ->capture_default_str()
+      ->check(InRange(1, 1 << 24));
   sv->add_option("--max-queue-delay-ms", serve->max_queue_delay_ms,
                  "longest an input waits for its batch to fill")->capture_default_str()->check(InRange(0, 60000, " ms"));
   sv->add_option("--max-queue", serve->batcher.max_queue, "inputs waiting before 429")

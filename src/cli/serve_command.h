@@ -19,6 +19,7 @@ struct ServeCommandOptions {
   std::string device = "cpu";  // cpu | cuda[:N]
   std::string pooling = "auto";    // auto | cls | mean
   std::string buckets = "16,32,64,128,256,512";
+  std::string batching = "packed";  // packed | buckets
   double max_queue_delay_ms = 2;
   BatcherOptions batcher;
   ServerOptions server;

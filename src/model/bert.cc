@@ -122,11 +122,42 @@ Status BertModel::Validate(const BatchInput& in) const {
                            " exceeds the model's max_position_embeddings " +
                            std::to_string(config_.max_position_embeddings));
   }
-  const size_t n = static_cast<size_t>(in.batch * in.seq_len);
-  if (in.input_ids.size() != n) {
+  const bool packed = !in.seq_lens.empty();
+  size_t n = static_cast<size_t>(in.batch * in.seq_len);
+  if (packed) {
+    if (static_cast<int64_t>(in.seq_lens.size()) != in.batch) {
+      return InvalidArgument("seq_lens has " + std::to_string(in.seq_lens.size()) + " lengths for a batch of " +
+                             std::to_string(in.batch) + " sequences");
+    }
+    int64_t longest = 0;
+    n = 0;
+    for (size_t b = 0; b < in.seq_lens.size(); ++b) {
+      const int64_t len = in.seq_lens[b];
+      if (len < 1 || len > config_.max_position_embeddings) {
+        return InvalidArgument("packed sequence " + std::to_string(b) + " has " + std::to_string(len) +
+                               " tokens; each needs 1 to max_position_embeddings (" +
+                               std::to_string(config_.max_position_embeddings) + ")");
+      }
+      longest = std::max(longest, len);
+      n += static_cast<size_t>(len);
+    }
+    if (longest != in.seq_len) {
+      return InvalidArgument("seq_len " + std::to_string(in.seq_len) + " is not the longest packed sequence (" +
+                             std::to_string(longest) + ")");
+    }
+    if (in.input_ids.size() != n) {
+      return InvalidArgument("input_ids has " + std::to_string(in.input_ids.size()) +
+                             " ids, expected the sum of seq_lens = " + std::to_string(n));
+    }
+  } else if (in.input_ids.size() != n) {
     return InvalidArgument("input_ids has " + std::to_string(in.input_ids.size()) +
                            " ids, expected batch x seq_len = " + std::to_string(n));
   }
+  // Where token i is, for errors: [row][column], or [token] of the packed batch.
+  auto at = [&](size_t i) {
+    return packed ? "[" + std::to_string(i) + "]"
+                  : "[" + std::to_string(i / in.seq_len) + "][" + std::to_string(i % in.seq_len) + "]";
+  };
   if (!in.attention_mask.empty() && in.attention_mask.size() != n) {
     return InvalidArgument("attention_mask does not match input_ids' shape");
   }
@@ -136,15 +167,13 @@ Status BertModel::Validate(const BatchInput& in) const {
   for (size_t i = 0; i < n; ++i) {
     const int64_t id = in.input_ids[i];
     if (id < 0 || id >= config_.vocab_size) {
-      return OutOfRange("input_ids[" + std::to_string(i / in.seq_len) + "][" +
-                        std::to_string(i % in.seq_len) + "] = " + std::to_string(id) +
+      return OutOfRange("input_ids" + at(i) + " = " + std::to_string(id) +
                         " is outside the vocabulary [0, " + std::to_string(config_.vocab_size) + ")");
     }
     if (!in.token_type_ids.empty()) {
       const int64_t t = in.token_type_ids[i];
       if (t < 0 || t >= config_.type_vocab_size) {
-        return OutOfRange("token_type_ids[" + std::to_string(i / in.seq_len) + "][" +
-                          std::to_string(i % in.seq_len) + "] = " + std::to_string(t) +
+        return OutOfRange("token_type_ids" + at(i) + " = " + std::to_string(t) +
                           " is outside [0, " + std::to_string(config_.type_vocab_size) + ")");
       }
     }
@@ -158,7 +187,7 @@ Status BertModel::Validate(const BatchInput& in) const {
 
 StatusOr<BertModel::Inputs> BertModel::Upload(const BatchInput& in) {
   TS_RETURN_IF_ERROR(Validate(in));
-  const size_t n = static_cast<size_t>(in.batch * in.seq_len);
+  const size_t n = in.input_ids.size();
   std::vector<int32_t> ids(n), types(n, 0), mask(n, 1);
   for (size_t i = 0; i < n; ++i) {
     ids[i] = static_cast<int32_t>(in.input_ids[i]);
@@ -166,11 +195,26 @@ StatusOr<BertModel::Inputs> BertModel::Upload(const BatchInput& in) {
     if (!in.attention_mask.empty()) mask[i] = static_cast<int32_t>(in.attention_mask[i]);
   }
   Inputs d;
-  d.batch = in.batch;
-  d.seq_len = in.seq_len;
-  TS_ASSIGN_OR_RETURN(d.ids, Tensor::Empty(backend_, DType::kI32, {in.batch, in.seq_len}));
-  TS_ASSIGN_OR_RETURN(d.type_ids, Tensor::Empty(backend_, DType::kI32, {in.batch, in.seq_len}));
-  TS_ASSIGN_OR_RETURN(d.mask, Tensor::Empty(backend_, DType::kI32, {in.batch, in.seq_len}));
+  d.packed = !in.seq_lens.empty();
+  d.batch = d.packed ? 1 : in.batch;
+  d.seq_len = d.packed ? static_cast<int64_t>(n) : in.seq_len;
+  if (d.packed) {
+    if (!kernels_.SupportsPackedSequences()) {
+      return Unimplemented("packed sequences: the " + backend_.props().kind + " backend has no packed kernels");
+    }
+    std::vector<int32_t> offsets(in.seq_lens.size() + 1, 0), positions(n);
+    for (size_t b = 0; b < in.seq_lens.size(); ++b) {
+      offsets[b + 1] = offsets[b] + static_cast<int32_t>(in.seq_lens[b]);
+      for (int32_t t = 0; t < in.seq_lens[b]; ++t) positions[offsets[b] + t] = t;
+    }
+    TS_ASSIGN_OR_RETURN(d.offsets, Tensor::Empty(backend_, DType::kI32, {in.batch + 1}));
+    TS_ASSIGN_OR_RETURN(d.positions, Tensor::Empty(backend_, DType::kI32, {1, d.seq_len}));
+    TS_RETURN_IF_ERROR(backend_.CopyHostToDevice(d.offsets.data(), offsets.data(), offsets.size() * 4));
+    TS_RETURN_IF_ERROR(backend_.CopyHostToDevice(d.positions.data(), positions.data(), n * 4));
+  }
+  TS_ASSIGN_OR_RETURN(d.ids, Tensor::Empty(backend_, DType::kI32, {d.batch, d.seq_len}));
+  TS_ASSIGN_OR_RETURN(d.type_ids, Tensor::Empty(backend_, DType::kI32, {d.batch, d.seq_len}));
+  TS_ASSIGN_OR_RETURN(d.mask, Tensor::Empty(backend_, DType::kI32, {d.batch, d.seq_len}));
   TS_RETURN_IF_ERROR(backend_.CopyHostToDevice(d.ids.data(), ids.data(), n * 4));
   TS_RETURN_IF_ERROR(backend_.CopyHostToDevice(d.type_ids.data(), types.data(), n * 4));
   TS_RETURN_IF_ERROR(backend_.CopyHostToDevice(d.mask.data(), mask.data(), n * 4));
@@ -251,7 +295,8 @@ StatusOr<Tensor> BertModel::CopyOp(const Tensor& t) {
 }
 
 template <bool kOn>
-StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Tensor& mask) {
+StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Inputs& in) {
+  const Tensor& mask = in.mask;
   const int64_t B = x.dim(0), S = x.dim(1), H = config_.hidden_size;
   const int64_t rows = B * S;
   // Q, K and V projections run as one GEMM on the concatenated weight.
@@ -261,7 +306,9 @@ StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Tens
     OpScope<kOn> op(profiler_, "aten::scaled_dot_product_attention",
                     [&] { return ShapeArgs({&qkv, &mask}); });
     TS_ASSIGN_OR_RETURN(ctx, Empty<kOn>({B, S, H}));
-    TS_RETURN_IF_ERROR(kernels_.Attention(qkv, mask, static_cast<int>(config_.num_attention_heads), ctx));
+    const int heads = static_cast<int>(config_.num_attention_heads);
+    TS_RETURN_IF_ERROR(in.packed ? kernels_.AttentionPacked(qkv, mask, in.offsets, heads, ctx)
+                                 : kernels_.Attention(qkv, mask, heads, ctx));
   }
   TS_ASSIGN_OR_RETURN(Tensor attn, LinearOp<kOn>(ctx, rows, H, *L.attn_out_w, L.attn_out_b, Epilogue::kNone, {B, S, H}));
   TS_ASSIGN_OR_RETURN(Tensor h1, LayerNormOp<kOn>(attn, &x, L.attn_ln_g, L.attn_ln_b));
@@ -295,7 +342,9 @@ StatusOr<Tensor> BertModel::ForwardImpl(const Inputs& in, std::vector<Tensor>* h
     OpScope<kOn> op(profiler_, "aten::embedding",
                     [&] { return ShapeArgs({&word_emb_, &in.ids, &pos_emb_, &type_emb_, &in.type_ids}); });
     TS_ASSIGN_OR_RETURN(emb, Empty<kOn>({B, S, H}));
-    TS_RETURN_IF_ERROR(kernels_.EmbeddingSum(in.ids, in.type_ids, word_emb_, pos_emb_, type_emb_, emb));
+    TS_RETURN_IF_ERROR(in.packed ? kernels_.EmbeddingSumAt(in.ids, in.type_ids, in.positions, word_emb_, pos_emb_,
+                                                           type_emb_, emb)
+                                 : kernels_.EmbeddingSum(in.ids, in.type_ids, word_emb_, pos_emb_, type_emb_, emb));
   }
   TS_ASSIGN_OR_RETURN(Tensor x, LayerNormOp<kOn>(emb, nullptr, emb_ln_g_, emb_ln_b_));
   if (hidden_states != nullptr) {
@@ -303,7 +352,7 @@ StatusOr<Tensor> BertModel::ForwardImpl(const Inputs& in, std::vector<Tensor>* h
     hidden_states->push_back(std::move(c));
   }
   for (const Layer& L : layers_) {
-    TS_ASSIGN_OR_RETURN(x, RunLayer<kOn>(L, x, in.mask));
+    TS_ASSIGN_OR_RETURN(x, RunLayer<kOn>(L, x, in));
     if (hidden_states != nullptr) {
       TS_ASSIGN_OR_RETURN(Tensor c, CopyOp<kOn>(x));
       hidden_states->push_back(std::move(c));

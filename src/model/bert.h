@@ -23,9 +23,13 @@ double BertFlopsPerSample(const BertConfig& config, int64_t seq_len, DType t);
 class BertModel {
  public:
   // Device-side inputs, I32 [B, S] each.
+  // batch x seq_len is the tensors' shape: [1, T] for packed sequences, whose offsets
+  // (I32 [sequences + 1], where each starts) and positions (I32 [1, T]) are then set.
   struct Inputs {
     Tensor ids, type_ids, mask;
     int64_t batch = 0, seq_len = 0;
+    bool packed = false;
+    Tensor offsets, positions;
   };
 
   static StatusOr<std::unique_ptr<BertModel>> Create(Backend& backend, const BertConfig& config,
@@ -48,7 +52,7 @@ class BertModel {
   Status Validate(const BatchInput& input) const;
   // Validates and copies `input` to the device.
   StatusOr<Inputs> Upload(const BatchInput& input);
-  // last_hidden_state [B, S, H]. When `hidden_states` is given it receives the
+  // last_hidden_state [B, S, H] ([1, T, H] packed). When `hidden_states` is given it receives the
   // embedding output and each layer's output, as HF's output_hidden_states does.
   StatusOr<Tensor> Forward(const Inputs& in, std::vector<Tensor>* hidden_states = nullptr);
   // pooler_output [B, H] = tanh(dense(last_hidden[:, 0])).
@@ -87,7 +91,7 @@ class BertModel {
   template <bool kOn>
   StatusOr<Tensor> CopyOp(const Tensor& t);
   template <bool kOn>
-  StatusOr<Tensor> RunLayer(const Layer& layer, const Tensor& x, const Tensor& mask);
+  StatusOr<Tensor> RunLayer(const Layer& layer, const Tensor& x, const Inputs& in);
   template <bool kOn>
   StatusOr<Tensor> ForwardImpl(const Inputs& in, std::vector<Tensor>* hidden_states);
   template <bool kOn>

@@ -35,6 +35,7 @@ const BertConfig& BertEngine::config() const { return model_->config(); }
 DType BertEngine::dtype() const { return model_->precision(); }
 int BertEngine::threads() const { return backend_->props().compute_units; }
 std::string BertEngine::device_name() const { return backend_->props().name; }
+bool BertEngine::packs_sequences() const { return backend_->kernels().SupportsPackedSequences(); }
 
 Status BertEngine::Validate(const BatchInput& input) const { return model_->Validate(input); }
 
@@ -93,7 +94,15 @@ StatusOr<ForwardOutput> BertEngine::Forward(const BatchInput& input,
   if (options.pooler && !model_->has_pooler()) {
     return FailedPrecondition(model_dir_ + ": the checkpoint has no pooler weights");
   }
-  TS_ASSIGN_OR_RETURN(MemoryNeed need, ForwardMemory(input.batch, input.seq_len, options));
+  const bool packed = !input.seq_lens.empty();
+  if (packed && options.pooler) {
+    return InvalidArgument("the pooler reads each sequence's first token of a padded batch; "
+                           "it is not computed for packed sequences");
+  }
+  // A packed batch holds its tokens as one row of Σ seq_lens.
+  const int64_t rows = packed ? 1 : input.batch;
+  const int64_t cols = packed ? static_cast<int64_t>(input.input_ids.size()) : input.seq_len;
+  TS_ASSIGN_OR_RETURN(MemoryNeed need, ForwardMemory(rows, std::max<int64_t>(cols, 1), options));
   if (need.device + need.host > fitted_bytes_) {  // once per new high: no I/O per batch
     TS_RETURN_IF_ERROR(CheckMemory(need, "a forward of batch " + std::to_string(input.batch) +
                                              " x seq_len " + std::to_string(input.seq_len)));
@@ -114,6 +123,10 @@ StatusOr<ForwardOutput> BertEngine::Forward(const BatchInput& input,
   out.batch = input.batch;
   out.seq_len = input.seq_len;
   out.hidden = config().hidden_size;
+  if (packed) {
+    out.offsets.assign(1, 0);
+    for (int64_t len : input.seq_lens) out.offsets.push_back(out.offsets.back() + len);
+  }
   TS_RETURN_IF_ERROR(to_host(last, &out.last_hidden_state));
   if (options.pooler) {
     TS_ASSIGN_OR_RETURN(Tensor pooled, model_->Pooler(last));

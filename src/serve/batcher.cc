@@ -1,4 +1,4 @@
-// Bucketed dynamic batching: admission, batch formation, cancellation, drain.
+// Dynamic batching, bucketed or packed: admission, batch formation, cancellation, drain.
 #include "serve/batcher.h"
 
 #include <algorithm>
@@ -27,6 +27,7 @@ int64_t Batcher::BucketFor(int64_t length) const {
 }
 
 int64_t Batcher::Capacity(int64_t bucket) const {
+  if (options_.packed) return options_.max_batch_size;
   // A batch always holds at least one request, even one past the token limit alone.
   return std::max<int64_t>(1, std::min(options_.max_batch_size, options_.max_batch_tokens / bucket));
 }
@@ -41,22 +42,28 @@ Status Batcher::Add(uint64_t id, int64_t length, int64_t now_us) {
   if (static_cast<int64_t>(queued_) >= options_.max_queue) {
     return ResourceExhausted("the queue is full (" + std::to_string(options_.max_queue) + " requests)");
   }
-  const size_t b = static_cast<size_t>(
-      std::find(options_.bucket_edges.begin(), options_.bucket_edges.end(), bucket) -
-      options_.bucket_edges.begin());
+  const size_t b = options_.packed ? 0
+                                    : static_cast<size_t>(std::find(options_.bucket_edges.begin(),
+                                                                    options_.bucket_edges.end(), bucket) -
+                                                          options_.bucket_edges.begin());
   queues_[b].push_back({id, length, now_us});
   ++queued_;
+  if (options_.packed) packed_tokens_ += length;
   return OkStatus();
 }
 
 Batch Batcher::Take(size_t b, int64_t count, const char* reason) {
   Batch batch;
-  batch.bucket = options_.bucket_edges[b];
+  batch.bucket = options_.packed ? options_.bucket_edges.back() : options_.bucket_edges[b];
   batch.reason = reason;
   auto& q = queues_[b];
   for (int64_t i = 0; i < count && !q.empty(); ++i) {
+    // Packed: up to max_batch_tokens real tokens (always at least one request).
+    if (options_.packed && i > 0 && batch.tokens + q.front().length > options_.max_batch_tokens) break;
     batch.ids.push_back(q.front().id);
     batch.pad_len = std::max(batch.pad_len, q.front().length);
+    batch.tokens += q.front().length;
+    if (options_.packed) packed_tokens_ -= q.front().length;
     q.pop_front();
     --queued_;
   }
@@ -69,8 +76,9 @@ std::optional<Batch> Batcher::Next(int64_t now_us) {
     const auto& q = queues_[b];
     if (q.empty()) continue;
     const int64_t oldest = q.front().enqueued_us;
-    if (static_cast<int64_t>(q.size()) >= Capacity(options_.bucket_edges[b]) &&
-        (!full || oldest < queues_[*full].front().enqueued_us)) {
+    const bool is_full = static_cast<int64_t>(q.size()) >= Capacity(options_.bucket_edges[b]) ||
+                         (options_.packed && packed_tokens_ >= options_.max_batch_tokens);
+    if (is_full && (!full || oldest < queues_[*full].front().enqueued_us)) {
       full = b;
     }
     if (now_us - oldest >= options_.max_queue_delay_us &&
@@ -97,6 +105,7 @@ bool Batcher::Cancel(uint64_t id) {
   for (auto& q : queues_) {
     auto it = std::find_if(q.begin(), q.end(), [&](const Waiting& w) { return w.id == id; });
     if (it != q.end()) {
+      if (options_.packed) packed_tokens_ -= it->length;
       q.erase(it);
       --queued_;
       return true;

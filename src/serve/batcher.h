@@ -1,7 +1,9 @@
-// The dynamic batcher of `tierscope serve`: requests wait in sequence-length buckets; a
-// bucket's batch leaves as soon as it is full (max batch size, or max padded tokens) or
-// when its oldest request has waited max_queue_delay. Requests in a batch are padded only
-// to the longest among them, never past their bucket's edge. Time is passed in, so the
+// The dynamic batcher of `tierscope serve`. Bucketed: requests wait in sequence-length
+// buckets; a bucket's batch leaves as soon as it is full (max batch size, or max padded
+// tokens) or when its oldest request has waited max_queue_delay; requests in a batch are
+// padded only to the longest among them, never past their bucket's edge. Packed: one
+// queue of every length, its batches counted in real tokens (the engine packs them back
+// to back: no padding to pay for, so no buckets are needed), leaving on the same rules. Time is passed in, so the
 // logic is tested with a fake clock; the server's dispatcher is the only caller.
 #ifndef TIERSCOPE_SERVE_BATCHER_H_
 #define TIERSCOPE_SERVE_BATCHER_H_
@@ -22,11 +24,15 @@ struct BatcherOptions {
   int64_t max_batch_tokens = 16384;  // batch size x padded length
   int64_t max_queue_delay_us = 2000;
   int64_t max_queue = 1024;          // requests waiting in all buckets
+  // Packed batches (one queue; max_batch_tokens counts real tokens); the largest bucket
+  // edge stays the longest request admitted.
+  bool packed = false;
 };
 
 struct Batch {
   int64_t bucket = 0;     // the bucket's edge
   int64_t pad_len = 0;    // the longest request in the batch (<= bucket)
+  int64_t tokens = 0;     // the requests' own tokens, summed
   std::vector<uint64_t> ids;
   std::string reason;     // "full", "delay" or "drain"
 };
@@ -53,7 +59,8 @@ class Batcher {
   size_t queued() const { return queued_; }
   // The edge of the bucket for `length`, or -1 when it is too long.
   int64_t BucketFor(int64_t length) const;
-  // The most requests one batch of `bucket` holds.
+  // The most requests one batch of `bucket` holds (packed: by count only; Take stops
+  // at max_batch_tokens).
   int64_t Capacity(int64_t bucket) const;
   const BatcherOptions& options() const { return options_; }
 
@@ -67,8 +74,9 @@ class Batcher {
   Batch Take(size_t bucket, int64_t count, const char* reason);
 
   BatcherOptions options_;
-  std::vector<std::deque<Waiting>> queues_;  // one FIFO per bucket
+  std::vector<std::deque<Waiting>> queues_;  // one FIFO per bucket (packed: the first only)
   size_t queued_ = 0;
+  int64_t packed_tokens_ = 0;  // packed: tokens waiting in the queue
 };
 
 }  // namespace tierscope

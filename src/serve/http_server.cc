@@ -692,6 +692,7 @@ std::string Server::Info() const {
       {"max_queue", b.max_queue},
       {"grpc_port", grpc != nullptr ? nlohmann::json(grpc->port()) : nlohmann::json(nullptr)},
       {"buckets", b.bucket_edges},
+      {"batching", b.packed ? "packed" : "buckets"},
       {"threads", engine.threads()},
       {"tokenization_workers", options.tokenization_workers},  // as resolved
       {"max_connections", resolved.max_connections},
@@ -741,8 +742,14 @@ Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
   }
   ServerMetrics metrics;
   EngineRunner runner(engine);
+  BatcherOptions batching = batcher;
+  if (batching.packed && !engine.packs_sequences()) {
+    std::cerr << "tierscope serve: " << engine.device_name()
+              << " has no packed-sequence kernels: batching by length bucket instead\n";
+    batching.packed = false;
+  }
   TS_ASSIGN_OR_RETURN(std::unique_ptr<InferenceService> service,
-                      InferenceService::Start(runner, batcher, &metrics));
+                      InferenceService::Start(runner, batching, &metrics));
   net::io_context ioc(1);
   Server server(ioc, engine, tokenizer, *service, metrics, o, limits, resolved);
   TS_RETURN_IF_ERROR(server.Listen());

@@ -1,5 +1,6 @@
-// The dispatcher: admission into the batcher, batch assembly (padding to the batch's
-// longest input), the engine call, pooling, and delivery of finished requests.
+// The dispatcher: admission into the batcher, batch assembly (packed back to back, or
+// padded to the batch's longest input), the engine call, pooling, and delivery of
+// finished requests.
 #include "serve/service.h"
 
 #include "core/clock.h"
@@ -31,6 +32,23 @@ BatchInput Assemble(const std::vector<const ServeInput*>& inputs, int64_t pad_le
       b.input_ids[base + t] = in.ids[t];
       b.attention_mask[base + t] = in.mask.empty() ? 1 : in.mask[t];
       b.token_type_ids[base + t] = in.type_ids.empty() ? 0 : in.type_ids[t];
+    }
+  }
+  return b;
+}
+
+// The same inputs packed back to back: no padding (BatchInput::seq_lens).
+BatchInput AssemblePacked(const std::vector<const ServeInput*>& inputs) {
+  BatchInput b;
+  b.batch = static_cast<int64_t>(inputs.size());
+  for (const ServeInput* in : inputs) {
+    const int64_t len = static_cast<int64_t>(in->ids.size());
+    b.seq_lens.push_back(len);
+    b.seq_len = std::max(b.seq_len, len);
+    for (int64_t t = 0; t < len; ++t) {
+      b.input_ids.push_back(in->ids[t]);
+      b.attention_mask.push_back(in->mask.empty() ? 1 : in->mask[t]);
+      b.token_type_ids.push_back(in->type_ids.empty() ? 0 : in->type_ids[t]);
     }
   }
   return b;
@@ -158,7 +176,8 @@ void InferenceService::Deliver(const ServeInput& in, const ForwardOutput& out, i
                                Pending& p, size_t index) const {
   const int64_t H = out.hidden;
   const int64_t len = static_cast<int64_t>(in.ids.size());
-  const float* base = out.last_hidden_state.data() + row * out.seq_len * H;
+  const int64_t first = out.offsets.empty() ? row * out.seq_len : out.offsets[row];  // its first token's row
+  const float* base = out.last_hidden_state.data() + first * H;
   if (p.request.want_hidden) {
     p.result.last_hidden[index].assign(base, base + len * H);
   }
@@ -196,8 +215,11 @@ void InferenceService::Deliver(const ServeInput& in, const ForwardOutput& out, i
 }
 
 StatusOr<ForwardOutput> InferenceService::RunForward(const std::vector<const ServeInput*>& inputs,
-                                                     int64_t pad_len, const ForwardOptions& options) {
-  return CatchAll("the engine", [&] { return runner_.Forward(Assemble(inputs, pad_len), options); });
+                                                     int64_t pad_len, const ForwardOptions& options,
+                                                     bool packed) {
+  return CatchAll("the engine", [&] {
+    return runner_.Forward(packed ? AssemblePacked(inputs) : Assemble(inputs, pad_len), options);
+  });
 }
 
 void InferenceService::Loop() {
@@ -239,8 +261,10 @@ void InferenceService::Loop() {
     for (const ServeInput& c : copies) ptrs.push_back(&c);
     ForwardOptions fo;
     fo.pooler = pooler && runner_.has_pooler();
+    // Packed where the batcher packs and the engine can; the pooler reads padded rows.
+    const bool packed = batcher_.options().packed && runner_.packs_sequences() && !fo.pooler;
     const int64_t t0 = NowUs();
-    StatusOr<ForwardOutput> out = RunForward(ptrs, batch->pad_len, fo);
+    StatusOr<ForwardOutput> out = RunForward(ptrs, batch->pad_len, fo, packed);
     std::vector<StatusOr<ForwardOutput>> singles;  // input by input, when the batch failed
     if (!out.ok() && copies.size() > 1) {
       for (const ServeInput* in : ptrs) {
@@ -249,9 +273,12 @@ void InferenceService::Loop() {
     }
     const double inference_s = static_cast<double>(NowUs() - t0) * 1e-6;
     if (metrics_) {
-      metrics_->ObserveBatch(static_cast<int64_t>(copies.size()),
-                             static_cast<int64_t>(copies.size()) * batch->pad_len, batch->reason,
-                             inference_s);
+      int64_t tokens = static_cast<int64_t>(copies.size()) * batch->pad_len;
+      if (packed) {
+        tokens = 0;
+        for (const ServeInput& c : copies) tokens += static_cast<int64_t>(c.ids.size());
+      }
+      metrics_->ObserveBatch(static_cast<int64_t>(copies.size()), tokens, batch->reason, inference_s);
     }
 
     lock.lock();

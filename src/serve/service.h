@@ -1,6 +1,7 @@
 // The inference service behind `tierscope serve`: requests of one or more token
-// sequences are split into inputs, queued in the dynamic batcher, run as padded batches
-// on the engine by one dispatcher thread, and pooled (CLS or mean, optionally
+// sequences are split into inputs, queued in the dynamic batcher, run as packed batches
+// (no padding; where the engine packs sequences and the batch needs no pooler) or padded
+// ones on the engine by one dispatcher thread, and pooled (CLS or mean, optionally
 // L2-normalised) or returned whole. One bad input never fails its batch-mates: inputs are
 // validated before they are queued, and a batch the engine rejects (or throws on) is re-run input by
 // input. A cancelled request (its client left) leaves the queue; if it is already
@@ -58,6 +59,7 @@ class BatchRunner {
   virtual ~BatchRunner() = default;
   virtual int64_t hidden_size() const = 0;
   virtual bool has_pooler() const = 0;
+  virtual bool packs_sequences() const { return false; }  // takes BatchInput::seq_lens
   virtual StatusOr<ForwardOutput> Forward(const BatchInput& input, const ForwardOptions& options) = 0;
 };
 
@@ -66,6 +68,7 @@ class EngineRunner : public BatchRunner {
   explicit EngineRunner(BertEngine& engine) : engine_(engine) {}
   int64_t hidden_size() const override;
   bool has_pooler() const override;
+  bool packs_sequences() const override { return engine_.packs_sequences(); }
   StatusOr<ForwardOutput> Forward(const BatchInput& input, const ForwardOptions& options) override {
     return engine_.Forward(input, options);
   }
@@ -125,9 +128,10 @@ class InferenceService {
   void Deliver(const ServeInput& in, const ForwardOutput& out, int64_t row, Pending& p,
                size_t index) const;
 
-  // One forward, with an exception (an allocation that failed) as its Status.
+  // One forward, with an exception (an allocation that failed) as its Status: the inputs
+  // packed back to back, or padded to `pad_len`.
   StatusOr<ForwardOutput> RunForward(const std::vector<const ServeInput*>& inputs, int64_t pad_len,
-                                     const ForwardOptions& options);
+                                     const ForwardOptions& options, bool packed = false);
 
   BatchRunner& runner_;
   Batcher batcher_;

@@ -1,9 +1,10 @@
 // The BERT engine on the built-in default model: the default directory, serial vs
-// batched agreement, masking, precisions, pooler, and input validation.
+// batched agreement, masking, packed sequences, precisions, pooler, and input validation.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -114,6 +115,72 @@ TEST_F(BertEngineTest, PaddingAfterTheMaskDoesNotChangeRealTokens) {
   for (int64_t i = 0; i < real * H; ++i) {
     ASSERT_NEAR(a->last_hidden_state[i], b->last_hidden_state[i], 1e-5) << i;
   }
+}
+
+// A packed batch (no padding) gives every sequence the output it gets padded in a batch
+// and alone: attention stays within each sequence, positions restart in each, and an
+// inner masked token is honoured; FP32, BF16 (16-bit weights) and INT8 alike.
+TEST_F(BertEngineTest, PackedSequencesGiveEachSequenceItsPaddedOutputElementByElement) {
+  const std::vector<int64_t> lens = {5, 17, 1, 9, 40};
+  const int64_t B = static_cast<int64_t>(lens.size()), S = 40, H = 128;
+  int64_t total = 0;
+  for (int64_t len : lens) total += len;
+  const std::vector<int64_t> ids = BenchInputIds(23, 1, total, 30522);
+  std::vector<int64_t> mask(total, 1);
+  mask[22 + 4] = 0;  // token 4 of the fourth sequence (which starts at 5 + 17 = 22)
+  BatchInput packed{B, S, ids, mask, {}, lens};
+  BatchInput padded{B, S, std::vector<int64_t>(B * S, 0), std::vector<int64_t>(B * S, 0), {}};
+  for (int64_t b = 0, at = 0; b < B; at += lens[b], ++b) {
+    for (int64_t t = 0; t < lens[b]; ++t) {
+      padded.input_ids[b * S + t] = ids[at + t];
+      padded.attention_mask[b * S + t] = mask[at + t];
+    }
+  }
+  for (DType t : {DType::kF32, DType::kBF16, DType::kI8}) {
+    auto e = Load(t);
+    ASSERT_NE(e, nullptr);
+    ASSERT_TRUE(e->packs_sequences());
+    auto p = e->Forward(packed, {});
+    auto q = e->Forward(padded, {});
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    ASSERT_TRUE(q.ok()) << q.status().ToString();
+    EXPECT_EQ(p->offsets, (std::vector<int64_t>{0, 5, 22, 23, 32, 72}));
+    ASSERT_EQ(static_cast<int64_t>(p->last_hidden_state.size()), total * H);
+    double worst = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t i = 0; i < lens[b] * H; ++i) {
+        worst = std::max<double>(worst, std::fabs(p->last_hidden_state[p->offsets[b] * H + i] -
+                                                  q->last_hidden_state[b * S * H + i]));
+      }
+    }
+    RecordProperty(std::string("max_abs_diff_") + std::string(DTypeName(t)), std::to_string(worst));
+    EXPECT_LE(worst, 1e-5) << DTypeName(t);
+    // The last sequence alone, unbatched, too.
+    BatchInput alone{1, lens[4], std::vector<int64_t>(ids.end() - lens[4], ids.end()), {}, {}};
+    auto a = e->Forward(alone, {});
+    ASSERT_TRUE(a.ok());
+    for (int64_t i = 0; i < lens[4] * H; ++i) {
+      ASSERT_NEAR(p->last_hidden_state[32 * H + i], a->last_hidden_state[i], 1e-5) << DTypeName(t) << " " << i;
+    }
+  }
+}
+
+TEST_F(BertEngineTest, BrokenPackedBatchesAreRefusedSayingWhatIsWrong) {
+  auto e = Load(DType::kF32);
+  ASSERT_NE(e, nullptr);
+  const std::vector<int64_t> ids = BenchInputIds(5, 1, 10, 30522);
+  auto message = [&](BatchInput in, ForwardOptions fo = {}) {
+    auto r = e->Forward(in, fo);
+    return r.ok() ? std::string("ok") : r.status().message();
+  };
+  EXPECT_TRUE(Contains(message({2, 5, ids, {}, {}, {4, 5}}), "sum of seq_lens = 9"));
+  EXPECT_TRUE(Contains(message({2, 10, ids, {}, {}, {0, 10}}), "packed sequence 0 has 0 tokens"));
+  EXPECT_TRUE(Contains(message({3, 6, ids, {}, {}, {4, 6}}), "2 lengths for a batch of 3"));
+  EXPECT_TRUE(Contains(message({2, 7, ids, {}, {}, {4, 6}}), "not the longest packed sequence (6)"));
+  ForwardOptions pooler;
+  pooler.pooler = true;
+  EXPECT_TRUE(Contains(message({2, 6, ids, {}, {}, {4, 6}}, pooler), "not computed for packed sequences"));
+  EXPECT_EQ(message({2, 6, ids, {}, {}, {4, 6}}), "ok");
 }
 
 TEST_F(BertEngineTest, TokenTypesChangeTheOutput) {

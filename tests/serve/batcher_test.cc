@@ -1,9 +1,13 @@
 // The dynamic batcher on a fake clock: bucket choice, batches that leave when full (by
 // size or by padded tokens) or when their oldest request hits the delay, fairness
-// between buckets, the bounded queue, cancellation, drain, and option checks.
+// between buckets, the bounded queue, cancellation, drain, and option checks; packed
+// batching's one queue counted in real tokens.
 #include "serve/batcher.h"
 
 #include <gtest/gtest.h>
+
+#include <optional>
+#include <vector>
 
 #include "test_util.h"
 
@@ -129,6 +133,53 @@ TEST(Batcher, BadOptionsAreRefused) {
   o = Small();
   o.bucket_edges.clear();
   EXPECT_FALSE(Batcher::Create(o).ok());
+}
+
+}  // namespace
+}  // namespace tierscope
+
+namespace tierscope {
+namespace {
+
+TEST(PackedBatcher, OneQueueOfEveryLengthLeavesAtMaxRealTokensOrSize) {
+  BatcherOptions o = Small();
+  o.packed = true;  // 256 real tokens or 4 inputs a batch; the largest edge is the longest input
+  Batcher b = Make(o);
+  ASSERT_TRUE(b.Add(1, 100, 0).ok());
+  ASSERT_TRUE(b.Add(2, 10, 0).ok());
+  EXPECT_FALSE(b.Next(10).has_value());  // 110 tokens, 2 inputs: not full, not due
+  ASSERT_TRUE(b.Add(3, 120, 1).ok());
+  ASSERT_TRUE(b.Add(4, 50, 2).ok());    // 280 tokens waiting: full
+  std::optional<Batch> first = b.Next(10);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->reason, "full");
+  // Lengths 100, 10 and 120 make 230; the 50 would pass 256: it waits for the next one.
+  EXPECT_EQ(first->ids, (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(first->tokens, 230);
+  EXPECT_EQ(first->pad_len, 120);
+  EXPECT_EQ(b.queued(), 1u);
+  EXPECT_FALSE(b.Next(10).has_value());
+  std::optional<Batch> rest = b.Next(2 + o.max_queue_delay_us);
+  ASSERT_TRUE(rest.has_value());
+  EXPECT_EQ(rest->reason, "delay");
+  EXPECT_EQ(rest->tokens, 50);
+}
+
+TEST(PackedBatcher, ALongInputAloneLeavesAndCancelledTokensNoLongerCount) {
+  BatcherOptions o = Small();
+  o.packed = true;
+  o.max_batch_tokens = 64;
+  Batcher b = Make(o);
+  ASSERT_TRUE(b.Add(1, 128, 0).ok());  // past the token budget alone: a batch of its own
+  ASSERT_TRUE(b.Add(2, 8, 0).ok());
+  std::optional<Batch> one = b.Next(1);
+  ASSERT_TRUE(one.has_value());
+  EXPECT_EQ(one->ids, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(one->tokens, 128);
+  ASSERT_TRUE(b.Add(3, 60, 1).ok());    // 68 tokens waiting: full...
+  EXPECT_TRUE(b.Cancel(3));             // ...until the 60 leave
+  EXPECT_FALSE(b.Next(2).has_value());
+  EXPECT_EQ(b.Add(4, 129, 2).code(), StatusCode::kOutOfRange);  // longer than the largest edge
 }
 
 }  // namespace

@@ -461,3 +461,25 @@ def test_minilm_mean_pooled_embed_matches_sentence_transformers(serve):
     st_long = st.encode([long_text], normalize_embeddings=True)
     got_long = np.array(s.post("/embed", {"inputs": long_text, "truncate": True}).json())
     assert float(np.dot(got_long[0], st_long[0])) >= 0.9999
+
+
+def test_packed_batches_compute_no_padding_and_equal_the_padded_outputs(serve):
+    """--batching packed (the default) runs inputs of every length in one batch, back to
+    back: the tokens computed are the inputs' own (tierscope_batch_tokens), and every
+    output equals the bucketed, padded server's, element by element."""
+    words = "the quick brown fox jumps over a lazy dog while tierscope serves bert".split()
+    texts = [" ".join(words[: 1 + (7 * i) % len(words)] * (1 + i % 4)) for i in range(12)]
+    outputs, tokens = {}, {}
+    for batching in ("packed", "buckets"):
+        s = serve("--threads", "1", "--batching", batching, "--max-queue-delay-ms", "300")
+        with ThreadPoolExecutor(len(texts)) as pool:
+            replies = list(pool.map(lambda t: s.post("/embed", {"inputs": t, "normalize": False}), texts))
+        assert all(r.status == 200 for r in replies), [r.body for r in replies if r.status != 200]
+        outputs[batching] = np.array([r.json()[0] for r in replies], dtype=np.float64)
+        assert s.metric("tierscope_batch_size_count") < len(texts)  # batched together
+        assert s.get("/info").json()["batching"] == batching
+        tokens[batching] = s.metric("tierscope_batch_tokens_sum")
+        s.stop()
+    np.testing.assert_allclose(outputs["packed"], outputs["buckets"], rtol=0, atol=1e-6)
+    # The same inputs: packed computes exactly their tokens, buckets pad to each batch's longest.
+    assert tokens["packed"] < tokens["buckets"]

@@ -1,5 +1,6 @@
 // CPU multi-head self-attention: one task per (head, sample), or per (32-query block,
-// head, sample) when there are too few of those for the workers. Per task, K and V of
+// head, sample) when there are too few of those for the workers. Samples are the rows of
+// a padded [B, S] batch, or packed sequences of their own lengths (no padding). Per task, K and V of
 // the head are packed once into 16-column panels and both products (Q.K^T and P.V) run
 // on the shared FP32 micro-kernel, 32 queries at a time; the key mask and the softmax
 // stay in FP32 scratch, so the S x S score matrix never reaches memory. Keys after the
@@ -26,7 +27,8 @@ struct AttnParams {
   const int32_t* mask;
   void* out;
   DType dtype;
-  int64_t batch, seq, heads, head_dim, hidden;
+  int64_t batch, seq, heads, head_dim, hidden;  // seq: the longest sequence
+  const int32_t* offsets;  // packed: sequence b is tokens [offsets[b], offsets[b + 1]); else null
   int64_t rows_per_task;  // query rows of one task: kQueryBlock, or all of S
   int64_t q_blocks;       // tasks per (head, sample)
 };
@@ -105,8 +107,12 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
   const int64_t qb = task % p.q_blocks;
   const int64_t h = (task / p.q_blocks) % p.heads;
   const int64_t b = task / (p.q_blocks * p.heads);
-  const int64_t S = p.seq, D = p.head_dim, H = p.hidden;
-  const int32_t* mask = p.mask + b * S;
+  // The sequence's first token and length: packed, from the offsets; else row b of S.
+  const int64_t start = p.offsets != nullptr ? p.offsets[b] : b * p.seq;
+  const int64_t S = p.offsets != nullptr ? p.offsets[b + 1] - start : p.seq;
+  const int64_t D = p.head_dim, H = p.hidden;
+  if (qb * p.rows_per_task >= S) return;  // a shorter sequence of a packed batch
+  const int32_t* mask = p.mask + start;
   // Keys past the last unmasked one add exactly 0 to every softmax (exp of -FLT_MAX
   // below a finite max): padding-aware, they are not computed at all.
   int64_t keys = S;
@@ -124,7 +130,7 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
   const size_t es = DTypeSize(p.dtype);
   const auto* base = static_cast<const std::byte*>(p.qkv);
   auto head_row = [&](int64_t s, int64_t which) {  // which: 0 = Q, 1 = K, 2 = V
-    return base + ((b * S + s) * 3 * H + which * H + h * D) * es;
+    return base + ((start + s) * 3 * H + which * H + h * D) * es;
   };
 
   // Pack K^T and V once per task (zero-padded past the keys and D).
@@ -155,7 +161,7 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
     }
     // FP32 with whole panels (D a multiple of 16): P.V lands straight in the output rows.
     if (p.dtype == DType::kF32 && D == Dp) {
-      float* out = static_cast<float*>(p.out) + (b * S + i0) * H + h * D;
+      float* out = static_cast<float*>(p.out) + (start + i0) * H + h * D;
       mk.Run(rows, keys, scores, Kp, vp, Dp / kNR, keys * kNR, out, H, /*accumulate=*/false);
       for (int64_t i = 0; i < rows; ++i) ScaleInPlace(out + i * H, D, inv[i]);
       continue;
@@ -164,7 +170,7 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
     for (int64_t i = 0; i < rows; ++i) {
       ScaleInPlace(o + i * Dp, D, inv[i]);
       FromFloat(o + i * Dp, p.dtype,
-                static_cast<std::byte*>(p.out) + ((b * S + i0 + i) * H + h * D) * es, D);
+                static_cast<std::byte*>(p.out) + ((start + i0 + i) * H + h * D) * es, D);
     }
   }
 }
@@ -180,21 +186,49 @@ const char* AttentionKernelName(DType t) {
 }  // namespace
 
 Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int heads,
-                    Tensor& out) {
-  const int64_t B = qkv.dim(0), S = qkv.dim(1), H = out.dim(2);  // checked by the front
+                    Tensor& out, const Tensor* offsets) {
+  int64_t B = qkv.dim(0), S = qkv.dim(1);  // shapes checked by the front
+  const int64_t H = out.dim(2);
+  const int32_t* off = offsets != nullptr ? offsets->data_as<int32_t>() : nullptr;
+  if (off != nullptr) {  // packed: B sequences in qkv's S = T tokens; S becomes the longest
+    const int64_t T = S;
+    B = offsets->numel() - 1;
+    S = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      if (off[b + 1] <= off[b]) {
+        return InvalidArgument("AttentionPacked: sequence " + std::to_string(b) + " is empty or the offsets decrease (" +
+                               std::to_string(off[b]) + " then " + std::to_string(off[b + 1]) + ")");
+      }
+      S = std::max<int64_t>(S, off[b + 1] - off[b]);
+    }
+    if (off[0] != 0 || off[B] != T) {
+      return InvalidArgument("AttentionPacked: the offsets run from " + std::to_string(off[0]) + " to " +
+                             std::to_string(off[B]) + ", not over the " + std::to_string(T) + " tokens");
+    }
+  }
   // One task per (head, sample) when that alone gives every worker a few tasks, or the
   // same number each (K and V are then packed once per head, where 32-query tasks pack
   // them once per block: as much work again at S=128, D=64); else one per 32-query block.
   const int64_t pairs = B * heads, workers = be.num_workers();
   const int64_t rows_per_task = pairs >= 4 * workers || (pairs >= workers && pairs % workers == 0) ? S : kQueryBlock;
   AttnParams p{qkv.data(), mask.data_as<int32_t>(), out.data(), qkv.dtype(), B, S, heads,
-               H / heads, H, rows_per_task, (S + rows_per_task - 1) / rows_per_task};
+               H / heads, H, off, rows_per_task, (S + rows_per_task - 1) / rows_per_task};
   const int64_t D = p.head_dim;
   LaunchDesc desc;
   desc.kernel = AttentionKernelName(p.dtype);
   desc.grid = Dim3{p.q_blocks, heads, B};
   desc.block = Dim3{rows_per_task, D, 1};
-  AttentionCost(B, S, heads, D, p.dtype).Into(desc);
+  OpCost cost = AttentionCost(B, S, heads, D, p.dtype);
+  if (off != nullptr) {  // each sequence at its own length
+    cost = {};
+    for (int64_t b = 0; b < B; ++b) {
+      const OpCost one = AttentionCost(1, off[b + 1] - off[b], heads, D, p.dtype);
+      cost.flops += one.flops;
+      cost.bytes_read += one.bytes_read;
+      cost.bytes_written += one.bytes_written;
+    }
+  }
+  cost.Into(desc);
   desc.writes[0] = {out.data(), out.bytes()};
   be.EnsureScratch(ScratchFloats(S, D));
   return be.Launch(desc, [&](int64_t task, int worker) {

@@ -34,6 +34,11 @@ class CpuKernels : public Kernels {
 
  protected:
   bool WidensHalfWeights() const override { return true; }
+
+ public:
+  bool SupportsPackedSequences() const override { return true; }
+
+ protected:
   StatusOr<std::unique_ptr<PackedWeight>> DoPackWeight(const HostTensor& w, DType dtype) override {
     return CpuPackWeight(be_, w, dtype);
   }
@@ -54,6 +59,14 @@ class CpuKernels : public Kernels {
   }
   Status DoCopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset) override {
     return CpuCopyInto(be_, src, dst, dst_byte_offset);
+  }
+  Status DoAttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads,
+                           Tensor& out) override {
+    return CpuAttention(be_, qkv, mask, heads, out, &offsets);
+  }
+  Status DoEmbeddingSumAt(const Tensor& ids, const Tensor& type_ids, const Tensor& positions, const Tensor& word,
+                          const Tensor& pos, const Tensor& type, Tensor& out) override {
+    return CpuEmbeddingSum(be_, ids, type_ids, word, pos, type, out, &positions);
   }
 
  private:

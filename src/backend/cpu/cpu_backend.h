@@ -80,13 +80,16 @@ StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const Host
 StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeightInt8(CpuBackend& be, const HostTensor& w);
 Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
                      const PackedWeight& w, const Tensor* bias, Epilogue epilogue, Tensor& y);
+// `positions`: each token's position id (packed sequences), or null: its index in its row.
 Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids,
                        const Tensor& word, const Tensor& pos, const Tensor& type,
-                       Tensor& out);
+                       Tensor& out, const Tensor* positions = nullptr);
 Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual,
                     const Tensor& gamma, const Tensor& beta, float eps, Tensor& out);
+// `offsets`: where each of B packed sequences starts in qkv [1, T, 3H] (I32 [B + 1]), or
+// null: qkv is [B, S, 3H].
 Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int heads,
-                    Tensor& out);
+                    Tensor& out, const Tensor* offsets = nullptr);
 Status CpuCopyInto(CpuBackend& be, const Tensor& src, Tensor& dst, size_t dst_byte_offset);
 
 // Loads element i of a float tensor (F32/F16/BF16) as float, and stores one.

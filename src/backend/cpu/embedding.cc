@@ -11,12 +11,14 @@ constexpr int64_t kTokensPerTask = 32;
 }  // namespace
 
 Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids,
-                       const Tensor& word, const Tensor& pos, const Tensor& type, Tensor& out) {
+                       const Tensor& word, const Tensor& pos, const Tensor& type, Tensor& out,
+                       const Tensor* positions) {
   const int64_t B = ids.dim(0), S = ids.dim(1), H = out.dim(2);  // shapes checked by the front
   const DType t = out.dtype();
   const DType tw = word.dtype();  // the tables': t, or F16/BF16 under FP32 output
   const int32_t* id = ids.data_as<int32_t>();
   const int32_t* tt = type_ids.data_as<int32_t>();
+  const int32_t* at = positions != nullptr ? positions->data_as<int32_t>() : nullptr;
   const int64_t tokens = B * S;
   // The kernel checks its own indices: a row outside a table is never read, whatever the
   // caller validated.
@@ -29,6 +31,11 @@ Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids
     if (tt[i] < 0 || tt[i] >= type.dim(0)) {
       return OutOfRange("EmbeddingSum: token type " + std::to_string(tt[i]) + " at position " +
                         std::to_string(i) + " is outside [0, " + std::to_string(type.dim(0)) + ")");
+    }
+    const int64_t p = at != nullptr ? at[i] : i % S;
+    if (p < 0 || p >= pos.dim(0)) {
+      return OutOfRange("EmbeddingSum: position " + std::to_string(p) + " of token " + std::to_string(i) +
+                        " is outside the position table [0, " + std::to_string(pos.dim(0)) + ")");
     }
   }
   const size_t es = DTypeSize(t), ew = DTypeSize(tw);
@@ -48,7 +55,7 @@ Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids
     float* tmp = acc + H;
     const int64_t end = std::min(tokens, (task + 1) * kTokensPerTask);
     for (int64_t i = task * kTokensPerTask; i < end; ++i) {
-      const int64_t s = i % S;
+      const int64_t s = at != nullptr ? at[i] : i % S;
       ToFloat(tw, static_cast<const std::byte*>(word.data()) + id[i] * H * ew, acc, H);
       ToFloat(tw, static_cast<const std::byte*>(pos.data()) + s * H * ew, tmp, H);
       for (int64_t h = 0; h < H; ++h) acc[h] += tmp[h];
