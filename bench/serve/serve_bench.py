@@ -8,7 +8,13 @@ For one sequence length (default 128 tokens, the study's), on loopback:
      (--max-batch-size 1): a closed-loop run (--concurrency clients) for its capacity,
      then open-loop Poisson runs at fractions of the offline throughput, so both
      servers face the same offered load;
-  3. a table: sustained throughput, its share of offline, P50/P99, errors, mean batch.
+  3. a table: sustained throughput, its share of offline, P50/P99, errors, mean batch;
+  4. serving without padding (issue 30): on a realistic mix of lengths, --mix (default: a
+     skewed choice of 8 to 256 tokens, median 24, mean 49, as embedding traffic of short
+     queries with a long tail), `--batching packed` against `--batching buckets` (today's
+     length buckets, padded to each batch's longest): each server's closed-loop capacity,
+     then both at the same open-loop rates (fractions of the bucketed capacity) for P50/P99;
+     the goal: packed >= 1.5x the bucketed throughput at equal or lower P99.
 Every `tierscope load` report is kept as JSON under --out. Standard library only.
 """
 from __future__ import annotations
@@ -69,6 +75,63 @@ def row(name: str, r: dict, reference: float) -> dict:
             "p99_ms": lat.get("p99"), "errors": errors, "mean_batch": sb.get("mean_size")}
 
 
+def table_row(r: dict) -> str:
+    offered = f"{r['offered_rps']:.0f}" if r["offered_rps"] else "-"
+    errors = ", ".join(f"{k}: {v}" for k, v in r["errors"].items()) or "0"
+    mean_batch = f"{r['mean_batch']:.1f}" if r["mean_batch"] else "-"
+    return (f"| {r['run']} | {offered} | {r['throughput_rps']:.1f} | {100 * r['share_of_offline']:.0f}% | "
+            f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {errors} | {mean_batch} |")
+
+
+MIX = "choice:8,8,8,8,12,12,12,16,16,16,20,24,24,32,32,40,48,64,64,96,128,192,256"
+
+
+def packed_vs_buckets(a, out: Path) -> list:
+    """Section 4: packed against bucketed batching on the --mix of lengths."""
+    rows, capacity = [], {}
+    for batching in ("buckets", "packed"):
+        server = Server(a.tierscope, ["--threads", str(a.threads), "--max-batch-size", str(a.batch),
+                                      "--batching", batching])
+        try:
+            r = load(a.tierscope, server.url, out / f"mix_{batching}_closed.json",
+                     ["--mode", "closed", "--concurrency", str(a.concurrency), "--duration", str(a.duration),
+                      "--warmup", str(a.warmup), "--lengths", a.mix])
+            capacity[batching] = r["throughput_rps"]
+            rows.append(row(f"{batching}, mix, closed loop x{a.concurrency}", r, capacity["buckets"]))
+            print(json.dumps(rows[-1]), flush=True)
+            for f in (float(x) for x in a.fractions.split(",")):
+                rate = f * capacity["buckets"]  # the same offered load for both servers
+                r = load(a.tierscope, server.url, out / f"mix_{batching}_open_{f:.2f}.json",
+                         ["--mode", "open", "--rate", f"{rate:.1f}", "--duration", str(a.duration),
+                          "--warmup", str(a.warmup), "--lengths", a.mix, "--timeout", "30"])
+                rows.append(row(f"{batching}, mix, open loop at {f:.2f} x bucketed capacity", r,
+                                capacity["buckets"]))
+                print(json.dumps(rows[-1]), flush=True)
+        finally:
+            server.stop()
+            time.sleep(0.5)
+    return rows
+
+
+def mix_goals(rows: list) -> list[str]:
+    """Packed / buckets capacity (goal >= 1.5) and P99 at each shared open-loop rate."""
+    by = {r["run"]: r for r in rows}
+    closed = [r for r in rows if "closed" in r["run"]]
+    lines = []
+    if len(closed) == 2:
+        ratio = closed[1]["throughput_rps"] / closed[0]["throughput_rps"]
+        verdict = "met" if ratio >= 1.5 else f"NOT met ({ratio / 1.5:.0%} of goal)"
+        lines.append(f"packed / buckets closed-loop capacity: {ratio:.2f} (goal >= 1.50) {verdict}")
+    for r in rows:
+        if r["run"].startswith("buckets, mix, open"):
+            twin = by.get(r["run"].replace("buckets", "packed", 1))
+            if twin and twin["p99_ms"] is not None and r["p99_ms"] is not None:
+                ok = twin["p99_ms"] <= r["p99_ms"]
+                lines.append(f"{r['run'].split(', ', 2)[2]}: P99 packed {twin['p99_ms']:.1f} ms vs buckets "
+                             f"{r['p99_ms']:.1f} ms ({'equal or lower' if ok else 'HIGHER'})")
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tierscope", default="build/release/tierscope")
@@ -81,6 +144,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--out", default="results/serve_bench")
+    ap.add_argument("--mix", default=MIX, help="section 4's lengths (tierscope load --lengths); '' skips it")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -111,21 +175,22 @@ def main() -> int:
             server.stop()
             time.sleep(0.5)
 
+    mix_rows = packed_vs_buckets(a, out) if a.mix else []
     table = ["| run | offered req/s | sustained req/s | share of offline | P50 ms | P99 ms | errors | mean batch |",
              "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        offered = f"{r['offered_rps']:.0f}" if r["offered_rps"] else "-"
-        errors = ", ".join(f"{k}: {v}" for k, v in r["errors"].items()) or "0"
-        mean_batch = f"{r['mean_batch']:.1f}" if r["mean_batch"] else "-"
-        table.append(f"| {r['run']} | {offered} | {r['throughput_rps']:.1f} | "
-                     f"{100 * r['share_of_offline']:.0f}% | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
-                     f"{errors} | {mean_batch} |")
+    table += [table_row(r) for r in rows]
+    if mix_rows:
+        table += ["", f"Lengths {a.mix} (share: of the bucketed server's closed-loop capacity)", "",
+                  table[0], table[1]]
+        table += [table_row(r) for r in mix_rows]
+        table += ["", "goals (serving without padding):", *("  " + g for g in mix_goals(mix_rows))]
     text = (f"offline batch-fp32 (batch {a.batch}, seq {a.seq_len}): {reference:.1f} samples/s\n\n" +
             "\n".join(table) + "\n")
     (out / "serve_bench.md").write_text(text)
     (out / "serve_bench.json").write_text(json.dumps({"offline_samples_per_s": reference,
                                                       "seq_len": a.seq_len, "batch": a.batch,
-                                                      "rows": rows}, indent=2))
+                                                      "rows": rows, "mix": a.mix, "mix_rows": mix_rows,
+                                                      "mix_goals": mix_goals(mix_rows)}, indent=2))
     print(text)
     return 0
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "backend/cpu/micro_kernel.h"
 #include "cli/command.h"
 #include "core/cpu_info.h"
 #include "inspect/calibration.h"
@@ -17,6 +18,13 @@
 
 namespace tierscope::cli {
 namespace {
+
+// The FP32 micro-kernel variants this CPU runs, fastest first (TIERSCOPE_FP32_KERNELS).
+std::vector<std::string> Fp32KernelIsas() {
+  std::vector<std::string> out;
+  for (const MicroKernelVariant& v : AvailableMicroKernels()) out.emplace_back(v.isa);
+  return out;
+}
 
 StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool recalibrate,
                                    bool json) {
@@ -85,6 +93,7 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
                      {"total_memory", props.total_memory},
                      {"features", features},
                      {"int8_kernels", CpuInt8DotIsas()},
+                     {"fp32_kernels", Fp32KernelIsas()},
                      {"trace_json_kernel", OnDemandKernel()},
                      {"peaks", peaks.ToJson()},
                      {"peaks_cache", peaks.cache_path}};
@@ -126,6 +135,14 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
   out += "INT8 GEMM variants: " + variants +
          (forced != nullptr && *forced != '\0' ? " (in force: " + std::string(forced) + ", by TIERSCOPE_INT8_KERNELS)"
                                                 : " (the first runs; TIERSCOPE_INT8_KERNELS=<variant> forces another)") +
+         "\n";
+  std::string fp32;
+  for (const std::string& v : Fp32KernelIsas()) fp32 += (fp32.empty() ? "" : ", ") + v;
+  const char* forced32 = std::getenv("TIERSCOPE_FP32_KERNELS");
+  out += "FP32 GEMM variants: " + fp32 +
+         (forced32 != nullptr && *forced32 != '\0'
+              ? " (in force: " + std::string(forced32) + ", by TIERSCOPE_FP32_KERNELS)"
+              : " (the first runs; TIERSCOPE_FP32_KERNELS=<variant> forces another)") +
          "\n";
   out += std::string("trace reader: simdjson On-Demand, ") + OnDemandKernel() + " kernel\n";
   if (!peaks.remeasured_because.empty() && peaks.remeasured_because != "--recalibrate") {

@@ -12,6 +12,7 @@
 
 #include "core/paths.h"
 #include "workload/bench.h"
+#include "backend/cpu/micro_kernel.h"
 #include "backend/cpu/micro_kernel_int8.h"
 #include "model/bert.h"
 #include "tierscope/engine.h"
@@ -248,6 +249,31 @@ TEST_F(BertEngineTest, Int8StaysCloseToFp32OnEveryMicroKernelVariant) {
     const double cos = Cosine(r32->last_hidden_state, r8->last_hidden_state);
     std::cout << "INT8 " << v.isa << ": cosine " << cos << " to FP32\n";
     EXPECT_GE(cos, 0.999) << v.isa;
+  }
+}
+
+TEST_F(BertEngineTest, Fp32AndSixteenBitRunsAgreeOnEveryMicroKernelVariant) {
+  // The host picks one FP32 micro-kernel variant; the others (AVX2 on an AVX-512 host,
+  // the scalar fallback) carry FP32 and the 16-bit-weight runs where other CPUs pick them.
+  const BatchInput in = Inputs(2, 33);
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+    auto chosen = Load(t);
+    ASSERT_NE(chosen, nullptr);
+    auto want = chosen->Forward(in, {});
+    ASSERT_TRUE(want.ok());
+    for (const MicroKernelVariant& v : AvailableMicroKernels()) {
+      ScopedMicroKernels forced(v.kernels);
+      auto e = Load(t);
+      ASSERT_NE(e, nullptr);
+      auto got = e->Forward(in, {});
+      ASSERT_TRUE(got.ok()) << v.isa << ": " << got.status().ToString();
+      ASSERT_EQ(got->last_hidden_state.size(), want->last_hidden_state.size());
+      for (size_t i = 0; i < got->last_hidden_state.size(); ++i) {
+        // FP32 sums in another order (and, for 16-bit runs, the same widened weights).
+        ASSERT_NEAR(got->last_hidden_state[i], want->last_hidden_state[i], 1e-4)
+            << v.isa << " " << DTypeName(t) << " at " << i;
+      }
+    }
   }
 }
 

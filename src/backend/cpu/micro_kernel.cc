@@ -1,8 +1,13 @@
 // The FP32 register-blocked micro-kernels (AVX-512, AVX2+FMA, scalar), chosen once at
-// run time for the CPU at hand; every variant the CPU can run is listed for the tests.
+// run time for the CPU at hand (or forced: TIERSCOPE_FP32_KERNELS, ScopedMicroKernels);
+// every variant the CPU can run is listed for the tests.
 #include "backend/cpu/micro_kernel.h"
 
 #include <immintrin.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
 
 #include "core/cpu_info.h"
 
@@ -154,10 +159,48 @@ std::vector<MicroKernelVariant> AvailableMicroKernels() {
 #undef TS_KERNELS
 #undef TS_WIDE_KERNELS
 
-const MicroKernels& GetMicroKernels() {
-  static const MicroKernels k = AvailableMicroKernels().front().kernels;
-  return k;
+namespace {
+std::atomic<const MicroKernels*> g_forced{nullptr};
+
+struct PickedMicroKernels {
+  MicroKernels kernels;
+  std::string env_error;
+};
+
+// The fastest variant, unless TIERSCOPE_FP32_KERNELS names another this CPU runs.
+const PickedMicroKernels& Picked() {
+  static const PickedMicroKernels picked = [] {
+    const std::vector<MicroKernelVariant> all = AvailableMicroKernels();
+    PickedMicroKernels p{all.front().kernels, ""};
+    const char* env = std::getenv("TIERSCOPE_FP32_KERNELS");
+    if (env == nullptr || *env == '\0') return p;
+    std::string names;
+    for (const MicroKernelVariant& v : all) {
+      if (std::string(env) == v.isa) {
+        p.kernels = v.kernels;
+        return p;
+      }
+      names += (names.empty() ? "" : ", ") + std::string(v.isa);
+    }
+    p.env_error = "TIERSCOPE_FP32_KERNELS=" + std::string(env) + " names no FP32 variant this CPU runs (it runs " +
+                  names + ")";
+    return p;
+  }();
+  return picked;
 }
+}  // namespace
+
+const MicroKernels& GetMicroKernels() {
+  const MicroKernels* forced = g_forced.load(std::memory_order_acquire);
+  return forced != nullptr ? *forced : Picked().kernels;
+}
+
+const std::string& MicroKernelsEnvError() { return Picked().env_error; }
+
+ScopedMicroKernels::ScopedMicroKernels(const MicroKernels& variant)
+    : variant_(variant), previous_(g_forced.exchange(&variant_, std::memory_order_acq_rel)) {}
+
+ScopedMicroKernels::~ScopedMicroKernels() { g_forced.store(previous_, std::memory_order_release); }
 
 
 }  // namespace tierscope

@@ -6,6 +6,7 @@
 #define TIERSCOPE_BACKEND_CPU_MICRO_KERNEL_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace tierscope {
@@ -114,8 +115,13 @@ struct MicroKernels {
   }
 };
 
-// The fastest micro-kernels this CPU supports.
+// The micro-kernels every FP32 (and 16-bit-weight) GEMM and attention use: the fastest
+// this CPU supports, the variant TIERSCOPE_FP32_KERNELS names ("avx512f", "avx2+fma",
+// "scalar"), or the one a ScopedMicroKernels in force names.
 const MicroKernels& GetMicroKernels();
+// Empty, or why TIERSCOPE_FP32_KERNELS cannot be honoured (it names no variant this CPU
+// runs); packing a float weight returns it as an error, before any GEMM runs.
+const std::string& MicroKernelsEnvError();
 
 struct MicroKernelVariant {
   const char* isa;  // "avx512f", "avx2+fma", "scalar"
@@ -124,6 +130,21 @@ struct MicroKernelVariant {
 // Every variant this CPU can run, fastest first (the first is GetMicroKernels'); tests
 // check each against a double-precision reference, not only the one picked here.
 std::vector<MicroKernelVariant> AvailableMicroKernels();
+
+// Tests: every FP32 GEMM and attention runs on `variant` (one of AvailableMicroKernels())
+// while in scope, so the variants this host does not pick are tested end to end too. Not
+// for concurrent use; a whole process is forced by TIERSCOPE_FP32_KERNELS=<isa>.
+class ScopedMicroKernels {
+ public:
+  explicit ScopedMicroKernels(const MicroKernels& variant);
+  ~ScopedMicroKernels();
+  ScopedMicroKernels(const ScopedMicroKernels&) = delete;
+  ScopedMicroKernels& operator=(const ScopedMicroKernels&) = delete;
+
+ private:
+  MicroKernels variant_;
+  const MicroKernels* previous_;
+};
 
 // The 16-bit-panel kernels of one ISA ("avx512f", "avx2+fma", "scalar"), for
 // AvailableMicroKernels (micro_kernel_half.cc).

@@ -292,16 +292,24 @@ def int8_env(variant):
     return {"TIERSCOPE_INT8_KERNELS": variant} if variant else None
 
 
+def fp32_env(variant):
+    """The environment that forces the FP32 micro-kernels' `variant` (None: the host's pick)."""
+    return {"TIERSCOPE_FP32_KERNELS": variant} if variant else None
+
+
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "int8"])
-def test_reduced_precision_cosine_similarity_to_fp32(tierscope, base_st_ckpt, dtype, int8_variants):
-    """Each reduced precision within its cosine of HF's FP32; INT8 on every micro-kernel
-    variant this CPU runs (AVX2, VNNI, AMX, scalar), each forced in turn."""
+def test_reduced_precision_cosine_similarity_to_fp32(tierscope, base_st_ckpt, dtype, int8_variants, fp32_variants):
+    """Each reduced precision within its cosine of HF's FP32, on every micro-kernel variant
+    this CPU runs, each forced in turn: INT8's (AVX2, VNNI, AMX, scalar), and for FP16/BF16
+    the FP32 micro-kernels that widen their 16-bit weights (AVX-512, AVX2, scalar)."""
     inputs = random_inputs(12, batch=3, seq=32, vocab=base_st_ckpt.config.vocab_size,
                            lengths=[32, 20, 9], token_types=True)
     ref = base_st_ckpt.reference(inputs)
     failures = []
-    for variant in (int8_variants if dtype == "int8" else [None]):
-        out = tierscope.run(base_st_ckpt.path, inputs, dtype=dtype, hidden_states=False, env=int8_env(variant))
+    envs = [int8_env(v) for v in int8_variants] if dtype == "int8" else [fp32_env(v) for v in fp32_variants]
+    for env in envs:
+        variant = next(iter(env.values())) if env else None
+        out = tierscope.run(base_st_ckpt.path, inputs, dtype=dtype, hidden_states=False, env=env)
         ours = out["last_hidden_state"]
         assert ours.shape == ref["last_hidden_state"].shape
         assert np.isfinite(ours).all(), f"--dtype {dtype} {variant or ''}: non-finite values in last_hidden_state"
@@ -313,6 +321,26 @@ def test_reduced_precision_cosine_similarity_to_fp32(tierscope, base_st_ckpt, dt
             failures.append(f"{variant or dtype}: cosine similarity {cos:.7f} < {THRESHOLD_COS[dtype]} "
                             f"(max abs err {maxerr:.3g})")
     assert not failures, f"--dtype {dtype}: " + "; ".join(failures)
+
+
+def test_fp32_matches_hf_on_every_fp32_micro_kernel_variant(tierscope, base_st_ckpt, fp32_variants):
+    """FP32 within FP32_TOL of HF on each FP32 micro-kernel variant this CPU runs, forced in
+    turn by TIERSCOPE_FP32_KERNELS (an AVX-512 host checks its AVX2 and scalar paths too)."""
+    inputs = random_inputs(14, batch=3, seq=24, vocab=base_st_ckpt.config.vocab_size, lengths=[24, 13, 5])
+    ref = base_st_ckpt.reference(inputs)
+    for variant in fp32_variants:
+        out = tierscope.run(base_st_ckpt.path, inputs, hidden_states=False, env=fp32_env(variant))
+        check(compare_array(out["last_hidden_state"], ref["last_hidden_state"], FP32_TOL,
+                            f"last_hidden_state ({variant})"))
+
+
+def test_an_fp32_variant_this_cpu_cannot_run_is_refused_in_one_line(tierscope, base_st_ckpt, fp32_variants):
+    inputs = random_inputs(3, batch=1, seq=8, vocab=base_st_ckpt.config.vocab_size)
+    proc, _ = tierscope.invoke(base_st_ckpt.path, inputs, env=fp32_env("avx9000"))
+    assert proc.returncode != 0
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1 and "TIERSCOPE_FP32_KERNELS=avx9000" in err, err
+    assert all(v in err for v in fp32_variants), err
 
 
 def test_an_int8_variant_this_cpu_cannot_run_is_refused_in_one_line(tierscope, base_st_ckpt, int8_variants):
