@@ -46,7 +46,8 @@ def _static(model, batch: int, seq: int):
 def openvino_rows(model_dir: str, ids: torch.Tensor, calib_ids: torch.Tensor, ref: np.ndarray, a, rows: list,
                   acc: dict, row, compare, accuracy, describe, failed, timed) -> None:
     """Appends OpenVINO's rows (FP32 forced, default, NNCF INT8) to `rows`; the helpers are
-    peers.py's, passed in so both files share one definition of each."""
+    peers.py's, passed in so both files share one definition of each (`describe` marks an
+    output far from FP32 as a MISMATCH, which no goal takes as the peer's figure)."""
     try:
         import openvino as ov
     except ImportError:

@@ -117,18 +117,28 @@ def mix_goals(rows: list) -> list[str]:
     """Packed / buckets capacity (goal >= 1.5) and P99 at each shared open-loop rate."""
     by = {r["run"]: r for r in rows}
     closed = [r for r in rows if "closed" in r["run"]]
-    lines = []
-    if len(closed) == 2:
-        ratio = closed[1]["throughput_rps"] / closed[0]["throughput_rps"]
-        verdict = "met" if ratio >= 1.5 else f"NOT met ({ratio / 1.5:.0%} of goal)"
-        lines.append(f"packed / buckets closed-loop capacity: {ratio:.2f} (goal >= 1.50) {verdict}")
+    lines, p99_ok = [], True
     for r in rows:
         if r["run"].startswith("buckets, mix, open"):
             twin = by.get(r["run"].replace("buckets", "packed", 1))
-            if twin and twin["p99_ms"] is not None and r["p99_ms"] is not None:
-                ok = twin["p99_ms"] <= r["p99_ms"]
-                lines.append(f"{r['run'].split(', ', 2)[2]}: P99 packed {twin['p99_ms']:.1f} ms vs buckets "
-                             f"{r['p99_ms']:.1f} ms ({'equal or lower' if ok else 'HIGHER'})")
+            if not twin or twin["p99_ms"] is None or r["p99_ms"] is None:
+                p99_ok = False
+                lines.append(f"{r['run']}: no P99 to compare")
+                continue
+            ok = twin["p99_ms"] <= r["p99_ms"]
+            p99_ok &= ok
+            lines.append(f"{r['run'].split(', ', 2)[2]}: P99 packed {twin['p99_ms']:.1f} ms vs buckets "
+                         f"{r['p99_ms']:.1f} ms ({'equal or lower' if ok else 'HIGHER'})")
+    errors = sum(sum(r["errors"].values()) for r in rows)
+    if len(closed) == 2 and closed[0]["throughput_rps"] > 0:
+        ratio = closed[1]["throughput_rps"] / closed[0]["throughput_rps"]
+        met = ratio >= 1.5 and p99_ok and errors == 0
+        why = [] if met else ([f"{ratio / 1.5:.0%} of the capacity goal"] if ratio < 1.5 else []) + \
+            ([] if p99_ok else ["a higher P99"]) + ([f"{errors} errors"] if errors else [])
+        lines.insert(0, f"packed / buckets closed-loop capacity: {ratio:.2f} (goal >= 1.50 at equal or lower P99, "
+                        f"no errors) {'met' if met else 'NOT met (' + ', '.join(why) + ')'}")
+    else:
+        lines.insert(0, "packed / buckets closed-loop capacity: n/a (a closed-loop run is missing or served nothing)")
     return lines
 
 

@@ -67,9 +67,10 @@ struct ForwardOutput {
   int64_t batch = 0, seq_len = 0, hidden = 0;
   // [batch, seq_len, hidden]; packed: [Σ seq_lens, hidden], sequence b from row offsets[b].
   std::vector<float> last_hidden_state;
-  std::vector<int64_t> offsets;                   // packed: batch + 1 row offsets; else empty
   std::vector<float> pooler_output;               // [batch, hidden] when asked
-  std::vector<std::vector<float>> hidden_states;  // layers+1 x [batch, seq_len, hidden]
+  // layers+1 x [batch, seq_len, hidden]; packed: x [Σ seq_lens, hidden].
+  std::vector<std::vector<float>> hidden_states;
+  std::vector<int64_t> offsets;  // packed: batch + 1 row offsets; else empty (last: brace-init order)
 };
 
 // Bytes a piece of work needs, on the device and on the host (the same memory on a CPU).

@@ -33,7 +33,8 @@ Status Kernels::Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, cons
   }
   // INT8 weights take FP32 activations; so do F16/BF16 ones on a backend without FP16/BF16
   // arithmetic (DeviceProps::half_arithmetic), which widens them in registers.
-  const bool mixed = t == DType::kF32 && (w.dtype() == DType::kI8 || (IsFloatType(w.dtype()) && WidensHalfWeights()));
+  const bool mixed =
+      t == DType::kF32 && (w.dtype() == DType::kI8 || (IsFloatType(w.dtype()) && WidensHalfWeights()));
   if (w.dtype() != t && !mixed) {
     return InvalidArgument("Linear: a " + std::string(DTypeName(w.dtype())) + " weight with " +
                            std::string(DTypeName(t)) + " activations (INT8 weights take FP32 activations" +
@@ -125,12 +126,12 @@ Status Kernels::EmbeddingSumAt(const Tensor& ids, const Tensor& type_ids, const 
     return InvalidArgument("EmbeddingSumAt: ids must be I32 [1, T] and positions I32 [1, T], got ids " +
                            ShapeString(ids.shape()) + ", positions " + ShapeString(positions.shape()));
   }
+  const bool widened = out.dtype() == DType::kF32 && IsFloatType(word.dtype()) && WidensHalfWeights();
   if (ids.dtype() != DType::kI32 || type_ids.dtype() != DType::kI32 || type_ids.numel() != ids.numel() ||
       out.shape().size() != 3 || out.dim(0) != 1 || out.dim(1) != ids.dim(1) || word.shape().size() != 2 ||
       pos.shape().size() != 2 || type.shape().size() != 2 || word.dim(1) != out.dim(2) ||
       pos.dim(1) != out.dim(2) || type.dim(1) != out.dim(2) || pos.dtype() != word.dtype() ||
-      type.dtype() != word.dtype() ||
-      !(word.dtype() == out.dtype() || (out.dtype() == DType::kF32 && IsFloatType(word.dtype()) && WidensHalfWeights()))) {
+      type.dtype() != word.dtype() || !(word.dtype() == out.dtype() || widened)) {
     return InvalidArgument("EmbeddingSumAt: inconsistent shapes ids " + ShapeString(ids.shape()) + ", word " +
                            ShapeString(word.shape()) + ", out " + ShapeString(out.shape()));
   }

@@ -6,11 +6,11 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
-#include "backend/cpu/micro_kernel.h"
 #include "cli/command.h"
 #include "core/cpu_info.h"
 #include "inspect/calibration.h"
@@ -18,13 +18,6 @@
 
 namespace tierscope::cli {
 namespace {
-
-// The FP32 micro-kernel variants this CPU runs, fastest first (TIERSCOPE_FP32_KERNELS).
-std::vector<std::string> Fp32KernelIsas() {
-  std::vector<std::string> out;
-  for (const MicroKernelVariant& v : AvailableMicroKernels()) out.emplace_back(v.isa);
-  return out;
-}
 
 StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool recalibrate,
                                    bool json) {
@@ -93,7 +86,7 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
                      {"total_memory", props.total_memory},
                      {"features", features},
                      {"int8_kernels", CpuInt8DotIsas()},
-                     {"fp32_kernels", Fp32KernelIsas()},
+                     {"fp32_kernels", CpuFp32KernelIsas()},
                      {"trace_json_kernel", OnDemandKernel()},
                      {"peaks", peaks.ToJson()},
                      {"peaks_cache", peaks.cache_path}};
@@ -137,13 +130,16 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
                                                 : " (the first runs; TIERSCOPE_INT8_KERNELS=<variant> forces another)") +
          "\n";
   std::string fp32;
-  for (const std::string& v : Fp32KernelIsas()) fp32 += (fp32.empty() ? "" : ", ") + v;
-  const char* forced32 = std::getenv("TIERSCOPE_FP32_KERNELS");
-  out += "FP32 GEMM variants: " + fp32 +
-         (forced32 != nullptr && *forced32 != '\0'
-              ? " (in force: " + std::string(forced32) + ", by TIERSCOPE_FP32_KERNELS)"
-              : " (the first runs; TIERSCOPE_FP32_KERNELS=<variant> forces another)") +
-         "\n";
+  const std::vector<std::string> fp32_isas = CpuFp32KernelIsas();
+  for (const std::string& v : fp32_isas) fp32 += (fp32.empty() ? "" : ", ") + v;
+  const std::string forced32 = std::getenv("TIERSCOPE_FP32_KERNELS") ? std::getenv("TIERSCOPE_FP32_KERNELS") : "";
+  std::string how = " (the first runs; TIERSCOPE_FP32_KERNELS=<variant> forces another)";
+  if (!forced32.empty()) {
+    how = std::find(fp32_isas.begin(), fp32_isas.end(), forced32) != fp32_isas.end()
+              ? " (in force: " + forced32 + ", by TIERSCOPE_FP32_KERNELS)"
+              : " (TIERSCOPE_FP32_KERNELS=" + forced32 + " names none of them: runs refuse to start)";
+  }
+  out += "FP32 GEMM variants: " + fp32 + how + "\n";
   out += std::string("trace reader: simdjson On-Demand, ") + OnDemandKernel() + " kernel\n";
   if (!peaks.remeasured_because.empty() && peaks.remeasured_because != "--recalibrate") {
     out += "measured again: " + peaks.remeasured_because + "\n";

@@ -149,6 +149,14 @@ std::vector<std::string> CpuInt8DotIsas() {
   return v;
 }
 
+std::vector<std::string> CpuFp32KernelIsas() {
+  std::vector<std::string> v;
+  if (CpuRunsIsa("avx512f")) v.push_back("avx512f");
+  if (CpuRunsIsa("avx2+fma") && CpuHasFlag("f16c")) v.push_back("avx2+fma");
+  v.push_back("scalar");
+  return v;
+}
+
 bool CpuHasFlag(const std::string& flag) {
   static const std::vector<std::string> flags = [] {
     std::vector<std::string> v;

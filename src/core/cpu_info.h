@@ -30,6 +30,10 @@ std::string CpuInt8DotIsa();
 // the INT8 GEMM has a variant for each, and the tests force each in turn
 // (TIERSCOPE_INT8_KERNELS=<isa>).
 std::vector<std::string> CpuInt8DotIsas();
+// Every FP32 micro-kernel variant this CPU runs, fastest first: "avx512f", "avx2+fma"
+// (with F16C, for its FP16-weight forms), "scalar"; the tests force each in turn
+// (TIERSCOPE_FP32_KERNELS=<isa>), and the backend's variants are these.
+std::vector<std::string> CpuFp32KernelIsas();
 // Whether the CPU runs `isa`: one of CpuVectorIsa's names, or an INT8 dot ISA
 // ("amx-int8", "avx512vnni", "avxvnni"); "scalar" always. "amx-int8" asks Linux for the
 // tile state the first time (a process without it cannot use AMX).

@@ -141,6 +141,10 @@ Status BertModel::Validate(const BatchInput& in) const {
       longest = std::max(longest, len);
       n += static_cast<size_t>(len);
     }
+    if (n > static_cast<size_t>(INT32_MAX)) {
+      return InvalidArgument("a packed batch of " + std::to_string(n) + " tokens: at most " +
+                             std::to_string(INT32_MAX) + " (its offsets are 32-bit)");
+    }
     if (longest != in.seq_len) {
       return InvalidArgument("seq_len " + std::to_string(in.seq_len) + " is not the longest packed sequence (" +
                              std::to_string(longest) + ")");
@@ -221,6 +225,19 @@ StatusOr<BertModel::Inputs> BertModel::Upload(const BatchInput& in) {
   return d;
 }
 
+// A dtype as PyTorch's profiler spells it in "Input type".
+static std::string TorchTypeName(DType t) {
+  switch (t) {
+    case DType::kF32: return "\"float\"";
+    case DType::kF16: return "\"c10::Half\"";
+    case DType::kBF16: return "\"c10::BFloat16\"";
+    case DType::kI32: return "\"int\"";
+    case DType::kI64: return "\"long int\"";
+    case DType::kI8: return "\"signed char\"";
+    default: return "\"" + std::string(DTypeName(t)) + "\"";
+  }
+}
+
 // "Input Dims"/"Input type" args for an operator, in PyTorch's spelling.
 static std::string ShapeArgs(std::initializer_list<const Tensor*> inputs) {
   std::string dims = "\"Input Dims\": [", types = "\"Input type\": [";
@@ -237,14 +254,7 @@ static std::string ShapeArgs(std::initializer_list<const Tensor*> inputs) {
       continue;
     }
     dims += ShapeString(t->shape());
-    switch (t->dtype()) {
-      case DType::kF32: types += "\"float\""; break;
-      case DType::kF16: types += "\"c10::Half\""; break;
-      case DType::kBF16: types += "\"c10::BFloat16\""; break;
-      case DType::kI32: types += "\"int\""; break;
-      case DType::kI64: types += "\"long int\""; break;
-      default: types.append("\"").append(DTypeName(t->dtype())).append("\""); break;
-    }
+    types += TorchTypeName(t->dtype());
   }
   return dims + "], " + types + "]";
 }
@@ -263,12 +273,11 @@ StatusOr<Tensor> BertModel::LinearOp(const Tensor& x, int64_t rows, int64_t stri
                                      const PackedWeight& w, const Tensor& bias, Epilogue epilogue,
                                      Shape out_shape) {
   // The weight is pre-packed; its logical shape is [N, K] as nn.Linear stores it.
+  // The weight's own dtype: 16-bit (or INT8) under FP32 activations where it differs.
   OpScope<kOn> op(profiler_, "aten::linear", [&] {
-    const std::string type = ShapeArgs({&x}).substr(ShapeArgs({&x}).find("\"Input type\""));
-    const std::string t1 = type.substr(type.find('[') + 1, type.rfind(']') - type.find('[') - 1);
     return "\"Input Dims\": [" + ShapeString(x.shape()) + ", [" + std::to_string(w.n()) + ", " +
-           std::to_string(w.k()) + "], " + ShapeString(bias.shape()) + "], \"Input type\": [" + t1 +
-           ", " + t1 + ", " + t1 + "]";
+           std::to_string(w.k()) + "], " + ShapeString(bias.shape()) + "], \"Input type\": [" +
+           TorchTypeName(x.dtype()) + ", " + TorchTypeName(w.dtype()) + ", " + TorchTypeName(bias.dtype()) + "]";
   });
   TS_ASSIGN_OR_RETURN(Tensor y, Empty<kOn>(std::move(out_shape)));
   TS_RETURN_IF_ERROR(kernels_.Linear(x, rows, stride, w, &bias, epilogue, y));

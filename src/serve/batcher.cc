@@ -27,12 +27,19 @@ int64_t Batcher::BucketFor(int64_t length) const {
 }
 
 int64_t Batcher::Capacity(int64_t bucket) const {
-  if (options_.packed) return options_.max_batch_size;
   // A batch always holds at least one request, even one past the token limit alone.
   return std::max<int64_t>(1, std::min(options_.max_batch_size, options_.max_batch_tokens / bucket));
 }
 
-Status Batcher::Add(uint64_t id, int64_t length, int64_t now_us) {
+bool Batcher::Full(size_t q) const {
+  if (q == packed_queue()) {
+    return static_cast<int64_t>(queues_[q].size()) >= options_.max_batch_size ||
+           packed_tokens_ >= options_.max_batch_tokens;
+  }
+  return static_cast<int64_t>(queues_[q].size()) >= Capacity(options_.bucket_edges[q]);
+}
+
+Status Batcher::Add(uint64_t id, int64_t length, int64_t now_us, bool packable) {
   if (length < 1) return InvalidArgument("a request needs at least one token");
   const int64_t bucket = BucketFor(length);
   if (bucket < 0) {
@@ -42,29 +49,33 @@ Status Batcher::Add(uint64_t id, int64_t length, int64_t now_us) {
   if (static_cast<int64_t>(queued_) >= options_.max_queue) {
     return ResourceExhausted("the queue is full (" + std::to_string(options_.max_queue) + " requests)");
   }
-  const size_t b = options_.packed ? 0
-                                    : static_cast<size_t>(std::find(options_.bucket_edges.begin(),
-                                                                    options_.bucket_edges.end(), bucket) -
-                                                          options_.bucket_edges.begin());
-  queues_[b].push_back({id, length, now_us});
+  size_t q = static_cast<size_t>(std::find(options_.bucket_edges.begin(), options_.bucket_edges.end(), bucket) -
+                                 options_.bucket_edges.begin());
+  if (options_.packed && packable) {
+    q = packed_queue();
+    packed_tokens_ += length;
+  }
+  queues_[q].push_back({id, length, now_us});
   ++queued_;
-  if (options_.packed) packed_tokens_ += length;
   return OkStatus();
 }
 
-Batch Batcher::Take(size_t b, int64_t count, const char* reason) {
+Batch Batcher::Take(size_t q, const char* reason) {
+  const bool packed = q == packed_queue();
   Batch batch;
-  batch.bucket = options_.packed ? options_.bucket_edges.back() : options_.bucket_edges[b];
+  batch.bucket = packed ? options_.bucket_edges.back() : options_.bucket_edges[q];
+  batch.packed = packed;
   batch.reason = reason;
-  auto& q = queues_[b];
-  for (int64_t i = 0; i < count && !q.empty(); ++i) {
+  const int64_t count = packed ? options_.max_batch_size : Capacity(batch.bucket);
+  auto& waiting = queues_[q];
+  for (int64_t i = 0; i < count && !waiting.empty(); ++i) {
     // Packed: up to max_batch_tokens real tokens (always at least one request).
-    if (options_.packed && i > 0 && batch.tokens + q.front().length > options_.max_batch_tokens) break;
-    batch.ids.push_back(q.front().id);
-    batch.pad_len = std::max(batch.pad_len, q.front().length);
-    batch.tokens += q.front().length;
-    if (options_.packed) packed_tokens_ -= q.front().length;
-    q.pop_front();
+    if (packed && i > 0 && batch.tokens + waiting.front().length > options_.max_batch_tokens) break;
+    batch.ids.push_back(waiting.front().id);
+    batch.pad_len = std::max(batch.pad_len, waiting.front().length);
+    batch.tokens += waiting.front().length;
+    if (packed) packed_tokens_ -= waiting.front().length;
+    waiting.pop_front();
     --queued_;
   }
   return batch;
@@ -72,22 +83,16 @@ Batch Batcher::Take(size_t b, int64_t count, const char* reason) {
 
 std::optional<Batch> Batcher::Next(int64_t now_us) {
   std::optional<size_t> full, due;
-  for (size_t b = 0; b < queues_.size(); ++b) {
-    const auto& q = queues_[b];
-    if (q.empty()) continue;
-    const int64_t oldest = q.front().enqueued_us;
-    const bool is_full = static_cast<int64_t>(q.size()) >= Capacity(options_.bucket_edges[b]) ||
-                         (options_.packed && packed_tokens_ >= options_.max_batch_tokens);
-    if (is_full && (!full || oldest < queues_[*full].front().enqueued_us)) {
-      full = b;
-    }
-    if (now_us - oldest >= options_.max_queue_delay_us &&
-        (!due || oldest < queues_[*due].front().enqueued_us)) {
-      due = b;
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    if (queues_[q].empty()) continue;
+    const int64_t oldest = queues_[q].front().enqueued_us;
+    if (Full(q) && (!full || oldest < queues_[*full].front().enqueued_us)) full = q;
+    if (now_us - oldest >= options_.max_queue_delay_us && (!due || oldest < queues_[*due].front().enqueued_us)) {
+      due = q;
     }
   }
-  if (full) return Take(*full, Capacity(options_.bucket_edges[*full]), "full");
-  if (due) return Take(*due, Capacity(options_.bucket_edges[*due]), "delay");
+  if (full) return Take(*full, "full");
+  if (due) return Take(*due, "delay");
   return std::nullopt;
 }
 
@@ -102,11 +107,12 @@ std::optional<int64_t> Batcher::NextDeadline() const {
 }
 
 bool Batcher::Cancel(uint64_t id) {
-  for (auto& q : queues_) {
-    auto it = std::find_if(q.begin(), q.end(), [&](const Waiting& w) { return w.id == id; });
-    if (it != q.end()) {
-      if (options_.packed) packed_tokens_ -= it->length;
-      q.erase(it);
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    auto& waiting = queues_[q];
+    auto it = std::find_if(waiting.begin(), waiting.end(), [&](const Waiting& w) { return w.id == id; });
+    if (it != waiting.end()) {
+      if (q == packed_queue()) packed_tokens_ -= it->length;
+      waiting.erase(it);
       --queued_;
       return true;
     }
@@ -116,8 +122,8 @@ bool Batcher::Cancel(uint64_t id) {
 
 std::vector<Batch> Batcher::Drain() {
   std::vector<Batch> out;
-  for (size_t b = 0; b < queues_.size(); ++b) {
-    while (!queues_[b].empty()) out.push_back(Take(b, Capacity(options_.bucket_edges[b]), "drain"));
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    while (!queues_[q].empty()) out.push_back(Take(q, "drain"));
   }
   return out;
 }

@@ -104,7 +104,8 @@ std::string ServerMetrics::Render(bool ready) const {
   out += "# HELP tierscope_ready 1 when the server accepts work, 0 while it drains.\n"
          "# TYPE tierscope_ready gauge\ntierscope_ready " + std::string(ready ? "1" : "0") + "\n";
   batch_size_.Write("tierscope_batch_size", "Inputs per batch run by the engine.", &out);
-  batch_tokens_.Write("tierscope_batch_tokens", "Tokens computed per batch (size x padded length; packed batches: their own tokens).",
+  batch_tokens_.Write("tierscope_batch_tokens", 
+                      "Tokens computed per batch (size x padded length; packed batches: their own tokens).",
                       &out);
   queue_s_.Write("tierscope_queue_seconds", "Time an input waited in the batcher.", &out);
   inference_s_.Write("tierscope_inference_seconds", "Engine time per batch.", &out);

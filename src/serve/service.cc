@@ -115,7 +115,9 @@ StatusOr<uint64_t> InferenceService::Submit(ServeRequest request, ServeCallback 
   for (size_t i = 0; i < n; ++i) {
     const uint64_t input = next_input_++;
     // Cannot fail: lengths and room were checked above, under the lock.
-    Status s = batcher_.Add(input, static_cast<int64_t>(p.request.inputs[i].ids.size()), now);
+    // A pooler request is not packable: BERT's pooler reads each input's row of a padded batch.
+    Status s = batcher_.Add(input, static_cast<int64_t>(p.request.inputs[i].ids.size()), now,
+                            /*packable=*/!p.request.want_pooler);
     if (!s.ok()) {  // roll back, so nothing of the request stays behind
       lock.unlock();
       Cancel(id);
@@ -261,8 +263,8 @@ void InferenceService::Loop() {
     for (const ServeInput& c : copies) ptrs.push_back(&c);
     ForwardOptions fo;
     fo.pooler = pooler && runner_.has_pooler();
-    // Packed where the batcher packs and the engine can; the pooler reads padded rows.
-    const bool packed = batcher_.options().packed && runner_.packs_sequences() && !fo.pooler;
+    // The packed queue's batches (no pooler request is in them) run back to back.
+    const bool packed = batch->packed && runner_.packs_sequences() && !fo.pooler;
     const int64_t t0 = NowUs();
     StatusOr<ForwardOutput> out = RunForward(ptrs, batch->pad_len, fo, packed);
     std::vector<StatusOr<ForwardOutput>> singles;  // input by input, when the batch failed

@@ -134,6 +134,27 @@ TEST_P(BackendOps, LinearWithBiasAndEveryEpilogue) {
   }
 }
 
+TEST_P(BackendOps, LinearOverManyTilesInEveryDType) {
+  // 480 x 500: ten 48-row blocks and six 96-column blocks; the CPU's 16-bit GEMM then
+  // takes four column blocks a task (and two in the last), converting A's rows once.
+  const int64_t M = 480, N = 500, K = 160;
+  auto x = Random(M * K), w = Random(N * K, 0.1f), b = Random(N);
+  const HostTensor hw{DType::kF32, {N, K}, reinterpret_cast<const std::byte*>(w.data()), w.size() * 4};
+  auto packed = k().PackWeight(hw, t());
+  ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+  Tensor dx = Upload(x, {M, K}), db = Upload(b, {N}), dy = Empty({M, N});
+  ASSERT_TRUE(k().Linear(dx, M, K, **packed, &db, Epilogue::kGelu, dy).ok());
+  std::vector<double> ref(M * N);
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = b[n];
+      for (int64_t kk = 0; kk < K; ++kk) acc += double{x[m * K + kk]} * w[n * K + kk];  // Random rounds through the dtype
+      ref[m * N + n] = 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)));
+    }
+  }
+  ExpectNear(dy, ref, "linear 480 x 500 x 160, GELU");
+}
+
 TEST_P(BackendOps, LinearReadsRowsWithAStrideWithoutBias) {
   const int64_t rows = 3, stride = 40, K = 16, N = 5;  // BERT's pooler reads token 0 this way
   auto x = Random(rows * stride), w = Random(N * K);

@@ -1,12 +1,13 @@
 // What only the CPU backend does: its embedding kernel refuses ids outside the tables,
-// 16-bit weights under FP32 activations, its allocator's accounting, and a launch runs
-// every task of its grid. The ops against
+// 16-bit weights under FP32 activations, packed sequences, its allocator's accounting,
+// and a launch runs every task of its grid. The ops against
 // their references, on every backend, are tests/backend/backend_ops_test.cc.
 #include <gtest/gtest.h>
 
 #include <cfloat>
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -92,9 +93,10 @@ TEST_P(CpuKernelsTest, EmbeddingIdsOutsideTheTablesAreRefusedByTheKernel) {
 // panels, the embedding tables) in 16 bits and its activations in FP32. Linear and
 // EmbeddingSum take that mix, and give FP32-accurate sums of the 16-bit weights' values
 // (the activations are never rounded), in every epilogue, across whole and partial tiles.
-TEST_P(CpuKernelsTest, SixteenBitWeightsUnderFp32ActivationsGiveFp32AccurateSums) {
+class CpuHalfWeightsTest : public CpuKernelsTest {};  // F16 and BF16 only
+
+TEST_P(CpuHalfWeightsTest, SixteenBitWeightsUnderFp32ActivationsGiveFp32AccurateSums) {
   const DType t = GetParam().dtype;
-  if (t == DType::kF32) return;  // the plain FP32 case is backend_ops_test's
   EXPECT_FALSE(be_.props().half_arithmetic);
   const int64_t M = 53, K = 300;
   for (const int64_t N : {int64_t{37}, int64_t{200}}) {
@@ -128,7 +130,8 @@ TEST_P(CpuKernelsTest, SixteenBitWeightsUnderFp32ActivationsGiveFp32AccurateSums
               StatusCode::kInvalidArgument);
   }
   const int64_t V = 11, P = 9, T = 2, H = 20, B = 2, S = 7;
-  const std::vector<float> word = Round(Random(V * H), t), pos = Round(Random(P * H), t), type = Round(Random(T * H), t);
+  const std::vector<float> word = Round(Random(V * H), t), pos = Round(Random(P * H), t);
+  const std::vector<float> type = Round(Random(T * H), t);
   std::vector<int32_t> ids(B * S), tt(B * S);
   for (int64_t i = 0; i < B * S; ++i) {
     ids[i] = static_cast<int32_t>((i * 5) % V);
@@ -139,7 +142,9 @@ TEST_P(CpuKernelsTest, SixteenBitWeightsUnderFp32ActivationsGiveFp32AccurateSums
   ASSERT_TRUE(be_.kernels().EmbeddingSum(DeviceI32(ids, {B, S}), DeviceI32(tt, {B, S}), dw, dp, dt, out).ok());
   std::vector<double> ref(static_cast<size_t>(B * S * H));
   for (int64_t i = 0; i < B * S; ++i) {
-    for (int64_t h = 0; h < H; ++h) ref[i * H + h] = double{word[ids[i] * H + h]} + pos[(i % S) * H + h] + type[tt[i] * H + h];
+    for (int64_t h = 0; h < H; ++h) {
+      ref[i * H + h] = double{word[ids[i] * H + h]} + pos[(i % S) * H + h] + type[tt[i] * H + h];
+    }
   }
   ExpectClose(Host(out), ref, 1e-6, "embedding, 16-bit tables, FP32 out");
 }
@@ -148,6 +153,56 @@ INSTANTIATE_TEST_SUITE_P(AllDTypes, CpuKernelsTest,
                          ::testing::Values(Case{DType::kF32, 1e-5}, Case{DType::kF16, 4e-3},
                                            Case{DType::kBF16, 2e-2}),
                          [](const auto& info) { return std::string(DTypeTag(info.param.dtype)); });
+
+INSTANTIATE_TEST_SUITE_P(HalfDTypes, CpuHalfWeightsTest,
+                         ::testing::Values(Case{DType::kF16, 0}, Case{DType::kBF16, 0}),
+                         [](const auto& info) { return std::string(DTypeTag(info.param.dtype)); });
+
+// Packed sequences: attention within each sequence equals Attention on that sequence
+// alone, through the 32-query-block tasks too (few sequences and heads for 2 workers, one
+// sequence longer than 32); the kernels refuse offsets and positions they cannot use.
+TEST_P(CpuKernelsTest, PackedAttentionEqualsEachSequenceAloneAndRefusesBadOffsets) {
+  const DType t = GetParam().dtype;
+  const int heads = 1;
+  const int64_t H = 16;
+  const std::vector<int64_t> lens = {45, 7};
+  const int64_t T = 52;
+  const std::vector<float> qkv = Random(T * 3 * H);
+  std::vector<int32_t> mask(T, 1);
+  mask[3] = 0;  // an inner masked key of the first sequence
+  Tensor dq = Device(qkv, {1, T, 3 * H}, t), dm = DeviceI32(mask, {1, T});
+  Tensor off = DeviceI32({0, 45, 52}, {3});
+  Tensor out = std::move(Tensor::Empty(be_, t, {1, T, H})).value();
+  ASSERT_TRUE(be_.kernels().AttentionPacked(dq, dm, off, heads, out).ok());
+  const std::vector<float> packed = Host(out);
+  for (int64_t b = 0, at = 0; b < 2; at += lens[b], ++b) {
+    const int64_t L = lens[b];
+    Tensor one = Device(std::vector<float>(qkv.begin() + at * 3 * H, qkv.begin() + (at + L) * 3 * H), {1, L, 3 * H}, t);
+    Tensor m1 = DeviceI32(std::vector<int32_t>(mask.begin() + at, mask.begin() + at + L), {1, L});
+    Tensor o1 = std::move(Tensor::Empty(be_, t, {1, L, H})).value();
+    ASSERT_TRUE(be_.kernels().Attention(one, m1, heads, o1).ok());
+    const std::vector<float> alone = Host(o1);
+    for (int64_t i = 0; i < L * H; ++i) ASSERT_EQ(packed[at * H + i], alone[i]) << "sequence " << b << " at " << i;
+  }
+  for (const auto& [bad, what] : {std::pair{std::vector<int32_t>{0, 45, 51}, "not over the 52 tokens"},
+                                  std::pair{std::vector<int32_t>{1, 45, 52}, "run from 1 to 52"},
+                                  std::pair{std::vector<int32_t>{0, 0, 52}, "sequence 0 is empty"},
+                                  std::pair{std::vector<int32_t>{0, 53, 52}, "sequence 1 is empty or the offsets decrease"}}) {
+    Tensor o = DeviceI32(bad, {3});
+    const Status st = be_.kernels().AttentionPacked(dq, dm, o, heads, out);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+    EXPECT_NE(st.message().find(what), std::string::npos) << st.message();
+  }
+  // A position past the position table is refused by the embedding kernel itself.
+  const int64_t V = 11, P = 9;
+  Tensor dw = Device(Random(V * H), {V, H}, t), dp = Device(Random(P * H), {P, H}, t);
+  Tensor dt = Device(Random(2 * H), {2, H}, t);
+  Tensor ids = DeviceI32({1, 2, 3}, {1, 3}), types = DeviceI32({0, 0, 0}, {1, 3}), pos = DeviceI32({0, 1, 9}, {1, 3});
+  Tensor emb = std::move(Tensor::Empty(be_, t, {1, 3, H})).value();
+  const Status st = be_.kernels().EmbeddingSumAt(ids, types, pos, dw, dp, dt, emb);
+  EXPECT_EQ(st.code(), StatusCode::kOutOfRange) << st.ToString();
+  EXPECT_NE(st.message().find("position 9 of token 2"), std::string::npos) << st.message();
+}
 
 TEST(CpuBackendTest, MemoryAccountingTracksLiveAndPeakBytes) {
   CpuBackend be(1);

@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "core/cpu_info.h"
 #include "core/splitmix.h"
 #include "tierscope/dtype.h"
 
@@ -246,9 +248,18 @@ TEST(MicroKernels, HalfPanelKernelsOfEveryVariantMatchADoubleReferenceOverWidene
   }
 }
 
-TEST(MicroKernels, TheRunTimeChoiceIsTheFastestVariant) {
-  const MicroKernels& chosen = GetMicroKernels();
-  EXPECT_EQ(chosen.by_rows[kMR], AvailableMicroKernels().front().kernels.by_rows[kMR]);
+TEST(MicroKernels, TheRunTimeChoiceIsTheFastestVariantOrTheOneTheEnvironmentNames) {
+  const std::vector<MicroKernelVariant> all = AvailableMicroKernels();
+  const char* env = std::getenv("TIERSCOPE_FP32_KERNELS");
+  const MicroKernels* want = &all.front().kernels;
+  for (const MicroKernelVariant& v : all) {
+    if (env != nullptr && std::string(env) == v.isa) want = &v.kernels;
+  }
+  EXPECT_EQ(GetMicroKernels().by_rows[kMR], want->by_rows[kMR]);
+  // The list tierscope device prints (and the golden tests force) is this one.
+  std::vector<std::string> isas;
+  for (const MicroKernelVariant& v : all) isas.emplace_back(v.isa);
+  EXPECT_EQ(isas, CpuFp32KernelIsas());
 }
 
 }  // namespace

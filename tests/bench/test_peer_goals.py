@@ -36,7 +36,10 @@ def test_avx2_targets_int8_at_two_and_holds_bf16_and_fp16_to_fp32(capsys):
     assert peer["value"] == pytest.approx(1000 / 600) and "openvino" in peer["against"]
     assert out["serial-fp32 / batch-fp32"]["verdict"].startswith("NOT met")
     assert out["batch-bf16 / batch-fp32 (no BF16 arithmetic here)"]["verdict"] == "met"
-    assert out["batch-fp16 / batch-fp32 (no FP16 arithmetic here)"]["verdict"].startswith("NOT met")
+    assert out["batch-fp16 / batch-fp32 (no FP16 arithmetic in the engine)"]["verdict"].startswith("NOT met")
+    # No bf16 accuracy, no sweep: n/a rows, never silently absent.
+    assert out["batch-bf16 cosine to FP32"]["verdict"] == "n/a"
+    assert out["batch-fp32: worst batch of the sweep / best"]["verdict"] == "n/a"
     int8 = out["batch-int8 / batch-fp32 (INT8 dot: avx2)"]
     assert int8["target"] == 2.0 and int8["verdict"] == "met"
     # No INT8 peer ran: n/a, never met; the tiny model shows per-precision ratios unjudged.
@@ -52,6 +55,7 @@ def test_amx_targets_int8_at_three_and_bf16_against_torch():
     assert out["batch-int8 / batch-fp32 (INT8 dot: amx)"]["verdict"].startswith("NOT met")
     assert out["batch-bf16 / torch bf16 (BF16 arithmetic here)"]["value"] == pytest.approx(990 / 500)
     assert not any("no BF16 arithmetic" in g for g in out)
+    assert "batch-fp16 / batch-fp32 (no FP16 arithmetic in the engine)" in out  # FP16 is judged on AMX too
     assert out["batch-bf16 cosine to FP32"]["verdict"] == "met"
     assert out["batch-fp32 / best FP32 peer"]["target"] == 1.5  # MiniLM: 1.5x the best peer
     assert out["batch-bf16 / best BF16 peer"]["target"] == 1.5
@@ -68,3 +72,10 @@ def test_the_cliff_goal_reads_the_worst_batch_of_the_sweep():
     fp32 = out["batch-fp32: worst batch of 16-256 / best"]
     assert fp32["value"] == pytest.approx(0.85) and fp32["verdict"].startswith("NOT met") and "b256" in fp32["against"]
     assert out["batch-int8: worst batch of 16-256 / best"]["verdict"] == "met"
+
+
+def test_a_sweep_size_that_failed_makes_the_cliff_goal_n_a():
+    sweep = {"batch-fp32": {16: 950.0, 64: float("nan"), 256: 940.0}, "batch-int8": {16: 1900.0}}
+    out = verdicts(goals.print_goals("tiny", BEST, {}, 100e6, 200e9, AVX2, sweep))
+    fp32 = out["batch-fp32: worst batch of 16-256 / best"]
+    assert fp32["verdict"] == "n/a" and "failed at batch 64" in fp32["against"]

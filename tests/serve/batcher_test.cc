@@ -182,5 +182,27 @@ TEST(PackedBatcher, ALongInputAloneLeavesAndCancelledTokensNoLongerCount) {
   EXPECT_EQ(b.Add(4, 129, 2).code(), StatusCode::kOutOfRange);  // longer than the largest edge
 }
 
+
+TEST(PackedBatcher, AnUnpackableRequestWaitsInItsBucketBesideThePackedQueue) {
+  BatcherOptions o = Small();
+  o.packed = true;
+  Batcher b = Make(o);
+  ASSERT_TRUE(b.Add(1, 10, 0).ok());
+  ASSERT_TRUE(b.Add(2, 100, 0, /*packable=*/false).ok());  // wants the pooler: padded, bucket 128
+  ASSERT_TRUE(b.Add(3, 20, 0).ok());
+  std::optional<Batch> first = b.Next(o.max_queue_delay_us);
+  std::optional<Batch> second = b.Next(o.max_queue_delay_us);
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  const Batch& packed = first->packed ? *first : *second;
+  const Batch& padded = first->packed ? *second : *first;
+  EXPECT_TRUE(packed.packed);
+  EXPECT_EQ(packed.ids, (std::vector<uint64_t>{1, 3}));
+  EXPECT_EQ(packed.tokens, 30);
+  EXPECT_FALSE(padded.packed);
+  EXPECT_EQ(padded.ids, (std::vector<uint64_t>{2}));
+  EXPECT_EQ(padded.bucket, 128);
+  EXPECT_EQ(b.queued(), 0u);
+}
+
 }  // namespace
 }  // namespace tierscope

@@ -268,8 +268,7 @@ def test_triton_grpc_client_shares_the_batcher_with_http(serve):
     def http_infer():
         return s.post("/v2/models/tiny/infer", {
             "inputs": [{"name": "input_ids", "datatype": "INT64", "shape": [2, 4], "data": ids.ravel().tolist()},
-                       {"name": "attention_mask", "datatype": "INT64", "shape": [2, 4], "data": mask.ravel().tolist()}],
-            "outputs": [{"name": "last_hidden_state"}]})
+                       {"name": "attention_mask", "datatype": "INT64", "shape": [2, 4], "data": mask.ravel().tolist()}]})
 
     batches_before = batches(s)
     with ThreadPoolExecutor(2) as pool:  # both wait in the queue (3 s window) before the batch leaves
@@ -282,7 +281,8 @@ def test_triton_grpc_client_shares_the_batcher_with_http(serve):
     want = np.array(h.json()["outputs"][0]["data"], dtype=np.float32).reshape(2, 4, 128)
     np.testing.assert_allclose(g.as_numpy("last_hidden_state"), want, atol=1e-6)
     assert g.as_numpy("pooler_output").shape == (2, 128)
-    # Four inputs of length 4 from two protocols: one batch (the batcher is shared).
+    # Four inputs of length 4 from two protocols, every one wanting all outputs (the pooler
+    # too: its bucket, not the packed queue): one batch (the batcher is shared).
     assert batches(s) - batches_before == 1
     # Errors are gRPC statuses with the HTTP parser's messages.
     bad = grpcclient.InferInput("input_ids", [1, 3], "INT64")

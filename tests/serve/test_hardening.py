@@ -380,8 +380,9 @@ BUCKET_LENGTHS = (12, 28, 60, 120, 250, 500)  # words: one input length per buck
 
 def serve_with_a_batch_per_bucket(serve):
     """A server whose batches never fill (a batch per length bucket, a minute's delay), so
-    that a drain has a batch per bucket to run, one after another."""
-    return serve("--threads", "1", "--max-queue-delay-ms", "60000", "--max-batch-size", "256",
+    that a drain has a batch per bucket to run, one after another (--batching buckets:
+    packed batching would put every length in one queue)."""
+    return serve("--threads", "1", "--batching", "buckets", "--max-queue-delay-ms", "60000", "--max-batch-size", "256",
                  "--max-batch-tokens", "131072", "--drain-timeout", "600")
 
 

@@ -469,17 +469,36 @@ def test_packed_batches_compute_no_padding_and_equal_the_padded_outputs(serve):
     output equals the bucketed, padded server's, element by element."""
     words = "the quick brown fox jumps over a lazy dog while tierscope serves bert".split()
     texts = [" ".join(words[: 1 + (7 * i) % len(words)] * (1 + i % 4)) for i in range(12)]
-    outputs, tokens = {}, {}
+    rng = np.random.default_rng(5)
+    # KServe: last_hidden_state whole (token types, an inner masked token), and one request
+    # that wants the pooler too (it waits in its bucket: the pooler reads padded rows).
+    infers = []
+    for i, n in enumerate([3, 30, 11, 64, 7]):
+        ids = rng.integers(1000, 30000, (1, n))
+        mask = np.ones_like(ids)
+        mask[0, n // 2] = 0
+        types = (np.arange(n) >= n // 3).astype(int)[None, :]
+        outs = ["last_hidden_state", "pooler_output"] if i == 2 else ["last_hidden_state"]
+        infers.append(infer_body(ids, mask, types, outputs=outs))
+    outputs, hidden, tokens = {}, {}, {}
     for batching in ("packed", "buckets"):
-        s = serve("--threads", "1", "--batching", batching, "--max-queue-delay-ms", "300")
-        with ThreadPoolExecutor(len(texts)) as pool:
-            replies = list(pool.map(lambda t: s.post("/embed", {"inputs": t, "normalize": False}), texts))
-        assert all(r.status == 200 for r in replies), [r.body for r in replies if r.status != 200]
+        s = serve("--threads", "1", "--batching", batching, "--max-queue-delay-ms", "300", "--model-name", "m")
+        with ThreadPoolExecutor(len(texts) + len(infers)) as pool:
+            embeds = pool.map(lambda t: s.post("/embed", {"inputs": t, "normalize": False}), texts)
+            infer_replies = pool.map(lambda body: s.post("/v2/models/m/infer", body), infers)
+            replies, infer_replies = list(embeds), list(infer_replies)
+        assert all(r.status == 200 for r in replies + infer_replies), \
+            [r.body for r in replies + infer_replies if r.status != 200]
         outputs[batching] = np.array([r.json()[0] for r in replies], dtype=np.float64)
-        assert s.metric("tierscope_batch_size_count") < len(texts)  # batched together
+        hidden[batching] = [{o["name"]: np.array(o["data"]) for o in r.json()["outputs"]} for r in infer_replies]
+        assert s.metric("tierscope_batch_size_count") < len(texts) + len(infers)  # batched together
         assert s.get("/info").json()["batching"] == batching
         tokens[batching] = s.metric("tierscope_batch_tokens_sum")
         s.stop()
     np.testing.assert_allclose(outputs["packed"], outputs["buckets"], rtol=0, atol=1e-6)
+    for ours, theirs in zip(hidden["packed"], hidden["buckets"]):
+        assert ours.keys() == theirs.keys()
+        for name in ours:
+            np.testing.assert_allclose(ours[name], theirs[name], rtol=0, atol=1e-6, err_msg=name)
     # The same inputs: packed computes exactly their tokens, buckets pad to each batch's longest.
     assert tokens["packed"] < tokens["buckets"]

@@ -61,16 +61,21 @@ def test_result_has_the_native_keys_and_the_same_output(tierscope_bin, native_fp
     assert torch_result["memory_source"] and native_fp32["memory_source"]
 
 
-@pytest.mark.parametrize("mode,tolerance", [("serial-fp32", 1e-6), ("batch-bf16", 5e-6), ("batch-fp16", 5e-6),
+@pytest.mark.parametrize("mode,tolerance", [("serial-fp32", 1e-6), ("batch-bf16", 3e-5), ("batch-fp16", 3e-5),
                                             ("batch-int8", 2e-5)])
 def test_every_mode_runs_on_the_cpu_and_agrees_with_the_native_engine(tierscope_bin, native_fp32, mode, tolerance):
     # The checksum is about 1.1e-3 for this model; precisions move it by up to 1.5e-5 from
     # FP32, the two engines' roundings (and INT8 schemes: torch's per-tensor activations,
-    # ours per row) by less than `tolerance` in the same mode.
+    # ours per row) by less than `tolerance` in the same mode. BF16/FP16 differ in scheme
+    # on the CPU: torch rounds every activation to 16 bits, the native engine keeps them in
+    # FP32 over 16-bit weights (it has no 16-bit arithmetic there), so each may sit up to
+    # 1.5e-5 from FP32 on its own side: 3e-5 apart, and the native one within 1.5e-5.
     result, _ = torch_bench(tierscope_bin, "--mode", mode, *FAST)
     native, _ = bench(tierscope_bin, "--mode", mode, *FAST)
     assert result["mode"] == mode and result["dtype"] == native["dtype"]
     assert abs(result["checksum"] - native["checksum"]) < tolerance, (mode, result["checksum"], native["checksum"])
+    if mode in ("batch-bf16", "batch-fp16"):
+        assert abs(native["checksum"] - native_fp32["checksum"]) < 1.5e-5, (mode, native, native_fp32)
     assert abs(result["checksum"] - native_fp32["checksum"]) < 0.05 * abs(native_fp32["checksum"])
 
 

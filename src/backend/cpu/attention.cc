@@ -72,12 +72,13 @@ void PackKeysAndValues(const AttnParams& p, const std::byte* k0, const std::byte
   if (D % 8 == 0) {
     for (; j + 8 <= keys; j += 8) {
       // FP32 rows are transposed in place; 16-bit ones converted first, 8 rows into `rows`.
-      const float* k = reinterpret_cast<const float*>(k0) + j * stride;
-      int64_t lds = stride;
-      if (p.dtype != DType::kF32) {
+      const float* k = rows;
+      int64_t lds = D;
+      if (p.dtype == DType::kF32) {
+        k = reinterpret_cast<const float*>(k0) + j * stride;
+        lds = stride;
+      } else {
         for (int64_t r = 0; r < 8; ++r) ToFloat(p.dtype, k0 + (j + r) * stride * es, rows + r * D, D);
-        k = rows;
-        lds = D;
       }
       for (int64_t d = 0; d < D; d += 8) {
         TransposeKeys8x8(k + d, lds, kp + (j / kNR) * D * kNR + d * kNR + j % kNR);
@@ -193,17 +194,19 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   if (off != nullptr) {  // packed: B sequences in qkv's S = T tokens; S becomes the longest
     const int64_t T = S;
     B = offsets->numel() - 1;
-    S = 0;
-    for (int64_t b = 0; b < B; ++b) {
-      if (off[b + 1] <= off[b]) {
-        return InvalidArgument("AttentionPacked: sequence " + std::to_string(b) + " is empty or the offsets decrease (" +
-                               std::to_string(off[b]) + " then " + std::to_string(off[b + 1]) + ")");
-      }
-      S = std::max<int64_t>(S, off[b + 1] - off[b]);
-    }
     if (off[0] != 0 || off[B] != T) {
       return InvalidArgument("AttentionPacked: the offsets run from " + std::to_string(off[0]) + " to " +
                              std::to_string(off[B]) + ", not over the " + std::to_string(T) + " tokens");
+    }
+    S = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t len = int64_t{off[b + 1]} - off[b];
+      if (len <= 0) {
+        return InvalidArgument("AttentionPacked: sequence " + std::to_string(b) +
+                               " is empty or the offsets decrease (" + std::to_string(off[b]) + " then " +
+                               std::to_string(off[b + 1]) + ")");
+      }
+      S = std::max(S, len);
     }
   }
   // One task per (head, sample) when that alone gives every worker a few tasks, or the

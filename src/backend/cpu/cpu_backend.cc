@@ -31,14 +31,10 @@ constexpr bool kSanitized = false;
 class CpuKernels : public Kernels {
  public:
   explicit CpuKernels(CpuBackend& be) : be_(be) {}
-
- protected:
-  bool WidensHalfWeights() const override { return true; }
-
- public:
   bool SupportsPackedSequences() const override { return true; }
 
  protected:
+  bool WidensHalfWeights() const override { return true; }
   StatusOr<std::unique_ptr<PackedWeight>> DoPackWeight(const HostTensor& w, DType dtype) override {
     return CpuPackWeight(be_, w, dtype);
   }

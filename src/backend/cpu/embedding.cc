@@ -47,7 +47,9 @@ Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids
   desc.kernel = kNames[name];
   desc.grid = Dim3{(tokens + kTokensPerTask - 1) / kTokensPerTask, 1, 1};
   desc.block = Dim3{kTokensPerTask, H, 1};
-  EmbeddingCost(tokens, H, t, tw).Into(desc);
+  OpCost cost = EmbeddingCost(tokens, H, t, tw);
+  if (at != nullptr) cost.bytes_read += 4.0 * static_cast<double>(tokens);  // the position ids
+  cost.Into(desc);
   desc.writes[0] = {out.data(), out.bytes()};
   be.EnsureScratch(static_cast<size_t>(4 * H));
   return be.Launch(desc, [&](int64_t task, int worker) {

@@ -224,8 +224,9 @@ const char* GemmKernelName(DType x, DType w, bool bias, Epilogue e) {
 
 StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const HostTensor& w,
                                                       DType dtype) {
-  if (dtype == DType::kI8) return CpuPackWeightInt8(be, w);
+  // Every run packs weights before its first GEMM or attention (INT8 runs' attention is FP32).
   if (const std::string& why = MicroKernelsEnvError(); !why.empty()) return InvalidArgument(why);
+  if (dtype == DType::kI8) return CpuPackWeightInt8(be, w);
   const int64_t n = w.shape[0], k = w.shape[1];
   const int64_t panels = (n + kNR - 1) / kNR;
   TS_ASSIGN_OR_RETURN(Tensor packed, Tensor::Empty(be, dtype, {panels, k, kNR}));

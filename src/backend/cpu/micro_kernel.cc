@@ -139,16 +139,18 @@ void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const float* b, 
 
 std::vector<MicroKernelVariant> AvailableMicroKernels() {
   std::vector<MicroKernelVariant> v;
-  if (CpuRunsIsa("avx512f")) {
-    v.push_back({"avx512f", {TS_KERNELS(MicroKernelAvx512, true), TS_KERNELS(MicroKernelAvx512, false),
-                             TS_KERNELS(MicroKernelAvx512Pair, true), TS_KERNELS(MicroKernelAvx512Pair, false),
-                             TS_WIDE_KERNELS(MicroKernelAvx512Wide, true),
-                             TS_WIDE_KERNELS(MicroKernelAvx512Wide, false)}});
+  for (const std::string& isa : CpuFp32KernelIsas()) {  // the CPU's variants, fastest first
+    if (isa == "avx512f") {
+      v.push_back({"avx512f", {TS_KERNELS(MicroKernelAvx512, true), TS_KERNELS(MicroKernelAvx512, false),
+                               TS_KERNELS(MicroKernelAvx512Pair, true), TS_KERNELS(MicroKernelAvx512Pair, false),
+                               TS_WIDE_KERNELS(MicroKernelAvx512Wide, true),
+                               TS_WIDE_KERNELS(MicroKernelAvx512Wide, false)}});
+    } else if (isa == "avx2+fma") {
+      v.push_back({"avx2+fma", {TS_KERNELS(MicroKernelAvx2, true), TS_KERNELS(MicroKernelAvx2, false)}});
+    } else {
+      v.push_back({"scalar", {TS_KERNELS(MicroKernelScalar, true), TS_KERNELS(MicroKernelScalar, false)}});
+    }
   }
-  if (CpuRunsIsa("avx2+fma")) {
-    v.push_back({"avx2+fma", {TS_KERNELS(MicroKernelAvx2, true), TS_KERNELS(MicroKernelAvx2, false)}});
-  }
-  v.push_back({"scalar", {TS_KERNELS(MicroKernelScalar, true), TS_KERNELS(MicroKernelScalar, false)}});
   for (MicroKernelVariant& variant : v) {
     variant.kernels.bf16 = HalfPanelKernelsFor(variant.isa, /*bf16=*/true);
     variant.kernels.f16 = HalfPanelKernelsFor(variant.isa, /*bf16=*/false);

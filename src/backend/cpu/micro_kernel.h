@@ -1,7 +1,9 @@
 // The FP32 micro-kernels shared by the GEMM and attention kernels:
 // c[r][0..16) += sum_k a[r*lda + k] * b[k*16 .. +16) for r < MR (MR in 1..6), with B
 // packed in 16-column panels; pair (two panels) and wide (three panels, MR in 1..8) forms
-// where the ISA has the registers.
+// where the ISA has the registers; the single and wide forms also over BF16/FP16 panels.
+// GetMicroKernels picks the fastest variant, or the one TIERSCOPE_FP32_KERNELS or a
+// ScopedMicroKernels forces.
 #ifndef TIERSCOPE_BACKEND_CPU_MICRO_KERNEL_H_
 #define TIERSCOPE_BACKEND_CPU_MICRO_KERNEL_H_
 
