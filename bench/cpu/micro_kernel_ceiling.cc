@@ -88,8 +88,10 @@ int Main() {
     // The same forms over BF16 / FP16 panels, widened in registers (batch-bf16/fp16 on
     // CPUs without BF16/FP16 arithmetic).
     const std::vector<uint16_t> h(b.size(), 0x3e80);  // 0.25 in BF16 (FP16 reads it as ~1.6)
-    for (const auto& [name, hk] : {std::pair<const char*, const HalfPanelKernels*>{"bf16", &mk.bf16},
-                                   std::pair<const char*, const HalfPanelKernels*>{"f16", &mk.f16}}) {
+    for (const auto& form : {std::pair<const char*, const HalfPanelKernels*>{"bf16", &mk.bf16},
+                             std::pair<const char*, const HalfPanelKernels*>{"f16", &mk.f16}}) {
+      const char* name = form.first;  // (clang: lambdas cannot capture structured bindings)
+      const HalfPanelKernels* hk = form.second;
       const std::string single = std::string("single 6x16, ") + name + " B";
       row(single.c_str(), kMR, 1, [&] { hk->by_rows[kMR](kc, a.data(), kc, h.data(), c.data(), kNR); });
       if (hk->has_wide()) {
