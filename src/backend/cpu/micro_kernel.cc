@@ -1,4 +1,5 @@
-// The FP32 register-blocked micro-kernels (AVX-512, AVX2+FMA, scalar), chosen once at
+// The FP32 register-blocked micro-kernels (AVX-512, AVX2+FMA, scalar) over FP32, BF16 or
+// FP16 B panels (one template each, the panel's element a parameter), chosen once at
 // run time for the CPU at hand (or forced: TIERSCOPE_FP32_KERNELS, ScopedMicroKernels);
 // every variant the CPU can run is listed for the tests.
 #include "backend/cpu/micro_kernel.h"
@@ -8,16 +9,63 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "core/cpu_info.h"
+#include "tierscope/dtype.h"
 
 namespace tierscope {
 namespace {
 
-template <int MR, bool kAcc>
-__attribute__((target("avx2,fma"))) void MicroKernelAvx2(int64_t kc, const float* a,
-                                                        int64_t lda, const float* b, float* c,
-                                                        int64_t ldc) {
+// What a B panel holds: FP32, or BF16 / FP16 widened to FP32 in registers as it is
+// loaded (BF16: its 16 bits moved to the top of a 32-bit lane; FP16: F16C's vcvtph2ps), so
+// a 16-bit-weight GEMM reads its weights once, at half the bytes, with no conversion pass.
+struct F32Panel { using T = float; };
+struct Bf16Panel { using T = uint16_t; };
+struct F16Panel { using T = uint16_t; };
+
+template <typename P>
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline __m256 Load8(const typename P::T* p) {
+  if constexpr (std::is_same_v<P, F32Panel>) {
+    return _mm256_loadu_ps(p);
+  } else {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if constexpr (std::is_same_v<P, Bf16Panel>) {
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    } else {
+      return _mm256_cvtph_ps(h);
+    }
+  }
+}
+
+template <typename P>
+__attribute__((target("avx512f"), always_inline)) inline __m512 Load16(const typename P::T* p) {
+  if constexpr (std::is_same_v<P, F32Panel>) {
+    return _mm512_loadu_ps(p);
+  } else {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    if constexpr (std::is_same_v<P, Bf16Panel>) {
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    } else {
+      return _mm512_cvtph_ps(h);
+    }
+  }
+}
+
+template <typename P>
+inline float LoadOne(const typename P::T* p) {
+  if constexpr (std::is_same_v<P, F32Panel>) {
+    return *p;
+  } else if constexpr (std::is_same_v<P, Bf16Panel>) {
+    return BF16ToFloat(*p);
+  } else {
+    return HalfToFloat(*p);
+  }
+}
+
+template <typename P, int MR, bool kAcc>
+__attribute__((target("avx2,fma,f16c"))) void MicroKernelAvx2(int64_t kc, const float* a, int64_t lda,
+                                                             const typename P::T* b, float* c, int64_t ldc) {
   __m256 c0[MR], c1[MR];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
@@ -26,8 +74,8 @@ __attribute__((target("avx2,fma"))) void MicroKernelAvx2(int64_t kc, const float
   }
 #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
-    const __m256 b0 = _mm256_loadu_ps(b + k * kNR);
-    const __m256 b1 = _mm256_loadu_ps(b + k * kNR + 8);
+    const __m256 b0 = Load8<P>(b + k * kNR);
+    const __m256 b1 = Load8<P>(b + k * kNR + 8);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
@@ -42,15 +90,14 @@ __attribute__((target("avx2,fma"))) void MicroKernelAvx2(int64_t kc, const float
   }
 }
 
-template <int MR, bool kAcc>
-__attribute__((target("avx512f"))) void MicroKernelAvx512(int64_t kc, const float* a,
-                                                         int64_t lda, const float* b, float* c,
-                                                         int64_t ldc) {
+template <typename P, int MR, bool kAcc>
+__attribute__((target("avx512f"))) void MicroKernelAvx512(int64_t kc, const float* a, int64_t lda,
+                                                         const typename P::T* b, float* c, int64_t ldc) {
   __m512 acc[MR];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) acc[r] = kAcc ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
-    const __m512 bv = _mm512_loadu_ps(b + k * kNR);
+    const __m512 bv = Load16<P>(b + k * kNR);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k]), bv, acc[r]);
   }
@@ -58,7 +105,7 @@ __attribute__((target("avx512f"))) void MicroKernelAvx512(int64_t kc, const floa
   for (int r = 0; r < MR; ++r) _mm512_storeu_ps(c + r * ldc, acc[r]);
 }
 
-template <int MR, bool kAcc>
+template <typename P, int MR, bool kAcc>  // FP32 panels only
 __attribute__((target("avx512f"))) void MicroKernelAvx512Pair(int64_t kc, const float* a, int64_t lda,
                                                              const float* b0, const float* b1, float* c,
                                                              int64_t ldc) {
@@ -84,9 +131,9 @@ __attribute__((target("avx512f"))) void MicroKernelAvx512Pair(int64_t kc, const 
   }
 }
 
-template <int MR, bool kAcc>
+template <typename P, int MR, bool kAcc>
 __attribute__((target("avx512f"))) void MicroKernelAvx512Wide(int64_t kc, const float* a, int64_t lda,
-                                                             const float* b, int64_t panel_stride,
+                                                             const typename P::T* b, int64_t panel_stride,
                                                              float* c, int64_t ldc) {
   __m512 acc[MR][kWidePanels];
 #pragma GCC unroll 8
@@ -96,11 +143,10 @@ __attribute__((target("avx512f"))) void MicroKernelAvx512Wide(int64_t kc, const 
       acc[r][p] = kAcc ? _mm512_loadu_ps(c + r * ldc + p * kNR) : _mm512_setzero_ps();
     }
   }
-  const float* b1 = b + panel_stride;
-  const float* b2 = b1 + panel_stride;
+  const typename P::T* b1 = b + panel_stride;
+  const typename P::T* b2 = b1 + panel_stride;
   for (int64_t k = 0; k < kc; ++k) {
-    const __m512 v0 = _mm512_loadu_ps(b + k * kNR), v1 = _mm512_loadu_ps(b1 + k * kNR),
-                 v2 = _mm512_loadu_ps(b2 + k * kNR);
+    const __m512 v0 = Load16<P>(b + k * kNR), v1 = Load16<P>(b1 + k * kNR), v2 = Load16<P>(b2 + k * kNR);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m512 av = _mm512_set1_ps(a[r * lda + k]);
@@ -116,8 +162,8 @@ __attribute__((target("avx512f"))) void MicroKernelAvx512Wide(int64_t kc, const 
   }
 }
 
-template <int MR, bool kAcc>
-void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
+template <typename P, int MR, bool kAcc>
+void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const typename P::T* b, float* c,
                        int64_t ldc) {
   for (int r = 0; r < MR; ++r) {
     if (!kAcc) {
@@ -125,15 +171,28 @@ void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const float* b, 
     }
     for (int64_t k = 0; k < kc; ++k) {
       const float av = a[r * lda + k];
-      for (int j = 0; j < kNR; ++j) c[r * ldc + j] += av * b[k * kNR + j];
+      for (int j = 0; j < kNR; ++j) c[r * ldc + j] += av * LoadOne<P>(b + k * kNR + j);
     }
   }
 }
 
-#define TS_KERNELS(K, ACC) \
-  {nullptr, K<1, ACC>, K<2, ACC>, K<3, ACC>, K<4, ACC>, K<5, ACC>, K<6, ACC>}
-#define TS_WIDE_KERNELS(K, ACC) \
-  {nullptr, K<1, ACC>, K<2, ACC>, K<3, ACC>, K<4, ACC>, K<5, ACC>, K<6, ACC>, K<7, ACC>, K<8, ACC>}
+#define TS_KERNELS(K, P, ACC) \
+  {nullptr, K<P, 1, ACC>, K<P, 2, ACC>, K<P, 3, ACC>, K<P, 4, ACC>, K<P, 5, ACC>, K<P, 6, ACC>}
+#define TS_WIDE_KERNELS(K, P, ACC)                                                                 \
+  {nullptr, K<P, 1, ACC>, K<P, 2, ACC>, K<P, 3, ACC>, K<P, 4, ACC>, K<P, 5, ACC>, K<P, 6, ACC>, K<P, 7, ACC>, \
+   K<P, 8, ACC>}
+
+// The 16-bit-panel kernels of one variant: its single-panel form, and its wide one where
+// it has one.
+template <typename P>
+HalfPanelKernels HalfPanels(const std::string& isa) {
+  if (isa == "avx512f") {
+    return {TS_KERNELS(MicroKernelAvx512, P, true), TS_KERNELS(MicroKernelAvx512, P, false),
+            TS_WIDE_KERNELS(MicroKernelAvx512Wide, P, true), TS_WIDE_KERNELS(MicroKernelAvx512Wide, P, false)};
+  }
+  if (isa == "avx2+fma") return {TS_KERNELS(MicroKernelAvx2, P, true), TS_KERNELS(MicroKernelAvx2, P, false)};
+  return {TS_KERNELS(MicroKernelScalar, P, true), TS_KERNELS(MicroKernelScalar, P, false)};
+}
 
 }  // namespace
 
@@ -141,19 +200,21 @@ std::vector<MicroKernelVariant> AvailableMicroKernels() {
   std::vector<MicroKernelVariant> v;
   for (const std::string& isa : CpuFp32KernelIsas()) {  // the CPU's variants, fastest first
     if (isa == "avx512f") {
-      v.push_back({"avx512f", {TS_KERNELS(MicroKernelAvx512, true), TS_KERNELS(MicroKernelAvx512, false),
-                               TS_KERNELS(MicroKernelAvx512Pair, true), TS_KERNELS(MicroKernelAvx512Pair, false),
-                               TS_WIDE_KERNELS(MicroKernelAvx512Wide, true),
-                               TS_WIDE_KERNELS(MicroKernelAvx512Wide, false)}});
+      v.push_back({"avx512f", {TS_KERNELS(MicroKernelAvx512, F32Panel, true),
+                               TS_KERNELS(MicroKernelAvx512, F32Panel, false),
+                               TS_KERNELS(MicroKernelAvx512Pair, F32Panel, true),
+                               TS_KERNELS(MicroKernelAvx512Pair, F32Panel, false),
+                               TS_WIDE_KERNELS(MicroKernelAvx512Wide, F32Panel, true),
+                               TS_WIDE_KERNELS(MicroKernelAvx512Wide, F32Panel, false)}});
     } else if (isa == "avx2+fma") {
-      v.push_back({"avx2+fma", {TS_KERNELS(MicroKernelAvx2, true), TS_KERNELS(MicroKernelAvx2, false)}});
+      v.push_back({"avx2+fma",
+                   {TS_KERNELS(MicroKernelAvx2, F32Panel, true), TS_KERNELS(MicroKernelAvx2, F32Panel, false)}});
     } else {
-      v.push_back({"scalar", {TS_KERNELS(MicroKernelScalar, true), TS_KERNELS(MicroKernelScalar, false)}});
+      v.push_back({"scalar",
+                   {TS_KERNELS(MicroKernelScalar, F32Panel, true), TS_KERNELS(MicroKernelScalar, F32Panel, false)}});
     }
-  }
-  for (MicroKernelVariant& variant : v) {
-    variant.kernels.bf16 = HalfPanelKernelsFor(variant.isa, /*bf16=*/true);
-    variant.kernels.f16 = HalfPanelKernelsFor(variant.isa, /*bf16=*/false);
+    v.back().kernels.bf16 = HalfPanels<Bf16Panel>(isa);
+    v.back().kernels.f16 = HalfPanels<F16Panel>(isa);
   }
   return v;
 }

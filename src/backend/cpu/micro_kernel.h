@@ -148,9 +148,6 @@ class ScopedMicroKernels {
   const MicroKernels* previous_;
 };
 
-// The 16-bit-panel kernels of one ISA ("avx512f", "avx2+fma", "scalar"), for
-// AvailableMicroKernels (micro_kernel_half.cc).
-HalfPanelKernels HalfPanelKernelsFor(const char* isa, bool bf16);
 
 }  // namespace tierscope
 
