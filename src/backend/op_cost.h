@@ -64,22 +64,17 @@ inline OpCost LinearCost(int64_t rows, int64_t n, int64_t k, bool bias, Epilogue
 // INT8 Linear (dynamic quantization): x[rows, k] as u8 codes with an FP32 scale and zero
 // point a row, W as int8 with an FP32 scale and an int32 column sum a channel, y FP32.
 // The multiply-adds count 2 operations each, as FLOPs do; the dequantization 3 a value.
-// `operand_bytes` 2: codes and weights held as int16 (the AVX2 kernel's layout).
-inline OpCost QuantizedLinearCost(int64_t rows, int64_t n, int64_t k, bool bias, Epilogue e,
-                                  int operand_bytes = 1) {
+inline OpCost QuantizedLinearCost(int64_t rows, int64_t n, int64_t k, bool bias, Epilogue e) {
   const double r = static_cast<double>(rows), nn = static_cast<double>(n), kk = static_cast<double>(k);
-  const double ob = operand_bytes;
   return {2.0 * r * nn * kk + 3.0 * r * nn + (bias ? r * nn : 0.0) + EpilogueFlops(e, rows * n),
-          ob * (r * kk + nn * kk) + 8.0 * r + 8.0 * nn + (bias ? 4.0 * nn : 0.0), 4.0 * r * nn};
+          r * kk + nn * kk + 8.0 * r + 8.0 * nn + (bias ? 4.0 * nn : 0.0), 4.0 * r * nn};
 }
 
-// Per-row quantization of FP32 x[rows, k] to u8 codes padded to kp (`code_bytes` each:
-// 2 when held as int16): the range (2 comparisons a value), then a multiply, a round and
-// a clamp — 5 operations a value.
-inline OpCost QuantizeRowsCost(int64_t rows, int64_t k, int64_t kp, int code_bytes = 1) {
+// Per-row quantization of FP32 x[rows, k] to u8 codes padded to kp: the range (2
+// comparisons a value), then a multiply, a round and a clamp — 5 operations a value.
+inline OpCost QuantizeRowsCost(int64_t rows, int64_t k, int64_t kp) {
   const double r = static_cast<double>(rows);
-  return {5.0 * r * static_cast<double>(k), 4.0 * r * static_cast<double>(k),
-          code_bytes * r * static_cast<double>(kp) + 8.0 * r};
+  return {5.0 * r * static_cast<double>(k), 4.0 * r * static_cast<double>(k), r * static_cast<double>(kp) + 8.0 * r};
 }
 
 // Self-attention over [B, S] with `heads` heads of `head_dim`: QK^T and PV for every

@@ -68,7 +68,7 @@ struct MachinePeaks {
 };
 
 // The calibration method; a cache written by another method is measured again.
-inline constexpr int kCalibrationMethod = 5;  // 4: triad arrays sized from the LLC; 5: AVX2 INT8 peak on int16 operands, as its GEMM
+inline constexpr int kCalibrationMethod = 6;  // 5: AVX2 INT8 peak on int16 operands; 6: on vpmaddubsw, as its GEMM
 // A trial spread above this means the machine was busy while the peaks were measured.
 inline constexpr double kNoisySpreadPct = 15;
 // Cached peaks older than this are measured again.

@@ -127,30 +127,34 @@ __attribute__((target("avx2,avxvnni"))) double DotInt8AvxVnni(int64_t iters, dou
   return 2.0 * 32 * kChains * static_cast<double>(iters);
 }
 
-// AVX2 without VNNI, as its GEMM runs (micro_kernel_int8.cc): 8-bit codes widened to
-// int16, vpmaddwd adding each pair of products into int32 exactly (16 multiply-adds),
-// then vpaddd. The products do not depend on the sums, so each pass hides `a` from the
-// compiler and each chain multiplies its own b (hidden too, equal or not): nothing can be
-// computed once and reused.
-constexpr int kInt8Avx2Chains = 6;  // 6 sums + 6 b + a fit the 16 ymm registers
+// AVX2 without VNNI, as its GEMM runs (micro_kernel_int8.cc): vpmaddubsw multiplies u8
+// by s8 and adds each pair into int16 (exact for its 7-bit weights), vpmaddwd by ones adds
+// the two pairs of a lane into int32, then vpaddd: 32 multiply-adds in three instructions.
+// The products do not depend on the sums, so each pass hides `a` from the compiler and
+// each chain multiplies its own b (hidden too, equal or not): nothing can be computed
+// once and reused.
+constexpr int kInt8Avx2Chains = 6;  // 6 sums + 6 b + a + ones fit the 16 ymm registers
 __attribute__((target("avx2"))) double DotInt8Avx2(int64_t iters, double* macs) {
   __m256i acc[kInt8Avx2Chains], b[kInt8Avx2Chains];
   for (int i = 0; i < kInt8Avx2Chains; ++i) {
     acc[i] = _mm256_set1_epi32(macs != nullptr ? 0 : i);
-    b[i] = _mm256_set1_epi16(static_cast<int16_t>(macs != nullptr ? 1 : -1 - i));
+    b[i] = _mm256_set1_epi8(static_cast<int8_t>(macs != nullptr ? 1 : -1 - i));
     __asm__ volatile("" : "+x"(b[i]));
   }
-  __m256i a = _mm256_set1_epi16(1);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i a = _mm256_set1_epi8(1);
   for (int64_t it = 0; it < iters; ++it) {
     __asm__ volatile("" : "+x"(a));  // a is new to the compiler each pass
-    for (int i = 0; i < kInt8Avx2Chains; ++i) acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(a, b[i]));
+    for (int i = 0; i < kInt8Avx2Chains; ++i) {
+      acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b[i]), ones));
+    }
   }
   int32_t out[8 * kInt8Avx2Chains];
   for (int i = 0; i < kInt8Avx2Chains; ++i) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8 * i), acc[i]);
   }
   Keep(out, 8 * kInt8Avx2Chains, macs);
-  return 2.0 * 16 * kInt8Avx2Chains * static_cast<double>(iters);
+  return 2.0 * 32 * kInt8Avx2Chains * static_cast<double>(iters);
 }
 
 // AMX: TDPBUSD on 16 x 64 u8 by 64 x 16 s8 tiles into 16 x 16 int32, 16,384 multiply-adds

@@ -1,5 +1,5 @@
-// The INT8 GEMM: every micro-kernel variant this CPU runs (AVX512-VNNI, AVX-VNNI, AVX2,
-// scalar) sums exactly, at the largest codes included; Linear with INT8 weights equals a
+// The INT8 GEMM: every micro-kernel variant this CPU runs (AMX, AVX512-VNNI, AVX-VNNI,
+// AVX2, scalar) sums exactly, at the largest codes of its range included; Linear with INT8 weights equals a
 // double-precision reference of the same quantization, stays close to FP32, keeps a
 // non-finite row to itself, and refuses what it cannot do.
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -22,21 +23,14 @@
 namespace tierscope {
 namespace {
 
-// b packed as the kernels read it: panels of [kq][16][4] int8, or for the wide layout
-// (operand_bytes 2) [kq][2 pairs][16][2] int16; as bytes.
-std::vector<int8_t> PackB(const std::vector<int8_t>& w, int64_t n, int64_t kq, int operand_bytes) {
+// b packed as the kernels read it: panels of [kq][16][4] int8.
+std::vector<int8_t> PackB(const std::vector<int8_t>& w, int64_t n, int64_t kq) {
   const int64_t panels = (n + kNR - 1) / kNR;
-  std::vector<int8_t> b(static_cast<size_t>(panels * kq * kQGroupBytes * operand_bytes), 0);
+  std::vector<int8_t> b(static_cast<size_t>(panels * kq * kQGroupBytes), 0);
   for (int64_t c = 0; c < n; ++c) {
     for (int64_t k = 0; k < kq * kQK; ++k) {
-      const int8_t v = w[c * kq * kQK + k];
       const int64_t group = (c / kNR) * kq + k / kQK;
-      if (operand_bytes == 1) {
-        b[group * kQGroupBytes + (c % kNR) * kQK + k % kQK] = v;
-      } else {
-        const int16_t v16 = v;
-        std::memcpy(&b[2 * (group * kQGroupBytes + (k % kQK / 2) * 2 * kNR + (c % kNR) * 2 + k % 2)], &v16, 2);
-      }
+      b[group * kQGroupBytes + (c % kNR) * kQK + k % kQK] = w[c * kq * kQK + k];
     }
   }
   return b;
@@ -53,44 +47,35 @@ TEST(Int8MicroKernels, EveryVariantSumsExactlyAtTheLargestCodes) {
   std::cout << "INT8 micro-kernel variants tested on this CPU: " << tested << "\n";
   std::mt19937 rng(2026);
   for (const Int8MicroKernels& v : variants) {
+    const int wmax = v.weight_max;
     for (int fill = 0; fill < 3; ++fill) {  // random; all codes at their largest; mixed signs at the edge
       for (int64_t kq : {1, 3, 32, 129, 48}) {  // 32, 48: whole AMX tiles; the rest: its VNNI fallback
         for (int64_t rows : {1, 5, 6, 7, 13, 17, 33, 48}) {
           for (int64_t n : {16, 32, 48}) {
-            const int64_t k = kq * kQK, lda_codes = k + 8, ldc = n + 3;
-            const int64_t lda = lda_codes * v.operand_bytes;  // bytes
+            const int64_t k = kq * kQK, lda = k + 8, ldc = n + 3;
             // Whole 16-row tiles of a and c, as the AMX kernel reads and writes them.
             const int64_t padded = (rows + kAmxRows - 1) / kAmxRows * kAmxRows;
-            std::vector<uint8_t> codes(static_cast<size_t>(padded * lda_codes), 0);
+            std::vector<uint8_t> a(static_cast<size_t>(padded * lda), 0);
             std::vector<int8_t> w(static_cast<size_t>(n * k));
             for (int64_t r = 0; r < rows; ++r) {
               for (int64_t j = 0; j < k; ++j) {
-                codes[r * lda_codes + j] = static_cast<uint8_t>(fill == 0 ? rng() % (kQActMax + 1) : kQActMax);
-              }
-            }
-            std::vector<uint8_t> a(static_cast<size_t>(padded * lda), 0);  // as the variant reads them
-            for (size_t i = 0; i < codes.size(); ++i) {
-              if (v.operand_bytes == 1) {
-                a[i] = codes[i];
-              } else {
-                const uint16_t c16 = codes[i];
-                std::memcpy(&a[2 * i], &c16, 2);
+                a[r * lda + j] = static_cast<uint8_t>(fill == 0 ? rng() % (kQActMax + 1) : kQActMax);
               }
             }
             for (size_t i = 0; i < w.size(); ++i) {
-              w[i] = static_cast<int8_t>(fill == 0 ? static_cast<int>(rng() % 255) - 127
-                                         : fill == 1 ? 127
-                                                     : (i % 3 == 0 ? -127 : 127));
+              w[i] = static_cast<int8_t>(fill == 0 ? static_cast<int>(rng() % (2 * wmax + 1)) - wmax
+                                         : fill == 1 ? wmax
+                                                     : (i % 3 == 0 ? -wmax : wmax));
             }
-            const std::vector<int8_t> b = PackB(w, n, kq, v.operand_bytes);
+            const std::vector<int8_t> b = PackB(w, n, kq);
             std::vector<int32_t> c(static_cast<size_t>(padded * ldc), -7);
-            v.Run(rows, kq, a.data(), lda, b.data(), n / kNR, kq * kQGroupBytes * v.operand_bytes, c.data(), ldc);
+            v.Run(rows, kq, a.data(), lda, b.data(), n / kNR, kq * kQGroupBytes, c.data(), ldc);
             for (int64_t r = 0; r < rows; ++r) {
               for (int64_t col = 0; col < ldc; ++col) {
                 int64_t want = -7;  // past the panels: untouched
                 if (col < n) {
                   want = 0;
-                  for (int64_t j = 0; j < k; ++j) want += int64_t{codes[r * lda_codes + j]} * w[col * k + j];
+                  for (int64_t j = 0; j < k; ++j) want += int64_t{a[r * lda + j]} * w[col * k + j];
                 }
                 ASSERT_EQ(c[r * ldc + col], want) << v.isa << " fill " << fill << " kq " << kq << " rows "
                                                   << rows << " n " << n << " at [" << r << "][" << col << "]";
@@ -139,20 +124,22 @@ class Int8LinearTest : public ::testing::TestWithParam<std::string> {
     return h;
   }
   // y from the quantization the kernels document, in double: weights per channel
-  // symmetric (scale max|w|/127), activations per row to [0, 255] with a zero point.
+  // symmetric (scale max|w|/weight_max of the variant in force: 127, AVX2's 63),
+  // activations per row to [0, 255] with a zero point.
   static std::vector<double> Reference(const std::vector<float>& x, int64_t m, int64_t stride,
                                        const std::vector<float>& w, int64_t n, int64_t k,
                                        const std::vector<float>& bias) {
     const int act_max = kQActMax;
+    const auto wmax = static_cast<float>(GetInt8MicroKernels().weight_max);
     std::vector<double> y(static_cast<size_t>(m * n));
     std::vector<float> sw(n);
     std::vector<int> wq(static_cast<size_t>(n * k));
     for (int64_t c = 0; c < n; ++c) {
       float amax = 0;
       for (int64_t j = 0; j < k; ++j) amax = std::max(amax, std::fabs(w[c * k + j]));
-      sw[c] = amax > 0 ? amax / 127.0f : 1.0f;
+      sw[c] = amax > 0 ? amax / wmax : 1.0f;
       for (int64_t j = 0; j < k; ++j) {
-        wq[c * k + j] = static_cast<int>(std::clamp(std::nearbyint(w[c * k + j] * (1.0f / sw[c])), -127.0f, 127.0f));
+        wq[c * k + j] = static_cast<int>(std::clamp(std::nearbyint(w[c * k + j] * (1.0f / sw[c])), -wmax, wmax));
       }
     }
     for (int64_t r = 0; r < m; ++r) {
@@ -293,9 +280,11 @@ TEST_P(Int8LinearTest, ARowOfTinyValuesQuantizesToZeroNotNan) {
   for (int64_t i = 0; i < m * n; ++i) EXPECT_EQ(got[i], 0.0f) << i;
 }
 
-// Every variant sums the same 8-bit codes exactly, so an INT8 Linear gives the same bits on
-// each (AVX2 included: its int16 operands hold the full codes), and weights packed for one
-// layout are refused by the kernels of the other.
+// Every variant sums its codes exactly, so an INT8 Linear gives the same bits on each for
+// the same packed weights: packed once for the narrowest range among them (AVX2's 7 bits
+// where the CPU runs it), every variant reads those. Packed for each variant in turn, the
+// variants of one range agree bit for bit; weights quantized to a range wider than the
+// variant in force sums exactly are refused, not summed with saturation.
 TEST(Int8Linear, EveryVariantGivesTheSameOutputsBitForBit) {
   CpuBackend be(2);
   std::mt19937 rng(5);
@@ -314,29 +303,50 @@ TEST(Int8Linear, EveryVariantGivesTheSameOutputsBitForBit) {
   Tensor db = std::move(Tensor::Empty(be, DType::kF32, {n})).value();
   std::copy(x.begin(), x.end(), static_cast<float*>(dx.data()));
   std::copy(bias.begin(), bias.end(), static_cast<float*>(db.data()));
+  const std::vector<Int8MicroKernels> variants = AvailableInt8MicroKernels();
+  auto run = [&](const PackedWeight& packed) {
+    Tensor y = std::move(Tensor::Empty(be, DType::kF32, {m, n})).value();
+    const Status s = be.kernels().Linear(dx, m, k, packed, &db, Epilogue::kNone, y);
+    const float* got = static_cast<const float*>(y.data());
+    return std::make_pair(s, s.ok() ? std::vector<float>(got, got + m * n) : std::vector<float>{});
+  };
+  const Int8MicroKernels* narrowest = &variants.front();
+  for (const Int8MicroKernels& v : variants) {
+    if (v.weight_max < narrowest->weight_max) narrowest = &v;
+  }
+  std::unique_ptr<PackedWeight> shared;
+  {
+    ScopedInt8MicroKernels forced(*narrowest);
+    auto packed = be.kernels().PackWeight(hw, DType::kI8);
+    ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+    shared = std::move(*packed);
+  }
   std::vector<float> first;
-  std::string first_isa;
-  std::unique_ptr<PackedWeight> other_layout;
-  for (const Int8MicroKernels& v : AvailableInt8MicroKernels()) {
+  for (const Int8MicroKernels& v : variants) {
+    ScopedInt8MicroKernels forced(v);
+    auto [s, got] = run(*shared);
+    ASSERT_TRUE(s.ok()) << v.isa << ": " << s.ToString();
+    if (first.empty()) first = got;
+    for (int64_t i = 0; i < m * n; ++i) ASSERT_EQ(got[i], first[i]) << v.isa << " vs " << narrowest->isa << " at " << i;
+  }
+  std::map<int, std::vector<float>> by_range;
+  for (const Int8MicroKernels& v : variants) {
     ScopedInt8MicroKernels forced(v);
     auto packed = be.kernels().PackWeight(hw, DType::kI8);
     ASSERT_TRUE(packed.ok()) << v.isa << ": " << packed.status().ToString();
-    Tensor y = std::move(Tensor::Empty(be, DType::kF32, {m, n})).value();
-    ASSERT_TRUE(be.kernels().Linear(dx, m, k, **packed, &db, Epilogue::kNone, y).ok()) << v.isa;
-    const float* got = static_cast<const float*>(y.data());
-    if (first.empty()) {
-      first.assign(got, got + m * n);
-      first_isa = v.isa;
-    } else {
-      for (int64_t i = 0; i < m * n; ++i) ASSERT_EQ(got[i], first[i]) << v.isa << " vs " << first_isa << " at " << i;
+    auto [s, got] = run(**packed);
+    ASSERT_TRUE(s.ok()) << v.isa << ": " << s.ToString();
+    auto [it, fresh] = by_range.emplace(v.weight_max, got);
+    if (!fresh) {
+      for (int64_t i = 0; i < m * n; ++i) ASSERT_EQ(got[i], it->second[i]) << v.isa << " at " << i;
     }
-    if (v.operand_bytes != AvailableInt8MicroKernels().front().operand_bytes) other_layout = std::move(*packed);
-  }
-  if (other_layout != nullptr) {  // a host with AVX2 and a faster variant
-    Tensor y = std::move(Tensor::Empty(be, DType::kF32, {m, n})).value();
-    const Status s = be.kernels().Linear(dx, m, k, *other_layout, &db, Epilogue::kNone, y);
-    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
-    EXPECT_NE(s.message().find("pack them again"), std::string::npos) << s.message();
+    for (const Int8MicroKernels& narrower : variants) {
+      if (narrower.weight_max >= v.weight_max) continue;
+      ScopedInt8MicroKernels inner(narrower);
+      const Status refused = run(**packed).first;
+      EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << v.isa << " weights on " << narrower.isa;
+      EXPECT_NE(refused.message().find("pack them again"), std::string::npos) << refused.message();
+    }
   }
 }
 

@@ -223,17 +223,15 @@ TEST_F(BertEngineTest, Int8StaysCloseToFp32WithAQuarterOrHalfOfTheLinearWeights)
   EXPECT_GE(Cosine(r32->last_hidden_state, r8->last_hidden_state), 0.999);
   EXPECT_NE(r32->last_hidden_state, r8->last_hidden_state);
   // The Linear weights (N x K, every N a multiple of 16 here) go from 4 bytes a value to
-  // 1 (2 where the micro-kernels read int16: AVX2's), plus an FP32 scale and an int32
-  // column sum per output channel.
+  // 1, plus an FP32 scale and an int32 column sum per output channel.
   const int64_t H = 128, I = 512, L = 2;
   const int64_t linear = L * (3 * H * H + H * H + 2 * H * I) + H * H;  // with the pooler
   const int64_t channels = L * (3 * H + H + I + H) + H;
-  const int64_t held = GetInt8MicroKernels().operand_bytes;
-  EXPECT_EQ(f32->memory().weight_bytes - i8->memory().weight_bytes, linear * (4 - held) - channels * 8);
+  EXPECT_EQ(f32->memory().weight_bytes - i8->memory().weight_bytes, linear * 3 - channels * 8);
 }
 
 TEST_F(BertEngineTest, Int8StaysCloseToFp32OnEveryMicroKernelVariant) {
-  // The host picks one variant; the others (AVX2's int16 operands, the portable
+  // The host picks one variant; the others (AVX2's 7-bit weights, the 8-lane
   // dequantization) must hold the same bar where other CPUs pick them.
   auto f32 = Load(DType::kF32);
   ASSERT_NE(f32, nullptr);

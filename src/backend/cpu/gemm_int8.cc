@@ -1,5 +1,6 @@
 // CPU INT8 Linear, dynamic quantization as ONNX Runtime's quantize_dynamic does it:
-// weights symmetric int8 per output channel, quantized once at load; activations u8 per
+// weights symmetric int8 per output channel (7 bits for AVX2's micro-kernels, which sum
+// only those exactly), quantized once at load; activations u8 per
 // row (scale and zero point from the row's range) at run time, in a launch of their own;
 // int32 sums on the host's dot instructions, then y = s_x s_w (acc - z_x colsum_w) + bias
 // and the activation, in FP32.
@@ -35,36 +36,34 @@ int64_t PaddedRows(int64_t rows) { return (rows + kAmxRows - 1) / kAmxRows * kAm
 
 class CpuInt8Weight : public PackedWeight {
  public:
-  CpuInt8Weight(int64_t n, int64_t k, int operand_bytes, Tensor panels, Tensor scales, Tensor colsums)
+  CpuInt8Weight(int64_t n, int64_t k, int weight_max, Tensor panels, Tensor scales, Tensor colsums)
       : PackedWeight(n, k, DType::kI8),
-        operand_bytes_(operand_bytes),
+        weight_max_(weight_max),
         panels_(std::move(panels)),
         scales_(std::move(scales)),
         colsums_(std::move(colsums)) {}
   int64_t kq() const { return PaddedKq(k()); }
   int64_t num_panels() const { return (n() + kNR - 1) / kNR; }
-  int operand_bytes() const { return operand_bytes_; }  // the micro-kernels' layout it is packed in
-  int64_t panel_bytes() const { return kq() * kQGroupBytes * operand_bytes_; }
+  int weight_max() const { return weight_max_; }  // the codes' range: [-weight_max, weight_max]
+  int64_t panel_bytes() const { return kq() * kQGroupBytes; }
   const int8_t* panels() const { return static_cast<const int8_t*>(panels_.data()); }
   const float* scales() const { return static_cast<const float*>(scales_.data()); }
   const int32_t* colsums() const { return static_cast<const int32_t*>(colsums_.data()); }
   int64_t bytes() const override { return static_cast<int64_t>(panels_.bytes() + scales_.bytes() + colsums_.bytes()); }
 
  private:
-  int operand_bytes_;
-  Tensor panels_;   // [num_panels][kq][16][4] int8 (wide: [num_panels][kq][2][16][2] int16), zero past N and K
-  Tensor scales_;   // [num_panels * 16] FP32: max |w[n, :]| / 127 (1 for an all-zero row)
+  int weight_max_;
+  Tensor panels_;   // [num_panels][kq][16][4] int8, zero past N and K
+  Tensor scales_;   // [num_panels * 16] FP32: max |w[n, :]| / weight_max (1 for an all-zero row)
   Tensor colsums_;  // [num_panels * 16] int32: sum_k wq[n, k], for the zero-point term
 };
 
-// Row r of x quantized to codes q[0, kp) in [0, 255], one byte each or (kWide) one int16
-// each: x ~ scale * (q - zp), with 0.0 exact. A row holding a NaN or an infinity gets
+// Row r of x quantized to codes q[0, kp) in [0, 255], one byte each: x ~ scale * (q - zp),
+// with 0.0 exact. A row holding a NaN or an infinity gets
 // scale NaN, so its outputs are NaN rather than a number made up from the finite values.
 // Codes are round(fma(x, 1/scale, zp)) clamped to [0, 255], in vectors of 8 and in the
 // scalar tail alike (vcvtps2dq rounds to nearest even, as nearbyint does).
-template <bool kWide>
 void QuantizeRow(const float* x, int64_t k, int64_t kp, uint8_t* q, float* params) {
-  constexpr size_t kBytes = kWide ? 2 : 1;
   __m256 vlo = _mm256_setzero_ps(), vhi = _mm256_setzero_ps(), vpoison = _mm256_setzero_ps();
   int64_t j = 0;
   for (; j + 8 <= k; j += 8) {
@@ -88,9 +87,9 @@ void QuantizeRow(const float* x, int64_t k, int64_t kp, uint8_t* q, float* param
     hi = std::max(hi, x[j]);
     poison += x[j] * 0.0f;
   }
-  std::memset(q + k * kBytes, 0, static_cast<size_t>(kp - k) * kBytes);
+  std::memset(q + k, 0, static_cast<size_t>(kp - k));
   if (poison != 0.0f || std::isnan(poison)) {
-    std::memset(q, 0, static_cast<size_t>(k) * kBytes);
+    std::memset(q, 0, static_cast<size_t>(k));
     params[0] = std::numeric_limits<float>::quiet_NaN();
     params[1] = 0;
     return;
@@ -110,24 +109,12 @@ void QuantizeRow(const float* x, int64_t k, int64_t kp, uint8_t* q, float* param
       const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8 * g), vinv, vzp);
       c[g] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), vtop));
     }
-    if constexpr (kWide) {  // 8 int32 into 8 int16, in order, four times
-      for (int g = 0; g < 4; ++g) {
-        const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(c[g]), _mm256_extracti128_si256(c[g], 1));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + (j + 8 * g) * 2), w);
-      }
-    } else {
-      // Pack 4 x 8 int32 into 32 bytes; the packs work per 128-bit lane, so reorder.
-      const __m256i w = _mm256_packus_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3]));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + j), _mm256_permutevar8x32_epi32(w, order));
-    }
+    // Pack 4 x 8 int32 into 32 bytes; the packs work per 128-bit lane, so reorder.
+    const __m256i w = _mm256_packus_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + j), _mm256_permutevar8x32_epi32(w, order));
   }
   for (; j < k; ++j) {
-    const auto code = static_cast<uint16_t>(std::clamp(std::nearbyint(std::fma(x[j], inv, zp)), 0.0f, top));
-    if constexpr (kWide) {
-      std::memcpy(q + j * 2, &code, 2);
-    } else {
-      q[j] = static_cast<uint8_t>(code);
-    }
+    q[j] = static_cast<uint8_t>(std::clamp(std::nearbyint(std::fma(x[j], inv, zp)), 0.0f, top));
   }
   params[0] = scale;
   params[1] = zp;
@@ -156,29 +143,47 @@ __attribute__((target("avx512f"))) void DequantRowAvx512(const int32_t* a, const
   }
 }
 
-template <bool kBias>
-void DequantRowPortable(const int32_t* a, const int32_t* cs, const float* sw, const float* bias, float sx,
-                        int32_t zp, float* out, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) {
+// Eight lanes, then the portable loop's arithmetic for the tail; GELU as GeluInPlace
+// computes it on a host without AVX-512 (Gelu8, FastGelu on the tail), on the registers.
+template <bool kBias, bool kGelu>
+void DequantRowAvx2(const int32_t* a, const int32_t* cs, const float* sw, const float* bias, float sx, int32_t zp,
+                    float* out, int64_t n) {
+  int64_t j = 0;
+#ifdef TIERSCOPE_VEC_AVX2
+  const __m256 vsx = _mm256_set1_ps(sx);
+  const __m256i vzp = _mm256_set1_epi32(zp);
+  for (; j + 8 <= n; j += 8) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + j));
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cs + j));
+    const __m256 d = _mm256_cvtepi32_ps(_mm256_sub_epi32(v, _mm256_mullo_epi32(vzp, c)));
+    const __m256 s = _mm256_mul_ps(vsx, _mm256_loadu_ps(sw + j));
+    const __m256 y = kBias ? _mm256_fmadd_ps(s, d, _mm256_loadu_ps(bias + j)) : _mm256_mul_ps(s, d);
+    _mm256_storeu_ps(out + j, kGelu ? Gelu8(y) : y);
+  }
+#endif
+  for (; j < n; ++j) {
     const float d = static_cast<float>(a[j] - zp * cs[j]);
-    out[j] = kBias ? std::fma(sx * sw[j], d, bias[j]) : sx * sw[j] * d;
+    const float y = kBias ? std::fma(sx * sw[j], d, bias[j]) : sx * sw[j] * d;
+    out[j] = kGelu ? FastGelu(y) : y;
   }
 }
 
-// The dequantization that goes with micro-kernels `mk` (AVX-512 beside AVX512-VNNI, the
-// portable loop beside the others); `*gelu_fused` says whether it also applies GELU.
+// The dequantization that goes with micro-kernels `mk` (AVX-512 beside AVX512-VNNI and
+// AMX, 8 lanes beside the others); `*gelu_fused` says whether it also applies GELU. Each
+// gives the lanes GeluInPlace would on this host, so fused or not, the outputs agree.
 DequantRowFn PickDequantRow(const Int8MicroKernels& mk, bool bias, Epilogue e, bool* gelu_fused) {
   const bool avx512 = std::string_view(mk.isa) == "avx512vnni" || std::string_view(mk.isa) == "amx-int8";
-  *gelu_fused = avx512 && e == Epilogue::kGelu;
+  *gelu_fused = e == Epilogue::kGelu && (avx512 || !RunsAvx512());
   if (avx512) {
     if (*gelu_fused) return bias ? DequantRowAvx512<true, true> : DequantRowAvx512<false, true>;
     return bias ? DequantRowAvx512<true, false> : DequantRowAvx512<false, false>;
   }
-  return bias ? DequantRowPortable<true> : DequantRowPortable<false>;
+  if (*gelu_fused) return bias ? DequantRowAvx2<true, true> : DequantRowAvx2<false, true>;
+  return bias ? DequantRowAvx2<true, false> : DequantRowAvx2<false, false>;
 }
 
 struct Int8GemmParams {
-  const uint8_t* q;      // [m][kp] activation codes (wide: int16)
+  const uint8_t* q;      // [m][kp] activation codes
   const float* qparams;  // [m][2]: scale, zero point
   int64_t m, n, kp;
   const CpuInt8Weight* w;
@@ -197,8 +202,7 @@ void Int8GemmTile(const Int8GemmParams& p, int64_t task, int32_t* acc) {
   const int64_t m0 = mb * kMB, p0 = nb * kPanelsPerTask;
   const int64_t rows = std::min<int64_t>(kMB, p.m - m0);
   const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
-  const int64_t lda = p.kp * mk.operand_bytes;
-  mk.Run(rows, p.kp / kQK, p.q + m0 * lda, lda, p.w->panels() + p0 * p.w->panel_bytes(), panels,
+  mk.Run(rows, p.kp / kQK, p.q + m0 * p.kp, p.kp, p.w->panels() + p0 * p.w->panel_bytes(), panels,
          p.w->panel_bytes(), acc, kNB);
   const int64_t n0 = p0 * kNR;
   const int64_t cols = std::min<int64_t>(panels * kNR, p.n - n0);
@@ -232,22 +236,22 @@ const char* Int8GemmKernelName(bool bias, Epilogue e) {
 StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeightInt8(CpuBackend& be, const HostTensor& w) {
   const int64_t n = w.shape[0], k = w.shape[1];
   if (const std::string& why = Int8MicroKernelsEnvError(); !why.empty()) return InvalidArgument(why);
-  const int operand_bytes = GetInt8MicroKernels().operand_bytes;  // the layout the GEMM will read
+  const int weight_max = GetInt8MicroKernels().weight_max;  // the codes the GEMM will sum exactly
   if (k > kMaxInt8K) {
     return InvalidArgument("INT8 Linear sums in int32: in_features must be <= " + std::to_string(kMaxInt8K) +
                            ", got " + std::to_string(k));
   }
   const int64_t panels = (n + kNR - 1) / kNR, kq = PaddedKq(k);
-  TS_ASSIGN_OR_RETURN(Tensor packed, Tensor::Empty(be, DType::kI8, {panels, kq, kQGroupBytes * operand_bytes}));
+  TS_ASSIGN_OR_RETURN(Tensor packed, Tensor::Empty(be, DType::kI8, {panels, kq, kQGroupBytes}));
   TS_ASSIGN_OR_RETURN(Tensor scales, Tensor::Empty(be, DType::kF32, {panels * kNR}));
   TS_ASSIGN_OR_RETURN(Tensor colsums, Tensor::Empty(be, DType::kI32, {panels * kNR}));
   auto* dst = static_cast<int8_t*>(packed.data());
-  auto* dst16 = static_cast<int16_t*>(packed.data());
   auto* sc = static_cast<float*>(scales.data());
   auto* cs = static_cast<int32_t*>(colsums.data());
   std::memset(dst, 0, packed.bytes());
   std::vector<float> row(static_cast<size_t>(k));
   const size_t src_esize = DTypeSize(w.dtype);
+  const auto top = static_cast<float>(weight_max);
   for (int64_t c = 0; c < panels * kNR; ++c) {
     sc[c] = 1.0f;
     cs[c] = 0;
@@ -260,24 +264,20 @@ StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeightInt8(CpuBackend& be, const 
       }
       amax = std::max(amax, std::fabs(v));
     }
-    if (amax > 0) sc[c] = amax / 127.0f;
+    if (amax > 0) sc[c] = amax / top;
     float inv = 1.0f / sc[c];
     if (!std::isfinite(inv)) sc[c] = inv = 1.0f;  // |w| below ~1e-36: every code rounds to 0
     const int64_t p = c / kNR, j = c % kNR;
     int32_t sum = 0;
     for (int64_t kk = 0; kk < k; ++kk) {
-      const auto q = static_cast<int8_t>(std::clamp(std::nearbyint(row[kk] * inv), -127.0f, 127.0f));
-      if (operand_bytes == 1) {
-        dst[(p * kq + kk / kQK) * kQGroupBytes + j * kQK + kk % kQK] = q;
-      } else {  // wide: group [pair][16 columns][2 k] int16
-        dst16[(p * kq + kk / kQK) * kQGroupBytes + (kk % kQK / 2) * (2 * kNR) + j * 2 + kk % 2] = q;
-      }
+      const auto q = static_cast<int8_t>(std::clamp(std::nearbyint(row[kk] * inv), -top, top));
+      dst[(p * kq + kk / kQK) * kQGroupBytes + j * kQK + kk % kQK] = q;
       sum += q;
     }
     cs[c] = sum;
   }
   return std::unique_ptr<PackedWeight>(
-      new CpuInt8Weight(n, k, operand_bytes, std::move(packed), std::move(scales), std::move(colsums)));
+      new CpuInt8Weight(n, k, weight_max, std::move(packed), std::move(scales), std::move(colsums)));
 }
 
 Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
@@ -285,12 +285,12 @@ Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_ro
   const auto& qw = static_cast<const CpuInt8Weight&>(w);
   const int64_t n = w.n(), k = w.k(), kp = qw.kq() * kQK;
   const Int8MicroKernels& mk = GetInt8MicroKernels();
-  if (mk.operand_bytes != qw.operand_bytes()) {
-    return FailedPrecondition(std::string("INT8 Linear: the weights are packed for ") +
-                              (qw.operand_bytes() == 2 ? "AVX2's int16 layout" : "the 8-bit layout") +
-                              ", but the micro-kernels in force (" + mk.isa + ") read the other; pack them again");
+  if (qw.weight_max() > mk.weight_max) {
+    return FailedPrecondition("INT8 Linear: the weights are quantized to |w| <= " + std::to_string(qw.weight_max()) +
+                              ", but the micro-kernels in force (" + mk.isa + ") sum exactly only |w| <= " +
+                              std::to_string(mk.weight_max) + "; pack them again");
   }
-  const int64_t lda = kp * mk.operand_bytes;
+  const int64_t lda = kp;
   // Whole 16-row tiles of codes (AMX reads them); the rows past `rows` are zeros.
   TS_ASSIGN_OR_RETURN(Tensor q, Tensor::Empty(be, DType::kU8, {PaddedRows(rows), lda}));
   std::memset(static_cast<uint8_t*>(q.data()) + rows * lda, 0, static_cast<size_t>((PaddedRows(rows) - rows) * lda));
@@ -300,21 +300,14 @@ Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_ro
   auto* qp = static_cast<float*>(qparams.data());
 
   LaunchDesc quant;
-  const bool wide = mk.operand_bytes == 2;
-  quant.kernel = wide ? "cpu_quantize_rows_f32_u8x16" : "cpu_quantize_rows_f32_u8";
+  quant.kernel = "cpu_quantize_rows_f32_u8";
   quant.grid = Dim3{(rows + kQuantRowsPerTask - 1) / kQuantRowsPerTask, 1, 1};
   quant.block = Dim3{kQuantRowsPerTask, 1, 1};
-  QuantizeRowsCost(rows, k, kp, mk.operand_bytes).Into(quant);
+  QuantizeRowsCost(rows, k, kp).Into(quant);
   quant.writes = {MemRange{q.data(), q.bytes()}, MemRange{qparams.data(), qparams.bytes()}};
   TS_RETURN_IF_ERROR(be.Launch(quant, [&](int64_t task, int) {
     const int64_t r1 = std::min(rows, (task + 1) * kQuantRowsPerTask);
-    for (int64_t r = task * kQuantRowsPerTask; r < r1; ++r) {
-      if (wide) {
-        QuantizeRow<true>(xs + r * x_row_stride, k, kp, qd + r * lda, qp + r * 2);
-      } else {
-        QuantizeRow<false>(xs + r * x_row_stride, k, kp, qd + r * lda, qp + r * 2);
-      }
-    }
+    for (int64_t r = task * kQuantRowsPerTask; r < r1; ++r) QuantizeRow(xs + r * x_row_stride, k, kp, qd + r * lda, qp + r * 2);
   }));
 
   Int8GemmParams p{qd, qp, rows, n, kp, &qw, bias ? static_cast<const float*>(bias->data()) : nullptr,
@@ -325,7 +318,7 @@ Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_ro
   desc.grid = Dim3{p.n_blocks, (rows + kMB - 1) / kMB, 1};
   desc.block = Dim3{kNB, kMB, 1};
   desc.pipe = "int8_dot";
-  QuantizedLinearCost(rows, n, k, bias != nullptr, epilogue, mk.operand_bytes).Into(desc);
+  QuantizedLinearCost(rows, n, k, bias != nullptr, epilogue).Into(desc);
   desc.writes[0] = {y.data(), y.bytes()};
   be.EnsureScratch(kMB * kNB);
   return be.Launch(desc, [&](int64_t task, int worker) {

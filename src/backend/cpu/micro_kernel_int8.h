@@ -1,11 +1,11 @@
 // The INT8 micro-kernels of the dynamically quantized GEMM: u8 activation codes [0, 255]
-// times s8 weights [-127, 127], summed exactly in int32, the same sums on every variant.
-// B is packed in 16-column panels of 4-deep groups, [K/4][16][4] bytes (64 bytes a group),
-// the layout the dot instructions read: one zmm (AVX512-VNNI vpdpbusd) or two ymm
-// (AVX-VNNI vpdpbusd) a group. AVX2 has no exact u8 x s8 dot (vpmaddubsw saturates its
-// int16 pair sums: 2 x 255 x 127 > 32,767), so its kernel reads the "wide" layout: codes
-// as int16, and each group as [2 k-pairs][16][2] int16 (128 bytes), which vpmaddwd sums
-// pair by pair into int32 — as many multiplies per product as vpmaddubsw + vpmaddwd.
+// times s8 weights, summed exactly in int32. B is packed in 16-column panels of 4-deep
+// groups, [K/4][16][4] bytes (64 bytes a group), the layout the dot instructions read:
+// one zmm (AVX512-VNNI vpdpbusd), two ymm (AVX-VNNI vpdpbusd, AVX2 vpmaddubsw) a group.
+// AVX2 has no exact u8 x s8 dot: vpmaddubsw adds each pair of products into int16 with
+// saturation, exact only while 2 x 255 x |w| <= 32,767, so its weights are quantized to 7
+// bits (|w| <= 63, as ONNX Runtime's reduce_range does for CPUs without VNNI): a variant's
+// weight_max says which codes it sums exactly, and the weights are quantized for it.
 // c[r][0..16) = sum_k a[r*lda + k] * b[k] over kq groups; c is overwritten.
 #ifndef TIERSCOPE_BACKEND_CPU_MICRO_KERNEL_INT8_H_
 #define TIERSCOPE_BACKEND_CPU_MICRO_KERNEL_INT8_H_
@@ -38,9 +38,9 @@ constexpr int64_t kAmxKq = 16;    // 4-deep groups of an AMX tile (64 bytes a ro
 
 struct Int8MicroKernels {
   const char* isa = "scalar";  // "amx-int8", "avx512vnni", "avxvnni", "avx2", "scalar"
-  // Bytes per operand element: 1, or 2 for the wide layout (AVX2's int16 operands). Codes
-  // and weight panels are written in the layout of the variant that will read them.
-  int operand_bytes = 1;
+  // The largest |weight code| it sums exactly: 127, or 63 for AVX2's vpmaddubsw. Weights
+  // are quantized to the variant's range when they are packed.
+  int weight_max = 127;
   Int8MicroKernelFn single[kMR + 1] = {};
   Int8MicroKernelPairFn pair[kMR + 1] = {};  // null where the ISA has no pair kernel
   Int8TileFn tile = nullptr;                  // AMX only; used when kq % kAmxKq == 0
@@ -76,9 +76,9 @@ const Int8MicroKernels& GetInt8MicroKernels();
 const std::string& Int8MicroKernelsEnvError();
 
 // Tests: runs the INT8 Linear on `variant` (one of AvailableInt8MicroKernels()) while in
-// scope, so the variants this host does not pick — AVX2's wide layout, the portable
+// scope, so the variants this host does not pick — AVX2's 7-bit weights, the 8-lane
 // dequantization — are tested end to end too; weights are packed for the variant in force
-// (a Linear refuses weights packed for another layout). Not for concurrent use. A whole
+// (a Linear refuses weights whose codes it cannot sum exactly). Not for concurrent use. A whole
 // process (the CLI, the Python suites) is forced by TIERSCOPE_INT8_KERNELS=<isa>.
 class ScopedInt8MicroKernels {
  public:

@@ -107,6 +107,11 @@ inline __m256 Erf8(__m256 a) {
   return _mm256_div_ps(p, q);
 }
 
+inline __m256 Gelu8(__m256 x) {
+  const __m256 e = Erf8(_mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752f)));
+  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
 // The mask of the first min(left, 16) lanes: the tail of a 16-lane loop.
 inline __mmask16 TailMask16(int64_t left) {
   return left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1);
@@ -166,13 +171,7 @@ inline void GeluInPlace(float* v, int64_t n) {
     GeluInPlace16(v, n);
     return;
   }
-  const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
-  const __m256 rsqrt2 = _mm256_set1_ps(0.70710678118654752f);
-  for (; i + 8 <= n; i += 8) {
-    const __m256 x = _mm256_loadu_ps(v + i);
-    const __m256 e = Erf8(_mm256_mul_ps(x, rsqrt2));
-    _mm256_storeu_ps(v + i, _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, e)));
-  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(v + i, Gelu8(_mm256_loadu_ps(v + i)));
 #endif
   for (; i < n; ++i) v[i] = FastGelu(v[i]);
 }
