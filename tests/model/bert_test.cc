@@ -210,7 +210,7 @@ TEST_F(BertEngineTest, HalfPrecisionsStayCloseToFp32AndHalveMemory) {
   EXPECT_LT(f16->memory().weight_bytes, f32->memory().weight_bytes * 0.55);
 }
 
-TEST_F(BertEngineTest, Int8StaysCloseToFp32WithAQuarterOrHalfOfTheLinearWeights) {
+TEST_F(BertEngineTest, Int8StaysCloseToFp32WithAQuarterOfTheLinearWeightBytes) {
   auto f32 = Load(DType::kF32);
   auto i8 = Load(DType::kI8);
   ASSERT_TRUE(f32 && i8);
