@@ -38,29 +38,30 @@ def tierscope_bin() -> Path:
     return path
 
 
+def device_kernel_variants(tierscope_bin, family: str) -> list:
+    """`tierscope device`'s list of a kernel family's variants this CPU runs (`family`:
+    "int8_kernels", "fp32_kernels"), fastest first, the portable one last."""
+    proc = subprocess.run([str(tierscope_bin), "device", "--format", "json"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    variants = json.loads(proc.stdout)[family]
+    assert variants and variants[-1] == "scalar", variants
+    return variants
+
+
 @pytest.fixture(scope="session")
 def int8_variants(tierscope_bin) -> list:
     """Every INT8 GEMM variant this CPU runs, fastest first, as `tierscope device` lists
     them: the INT8 accuracy tests run each one, forced by TIERSCOPE_INT8_KERNELS, so an
     AVX-512 host checks the AVX2 path too."""
-    proc = subprocess.run([str(tierscope_bin), "device", "--format", "json"], capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    variants = json.loads(proc.stdout)["int8_kernels"]
-    assert variants and variants[-1] == "scalar", variants
-    return variants
+    return device_kernel_variants(tierscope_bin, "int8_kernels")
 
 
 @pytest.fixture(scope="session")
 def fp32_variants(tierscope_bin) -> list:
     """Every FP32 micro-kernel variant this CPU runs, fastest first (`tierscope device`):
     the FP32 and 16-bit accuracy tests run each one, forced by TIERSCOPE_FP32_KERNELS."""
-    proc = subprocess.run([str(tierscope_bin), "device", "--format", "json"], capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    variants = json.loads(proc.stdout)["fp32_kernels"]
-    assert variants and variants[-1] == "scalar", variants
-    return variants
+    return device_kernel_variants(tierscope_bin, "fp32_kernels")
 
 
 @pytest.fixture(scope="session")

@@ -7,10 +7,10 @@
 #include <immintrin.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
+#include "backend/cpu/kernel_variant.h"
 #include "core/cpu_info.h"
 #include "tierscope/dtype.h"
 
@@ -233,20 +233,8 @@ struct PickedMicroKernels {
 // The fastest variant, unless TIERSCOPE_FP32_KERNELS names another this CPU runs.
 const PickedMicroKernels& Picked() {
   static const PickedMicroKernels picked = [] {
-    const std::vector<MicroKernelVariant> all = AvailableMicroKernels();
-    PickedMicroKernels p{all.front().kernels, ""};
-    const char* env = std::getenv("TIERSCOPE_FP32_KERNELS");
-    if (env == nullptr || *env == '\0') return p;
-    std::string names;
-    for (const MicroKernelVariant& v : all) {
-      if (std::string(env) == v.isa) {
-        p.kernels = v.kernels;
-        return p;
-      }
-      names += (names.empty() ? "" : ", ") + std::string(v.isa);
-    }
-    p.env_error = "TIERSCOPE_FP32_KERNELS=" + std::string(env) + " names no FP32 variant this CPU runs (it runs " +
-                  names + ")";
+    PickedMicroKernels p;
+    p.kernels = PickKernelVariant(AvailableMicroKernels(), "", "TIERSCOPE_FP32_KERNELS", "FP32", &p.env_error).kernels;
     return p;
   }();
   return picked;
@@ -260,10 +248,6 @@ const MicroKernels& GetMicroKernels() {
 
 const std::string& MicroKernelsEnvError() { return Picked().env_error; }
 
-ScopedMicroKernels::ScopedMicroKernels(const MicroKernels& variant)
-    : variant_(variant), previous_(g_forced.exchange(&variant_, std::memory_order_acq_rel)) {}
-
-ScopedMicroKernels::~ScopedMicroKernels() { g_forced.store(previous_, std::memory_order_release); }
-
+ScopedMicroKernels::ScopedMicroKernels(const MicroKernels& variant) : ScopedKernelVariant(g_forced, variant) {}
 
 }  // namespace tierscope

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/kernel_variant.h"
+
 namespace tierscope {
 
 constexpr int kNR = 16;  // columns of a B panel / of the micro-kernel
@@ -136,16 +138,9 @@ std::vector<MicroKernelVariant> AvailableMicroKernels();
 // Tests: every FP32 GEMM and attention runs on `variant` (one of AvailableMicroKernels())
 // while in scope, so the variants this host does not pick are tested end to end too. Not
 // for concurrent use; a whole process is forced by TIERSCOPE_FP32_KERNELS=<isa>.
-class ScopedMicroKernels {
+class ScopedMicroKernels : public ScopedKernelVariant<MicroKernels> {
  public:
   explicit ScopedMicroKernels(const MicroKernels& variant);
-  ~ScopedMicroKernels();
-  ScopedMicroKernels(const ScopedMicroKernels&) = delete;
-  ScopedMicroKernels& operator=(const ScopedMicroKernels&) = delete;
-
- private:
-  MicroKernels variant_;
-  const MicroKernels* previous_;
 };
 
 

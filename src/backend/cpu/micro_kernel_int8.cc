@@ -6,7 +6,6 @@
 #include <immintrin.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -288,23 +287,9 @@ struct PickedInt8MicroKernels {
 // names another this CPU runs.
 const PickedInt8MicroKernels& Picked() {
   static const PickedInt8MicroKernels picked = [] {
-    const std::vector<Int8MicroKernels> all = AvailableInt8MicroKernels();
-    PickedInt8MicroKernels p{all.front(), ""};
-    for (const Int8MicroKernels& v : all) {
-      if (CpuInt8DotIsa() == v.isa) p.kernels = v;
-    }
-    const char* env = std::getenv("TIERSCOPE_INT8_KERNELS");
-    if (env == nullptr || *env == '\0') return p;
-    std::string names;
-    for (const Int8MicroKernels& v : all) {
-      if (std::string(env) == v.isa) {
-        p.kernels = v;
-        return p;
-      }
-      names += (names.empty() ? "" : ", ") + std::string(v.isa);
-    }
-    p.env_error = "TIERSCOPE_INT8_KERNELS=" + std::string(env) + " names no INT8 variant this CPU runs (it runs " +
-                  names + ")";
+    PickedInt8MicroKernels p;
+    p.kernels = PickKernelVariant(AvailableInt8MicroKernels(), CpuInt8DotIsa(), "TIERSCOPE_INT8_KERNELS", "INT8",
+                                  &p.env_error);
     return p;
   }();
   return picked;
@@ -319,8 +304,6 @@ const Int8MicroKernels& GetInt8MicroKernels() {
 const std::string& Int8MicroKernelsEnvError() { return Picked().env_error; }
 
 ScopedInt8MicroKernels::ScopedInt8MicroKernels(const Int8MicroKernels& variant)
-    : variant_(variant), previous_(g_forced.exchange(&variant_, std::memory_order_acq_rel)) {}
-
-ScopedInt8MicroKernels::~ScopedInt8MicroKernels() { g_forced.store(previous_, std::memory_order_release); }
+    : ScopedKernelVariant(g_forced, variant) {}
 
 }  // namespace tierscope

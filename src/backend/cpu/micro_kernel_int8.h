@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/kernel_variant.h"
 #include "backend/cpu/micro_kernel.h"
 
 namespace tierscope {
@@ -80,16 +81,9 @@ const std::string& Int8MicroKernelsEnvError();
 // dequantization — are tested end to end too; weights are packed for the variant in force
 // (a Linear refuses weights whose codes it cannot sum exactly). Not for concurrent use. A whole
 // process (the CLI, the Python suites) is forced by TIERSCOPE_INT8_KERNELS=<isa>.
-class ScopedInt8MicroKernels {
+class ScopedInt8MicroKernels : public ScopedKernelVariant<Int8MicroKernels> {
  public:
   explicit ScopedInt8MicroKernels(const Int8MicroKernels& variant);
-  ~ScopedInt8MicroKernels();
-  ScopedInt8MicroKernels(const ScopedInt8MicroKernels&) = delete;
-  ScopedInt8MicroKernels& operator=(const ScopedInt8MicroKernels&) = delete;
-
- private:
-  Int8MicroKernels variant_;
-  const Int8MicroKernels* previous_;
 };
 // Every variant this CPU can run, fastest first (the first is GetInt8MicroKernels'); the
 // tests check each against exact integer sums.
