@@ -89,83 +89,66 @@ __attribute__((target("avx2,avxvnni"))) void Int8AvxVnni(int64_t kq, const uint8
 // are quantized to 7 bits (|w| <= 63: 2 x 255 x 63 = 32,130 < 32,767), as ONNX Runtime's
 // reduce_range does on CPUs without VNNI. Three instructions per 32 products, against
 // four for vpmaddwd on int16 operands (2 x 16 products): on Zen 3 the calibrated dot
-// peak is 387 GOP/s on 2 threads against 252. Rows <= 4 a pass on one panel: 8
-// accumulators, 2 weight registers, the broadcast and ones.
-template <int MR>
-__attribute__((target("avx2"))) void Int8Avx2Rows(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b,
-                                                  int32_t* c, int64_t ldc) {
+// peak is 387 GOP/s on 2 threads against 252. NP panels (1 or 2) of 16 columns, two
+// 8-column halves each: one panel takes up to 4 rows a pass (8 accumulators, 2 weight
+// registers, the broadcast and ones); two take 3 (12 accumulators, so the compiler reads
+// the 4 weight vectors as memory operands: L1 loads are spare on Zen 3, and 2 rows a pass
+// with the weights in registers measured the same).
+template <int MR, int NP>
+__attribute__((target("avx2"))) void Int8Avx2Rows(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b0,
+                                                  const int8_t* b1, int32_t* c, int64_t ldc) {
+  constexpr int kHalves = 2 * NP;
+  const int8_t* panel[2] = {b0, b1};
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i x[MR], y[MR];
+  __m256i x[MR][kHalves];
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) x[r] = y[r] = _mm256_setzero_si256();
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int h = 0; h < kHalves; ++h) x[r][h] = _mm256_setzero_si256();
+  }
   for (int64_t k = 0; k < kq; ++k) {
-    const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + k * kQGroupBytes));
-    const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + k * kQGroupBytes + 32));
+    __m256i v[kHalves];
+#pragma GCC unroll 4
+    for (int h = 0; h < kHalves; ++h) {
+      v[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel[h / 2] + k * kQGroupBytes + 32 * (h % 2)));
+    }
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m256i av = _mm256_set1_epi32(Quad(a, lda, r, k));
-      x[r] = _mm256_add_epi32(x[r], _mm256_madd_epi16(_mm256_maddubs_epi16(av, v0), ones));
-      y[r] = _mm256_add_epi32(y[r], _mm256_madd_epi16(_mm256_maddubs_epi16(av, v1), ones));
+#pragma GCC unroll 4
+      for (int h = 0; h < kHalves; ++h) {
+        x[r][h] = _mm256_add_epi32(x[r][h], _mm256_madd_epi16(_mm256_maddubs_epi16(av, v[h]), ones));
+      }
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * ldc), x[r]);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * ldc + 8), y[r]);
+#pragma GCC unroll 4
+    for (int h = 0; h < kHalves; ++h) _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * ldc + 8 * h), x[r][h]);
+  }
+}
+
+// MR rows in passes of at most 4 (one panel) or 3 (two).
+template <int MR, int NP>
+void Int8Avx2Passes(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b0, const int8_t* b1, int32_t* c,
+                    int64_t ldc) {
+  if constexpr (MR > (NP == 1 ? 4 : 3)) {
+    Int8Avx2Rows<3, NP>(kq, a, lda, b0, b1, c, ldc);
+    Int8Avx2Passes<MR - 3, NP>(kq, a + 3 * lda, lda, b0, b1, c + 3 * ldc, ldc);
+  } else {
+    Int8Avx2Rows<MR, NP>(kq, a, lda, b0, b1, c, ldc);
   }
 }
 
 template <int MR>
 void Int8Avx2(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b, int32_t* c, int64_t ldc) {
-  if constexpr (MR > 4) {
-    Int8Avx2Rows<3>(kq, a, lda, b, c, ldc);
-    Int8Avx2Rows<MR - 3>(kq, a + 3 * lda, lda, b, c + 3 * ldc, ldc);
-  } else {
-    Int8Avx2Rows<MR>(kq, a, lda, b, c, ldc);
-  }
-}
-
-// Two panels, at most 3 rows a pass: 12 accumulators, the broadcast and ones leave no
-// room for the 4 weight vectors, so the compiler reads them as memory operands (L1 loads
-// spare on Zen 3: 2 rows a pass with the weights in registers measured the same).
-template <int MR>
-__attribute__((target("avx2"))) void Int8PairAvx2Rows(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b0,
-                                                      const int8_t* b1, int32_t* c, int64_t ldc) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i x[MR][4];
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) x[r][0] = x[r][1] = x[r][2] = x[r][3] = _mm256_setzero_si256();
-  for (int64_t k = 0; k < kq; ++k) {
-    const __m256i v[4] = {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + k * kQGroupBytes)),
-                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + k * kQGroupBytes + 32)),
-                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + k * kQGroupBytes)),
-                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + k * kQGroupBytes + 32))};
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      const __m256i av = _mm256_set1_epi32(Quad(a, lda, r, k));
-#pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) x[r][j] = _mm256_add_epi32(x[r][j], _mm256_madd_epi16(_mm256_maddubs_epi16(av, v[j]), ones));
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      int32_t* dst = j < 2 ? c + r * ldc + 8 * j : c + r * ldc + kNR + 8 * (j - 2);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), x[r][j]);
-    }
-  }
+  Int8Avx2Passes<MR, 1>(kq, a, lda, b, nullptr, c, ldc);
 }
 
 template <int MR>
 void Int8PairAvx2(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* b0, const int8_t* b1, int32_t* c,
                   int64_t ldc) {
-  if constexpr (MR > 3) {
-    Int8PairAvx2Rows<3>(kq, a, lda, b0, b1, c, ldc);
-    Int8PairAvx2Rows<MR - 3>(kq, a + 3 * lda, lda, b0, b1, c + 3 * ldc, ldc);
-  } else {
-    Int8PairAvx2Rows<MR>(kq, a, lda, b0, b1, c, ldc);
-  }
+  Int8Avx2Passes<MR, 2>(kq, a, lda, b0, b1, c, ldc);
 }
 
 // AMX: 16 x 64-byte tiles. C in tiles 0-3 (2 x 2 blocks of 16 x 16 int32), A in 4-5
