@@ -126,7 +126,12 @@ def gated(acc: tuple[float, float, float], floor: float = 0.95) -> str:
     wrong answer is no figure). The floor is loose on purpose: ORT's documented INT8
     recipes give 0.98 on all-MiniLM-L6-v2's tokens, and a peer is compared as its own
     documentation runs it; every variant's accuracy is printed beside its speed."""
-    return ("" if acc[0] >= floor else f"MISMATCH (cosine < {floor}): ") + describe(acc)
+    return mismatch_mark(acc[0], floor) + describe(acc)
+
+
+def mismatch_mark(cos: float, floor: float = 0.95) -> str:
+    """gated()'s mark: empty at or above `floor` cosine, else "MISMATCH (cosine < floor): "."""
+    return "" if cos >= floor else f"MISMATCH (cosine < {floor}): "
 
 
 def device_info(binary: str, threads: int) -> dict:
@@ -220,7 +225,7 @@ def torch_variant(model_dir: str, attn: str | None, ids, mask, check_ids, ref, a
         cos = accuracy(ref, out)[0]
         t = timed(lambda: bf16(input_ids=ids, attention_mask=mask), a.iterations)
         rows.append(row(f"torch {ver} eager", "batch-bf16", a.batch_size / t,
-                        ("" if cos >= 0.95 else "MISMATCH (cosine < 0.95): ") + f"cosine {cos:.5f}",
+                        mismatch_mark(cos) + f"cosine {cos:.5f}",
                         "torch eager/batch-bf16", variant, {**cfg, "dtype": "bfloat16"}))
         del bf16
         if not a.skip_compile:

@@ -86,30 +86,40 @@ def table_row(r: dict) -> str:
 MIX = "choice:8,8,8,8,12,12,12,16,16,16,20,24,24,32,32,40,48,64,64,96,128,192,256"
 
 
-def packed_vs_buckets(a, out: Path) -> list:
-    """Section 4: packed against bucketed batching on the --mix of lengths."""
-    rows, capacity = [], {}
-    for batching in ("buckets", "packed"):
-        server = Server(a.tierscope, ["--threads", str(a.threads), "--max-batch-size", str(a.batch),
-                                      "--batching", batching])
-        try:
-            r = load(a.tierscope, server.url, out / f"mix_{batching}_closed.json",
-                     ["--mode", "closed", "--concurrency", str(a.concurrency), "--duration", str(a.duration),
-                      "--warmup", str(a.warmup), "--lengths", a.mix])
-            capacity[batching] = r["throughput_rps"]
-            rows.append(row(f"{batching}, mix, closed loop x{a.concurrency}", r, capacity["buckets"]))
+def closed_and_open(a, out: Path, server_args: list, tag: str, name: str, lengths: str, base, base_name: str):
+    """One server on `lengths`: the closed loop, then the open loop at each --fractions x
+    `base` req/s (None: this server's closed-loop capacity), every row's share of `base`.
+    Returns the rows and the base."""
+    rows = []
+    server = Server(a.tierscope, ["--threads", str(a.threads), *server_args])
+    try:
+        r = load(a.tierscope, server.url, out / f"{tag}_closed.json",
+                 ["--mode", "closed", "--concurrency", str(a.concurrency), "--duration", str(a.duration),
+                  "--warmup", str(a.warmup), "--lengths", lengths])
+        base = r["throughput_rps"] if base is None else base
+        rows.append(row(f"{name}, closed loop x{a.concurrency}", r, base))
+        print(json.dumps(rows[-1]), flush=True)
+        for f in (float(x) for x in a.fractions.split(",")):
+            r = load(a.tierscope, server.url, out / f"{tag}_open_{f:.2f}.json",
+                     ["--mode", "open", "--rate", f"{f * base:.1f}", "--duration", str(a.duration),
+                      "--warmup", str(a.warmup), "--lengths", lengths, "--timeout", "30"])
+            rows.append(row(f"{name}, open loop at {f:.2f} x {base_name}", r, base))
             print(json.dumps(rows[-1]), flush=True)
-            for f in (float(x) for x in a.fractions.split(",")):
-                rate = f * capacity["buckets"]  # the same offered load for both servers
-                r = load(a.tierscope, server.url, out / f"mix_{batching}_open_{f:.2f}.json",
-                         ["--mode", "open", "--rate", f"{rate:.1f}", "--duration", str(a.duration),
-                          "--warmup", str(a.warmup), "--lengths", a.mix, "--timeout", "30"])
-                rows.append(row(f"{batching}, mix, open loop at {f:.2f} x bucketed capacity", r,
-                                capacity["buckets"]))
-                print(json.dumps(rows[-1]), flush=True)
-        finally:
-            server.stop()
-            time.sleep(0.5)
+    finally:
+        server.stop()
+        time.sleep(0.5)
+    return rows, base
+
+
+def packed_vs_buckets(a, out: Path) -> list:
+    """Section 4: packed against bucketed batching on the --mix of lengths, both offered
+    the same open-loop rates (fractions of the bucketed server's capacity)."""
+    rows, capacity = [], None
+    for batching in ("buckets", "packed"):
+        more, capacity = closed_and_open(a, out, ["--max-batch-size", str(a.batch), "--batching", batching],
+                                         f"mix_{batching}", f"{batching}, mix", a.mix, capacity,
+                                         "bucketed capacity")
+        rows += more
     return rows
 
 
@@ -166,26 +176,11 @@ def main() -> int:
     rows = []
     for name, extra in ((f"batching (max {a.batch})", ["--max-batch-size", str(a.batch)]),
                         ("max-batch 1", ["--max-batch-size", "1"])):
-        server = Server(a.tierscope, ["--threads", str(a.threads), *extra])
-        try:
-            tag = "unbatched" if extra[-1] == "1" else "batched"
-            r = load(a.tierscope, server.url, out / f"{tag}_closed.json",
-                     ["--mode", "closed", "--concurrency", str(a.concurrency), "--duration",
-                      str(a.duration), "--warmup", str(a.warmup), "--lengths", lengths])
-            rows.append(row(f"{name}, closed loop x{a.concurrency}", r, reference))
-            print(json.dumps(rows[-1]), flush=True)
-            for f in (float(x) for x in a.fractions.split(",")):
-                r = load(a.tierscope, server.url, out / f"{tag}_open_{f:.2f}.json",
-                         ["--mode", "open", "--rate", f"{f * reference:.1f}", "--duration",
-                          str(a.duration), "--warmup", str(a.warmup), "--lengths", lengths,
-                          "--timeout", "30"])
-                rows.append(row(f"{name}, open loop at {f:.2f} x offline", r, reference))
-                print(json.dumps(rows[-1]), flush=True)
-        finally:
-            server.stop()
-            time.sleep(0.5)
+        tag = "unbatched" if extra[-1] == "1" else "batched"
+        rows += closed_and_open(a, out, extra, tag, name, lengths, reference, "offline")[0]
 
     mix_rows = packed_vs_buckets(a, out) if a.mix else []
+    goals = mix_goals(mix_rows)
     table = ["| run | offered req/s | sustained req/s | share of offline | P50 ms | P99 ms | errors | mean batch |",
              "|---|---|---|---|---|---|---|---|"]
     table += [table_row(r) for r in rows]
@@ -193,14 +188,14 @@ def main() -> int:
         table += ["", f"Lengths {a.mix} (share: of the bucketed server's closed-loop capacity)", "",
                   table[0], table[1]]
         table += [table_row(r) for r in mix_rows]
-        table += ["", "goals (serving without padding):", *("  " + g for g in mix_goals(mix_rows))]
+        table += ["", "goals (serving without padding):", *("  " + g for g in goals)]
     text = (f"offline batch-fp32 (batch {a.batch}, seq {a.seq_len}): {reference:.1f} samples/s\n\n" +
             "\n".join(table) + "\n")
     (out / "serve_bench.md").write_text(text)
     (out / "serve_bench.json").write_text(json.dumps({"offline_samples_per_s": reference,
                                                       "seq_len": a.seq_len, "batch": a.batch,
                                                       "rows": rows, "mix": a.mix, "mix_rows": mix_rows,
-                                                      "mix_goals": mix_goals(mix_rows)}, indent=2))
+                                                      "mix_goals": goals}, indent=2))
     print(text)
     return 0
 

@@ -8,7 +8,17 @@ namespace {
 
 bool IsFloatType(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
+// The word, position and token-type tables: [rows, H] each, in the words' dtype.
+bool EmbeddingTablesFit(const Tensor& word, const Tensor& pos, const Tensor& type, int64_t H) {
+  return word.shape().size() == 2 && pos.shape().size() == 2 && type.shape().size() == 2 && word.dim(1) == H &&
+         pos.dim(1) == H && type.dim(1) == H && pos.dtype() == word.dtype() && type.dtype() == word.dtype();
+}
+
 }  // namespace
+
+bool Kernels::TakesFloatWeights(DType activations, DType weights) const {
+  return weights == activations || (activations == DType::kF32 && IsFloatType(weights) && WidensHalfWeights());
+}
 
 StatusOr<std::unique_ptr<PackedWeight>> Kernels::PackWeight(const HostTensor& w, DType dtype) {
   if (w.shape.size() != 2 || w.shape[0] < 1 || w.shape[1] < 1) {
@@ -33,9 +43,7 @@ Status Kernels::Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, cons
   }
   // INT8 weights take FP32 activations; so do F16/BF16 ones on a backend without FP16/BF16
   // arithmetic (DeviceProps::half_arithmetic), which widens them in registers.
-  const bool mixed =
-      t == DType::kF32 && (w.dtype() == DType::kI8 || (IsFloatType(w.dtype()) && WidensHalfWeights()));
-  if (w.dtype() != t && !mixed) {
+  if (!TakesFloatWeights(t, w.dtype()) && !(t == DType::kF32 && w.dtype() == DType::kI8)) {
     return InvalidArgument("Linear: a " + std::string(DTypeName(w.dtype())) + " weight with " +
                            std::string(DTypeName(t)) + " activations (INT8 weights take FP32 activations" +
                            (WidensHalfWeights() ? ", as do F16/BF16 ones here)" : ")"));
@@ -61,9 +69,8 @@ Status Kernels::EmbeddingSum(const Tensor& ids, const Tensor& type_ids, const Te
   }
   const int64_t B = ids.dim(0), S = ids.dim(1), H = out.dim(2);
   const DType t = out.dtype();
-  if (!IsFloatType(t) || out.dim(0) != B || out.dim(1) != S || word.dim(1) != H || pos.dim(1) != H ||
-      type.dim(1) != H || pos.dim(0) < S || pos.dtype() != word.dtype() || type.dtype() != word.dtype() ||
-      !(word.dtype() == t || (t == DType::kF32 && IsFloatType(word.dtype()) && WidensHalfWeights()))) {
+  if (!IsFloatType(t) || out.dim(0) != B || out.dim(1) != S || !EmbeddingTablesFit(word, pos, type, H) ||
+      pos.dim(0) < S || !TakesFloatWeights(t, word.dtype())) {
     return InvalidArgument("EmbeddingSum: inconsistent shapes ids " + ShapeString(ids.shape()) + ", word " +
                            ShapeString(word.shape()) + ", pos " + ShapeString(pos.shape()) + ", out " +
                            ShapeString(out.shape()));
@@ -126,12 +133,9 @@ Status Kernels::EmbeddingSumAt(const Tensor& ids, const Tensor& type_ids, const 
     return InvalidArgument("EmbeddingSumAt: ids must be I32 [1, T] and positions I32 [1, T], got ids " +
                            ShapeString(ids.shape()) + ", positions " + ShapeString(positions.shape()));
   }
-  const bool widened = out.dtype() == DType::kF32 && IsFloatType(word.dtype()) && WidensHalfWeights();
   if (ids.dtype() != DType::kI32 || type_ids.dtype() != DType::kI32 || type_ids.numel() != ids.numel() ||
-      out.shape().size() != 3 || out.dim(0) != 1 || out.dim(1) != ids.dim(1) || word.shape().size() != 2 ||
-      pos.shape().size() != 2 || type.shape().size() != 2 || word.dim(1) != out.dim(2) ||
-      pos.dim(1) != out.dim(2) || type.dim(1) != out.dim(2) || pos.dtype() != word.dtype() ||
-      type.dtype() != word.dtype() || !(word.dtype() == out.dtype() || widened)) {
+      out.shape().size() != 3 || out.dim(0) != 1 || out.dim(1) != ids.dim(1) ||
+      !EmbeddingTablesFit(word, pos, type, out.dim(2)) || !TakesFloatWeights(out.dtype(), word.dtype())) {
     return InvalidArgument("EmbeddingSumAt: inconsistent shapes ids " + ShapeString(ids.shape()) + ", word " +
                            ShapeString(word.shape()) + ", out " + ShapeString(out.shape()));
   }

@@ -90,6 +90,9 @@ class Kernels {
   // Whether DoLinear takes FP32 activations over F16/BF16 weights (a backend without
   // FP16/BF16 arithmetic: DeviceProps::half_arithmetic false).
   virtual bool WidensHalfWeights() const { return false; }
+  // Whether float weights of `weights` go with `activations` here: the same dtype, or
+  // F16/BF16 weights under FP32 activations where the backend widens them.
+  bool TakesFloatWeights(DType activations, DType weights) const;
   // The backend's implementations, called only with arguments the front has checked.
   virtual StatusOr<std::unique_ptr<PackedWeight>> DoPackWeight(const HostTensor& w, DType dtype) = 0;
   virtual Status DoLinear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,

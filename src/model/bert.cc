@@ -199,10 +199,10 @@ StatusOr<BertModel::Inputs> BertModel::Upload(const BatchInput& in) {
     if (!in.attention_mask.empty()) mask[i] = static_cast<int32_t>(in.attention_mask[i]);
   }
   Inputs d;
-  d.packed = !in.seq_lens.empty();
-  d.batch = d.packed ? 1 : in.batch;
-  d.seq_len = d.packed ? static_cast<int64_t>(n) : in.seq_len;
-  if (d.packed) {
+  const bool packed = !in.seq_lens.empty();
+  d.batch = packed ? 1 : in.batch;
+  d.seq_len = packed ? static_cast<int64_t>(n) : in.seq_len;
+  if (packed) {
     if (!kernels_.SupportsPackedSequences()) {
       return Unimplemented("packed sequences: the " + backend_.props().kind + " backend has no packed kernels");
     }
@@ -316,7 +316,7 @@ StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Inpu
                     [&] { return ShapeArgs({&qkv, &mask}); });
     TS_ASSIGN_OR_RETURN(ctx, Empty<kOn>({B, S, H}));
     const int heads = static_cast<int>(config_.num_attention_heads);
-    TS_RETURN_IF_ERROR(in.packed ? kernels_.AttentionPacked(qkv, mask, in.offsets, heads, ctx)
+    TS_RETURN_IF_ERROR(in.packed() ? kernels_.AttentionPacked(qkv, mask, in.offsets, heads, ctx)
                                  : kernels_.Attention(qkv, mask, heads, ctx));
   }
   TS_ASSIGN_OR_RETURN(Tensor attn, LinearOp<kOn>(ctx, rows, H, *L.attn_out_w, L.attn_out_b, Epilogue::kNone, {B, S, H}));
@@ -351,7 +351,7 @@ StatusOr<Tensor> BertModel::ForwardImpl(const Inputs& in, std::vector<Tensor>* h
     OpScope<kOn> op(profiler_, "aten::embedding",
                     [&] { return ShapeArgs({&word_emb_, &in.ids, &pos_emb_, &type_emb_, &in.type_ids}); });
     TS_ASSIGN_OR_RETURN(emb, Empty<kOn>({B, S, H}));
-    TS_RETURN_IF_ERROR(in.packed ? kernels_.EmbeddingSumAt(in.ids, in.type_ids, in.positions, word_emb_, pos_emb_,
+    TS_RETURN_IF_ERROR(in.packed() ? kernels_.EmbeddingSumAt(in.ids, in.type_ids, in.positions, word_emb_, pos_emb_,
                                                            type_emb_, emb)
                                  : kernels_.EmbeddingSum(in.ids, in.type_ids, word_emb_, pos_emb_, type_emb_, emb));
   }

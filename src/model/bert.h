@@ -28,8 +28,8 @@ class BertModel {
   struct Inputs {
     Tensor ids, type_ids, mask;
     int64_t batch = 0, seq_len = 0;
-    bool packed = false;
     Tensor offsets, positions;
+    bool packed() const { return offsets.data() != nullptr; }
   };
 
   static StatusOr<std::unique_ptr<BertModel>> Create(Backend& backend, const BertConfig& config,

@@ -742,14 +742,11 @@ Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
   }
   ServerMetrics metrics;
   EngineRunner runner(engine);
-  BatcherOptions batching = batcher;
-  if (batching.packed && !engine.packs_sequences()) {
+  TS_ASSIGN_OR_RETURN(std::unique_ptr<InferenceService> service, InferenceService::Start(runner, batcher, &metrics));
+  if (batcher.packed && !service->options().packed) {
     std::cerr << "tierscope serve: " << engine.device_name()
               << " has no packed-sequence kernels: batching by length bucket instead\n";
-    batching.packed = false;
   }
-  TS_ASSIGN_OR_RETURN(std::unique_ptr<InferenceService> service,
-                      InferenceService::Start(runner, batching, &metrics));
   net::io_context ioc(1);
   Server server(ioc, engine, tokenizer, *service, metrics, o, limits, resolved);
   TS_RETURN_IF_ERROR(server.Listen());

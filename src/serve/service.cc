@@ -16,43 +16,39 @@ namespace {
 
 int64_t NowUs() { return MonotonicNs() / 1000; }
 
-// Inputs of one batch, padded to `pad_len`: ids 0, type 0, mask 0 past each input's end.
-BatchInput Assemble(const std::vector<const ServeInput*>& inputs, int64_t pad_len) {
+// Inputs of one batch, padded to `pad_len` (ids 0, type 0, mask 0 past each input's end),
+// or `packed` back to back with no padding (BatchInput::seq_lens).
+BatchInput Assemble(const std::vector<const ServeInput*>& inputs, int64_t pad_len, bool packed) {
   BatchInput b;
   b.batch = static_cast<int64_t>(inputs.size());
-  b.seq_len = pad_len;
-  const size_t n = static_cast<size_t>(b.batch * pad_len);
+  size_t n = static_cast<size_t>(b.batch * pad_len);
+  if (packed) {
+    n = 0;
+    for (const ServeInput* in : inputs) {
+      const auto len = static_cast<int64_t>(in->ids.size());
+      b.seq_lens.push_back(len);
+      b.seq_len = std::max(b.seq_len, len);
+      n += in->ids.size();
+    }
+  } else {
+    b.seq_len = pad_len;
+  }
   b.input_ids.assign(n, 0);
   b.attention_mask.assign(n, 0);
   b.token_type_ids.assign(n, 0);
-  for (size_t r = 0; r < inputs.size(); ++r) {
-    const ServeInput& in = *inputs[r];
-    const size_t base = r * static_cast<size_t>(pad_len);
+  size_t base = 0;
+  for (const ServeInput* input : inputs) {
+    const ServeInput& in = *input;
     for (size_t t = 0; t < in.ids.size(); ++t) {
       b.input_ids[base + t] = in.ids[t];
       b.attention_mask[base + t] = in.mask.empty() ? 1 : in.mask[t];
       b.token_type_ids[base + t] = in.type_ids.empty() ? 0 : in.type_ids[t];
     }
+    base += packed ? in.ids.size() : static_cast<size_t>(pad_len);
   }
   return b;
 }
 
-// The same inputs packed back to back: no padding (BatchInput::seq_lens).
-BatchInput AssemblePacked(const std::vector<const ServeInput*>& inputs) {
-  BatchInput b;
-  b.batch = static_cast<int64_t>(inputs.size());
-  for (const ServeInput* in : inputs) {
-    const int64_t len = static_cast<int64_t>(in->ids.size());
-    b.seq_lens.push_back(len);
-    b.seq_len = std::max(b.seq_len, len);
-    for (int64_t t = 0; t < len; ++t) {
-      b.input_ids.push_back(in->ids[t]);
-      b.attention_mask.push_back(in->mask.empty() ? 1 : in->mask[t]);
-      b.token_type_ids.push_back(in->type_ids.empty() ? 0 : in->type_ids[t]);
-    }
-  }
-  return b;
-}
 
 }  // namespace
 
@@ -64,7 +60,9 @@ bool EngineRunner::has_pooler() const { return engine_.model().has_pooler(); }
 StatusOr<std::unique_ptr<InferenceService>> InferenceService::Start(BatchRunner& runner,
                                                                     const BatcherOptions& options,
                                                                     ServerMetrics* metrics) {
-  TS_ASSIGN_OR_RETURN(Batcher batcher, Batcher::Create(options));
+  BatcherOptions batching = options;
+  batching.packed = batching.packed && runner.packs_sequences();  // buckets where it cannot pack
+  TS_ASSIGN_OR_RETURN(Batcher batcher, Batcher::Create(batching));
   std::unique_ptr<InferenceService> s(new InferenceService(runner, std::move(batcher), metrics));
   s->thread_ = std::thread([p = s.get()] { p->Loop(); });
   return s;
@@ -220,7 +218,7 @@ StatusOr<ForwardOutput> InferenceService::RunForward(const std::vector<const Ser
                                                      int64_t pad_len, const ForwardOptions& options,
                                                      bool packed) {
   return CatchAll("the engine", [&] {
-    return runner_.Forward(packed ? AssemblePacked(inputs) : Assemble(inputs, pad_len), options);
+    return runner_.Forward(Assemble(inputs, pad_len, packed), options);
   });
 }
 
@@ -264,7 +262,7 @@ void InferenceService::Loop() {
     ForwardOptions fo;
     fo.pooler = pooler && runner_.has_pooler();
     // The packed queue's batches (no pooler request is in them) run back to back.
-    const bool packed = batch->packed && runner_.packs_sequences() && !fo.pooler;
+    const bool packed = batch->packed;
     const int64_t t0 = NowUs();
     StatusOr<ForwardOutput> out = RunForward(ptrs, batch->pad_len, fo, packed);
     std::vector<StatusOr<ForwardOutput>> singles;  // input by input, when the batch failed

@@ -290,10 +290,9 @@ Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_ro
                               ", but the micro-kernels in force (" + mk.isa + ") sum exactly only |w| <= " +
                               std::to_string(mk.weight_max) + "; pack them again");
   }
-  const int64_t lda = kp;
   // Whole 16-row tiles of codes (AMX reads them); the rows past `rows` are zeros.
-  TS_ASSIGN_OR_RETURN(Tensor q, Tensor::Empty(be, DType::kU8, {PaddedRows(rows), lda}));
-  std::memset(static_cast<uint8_t*>(q.data()) + rows * lda, 0, static_cast<size_t>((PaddedRows(rows) - rows) * lda));
+  TS_ASSIGN_OR_RETURN(Tensor q, Tensor::Empty(be, DType::kU8, {PaddedRows(rows), kp}));
+  std::memset(static_cast<uint8_t*>(q.data()) + rows * kp, 0, static_cast<size_t>((PaddedRows(rows) - rows) * kp));
   TS_ASSIGN_OR_RETURN(Tensor qparams, Tensor::Empty(be, DType::kF32, {rows, 2}));
   const auto* xs = static_cast<const float*>(x.data());
   auto* qd = static_cast<uint8_t*>(q.data());
@@ -307,7 +306,7 @@ Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_ro
   quant.writes = {MemRange{q.data(), q.bytes()}, MemRange{qparams.data(), qparams.bytes()}};
   TS_RETURN_IF_ERROR(be.Launch(quant, [&](int64_t task, int) {
     const int64_t r1 = std::min(rows, (task + 1) * kQuantRowsPerTask);
-    for (int64_t r = task * kQuantRowsPerTask; r < r1; ++r) QuantizeRow(xs + r * x_row_stride, k, kp, qd + r * lda, qp + r * 2);
+    for (int64_t r = task * kQuantRowsPerTask; r < r1; ++r) QuantizeRow(xs + r * x_row_stride, k, kp, qd + r * kp, qp + r * 2);
   }));
 
   Int8GemmParams p{qd, qp, rows, n, kp, &qw, bias ? static_cast<const float*>(bias->data()) : nullptr,
