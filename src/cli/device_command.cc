@@ -19,6 +19,22 @@
 namespace tierscope::cli {
 namespace {
 
+// "<family> GEMM variants: a, b (...)": the variants this CPU runs, and which runs: the
+// first, or the one `env_var` forces (or that it names none, so runs refuse to start).
+std::string VariantsLine(const char* family, const std::vector<std::string>& isas, const char* env_var) {
+  std::string names;
+  for (const std::string& v : isas) names += (names.empty() ? "" : ", ") + v;
+  const char* env = std::getenv(env_var);
+  const std::string forced = env != nullptr ? env : "";
+  std::string how = std::string(" (the first runs; ") + env_var + "=<variant> forces another)";
+  if (!forced.empty()) {
+    how = std::find(isas.begin(), isas.end(), forced) != isas.end()
+              ? " (in force: " + forced + ", by " + env_var + ")"
+              : std::string(" (") + env_var + "=" + forced + " names none of them: runs refuse to start)";
+  }
+  return std::string(family) + " GEMM variants: " + names + how + "\n";
+}
+
 StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool recalibrate,
                                    bool json) {
   if (device != "cpu") {
@@ -122,24 +138,8 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
       FormatBytes(static_cast<double>(peaks.triad_array_bytes)).c_str(), peaks.mem_spread_pct,
       peaks.fp32_flops / peaks.mem_bw);
   std::string out = buf;
-  std::string variants;
-  for (const std::string& v : CpuInt8DotIsas()) variants += (variants.empty() ? "" : ", ") + v;
-  const char* forced = std::getenv("TIERSCOPE_INT8_KERNELS");
-  out += "INT8 GEMM variants: " + variants +
-         (forced != nullptr && *forced != '\0' ? " (in force: " + std::string(forced) + ", by TIERSCOPE_INT8_KERNELS)"
-                                                : " (the first runs; TIERSCOPE_INT8_KERNELS=<variant> forces another)") +
-         "\n";
-  std::string fp32;
-  const std::vector<std::string> fp32_isas = CpuFp32KernelIsas();
-  for (const std::string& v : fp32_isas) fp32 += (fp32.empty() ? "" : ", ") + v;
-  const std::string forced32 = std::getenv("TIERSCOPE_FP32_KERNELS") ? std::getenv("TIERSCOPE_FP32_KERNELS") : "";
-  std::string how = " (the first runs; TIERSCOPE_FP32_KERNELS=<variant> forces another)";
-  if (!forced32.empty()) {
-    how = std::find(fp32_isas.begin(), fp32_isas.end(), forced32) != fp32_isas.end()
-              ? " (in force: " + forced32 + ", by TIERSCOPE_FP32_KERNELS)"
-              : " (TIERSCOPE_FP32_KERNELS=" + forced32 + " names none of them: runs refuse to start)";
-  }
-  out += "FP32 GEMM variants: " + fp32 + how + "\n";
+  out += VariantsLine("INT8", CpuInt8DotIsas(), "TIERSCOPE_INT8_KERNELS");
+  out += VariantsLine("FP32", CpuFp32KernelIsas(), "TIERSCOPE_FP32_KERNELS");
   out += std::string("trace reader: simdjson On-Demand, ") + OnDemandKernel() + " kernel\n";
   if (!peaks.remeasured_because.empty() && peaks.remeasured_because != "--recalibrate") {
     out += "measured again: " + peaks.remeasured_because + "\n";

@@ -307,9 +307,9 @@ def test_reduced_precision_cosine_similarity_to_fp32(tierscope, base_st_ckpt, dt
                            lengths=[32, 20, 9], token_types=True)
     ref = base_st_ckpt.reference(inputs)
     failures = []
-    envs = [int8_env(v) for v in int8_variants] if dtype == "int8" else [fp32_env(v) for v in fp32_variants]
-    for env in envs:
-        variant = next(iter(env.values())) if env else None
+    variants, env_of = (int8_variants, int8_env) if dtype == "int8" else (fp32_variants, fp32_env)
+    for variant in variants:
+        env = env_of(variant)
         out = tierscope.run(base_st_ckpt.path, inputs, dtype=dtype, hidden_states=False, env=env)
         ours = out["last_hidden_state"]
         assert ours.shape == ref["last_hidden_state"].shape
