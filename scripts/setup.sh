@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build ccache pkg-config git clang libclang-rt-14-dev
           nlohmann-json3-dev libcli11-dev libzip-dev libgtest-dev zlib1g-dev
           libsimdjson-dev libsqlite3-dev libdeflate-dev libicu-dev libboost-dev wrk
-          libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+          libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libjs-chart.js
           python3 python3-venv python3-pip)
 
 missing=()

@@ -17,6 +17,7 @@
 #include "analysis/diff.h"
 #include "analysis/op_roofline.h"
 #include "analysis/rules.h"
+#include "analysis/timeline.h"
 #include "core/function_ref.h"
 #include "core/paths.h"
 #include "trace/ascend_details.h"
@@ -241,6 +242,12 @@ void AnalyzeEach(const Trace& t, const AnalysisOptions& o, TraceAnalysis& a, Fun
   }
   WithholdFindings(a.quality, &a.findings);
   t.strings.ReleaseSpilled();
+  if (o.timeline) {
+    // The command checked --step, so a step is found; a trace with no span has no timeline.
+    StatusOr<nlohmann::json> timeline = BuildTimeline(a.index, o.step, roofline.device);
+    a.timeline = timeline.ok() ? std::move(*timeline) : nlohmann::json{{"error", timeline.status().message()}};
+    t.strings.ReleaseSpilled();
+  }
   head();
   const auto hand = [&](Table table) {
     Mark(a.quality, &table);
@@ -308,6 +315,8 @@ class AnalysisWriter {
     const TraceAnalysis& a = *a_;
     if (f_.format == OutputFormat::kJson) {
       reports_.CloseJson();
+      // The timeline on one line: its columns are long arrays of small numbers.
+      if (!a.timeline.is_null()) out_ << ",\n  \"timeline\": " << a.timeline.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       out_ << ",\n  \"trace\": " << JsonAt(TraceInfo(*a.index.trace), 1)
            << ",\n  \"unit\": " << JsonAt(a.index.unit_name, 1) << ",\n  \"units\": " << JsonAt(a.index.units.size(), 1)
            << "\n}\n";

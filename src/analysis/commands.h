@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/diff.h"
 #include "analysis/gpu_time.h"
 #include "analysis/reports.h"
@@ -47,6 +49,7 @@ struct TraceAnalysis {
   std::vector<Finding> findings;     // ranked by the time they explain
   GpuTime gpu;                       // where the device's time went (HTA's analyses)
   TraceQuality quality;              // the trace's verdict (trace_quality.h)
+  nlohmann::json timeline;           // with AnalysisOptions::timeline (timeline.h); else null
   // The report named `name` (canonical), or null.
   const Table* Report(const std::string& name) const;
 };

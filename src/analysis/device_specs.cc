@@ -219,13 +219,14 @@ StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& json_text, const std::st
   return d;
 }
 
-std::string DeviceSpecJsonText(const DeviceSpec& d) {
-  const nlohmann::json j = {{"name", d.name},       {"fp64", d.fp64},   {"fp32", d.fp32},
-                            {"tf32", d.tf32},       {"bf16", d.bf16},   {"fp16", d.fp16},
-                            {"fp8", d.fp8},         {"int8", d.int8},   {"fp32_vector", d.fp32_vector},
-                            {"memory_tbps", d.memory_tbps}, {"link_gbps", d.link_gbps}, {"source", d.source}};
-  return j.dump(2) + "\n";
+nlohmann::json DeviceSpecJson(const DeviceSpec& d) {
+  return {{"name", d.name},       {"fp64", d.fp64},   {"fp32", d.fp32},
+          {"tf32", d.tf32},       {"bf16", d.bf16},   {"fp16", d.fp16},
+          {"fp8", d.fp8},         {"int8", d.int8},   {"fp32_vector", d.fp32_vector},
+          {"memory_tbps", d.memory_tbps}, {"link_gbps", d.link_gbps}, {"source", d.source}};
 }
+
+std::string DeviceSpecJsonText(const DeviceSpec& d) { return DeviceSpecJson(d).dump(2) + "\n"; }
 
 StatusOr<DeviceSpec> LoadDeviceSpec(const std::string& path) {
   TS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tierscope/status.h"
 
 namespace tierscope {
@@ -46,6 +48,8 @@ StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& json_text, const std::st
 StatusOr<DeviceSpec> LoadDeviceSpec(const std::string& path);
 // The spec as --device-spec reads it back.
 std::string DeviceSpecJsonText(const DeviceSpec& spec);
+// The same as a JSON value.
+nlohmann::json DeviceSpecJson(const DeviceSpec& spec);
 
 }  // namespace tierscope
 

@@ -28,6 +28,10 @@ struct AnalysisOptions {
   // the trace's device (device_specs.h).
   std::optional<DeviceSpec> device_spec;
   bool critical_path = false;  // analyze: the on-demand critical-path reports too
+  // analyze's JSON: also the step timeline and the device's peaks an analysis page draws
+  // (timeline.h), of `step` ("" = the steady-state step).
+  bool timeline = false;
+  std::string step;
 };
 
 // Indexes of a Trace that every report shares.

@@ -9,9 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "analysis/analysis_html.h"
 #include "analysis/commands.h"
 #include "analysis/job.h"
 #include "analysis/job_files.h"
+#include "analysis/timeline.h"
+#include "core/paths.h"
 #include "cli/command.h"
 #include "core/text.h"
 
@@ -19,10 +22,10 @@ namespace tierscope::cli {
 namespace {
 
 struct AnalyzeFlags {
-  std::string format = "text", unit, base_path, new_path, trace_path, reports, device_spec;
+  std::string format = "text", unit, base_path, new_path, trace_path, reports, device_spec, html, step;
   std::vector<std::string> inputs;  // analyze: one trace, or a job's traces / directories
   double short_us = 10;
-  bool wide = false, list = false, critical_path = false, timings = false;
+  bool wide = false, list = false, critical_path = false, timings = false, timeline = false;
   int threads = 0;
 };
 
@@ -41,6 +44,24 @@ JobProgress Progress() {
   };
 }
 
+// The analysis page of `json` (analysis_html.h) written to `path`; its size on stderr.
+int WritePage(const std::string& path, const std::string& json) {
+  const std::string page = RenderAnalysisPage(json);
+  if (Status s = WriteFileAtomic(path, page); !s.ok()) return Fail(s.WithContext("--html"));
+  std::fprintf(stderr, "analysis page: %s (%.2f MB)\n", path.c_str(), static_cast<double>(page.size()) / 1e6);
+  return 0;
+}
+
+// --step names one of the trace's steps (its work units, or "whole trace" without any).
+Status CheckStep(const Trace& trace, const AnalysisOptions& o) {
+  if (o.step.empty()) return OkStatus();
+  std::string name;
+  std::vector<WorkUnit> windows = FindWorkUnits(trace, o.unit, &name);
+  if (windows.empty()) windows.push_back(WorkUnit{"whole trace", 0, 0});
+  std::string why;
+  return ChooseTimelineStep(windows, {}, o.step, &why).status();
+}
+
 int RunJob(const std::vector<std::string>& inputs, const AnalysisOptions& o, const AnalyzeFlags& flags,
            const RenderOptions& f) {
   auto job = AnalyzeJob(inputs, o, flags.threads, Progress(), flags.critical_path ? CriticalPathHook() : nullptr);
@@ -50,6 +71,10 @@ int RunJob(const std::vector<std::string>& inputs, const AnalysisOptions& o, con
   }
   RenderOptions render = f;
   render.timings = flags.timings;
+  if (!flags.html.empty()) {
+    render.format = OutputFormat::kJson;
+    return WritePage(flags.html, RenderJob(*job, render));
+  }
   std::cout << RenderJob(*job, render);
   return 0;
 }
@@ -81,6 +106,10 @@ int Run(const AnalyzeFlags& flags, Which which) {
   o.unit = flags.unit;
   o.short_kernel_ns = flags.short_us * 1000.0;
   o.critical_path = flags.critical_path;
+  // The page draws the timeline and the critical path: --html asks for both.
+  o.timeline = flags.timeline || !flags.html.empty();
+  o.critical_path = o.critical_path || !flags.html.empty();
+  o.step = flags.step;
   if (!flags.device_spec.empty()) {
     StatusOr<DeviceSpec> spec = LoadDeviceSpec(flags.device_spec);
     if (!spec.ok()) return Fail(spec.status().WithContext("--device-spec"));
@@ -136,6 +165,8 @@ int Run(const AnalyzeFlags& flags, Which which) {
   auto trace = LoadTrace(trace_path, execution_traces);
   if (!trace.ok()) return Fail(trace.status());
   if (which == Which::kAnalyze) {
+    if (Status s = CheckStep(*trace, o); !s.ok()) return Fail(s);
+    if (!flags.html.empty()) return WritePage(flags.html, AnalyzeTrace(*trace, o, RenderOptions(OutputFormat::kJson)));
     // Each report is written as it is made: a failure part way leaves what was written
     // before it, and the exit status and the error line say so.
     WriteAnalysis(std::cout, *trace, o, f);
@@ -163,6 +194,16 @@ void RegisterAnalyze(CLI::App& app, std::vector<Command>* out) {
   an->add_option("--threads", flags->threads, "ranks read at once, at most (0: one per hardware thread, "
                                               "fewer when memory is short)")
       ->check(CLI::Range(0, 4096));
+  an->add_option("--html", flags->html,
+                 "write the analysis page to this file: one self-contained HTML page (no network) drawn from the "
+                 "JSON --format json --timeline prints: the verdict, the findings, the step timeline with its "
+                 "critical path, the breakdowns, the stragglers, the roofline and every report");
+  an->add_flag("--timeline", flags->timeline,
+               "JSON: also the step timeline (events of the step, lanes, launches, critical path, the whole trace's "
+               "overview) and the device's peaks, which the page draws");
+  an->add_option("--step", flags->step,
+                 "the step the timeline shows, by name (ProfilerStep#7; default: the median-length step after the "
+                 "first)");
   an->add_flag("--timings", flags->timings, "a job's JSON: each step's wall seconds (\"seconds\"), for bench/job");
   an->add_flag("--critical-path", flags->critical_path,
                "also the critical path of each step (each --unit annotation, else the whole trace) and the events on "
