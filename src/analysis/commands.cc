@@ -244,7 +244,7 @@ void AnalyzeEach(const Trace& t, const AnalysisOptions& o, TraceAnalysis& a, Fun
   t.strings.ReleaseSpilled();
   if (o.timeline) {
     // The command checked --step, so a step is found; a trace with no span has no timeline.
-    StatusOr<nlohmann::json> timeline = BuildTimeline(a.index, o.step, roofline.device);
+    StatusOr<nlohmann::json> timeline = BuildTimeline(a.index, o.step, roofline.device, {.max_events = o.timeline_events});
     a.timeline = timeline.ok() ? std::move(*timeline) : nlohmann::json{{"error", timeline.status().message()}};
     t.strings.ReleaseSpilled();
   }

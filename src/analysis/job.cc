@@ -13,6 +13,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "analysis/job_timeline.h"
 #include "analysis/rank_table_summary.h"
 #include "analysis/trace_quality.h"
 #include "core/clock.h"
@@ -70,6 +71,10 @@ StatusOr<RankAnalysis> AnalyzeRank(const Trace& t, const AnalysisOptions& o, con
   WithholdFindings(quality, &r.findings);
   r.quality = quality.Line();
   r.quality_failed = FailedChecks(quality);
+  if (o.timeline) {
+    r.timeline = RankTimeline(x, o);
+    release();
+  }
   if (hook) TS_RETURN_IF_ERROR(hook(x, r));
   return r;
 }
@@ -197,6 +202,7 @@ RankAnalysis MergeRankWindows(std::vector<RankAnalysis> windows, int64_t step_st
     AppendWindowGraphs(std::move(w.step_graphs), shift, static_cast<int64_t>(k) * step_stride,
                        r.collectives.calls.size(), r.collectives.p2p.size(), &r.step_graphs);
     r.whatif_notes.Merge(w.whatif_notes);
+    KeepBusierTimeline(r, w, shift);
     for (auto [from, into] : {std::pair{&w.collectives.calls, &r.collectives.calls},
                               std::pair{&w.collectives.p2p, &r.collectives.p2p}}) {
       for (CollectiveCall& c : *from) {
@@ -373,11 +379,16 @@ StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const A
   const LoadPlan plan =
       PlanLoad(bytes, threads > 0 ? threads : ThreadPool::HardwareThreads(), MemoryBudget(), SpillsStrings());
   std::vector<RankAnalysis> ranks(files.size());
+  // The ranks' timelines share the page's events (two thirds of a trace's: a job's lanes
+  // are more), no fewer than 500 each.
+  AnalysisOptions per_rank = options;
+  per_rank.timeline_events =
+      std::max<size_t>(500, options.timeline_events * 2 / 3 / std::max<size_t>(1, files.size()));
   const int64_t t0 = MonotonicNs();
   TS_RETURN_IF_ERROR(ForEachRankTrace(
       files, plan,
       [&](size_t i, Trace& t) {
-        StatusOr<RankAnalysis> r = AnalyzeRank(t, options, hook);
+        StatusOr<RankAnalysis> r = AnalyzeRank(t, per_rank, hook);
         if (!r.ok()) return r.status().WithContext(files[i]);
         ranks[i] = std::move(*r);
         return OkStatus();
@@ -484,6 +495,7 @@ StatusOr<JobAnalysis> JobFromRanks(std::vector<RankAnalysis> ranks, const std::v
   job.stragglers = FindStragglers(collectives, world_size);
   lap("stragglers (clock alignment, permutation test)");
   job.findings = StragglerFindings(job.stragglers);
+  job.timeline = JobTimeline(job);
   for (Finding& f : RuleFindings(job)) job.findings.push_back(std::move(f));
   lap("findings");
   std::stable_sort(job.findings.begin(), job.findings.end(),
@@ -541,7 +553,15 @@ std::string RenderJob(const JobAnalysis& job, const RenderOptions& render) {
     j["reports"] = nlohmann::json::array();
     for (const Table& t : job.tables) j["reports"].push_back(TableToJson(t));
     j["findings"] = FindingsToJson(job.findings);
-    return ReportJsonText(j);
+    std::string text = ReportJsonText(j);
+    if (!job.timeline.is_null()) {
+      // The timeline last (keys sorted) and on one line: its columns are long arrays of
+      // small numbers.
+      const size_t end = text.rfind("\n}");
+      text.replace(end, 2, ",\n  \"timeline\": " +
+                               job.timeline.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n}");
+    }
+    return text;
   }
   std::string out;
   if (render.format == OutputFormat::kText) {

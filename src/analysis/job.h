@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/gpu_time.h"
 #include "analysis/job_files.h"
 #include "analysis/job_path.h"
@@ -51,6 +53,8 @@ struct RankAnalysis {
   // job_path.h), and what what-if's changes could not model on it.
   std::vector<RankStepGraph> step_graphs;
   ChangeNotes whatif_notes;
+  // Its steady-state step's timeline, with AnalysisOptions::timeline (job_timeline.h).
+  nlohmann::json timeline;
 };
 
 // What else to keep of a rank's trace before it is let go, from its index (the step graphs
@@ -84,6 +88,7 @@ struct JobAnalysis {
   // Wall seconds of each step: the ranks read and analysed, then the cross-rank steps
   // (in the JSON with --timings only: a timing is not a finding, and varies run to run).
   std::vector<std::pair<std::string, double>> seconds;
+  nlohmann::json timeline;  // the ranks' step timelines on the aligned clock (job_timeline.h), or null
 };
 
 // The hook that keeps each rank's step graphs for the job's critical path, and the job's

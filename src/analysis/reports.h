@@ -29,9 +29,11 @@ struct AnalysisOptions {
   std::optional<DeviceSpec> device_spec;
   bool critical_path = false;  // analyze: the on-demand critical-path reports too
   // analyze's JSON: also the step timeline and the device's peaks an analysis page draws
-  // (timeline.h), of `step` ("" = the steady-state step).
+  // (timeline.h), of `step` ("" = the steady-state step), of at most `timeline_events`
+  // events (a job's ranks share them).
   bool timeline = false;
   std::string step;
+  size_t timeline_events = 60'000;
 };
 
 // Indexes of a Trace that every report shares.

@@ -22,8 +22,10 @@ namespace {
 enum class Side : int { kHost = 0, kPython = 1, kDevice = 2 };
 inline constexpr const char* kSideNames[] = {"host", "python", "device"};
 
-bool Drawn(EventKind k) {
+bool Drawn(EventKind k, bool python = true) {
   switch (k) {
+    case EventKind::kOther:
+      return python;
     case EventKind::kMemory:         // an instant: no span
     case EventKind::kGpuAnnotation:  // a scope over kernels already drawn
       return false;
@@ -108,7 +110,8 @@ StatusOr<size_t> ChooseTimelineStep(const std::vector<WorkUnit>& windows, const 
 }
 
 StatusOr<nlohmann::json> BuildTimeline(const TraceIndex& index, const std::string& requested,
-                                       const std::optional<DeviceSpec>& device, size_t max_events) {
+                                       const std::optional<DeviceSpec>& device, const TimelineLimits& limits) {
+  const size_t max_events = std::max<size_t>(limits.max_events, 1);
   const Trace& trace = *index.trace;
   const std::vector<WorkUnit> windows = PathWindows(index);
   const auto in = [](int64_t t, int64_t b, int64_t e) { return t >= b && t <= e; };
@@ -137,16 +140,16 @@ StatusOr<nlohmann::json> BuildTimeline(const TraceIndex& index, const std::strin
   }
   size_t in_all = 0;
   for (size_t i = 0; i < trace.events.size(); ++i) {
-    if (Drawn(trace.events[i].kind) && in(host_time(i), all_begin, all_end)) ++in_all;
+    if (Drawn(trace.events[i].kind, limits.python) && in(host_time(i), all_begin, all_end)) ++in_all;
   }
-  const bool every_step = in_all <= max_events && windows.size() <= 2000;
+  const bool every_step = limits.every_step && in_all <= max_events && windows.size() <= 2000;
   const int64_t begin = every_step ? all_begin : step.begin_ns, end = every_step ? all_end : step.end_ns;
 
   // The window's events: host events that start in it, device work launched in it.
   std::vector<std::pair<size_t, LaneKey>> picked;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const Event& e = trace.events[i];
-    if (!Drawn(e.kind) || !in(host_time(i), begin, end)) continue;
+    if (!Drawn(e.kind, limits.python) || !in(host_time(i), begin, end)) continue;
     picked.emplace_back(i, LaneKey(static_cast<int>(SideOf(e.kind)), e.pid, e.tid));
   }
 
@@ -155,19 +158,29 @@ StatusOr<nlohmann::json> BuildTimeline(const TraceIndex& index, const std::strin
   std::unordered_map<size_t, const CriticalPath::OnPath*> on_path;
   for (const CriticalPath::OnPath& p : path.events) on_path.emplace(p.event, &p);
 
-  // Too many: the longest events stay, and every one on the critical path.
+  // Too many: the critical path's events stay (the longest of them, when they alone are
+  // too many), then the longest others in the room left.
   int64_t cutoff_ns = 0;
   size_t omitted = 0;
   if (picked.size() > max_events) {
-    std::vector<int64_t> durs;
-    durs.reserve(picked.size());
-    for (const auto& p : picked) durs.push_back(trace.events[p.first].dur_ns);
-    std::nth_element(durs.begin(), durs.begin() + static_cast<std::ptrdiff_t>(max_events - 1), durs.end(),
-                     std::greater<>());
-    cutoff_ns = durs[max_events - 1] + 1;  // the events this long or longer are at most max_events
+    std::vector<int64_t> path_durs, other_durs;
+    for (const auto& p : picked) (on_path.count(p.first) ? path_durs : other_durs).push_back(trace.events[p.first].dur_ns);
+    // The least length of which at most `room` of `durs` are longer or as long.
+    const auto cut = [](std::vector<int64_t>& durs, size_t room) -> int64_t {
+      if (durs.size() <= room) return 0;
+      if (room == 0) return INT64_MAX;
+      std::nth_element(durs.begin(), durs.begin() + static_cast<std::ptrdiff_t>(room - 1), durs.end(), std::greater<>());
+      return durs[room - 1] + 1;
+    };
+    const int64_t path_cut = cut(path_durs, max_events);
+    const size_t room = max_events - std::min(max_events, path_durs.size());
+    const int64_t longest_other = other_durs.empty() ? 0 : *std::max_element(other_durs.begin(), other_durs.end());
+    const int64_t other_cut = cut(other_durs, room);
+    cutoff_ns = std::min(other_cut, longest_other + 1);
     std::vector<std::pair<size_t, LaneKey>> kept;
     for (auto& p : picked) {
-      if (trace.events[p.first].dur_ns >= cutoff_ns || on_path.count(p.first)) kept.push_back(p);
+      const int64_t d = trace.events[p.first].dur_ns;
+      if (d >= (on_path.count(p.first) ? path_cut : other_cut)) kept.push_back(p);
     }
     omitted = picked.size() - kept.size();
     picked = std::move(kept);

@@ -21,10 +21,15 @@
 
 namespace tierscope {
 
-// Events a timeline holds at most: a step with more keeps its longest events (and every
-// event on its critical path) and says how many shorter ones the overview alone shows.
-inline constexpr size_t kTimelineMaxEvents = 60'000;
 inline constexpr int kTimelineOverviewBins = 400;
+
+// What a timeline holds. A step with more than `max_events` keeps its longest events (and
+// every event on its critical path) and says how many shorter ones the overview alone shows.
+struct TimelineLimits {
+  size_t max_events = 60'000;
+  bool every_step = true;  // every step's events when they all fit (else the chosen step's)
+  bool python = true;      // Python frames (kOther) in lanes of their own (else left out)
+};
 
 // The step a page shows, of `windows` (critical_path.h's PathWindows), `kernels[i]` the
 // kernels launched in window i (empty: not counted): `requested` by name when given
@@ -35,11 +40,10 @@ StatusOr<size_t> ChooseTimelineStep(const std::vector<WorkUnit>& windows, const 
                                     const std::string& requested, std::string* why);
 
 // The timeline of `index`'s trace: the chosen step's events (every step's, when they all
-// fit in `max_events`), the critical path of the chosen step, the whole trace's overview,
-// and `device` (the roofline's peaks; null when unknown). `requested`: as above.
+// fit), the critical path of the chosen step, the whole trace's overview, and `device`
+// (the roofline's peaks; null when unknown). `requested`: as above.
 StatusOr<nlohmann::json> BuildTimeline(const TraceIndex& index, const std::string& requested,
-                                       const std::optional<DeviceSpec>& device,
-                                       size_t max_events = kTimelineMaxEvents);
+                                       const std::optional<DeviceSpec>& device, const TimelineLimits& limits);
 
 }  // namespace tierscope
 

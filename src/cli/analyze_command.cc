@@ -66,6 +66,9 @@ int RunJob(const std::vector<std::string>& inputs, const AnalysisOptions& o, con
            const RenderOptions& f) {
   auto job = AnalyzeJob(inputs, o, flags.threads, Progress(), flags.critical_path ? CriticalPathHook() : nullptr);
   if (!job.ok()) return Fail(job.status());
+  if (!o.step.empty() && job->timeline.is_null()) {
+    return Fail(NotFound("--step '" + o.step + "' names no step of any rank"));
+  }
   if (flags.critical_path) {
     for (Table& t : JobCriticalPathTables(*job)) job->tables.push_back(std::move(t));
   }
