@@ -23,5 +23,5 @@ python=$(bash scripts/python_env.sh | tail -n 1)
 echo "test: pip install . (the tierscope Python package)"
 "$python" -m pip install -q --no-build-isolation .
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TIERSCOPE_BIN="$PWD/build/release/tierscope" \
-  "$python" -m pytest tests/layout tests/model/golden tests/profile tests/trace tests/lab tests/text tests/serve \
+  "$python" -m pytest tests/layout tests/model/golden tests/profile tests/trace tests/analysis tests/lab tests/text tests/serve \
   tests/workload tests/python tests/bench -q

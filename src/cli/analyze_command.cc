@@ -64,12 +64,12 @@ Status CheckStep(const Trace& trace, const AnalysisOptions& o) {
 
 int RunJob(const std::vector<std::string>& inputs, const AnalysisOptions& o, const AnalyzeFlags& flags,
            const RenderOptions& f) {
-  auto job = AnalyzeJob(inputs, o, flags.threads, Progress(), flags.critical_path ? CriticalPathHook() : nullptr);
+  auto job = AnalyzeJob(inputs, o, flags.threads, Progress(), o.critical_path ? CriticalPathHook() : nullptr);
   if (!job.ok()) return Fail(job.status());
   if (!o.step.empty() && job->timeline.is_null()) {
     return Fail(NotFound("--step '" + o.step + "' names no step of any rank"));
   }
-  if (flags.critical_path) {
+  if (o.critical_path) {
     for (Table& t : JobCriticalPathTables(*job)) job->tables.push_back(std::move(t));
   }
   RenderOptions render = f;

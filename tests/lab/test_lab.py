@@ -8,11 +8,11 @@ import copy
 import html
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import console_errors, render_page
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -216,30 +216,9 @@ def test_step_4_runs_the_recommendation_and_never_falls_below_its_neighbours(res
     assert fin["outputs_agree"] and fin["serial_vs_batch_max_abs"] <= 1e-4 and fin["correct"]
 
 
-def chromium():
-    for name in ("chromium", "chromium-browser"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
 def render(page: Path, tmp: Path, screenshot: Path | None = None):
     """The DOM after the page's script ran, and Chromium's console output."""
-    browser = chromium()
-    if browser is None:
-        pytest.skip("chromium is not installed (scripts/test.sh installs Debian's chromium)")
-    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-             f"--user-data-dir={tmp / 'profile'}", "--enable-logging=stderr", "--v=0",
-             "--virtual-time-budget=10000", "--window-size=1200,2600"]
-    run = subprocess.run(flags + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=180)
-    assert run.returncode == 0, run.stderr[-2000:]
-    if screenshot is not None:
-        screenshot.parent.mkdir(parents=True, exist_ok=True)
-        shot = subprocess.run(flags + [f"--screenshot={screenshot}", page.as_uri()],
-                              capture_output=True, text=True, timeout=180)
-        assert shot.returncode == 0 and screenshot.is_file(), shot.stderr[-2000:]
-    return run.stdout, run.stderr
+    return render_page(page, tmp, screenshot)
 
 
 def test_report_renders_every_plot_without_errors(results, tmp_path):
@@ -249,9 +228,7 @@ def test_report_renders_every_plot_without_errors(results, tmp_path):
     assert plots.group(1) == plots.group(2) and int(plots.group(2)) >= 6, plots.group(0)
     errors = re.search(r'<pre id="js-errors">(.*?)</pre>', dom, re.S)
     assert errors is not None and errors.group(1).strip() == "", errors.group(1) if errors else dom[:500]
-    console_errors = [l for l in console.splitlines()
-                      if "CONSOLE" in l and ("Uncaught" in l or "Error" in l)]
-    assert console_errors == []
+    assert console_errors(console) == []
     # Every plot has marks (bars, points, spans), not just axes.
     for name in ["counts", "strip", "sol", "roofline", "throughput", "latency"]:
         svg = re.search(rf'<svg class="plot" data-plot="{name}"[^>]*>(.*?)</svg>', dom, re.S)

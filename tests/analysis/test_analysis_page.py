@@ -1,0 +1,205 @@
+"""`tierscope analyze --html`: the analysis page of every corpus trace and job, drawn in
+headless Chromium (Debian's, as the lab report's tests do). Each page must load with no
+script error and fetch nothing, embed exactly the JSON `analyze --format json --timeline
+--critical-path` prints, draw marks in every chart it shows (and say why a section is
+hidden), and its step timeline must hold the step's kernels — counted again here from the
+raw Kineto file, not from tierscope's JSON. A screenshot of each page is kept under
+build/test-artifacts/analysis/. Sizes: the largest corpus trace's page and a synthetic
+64-rank job's stay within a few MB."""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import console_errors, render_page
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CORPUS = REPO_ROOT.parent / "shared" / "corpus"
+ARTIFACTS = REPO_ROOT / "build" / "test-artifacts" / "analysis"
+MAX_PAGE_BYTES = 5_000_000  # "at most a few MB"
+
+
+def corpus_inputs():
+    traces = CORPUS / "traces"
+    found = sorted(traces.glob("*.json.gz")) + sorted((traces / "field").glob("*.json.gz"))
+    vendors = traces / "vendors"
+    found += [vendors / "execution_trace" / "execution_trace__benchmark_simple_add_trace.json.gz",
+              vendors / "rocprofv3" / "rocprof__908_results.json.gz",
+              CORPUS / "nsys" / "saxpy-mpi-cuda_nsys_perlmutter0.sqlite",
+              vendors / "t4_p2p_job", vendors / "ascend_2rank"]
+    return found
+
+
+INPUTS = corpus_inputs() if CORPUS.is_dir() else []
+
+
+def run(bin_path, *args, check=True):
+    p = subprocess.run([str(bin_path), *map(str, args)], capture_output=True, text=True, timeout=600)
+    if check:
+        assert p.returncode == 0, p.stderr[-3000:]
+    return p
+
+
+def page_name(path: Path) -> str:
+    return re.sub(r"\.(json\.gz|json|sqlite)$", "", path.name)
+
+
+def attr(dom: str, element: str, name: str):
+    m = re.search(element + r'[^>]*?\b' + name + r'="([^"]*)"', dom)
+    return m.group(1) if m else None
+
+
+def embedded_document(page: str):
+    m = re.search(r'<script id="analysis" type="application/json">(.*?)</script>', page, re.S)
+    assert m, "no embedded analysis document"
+    return json.loads(m.group(1))
+
+
+def kineto_step_kernels(path: Path, step: str) -> int:
+    """The kernels launched in `step` (its annotation's window; a kernel's host time is its
+    launch's start, else its own), counted from the raw Kineto JSON."""
+    with gzip.open(path, "rt") if path.suffix == ".gz" else open(path) as f:
+        doc = json.load(f)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    ns = lambda us: round(float(us) * 1000)  # noqa: E731
+    launch_ts, kernels, window = {}, [], None
+    for e in events:
+        if e.get("ph") != "X" or "ts" not in e:
+            continue
+        cat, args = e.get("cat", ""), e.get("args") or {}
+        if cat == "kernel":
+            kernels.append((ns(e["ts"]), args.get("correlation")))
+        elif "correlation" in args and cat not in ("gpu_memcpy", "gpu_memset", "gpu_user_annotation"):
+            launch_ts.setdefault(args["correlation"], ns(e["ts"]))
+        if e.get("name") == step and cat in ("user_annotation", "cpu_op"):
+            window = (ns(e["ts"]), ns(e["ts"]) + ns(e.get("dur", 0)))
+    assert window, f"{step} not in {path}"
+    return sum(1 for ts, corr in kernels if window[0] <= launch_ts.get(corr, ts) <= window[1])
+
+
+@pytest.fixture(scope="module", params=INPUTS, ids=[page_name(p) for p in INPUTS])
+def page(request, tierscope_bin, tmp_path_factory):
+    src = request.param
+    if not src.exists():
+        pytest.skip(f"{src} is not in the corpus")
+    out = tmp_path_factory.mktemp("page") / (page_name(src) + ".html")
+    p = run(tierscope_bin, "analyze", src, "--html", out)
+    assert p.stdout == "" and re.fullmatch(r"analysis page: .* \(\d+\.\d\d MB\)\n", p.stderr), p.stderr
+    doc = json.loads(run(tierscope_bin, "analyze", src, "--format", "json", "--timeline", "--critical-path").stdout)
+    dom, console = render_page(out, out.parent, ARTIFACTS / (page_name(src) + ".png"), window="1280,2400")
+    return {"src": src, "path": out, "doc": doc, "dom": dom, "console": console}
+
+
+def test_the_page_loads_without_errors_or_requests(page):
+    dom = page["dom"]
+    errors = re.search(r'<pre id="js-errors">(.*?)</pre>', dom, re.S)
+    assert errors is not None and errors.group(1).strip() == "", errors.group(1)
+    assert console_errors(page["console"]) == []
+    assert attr(dom, "<body", "data-ready") == "1"
+    assert attr(dom, "<body", "data-resources") == "0"  # nothing fetched: no network needed
+    html = page["path"].read_text()
+    assert not re.search(r"<(script|img|iframe)[^>]*\ssrc=|<link[^>]*href=|@import", html)
+
+
+def test_the_page_embeds_the_json_analyze_prints(page):
+    assert embedded_document(page["path"].read_text()) == page["doc"]
+
+
+def test_every_chart_shown_has_marks_and_every_hidden_section_says_why(page):
+    dom, doc = page["dom"], page["doc"]
+    reports = {r["name"]: r for r in doc["reports"]}
+    for m in re.finditer(r'<canvas data-chart="(\w+)"([^>]*)>', dom):
+        name, rest = m.group(1), m.group(2)
+        assert 'data-drawn="1"' in rest, f"chart {name} was not drawn"
+        marks = int(re.search(r'data-marks="(\d+)"', rest).group(1))
+        assert marks > 0, f"chart {name} has no marks"
+    hidden = dict(re.findall(r'<section id="([\w-]+)"[^>]*data-hidden="([^"]+)"', dom))
+    temporal = [r for r in reports.get("temporal_breakdown", {"rows": []})["rows"] if isinstance(r["Compute (%)"], (int, float))]
+    assert ("breakdown-section" in hidden) == (not temporal), hidden
+    if temporal:
+        assert 'data-chart="temporal"' in dom
+    ops = [r for r in reports.get("op_roofline", {"rows": []})["rows"]
+           if isinstance(r["FLOP/B"], (int, float)) and r["FLOP/B"] > 0 and r["TFLOP/s"] > 0]
+    assert ("roofline-section" in hidden) == (not ops), hidden
+    is_job = "ranks" in doc
+    assert ("straggler-section" in hidden) == (not is_job), hidden
+    assert "timeline-section" not in hidden, hidden
+    # Every finding is on the page, in the order of the time it explains.
+    rules = re.findall(r'<div class="finding" data-rule="(\w+)"', dom)
+    assert rules == [f["rule"] for f in doc["findings"]]
+    # Every report is a table.
+    assert re.findall(r'<details data-report="(\w+)"', dom) == [r["name"] for r in doc["reports"]]
+
+
+def test_the_step_timeline_holds_the_steps_kernels(page):
+    dom, t = page["dom"], page["doc"]["timeline"]
+    chosen = next(s for s in t["steps"] if s["chosen"])
+    assert attr(dom, '<canvas id="timeline"', "data-step") == chosen["name"]
+    shown = int(attr(dom, '<canvas id="timeline"', "data-step-kernels"))
+    if t["omitted"]["events"] == 0:
+        assert shown == chosen["kernels"]
+    else:  # the step held more than the page does: its longest events are drawn
+        assert shown <= chosen["kernels"]
+    events = len(t["events"]["lane"])
+    assert (int(attr(dom, '<canvas id="timeline"', "data-drawn")) > 0) == (events > 0)
+    # The count again from the raw trace, for a single Kineto trace.
+    src = page["src"]
+    if src.is_file() and src.name.endswith((".json", ".json.gz")) and chosen["name"] != "whole trace":
+        assert chosen["kernels"] == kineto_step_kernels(src, chosen["name"])
+
+
+def test_the_page_draws_what_the_json_says(tierscope_bin, tmp_path):
+    src = CORPUS / "traces" / "field" / "h100__gaunernst_bert-small-uncased__1016001.json.gz"
+    if not src.is_file():
+        pytest.skip(f"{src} is not in the corpus")
+    out = tmp_path / "page.html"
+    run(tierscope_bin, "analyze", src, "--html", out)
+    text = out.read_text()
+    m = re.search(r'(<script id="analysis" type="application/json">)(.*?)(</script>)', text, re.S)
+    doc = json.loads(m.group(2))
+    doc["findings"][0]["title"] = "A title the analysis never wrote"
+    doc["trace"]["device"] = "Device Named Here"
+    changed = tmp_path / "changed.html"
+    changed.write_text(text[:m.start(2)] + json.dumps(doc).replace("<", "\\u003c") + text[m.end(2):])
+    dom, _ = render_page(changed, tmp_path)
+    assert "A title the analysis never wrote" in dom and "Device Named Here" in dom
+
+
+def test_a_step_the_trace_lacks_is_a_one_line_error(tierscope_bin, tmp_path):
+    src = CORPUS / "traces" / "field" / "h100__gaunernst_bert-small-uncased__1016001.json.gz"
+    if not src.is_file():
+        pytest.skip(f"{src} is not in the corpus")
+    p = run(tierscope_bin, "analyze", src, "--html", tmp_path / "x.html", "--step", "ProfilerStep#99", check=False)
+    assert p.returncode != 0 and not (tmp_path / "x.html").exists()
+    assert p.stderr.count("\n") == 1 and "names no step of this trace; its steps: ProfilerStep#6" in p.stderr, p.stderr
+    p = run(tierscope_bin, "analyze", src, "--html", tmp_path / "no" / "such" / "dir" / "x.html", check=False)
+    assert p.returncode != 0 and p.stderr.count("\n") == 1 and "--html" in p.stderr, p.stderr
+    # A step by name: that step is the one drawn.
+    run(tierscope_bin, "analyze", src, "--html", tmp_path / "y.html", "--step", "ProfilerStep#6")
+    assert embedded_document((tmp_path / "y.html").read_text())["timeline"]["why"] == "the step asked for (--step)"
+
+
+def test_the_largest_corpus_trace_and_a_64_rank_job_give_pages_of_a_few_mb(tierscope_bin, tmp_path):
+    if not INPUTS:
+        pytest.skip("the corpus is not beside the repository (../shared/corpus)")
+    largest = max((p for p in INPUTS if p.is_file()), key=lambda p: p.stat().st_size)
+    run(tierscope_bin, "analyze", largest, "--html", tmp_path / "largest.html")
+    assert (tmp_path / "largest.html").stat().st_size <= MAX_PAGE_BYTES
+    job = tmp_path / "job64"
+    made = subprocess.run([sys.executable, str(REPO_ROOT / "bench" / "job" / "make_job.py"), str(job), "64", "0.25", "3"],
+                          capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr[-2000:]
+    out = tmp_path / "job64.html"
+    run(tierscope_bin, "analyze", job, "--html", out)
+    assert out.stat().st_size <= MAX_PAGE_BYTES
+    dom, console = render_page(out, tmp_path, ARTIFACTS / "job64.png", window="1280,2400")
+    assert console_errors(console) == [] and attr(dom, "<body", "data-ready") == "1"
+    doc = embedded_document(out.read_text())
+    lanes = {l["rank"] for l in doc["timeline"]["lanes"]}
+    assert lanes == set(range(64))  # every rank's streams are on the timeline
+    assert int(attr(dom, '<canvas data-chart="stragglers"', "data-marks")) > 0

@@ -1,0 +1,161 @@
+// The step timeline: which step it shows and why, the events of that step in lanes with
+// their nesting, launches joined to kernels, the critical path marked, and its budget.
+#include "analysis/timeline.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analysis/critical_path.h"
+#include "trace_builder.h"
+
+namespace tierscope {
+namespace {
+
+std::vector<WorkUnit> Steps(const std::vector<std::pair<int64_t, int64_t>>& spans) {
+  std::vector<WorkUnit> w;
+  for (size_t i = 0; i < spans.size(); ++i) w.push_back({"ProfilerStep#" + std::to_string(i), spans[i].first, spans[i].second});
+  return w;
+}
+
+TEST(ChooseTimelineStep, TheMedianLengthStepAfterTheWarmUp) {
+  // Lengths after the first: 30, 10, 20 -> the median is 20 (step 3).
+  const auto w = Steps({{0, 500}, {500, 530}, {530, 540}, {540, 560}});
+  std::string why;
+  EXPECT_EQ(*ChooseTimelineStep(w, {5, 5, 5, 5}, "", &why), 3u);
+  EXPECT_NE(why.find("median-length step of the 3 steps after the first"), std::string::npos) << why;
+  // Steps that launched nothing are passed over: of steps 1 and 2, the shorter (ties and
+  // even counts take the lower median).
+  EXPECT_EQ(*ChooseTimelineStep(w, {5, 5, 5, 0}, "", &why), 2u);
+  EXPECT_NE(why.find("that launched kernels"), std::string::npos) << why;
+  // Only the first launched anything: the first.
+  EXPECT_EQ(*ChooseTimelineStep(w, {5, 0, 0, 0}, "", &why), 0u);
+  // Two steps: the second, unless it launched nothing.
+  const auto two = Steps({{0, 10}, {10, 11}});
+  EXPECT_EQ(*ChooseTimelineStep(two, {3, 2}, "", &why), 1u);
+  EXPECT_EQ(*ChooseTimelineStep(two, {3, 0}, "", &why), 0u);
+  EXPECT_EQ(*ChooseTimelineStep(Steps({{0, 10}}), {}, "", &why), 0u);
+}
+
+TEST(ChooseTimelineStep, ByNameOrAnErrorNamingTheStepsThereAre) {
+  const auto w = Steps({{0, 10}, {10, 20}, {20, 30}, {30, 40}, {40, 50}, {50, 60}});
+  std::string why;
+  EXPECT_EQ(*ChooseTimelineStep(w, {}, "ProfilerStep#4", &why), 4u);
+  EXPECT_EQ(why, "the step asked for (--step)");
+  const StatusOr<size_t> missing = ChooseTimelineStep(w, {}, "ProfilerStep#9", &why);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("--step 'ProfilerStep#9' names no step of this trace; its steps: "
+                                            "ProfilerStep#0, ProfilerStep#1"),
+            std::string::npos);
+  EXPECT_NE(missing.status().message().find("(6 in all)"), std::string::npos);
+  EXPECT_FALSE(ChooseTimelineStep({}, {}, "", &why).ok());
+}
+
+// Three steps; each: an op holding a launch, its kernel after the step's host window.
+Trace ThreeSteps() {
+  Builder b;
+  for (int s = 0; s < 3; ++s) {
+    const int64_t t = s * 1000;
+    b.Unit("ProfilerStep#" + std::to_string(s), t, 400 + s * 100);
+    b.Op("aten::linear", t + 10, 300, s + 1);
+    b.Launch("cudaLaunchKernel", "gemm", t + 20, 30, t + 350, 200, s + 1);
+    b.Launch("cudaLaunchKernel", "elementwise", t + 60, 30, t + 560, 50, s + 1);
+  }
+  Event& py = b.trace().Add(EventKind::kOther, "python: forward", 1005, 390);  // step 1's Python frame
+  py.pid = 1;
+  py.tid = 1;
+  return std::move(b.trace());
+}
+
+TEST(BuildTimeline, EveryStepWhenTheyFitWithLanesNestingAndLaunches) {
+  const Trace t = ThreeSteps();
+  const TraceIndex x = BuildIndex(t, AnalysisOptions{});
+  const nlohmann::json j = *BuildTimeline(x, "", std::nullopt, {});
+  EXPECT_EQ(j["step"], "ProfilerStep#1");  // lengths 500 and 600 after the first: the lower median
+  EXPECT_TRUE(j["every_step"].get<bool>());
+  ASSERT_EQ(j["steps"].size(), 3u);
+  for (const auto& s : j["steps"]) EXPECT_EQ(s["kernels"], 2) << s;
+  // Lanes: the thread's ops, its Python frames apart, then the stream.
+  ASSERT_EQ(j["lanes"].size(), 3u);
+  EXPECT_EQ(j["lanes"][0]["name"], "thread 1");
+  EXPECT_EQ(j["lanes"][1]["name"], "thread 1 python");
+  EXPECT_EQ(j["lanes"][2]["name"], "stream 7");
+  const auto& e = j["events"];
+  const size_t n = e["lane"].size();
+  EXPECT_EQ(n, 3u * 6 + 1);  // per step: annotation, op, 2 launches, 2 kernels; and the Python frame
+  for (const char* column : {"start_ns", "dur_ns", "name", "kind", "depth", "type", "launch"}) {
+    EXPECT_EQ(e[column].size(), n) << column;
+  }
+  int kernels = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string name = j["names"][e["name"][i].get<size_t>()];
+    const std::string kind = j["kinds"][e["kind"][i].get<size_t>()];
+    if (name == "aten::linear") EXPECT_EQ(e["depth"][i], 1) << "inside its step's annotation";
+    if (name == "cudaLaunchKernel") EXPECT_EQ(e["depth"][i], 2) << "inside the op";
+    if (kind == "kernel") {
+      ++kernels;
+      EXPECT_EQ(j["types"][e["type"][i].get<size_t>()], "computation");
+      const int64_t launch = e["launch"][i];
+      ASSERT_GE(launch, 0);
+      EXPECT_EQ(j["names"][e["name"][static_cast<size_t>(launch)].get<size_t>()], "cudaLaunchKernel");
+      EXPECT_LT(e["start_ns"][static_cast<size_t>(launch)].get<int64_t>(), e["start_ns"][i].get<int64_t>());
+    } else {
+      EXPECT_EQ(e["type"][i], -1);
+      EXPECT_EQ(e["launch"][i], -1);
+    }
+  }
+  EXPECT_EQ(kernels, 6);
+  // The chosen step's critical path: its rows are events of that step, with their time on it.
+  const auto& path = j["critical_path"];
+  EXPECT_EQ(path["step"], j["step"]);
+  EXPECT_GT(path["length_ns"].get<int64_t>(), 0);
+  ASSERT_FALSE(path["rows"].empty());
+  int64_t on_path = 0;
+  for (const auto& row : path["rows"]) {
+    const size_t r = row[0].get<size_t>();
+    ASSERT_LT(r, n);
+    on_path += row[1].get<int64_t>();
+    const int64_t at = e["start_ns"][r].get<int64_t>() + j["origin_ns"].get<int64_t>();
+    EXPECT_TRUE(at >= 1000 && at < 2000) << "an event of step 1, or its kernels: " << at;
+  }
+  EXPECT_EQ(on_path, path["length_ns"].get<int64_t>());
+  // The overview spans the whole trace.
+  EXPECT_EQ(j["overview"]["device_ns"].size(), static_cast<size_t>(kTimelineOverviewBins));
+  double device = 0;
+  for (const auto& v : j["overview"]["device_ns"]) device += v.get<double>();
+  EXPECT_DOUBLE_EQ(device, 3 * (200 + 50));
+}
+
+TEST(BuildTimeline, AStepOverTheBudgetKeepsItsLongestEventsAndItsCriticalPath) {
+  const Trace t = ThreeSteps();
+  const TraceIndex x = BuildIndex(t, AnalysisOptions{});
+  const nlohmann::json j = *BuildTimeline(x, "ProfilerStep#1", std::nullopt, {.max_events = 4, .python = false});
+  EXPECT_FALSE(j["every_step"].get<bool>());
+  ASSERT_EQ(j["steps"].size(), 3u);
+  EXPECT_TRUE(j["steps"][1]["in_timeline"].get<bool>());
+  EXPECT_FALSE(j["steps"][0]["in_timeline"].get<bool>());
+  const size_t kept = j["events"]["lane"].size();
+  const size_t path_rows = j["critical_path"]["rows"].size();
+  // The step has 6 events without its Python frame; at most 4 stay, the path's first.
+  EXPECT_LE(kept, std::max<size_t>(4, path_rows));
+  EXPECT_EQ(j["omitted"]["events"].get<size_t>(), 6 - kept);
+  EXPECT_GT(j["omitted"]["shorter_than_ns"].get<int64_t>(), 0);
+  for (const auto& lane : j["lanes"]) EXPECT_NE(lane["name"], "thread 1 python");
+}
+
+TEST(BuildTimeline, ATraceWithoutStepsIsOneWholeTraceWindow) {
+  Builder b;
+  b.Launch("cudaLaunchKernel", "gemm", 0, 10, 20, 100, 1);
+  const Trace& t = b.trace();
+  const TraceIndex x = BuildIndex(t, AnalysisOptions{});
+  const nlohmann::json j = *BuildTimeline(x, "", std::nullopt, {});
+  EXPECT_EQ(j["step"], "whole trace");
+  EXPECT_EQ(j["steps"][0]["kernels"], 1);
+  EXPECT_TRUE(j["device"].is_null());
+}
+
+}  // namespace
+}  // namespace tierscope
