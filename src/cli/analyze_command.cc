@@ -13,6 +13,7 @@
 #include "analysis/commands.h"
 #include "analysis/job.h"
 #include "analysis/job_files.h"
+#include "analysis/overlay.h"
 #include "analysis/timeline.h"
 #include "core/paths.h"
 #include "cli/command.h"
@@ -22,7 +23,7 @@ namespace tierscope::cli {
 namespace {
 
 struct AnalyzeFlags {
-  std::string format = "text", unit, base_path, new_path, trace_path, reports, device_spec, html, step;
+  std::string format = "text", unit, base_path, new_path, trace_path, reports, device_spec, html, step, overlay;
   std::vector<std::string> inputs;  // analyze: one trace, or a job's traces / directories
   double short_us = 10;
   bool wide = false, list = false, critical_path = false, timings = false, timeline = false;
@@ -135,7 +136,12 @@ int Run(const AnalyzeFlags& flags, Which which) {
       return Fail(InvalidArgument(execution_traces.front() + ": a PyTorch execution trace (operators, not a timeline): "
                                   "give the Kineto trace of the same run with it"));
     }
-    if (traces.size() > 1 || IsDirectory(traces.front())) return RunJob(flags.inputs, o, flags, f);
+    if (traces.size() > 1 || IsDirectory(traces.front())) {
+      if (!flags.overlay.empty()) {
+        return Fail(InvalidArgument("--overlay adds the analysis to one trace; give it one rank's trace"));
+      }
+      return RunJob(flags.inputs, o, flags, f);
+    }
   }
   if (which == Which::kStats && flags.list) {
     Table t{"reports", "Reports stats can run", {"Report", "Title"}, {}, {"musa_*, hip_* and cann_* are aliases of cuda_*."}};
@@ -169,7 +175,19 @@ int Run(const AnalyzeFlags& flags, Which which) {
   if (!trace.ok()) return Fail(trace.status());
   if (which == Which::kAnalyze) {
     if (Status s = CheckStep(*trace, o); !s.ok()) return Fail(s);
-    if (!flags.html.empty()) return WritePage(flags.html, AnalyzeTrace(*trace, o, RenderOptions(OutputFormat::kJson)));
+    if (!flags.html.empty() || !flags.overlay.empty()) {
+      // One analysis for the page, the overlay and (without a page) the report.
+      const TraceAnalysis a = Analyze(*trace, o);
+      if (!flags.overlay.empty()) {
+        if (Status s = WriteOverlay(trace_path, a.index, a.findings, o.step, flags.overlay); !s.ok()) {
+          return Fail(s.WithContext("--overlay"));
+        }
+        std::fprintf(stderr, "overlay trace: %s (open it in Perfetto UI or chrome://tracing)\n", flags.overlay.c_str());
+      }
+      if (!flags.html.empty()) return WritePage(flags.html, RenderAnalysis(a, RenderOptions(OutputFormat::kJson)));
+      std::cout << RenderAnalysis(a, f);
+      return std::cout.flush() ? 0 : Fail(DataLoss("the report could not be written to standard output"));
+    }
     // Each report is written as it is made: a failure part way leaves what was written
     // before it, and the exit status and the error line say so.
     WriteAnalysis(std::cout, *trace, o, f);
@@ -201,6 +219,10 @@ void RegisterAnalyze(CLI::App& app, std::vector<Command>* out) {
                  "write the analysis page to this file: one self-contained HTML page (no network) drawn from the "
                  "JSON --format json --timeline prints: the verdict, the findings, the step timeline with its "
                  "critical path, the breakdowns, the stragglers, the roofline and every report");
+  an->add_option("--overlay", flags->overlay,
+                 "also write the trace (Kineto / Chrome JSON) with the step's critical path and the findings added "
+                 "as events and flows of a 'tierscope analysis' process, for Perfetto UI and chrome://tracing "
+                 "(.json, or .json.gz)");
   an->add_flag("--timeline", flags->timeline,
                "JSON: also the step timeline (events of the step, lanes, launches, critical path, the whole trace's "
                "overview) and the device's peaks, which the page draws");

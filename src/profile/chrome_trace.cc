@@ -1,80 +1,16 @@
 // Kineto-compatible Chrome trace writer (streamed; gzip via zlib).
 #include "profile/chrome_trace.h"
 
-#include <zlib.h>
-
-#include <cerrno>
+#include <cstdarg>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 
 #include "profile/profiler.h"
+#include "profile/trace_sink.h"
 
 namespace tierscope {
 namespace {
-
-// A sink that buffers and flushes to a FILE* or a gzFile.
-class Sink {
- public:
-  static StatusOr<Sink*> Open(const std::string& path) {
-    const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-    Sink* s = new Sink();
-    s->tmp_ = path + ".tmp";
-    if (gz) {
-      s->gz_ = gzopen(s->tmp_.c_str(), "wb6");
-      if (s->gz_ == nullptr) {
-        delete s;
-        return FailedPrecondition(path + ": cannot create: " + std::strerror(errno));
-      }
-    } else {
-      s->file_ = std::fopen(s->tmp_.c_str(), "wb");
-      if (s->file_ == nullptr) {
-        delete s;
-        return FailedPrecondition(path + ": cannot create: " + std::strerror(errno));
-      }
-    }
-    return s;
-  }
-  std::string& buf() { return buf_; }
-  void MaybeFlush() {
-    if (buf_.size() >= (1 << 20)) Flush();
-  }
-  void Flush() {
-    if (buf_.empty()) return;
-    if (gz_ != nullptr) {
-      if (gzwrite(gz_, buf_.data(), static_cast<unsigned>(buf_.size())) != static_cast<int>(buf_.size())) ok_ = false;
-    } else if (std::fwrite(buf_.data(), 1, buf_.size(), file_) != buf_.size()) {
-      ok_ = false;
-    }
-    buf_.clear();
-  }
-  Status Close(const std::string& path) {
-    Flush();
-    if (gz_ != nullptr && gzclose(gz_) != Z_OK) ok_ = false;
-    if (file_ != nullptr && std::fclose(file_) != 0) ok_ = false;
-    gz_ = nullptr;
-    file_ = nullptr;
-    if (!ok_) {
-      std::remove(tmp_.c_str());
-      return DataLoss(path + ": write failed");
-    }
-    if (std::rename(tmp_.c_str(), path.c_str()) != 0) {
-      return FailedPrecondition(path + ": cannot rename the finished trace into place");
-    }
-    return OkStatus();
-  }
-  ~Sink() {
-    if (gz_ != nullptr) gzclose(gz_);
-    if (file_ != nullptr) std::fclose(file_);
-  }
-
- private:
-  std::string buf_;
-  std::string tmp_;
-  gzFile gz_ = nullptr;
-  FILE* file_ = nullptr;
-  bool ok_ = true;
-};
 
 void AppendF(std::string& out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void AppendF(std::string& out, const char* fmt, ...) {
@@ -150,8 +86,7 @@ void AppendJsonString(std::string& out, std::string_view s) {
 }
 
 Status WriteChromeTrace(const Trace& t, const std::string& path) {
-  TS_ASSIGN_OR_RETURN(Sink* raw, Sink::Open(path));
-  std::unique_ptr<Sink> sink(raw);
+  TS_ASSIGN_OR_RETURN(std::unique_ptr<TraceSink> sink, TraceSink::Open(path));
   std::string& o = sink->buf();
   o += "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    {\"id\": 0, \"name\": ";
   AppendJsonString(o, t.device_name);

@@ -203,3 +203,53 @@ def test_the_largest_corpus_trace_and_a_64_rank_job_give_pages_of_a_few_mb(tiers
     lanes = {l["rank"] for l in doc["timeline"]["lanes"]}
     assert lanes == set(range(64))  # every rank's streams are on the timeline
     assert int(attr(dom, '<canvas data-chart="stragglers"', "data-marks")) > 0
+
+
+def load_trace(path: Path):
+    with gzip.open(path, "rt") if path.suffix == ".gz" else open(path) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("bare_list", [False, True], ids=["object", "bare-list"])
+def test_the_overlay_is_the_trace_with_the_path_and_findings_added(tierscope_bin, tmp_path, bare_list):
+    src = CORPUS / "traces" / "field" / "h100__gaunernst_bert-small-uncased__1016001.json.gz"
+    if not src.is_file():
+        pytest.skip(f"{src} is not in the corpus")
+    original = load_trace(src)
+    if bare_list:  # the list form of a Chrome trace
+        listed = tmp_path / "listed.json"
+        listed.write_text(json.dumps(original["traceEvents"]))
+        src, original = listed, {"traceEvents": original["traceEvents"]}
+    out = tmp_path / "overlay.json.gz"
+    p = run(tierscope_bin, "analyze", src, "--overlay", out, "--format", "json", "--critical-path")
+    report = json.loads(p.stdout)
+    overlay = load_trace(out)
+    events = overlay if bare_list else overlay["traceEvents"]
+    n = len(original["traceEvents"])
+    assert events[:n] == original["traceEvents"]  # every event kept, in order, unchanged
+    if not bare_list:
+        assert {k: v for k, v in overlay.items() if k != "traceEvents"} == \
+               {k: v for k, v in original.items() if k != "traceEvents"}
+    added = events[n:]
+    pid = next(e["pid"] for e in added if e.get("ph") == "M" and e["args"]["name"] == "tierscope analysis")
+    path = [e for e in added if e.get("cat") == "tierscope_critical_path" and e["ph"] == "X"]
+    table = next(r for r in report["reports"] if r["name"] == "critical_path_events")
+    on_path = int(re.search(r"\((\d+) events on its path\)", " ".join(table["notes"])).group(1))
+    assert len(path) == on_path and all(e["pid"] == pid for e in path)
+    assert sum(e["args"]["on path (ns)"] for e in path) == report["reports"][
+        [r["name"] for r in report["reports"]].index("critical_path")]["rows"][0]["Length (ns)"]
+    starts = [e for e in added if e["ph"] == "s"]
+    ends = [e for e in added if e["ph"] == "f"]
+    assert len(starts) == len(ends) == on_path - 1
+    assert sorted(e["id"] for e in starts) == sorted(e["id"] for e in ends)
+    findings = [e for e in added if e.get("cat") == "tierscope_finding"]
+    assert [e["name"] for e in findings] == [f["title"] for f in report["findings"]]
+
+
+def test_an_overlay_of_what_is_not_chrome_json_is_a_one_line_error(tierscope_bin, tmp_path):
+    src = CORPUS / "nsys" / "saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
+    if not src.is_file():
+        pytest.skip(f"{src} is not in the corpus")
+    p = run(tierscope_bin, "analyze", src, "--overlay", tmp_path / "o.json", check=False)
+    assert p.returncode != 0 and p.stderr.count("\n") == 1 and "nsys-sqlite" in p.stderr, p.stderr
+    assert not list(tmp_path.iterdir())
