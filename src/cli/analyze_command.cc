@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "analysis/analysis_html.h"
 #include "analysis/commands.h"
 #include "analysis/job.h"
 #include "analysis/job_files.h"
@@ -45,14 +44,6 @@ JobProgress Progress() {
   };
 }
 
-// The analysis page of `json` (analysis_html.h) written to `path`; its size on stderr.
-int WritePage(const std::string& path, const std::string& json) {
-  const std::string page = RenderAnalysisPage(json);
-  if (Status s = WriteFileAtomic(path, page); !s.ok()) return Fail(s.WithContext("--html"));
-  std::fprintf(stderr, "analysis page: %s (%.2f MB)\n", path.c_str(), static_cast<double>(page.size()) / 1e6);
-  return 0;
-}
-
 // --step names one of the trace's steps (its work units, or "whole trace" without any).
 Status CheckStep(const Trace& trace, const AnalysisOptions& o) {
   if (o.step.empty()) return OkStatus();
@@ -77,7 +68,7 @@ int RunJob(const std::vector<std::string>& inputs, const AnalysisOptions& o, con
   render.timings = flags.timings;
   if (!flags.html.empty()) {
     render.format = OutputFormat::kJson;
-    return WritePage(flags.html, RenderJob(*job, render));
+    return WriteAnalysisPage(flags.html, RenderJob(*job, render));
   }
   std::cout << RenderJob(*job, render);
   return 0;
@@ -124,6 +115,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
     if (!base.ok()) return Fail(base.status());
     auto next = AnalyzeJob({flags.new_path}, o, flags.threads, Progress());
     if (!next.ok()) return Fail(next.status());
+    if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderJobDiff(*base, *next, OutputFormat::kJson));
     std::cout << RenderJobDiff(*base, *next, f);
     return 0;
   }
@@ -158,6 +150,9 @@ int Run(const AnalyzeFlags& flags, Which which) {
     if (!base.ok()) return Fail(base.status());
     auto next = LoadTrace(flags.new_path);
     if (!next.ok()) return Fail(next.status());
+    if (!flags.html.empty()) {
+      return WriteAnalysisPage(flags.html, DiffTraceReport(*base, *next, o, OutputFormat::kJson));
+    }
     std::cout << DiffTraceReport(*base, *next, o, f);
     return 0;
   }
@@ -184,7 +179,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
         }
         std::fprintf(stderr, "overlay trace: %s (open it in Perfetto UI or chrome://tracing)\n", flags.overlay.c_str());
       }
-      if (!flags.html.empty()) return WritePage(flags.html, RenderAnalysis(a, RenderOptions(OutputFormat::kJson)));
+      if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderAnalysis(a, RenderOptions(OutputFormat::kJson)));
       std::cout << RenderAnalysis(a, f);
       return std::cout.flush() ? 0 : Fail(DataLoss("the report could not be written to standard output"));
     }
@@ -242,6 +237,9 @@ void RegisterAnalyze(CLI::App& app, std::vector<Command>* out) {
   df->add_option("base", flags->base_path, "baseline trace, or a directory of a job's traces")->required();
   df->add_option("new", flags->new_path, "new trace, or a directory of a job's traces")->required();
   AddCommon(df, *flags);
+  df->add_option("--html", flags->html,
+                 "write the diff's page to this file: both runs side by side and the differences ranked by the "
+                 "time they explain, drawn from the JSON --format json prints (self-contained, no network)");
   df->add_option("--threads", flags->threads, "ranks read at once, at most (0: the hardware threads)")
       ->check(CLI::Range(0, 4096));
   out->push_back({an, [flags] { return Run(*flags, Which::kAnalyze); }});

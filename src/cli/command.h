@@ -39,6 +39,10 @@ void RegisterLoad(CLI::App& app, std::vector<Command>* out);
 // value or a missing thing the user named (usage), 1 for any other failure.
 int Fail(const Status& s);
 
+// Writes the analysis page of `json` (analyze's, diff's or whatif's JSON document;
+// analysis/analysis_html.h) to `path` and its size to stderr; the exit status.
+int WriteAnalysisPage(const std::string& path, const std::string& json);
+
 // The command line as invoked (main records it; the lab writes it into summary.json).
 void SetCommandLine(int argc, char** argv);
 const std::string& CommandLine();

@@ -2,6 +2,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iomanip>
@@ -9,7 +10,9 @@
 #include <sstream>
 #include <system_error>
 
+#include "analysis/analysis_html.h"
 #include "cli/command.h"
+#include "core/paths.h"
 #include "core/spill_file.h"
 #include "trace/kineto_stream.h"
 
@@ -29,6 +32,13 @@ void SetCommandLine(int argc, char** argv) {
 }
 
 const std::string& CommandLine() { return CommandLineStorage(); }
+
+int WriteAnalysisPage(const std::string& path, const std::string& json) {
+  const std::string page = RenderAnalysisPage(json);
+  if (Status s = WriteFileAtomic(path, page); !s.ok()) return Fail(s.WithContext("--html"));
+  std::fprintf(stderr, "analysis page: %s (%.2f MB)\n", path.c_str(), static_cast<double>(page.size()) / 1e6);
+  return 0;
+}
 
 int Fail(const Status& s) {
   std::cerr << "tierscope: error: " << s.message() << "\n";

@@ -18,7 +18,7 @@ namespace tierscope::cli {
 namespace {
 
 struct WhatIfFlags {
-  std::string format = "text", unit, device_spec;
+  std::string format = "text", unit, device_spec, html;
   std::vector<std::string> traces, changes;
   bool wide = false;
   int threads = 0;
@@ -68,6 +68,7 @@ int RunJob(const WhatIfFlags& flags, const WhatIfOptions& o, const AnalysisOptio
                          std::to_string(job->stragglers.p2p_paired / 2) + " send/recv pair(s); " + job->stragglers.alignment);
   Table t = WhatIfTable(result, o);
   t.title += " (a job of " + std::to_string(job->ranks.size()) + " ranks)";
+  if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderTable(t, OutputFormat::kJson));
   std::cout << RenderTable(t, f);
   return 0;
 }
@@ -101,6 +102,7 @@ int Run(const WhatIfFlags& flags) {
   const TraceAnalysis a = Analyze(*trace, ao);
   StatusOr<WhatIfResult> r = WhatIf(a.index, o);
   if (!r.ok()) return Fail(r.status());
+  if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderTable(WhatIfTable(*r, o), OutputFormat::kJson));
   std::cout << RenderTable(WhatIfTable(*r, o), render);
   return 0;
 }
@@ -128,6 +130,9 @@ void RegisterWhatIf(CLI::App& app, std::vector<Command>* out) {
   c->add_option("--unit", flags->unit, "work-unit annotation (default: ProfilerStep#N, else the whole trace)");
   c->add_option("--device-spec", flags->device_spec, "JSON of the device's peaks (see analyze --device-spec)");
   c->add_flag("--wide", flags->wide, "text: long names whole");
+  c->add_option("--html", flags->html,
+                "write the prediction's page to this file: each step predicted against today's, drawn from the "
+                "JSON --format json prints (self-contained, no network)");
   out->push_back({c, [flags] { return Run(*flags); }});
 }
 

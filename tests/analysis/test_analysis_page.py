@@ -253,3 +253,35 @@ def test_an_overlay_of_what_is_not_chrome_json_is_a_one_line_error(tierscope_bin
     p = run(tierscope_bin, "analyze", src, "--overlay", tmp_path / "o.json", check=False)
     assert p.returncode != 0 and p.stderr.count("\n") == 1 and "nsys-sqlite" in p.stderr, p.stderr
     assert not list(tmp_path.iterdir())
+
+
+FIELD = CORPUS / "traces" / "field"
+VENDORS = CORPUS / "traces" / "vendors"
+COMPARISONS = {
+    "diff-traces": ("diff", ["diff", FIELD / "hta__trace_filter__sampled_rank-0.json.gz",
+                             FIELD / "hta__trace_filter__sampled_rank-1.json.gz"]),
+    "diff-jobs": ("diff", ["diff", VENDORS / "t4_p2p_job", VENDORS / "ascend_2rank"]),
+    "whatif-trace": ("whatif", ["whatif", FIELD / "h100__gaunernst_bert-small-uncased__1016001.json.gz",
+                                "--change", "launch=2", "--change", "gemm=0.5"]),
+    "whatif-job": ("whatif", ["whatif", VENDORS / "t4_p2p_job", "--change", "comm=overlap"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COMPARISONS))
+def test_diff_and_whatif_pages_draw_their_json(tierscope_bin, tmp_path, case):
+    kind, args = COMPARISONS[case]
+    missing = [a for a in args if isinstance(a, Path) and not a.exists()]
+    if missing:
+        pytest.skip(f"{missing} not in the corpus")
+    out = tmp_path / f"{case}.html"
+    run(tierscope_bin, *args, "--html", out)
+    doc = json.loads(run(tierscope_bin, *args, "--format", "json").stdout)
+    assert embedded_document(out.read_text()) == doc
+    dom, console = render_page(out, tmp_path, ARTIFACTS / f"{case}.png", window="1280,2000")
+    errors = re.search(r'<pre id="js-errors">(.*?)</pre>', dom, re.S)
+    assert errors.group(1).strip() == "" and console_errors(console) == [], errors.group(1)
+    assert attr(dom, "<body", "data-kind") == kind and attr(dom, "<body", "data-resources") == "0"
+    charts = re.findall(r'<canvas data-chart="(compare_\w)"[^>]*data-marks="(\d+)"', dom)
+    assert len(charts) == 3 and all(int(m) > 0 for _, m in charts), charts
+    tables = re.findall(r'<details data-report="(\w+)"', dom)
+    assert tables == ([doc["name"]] if kind == "whatif" else [r["name"] for r in doc["reports"]])
