@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/analysis_html.h"
 #include "analysis/commands.h"
 #include "analysis/job.h"
 #include "analysis/job_files.h"
@@ -187,6 +188,33 @@ std::string Report(PyTrace& p, const std::string& name) {
 
 std::string AnalyzeOne(PyTrace& p) { return AnalyzeTrace(p.trace(), p.options(), OutputFormat::kJson); }
 
+// `analyze --html`'s page: the analysis with its timeline and critical path (of `step`).
+std::string PageOfTrace(PyTrace& p, const std::string& step) {
+  AnalysisOptions o = p.options();
+  o.timeline = o.critical_path = true;
+  o.step = step;
+  const std::string json = AnalyzeTrace(p.trace(), o, OutputFormat::kJson);
+  if (!step.empty()) {
+    const nlohmann::json t = nlohmann::json::parse(json)["timeline"];
+    if (t.contains("error")) Raise(InvalidArgument(t["error"].get<std::string>()));
+  }
+  return RenderAnalysisPage(json);
+}
+
+std::string PageOfJob(const std::vector<std::string>& paths, int threads, const std::string& step) {
+  AnalysisOptions o;
+  o.timeline = o.critical_path = true;
+  o.step = step;
+  StatusOr<JobAnalysis> job = [&] {
+    nb::gil_scoped_release release;
+    return AnalyzeJob(paths, o, threads, nullptr, CriticalPathHook());
+  }();
+  if (!job.ok()) Raise(job.status());
+  if (!step.empty() && job->timeline.is_null()) Raise(InvalidArgument("step '" + step + "' names no step of any rank"));
+  for (Table& t : JobCriticalPathTables(*job)) job->tables.push_back(std::move(t));
+  return RenderAnalysisPage(RenderJob(*job, OutputFormat::kJson));
+}
+
 std::string AnalyzeFiles(const std::vector<std::string>& paths, int threads) {
   StatusOr<JobAnalysis> job = [&] {
     nb::gil_scoped_release release;
@@ -294,10 +322,12 @@ NB_MODULE(_tierscope, m) {
       .def("flows", &tierscope::Flows)
       .def("report", &tierscope::Report)
       .def("analyze", &tierscope::AnalyzeOne)
+      .def("page", &tierscope::PageOfTrace, nb::arg("step") = "")
       .def("export_sqlite", &tierscope::ExportSqlite);
   m.def("read_trace", &tierscope::ReadTrace, nb::arg("path"), nb::arg("execution_traces") = std::vector<std::string>{});
   m.def("analyze_files", &tierscope::AnalyzeFiles, nb::arg("paths"), nb::arg("threads") = 0);
   m.def("diff", &tierscope::Diff);
+  m.def("page_of_job", &tierscope::PageOfJob, nb::arg("paths"), nb::arg("threads") = 0, nb::arg("step") = "");
   m.def("diff_jobs", &tierscope::DiffJobs, nb::arg("base"), nb::arg("new"), nb::arg("threads") = 0);
   m.def("rank_summary", &tierscope::RankSummary, nb::arg("path"));
   m.def("set_memory_budget", &tierscope::SetMemoryBudget, nb::arg("bytes"));

@@ -23,7 +23,7 @@ import pandas as pd
 
 from . import _tierscope
 
-__all__ = ["Trace", "read_trace", "report", "report_names", "analyze", "diff", "findings"]
+__all__ = ["Trace", "read_trace", "report", "report_names", "analyze", "diff", "findings", "html", "Page"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -198,6 +198,43 @@ def analyze(paths: Union[Trace, PathLike, Iterable[PathLike]], threads: int = 0)
     if len(files) == 1 and not os.path.isdir(files[0]):
         return _result(json.loads(read_trace(files[0])._native.analyze()))
     return _result(json.loads(_tierscope.analyze_files(files, threads)))
+
+
+class Page:
+    """An analysis page (`tierscope analyze --html`): one self-contained HTML document.
+    In Jupyter it displays inline (in an iframe, so its script and styles stay its own);
+    `save(path)` writes it; `str(page)` is the document."""
+
+    def __init__(self, document: str):
+        self.html = document
+
+    def __str__(self) -> str:
+        return self.html
+
+    def save(self, path: PathLike) -> str:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.html)
+        return os.fspath(path)
+
+    def _repr_html_(self) -> str:
+        import html as _html
+        return ('<iframe style="width: 100%; height: 900px; border: 1px solid #dde1e7" srcdoc="'
+                + _html.escape(self.html, quote=True) + '"></iframe>')
+
+
+def html(trace_or_job: Union[Trace, PathLike, Iterable[PathLike]], step: str = "", threads: int = 0) -> Page:
+    """The analysis page of a trace (a Trace or a path) or of a job (several paths, or a
+    directory): the same page `tierscope analyze ... --html OUT.html` writes — the verdict,
+    the findings, the step timeline with its critical path (of `step`, default the
+    steady-state step), the breakdowns, the stragglers, the roofline and every report."""
+    if isinstance(trace_or_job, Trace):
+        return Page(trace_or_job._native.page(step))
+    if isinstance(trace_or_job, (str, os.PathLike)):
+        trace_or_job = [trace_or_job]
+    files = [os.fspath(p) for p in trace_or_job]
+    if len(files) == 1 and not os.path.isdir(files[0]):
+        return Page(read_trace(files[0])._native.page(step))
+    return Page(_tierscope.page_of_job(files, threads, step))
 
 
 def diff(base: Union[Trace, PathLike], new: Union[Trace, PathLike]) -> dict:

@@ -173,3 +173,25 @@ def test_errors_are_exceptions_with_the_clis_message(tmp_path):
         tierscope.read_trace(bad)
     with pytest.raises(ValueError, match="unknown report"):
         tierscope.report(tierscope.read_trace(PAIR[0]) if PAIR[0].exists() else bad, "no_such_report")
+
+
+def test_html_is_the_page_analyze_html_writes(tierscope_bin, tmp_path):
+    need(PAIR[0], CORPUS / "traces" / "vendors" / "t4_p2p_job")
+    job = CORPUS / "traces" / "vendors" / "t4_p2p_job"
+    for source, cli_args in ((PAIR[0], [PAIR[0]]), (job, [job])):
+        out = tmp_path / "cli.html"
+        p = subprocess.run([str(tierscope_bin), "analyze", *map(str, cli_args), "--html", str(out)],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        page = tierscope.html(source)
+        assert isinstance(page, tierscope.Page) and page.html == out.read_text()
+        # In Jupyter: the page inline, in an iframe of its own.
+        shown = page._repr_html_()
+        assert shown.startswith("<iframe") and "srcdoc=" in shown and "<script" not in shown
+        assert page.save(tmp_path / "saved.html") == str(tmp_path / "saved.html")
+        assert (tmp_path / "saved.html").read_text() == page.html
+    # A Trace object gives the same page as its path; a step it lacks is a ValueError.
+    trace = tierscope.read_trace(PAIR[0])
+    assert tierscope.html(trace).html == tierscope.html(PAIR[0]).html
+    with pytest.raises(ValueError, match="names no step of this trace"):
+        tierscope.html(trace, step="ProfilerStep#123456")
