@@ -16,7 +16,8 @@ function drawHeader() {
     const t = D.trace;
     $("title").textContent = `tierscope analysis: ${t.source.split("/").pop()}`;
     $("subtitle").textContent = `${t.source} · ${t.format} · ${t.runtime} · ${t.device || "device not named"} · ` +
-      `${fmtNum(t.events)} events · ${D.units} ${D.unit || "unit"}${D.units === 1 ? "" : "s"}`;
+      `${fmtNum(t.events)} events · ` +
+      (D.units > 0 ? `${D.units} ${D.unit || "unit"}${D.units === 1 ? "" : "s"}` : "no work units (one window: the whole trace)");
     const failed = rows("trace_quality").filter((r) => r.Status !== "pass");
     const v = $("verdict");
     v.className = "verdict " + (failed.length ? "marked" : "pass");

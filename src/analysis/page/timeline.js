@@ -48,7 +48,7 @@ function prepareTimeline() {
   for (const k of ["cpu_op", "user_annotation", "cuda_runtime", "cuda_sync", "other"]) {
     const s = h("span"); s.appendChild(h("i", { style: `background:${KIND_COLORS[k]}` })); s.append(k); legend.appendChild(s);
   }
-  const s = h("span"); s.appendChild(h("i", { style: `background:none;border:2px solid ${PATH_COLOR}` }));
+  const s = h("span"); s.appendChild(h("i", { style: `background:${PATH_COLOR};height:3px` }));
   s.append("on the critical path"); legend.appendChild(s);
 }
 
@@ -157,9 +157,9 @@ function drawTimeline() {
       ++drawn;
     }
   }
-  ctx.strokeStyle = PATH_COLOR;
-  ctx.lineWidth = 2;
-  for (const [a, y, w] of pathRects) ctx.strokeRect(a, y - 1, w, TL.rowH);
+  // The critical path: a bar under each of its events (outlines would hide the events).
+  ctx.fillStyle = PATH_COLOR;
+  for (const [a, y, w] of pathRects) ctx.fillRect(a, y + TL.rowH - 4, Math.max(w, 2), 3);
   if (showFlows) {
     let flows = 0;
     ctx.strokeStyle = "rgba(80,80,80,0.45)";
