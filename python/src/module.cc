@@ -207,21 +207,10 @@ std::string PageOfJob(const std::vector<std::string>& paths, int threads, const 
   o.step = step;
   StatusOr<JobAnalysis> job = [&] {
     nb::gil_scoped_release release;
-    return AnalyzeJob(paths, o, threads, nullptr, CriticalPathHook());
+    return AnalyzeJobReports(paths, o, threads, nullptr);
   }();
   if (!job.ok()) Raise(job.status());
-  if (!step.empty() && job->timeline.is_null()) Raise(InvalidArgument("step '" + step + "' names no step of any rank"));
-  for (Table& t : JobCriticalPathTables(*job)) job->tables.push_back(std::move(t));
   return RenderAnalysisPage(RenderJob(*job, OutputFormat::kJson));
-}
-
-std::string AnalyzeFiles(const std::vector<std::string>& paths, int threads) {
-  StatusOr<JobAnalysis> job = [&] {
-    nb::gil_scoped_release release;
-    return AnalyzeJob(paths, AnalysisOptions{}, threads, nullptr);
-  }();
-  if (!job.ok()) Raise(job.status());
-  return RenderJob(*job, OutputFormat::kJson);
 }
 
 // A Dask worker's share of a job: one rank's trace read and reduced to its summary.

@@ -58,10 +58,6 @@ void SweepTypes(const std::array<std::vector<Interval>, kKernelTypes>& merged,
   }
 }
 
-bool IsDeviceWork(EventKind k) {
-  return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset;
-}
-
 Cell PctCell(double part, double whole) {
   if (!(whole > 0)) return std::string("-");
   return std::round(10000.0 * part / whole) / 100.0;

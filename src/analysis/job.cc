@@ -379,11 +379,11 @@ StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const A
   const LoadPlan plan =
       PlanLoad(bytes, threads > 0 ? threads : ThreadPool::HardwareThreads(), MemoryBudget(), SpillsStrings());
   std::vector<RankAnalysis> ranks(files.size());
-  // The ranks' timelines share the page's events (two thirds of a trace's: a job's lanes
-  // are more), no fewer than 500 each.
+  // The traces share the page's events (two thirds of a single trace's: a job's lanes are
+  // more), no fewer than 100 each (the page then holds more, past 400 traces).
   AnalysisOptions per_rank = options;
   per_rank.timeline_events =
-      std::max<size_t>(500, options.timeline_events * 2 / 3 / std::max<size_t>(1, files.size()));
+      std::max<size_t>(100, options.timeline_events * 2 / 3 / std::max<size_t>(1, files.size()));
   const int64_t t0 = MonotonicNs();
   TS_RETURN_IF_ERROR(ForEachRankTrace(
       files, plan,
@@ -532,6 +532,19 @@ std::vector<Table> JobCriticalPathTables(const JobAnalysis& job) {
           JobCriticalPathEventsTable(paths)};
 }
 
+StatusOr<JobAnalysis> AnalyzeJobReports(const std::vector<std::string>& inputs, const AnalysisOptions& options,
+                                        int threads, const JobProgress& progress) {
+  TS_ASSIGN_OR_RETURN(JobAnalysis job,
+                      AnalyzeJob(inputs, options, threads, progress, options.critical_path ? CriticalPathHook() : nullptr));
+  if (!options.step.empty() && job.timeline.is_null()) {
+    return InvalidArgument("--step '" + options.step + "' names no step of any rank");
+  }
+  if (options.critical_path) {
+    for (Table& t : JobCriticalPathTables(job)) job.tables.push_back(std::move(t));
+  }
+  return job;
+}
+
 std::string RenderJob(const JobAnalysis& job, const RenderOptions& render) {
   if (render.format == OutputFormat::kJson) {
     nlohmann::json j;
@@ -540,7 +553,7 @@ std::string RenderJob(const JobAnalysis& job, const RenderOptions& render) {
       j["ranks"].push_back({{"rank", r.rank}, {"rank_from", r.rank_from}, {"source", r.source}, {"format", r.format},
                             {"device", r.device}, {"backend", r.backend}, {"world_size", r.world_size},
                             {"events", r.events}, {"windows", std::max<size_t>(1, r.windows.size())},
-                            {"files", r.windows}, {"quality", r.quality},
+                            {"files", r.windows}, {"quality", r.quality}, {"quality_failed", r.quality_failed},
                             {"findings", FindingsToJson(r.findings)}});
     }
     j["notes"] = job.notes;
@@ -554,10 +567,9 @@ std::string RenderJob(const JobAnalysis& job, const RenderOptions& render) {
     for (const Table& t : job.tables) j["reports"].push_back(TableToJson(t));
     j["findings"] = FindingsToJson(job.findings);
     std::string text = ReportJsonText(j);
-    if (!job.timeline.is_null()) {
+    if (const size_t end = text.rfind("\n}"); !job.timeline.is_null() && end != std::string::npos) {
       // The timeline last (keys sorted) and on one line: its columns are long arrays of
       // small numbers.
-      const size_t end = text.rfind("\n}");
       text.replace(end, 2, ",\n  \"timeline\": " +
                                job.timeline.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n}");
     }

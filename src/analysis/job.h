@@ -112,6 +112,12 @@ StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const A
 StatusOr<JobAnalysis> JobFromRanks(std::vector<RankAnalysis> ranks, const std::vector<std::string>& files,
                                    LoadPlan plan, std::vector<std::string> notes = {});
 
+// What `analyze DIR` reports: AnalyzeJob, with the job's critical-path reports when
+// options.critical_path, and its timeline when options.timeline (InvalidArgument when no
+// rank has options.step).
+StatusOr<JobAnalysis> AnalyzeJobReports(const std::vector<std::string>& inputs, const AnalysisOptions& options,
+                                        int threads, const JobProgress& progress);
+
 std::string RenderJob(const JobAnalysis& job, const RenderOptions& render);
 
 // Base against new, rank by rank and for the job: device time, overlap, kernel types,

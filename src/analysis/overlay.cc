@@ -11,7 +11,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/critical_path.h"
 #include "analysis/timeline.h"
 #include "profile/chrome_trace.h"
 #include "profile/trace_sink.h"
@@ -86,57 +85,68 @@ StatusOr<std::pair<size_t, bool>> EventsEnd(PaddedBuffer& buf, const std::string
 
 }  // namespace
 
+Status CanOverlay(const Trace& trace) {
+  if (trace.format == "kineto") return OkStatus();
+  return FailedPrecondition("--overlay writes the Chrome trace JSON it read with the analysis added; " + trace.source +
+                            " is " + trace.format + ", which Perfetto and chrome://tracing do not open as such");
+}
+
 Status WriteOverlay(const std::string& trace_path, const TraceIndex& index, const std::vector<Finding>& findings,
                     const std::string& step, const std::string& out_path) {
   const Trace& trace = *index.trace;
-  if (trace.format != "kineto") {
-    return FailedPrecondition("--overlay writes the Chrome trace JSON it read with the analysis added; " + trace_path +
-                              " is " + trace.format + ", which Perfetto and chrome://tracing do not open as such");
-  }
+  TS_RETURN_IF_ERROR(CanOverlay(trace));
   TS_ASSIGN_OR_RETURN(PaddedBuffer buf, ReadJsonInput(trace_path));
   TS_ASSIGN_OR_RETURN(const auto at, EventsEnd(buf, trace_path));
 
-  // The step, as the page chooses it, and its critical path.
-  const std::vector<WorkUnit> windows = PathWindows(index);
-  std::string why;
-  TS_ASSIGN_OR_RETURN(const size_t chosen, ChooseTimelineStep(windows, {}, step, &why));
-  const WorkUnit& w = windows[chosen];
+  // The step, as the page chooses it, and its critical path: each event once.
+  TS_ASSIGN_OR_RETURN(const StepChoice choice, ChooseStep(index, step));
+  const WorkUnit& w = choice.step();
   const CriticalPath path = AnalyzeCriticalPath(index, w.begin_ns, w.end_ns, w.name);
+  std::vector<CriticalPath::OnPath> on = PathEventsOnce(path);  // longest first
+  if (on.size() > kMaxPathEvents) on.resize(kMaxPathEvents);
+  std::sort(on.begin(), on.end(), [&](const auto& a, const auto& b) {
+    return std::make_pair(trace.events[a.event].ts_ns, a.event) < std::make_pair(trace.events[b.event].ts_ns, b.event);
+  });
 
   int64_t pid = 0;  // a process of its own
   for (const Event& e : trace.events) pid = std::max<int64_t>(pid, e.pid);
   ++pid;
   std::vector<std::string> added;
   added.push_back(Meta("process_name", pid, 0, "tierscope analysis"));
-  added.push_back(Meta("thread_name", pid, 1, "critical path of " + w.name + " (" + PathCauseName(PathCause::kCpu) +
-                                                   ", ...: HTA's bound_by)"));
-  std::vector<CriticalPath::OnPath> on = path.events;  // longest first
-  if (on.size() > kMaxPathEvents) on.resize(kMaxPathEvents);
-  std::sort(on.begin(), on.end(), [&](const auto& a, const auto& b) {
-    return std::make_pair(trace.events[a.event].ts_ns, a.event) < std::make_pair(trace.events[b.event].ts_ns, b.event);
-  });
+  // The path's events on tracks of this process, one per track of the trace they come from
+  // (so an op and the kernel it launched never share one), in time order.
+  std::map<std::pair<int32_t, int32_t>, int64_t> track_of;
+  std::vector<int64_t> track;
   for (const CriticalPath::OnPath& p : on) {
     const Event& e = trace.events[p.event];
+    auto [it, fresh] = track_of.emplace(std::make_pair(e.pid, e.tid), static_cast<int64_t>(track_of.size()) + 1);
+    if (fresh) {
+      added.push_back(Meta("thread_name", pid, it->second,
+                           "critical path of " + w.name + ": pid " + std::to_string(e.pid) + " tid " +
+                               std::to_string(e.tid)));
+    }
+    track.push_back(it->second);
     const nlohmann::json args = {{"cause", PathCauseName(p.cause)},
                                  {"on path (ns)", p.ns},
                                  {"event", {{"pid", e.pid}, {"tid", e.tid}, {"kind", EventKindName(e.kind)}}}};
-    added.push_back(ChromeEvent("X", trace.strings.Get(e.name), pid, 1, e.ts_ns,
-                          ", \"dur\": " + Us(e.dur_ns) + ", \"cat\": \"tierscope_critical_path\", \"args\": " +
-                              args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+    added.push_back(ChromeEvent("X", trace.strings.Get(e.name), pid, it->second, e.ts_ns,
+                                ", \"dur\": " + Us(e.dur_ns) + ", \"cat\": \"tierscope_critical_path\", \"args\": " +
+                                    args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
   }
-  // Flows along the path on the trace's own tracks: each from inside one event to the
-  // next, bound to the slices that enclose those points.
+  // Flows along the path between those copies, forward in time: from just inside one
+  // event's start to just inside the next's (each binds to the copy that encloses it).
   for (size_t k = 0; k + 1 < on.size(); ++k) {
     const Event& a = trace.events[on[k].event];
     const Event& b = trace.events[on[k + 1].event];
     const std::string id = ", \"id\": " + std::to_string(k + 1) + ", \"cat\": \"tierscope_critical_path\", \"bp\": \"e\"";
-    added.push_back(ChromeEvent("s", "critical path", a.pid, a.tid, a.ts_ns + a.dur_ns / 2, id));
-    added.push_back(ChromeEvent("f", "critical path", b.pid, b.tid, b.ts_ns + b.dur_ns / 2, id));
+    added.push_back(ChromeEvent("s", "critical path", pid, track[k], a.ts_ns + std::min<int64_t>(a.dur_ns, 1), id));
+    added.push_back(ChromeEvent("f", "critical path", pid, track[k + 1], b.ts_ns + std::min<int64_t>(b.dur_ns, 1), id));
   }
+  const int64_t first_finding_tid = static_cast<int64_t>(track_of.size()) + 1;
   // Each finding over the step, on a track of its own.
   for (size_t k = 0; k < findings.size(); ++k) {
     const Finding& f = findings[k];
-    const int64_t tid = static_cast<int64_t>(k) + 2;
+    const int64_t tid = first_finding_tid + static_cast<int64_t>(k);
     added.push_back(Meta("thread_name", pid, tid, "finding " + std::to_string(k + 1) + ": " + f.rule));
     const nlohmann::json args = {{"rule", f.rule},           {"explains (ns)", f.explained_ns}, {"evidence", f.evidence},
                                  {"examples", f.examples},   {"next step", f.next_step},        {"threshold", f.threshold}};

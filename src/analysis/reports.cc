@@ -26,10 +26,6 @@ namespace {
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-bool IsDevice(EventKind k) {
-  return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset;
-}
-
 // Groups indexes by event name.
 std::map<std::string, std::vector<size_t>> ByName(const TraceIndex& x, const std::vector<size_t>& idx) {
   std::map<std::string, std::vector<size_t>> g;
@@ -384,7 +380,7 @@ TraceIndex BuildIndex(const Trace& t, const AnalysisOptions& o) {
       case EventKind::kMemory: x.memory.push_back(i); break;
       default: break;
     }
-    if (IsDevice(e.kind)) {
+    if (IsDeviceWork(e.kind)) {
       x.device_begin_ns = std::min(x.device_begin_ns, e.ts_ns);
       x.device_end_ns = std::max(x.device_end_ns, e.ts_ns + e.dur_ns);
     }

@@ -17,10 +17,6 @@
 namespace tierscope {
 namespace {
 
-bool IsDevice(const Event& e) {
-  return e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset;
-}
-
 int64_t Median(std::vector<int64_t> v) {
   if (v.empty()) return 0;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
@@ -63,7 +59,7 @@ WindowFacts FactsOf(const TraceIndex& x, const PathGraph& g) {
   std::vector<int64_t> delays, queued_gaps;
   for (const PathGraph::Edge& e : g.edges) {
     f.causes.push_back(EdgeCause(x, e));
-    if (e.type == PathEdgeType::kSync && !IsDevice(x.E(g.node_event[e.to]))) f.waited[e.to] = true;
+    if (e.type == PathEdgeType::kSync && !IsDeviceWork(x.E(g.node_event[e.to]).kind)) f.waited[e.to] = true;
     const int64_t w = std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from]);
     if (e.type == PathEdgeType::kLaunch) delays.push_back(w);
     if (e.type == PathEdgeType::kKernelKernel) {
@@ -98,7 +94,7 @@ std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const W
     switch (e.type) {
       case PathEdgeType::kSpan: {
         const Event& ev = x.E(static_cast<size_t>(std::max<int64_t>(e.event, 0)));
-        if (e.event >= 0 && IsDevice(ev)) {
+        if (e.event >= 0 && IsDeviceWork(ev.kind)) {
           w = static_cast<double>(e.weight) * factor[static_cast<size_t>(e.event)];
           if (l.comm_overlap && cause == PathCause::kGpuCommunication) w = 0;
         } else if (e.event >= 0 && ev.kind == EventKind::kRuntime && !waited[e.to] &&
@@ -128,7 +124,7 @@ std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const W
       }
       case PathEdgeType::kSync: {
         const Event& waiter = x.E(g.node_event[e.to]);
-        if (IsDevice(waiter)) break;  // a stream's wait: none of its own
+        if (IsDeviceWork(waiter.kind)) break;  // a stream's wait: none of its own
         if (l.sync_off) continue;     // the host no longer waits
         // The host's return after the wait was met: its call's time from the later of its
         // start and the awaited end.

@@ -56,14 +56,8 @@ Status CheckStep(const Trace& trace, const AnalysisOptions& o) {
 
 int RunJob(const std::vector<std::string>& inputs, const AnalysisOptions& o, const AnalyzeFlags& flags,
            const RenderOptions& f) {
-  auto job = AnalyzeJob(inputs, o, flags.threads, Progress(), o.critical_path ? CriticalPathHook() : nullptr);
+  auto job = AnalyzeJobReports(inputs, o, flags.threads, Progress());
   if (!job.ok()) return Fail(job.status());
-  if (!o.step.empty() && job->timeline.is_null()) {
-    return Fail(NotFound("--step '" + o.step + "' names no step of any rank"));
-  }
-  if (o.critical_path) {
-    for (Table& t : JobCriticalPathTables(*job)) job->tables.push_back(std::move(t));
-  }
   RenderOptions render = f;
   render.timings = flags.timings;
   if (!flags.html.empty()) {
@@ -96,6 +90,9 @@ int Run(const AnalyzeFlags& flags, Which which) {
     return Fail(InvalidArgument("--format must be text, json or csv, got '" + flags.format + "'"));
   }
   const RenderOptions f(format, flags.wide);
+  if (!flags.step.empty() && !flags.timeline && flags.html.empty() && flags.overlay.empty()) {
+    return Fail(InvalidArgument("--step chooses the step that --timeline, --html and --overlay show: give one of them"));
+  }
   if (!(flags.short_us > 0)) return Fail(InvalidArgument("--short-kernel-us must be > 0"));
   AnalysisOptions o;
   o.unit = flags.unit;
@@ -170,13 +167,14 @@ int Run(const AnalyzeFlags& flags, Which which) {
   if (!trace.ok()) return Fail(trace.status());
   if (which == Which::kAnalyze) {
     if (Status s = CheckStep(*trace, o); !s.ok()) return Fail(s);
+    if (!flags.overlay.empty()) {
+      if (Status s = CanOverlay(*trace); !s.ok()) return Fail(s);
+    }
     if (!flags.html.empty() || !flags.overlay.empty()) {
       // One analysis for the page, the overlay and (without a page) the report.
       const TraceAnalysis a = Analyze(*trace, o);
       if (!flags.overlay.empty()) {
-        if (Status s = WriteOverlay(trace_path, a.index, a.findings, o.step, flags.overlay); !s.ok()) {
-          return Fail(s.WithContext("--overlay"));
-        }
+        if (Status s = WriteOverlay(trace_path, a.index, a.findings, o.step, flags.overlay); !s.ok()) return Fail(s);
         std::fprintf(stderr, "overlay trace: %s (open it in Perfetto UI or chrome://tracing)\n", flags.overlay.c_str());
       }
       if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderAnalysis(a, RenderOptions(OutputFormat::kJson)));

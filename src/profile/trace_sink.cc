@@ -1,17 +1,19 @@
 // Buffered, optionally gzip-compressed trace output through a temporary file.
 #include "profile/trace_sink.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 namespace tierscope {
 
 StatusOr<std::unique_ptr<TraceSink>> TraceSink::Open(const std::string& path) {
   const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
   std::unique_ptr<TraceSink> s(new TraceSink());
-  s->tmp_ = path + ".tmp";
+  s->tmp_ = path + ".tmp." + std::to_string(getpid());  // two writers of one path never share it
   if (gz) {
     s->gz_ = gzopen(s->tmp_.c_str(), "wb6");
     if (s->gz_ == nullptr) return FailedPrecondition(path + ": cannot create: " + std::strerror(errno));
@@ -43,7 +45,9 @@ Status TraceSink::Close(const std::string& path) {
     return DataLoss(path + ": write failed");
   }
   if (std::rename(tmp_.c_str(), path.c_str()) != 0) {
-    return FailedPrecondition(path + ": cannot rename the finished trace into place");
+    const std::string why = std::strerror(errno);
+    std::remove(tmp_.c_str());
+    return FailedPrecondition(path + ": cannot put the finished trace in place: " + why);
   }
   return OkStatus();
 }

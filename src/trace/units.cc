@@ -57,11 +57,9 @@ int UnitCursor::operator()(int64_t ts) {
   return at;
 }
 
-namespace {
 bool IsDeviceWork(EventKind k) {
   return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset;
 }
-}  // namespace
 
 HostTimes::HostTimes(const Trace& t) {
   size_t runtime = 0, device = 0;

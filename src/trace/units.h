@@ -46,6 +46,9 @@ class UnitCursor {
   size_t last_ = 0;
 };
 
+// Device work: kernels, copies and sets (what a launch issues).
+bool IsDeviceWork(EventKind k);
+
 // Host times of events: a device event's is its launch's start (by correlation id).
 class HostTimes {
  public:

@@ -179,9 +179,27 @@ def test_a_step_the_trace_lacks_is_a_one_line_error(tierscope_bin, tmp_path):
     assert p.stderr.count("\n") == 1 and "names no step of this trace; its steps: ProfilerStep#6" in p.stderr, p.stderr
     p = run(tierscope_bin, "analyze", src, "--html", tmp_path / "no" / "such" / "dir" / "x.html", check=False)
     assert p.returncode != 0 and p.stderr.count("\n") == 1 and "--html" in p.stderr, p.stderr
+    # --step chooses what --timeline, --html or --overlay show: alone it is a usage error.
+    p = run(tierscope_bin, "analyze", src, "--step", "ProfilerStep#6", check=False)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "give one of them" in p.stderr, p.stderr
+    job = CORPUS / "traces" / "vendors" / "t4_p2p_job"
+    p = run(tierscope_bin, "analyze", job, "--html", tmp_path / "j.html", "--step", "ProfilerStep#99", check=False)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "names no step of any rank" in p.stderr, p.stderr
+    assert not (tmp_path / "j.html").exists()
     # A step by name: that step is the one drawn.
     run(tierscope_bin, "analyze", src, "--html", tmp_path / "y.html", "--step", "ProfilerStep#6")
     assert embedded_document((tmp_path / "y.html").read_text())["timeline"]["why"] == "the step asked for (--step)"
+
+
+def test_an_empty_trace_gives_a_page_that_says_so(tierscope_bin, tmp_path):
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"traceEvents": []}')
+    run(tierscope_bin, "analyze", empty, "--html", tmp_path / "empty.html")
+    dom, console = render_page(tmp_path / "empty.html", tmp_path)
+    assert console_errors(console) == [] and attr(dom, "<body", "data-ready") == "1"
+    assert re.search(r'class="verdict marked">The trace holds no timeline event', dom)
+    # Each section with nothing to draw says so, on the page.
+    assert dom.count("Not drawn: ") >= 3
 
 
 def test_the_largest_corpus_trace_and_a_64_rank_job_give_pages_of_a_few_mb(tierscope_bin, tmp_path):
@@ -212,7 +230,8 @@ def load_trace(path: Path):
 
 @pytest.mark.parametrize("bare_list", [False, True], ids=["object", "bare-list"])
 def test_the_overlay_is_the_trace_with_the_path_and_findings_added(tierscope_bin, tmp_path, bare_list):
-    src = CORPUS / "traces" / "field" / "h100__gaunernst_bert-small-uncased__1016001.json.gz"
+    # Three steps: the overlay's step must be the page's (the steady-state one), not the first.
+    src = FIELD / "hta__nccl_parser_config__nccl_data.json.gz"
     if not src.is_file():
         pytest.skip(f"{src} is not in the corpus")
     original = load_trace(src)
@@ -221,8 +240,10 @@ def test_the_overlay_is_the_trace_with_the_path_and_findings_added(tierscope_bin
         listed.write_text(json.dumps(original["traceEvents"]))
         src, original = listed, {"traceEvents": original["traceEvents"]}
     out = tmp_path / "overlay.json.gz"
-    p = run(tierscope_bin, "analyze", src, "--overlay", out, "--format", "json", "--critical-path")
+    p = run(tierscope_bin, "analyze", src, "--overlay", out, "--format", "json", "--timeline")
     report = json.loads(p.stdout)
+    path = report["timeline"]["critical_path"]
+    assert report["timeline"]["step"] != report["timeline"]["steps"][0]["name"]  # not the warm-up step
     overlay = load_trace(out)
     events = overlay if bare_list else overlay["traceEvents"]
     n = len(original["traceEvents"])
@@ -232,16 +253,26 @@ def test_the_overlay_is_the_trace_with_the_path_and_findings_added(tierscope_bin
                {k: v for k, v in original.items() if k != "traceEvents"}
     added = events[n:]
     pid = next(e["pid"] for e in added if e.get("ph") == "M" and e["args"]["name"] == "tierscope analysis")
-    path = [e for e in added if e.get("cat") == "tierscope_critical_path" and e["ph"] == "X"]
-    table = next(r for r in report["reports"] if r["name"] == "critical_path_events")
-    on_path = int(re.search(r"\((\d+) events on its path\)", " ".join(table["notes"])).group(1))
-    assert len(path) == on_path and all(e["pid"] == pid for e in path)
-    assert sum(e["args"]["on path (ns)"] for e in path) == report["reports"][
-        [r["name"] for r in report["reports"]].index("critical_path")]["rows"][0]["Length (ns)"]
-    starts = [e for e in added if e["ph"] == "s"]
-    ends = [e for e in added if e["ph"] == "f"]
-    assert len(starts) == len(ends) == on_path - 1
-    assert sorted(e["id"] for e in starts) == sorted(e["id"] for e in ends)
+    assert pid not in {e.get("pid") for e in original["traceEvents"]}
+    tracks = {e["tid"]: e["args"]["name"] for e in added if e.get("ph") == "M" and e["name"] == "thread_name"}
+    copies = [e for e in added if e.get("cat") == "tierscope_critical_path" and e["ph"] == "X"]
+    # The page's step and path: each event on it once, its time on the path added up.
+    assert all(t.startswith("critical path of " + path["step"]) for tid, t in tracks.items() if not t.startswith("finding"))
+    assert len(copies) == path["events"] and all(e["pid"] == pid for e in copies)
+    assert sum(e["args"]["on path (ns)"] for e in copies) == path["length_ns"]
+    # One track per track of the trace the events come from.
+    for e in copies:
+        assert tracks[e["tid"]].endswith(f"pid {e['args']['event']['pid']} tid {e['args']['event']['tid']}")
+    # Flows: pairs, forward in time, each end inside a copy on its track.
+    starts = {e["id"]: e for e in added if e["ph"] == "s"}
+    ends = {e["id"]: e for e in added if e["ph"] == "f"}
+    assert starts.keys() == ends.keys() and len(starts) == len(copies) - 1
+    def inside(point):
+        return any(c["tid"] == point["tid"] and c["pid"] == point["pid"] and
+                   float(c["ts"]) <= float(point["ts"]) <= float(c["ts"]) + float(c["dur"]) for c in copies)
+    for k, s in starts.items():
+        assert float(s["ts"]) <= float(ends[k]["ts"]), (s, ends[k])
+    assert all(inside(s) for s in list(starts.values())[:200]) and all(inside(f) for f in list(ends.values())[:200])
     findings = [e for e in added if e.get("cat") == "tierscope_finding"]
     assert [e["name"] for e in findings] == [f["title"] for f in report["findings"]]
 
@@ -253,6 +284,12 @@ def test_an_overlay_of_what_is_not_chrome_json_is_a_one_line_error(tierscope_bin
     p = run(tierscope_bin, "analyze", src, "--overlay", tmp_path / "o.json", check=False)
     assert p.returncode != 0 and p.stderr.count("\n") == 1 and "nsys-sqlite" in p.stderr, p.stderr
     assert not list(tmp_path.iterdir())
+    # An overlay that cannot be put in place (its path is a directory): one line, no leftovers.
+    chrome = FIELD / "h100__gaunernst_bert-small-uncased__1016001.json.gz"
+    (tmp_path / "adir").mkdir()
+    p = run(tierscope_bin, "analyze", chrome, "--overlay", tmp_path / "adir", check=False)
+    assert p.returncode != 0 and p.stderr.count("\n") == 1 and "adir" in p.stderr, p.stderr
+    assert [q.name for q in tmp_path.iterdir()] == ["adir"] and not list((tmp_path / "adir").iterdir())
 
 
 FIELD = CORPUS / "traces" / "field"

@@ -129,21 +129,57 @@ TEST(BuildTimeline, EveryStepWhenTheyFitWithLanesNestingAndLaunches) {
   EXPECT_DOUBLE_EQ(device, 3 * (200 + 50));
 }
 
-TEST(BuildTimeline, AStepOverTheBudgetKeepsItsLongestEventsAndItsCriticalPath) {
-  const Trace t = ThreeSteps();
+// One step of host ops of lengths 10, 20, ..., 100 on a thread, nothing launched.
+Trace TenOps() {
+  Builder b;
+  b.Unit("ProfilerStep#0", 0, 100'000);
+  int64_t t = 10;
+  for (int k = 1; k <= 10; ++k) {
+    b.Op("aten::op", t, 10 * k, k);
+    t += 10 * k + 5;
+  }
+  return std::move(b.trace());
+}
+
+TEST(BuildTimeline, AStepOverTheBudgetKeepsItsCriticalPathThenItsLongestEvents) {
+  const Trace t = TenOps();
   const TraceIndex x = BuildIndex(t, AnalysisOptions{});
-  const nlohmann::json j = *BuildTimeline(x, "ProfilerStep#1", std::nullopt, {.max_events = 4, .python = false});
-  EXPECT_FALSE(j["every_step"].get<bool>());
-  ASSERT_EQ(j["steps"].size(), 3u);
-  EXPECT_TRUE(j["steps"][1]["in_timeline"].get<bool>());
-  EXPECT_FALSE(j["steps"][0]["in_timeline"].get<bool>());
-  const size_t kept = j["events"]["lane"].size();
-  const size_t path_rows = j["critical_path"]["rows"].size();
-  // The step has 6 events without its Python frame; at most 4 stay, the path's first.
-  EXPECT_LE(kept, std::max<size_t>(4, path_rows));
-  EXPECT_EQ(j["omitted"]["events"].get<size_t>(), 6 - kept);
-  EXPECT_GT(j["omitted"]["shorter_than_ns"].get<int64_t>(), 0);
-  for (const auto& lane : j["lanes"]) EXPECT_NE(lane["name"], "thread 1 python");
+  const CriticalPath path = AnalyzeCriticalPath(x, 0, 100'000, "ProfilerStep#0");
+  std::set<std::string> on_path_names;
+  for (const auto& p : PathEventsOnce(path)) on_path_names.insert(std::to_string(t.events[p.event].dur_ns));
+  for (size_t budget : {1, 4, 7}) {
+    const nlohmann::json j = *BuildTimeline(x, "", std::nullopt, {.max_events = budget});
+    const auto& e = j["events"];
+    const size_t path_events = j["critical_path"]["events"];
+    ASSERT_GT(path_events, 0u);
+    // Exactly the budget, or the path alone when it is longer.
+    EXPECT_EQ(e["lane"].size(), budget);  // exactly the budget (the lengths are all different)
+    EXPECT_EQ(j["omitted"]["events"].get<size_t>(), 11 - e["lane"].size()) << budget;
+    // What stays off the path is the longest of what is off it.
+    std::vector<int64_t> kept, dropped;
+    std::set<int64_t> kept_set;
+    for (const auto& d : e["dur_ns"]) kept_set.insert(d.get<int64_t>());
+    for (const Event& ev : t.events) {
+      const bool on = on_path_names.count(std::to_string(ev.dur_ns)) > 0;
+      if (on) continue;
+      (kept_set.count(ev.dur_ns) ? kept : dropped).push_back(ev.dur_ns);
+    }
+    if (!kept.empty() && !dropped.empty()) {
+      EXPECT_GT(*std::min_element(kept.begin(), kept.end()), *std::max_element(dropped.begin(), dropped.end()));
+      EXPECT_EQ(j["omitted"]["shorter_than_ns"].get<int64_t>(), *std::max_element(dropped.begin(), dropped.end()) + 1);
+    }
+  }
+}
+
+TEST(PathEventsOnce, AnEventThePathCrossesTwiceIsOneEntryWithBothTimes) {
+  CriticalPath p;
+  p.events = {{7, 300, PathCause::kGpuCompute}, {3, 200, PathCause::kCpu}, {7, 100, PathCause::kLaunchOverhead}};
+  const auto once = PathEventsOnce(p);
+  ASSERT_EQ(once.size(), 2u);
+  EXPECT_EQ(once[0].event, 7u);
+  EXPECT_EQ(once[0].ns, 400);
+  EXPECT_EQ(once[0].cause, PathCause::kGpuCompute);  // the cause of its larger share
+  EXPECT_EQ(once[1].event, 3u);
 }
 
 TEST(BuildTimeline, ATraceWithoutStepsIsOneWholeTraceWindow) {

@@ -5,24 +5,25 @@ function drawHeader() {
     const devices = [...new Set(D.ranks.map((r) => r.device).filter((d) => d))].join(", ") || "device not named";
     $("title").textContent = `tierscope analysis: a job of ${D.ranks.length} ranks`;
     $("subtitle").textContent = `${devices} · ${D.alignment || ""}`;
-    const marked = D.ranks.filter((r) => !/(\d+) of \1 checks passed/.test(r.quality));
+    const marked = D.ranks.filter((r) => r.quality_failed);
     const v = $("verdict");
     v.className = "verdict " + (marked.length ? "marked" : "pass");
     v.textContent = marked.length
       ? `trace quality: ${marked.length} of ${D.ranks.length} ranks failed a check — ` +
-        marked.map((r) => `rank ${r.rank}: ${r.quality}`).join("; ")
-      : `trace quality: every rank's checks passed (${D.ranks.length} ranks)`;
+        marked.map((r) => `rank ${r.rank}: ${r.quality}`).join("; ") +
+        ". The tables these affect are marked; no finding rests on them."
+      : `trace quality: no rank failed a check (${D.ranks.length} ranks; warnings in the ranks table)`;
   } else {
     const t = D.trace;
     $("title").textContent = `tierscope analysis: ${t.source.split("/").pop()}`;
     $("subtitle").textContent = `${t.source} · ${t.format} · ${t.runtime} · ${t.device || "device not named"} · ` +
       `${fmtNum(t.events)} events · ` +
       (D.units > 0 ? `${D.units} ${D.unit || "unit"}${D.units === 1 ? "" : "s"}` : "no work units (one window: the whole trace)");
-    const failed = rows("trace_quality").filter((r) => r.Status !== "pass");
+    const failed = rows("trace_quality").filter((r) => r.Status === "FAIL");
     const v = $("verdict");
-    v.className = "verdict " + (failed.length ? "marked" : "pass");
-    v.textContent = D.quality + (failed.length ? " — failed: " + failed.map((r) => r.Check).join(", ") +
-      ". The tables these affect are marked; no finding rests on them." : "");
+    v.className = "verdict " + (failed.length || !t.events ? "marked" : "pass");
+    v.textContent = !t.events ? "The trace holds no timeline event: there is nothing to analyse."
+      : D.quality + (failed.length ? ". The tables the failed checks affect are marked; no finding rests on them." : "");
   }
 }
 
@@ -76,8 +77,12 @@ function drawBreakdowns() {
       label: c, color: TYPE_COLORS[c] || PALETTE[(k + 4) % PALETTE.length],
       data: ranks.map((r) => { const x = types.find((t) => String(t.Rank) === r && t.Types === c); return x ? num(x["Share (%)"]) : null; }),
     })), { max: 100 });
-    const overlap = rows("comm_comp_overlap").filter((r) => typeof r["Overlap (%)"] === "number");
-    if (overlap.length) {
+    const overlap = rows("comm_comp_overlap").filter((r) => typeof r["Overlap (%)"] === "number" && r["Communication (ns)"] > 0);
+    if (overlap.length && overlap.every((r) => r["Overlap (%)"] === 0)) {
+      const c = document.querySelector('canvas[data-chart="overlap"]');
+      c.parentNode.replaceWith(h("div", { class: "muted" }, "None of the communication is hidden under computation, on any " +
+        `rank (${overlap.map((r) => `rank ${r.Rank}: ${fmtNs(r["Communication (ns)"])} of communication`).join(", ")}).`));
+    } else if (overlap.length) {
       stackedBars("overlap", overlap.map((r) => `rank ${r.Rank}`), [
         { label: "communication overlapped by computation", data: overlap.map((r) => num(r["Overlap (%)"])), color: TYPE_COLORS.communication }], { max: 100 });
     } else {
@@ -104,7 +109,7 @@ function drawStragglers() {
   }
   const named = D.findings.filter((f) => f.rule === "straggler").map((f) => f.title).join(" ");
   $("straggler-note").textContent = (D.findings.find((f) => f.rule === "straggler") || {}).title ||
-    `${cols.length} matched collectives; no rank is late beyond chance.`;
+    ((REPORTS.stragglers && REPORTS.stragglers.notes) || []).join(" ");
   const points = cols.filter((c) => typeof c["Last rank"] === "number")
     .map((c, k) => ({ x: k, y: c["Last rank"], r: 3, late: num(c["Late (ns)"]), label: `${c.Iteration}#${c["#"]} ${c.Name}` }));
   if (!points.length) {
@@ -122,7 +127,8 @@ function drawStragglers() {
                          backgroundColor: points.map((p) => (worst && p.y === worst.Rank && named ? PATH_COLOR : "#4e79a7")) }] },
     options: { maintainAspectRatio: false, responsive: true,
                scales: { x: { title: { display: true, text: "matched collective, in order" } },
-                         y: { title: { display: true, text: "rank" }, min: -0.5, max: ranks.length - 0.5, ticks: { stepSize: 1 } } },
+                         y: { title: { display: true, text: "rank" }, min: Math.min(...ranks.map((r) => r.Rank)) - 0.5,
+                              max: Math.max(...ranks.map((r) => r.Rank)) + 0.5, ticks: { stepSize: 1 } } },
                plugins: { tooltip: { callbacks: { label: (c) => `${c.raw.label}: rank ${c.raw.y} late ${fmtNs(c.raw.late)}` } } } },
   });
 }

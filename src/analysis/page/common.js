@@ -50,25 +50,30 @@ const charts = {};
 function drawChart(name, config) {
   const canvas = document.querySelector(`canvas[data-chart="${name}"]`);
   const chart = new Chart(canvas, config);
+  // A mark: a drawn element whose value draws something (a bar or a point of a finite,
+  // non-zero value; a line's points).
   let marks = 0;
   chart.data.datasets.forEach((d, i) => {
     if (!chart.isDatasetVisible(i)) return;
-    for (const el of chart.getDatasetMeta(i).data) {
-      const v = d.data[el.$context ? el.$context.index : 0];
-      if (v !== null && v !== undefined) ++marks;
-    }
+    chart.getDatasetMeta(i).data.forEach((el, k) => {
+      const v = d.data[k];
+      const y = v !== null && typeof v === "object" ? v.y : v;
+      if (Number.isFinite(y) && y !== 0 && !el.skip) ++marks;
+    });
   });
   canvas.setAttribute("data-marks", String(marks));
   canvas.setAttribute("data-drawn", "1");
   charts[name] = chart;
 }
-// Hides a section that has nothing to draw, saying why; its charts go with it.
+// A section with nothing to draw keeps its heading and says why, in place of its content.
 function hideUnless(id, shown, why) {
-  if (!shown) {
-    $(id).style.display = "none";
-    $(id).setAttribute("data-hidden", why);
-    for (const c of $(id).querySelectorAll("canvas[data-chart]")) c.remove();
-  }
+  const box = $(id);
+  if (shown || !box) return;  // a part of a section already hidden goes with it
+  const heading = box.querySelector("h2, h3");
+  box.textContent = "";
+  if (heading) box.appendChild(heading);
+  box.appendChild(h("div", { class: "muted not-drawn" }, "Not drawn: " + why + "."));
+  box.setAttribute("data-hidden", why);
 }
 // A report's rows, [] when it is absent.
 function rows(name) { return REPORTS[name] ? REPORTS[name].rows : []; }

@@ -24,7 +24,11 @@ function prepareTimeline() {
     l.depth = Math.max(l.depth, E.depth[i] + 1);
     l.maxDur = Math.max(l.maxDur, E.dur_ns[i]);
   }
-  for (const l of TL.lanes) l.depth = Math.min(l.depth, l.side === "python" ? 8 : 16);
+  for (const l of TL.lanes) {
+    const cap = l.side === "python" ? 8 : 16;
+    if (l.depth > cap) l.deeper = l.depth;
+    l.depth = Math.min(l.depth, cap);
+  }
   // Many lanes (a job's ranks): the device streams alone at first.
   if (TL.lanes.length > 64) $("show-host").checked = false;
   layoutLanes();
@@ -36,11 +40,17 @@ function prepareTimeline() {
     select.appendChild(o);
   });
   select.addEventListener("change", () => showStep(Number(select.value)));
-  const omitted = T.omitted.events ? ` ${fmtNum(T.omitted.events)} events shorter than ${fmtNs(T.omitted.shorter_than_ns)}` +
-    " are in the overview only (the step has more than the page holds)." : "";
-  $("timeline-note").textContent = `shown: ${T.step}, ${T.why}.` + omitted +
-    ` Critical path: ${fmtNs(T.critical_path.length_ns)} of a ${fmtNs(T.critical_path.span_ns)} span, ` +
-    `${fmtNum(T.critical_path.events)} events.`;
+  const o = T.omitted;
+  const omitted = !o.events ? "" : ` ${fmtNum(o.events)} events` +
+    (o.shorter_than_ns > 0 ? ` (those shorter than ${fmtNs(o.shorter_than_ns)})` : "") +
+    (o.critical_path_events ? `, ${fmtNum(o.critical_path_events)} of them on the critical path,` : "") +
+    " are in the overview only: the step has more than the page holds.";
+  const deep = TL.lanes.filter((l) => l.deeper);
+  const nesting = deep.length ? ` ${deep.length} lane(s) nest deeper than drawn (${deep[0].name}: ` +
+    `${deep[0].deeper} levels, ${deep[0].depth} shown).` : "";
+  $("timeline-note").textContent = `shown: ${T.step}, ${T.why}.` + omitted + nesting +
+    ` Critical path (${T.critical_path.step}): ${fmtNs(T.critical_path.length_ns)} of a ` +
+    `${fmtNs(T.critical_path.span_ns)} span, ${fmtNum(T.critical_path.events)} events.`;
   const legend = $("timeline-legend");
   for (const [k, c] of Object.entries(TYPE_COLORS)) {
     const s = h("span"); s.appendChild(h("i", { style: `background:${c}` })); s.append("kernel: " + k); legend.appendChild(s);
@@ -64,15 +74,22 @@ function layoutLanes() {
   TL.height = Math.max(y, 40);
 }
 
+// The step holding host time t, as the analysis counts a unit's events (trace/units.h's
+// UnitAt): the latest step that begins at or before t, if t is not after its end; -1 if none.
+function stepAt(t) {
+  let lo = 0, hi = T.steps.length;
+  while (lo < hi) { const m = (lo + hi) >> 1; if (T.steps[m].begin_ns <= t) lo = m + 1; else hi = m; }
+  return lo > 0 && t <= T.steps[lo - 1].end_ns ? lo - 1 : -1;
+}
+
 // The kernels of step k in the timeline: device kernels whose launch (or, without one,
-// their own start) is in the step, the rule the analysis counts them by.
+// their own start) is in the step.
 function kernelsInStep(k) {
-  const E = T.events, s = T.steps[k];
+  const E = T.events;
   let n = 0;
   for (let i = 0; i < E.lane.length; ++i) {
     if (T.kinds[E.kind[i]] !== "kernel") continue;
-    const t = E.launch[i] >= 0 ? E.start_ns[E.launch[i]] : E.start_ns[i];
-    if (t >= s.begin_ns && t <= s.end_ns) ++n;
+    if (stepAt(E.launch[i] >= 0 ? E.start_ns[E.launch[i]] : E.start_ns[i]) === k) ++n;
   }
   return n;
 }
