@@ -213,6 +213,15 @@ std::string PageOfJob(const std::vector<std::string>& paths, int threads, const 
   return RenderAnalysisPage(RenderJob(*job, OutputFormat::kJson));
 }
 
+std::string AnalyzeFiles(const std::vector<std::string>& paths, int threads) {
+  StatusOr<JobAnalysis> job = [&] {
+    nb::gil_scoped_release release;
+    return AnalyzeJob(paths, AnalysisOptions{}, threads, nullptr);
+  }();
+  if (!job.ok()) Raise(job.status());
+  return RenderJob(*job, OutputFormat::kJson);
+}
+
 // A Dask worker's share of a job: one rank's trace read and reduced to its summary.
 nb::bytes RankSummary(const std::string& path) {
   StatusOr<std::string> bytes = [&]() -> StatusOr<std::string> {
