@@ -15,6 +15,7 @@
 
 #include "analysis/job_timeline.h"
 #include "analysis/rank_table_summary.h"
+#include "analysis/straggler_arrivals.h"
 #include "analysis/trace_quality.h"
 #include "core/clock.h"
 #include "core/cpu_info.h"
@@ -496,6 +497,8 @@ StatusOr<JobAnalysis> JobFromRanks(std::vector<RankAnalysis> ranks, const std::v
   lap("stragglers (clock alignment, permutation test)");
   job.findings = StragglerFindings(job.stragglers);
   job.timeline = JobTimeline(job);
+  // The straggler view's rank x collective arrivals, on the timeline's aligned clock.
+  if (!job.timeline.is_null()) job.timeline["straggler_arrivals"] = StragglerArrivals(job.stragglers, collectives);
   for (Finding& f : RuleFindings(job)) job.findings.push_back(std::move(f));
   lap("findings");
   std::stable_sort(job.findings.begin(), job.findings.end(),

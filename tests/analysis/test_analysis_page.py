@@ -220,7 +220,13 @@ def test_the_largest_corpus_trace_and_a_64_rank_job_give_pages_of_a_few_mb(tiers
     doc = embedded_document(out.read_text())
     lanes = {l["rank"] for l in doc["timeline"]["lanes"]}
     assert lanes == set(range(64))  # every rank's streams are on the timeline
-    assert int(attr(dom, '<canvas data-chart="stragglers"', "data-marks")) > 0
+    # The straggler view: a cell per rank and matched collective, the slow rank (3) named.
+    arrivals = doc["timeline"]["straggler_arrivals"]
+    cells = sum(v is not None for col in arrivals["behind_ns"] for v in col)
+    assert cells == 64 * arrivals["shown"] and int(attr(dom, '<canvas data-chart="stragglers"', "data-marks")) == cells
+    assert next(f for f in doc["findings"] if f["rule"] == "straggler")["title"].startswith("Straggler: rank 3 ")
+    row3 = arrivals["ranks"].index(3)
+    assert all(col[row3] == max(col) > 0 for col in arrivals["behind_ns"])
 
 
 def load_trace(path: Path):

@@ -100,37 +100,68 @@ function drawBreakdowns() {
   }
 }
 
-// ---- Stragglers (a job): each matched collective's last rank and its lateness. ----
+// ---- Stragglers (a job): rank x collective lateness on the aligned clock. ----
+// Blue: ahead of the median rank; red: behind it; the rank the straggler finding names
+// marked. Drawn on a canvas (a heat map: one cell per rank and collective).
 function drawStragglers() {
-  const cols = rows("straggler_collectives"), ranks = rows("straggler_ranks");
-  if (!IS_JOB || !ranks.length) {
+  const A = T && T.straggler_arrivals;
+  if (!IS_JOB || !rows("straggler_ranks").length) {
     hideUnless("straggler-section", false, IS_JOB ? "no straggler report" : "one trace: no ranks to compare");
     return;
   }
-  const named = D.findings.filter((f) => f.rule === "straggler").map((f) => f.title).join(" ");
-  $("straggler-note").textContent = (D.findings.find((f) => f.rule === "straggler") || {}).title ||
-    ((REPORTS.stragglers && REPORTS.stragglers.notes) || []).join(" ");
-  const points = cols.filter((c) => typeof c["Last rank"] === "number")
-    .map((c, k) => ({ x: k, y: c["Last rank"], r: 3, late: num(c["Late (ns)"]), label: `${c.Iteration}#${c["#"]} ${c.Name}` }));
-  if (!points.length) {
-    const c = document.querySelector('canvas[data-chart="stragglers"]');
-    c.parentNode.replaceWith(h("div", { class: "muted" }, "No collective was reached last by one rank: " +
-      ((REPORTS.stragglers && REPORTS.stragglers.notes) || []).join(" ")));
+  const finding = D.findings.find((f) => f.rule === "straggler");
+  $("straggler-note").textContent = finding ? finding.title : ((REPORTS.stragglers && REPORTS.stragglers.notes) || []).join(" ");
+  if (!A) {
+    hideUnless("heatmap-wrap", false, "no collective matched across the ranks: no arrivals to compare");
     return;
   }
-  const maxLate = Math.max(...points.map((p) => p.late), 1);
-  for (const p of points) p.r = 2 + 10 * Math.sqrt(p.late / maxLate);
-  const worst = ranks.reduce((a, r) => (r["Times last"] > (a ? a["Times last"] : -1) ? r : a), null);
-  drawChart("stragglers", {
-    type: "bubble",
-    data: { datasets: [{ label: "last rank of a collective (size: how late)", data: points,
-                         backgroundColor: points.map((p) => (worst && p.y === worst.Rank && named ? PATH_COLOR : "#4e79a7")) }] },
-    options: { maintainAspectRatio: false, responsive: true,
-               scales: { x: { title: { display: true, text: "matched collective, in order" } },
-                         y: { title: { display: true, text: "rank" }, min: Math.min(...ranks.map((r) => r.Rank)) - 0.5,
-                              max: Math.max(...ranks.map((r) => r.Rank)) + 0.5, ticks: { stepSize: 1 } } },
-               plugins: { tooltip: { callbacks: { label: (c) => `${c.raw.label}: rank ${c.raw.y} late ${fmtNs(c.raw.late)}` } } } },
+  const named = finding ? Number((/rank (\d+)/.exec(finding.title) || [])[1]) : NaN;
+  const R = A.ranks.length, C = A.collectives.length, labelW = 70;
+  const cell = Math.max(2, Math.min(14, Math.floor((($("heatmap-wrap").clientWidth || 1180) - labelW - 10) / C)));
+  const rowH = Math.max(3, Math.min(14, Math.floor(560 / R)));
+  const canvas = $("heatmap");
+  const ctx = sizeCanvas(canvas, labelW + C * cell + 10, R * rowH + 24);
+  let max = 1;
+  for (const col of A.behind_ns) for (const v of col) if (v !== null) max = Math.max(max, Math.abs(v));
+  let marks = 0;
+  ctx.font = "10px system-ui, sans-serif";
+  A.ranks.forEach((rank, r) => {
+    ctx.fillStyle = rank === named ? PATH_COLOR : "#38404d";
+    if (rowH >= 9 || rank === named || r % Math.ceil(10 / rowH) === 0) ctx.fillText(`rank ${rank}`, 2, r * rowH + rowH - 1);
+    for (let c = 0; c < C; ++c) {
+      const v = A.behind_ns[c][r];
+      if (v === null) continue;
+      const f = Math.min(1, Math.abs(v) / max), shade = Math.round(255 * (1 - f));
+      ctx.fillStyle = v >= 0 ? `rgb(255,${shade},${shade})` : `rgb(${shade},${shade},255)`;
+      ctx.fillRect(labelW + c * cell, r * rowH, Math.max(cell - 1, 1), Math.max(rowH - 1, 1));
+      ++marks;
+    }
+    if (rank === named) {
+      ctx.strokeStyle = PATH_COLOR;
+      ctx.lineWidth = 1.5;
+      ctx.strokeRect(labelW - 1, r * rowH - 0.5, C * cell + 1, rowH);
+    }
   });
+  ctx.fillStyle = "#38404d";
+  ctx.fillText("matched collectives, in order →", labelW, R * rowH + 16);
+  canvas.setAttribute("data-marks", String(marks));
+  canvas.setAttribute("data-drawn", "1");
+  $("heatmap-note").textContent = `Each cell: the rank's arrival at the collective minus the median rank's, on the ` +
+    `aligned clock; white 0, deepest red ${fmtNs(max)} behind, deepest blue ${fmtNs(max)} ahead. ` +
+    (A.shown < A.matched ? `The ${A.shown} collectives of widest spread of ${A.matched} matched.` : `${A.matched} matched collectives.`);
+  canvas.onmousemove = (ev) => {
+    const b = canvas.getBoundingClientRect();
+    const c = Math.floor((ev.clientX - b.left - labelW) / cell), r = Math.floor((ev.clientY - b.top) / rowH);
+    const tip = $("tip");
+    if (c < 0 || c >= C || r < 0 || r >= R || A.behind_ns[c][r] === null) { tip.style.display = "none"; return; }
+    const col = A.collectives[c];
+    tip.textContent = `rank ${A.ranks[r]} at ${col.name} (step ${col.iteration}, #${col.index}): ` +
+      `${fmtNs(A.behind_ns[c][r])} after the median rank`;
+    tip.style.display = "block";
+    tip.style.left = Math.min(ev.clientX + 12, window.innerWidth - 580) + "px";
+    tip.style.top = ev.clientY + 14 + "px";
+  };
+  canvas.onmouseleave = () => { $("tip").style.display = "none"; };
 }
 
 // ---- The operators' roofline. ----
