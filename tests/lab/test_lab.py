@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import console_errors, render_page
+from page_render import console_errors, render_page
 
 jsonschema = pytest.importorskip("jsonschema")
 
