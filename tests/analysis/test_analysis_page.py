@@ -132,8 +132,12 @@ def test_every_chart_shown_has_marks_and_every_hidden_section_says_why(page):
     # Every finding is on the page, in the order of the time it explains.
     rules = re.findall(r'<div class="finding" data-rule="(\w+)"', dom)
     assert rules == [f["rule"] for f in doc["findings"]]
-    # Every report is a table.
+    # Every report is a table; an open one has its rows (a closed one makes them when opened).
     assert re.findall(r'<details data-report="(\w+)"', dom) == [r["name"] for r in doc["reports"]]
+    for name in ("op_sum", "hot_kernels", "straggler_ranks"):
+        m = re.search(rf'<details data-report="{name}" open="">(.*?)</details>', dom, re.S)
+        if name in reports:
+            assert m and m.group(1).count("<tr>") == len(reports[name]["rows"]) + 1, name
 
 
 def test_the_step_timeline_holds_the_steps_kernels(page):

@@ -113,13 +113,20 @@ function drawTables() {
     if (open.has(r.name)) d.open = true;
     d.appendChild(h("summary", {}, `${r.title} (${r.rows.length} rows)`));
     if ((r.notes || []).length) d.appendChild(h("div", { class: "muted" }, r.notes.join(" ")));
-    const wrap = h("div", { class: "table-wrap" }), table = h("table");
-    const tr = h("tr");
-    for (const c of r.columns) tr.appendChild(h("th", {}, c));
-    const thead = h("thead"); thead.appendChild(tr);
-    table.appendChild(thead); table.appendChild(h("tbody"));
-    sortable(table, r.columns, r.rows);
-    wrap.appendChild(table); d.appendChild(wrap); box.appendChild(d);
+    // A closed table's rows are made when it is first opened (a big job's reports hold
+    // thousands: the page draws faster without them).
+    const fill = () => {
+      const wrap = h("div", { class: "table-wrap" }), table = h("table");
+      const tr = h("tr");
+      for (const c of r.columns) tr.appendChild(h("th", {}, c));
+      const thead = h("thead"); thead.appendChild(tr);
+      table.appendChild(thead); table.appendChild(h("tbody"));
+      sortable(table, r.columns, r.rows);
+      wrap.appendChild(table); d.appendChild(wrap);
+    };
+    if (d.open) fill();
+    else d.addEventListener("toggle", () => { if (d.open && !d.querySelector("table")) fill(); });
+    box.appendChild(d);
   }
 }
 
