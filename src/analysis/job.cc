@@ -380,11 +380,10 @@ StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const A
   const LoadPlan plan =
       PlanLoad(bytes, threads > 0 ? threads : ThreadPool::HardwareThreads(), MemoryBudget(), SpillsStrings());
   std::vector<RankAnalysis> ranks(files.size());
-  // The traces share the page's events (two thirds of a single trace's: a job's lanes are
-  // more), no fewer than 100 each (the page then holds more, past 400 traces).
+  // The traces share the page's events, no fewer than 100 each (the page then holds more,
+  // past 600 traces).
   AnalysisOptions per_rank = options;
-  per_rank.timeline_events =
-      std::max<size_t>(100, options.timeline_events * 2 / 3 / std::max<size_t>(1, files.size()));
+  per_rank.timeline_events = std::max<size_t>(100, options.timeline_events / std::max<size_t>(1, files.size()));
   const int64_t t0 = MonotonicNs();
   TS_RETURN_IF_ERROR(ForEachRankTrace(
       files, plan,

@@ -75,10 +75,12 @@ Parts CollectParts(const JobAnalysis& job) {
 
 // The merged timeline's lanes, names, events and critical-path rows, a rank at a time.
 struct Merged {
-  nlohmann::json lanes = nlohmann::json::array(), names = nlohmann::json::array(), rows = nlohmann::json::array();
+  nlohmann::json lanes = nlohmann::json::array(), names = nlohmann::json::array(), rows = nlohmann::json::array(),
+                 launched = nlohmann::json::array();
   std::map<std::string, int64_t> name_of;
   TimelineEvents events;
-  int64_t step_begin = INT64_MAX, step_end = INT64_MIN, kernels = 0, omitted = 0, path_omitted = 0, shorter = 0;
+  int64_t step_begin = INT64_MAX, step_end = INT64_MIN, kernels = 0, omitted = 0, path_omitted = 0, shorter = 0,
+          device_omitted = 0, host_omitted = 0;
   int64_t view_begin = INT64_MAX, view_end = INT64_MIN;
 };
 void Append(const Part& p, const std::string& step, Merged* m) {
@@ -113,12 +115,17 @@ void Append(const Part& p, const std::string& step, Merged* m) {
   for (const nlohmann::json& row : t["critical_path"]["rows"]) {
     m->rows.push_back({row[0].get<int64_t>() + row_base, row[1], row[2]});
   }
+  for (const nlohmann::json& l : t["launched_ns"]) {
+    m->launched.push_back({l[0].get<int64_t>() + row_base, l[1].get<int64_t>() + p.base});
+  }
   const nlohmann::json& s = *ChosenStep(t);
   m->step_begin = std::min(m->step_begin, s["begin_ns"].get<int64_t>() + p.base);
   m->step_end = std::max(m->step_end, s["end_ns"].get<int64_t>() + p.base);
   m->kernels += s["kernels"].get<int64_t>();
   m->omitted += t["omitted"]["events"].get<int64_t>();
   m->path_omitted += t["omitted"]["critical_path_events"].get<int64_t>();
+  m->device_omitted += t["omitted"]["device_events"].get<int64_t>();
+  m->host_omitted += t["omitted"]["host_events"].get<int64_t>();
   m->shorter = std::max(m->shorter, t["omitted"]["shorter_than_ns"].get<int64_t>());
   const nlohmann::json& o = t["overview"];
   m->view_begin = std::min(m->view_begin, o["begin_ns"].get<int64_t>() + p.base);
@@ -217,7 +224,12 @@ nlohmann::json JobTimeline(const JobAnalysis& job) {
   j["lanes"] = std::move(m.lanes);
   j["names"] = std::move(m.names);
   j["events"] = m.events.ToJson();
-  j["omitted"] = {{"events", m.omitted}, {"shorter_than_ns", m.shorter}, {"critical_path_events", m.path_omitted}};
+  j["launched_ns"] = std::move(m.launched);
+  j["omitted"] = {{"events", m.omitted},
+                  {"shorter_than_ns", m.shorter},
+                  {"critical_path_events", m.path_omitted},
+                  {"device_events", m.device_omitted},
+                  {"host_events", m.host_omitted}};
   j["critical_path"] = LongestPath(p.parts, std::move(m.rows));
   j["overview"] = MergeOverviews(p.parts, m.view_begin, m.view_end);
   j["device"] = nullptr;

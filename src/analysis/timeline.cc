@@ -3,6 +3,7 @@
 #include "analysis/timeline.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string_view>
@@ -66,8 +67,8 @@ struct Picked {
   int64_t begin = 0, end = 0;
   bool every_step = false;
   std::vector<std::pair<size_t, LaneKey>> events;  // trace event, its lane's key
-  size_t omitted = 0, path_omitted = 0;
-  int64_t shorter_than_ns = 0;
+  size_t omitted = 0, path_omitted = 0, device_omitted = 0, host_omitted = 0;
+  int64_t shorter_than_ns = 0;  // of the tier cut part way (Trim), 0 when none was
 };
 
 int64_t HostTime(const TraceIndex& x, size_t i) {
@@ -108,34 +109,48 @@ int64_t Cut(std::vector<int64_t>& durs, size_t room) {
   return durs[room] + 1;
 }
 
-// Too many: the critical path's events stay (the longest of them, when they alone are too
-// many), then the longest others in the room left.
+// Too many: the device's work stays (kernels, copies, sets, workers' tasks: the step in
+// full on the device), then the host's events on the critical path, then the other host
+// events — each tier the longest of it when it alone is too many for the room the tiers
+// before it left.
 void Trim(const Trace& trace, const std::unordered_map<size_t, const CriticalPath::OnPath*>& on_path,
           size_t max_events, Picked* p) {
   if (p->events.size() <= max_events) return;
-  std::vector<int64_t> path_durs, other_durs;
-  for (const auto& e : p->events) {
-    (on_path.count(e.first) ? path_durs : other_durs).push_back(trace.events[e.first].dur_ns);
+  const auto tier = [&](size_t i) -> size_t {
+    const EventKind k = trace.events[i].kind;
+    if (IsDeviceWork(k) || k == EventKind::kTask) return 0;
+    return on_path.count(i) ? 1 : 2;
+  };
+  std::array<std::vector<int64_t>, 3> durs;
+  for (const auto& e : p->events) durs[tier(e.first)].push_back(trace.events[e.first].dur_ns);
+  std::array<int64_t, 3> cut{};
+  std::array<size_t, 3> count{}, kept_of{};
+  size_t room = max_events;
+  for (size_t t = 0; t < 3; ++t) {
+    count[t] = durs[t].size();
+    cut[t] = room == 0 ? INT64_MAX : Cut(durs[t], room);
+    room -= std::min(room, count[t]);
   }
-  const size_t path_events = path_durs.size(), others = other_durs.size();
-  const int64_t path_cut = Cut(path_durs, max_events);
-  const size_t room = max_events - std::min(max_events, path_events);
-  const int64_t other_cut = room == 0 ? INT64_MAX : Cut(other_durs, room);
   std::vector<std::pair<size_t, LaneKey>> kept;
-  size_t kept_path = 0, kept_other = 0, longest_dropped = 0;
+  std::array<int64_t, 3> longest_dropped{-1, -1, -1};
   for (auto& e : p->events) {
+    const size_t t = tier(e.first);
     const int64_t d = trace.events[e.first].dur_ns;
-    const bool path = on_path.count(e.first) > 0;
-    if (d >= (path ? path_cut : other_cut)) {
+    if (d >= cut[t]) {
       kept.push_back(e);
-      ++(path ? kept_path : kept_other);
-    } else if (!path) {
-      longest_dropped = std::max<size_t>(longest_dropped, static_cast<size_t>(d));
+      ++kept_of[t];
+    } else {
+      longest_dropped[t] = std::max(longest_dropped[t], d);
     }
   }
   p->omitted = p->events.size() - kept.size();
-  p->path_omitted = path_events - kept_path;
-  p->shorter_than_ns = others > kept_other ? static_cast<int64_t>(longest_dropped) + 1 : 0;
+  p->device_omitted = count[0] - kept_of[0];
+  p->path_omitted = count[1] - kept_of[1];
+  p->host_omitted = count[2] - kept_of[2];
+  // The tier cut part way: of it, the events shorter than this are left out.
+  for (size_t t = 0; t < 3; ++t) {
+    if (kept_of[t] > 0 && kept_of[t] < count[t]) p->shorter_than_ns = longest_dropped[t] + 1;
+  }
   p->events = std::move(kept);
 }
 
@@ -146,6 +161,7 @@ struct Columns {
   nlohmann::json lanes = nlohmann::json::array(), names = nlohmann::json::array();
   TimelineEvents events;
   std::unordered_map<size_t, int64_t> row_of;  // trace event -> row
+  nlohmann::json launched = nlohmann::json::array();  // [row, its launch's start] where the launch is not a row
 };
 Columns BuildColumns(const TraceIndex& x, const Picked& p) {
   const Trace& trace = *x.trace;
@@ -198,7 +214,11 @@ Columns BuildColumns(const TraceIndex& x, const Picked& p) {
     int64_t launch = -1;
     if (device && e.correlation != 0) {
       if (auto k = x.runtime_by_corr.find(e.correlation); k != x.runtime_by_corr.end()) {
-        if (auto r = c.row_of.find(k->second); r != c.row_of.end()) launch = r->second;
+        if (auto r = c.row_of.find(k->second); r != c.row_of.end()) {
+          launch = r->second;
+        } else {  // the launch was left out: its time still says which step the work is
+          c.launched.push_back({static_cast<int64_t>(t.lane.size()) - 1, trace.events[k->second].ts_ns - p.begin});
+        }
       }
     }
     t.launch.push_back(launch);
@@ -356,8 +376,12 @@ StatusOr<nlohmann::json> BuildTimeline(const TraceIndex& index, const std::strin
   j["lanes"] = std::move(columns.lanes);
   j["names"] = std::move(columns.names);
   j["events"] = columns.events.ToJson();
-  j["omitted"] = {{"events", picked.omitted}, {"shorter_than_ns", picked.shorter_than_ns},
-                  {"critical_path_events", picked.path_omitted}};
+  j["launched_ns"] = std::move(columns.launched);
+  j["omitted"] = {{"events", picked.omitted},
+                  {"shorter_than_ns", picked.shorter_than_ns},
+                  {"critical_path_events", picked.path_omitted},
+                  {"device_events", picked.device_omitted},
+                  {"host_events", picked.host_omitted}};
   j["critical_path"] = {{"step", path.window},   {"length_ns", path.length_ns}, {"span_ns", path.span_ns},
                         {"events", on.size()},    {"by_cause", by_cause},        {"cyclic_nodes", path.cyclic_nodes},
                         {"rows", std::move(path_rows)}};

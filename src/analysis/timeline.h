@@ -25,8 +25,9 @@ namespace tierscope {
 
 inline constexpr int kTimelineOverviewBins = 400;
 
-// What a timeline holds. A step with more than `max_events` keeps its critical path's
-// events and then its longest others, and says how many shorter ones the overview alone
+// What a timeline holds. A step with more than `max_events` keeps its device work, then
+// its host events on the critical path, then its other host events — the longest of a
+// tier where the room left ends inside it — and says how many of each the overview alone
 // shows.
 struct TimelineLimits {
   size_t max_events = 60'000;

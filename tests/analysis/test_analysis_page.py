@@ -145,10 +145,10 @@ def test_the_step_timeline_holds_the_steps_kernels(page):
     chosen = next(s for s in t["steps"] if s["chosen"])
     assert attr(dom, '<canvas id="timeline"', "data-step") == chosen["name"]
     shown = int(attr(dom, '<canvas id="timeline"', "data-step-kernels"))
-    if t["omitted"]["events"] == 0:
-        assert shown == chosen["kernels"]
-    else:  # the step held more than the page does: its longest events are drawn
-        assert shown <= chosen["kernels"]
+    if t["omitted"]["device_events"] == 0:
+        assert shown == chosen["kernels"]  # every kernel of the step, whatever host events were left out
+    else:  # the step's device work alone was more than the page holds
+        assert shown < chosen["kernels"]
     events = len(t["events"]["lane"])
     assert (int(attr(dom, '<canvas id="timeline"', "data-drawn")) > 0) == (events > 0)
     # The count again from the raw trace, for a single Kineto trace.
@@ -224,6 +224,11 @@ def test_the_largest_corpus_trace_and_a_64_rank_job_give_pages_of_a_few_mb(tiers
     doc = embedded_document(out.read_text())
     lanes = {l["rank"] for l in doc["timeline"]["lanes"]}
     assert lanes == set(range(64))  # every rank's streams are on the timeline
+    # Every rank's step in full on the device: all its kernels drawn (host events may wait
+    # in the overview).
+    omitted = doc["timeline"]["omitted"]
+    assert omitted["device_events"] == 0, omitted
+    assert int(attr(dom, '<canvas id="timeline"', "data-step-kernels")) == doc["timeline"]["steps"][0]["kernels"]
     # The straggler view: a cell per rank and matched collective, the slow rank (3) named.
     arrivals = doc["timeline"]["straggler_arrivals"]
     cells = sum(v is not None for col in arrivals["behind_ns"] for v in col)

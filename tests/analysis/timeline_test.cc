@@ -141,7 +141,7 @@ Trace TenOps() {
   return std::move(b.trace());
 }
 
-TEST(BuildTimeline, AStepOverTheBudgetKeepsItsCriticalPathThenItsLongestEvents) {
+TEST(BuildTimeline, AHostStepOverTheBudgetKeepsItsCriticalPathThenItsLongestEvents) {
   const Trace t = TenOps();
   const TraceIndex x = BuildIndex(t, AnalysisOptions{});
   const CriticalPath path = AnalyzeCriticalPath(x, 0, 100'000, "ProfilerStep#0");
@@ -152,7 +152,6 @@ TEST(BuildTimeline, AStepOverTheBudgetKeepsItsCriticalPathThenItsLongestEvents) 
     const auto& e = j["events"];
     const size_t path_events = j["critical_path"]["events"];
     ASSERT_GT(path_events, 0u);
-    // Exactly the budget, or the path alone when it is longer.
     EXPECT_EQ(e["lane"].size(), budget);  // exactly the budget (the lengths are all different)
     EXPECT_EQ(j["omitted"]["events"].get<size_t>(), 11 - e["lane"].size()) << budget;
     // What stays off the path is the longest of what is off it.
@@ -169,6 +168,38 @@ TEST(BuildTimeline, AStepOverTheBudgetKeepsItsCriticalPathThenItsLongestEvents) 
       EXPECT_EQ(j["omitted"]["shorter_than_ns"].get<int64_t>(), *std::max_element(dropped.begin(), dropped.end()) + 1);
     }
   }
+}
+
+TEST(BuildTimeline, DeviceWorkStaysBeforeHostEventsAndEachKeepsItsStep) {
+  // Ten long host ops, then three short launches whose kernels run after the step's end.
+  Trace t = TenOps();
+  Builder b;
+  for (int k = 0; k < 3; ++k) b.Launch("cudaLaunchKernel", "gemm", 50'000 + 100 * k, 5, 200'000 + 100 * k, 3, 20 + k);
+  for (int k = 0; k < 6; ++k) b.Op("aten::side", 60'000 + 1000 * k, 500, 40 + k, /*tid=*/2);  // off the path
+  for (const Event& e : b.trace().events) {
+    Event& copy = t.Add(e.kind, b.trace().strings.Get(e.name), e.ts_ns, e.dur_ns);
+    copy.pid = e.pid, copy.tid = e.tid, copy.correlation = e.correlation, copy.external_id = e.external_id;
+  }
+  const TraceIndex x = BuildIndex(t, AnalysisOptions{});
+  const nlohmann::json full = *BuildTimeline(x, "", std::nullopt, {});
+  const size_t path_events = full["critical_path"]["events"];
+  const size_t budget = path_events + 3;  // the path, then room for the three kernels only
+  const nlohmann::json j = *BuildTimeline(x, "", std::nullopt, {.max_events = budget});
+  EXPECT_EQ(j["steps"][0]["kernels"], 3);
+  EXPECT_EQ(j["omitted"]["device_events"], 0);
+  EXPECT_GT(j["omitted"]["host_events"].get<int>(), 0);
+  // Kernels whose launch was left out still say when they were launched (their step).
+  const auto& e = j["events"];
+  size_t kernels = 0, launched_apart = 0;
+  for (size_t i = 0; i < e["lane"].size(); ++i) kernels += j["kinds"][e["kind"][i].get<size_t>()] == "kernel";
+  for (const auto& l : j["launched_ns"]) {
+    const int64_t at = l[1].get<int64_t>() + j["origin_ns"].get<int64_t>();
+    EXPECT_TRUE(at >= 50'000 && at <= 50'200) << at;
+    ++launched_apart;
+  }
+  EXPECT_EQ(kernels, 3u);
+  for (const auto& launch : e["launch"]) launched_apart += launch.get<int64_t>() >= 0;
+  EXPECT_EQ(launched_apart, 3u);  // each kernel: its launch a row, or its launch time given apart
 }
 
 TEST(PathEventsOnce, AnEventThePathCrossesTwiceIsOneEntryWithBothTimes) {

@@ -16,6 +16,11 @@ function prepareTimeline() {
   E.path_ns = new Float64Array(n);
   E.cause = new Int8Array(n).fill(-1);
   for (const [row, ns, cause] of T.critical_path.rows) { E.path_ns[row] = ns; E.cause[row] = cause; }
+  // Each event's host time: a device event's launch start (its row's, or given apart when
+  // the launch was left out), else its own start.
+  E.host_ns = Float64Array.from(E.start_ns);
+  for (let i = 0; i < n; ++i) if (E.launch[i] >= 0) E.host_ns[i] = E.start_ns[E.launch[i]];
+  for (const [row, ns] of T.launched_ns || []) E.host_ns[row] = ns;
   TL.lanes = T.lanes.map((l) => ({ name: l.name, side: l.side, first: -1, last: -1, depth: 0, maxDur: 0 }));
   for (let i = 0; i < n; ++i) {
     const l = TL.lanes[E.lane[i]];
@@ -41,10 +46,12 @@ function prepareTimeline() {
   });
   select.addEventListener("change", () => showStep(Number(select.value)));
   const o = T.omitted;
-  const omitted = !o.events ? "" : ` ${fmtNum(o.events)} events` +
-    (o.shorter_than_ns > 0 ? ` (those shorter than ${fmtNs(o.shorter_than_ns)})` : "") +
-    (o.critical_path_events ? `, ${fmtNum(o.critical_path_events)} of them on the critical path,` : "") +
-    " are in the overview only: the step has more than the page holds.";
+  // The budget keeps device work, then the critical path's host events, then other host events.
+  const parts = [[o.host_events, "host"], [o.critical_path_events, "critical-path host"], [o.device_events, "device"]]
+    .filter(([n]) => n > 0).map(([n, what]) => `${fmtNum(n)} ${what}`);
+  const omitted = !o.events ? "" : ` The step has more events than the page holds: ${parts.join(", ")} events` +
+    (o.shorter_than_ns > 0 ? ` (in the last tier kept, those shorter than ${fmtNs(o.shorter_than_ns)})` : "") +
+    " are in the overview only.";
   const deep = TL.lanes.filter((l) => l.deeper);
   const nesting = deep.length ? ` ${deep.length} lane(s) nest deeper than drawn (${deep[0].name}: ` +
     `${deep[0].deeper} levels, ${deep[0].depth} shown).` : "";
@@ -89,7 +96,7 @@ function kernelsInStep(k) {
   let n = 0;
   for (let i = 0; i < E.lane.length; ++i) {
     if (T.kinds[E.kind[i]] !== "kernel") continue;
-    if (stepAt(E.launch[i] >= 0 ? E.start_ns[E.launch[i]] : E.start_ns[i]) === k) ++n;
+    if (stepAt(E.host_ns[i]) === k) ++n;
   }
   return n;
 }
@@ -100,8 +107,7 @@ function showStep(k) {
   const E = T.events;  // the step's device work may end after its host window
   for (let i = 0; i < E.lane.length; ++i) {
     if (E.type[i] < 0) continue;
-    const t = E.launch[i] >= 0 ? E.start_ns[E.launch[i]] : E.start_ns[i];
-    if (t >= s.begin_ns && t <= s.end_ns) end = Math.max(end, E.start_ns[i] + E.dur_ns[i]);
+    if (stepAt(E.host_ns[i]) === k) end = Math.max(end, E.start_ns[i] + E.dur_ns[i]);
   }
   TL.v0 = s.begin_ns;
   TL.v1 = Math.max(end, s.begin_ns + 1);
