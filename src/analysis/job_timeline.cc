@@ -60,7 +60,10 @@ Parts CollectParts(const JobAnalysis& job) {
     ++names[r.timeline["step"].get<std::string>()];
   }
   for (const auto& [name, n] : names) {
-    if (n > p.on_step) p.step = name, p.on_step = n;
+    if (n > p.on_step) {
+      p.step = name;
+      p.on_step = n;
+    }
   }
   // The merged origin: the earliest rank step's start on the aligned clock.
   int64_t origin = INT64_MAX;
@@ -79,8 +82,8 @@ struct Merged {
                  launched = nlohmann::json::array();
   std::map<std::string, int64_t> name_of;
   TimelineEvents events;
-  int64_t step_begin = INT64_MAX, step_end = INT64_MIN, kernels = 0, omitted = 0, path_omitted = 0, shorter = 0,
-          device_omitted = 0, host_omitted = 0;
+  int64_t step_begin = INT64_MAX, step_end = INT64_MIN, kernels = 0;
+  TimelineOmitted omitted;
   int64_t view_begin = INT64_MAX, view_end = INT64_MIN;
 };
 void Append(const Part& p, const std::string& step, Merged* m) {
@@ -122,11 +125,7 @@ void Append(const Part& p, const std::string& step, Merged* m) {
   m->step_begin = std::min(m->step_begin, s["begin_ns"].get<int64_t>() + p.base);
   m->step_end = std::max(m->step_end, s["end_ns"].get<int64_t>() + p.base);
   m->kernels += s["kernels"].get<int64_t>();
-  m->omitted += t["omitted"]["events"].get<int64_t>();
-  m->path_omitted += t["omitted"]["critical_path_events"].get<int64_t>();
-  m->device_omitted += t["omitted"]["device_events"].get<int64_t>();
-  m->host_omitted += t["omitted"]["host_events"].get<int64_t>();
-  m->shorter = std::max(m->shorter, t["omitted"]["shorter_than_ns"].get<int64_t>());
+  m->omitted.Add(t["omitted"]);
   const nlohmann::json& o = t["overview"];
   m->view_begin = std::min(m->view_begin, o["begin_ns"].get<int64_t>() + p.base);
   m->view_end = std::max(m->view_end, o["end_ns"].get<int64_t>() + p.base);
@@ -225,11 +224,7 @@ nlohmann::json JobTimeline(const JobAnalysis& job) {
   j["names"] = std::move(m.names);
   j["events"] = m.events.ToJson();
   j["launched_ns"] = std::move(m.launched);
-  j["omitted"] = {{"events", m.omitted},
-                  {"shorter_than_ns", m.shorter},
-                  {"critical_path_events", m.path_omitted},
-                  {"device_events", m.device_omitted},
-                  {"host_events", m.host_omitted}};
+  j["omitted"] = m.omitted.ToJson();
   j["critical_path"] = LongestPath(p.parts, std::move(m.rows));
   j["overview"] = MergeOverviews(p.parts, m.view_begin, m.view_end);
   j["device"] = nullptr;

@@ -67,8 +67,7 @@ struct Picked {
   int64_t begin = 0, end = 0;
   bool every_step = false;
   std::vector<std::pair<size_t, LaneKey>> events;  // trace event, its lane's key
-  size_t omitted = 0, path_omitted = 0, device_omitted = 0, host_omitted = 0;
-  int64_t shorter_than_ns = 0;  // of the tier cut part way (Trim), 0 when none was
+  TimelineOmitted omitted;  // by Trim
 };
 
 int64_t HostTime(const TraceIndex& x, size_t i) {
@@ -143,13 +142,14 @@ void Trim(const Trace& trace, const std::unordered_map<size_t, const CriticalPat
       longest_dropped[t] = std::max(longest_dropped[t], d);
     }
   }
-  p->omitted = p->events.size() - kept.size();
-  p->device_omitted = count[0] - kept_of[0];
-  p->path_omitted = count[1] - kept_of[1];
-  p->host_omitted = count[2] - kept_of[2];
+  TimelineOmitted& o = p->omitted;
+  o.events = static_cast<int64_t>(p->events.size() - kept.size());
+  o.device_events = static_cast<int64_t>(count[0] - kept_of[0]);
+  o.critical_path_events = static_cast<int64_t>(count[1] - kept_of[1]);
+  o.host_events = static_cast<int64_t>(count[2] - kept_of[2]);
   // The tier cut part way: of it, the events shorter than this are left out.
   for (size_t t = 0; t < 3; ++t) {
-    if (kept_of[t] > 0 && kept_of[t] < count[t]) p->shorter_than_ns = longest_dropped[t] + 1;
+    if (kept_of[t] > 0 && kept_of[t] < count[t]) o.shorter_than_ns = longest_dropped[t] + 1;
   }
   p->events = std::move(kept);
 }
@@ -324,10 +324,29 @@ std::vector<CriticalPath::OnPath> PathEventsOnce(const CriticalPath& path) {
     }
     CriticalPath::OnPath& o = once[it->second];
     o.ns += p.ns;
-    if (p.ns > cause_ns[it->second]) o.cause = p.cause, cause_ns[it->second] = p.ns;
+    if (p.ns > cause_ns[it->second]) {
+      o.cause = p.cause;
+      cause_ns[it->second] = p.ns;
+    }
   }
   std::stable_sort(once.begin(), once.end(), [](const auto& a, const auto& b) { return a.ns > b.ns; });
   return once;
+}
+
+nlohmann::json TimelineOmitted::ToJson() const {
+  return {{"events", events},
+          {"shorter_than_ns", shorter_than_ns},
+          {"critical_path_events", critical_path_events},
+          {"device_events", device_events},
+          {"host_events", host_events}};
+}
+
+void TimelineOmitted::Add(const nlohmann::json& other) {
+  events += other["events"].get<int64_t>();
+  shorter_than_ns = std::max(shorter_than_ns, other["shorter_than_ns"].get<int64_t>());
+  critical_path_events += other["critical_path_events"].get<int64_t>();
+  device_events += other["device_events"].get<int64_t>();
+  host_events += other["host_events"].get<int64_t>();
 }
 
 nlohmann::json TimelineEvents::ToJson() const {
@@ -377,11 +396,7 @@ StatusOr<nlohmann::json> BuildTimeline(const TraceIndex& index, const std::strin
   j["names"] = std::move(columns.names);
   j["events"] = columns.events.ToJson();
   j["launched_ns"] = std::move(columns.launched);
-  j["omitted"] = {{"events", picked.omitted},
-                  {"shorter_than_ns", picked.shorter_than_ns},
-                  {"critical_path_events", picked.path_omitted},
-                  {"device_events", picked.device_omitted},
-                  {"host_events", picked.host_omitted}};
+  j["omitted"] = picked.omitted.ToJson();
   j["critical_path"] = {{"step", path.window},   {"length_ns", path.length_ns}, {"span_ns", path.span_ns},
                         {"events", on.size()},    {"by_cause", by_cause},        {"cyclic_nodes", path.cyclic_nodes},
                         {"rows", std::move(path_rows)}};

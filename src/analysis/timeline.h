@@ -59,6 +59,15 @@ StatusOr<StepChoice> ChooseStep(const TraceIndex& index, const std::string& requ
 // by time on the path, largest first.
 std::vector<CriticalPath::OnPath> PathEventsOnce(const CriticalPath& path);
 
+// What a timeline's budget left to the overview (its "omitted"): events in all, of each
+// tier, and the length below which the tier cut part way lost its events (0: none was).
+struct TimelineOmitted {
+  int64_t events = 0, shorter_than_ns = 0, critical_path_events = 0, device_events = 0, host_events = 0;
+  nlohmann::json ToJson() const;
+  // Another timeline's, added (a job's ranks): the counts summed, the longest cut kept.
+  void Add(const nlohmann::json& other);
+};
+
 // The event columns of a timeline (one entry per event, in lane then start order).
 struct TimelineEvents {
   std::vector<int64_t> lane, start_ns, dur_ns, name, kind, depth, type, launch;

@@ -21,7 +21,9 @@ Trace Rank(int64_t t0, int64_t kernel_ns) {
   return std::move(b.trace());
 }
 
-TEST(JobTimeline, RanksSideBySideOnTheAlignedClock) {
+// Two ranks with timelines: rank 0's step at 5,000 ns, rank 1's at 9,000 ns on its own
+// clock, with a longer kernel; rank 1 aligned by `rank1_offset` when `aligned`.
+JobAnalysis TwoRanks(bool aligned, int64_t rank1_offset) {
   AnalysisOptions o;
   o.timeline = true;
   const Trace r0 = Rank(5'000, 200), r1 = Rank(9'000, 700);
@@ -30,9 +32,14 @@ TEST(JobTimeline, RanksSideBySideOnTheAlignedClock) {
   job.ranks.push_back(AnalyzeRank(r1, o));
   job.ranks[0].rank = 0;
   job.ranks[1].rank = 1;
+  job.stragglers.ranks = {StragglerRank{.rank = 0, .aligned = true},
+                          StragglerRank{.rank = 1, .aligned = aligned, .offset_ns = rank1_offset}};
+  return job;
+}
+
+TEST(JobTimeline, RanksSideBySideOnTheAlignedClock) {
   // Rank 1's clock runs 4,000 ns ahead of rank 0's.
-  job.stragglers.ranks = {StragglerRank{.rank = 0, .aligned = true, .offset_ns = 0},
-                          StragglerRank{.rank = 1, .aligned = true, .offset_ns = 4'000}};
+  const JobAnalysis job = TwoRanks(/*aligned=*/true, 4'000);
   const nlohmann::json t = JobTimeline(job);
   ASSERT_TRUE(t.is_object());
   EXPECT_EQ(t["step"], "ProfilerStep#4");
@@ -65,14 +72,7 @@ TEST(JobTimeline, RanksSideBySideOnTheAlignedClock) {
 }
 
 TEST(JobTimeline, ARankNoCollectiveAlignedIsOnItsOwnClockAndSaysSo) {
-  AnalysisOptions o;
-  o.timeline = true;
-  const Trace r0 = Rank(5'000, 200), r1 = Rank(9'000, 700);
-  JobAnalysis job;
-  job.ranks.push_back(AnalyzeRank(r0, o));
-  job.ranks.push_back(AnalyzeRank(r1, o));
-  job.ranks[1].rank = 1;
-  job.stragglers.ranks = {StragglerRank{.rank = 0, .aligned = true}, StragglerRank{.rank = 1, .aligned = false}};
+  const JobAnalysis job = TwoRanks(/*aligned=*/false, 0);
   const nlohmann::json t = JobTimeline(job);
   EXPECT_EQ(t["steps"][0]["end_ns"], 4'000 + 1000);
   EXPECT_NE(t["why"].get<std::string>().find("1 rank(s) on their own clocks"), std::string::npos) << t["why"];

@@ -12,6 +12,12 @@ function barChart(name, labels, series, opts) {
                           tooltip: { callbacks: { title: (c) => (opts && opts.titles ? opts.titles[c[0].dataIndex] : c[0].label) } } } },
   });
 }
+// Base against new for each row, in ms, from two ns columns; `label` names a row's bar.
+function baseNewBars(name, list, label, baseCol, newCol, full) {
+  barChart(name, list.map((r) => short(label(r), 60)), [
+    { label: "base (ms)", data: list.map((r) => num(r[baseCol]) / 1e6) },
+    { label: "new (ms)", data: list.map((r) => num(r[newCol]) / 1e6) }], { unit: "ms", titles: list.map(full || label) });
+}
 function short(name, n) { return name.length > n ? name.slice(0, n - 1) + "…" : name; }
 function sideBox(title, lines) {
   const d = h("div");
@@ -68,20 +74,14 @@ function drawDiff() {
   if (job) {
     const ranks = rows("job_diff_ranks");
     $("compare-a-title").textContent = "Device span per rank";
-    barChart("compare_a", ranks.map((r) => `rank ${r.Rank}`), [
-      { label: "base (ms)", data: ranks.map((r) => num(r["Span base (ns)"]) / 1e6) },
-      { label: "new (ms)", data: ranks.map((r) => num(r["Span new (ns)"]) / 1e6) }], { unit: "ms" });
+    baseNewBars("compare_a", ranks, (r) => `rank ${r.Rank}`, "Span base (ns)", "Span new (ns)");
     const types = rows("job_diff_kernel_types");
     $("compare-b-title").textContent = "Device time by kernel type";
-    barChart("compare_b", types.map((r) => r.Type), [
-      { label: "base (ms)", data: types.map((r) => num(r["Base (ns)"]) / 1e6) },
-      { label: "new (ms)", data: types.map((r) => num(r["New (ns)"]) / 1e6) }], { unit: "ms" });
+    baseNewBars("compare_b", types, (r) => r.Type, "Base (ns)", "New (ns)");
     const kernels = rows("job_diff_kernels").slice(0, 15);
     $("compare-c-title").textContent = "The kernels that changed most (all ranks)";
     if (kernels.length) {
-      barChart("compare_c", kernels.map((r) => short(r.Name, 60)), [
-        { label: "base (ms)", data: kernels.map((r) => num(r["Base (ns)"]) / 1e6) },
-        { label: "new (ms)", data: kernels.map((r) => num(r["New (ns)"]) / 1e6) }], { unit: "ms", titles: kernels.map((r) => r.Name) });
+      baseNewBars("compare_c", kernels, (r) => r.Name, "Base (ns)", "New (ns)");
     } else dropChart("compare_c", "No kernel changed.");
     return;
   }
@@ -104,9 +104,7 @@ function drawDiff() {
   const kernels = rows("diff_kernels").slice(0, 15);
   $("compare-c-title").textContent = "Kernels, base and new (device time)";
   if (kernels.length) {
-    barChart("compare_c", kernels.map((r) => short(r.Kernel, 60)), [
-      { label: "base (ms)", data: kernels.map((r) => num(r["Base time"]) / 1e6) },
-      { label: "new (ms)", data: kernels.map((r) => num(r["New time"]) / 1e6) }], { unit: "ms", titles: kernels.map((r) => r.Kernel) });
+    baseNewBars("compare_c", kernels, (r) => r.Kernel, "Base time", "New time");
   } else dropChart("compare_c", "Neither trace has kernels.");
 }
 
