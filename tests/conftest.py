@@ -40,12 +40,13 @@ def tierscope_bin() -> Path:
 
 def device_kernel_variants(tierscope_bin, family: str) -> list:
     """`tierscope device`'s list of a kernel family's variants this CPU runs (`family`:
-    "int8_kernels", "fp32_kernels"), fastest first, the portable one last."""
+    "int8_kernels", "fp32_kernels", "bf16_kernels"), fastest first, the portable one last
+    ("scalar"; for BF16 "fp32", BF16 weights widened on the FP32 micro-kernels)."""
     proc = subprocess.run([str(tierscope_bin), "device", "--format", "json"], capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     variants = json.loads(proc.stdout)[family]
-    assert variants and variants[-1] == "scalar", variants
+    assert variants and variants[-1] == ("fp32" if family == "bf16_kernels" else "scalar"), variants
     return variants
 
 
@@ -62,6 +63,14 @@ def fp32_variants(tierscope_bin) -> list:
     """Every FP32 micro-kernel variant this CPU runs, fastest first (`tierscope device`):
     the FP32 and 16-bit accuracy tests run each one, forced by TIERSCOPE_FP32_KERNELS."""
     return device_kernel_variants(tierscope_bin, "fp32_kernels")
+
+
+@pytest.fixture(scope="session")
+def bf16_variants(tierscope_bin) -> list:
+    """Every BF16 kernel variant this CPU runs, fastest first (`tierscope device`): BF16
+    arithmetic ("avx512bf16") where the CPU has it, then "fp32"; the BF16 accuracy tests
+    run each one, forced by TIERSCOPE_BF16_KERNELS."""
+    return device_kernel_variants(tierscope_bin, "bf16_kernels")
 
 
 @pytest.fixture(scope="session")

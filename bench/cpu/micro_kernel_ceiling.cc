@@ -3,6 +3,8 @@
 // L1, against the calibrated one-thread FMA peak, beside a loop of one broadcast load per
 // FMA (the least memory traffic any GEMM micro-kernel has). A GEMM cannot run closer to
 // the peak than its micro-kernel does here, so this bounds `tierscope kernel`'s figures.
+// Where the CPU has BF16 arithmetic, the BF16 dot kernels' forms (8 rows x 1-3 panels)
+// against the calibrated one-thread BF16 dot peak.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "backend/cpu/micro_kernel.h"
+#include "backend/cpu/micro_kernel_bf16.h"
 #include "core/cpu_info.h"
 #include "inspect/calibration.h"
 
@@ -102,6 +105,23 @@ int Main() {
       }
     }
     sink = sink + c[0];
+  }
+  const Bf16Kernels& bk = GetBf16Kernels();
+  if (bk.dot() && peaks->bf16_dot) {
+    const double bpeak = peaks->bf16_flops_1t / 1e9;
+    std::printf("calibrated BF16 dot peak, 1 thread: %.1f GFLOP/s (%s)\n", bpeak, bk.isa);
+    for (int64_t kc : {64, 128, 256, 512}) {
+      const std::vector<uint16_t> a(static_cast<size_t>(8 * kc), 0x3f00), b(static_cast<size_t>(3 * kc * kNR), 0x3e80);
+      std::vector<float> c(static_cast<size_t>(8 * 3 * kNR), 0.0f);
+      for (int panels = 1; panels <= kBMaxPanels; ++panels) {
+        const double g = BestGflops(2.0 * kMRWide * panels * kNR * kc, [&] {
+          bk.fn[panels][kMRWide](kc, a.data(), kc, b.data(), kc * kNR, c.data(), kBMaxPanels * kNR, true, nullptr);
+        });
+        std::printf("%-28s %6lld %10.1f %7.0f%%\n", ("bf16 dot 8x" + std::to_string(16 * panels)).c_str(),
+                    static_cast<long long>(kc), g, 100 * g / bpeak);
+      }
+      sink = sink + c[0];
+    }
   }
   if (CpuRunsIsa("avx512f")) {
     std::vector<float> a(128, 1.0f);

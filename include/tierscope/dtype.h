@@ -23,7 +23,7 @@ StatusOr<DType> ParseFloatDType(std::string_view s);
 StatusOr<DType> ParseRunDType(std::string_view s);
 // The dtype a run of precision `run` keeps its activations in: FP32 for an INT8 run, and
 // for an FP16/BF16 run on a device without FP16/BF16 arithmetic
-// (DeviceProps::half_arithmetic), whose weights alone are 16-bit; else the precision.
+// (DeviceProps::HalfArithmetic), whose weights alone are 16-bit; else the precision.
 inline DType ActivationDType(DType run, bool half_arithmetic = true) {
   if (run == DType::kI8) return DType::kF32;
   if ((run == DType::kF16 || run == DType::kBF16) && !half_arithmetic) return DType::kF32;

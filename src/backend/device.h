@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "tierscope/dtype.h"
+
 namespace tierscope {
 
 struct DeviceProps {
@@ -23,11 +25,16 @@ struct DeviceProps {
   int warp_size = 0;
   int64_t l2_bytes = 0;
   std::string arch;
-  // Whether the engine's kernels here compute in FP16/BF16. Where they do not (the CPU
-  // engine today: FP32 FMA on every CPU), an FP16/BF16 run keeps its weights in 16 bits,
-  // widened in registers, and its activations in FP32: converting them between ops would
-  // cost time and precision and buy nothing.
-  bool half_arithmetic = true;
+  // Whether the engine's kernels here compute in FP16 / in BF16. Where they do not (the
+  // CPU: FP16 never; BF16 without AVX512_BF16, or with TIERSCOPE_BF16_KERNELS=fp32), an
+  // FP16/BF16 run keeps its weights in 16 bits, widened in registers, and its activations
+  // in FP32: converting them between ops would cost time and precision and buy nothing.
+  bool f16_arithmetic = true;
+  bool bf16_arithmetic = true;
+  // The flag above for a run of precision `t` (false for FP32 and INT8 runs).
+  bool HalfArithmetic(DType t) const {
+    return t == DType::kF16 ? f16_arithmetic : t == DType::kBF16 ? bf16_arithmetic : false;
+  }
 };
 
 // Peaks a device measures with its own kernels (GPUs), FLOP/s and bytes/s.

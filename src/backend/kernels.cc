@@ -17,7 +17,7 @@ bool EmbeddingTablesFit(const Tensor& word, const Tensor& pos, const Tensor& typ
 }  // namespace
 
 bool Kernels::TakesFloatWeights(DType activations, DType weights) const {
-  return weights == activations || (activations == DType::kF32 && IsFloatType(weights) && WidensHalfWeights());
+  return weights == activations || (activations == DType::kF32 && IsFloatType(weights) && WidensHalfWeights(weights));
 }
 
 StatusOr<std::unique_ptr<PackedWeight>> Kernels::PackWeight(const HostTensor& w, DType dtype) {
@@ -42,11 +42,11 @@ Status Kernels::Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, cons
     return InvalidArgument("Linear: operands must share one float dtype");
   }
   // INT8 weights take FP32 activations; so do F16/BF16 ones on a backend without FP16/BF16
-  // arithmetic (DeviceProps::half_arithmetic), which widens them in registers.
+  // arithmetic (DeviceProps::HalfArithmetic), which widens them in registers.
   if (!TakesFloatWeights(t, w.dtype()) && !(t == DType::kF32 && w.dtype() == DType::kI8)) {
     return InvalidArgument("Linear: a " + std::string(DTypeName(w.dtype())) + " weight with " +
                            std::string(DTypeName(t)) + " activations (INT8 weights take FP32 activations" +
-                           (WidensHalfWeights() ? ", as do F16/BF16 ones here)" : ")"));
+                           (WidensHalfWeights(w.dtype()) ? ", as do " + std::string(DTypeName(w.dtype())) + " ones here)" : ")"));
   }
   if (rows <= 0 || x_row_stride < k || (rows - 1) * x_row_stride + k > x.numel()) {
     return InvalidArgument("Linear: input " + ShapeString(x.shape()) + " too small for " +

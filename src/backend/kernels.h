@@ -87,9 +87,9 @@ class Kernels {
                         const Tensor& pos, const Tensor& type, Tensor& out);
 
  protected:
-  // Whether DoLinear takes FP32 activations over F16/BF16 weights (a backend without
-  // FP16/BF16 arithmetic: DeviceProps::half_arithmetic false).
-  virtual bool WidensHalfWeights() const { return false; }
+  // Whether DoLinear takes FP32 activations over `weights` in F16/BF16 (a backend without
+  // that arithmetic: DeviceProps::HalfArithmetic false).
+  virtual bool WidensHalfWeights(DType weights) const { return false; }
   // Whether float weights of `weights` go with `activations` here: the same dtype, or
   // F16/BF16 weights under FP32 activations where the backend widens them.
   bool TakesFloatWeights(DType activations, DType weights) const;

@@ -103,6 +103,7 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
                      {"features", features},
                      {"int8_kernels", CpuInt8DotIsas()},
                      {"fp32_kernels", CpuFp32KernelIsas()},
+                     {"bf16_kernels", CpuBf16KernelIsas()},
                      {"trace_json_kernel", OnDemandKernel()},
                      {"peaks", peaks.ToJson()},
                      {"peaks_cache", peaks.cache_path}};
@@ -140,6 +141,7 @@ StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool 
   std::string out = buf;
   out += VariantsLine("INT8", CpuInt8DotIsas(), "TIERSCOPE_INT8_KERNELS");
   out += VariantsLine("FP32", CpuFp32KernelIsas(), "TIERSCOPE_FP32_KERNELS");
+  out += VariantsLine("BF16", CpuBf16KernelIsas(), "TIERSCOPE_BF16_KERNELS");
   out += std::string("trace reader: simdjson On-Demand, ") + OnDemandKernel() + " kernel\n";
   if (!peaks.remeasured_because.empty() && peaks.remeasured_because != "--recalibrate") {
     out += "measured again: " + peaks.remeasured_because + "\n";

@@ -111,6 +111,11 @@ bool CpuRunsIsa(const std::string& isa) {
            CpuHasFlag("avx512_vnni");
   }
   if (isa == "avxvnni") return __builtin_cpu_supports("avx2") && CpuHasFlag("avx_vnni");
+  // BF16 arithmetic: vdpbf16ps (the kernels' tails and conversions use AVX512BW/VL too).
+  if (isa == "avx512bf16") {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && CpuHasFlag("avx512_bf16");
+  }
   // AMX: the CPU has the tiles, and Linux lets this process use them (the tile data is
   // off until asked for, once per process: ARCH_REQ_XCOMP_PERM for XTILEDATA).
   if (isa == "amx-int8") {
@@ -154,6 +159,13 @@ std::vector<std::string> CpuFp32KernelIsas() {
   if (CpuRunsIsa("avx512f")) v.push_back("avx512f");
   if (CpuRunsIsa("avx2+fma") && CpuHasFlag("f16c")) v.push_back("avx2+fma");
   v.push_back("scalar");
+  return v;
+}
+
+std::vector<std::string> CpuBf16KernelIsas() {
+  std::vector<std::string> v;
+  if (CpuRunsIsa("avx512bf16")) v.push_back("avx512bf16");
+  v.push_back("fp32");
   return v;
 }
 

@@ -34,8 +34,12 @@ std::vector<std::string> CpuInt8DotIsas();
 // (with F16C, for its FP16-weight forms), "scalar"; the tests force each in turn
 // (TIERSCOPE_FP32_KERNELS=<isa>), and the backend's variants are these.
 std::vector<std::string> CpuFp32KernelIsas();
-// Whether the CPU runs `isa`: one of CpuVectorIsa's names, or an INT8 dot ISA
-// ("amx-int8", "avx512vnni", "avxvnni"); "scalar" always. "amx-int8" asks Linux for the
+// Every BF16 kernel variant this CPU runs, fastest first: "avx512bf16" (BF16 arithmetic:
+// vdpbf16ps), then "fp32" (BF16 weights widened on the FP32 micro-kernels, FP32
+// activations), always; the tests force each in turn (TIERSCOPE_BF16_KERNELS=<isa>).
+std::vector<std::string> CpuBf16KernelIsas();
+// Whether the CPU runs `isa`: one of CpuVectorIsa's names, an INT8 dot ISA ("amx-int8",
+// "avx512vnni", "avxvnni"), or "avx512bf16"; "scalar" always. "amx-int8" asks Linux for the
 // tile state the first time (a process without it cannot use AMX).
 bool CpuRunsIsa(const std::string& isa);
 

@@ -38,7 +38,7 @@ class BertModel {
   const BertConfig& config() const { return config_; }
   // The activations' dtype (and the weights' outside the Linear layers): FP32 for an INT8
   // run, and for FP16/BF16 where the backend has no FP16/BF16 arithmetic (the CPU).
-  DType dtype() const { return ActivationDType(precision_, backend_.props().half_arithmetic); }
+  DType dtype() const { return ActivationDType(precision_, backend_.props().HalfArithmetic(precision_)); }
   DType precision() const { return precision_; }  // the run's: dtype(), or kI8
   bool has_pooler() const { return pooler_w_ != nullptr; }
   int64_t weight_bytes() const { return weight_bytes_; }

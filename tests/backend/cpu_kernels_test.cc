@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/micro_kernel_bf16.h"
 
 namespace tierscope {
 namespace {
@@ -89,27 +90,31 @@ TEST_P(CpuKernelsTest, EmbeddingIdsOutsideTheTablesAreRefusedByTheKernel) {
   }
 }
 
-// The CPU has no FP16/BF16 arithmetic kernels: a 16-bit run keeps its weights (the Linear
-// panels, the embedding tables) in 16 bits and its activations in FP32. Linear and
+// Where the CPU has no FP16/BF16 arithmetic kernels (FP16 on every CPU; BF16 without
+// AVX512_BF16, or under the "fp32" BF16 variant), a 16-bit run keeps its weights (the
+// Linear panels, the embedding tables) in 16 bits and its activations in FP32. Linear and
 // EmbeddingSum take that mix, and give FP32-accurate sums of the 16-bit weights' values
 // (the activations are never rounded), in every epilogue, across whole and partial tiles.
 class CpuHalfWeightsTest : public CpuKernelsTest {};  // F16 and BF16 only
 
 TEST_P(CpuHalfWeightsTest, SixteenBitWeightsUnderFp32ActivationsGiveFp32AccurateSums) {
   const DType t = GetParam().dtype;
-  EXPECT_FALSE(be_.props().half_arithmetic);
+  ScopedBf16Kernels widen(AvailableBf16Kernels().back());  // "fp32": BF16 weights widened too
+  CpuBackend be(2);  // made under it: BF16 runs keep FP32 activations
+  ASSERT_EQ(std::string(AvailableBf16Kernels().back().isa), "fp32");
+  EXPECT_FALSE(be.props().HalfArithmetic(t));
   const int64_t M = 53, K = 300;
   for (const int64_t N : {int64_t{37}, int64_t{200}}) {
     const std::vector<float> x = Random(M * K), w = Random(N * K, 0.1f), b = Random(N);
     const std::vector<float> wr = Round(w, t);  // what the packed panels hold
     const HostTensor hw{DType::kF32, {N, K}, reinterpret_cast<const std::byte*>(w.data()), w.size() * 4};
-    auto packed = be_.kernels().PackWeight(hw, t);
+    auto packed = be.kernels().PackWeight(hw, t);
     ASSERT_TRUE(packed.ok()) << packed.status().ToString();
     ASSERT_EQ((*packed)->dtype(), t);
     Tensor dx = Device(x, {M, K}, DType::kF32), db = Device(b, {N}, DType::kF32);
     for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu, Epilogue::kTanh}) {
       Tensor dy = std::move(Tensor::Empty(be_, DType::kF32, {M, N})).value();
-      const Status st = be_.kernels().Linear(dx, M, K, **packed, &db, e, dy);
+      const Status st = be.kernels().Linear(dx, M, K, **packed, &db, e, dy);
       ASSERT_TRUE(st.ok()) << st.ToString();
       std::vector<double> ref(static_cast<size_t>(M * N));
       for (int64_t m = 0; m < M; ++m) {
@@ -126,7 +131,7 @@ TEST_P(CpuHalfWeightsTest, SixteenBitWeightsUnderFp32ActivationsGiveFp32Accurate
     // Only the weight may differ: 16-bit x with an FP32 y is refused.
     Tensor dx16 = Device(x, {M, K}, t);
     Tensor dy32 = std::move(Tensor::Empty(be_, DType::kF32, {M, N})).value();
-    EXPECT_EQ(be_.kernels().Linear(dx16, M, K, **packed, &db, Epilogue::kNone, dy32).code(),
+    EXPECT_EQ(be.kernels().Linear(dx16, M, K, **packed, &db, Epilogue::kNone, dy32).code(),
               StatusCode::kInvalidArgument);
   }
   const int64_t V = 11, P = 9, T = 2, H = 20, B = 2, S = 7;
@@ -139,7 +144,7 @@ TEST_P(CpuHalfWeightsTest, SixteenBitWeightsUnderFp32ActivationsGiveFp32Accurate
   }
   Tensor dw = Device(word, {V, H}, t), dp = Device(pos, {P, H}, t), dt = Device(type, {T, H}, t);
   Tensor out = std::move(Tensor::Empty(be_, DType::kF32, {B, S, H})).value();
-  ASSERT_TRUE(be_.kernels().EmbeddingSum(DeviceI32(ids, {B, S}), DeviceI32(tt, {B, S}), dw, dp, dt, out).ok());
+  ASSERT_TRUE(be.kernels().EmbeddingSum(DeviceI32(ids, {B, S}), DeviceI32(tt, {B, S}), dw, dp, dt, out).ok());
   std::vector<double> ref(static_cast<size_t>(B * S * H));
   for (int64_t i = 0; i < B * S; ++i) {
     for (int64_t h = 0; h < H; ++h) {

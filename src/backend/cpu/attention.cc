@@ -4,7 +4,9 @@
 // the head are packed once into 16-column panels and both products (Q.K^T and P.V) run
 // on the shared FP32 micro-kernel, 32 queries at a time; the key mask and the softmax
 // stay in FP32 scratch, so the S x S score matrix never reaches memory. Keys after the
-// last unmasked one (right padding) are skipped: they add exactly nothing.
+// last unmasked one (right padding) are skipped: they add exactly nothing. BF16 where the
+// CPU has BF16 arithmetic: both products on the BF16 dot kernels, Q read in place, K and
+// V packed in their 2-deep groups, the probabilities rounded to BF16 for P.V.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -13,6 +15,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel.h"
+#include "backend/cpu/micro_kernel_bf16.h"
 #include "backend/cpu/vec_math.h"
 
 namespace tierscope {
@@ -98,10 +101,103 @@ void PackKeysAndValues(const AttnParams& p, const std::byte* k0, const std::byte
   }
 }
 
-// Scratch floats one task needs.
+// Scratch floats one task needs (the BF16 dot path's probabilities in BF16 after them).
 size_t ScratchFloats(int64_t S, int64_t D) {
   const int64_t Sp = RoundUp(S, kNR), Dp = RoundUp(D, kNR);
-  return static_cast<size_t>(Sp * D + Dp * S + kQueryBlock * (D + Sp + Dp) + 8 * D);
+  return static_cast<size_t>(Sp * D + Dp * S + kQueryBlock * (D + Sp + Dp) + 8 * D + kQueryBlock * (S + 2) / 2);
+}
+
+// One task's queries [first, last) of head h of the sequence at token `start`, against
+// its first `keys` keys.
+struct AttnTask {
+  int64_t start, h, first, last, keys;
+  const int32_t* mask;
+  bool any_masked;
+};
+
+// exp(scale * s - max) in place for `rows` rows of scores (row stride ld), the key mask
+// added first, and 1 / each row's sum: the softmax, less its division.
+void ExpRows(float* scores, int64_t ld, int64_t rows, const AttnTask& t, float scale, float* inv) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* s = scores + i * ld;
+    if (scale != 1.0f) ScaleInPlace(s, t.keys, scale);
+    if (t.any_masked) {
+      for (int64_t j = 0; j < t.keys; ++j) {
+        if (t.mask[j] == 0) s[j] += -FLT_MAX;  // as Hugging Face's additive mask
+      }
+    }
+    const float max_score = MaxOf(s, t.keys);
+    inv[i] = 1.0f / ExpShiftSum(s, t.keys, max_score);
+  }
+}
+
+// K^T and V of one head in the BF16 dot kernels' groups (see AttendBf16Dot): a key's
+// dims in pairs are 32-bit words of its row, moved whole; two keys' values interleaved
+// 16 dims at a time (the second key's on top of each 32-bit lane). Zero past the keys
+// and D; probabilities `n` floats of s rounded to BF16 (nearest even) into q.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackHeadBf16(
+    const uint16_t* k0, const uint16_t* v0, int64_t stride, int64_t keys, int64_t D, uint16_t* kp, uint16_t* vp) {
+  const int64_t Kp = RoundUp(keys, kNR), Dg = Bf16Groups(D), Kg = Bf16Groups(keys);
+  std::memset(kp, 0, sizeof(uint16_t) * Kp * Dg * kBK);
+  for (int64_t j = 0; j < keys; ++j) {
+    auto* kcol = reinterpret_cast<uint32_t*>(kp) + (j / kNR) * Dg * kNR + j % kNR;
+    const uint16_t* kr = k0 + j * stride;
+    int64_t g = 0;
+    for (; g < D / kBK; ++g) std::memcpy(kcol + g * kNR, kr + g * kBK, sizeof(uint32_t));
+    if (g < Dg) kcol[g * kNR] = kr[D - 1];  // an odd D's last dim, its pair's other half zero
+  }
+  for (int64_t g = 0; g < Kg; ++g) {
+    const uint16_t* a = v0 + 2 * g * stride;
+    const bool pair = 2 * g + 1 < keys;
+    for (int64_t d0 = 0; d0 < D; d0 += kNR) {
+      const __mmask16 m = TailMask16(D - d0);
+      const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a + d0));
+      const __m512i hi = pair ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a + stride + d0)) : _mm512_setzero_si512();
+      _mm512_storeu_si512(vp + (d0 / kNR) * Kg * kBGroupElems + g * kBGroupElems,
+                          _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    }
+  }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void RoundRowBf16(const float* s, int64_t n,
+                                                                                 uint16_t* q) {
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = TailMask16(n - j);
+    _mm256_mask_storeu_epi16(q + j, m, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, s + j)));
+  }
+}
+
+// BF16 arithmetic: K^T and V of the head packed in the dot kernels' 2-deep groups (K^T:
+// panels of 16 keys over pairs of dims, each pair one 32-bit word of a key's row; V:
+// panels of 16 dims over pairs of keys), zero-padded; Q.K^T from Q's rows in place; the
+// probabilities rounded to BF16 for P.V.
+void AttendBf16Dot(const AttnParams& p, const Bf16Kernels& bk, const AttnTask& t, float* scratch) {
+  const int64_t D = p.head_dim, H = p.hidden, keys = t.keys;
+  const int64_t Kp = RoundUp(keys, kNR), Dp = RoundUp(D, kNR), Dg = Bf16Groups(D), Kg = Bf16Groups(keys);
+  const int64_t stride = 3 * H;
+  auto* kp = reinterpret_cast<uint16_t*>(scratch);  // [Kp/16][Dg][16][2]
+  uint16_t* vp = kp + Kp * Dg * kBK;                 // [Dp/16][Kg][16][2]
+  auto* scores = reinterpret_cast<float*>(vp + Dp * Kg * kBK);  // [32][Kp]
+  float* o = scores + kQueryBlock * Kp;                         // [32][Dp]
+  auto* probs = reinterpret_cast<uint16_t*>(o + kQueryBlock * Dp);  // [32][2 Kg]
+  const auto* qkv = static_cast<const uint16_t*>(p.qkv);
+  const uint16_t* k0 = qkv + t.start * stride + H + t.h * D;
+  const uint16_t* v0 = k0 + H;
+  PackHeadBf16(k0, v0, stride, keys, D, kp, vp);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  for (int64_t i0 = t.first; i0 < t.last; i0 += kQueryBlock) {
+    const int64_t rows = std::min(kQueryBlock, t.last - i0);
+    const uint16_t* q = qkv + (t.start + i0) * stride + t.h * D;
+    bk.Run(rows, D, q, stride, kp, Kp / kNR, Dg * kBGroupElems, scores, Kp, /*from_c=*/false);
+    float inv[kQueryBlock];
+    ExpRows(scores, Kp, rows, t, scale, inv);
+    for (int64_t i = 0; i < rows; ++i) RoundRowBf16(scores + i * Kp, keys, probs + i * Kg * kBK);
+    bk.Run(rows, keys, probs, Kg * kBK, vp, Dp / kNR, Kg * kBGroupElems, o, Dp, /*from_c=*/false);
+    for (int64_t i = 0; i < rows; ++i) {
+      ScaleInPlace(o + i * Dp, D, inv[i]);
+      FromFloat(o + i * Dp, p.dtype, static_cast<uint16_t*>(p.out) + (t.start + i0 + i) * H + t.h * D, D);
+    }
+  }
 }
 
 void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
@@ -121,6 +217,12 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
   if (keys == 0) keys = S;  // all masked: Hugging Face averages V uniformly; so do we
   bool any_masked = false;
   for (int64_t j = 0; j < keys; ++j) any_masked |= mask[j] == 0;
+  const int64_t first = qb * p.rows_per_task;
+  const int64_t last = std::min(S, first + p.rows_per_task);
+  const AttnTask t{start, h, first, last, keys, mask, any_masked};
+  if (const Bf16Kernels& bk = GetBf16Kernels(); p.dtype == DType::kBF16 && bk.dot()) {
+    return AttendBf16Dot(p, bk, t, scratch);
+  }
   const int64_t Kp = RoundUp(keys, kNR), Dp = RoundUp(D, kNR);
   float* kp = scratch;                  // K^T panels [Kp/16][D][16]
   float* vp = kp + Kp * D;              // V panels [Dp/16][keys][16]
@@ -138,8 +240,6 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
   PackKeysAndValues(p, head_row(0, 1), head_row(0, 2), keys, kp, vp, row);
   const MicroKernels& mk = GetMicroKernels();
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  const int64_t first = qb * p.rows_per_task;
-  const int64_t last = std::min(S, first + p.rows_per_task);
   for (int64_t i0 = first; i0 < last; i0 += kQueryBlock) {
     const int64_t rows = std::min(kQueryBlock, last - i0);
     for (int64_t i = 0; i < rows; ++i) {
@@ -150,16 +250,7 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
     // exp(s - max) per row; the division by the row's sum is left to the D outputs of
     // P.V instead of the keys' probabilities (fewer wherever keys > D, as at seq 128).
     float inv[kQueryBlock];
-    for (int64_t i = 0; i < rows; ++i) {
-      float* s = scores + i * Kp;
-      if (any_masked) {
-        for (int64_t j = 0; j < keys; ++j) {
-          if (mask[j] == 0) s[j] += -FLT_MAX;  // as Hugging Face's additive mask
-        }
-      }
-      const float max_score = MaxOf(s, keys);
-      inv[i] = 1.0f / ExpShiftSum(s, keys, max_score);
-    }
+    ExpRows(scores, Kp, rows, t, 1.0f, inv);
     // FP32 with whole panels (D a multiple of 16): P.V lands straight in the output rows.
     if (p.dtype == DType::kF32 && D == Dp) {
       float* out = static_cast<float*>(p.out) + (start + i0) * H + h * D;
@@ -232,6 +323,7 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
     }
   }
   cost.Into(desc);
+  if (p.dtype == DType::kBF16 && GetBf16Kernels().dot()) desc.pipe = "bf16_dot";
   desc.writes[0] = {out.data(), out.bytes()};
   be.EnsureScratch(ScratchFloats(S, D));
   return be.Launch(desc, [&](int64_t task, int worker) {

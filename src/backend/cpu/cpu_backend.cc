@@ -13,6 +13,7 @@
 #include <string>
 #include <system_error>
 
+#include "backend/cpu/micro_kernel_bf16.h"
 #include "core/cpu_info.h"
 
 namespace tierscope {
@@ -34,7 +35,9 @@ class CpuKernels : public Kernels {
   bool SupportsPackedSequences() const override { return true; }
 
  protected:
-  bool WidensHalfWeights() const override { return true; }
+  bool WidensHalfWeights(DType weights) const override {
+    return (weights == DType::kF16 || weights == DType::kBF16) && !be_.props().HalfArithmetic(weights);
+  }
   StatusOr<std::unique_ptr<PackedWeight>> DoPackWeight(const HostTensor& w, DType dtype) override {
     return CpuPackWeight(be_, w, dtype);
   }
@@ -84,7 +87,10 @@ CpuBackend::CpuBackend(int threads)
       kernels_(std::make_unique<CpuKernels>(*this)),
       cache_(kSanitized ? 0 : size_t{1} << 30) {
   props_.kind = "cpu";
-  props_.half_arithmetic = false;
+  // FP16 weights are always widened to FP32; BF16 ones where the BF16 kernels in force
+  // (GetBf16Kernels, when the backend is made) have no BF16 dot.
+  props_.f16_arithmetic = false;
+  props_.bf16_arithmetic = GetBf16Kernels().dot();
   props_.compute_units = pool_.num_threads();
   props_.name = "cpu: " + CpuModelName() + " (" + std::to_string(pool_.num_threads()) +
                 " threads)";

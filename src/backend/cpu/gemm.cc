@@ -3,13 +3,17 @@
 // each task computes one 48x96 tile of y with register-blocked micro-kernels (8x48 where
 // the ISA has them, else 6x32 or 6x16). F16/BF16: A's rows are converted to FP32 per K
 // block, B's panels are widened in the micro-kernels' registers (FP32 arithmetic).
+// BF16 where the CPU has BF16 arithmetic (micro_kernel_bf16.h): the panels are packed in
+// 2-deep groups [N/16][K/2][16][2] and the dot kernels read A's BF16 rows in place.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel.h"
+#include "backend/cpu/micro_kernel_bf16.h"
 #include "backend/cpu/vec_math.h"
 
 namespace tierscope {
@@ -20,6 +24,7 @@ constexpr int kNB = 96;   // columns of one task's tile: two wide calls
 static_assert(kMB % kMRWide == 0 && kMB % kMR == 0 && kNB % (kWidePanels * kNR) == 0);
 constexpr int kPanelsPerTask = kNB / kNR;
 constexpr int kKC = 128;  // depth of one K block (three B panels of it fit L1 beside A rows)
+constexpr int kKCDot = 256;  // the same for BF16 panels (half the bytes a value)
 // F16/BF16 tasks take up to this many column blocks, so A's rows are converted once for
 // all of them (fewer where that would leave too few tasks for the workers).
 constexpr int64_t kMaxHalfGroup = 4;
@@ -28,14 +33,19 @@ constexpr size_t kScratchFloats = kMB * kKC + kMaxHalfGroup * kMB * kNB;
 
 class CpuPackedWeight : public PackedWeight {
  public:
-  CpuPackedWeight(int64_t n, int64_t k, DType dtype, Tensor panels)
-      : PackedWeight(n, k, dtype), panels_(std::move(panels)) {}
+  CpuPackedWeight(int64_t n, int64_t k, DType dtype, Tensor panels, const char* dot_isa)
+      : PackedWeight(n, k, dtype), panels_(std::move(panels)), dot_isa_(dot_isa) {}
   const Tensor& panels() const { return panels_; }
   int64_t bytes() const override { return static_cast<int64_t>(panels_.bytes()); }
   int64_t num_panels() const { return (n() + kNR - 1) / kNR; }
+  // The BF16 dot kernels' isa the panels are packed in 2-deep groups for; null: [K][16].
+  const char* dot_isa() const { return dot_isa_; }
+  // Elements from one panel to the next.
+  int64_t panel_stride() const { return dot_isa_ != nullptr ? Bf16Groups(k()) * kBGroupElems : k() * kNR; }
 
  private:
-  Tensor panels_;  // [num_panels][K][16] in dtype, zero-padded past N
+  Tensor panels_;  // [num_panels][K][16], or [num_panels][K/2][16][2], in dtype, zero-padded past N (and K)
+  const char* dot_isa_;
 };
 
 struct GemmParams {
@@ -205,6 +215,36 @@ void GemmTileHalf(const GemmParams& p, int64_t mb, int64_t nb0, float* scratch) 
   }
 }
 
+// BF16 arithmetic: one 48x96 tile of y from A's BF16 rows in place and panels in 2-deep
+// groups. The K blocks before the last sum into the FP32 scratch tile; the last one's
+// kernels add the bias, apply GELU and store BF16 into y (tanh, the pooler's, after).
+void GemmTileBf16Dot(const GemmParams& p, const Bf16Kernels& bk, int64_t mb, int64_t nb, float* ctile) {
+  const int64_t m0 = mb * kMB, p0 = nb * kPanelsPerTask, n0 = p0 * kNR;
+  const int64_t rows = std::min<int64_t>(kMB, p.m - m0);
+  const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
+  const int64_t panel_stride = p.w->panel_stride();
+  const auto* w = static_cast<const uint16_t*>(p.w->panels().data()) + p0 * panel_stride;
+  const auto* x = static_cast<const uint16_t*>(p.x) + m0 * p.x_stride;
+  const int64_t cols = std::min<int64_t>(panels * kNR, p.n - n0);
+  const bool fused = p.epilogue != Epilogue::kTanh;
+  float bias[kNB];
+  if (p.bias != nullptr) ToFloat(p.dtype, static_cast<const uint16_t*>(p.bias) + n0, bias, cols);
+  Bf16Epilogue out;
+  out.y = static_cast<uint16_t*>(p.y) + m0 * p.n + n0;
+  out.ldy = p.n;
+  out.bias = p.bias != nullptr ? bias : nullptr;
+  out.cols = cols;
+  out.gelu = p.epilogue == Epilogue::kGelu;
+  // kKCDot is even: only the last block can be odd. K = 0 still runs one (empty) block.
+  for (int64_t k0 = 0; k0 == 0 || k0 < p.k; k0 += kKCDot) {
+    const int64_t kc = std::min<int64_t>(kKCDot, p.k - k0);
+    const bool last = k0 + kKCDot >= p.k;
+    bk.Run(rows, kc, x + k0, p.x_stride, w + k0 / kBK * kBGroupElems, panels, panel_stride, ctile, kNB,
+           /*from_c=*/k0 != 0, last && fused ? &out : nullptr);
+  }
+  if (!fused) TileEpilogue(p, m0, n0, rows, panels, ctile, kNB, /*direct=*/false);
+}
+
 const char* GemmKernelName(DType x, DType w, bool bias, Epilogue e) {
   // Names carry operation, dtype, layout, tile and fusion, like vendor GEMM names; FP32
   // activations over 16-bit weights say which ("_wbf16", "_wf16").
@@ -226,23 +266,30 @@ StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const Host
                                                       DType dtype) {
   // Every run packs weights before its first GEMM or attention (INT8 runs' attention is FP32).
   if (const std::string& why = MicroKernelsEnvError(); !why.empty()) return InvalidArgument(why);
+  if (const std::string& why = Bf16KernelsEnvError(); !why.empty()) return InvalidArgument(why);
   if (dtype == DType::kI8) return CpuPackWeightInt8(be, w);
   const int64_t n = w.shape[0], k = w.shape[1];
   const int64_t panels = (n + kNR - 1) / kNR;
-  TS_ASSIGN_OR_RETURN(Tensor packed, Tensor::Empty(be, dtype, {panels, k, kNR}));
+  // BF16 under the BF16 dot kernels: k values in pairs, [K/2][16][2]; else [K][16].
+  const Bf16Kernels& bk = GetBf16Kernels();
+  const bool pairs = dtype == DType::kBF16 && bk.dot();
+  const int64_t depth = pairs ? Bf16Groups(k) * kBK : k;  // K, or K rounded up to pairs
+  TS_ASSIGN_OR_RETURN(Tensor packed, Tensor::Empty(be, dtype, {panels, depth, kNR}));
   std::vector<float> row(static_cast<size_t>(k));
-  std::vector<float> panel(static_cast<size_t>(k * kNR));
+  std::vector<float> panel(static_cast<size_t>(depth * kNR));
   const size_t src_esize = DTypeSize(w.dtype), dst_esize = DTypeSize(dtype);
   for (int64_t p = 0; p < panels; ++p) {
     std::fill(panel.begin(), panel.end(), 0.0f);
     for (int64_t j = 0; j < kNR && p * kNR + j < n; ++j) {
       ToFloat(w.dtype, w.data + (p * kNR + j) * k * src_esize, row.data(), k);
-      for (int64_t kk = 0; kk < k; ++kk) panel[kk * kNR + j] = row[kk];
+      for (int64_t kk = 0; kk < k; ++kk) {
+        panel[pairs ? kk / kBK * kBGroupElems + j * kBK + kk % kBK : kk * kNR + j] = row[kk];
+      }
     }
-    FromFloat(panel.data(), dtype, static_cast<std::byte*>(packed.data()) + p * k * kNR * dst_esize,
-              k * kNR);
+    FromFloat(panel.data(), dtype, static_cast<std::byte*>(packed.data()) + p * depth * kNR * dst_esize,
+              depth * kNR);
   }
-  return std::unique_ptr<PackedWeight>(new CpuPackedWeight(n, k, dtype, std::move(packed)));
+  return std::unique_ptr<PackedWeight>(new CpuPackedWeight(n, k, dtype, std::move(packed), pairs ? bk.isa : nullptr));
 }
 
 Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
@@ -252,8 +299,15 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   const int64_t n = w.n(), k = w.k();
   const DType t = x.dtype();
   const int64_t n_blocks = (n + kNB - 1) / kNB, m_blocks = (rows + kMB - 1) / kMB;
+  const Bf16Kernels& bk = GetBf16Kernels();
+  if (pw.dot_isa() != nullptr && (t != DType::kBF16 || std::string_view(bk.isa) != pw.dot_isa())) {
+    return FailedPrecondition(std::string("Linear: BF16 weights packed for the ") + pw.dot_isa() +
+                              " BF16 kernels, run with " + std::string(DTypeName(t)) + " activations on the " +
+                              bk.isa + " ones (pack and run under one TIERSCOPE_BF16_KERNELS)");
+  }
+  const bool dot = pw.dot_isa() != nullptr;
   int64_t group = 1;
-  if (t != DType::kF32) {  // as wide as leaves at least 4 tasks a worker
+  if (t != DType::kF32 && !dot) {  // as wide as leaves at least 4 tasks a worker
     group = std::min<int64_t>(kMaxHalfGroup, n_blocks);
     while (group > 1 && m_blocks * ((n_blocks + group - 1) / group) < 4 * be.num_workers()) --group;
   }
@@ -265,11 +319,14 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   desc.grid = Dim3{col_tasks, m_blocks, 1};
   desc.block = Dim3{kNB * group, kMB, 1};
   LinearCost(rows, n, k, bias != nullptr, epilogue, t, w.dtype()).Into(desc);
+  if (dot) desc.pipe = "bf16_dot";
   desc.writes[0] = {y.data(), y.bytes()};
   be.EnsureScratch(kScratchFloats);
   return be.Launch(desc, [&](int64_t task, int worker) {
     const int64_t mb = task / col_tasks, nb = task % col_tasks * group;
-    if (t == DType::kF32) {
+    if (dot) {
+      GemmTileBf16Dot(p, bk, mb, nb, be.scratch(worker));
+    } else if (t == DType::kF32) {
       GemmTile(p, mb, nb, be.scratch(worker));
     } else {
       GemmTileHalf(p, mb, nb, be.scratch(worker));

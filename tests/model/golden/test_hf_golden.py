@@ -298,18 +298,30 @@ def fp32_env(variant):
     return {"TIERSCOPE_FP32_KERNELS": variant} if variant else None
 
 
+def reduced_precision_envs(dtype, int8_variants, fp32_variants, bf16_variants) -> list:
+    """(name, environment) of every kernel variant a run of `dtype` can take on this CPU:
+    INT8's (AMX, VNNI, AVX2, scalar); FP16's FP32 micro-kernels, which widen its weights;
+    BF16's dot kernels (BF16 arithmetic), and its "fp32" variant on each FP32 micro-kernel."""
+    if dtype == "int8":
+        return [(v, int8_env(v)) for v in int8_variants]
+    if dtype == "fp16":
+        return [(v, fp32_env(v)) for v in fp32_variants]
+    envs = [(v, {"TIERSCOPE_BF16_KERNELS": v}) for v in bf16_variants if v != "fp32"]
+    return envs + [(f"fp32 on {v}", {"TIERSCOPE_BF16_KERNELS": "fp32", **fp32_env(v)}) for v in fp32_variants]
+
+
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "int8"])
-def test_reduced_precision_cosine_similarity_to_fp32(tierscope, base_st_ckpt, dtype, int8_variants, fp32_variants):
-    """Each reduced precision within its cosine of HF's FP32, on every micro-kernel variant
-    this CPU runs, each forced in turn: INT8's (AVX2, VNNI, AMX, scalar), and for FP16/BF16
-    the FP32 micro-kernels that widen their 16-bit weights (AVX-512, AVX2, scalar)."""
+def test_reduced_precision_cosine_similarity_to_fp32(tierscope, base_st_ckpt, dtype, int8_variants, fp32_variants,
+                                                     bf16_variants):
+    """Each reduced precision within its cosine of HF's FP32, on every kernel variant this
+    CPU runs, each forced in turn: INT8's (AVX2, VNNI, AMX, scalar); FP16's FP32
+    micro-kernels that widen its weights (AVX-512, AVX2, scalar); BF16's dot kernels
+    (AVX512_BF16) and its widened FP32 path on each FP32 micro-kernel."""
     inputs = random_inputs(12, batch=3, seq=32, vocab=base_st_ckpt.config.vocab_size,
                            lengths=[32, 20, 9], token_types=True)
     ref = base_st_ckpt.reference(inputs)
     failures = []
-    variants, env_of = (int8_variants, int8_env) if dtype == "int8" else (fp32_variants, fp32_env)
-    for variant in variants:
-        env = env_of(variant)
+    for variant, env in reduced_precision_envs(dtype, int8_variants, fp32_variants, bf16_variants):
         out = tierscope.run(base_st_ckpt.path, inputs, dtype=dtype, hidden_states=False, env=env)
         ours = out["last_hidden_state"]
         assert ours.shape == ref["last_hidden_state"].shape
@@ -351,6 +363,15 @@ def test_an_int8_variant_this_cpu_cannot_run_is_refused_in_one_line(tierscope, b
     err = proc.stderr.strip()
     assert len(err.splitlines()) == 1 and "TIERSCOPE_INT8_KERNELS=avx9000" in err, err
     assert all(v in err for v in int8_variants), err
+
+
+def test_a_bf16_variant_this_cpu_cannot_run_is_refused_in_one_line(tierscope, base_st_ckpt, bf16_variants):
+    inputs = random_inputs(3, batch=1, seq=8, vocab=base_st_ckpt.config.vocab_size)
+    proc, _ = tierscope.invoke(base_st_ckpt.path, inputs, dtype="bf16", env={"TIERSCOPE_BF16_KERNELS": "amx9000"})
+    assert proc.returncode != 0
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1 and "TIERSCOPE_BF16_KERNELS=amx9000" in err, err
+    assert all(v in err for v in bf16_variants), err
 
 
 # --------------------------------------------------------------------------- pretrained
