@@ -201,8 +201,12 @@ std::vector<double> AttentionReference(const std::vector<float>& qkv, const std:
 TEST_P(BackendOps, AttentionWithKeyMasksPaddingAndEveryKeyMasked) {
   // B = 2 and 9: both task layouts of the CPU kernel; sample 1 right-padded, a key masked
   // mid-sequence, and (B = 9) a sample with every key masked (uniform average of V). Head
-  // dims 8 and 16: the CPU kernel writes whole 16-wide panels straight into the output.
-  for (const auto& [B, D] : {std::pair<int64_t, int64_t>{2, 8}, {9, 8}, {2, 16}, {9, 16}}) {
+  // dims 8 and 16: the CPU kernel writes whole 16-wide panels straight into the output;
+  // on the CPU also 7 and 40: an odd dim (BF16's dot kernels read it alone) and V over
+  // three panels, the last partial.
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{2, 8}, {9, 8}, {2, 16}, {9, 16}};
+  if (GetParam().backend == "cpu") shapes.insert(shapes.end(), {{2, 7}, {9, 40}});
+  for (const auto& [B, D] : shapes) {
     const int64_t S = 37, heads = 3, H = heads * D;
     auto qkv = Random(B * S * 3 * H);
     std::vector<int32_t> mask(B * S, 1);

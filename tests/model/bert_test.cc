@@ -13,6 +13,7 @@
 #include "core/paths.h"
 #include "workload/bench.h"
 #include "backend/cpu/micro_kernel.h"
+#include "backend/cpu/micro_kernel_bf16.h"
 #include "backend/cpu/micro_kernel_int8.h"
 #include "model/bert.h"
 #include "tierscope/engine.h"
@@ -253,6 +254,10 @@ TEST_F(BertEngineTest, Int8StaysCloseToFp32OnEveryMicroKernelVariant) {
 TEST_F(BertEngineTest, Fp32AndSixteenBitRunsAgreeOnEveryMicroKernelVariant) {
   // The host picks one FP32 micro-kernel variant; the others (AVX2 on an AVX-512 host,
   // the scalar fallback) carry FP32 and the 16-bit-weight runs where other CPUs pick them.
+  // BF16 on its "fp32" variant here (weights widened on these kernels), as on CPUs
+  // without BF16 arithmetic; its dot kernels are the next test's.
+  ScopedBf16Kernels widen(AvailableBf16Kernels().back());
+  ASSERT_STREQ(AvailableBf16Kernels().back().isa, "fp32");
   const BatchInput in = Inputs(2, 33);
   for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
     auto chosen = Load(t);
@@ -273,6 +278,32 @@ TEST_F(BertEngineTest, Fp32AndSixteenBitRunsAgreeOnEveryMicroKernelVariant) {
       }
     }
   }
+}
+
+TEST_F(BertEngineTest, Bf16OnEveryBf16VariantStaysWithinItsCosineOfFp32) {
+  // BF16 arithmetic (AVX512_BF16's dot kernels: activations rounded to BF16 between ops,
+  // probabilities too) and the widened "fp32" variant, each forced, against FP32; an odd
+  // sequence length and padding reach the kernels' odd-key and masked paths.
+  BatchInput in = Inputs(3, 37);
+  in.attention_mask.assign(3 * 37, 1);
+  for (int64_t s = 30; s < 37; ++s) in.attention_mask[2 * 37 + s] = 0;
+  auto f32 = Load(DType::kF32);
+  ASSERT_NE(f32, nullptr);
+  auto want = f32->Forward(in, {});
+  ASSERT_TRUE(want.ok());
+  std::string tested;
+  for (const Bf16Kernels& v : AvailableBf16Kernels()) {
+    ScopedBf16Kernels forced(v);
+    auto e = Load(DType::kBF16);
+    ASSERT_NE(e, nullptr);
+    auto got = e->Forward(in, {});
+    ASSERT_TRUE(got.ok()) << v.isa << ": " << got.status().ToString();
+    const double cos = Cosine(want->last_hidden_state, got->last_hidden_state);
+    std::cout << "BF16 " << v.isa << ": cosine " << cos << " to FP32\n";
+    EXPECT_GE(cos, 0.999) << v.isa;
+    tested += std::string(tested.empty() ? "" : ", ") + v.isa;
+  }
+  RecordProperty("bf16_variants", tested);
 }
 
 TEST_F(BertEngineTest, Int8OffTheCpuIsRefusedBeforeAnythingLoads) {

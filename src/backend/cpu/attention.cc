@@ -170,7 +170,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void RoundRowBf1
 // BF16 arithmetic: K^T and V of the head packed in the dot kernels' 2-deep groups (K^T:
 // panels of 16 keys over pairs of dims, each pair one 32-bit word of a key's row; V:
 // panels of 16 dims over pairs of keys), zero-padded; Q.K^T from Q's rows in place; the
-// probabilities rounded to BF16 for P.V.
+// probabilities rounded to BF16 for P.V (each row's sum, taken before the rounding, is
+// then off by the rounding's ~2^-9 relative: torch's BF16 attention rounds them too).
 void AttendBf16Dot(const AttnParams& p, const Bf16Kernels& bk, const AttnTask& t, float* scratch) {
   const int64_t D = p.head_dim, H = p.hidden, keys = t.keys;
   const int64_t Kp = RoundUp(keys, kNR), Dp = RoundUp(D, kNR), Dg = Bf16Groups(D), Kg = Bf16Groups(keys);

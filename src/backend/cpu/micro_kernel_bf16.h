@@ -77,7 +77,7 @@ struct Bf16Kernels {
 // and widens its BF16 weights on the FP32 micro-kernels.
 const Bf16Kernels& GetBf16Kernels();
 // Empty, or why TIERSCOPE_BF16_KERNELS cannot be honoured (it names no variant this CPU
-// runs); the CPU backend refuses to start with it.
+// runs); packing a BF16 weight returns it as an error, before any BF16 GEMM runs.
 const std::string& Bf16KernelsEnvError();
 
 // Every variant this CPU can run, fastest first (the first is GetBf16Kernels'); "fp32" last,
