@@ -4,7 +4,8 @@
 // FMA (the least memory traffic any GEMM micro-kernel has). A GEMM cannot run closer to
 // the peak than its micro-kernel does here, so this bounds `tierscope kernel`'s figures.
 // Where the CPU has BF16 arithmetic, the BF16 dot kernels' forms (8 rows x 1-3 panels)
-// against the calibrated one-thread BF16 dot peak.
+// against the calibrated one-thread BF16 dot peak; and the INT8 kernels' forms (6 rows x 1
+// or 2 panels) against the calibrated one-thread INT8 dot peak.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 
 #include "backend/cpu/micro_kernel.h"
 #include "backend/cpu/micro_kernel_bf16.h"
+#include "backend/cpu/micro_kernel_int8.h"
 #include "core/cpu_info.h"
 #include "inspect/calibration.h"
 
@@ -121,6 +123,28 @@ int Main() {
                     static_cast<long long>(kc), g, 100 * g / bpeak);
       }
       sink = sink + c[0];
+    }
+  }
+  const Int8MicroKernels& ik = GetInt8MicroKernels();
+  if (!peaks->int8_dot.empty()) {
+    const double ipeak = peaks->int8_ops_1t / 1e9;
+    std::printf("calibrated INT8 dot peak, 1 thread: %.1f GOP/s (%s; kernels %s)\n", ipeak, peaks->int8_dot.c_str(),
+                ik.isa);
+    for (int64_t kq : {32, 96, 128}) {  // K = 128, 384, 512
+      const std::vector<uint8_t> a(static_cast<size_t>(kMR * kq * kQK), 3);
+      const std::vector<int8_t> b(static_cast<size_t>(2 * kq * kQGroupBytes), 5);
+      std::vector<int32_t> c(static_cast<size_t>(kMR * 2 * kNR), 0);
+      auto row = [&](const char* form, int panels, auto call) {
+        const double g = BestGflops(2.0 * kMR * panels * kNR * kq * kQK, call);
+        std::printf("%-28s %6lld %10.1f %7.0f%%\n", form, static_cast<long long>(kq * kQK), g, 100 * g / ipeak);
+      };
+      row("int8 single 6x16", 1, [&] { ik.single[kMR](kq, a.data(), kq * kQK, b.data(), c.data(), kNR); });
+      if (ik.pair[kMR] != nullptr) {
+        row("int8 pair 6x32", 2, [&] {
+          ik.pair[kMR](kq, a.data(), kq * kQK, b.data(), b.data() + kq * kQGroupBytes, c.data(), 2 * kNR);
+        });
+      }
+      sink = sink + static_cast<float>(c[0]);
     }
   }
   if (CpuRunsIsa("avx512f")) {
