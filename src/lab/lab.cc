@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/commands.h"
+#include "backend/cpu/micro_kernel_bf16.h"
 #include "analysis/profilers.h"
 #include "analysis/rules.h"
 #include "core/paths.h"
@@ -547,8 +548,10 @@ class LabRun {
   }
 
   // The precision lever that pays on this device, and why, from the calibrated peaks and
-  // the pooled runs: FP16 on a GPU (tensor cores); INT8 on a CPU with an INT8 dot
-  // instruction, where the engine's FP16 and BF16 GEMMs convert to FP32 before each FMA.
+  // the pooled runs: FP16 on a GPU (tensor cores); on a CPU INT8 where it has an INT8 dot
+  // instruction and the engine's FP16 and BF16 GEMMs convert to FP32 before each FMA; where
+  // the engine computes BF16 in BF16 too (AVX512_BF16), the faster of the two measured
+  // here that passed validation.
   nlohmann::json PrecisionLever(const std::function<double(const char*)>& pooled) const {
     const double fp32_sps = pooled("batch-fp32");
     const double fp32_peak = peaks_.value("fp32_gflops", 0.0);
@@ -578,12 +581,22 @@ class LabRun {
       why = f16 > 0 && fp32_peak > 0 ? "a GPU: FP16 runs on the tensor cores, calibrated at " + Fixed(f16, 0) +
                                            " GFLOP/s, " + Fixed(f16 / fp32_peak, 1) + "x the FP32 peak"
                                      : "a GPU: FP16 runs on the tensor cores (no tensor-core peak calibrated here)";
+    } else if (const bool bf16_math = peaks_.value("bf16_dot", false) && GetBf16Kernels().dot();
+               !int8_dot.empty() && bf16_math) {
+      const double i8 = peaks_.value("int8_gops", 0.0), b16 = peaks_.value("bf16_gflops", 0.0);
+      const double int8_sps = pooled("batch-int8"), bf16_sps = pooled("batch-bf16");
+      mode = Valid("batch-bf16") && (bf16_sps > int8_sps || !Valid("batch-int8")) ? "batch-bf16" : "batch-int8";
+      why = "a CPU with an INT8 dot (" + int8_dot + ", calibrated at " + Fixed(i8, 0) + " GOP/s, " +
+            Fixed(i8 / fp32_peak, 1) + "x the FP32 peak) and BF16 arithmetic (AVX512_BF16, " + Fixed(b16, 0) +
+            " GFLOP/s, " + Fixed(b16 / fp32_peak, 1) + "x): " + mode + " measured faster here (" +
+            Fixed(mode == "batch-bf16" ? bf16_sps : int8_sps, 0) + " samples/s against " +
+            Fixed(mode == "batch-bf16" ? int8_sps : bf16_sps, 0) + ")";
     } else if (!int8_dot.empty()) {
       mode = "batch-int8";
       const double i8 = peaks_.value("int8_gops", 0.0);
-      why = "a CPU: the engine's FP16 and BF16 GEMMs convert to FP32 before every FMA (storage formats that "
-            "save bytes, not arithmetic), while INT8 runs on " + int8_dot + ", calibrated at " + Fixed(i8, 0) +
-            " GOP/s, " + Fixed(i8 / fp32_peak, 1) + "x the FP32 peak";
+      why = "a CPU: the engine's FP16 and BF16 GEMMs convert to FP32 before every FMA here (storage formats that "
+            "save bytes, not arithmetic: no AVX512_BF16), while INT8 runs on " + int8_dot + ", calibrated at " +
+            Fixed(i8, 0) + " GOP/s, " + Fixed(i8 / fp32_peak, 1) + "x the FP32 peak";
     } else {
       why = "a CPU without an INT8 dot instruction: FP16 only halves the bytes moved";
     }

@@ -132,7 +132,7 @@ def test_no_number_above_a_calibrated_peak_reaches_a_verdict(results):
                              and rep["recommendation"]["verdict"].startswith("No verdict")), rep
 
 
-def test_step_4_runs_the_recommendation_and_never_falls_below_its_neighbours(results):
+def test_step_4_runs_the_recommendation_and_never_falls_below_its_neighbours(results, bf16_variants):
     s = json.loads((results / "summary.json").read_text())
     fin, sweep, head = s["final"], s["sweep"], s["headline"]
     choice = [c for c in sweep["choices"] if c["seq_len"] == s["workload"]["seq_len"]][0]
@@ -202,14 +202,20 @@ def test_step_4_runs_the_recommendation_and_never_falls_below_its_neighbours(res
     assert head["final_speedup"] == pytest.approx(head["final_samples_per_s"] / head["baseline_samples_per_s"],
                                                   rel=1e-12)
     assert fin["speedup_over_baseline"] == pytest.approx(fin["samples_per_s"] / pooled("serial-fp32"), rel=1e-12)
-    # The precision step names the lever that pays here and why: INT8 on this CPU (its
-    # FP16 GEMMs convert to FP32), with the pooled figures and the validation's cosine.
+    # The precision step names the lever that pays here and why, with the pooled figures and
+    # the validation's cosine: INT8 on a CPU whose engine widens BF16 to FP32 (no
+    # AVX512_BF16); where it computes BF16 in BF16, the faster of INT8 and BF16 measured.
     lever = head["precision_lever"]
-    assert lever["mode"] == "batch-int8" and "INT8 runs on" in lever["why"], lever
-    assert lever["samples_per_s"] == pytest.approx(pooled("batch-int8"))
-    assert lever["speedup_over_batch"] == pytest.approx(pooled("batch-int8") / pooled("batch-fp32"))
-    assert lever["cosine"] == s["validation"]["int8"]["cosine"] >= 0.999
-    assert any(line.startswith("Precision: the lever for this device is batch-int8") for line in s["diagnosis"])
+    if s["machine"]["peaks"].get("bf16_dot") and bf16_variants[0] != "fp32":
+        want = "batch-bf16" if pooled("batch-bf16") > pooled("batch-int8") else "batch-int8"
+        assert lever["mode"] == want and "BF16 arithmetic (AVX512_BF16" in lever["why"], lever
+    else:
+        assert lever["mode"] == "batch-int8" and "INT8 runs on" in lever["why"], lever
+    mode = lever["mode"]
+    assert lever["samples_per_s"] == pytest.approx(pooled(mode))
+    assert lever["speedup_over_batch"] == pytest.approx(pooled(mode) / pooled("batch-fp32"))
+    assert lever["cosine"] == s["validation"][mode.split("-")[1]]["cosine"] >= 0.999
+    assert any(line.startswith(f"Precision: the lever for this device is {mode}") for line in s["diagnosis"])
     assert head["final_samples_per_s"] == fin["samples_per_s"]
     assert (head["final_mode"], head["final_batch_size"]) == (fin["mode"], fin["batch_size"])
     # Serial and batched FP32 ran the same samples: the same outputs, element by element.
