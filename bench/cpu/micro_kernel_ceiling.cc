@@ -130,6 +130,9 @@ int Main() {
     const double ipeak = peaks->int8_ops_1t / 1e9;
     std::printf("calibrated INT8 dot peak, 1 thread: %.1f GOP/s (%s; kernels %s)\n", ipeak, peaks->int8_dot.c_str(),
                 ik.isa);
+    if (ik.tile != nullptr) {  // AMX: whole tiles in the GEMM; these are its VNNI forms (K not a multiple of 64)
+      std::printf("(the GEMM runs AMX tiles where K is a multiple of 64; below, its VNNI forms, against the same peak)\n");
+    }
     for (int64_t kq : {32, 96, 128}) {  // K = 128, 384, 512
       const std::vector<uint8_t> a(static_cast<size_t>(kMR * kq * kQK), 3);
       const std::vector<int8_t> b(static_cast<size_t>(2 * kq * kQGroupBytes), 5);

@@ -147,11 +147,14 @@ double RoofSeconds(const DeviceSpec& d, double flops, double bytes, const std::s
   return std::max(compute, memory);
 }
 
-// The dtype a kernel's arithmetic runs in: tierscope's CPU engine converts FP16 and BF16 to
-// FP32 before every FMA (they are storage formats there), so they compute at FP32's peak.
+// The dtype a kernel's arithmetic runs in: tierscope's CPU engine converts FP16 to FP32
+// before every FMA (a storage format there), so it computes at FP32's peak. BF16 stays BF16:
+// the engine computes it in BF16 where the CPU has a BF16 dot (its calibrated spec's bf16
+// peak), and a CPU without one has FP32's peak as its bf16 figure (its BF16 runs widen).
 std::string ArithmeticDtype(const Trace& t, const std::string& dtype) {
   const bool engine_cpu = t.runtime == "cpu" && t.device_name.rfind("cpu", 0) == 0;
-  return engine_cpu && DtypeBytes(dtype) == 2 ? "float" : dtype;
+  const bool bf16 = Lower(dtype).find("bfloat16") != std::string::npos;  // as DeviceSpec::MatrixPeak reads it
+  return engine_cpu && DtypeBytes(dtype) == 2 && !bf16 ? "float" : dtype;
 }
 
 }  // namespace

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "analysis/commands.h"
-#include "backend/cpu/micro_kernel_bf16.h"
 #include "analysis/profilers.h"
 #include "analysis/rules.h"
 #include "core/paths.h"
@@ -219,6 +218,7 @@ class LabRun {
     if (StatusOr<std::unique_ptr<Backend>> device = CreateBackend(o_.device, o_.threads); device.ok()) {
       TS_ASSIGN_OR_RETURN(MachinePeaks peaks, LoadOrMeasureDevicePeaks(**device, /*recalibrate=*/true));
       peaks_ = peaks.ToJson();
+      bf16_arithmetic_ = (*device)->props().bf16_arithmetic;
       // The engine's traces against the peaks its own kernels were measured to reach (not
       // PyTorch's: cuBLAS or oneDNN's AMX can exceed tierscope's microkernels' peaks).
       if (o_.engine == "native") ao_.device_spec = CalibratedDeviceSpec(peaks);
@@ -581,21 +581,31 @@ class LabRun {
       why = f16 > 0 && fp32_peak > 0 ? "a GPU: FP16 runs on the tensor cores, calibrated at " + Fixed(f16, 0) +
                                            " GFLOP/s, " + Fixed(f16 / fp32_peak, 1) + "x the FP32 peak"
                                      : "a GPU: FP16 runs on the tensor cores (no tensor-core peak calibrated here)";
-    } else if (const bool bf16_math = peaks_.value("bf16_dot", false) && GetBf16Kernels().dot();
+    } else if (const bool bf16_math = peaks_.value("bf16_dot", false) && bf16_arithmetic_;
                !int8_dot.empty() && bf16_math) {
       const double i8 = peaks_.value("int8_gops", 0.0), b16 = peaks_.value("bf16_gflops", 0.0);
       const double int8_sps = pooled("batch-int8"), bf16_sps = pooled("batch-bf16");
-      mode = Valid("batch-bf16") && (bf16_sps > int8_sps || !Valid("batch-int8")) ? "batch-bf16" : "batch-int8";
-      why = "a CPU with an INT8 dot (" + int8_dot + ", calibrated at " + Fixed(i8, 0) + " GOP/s, " +
-            Fixed(i8 / fp32_peak, 1) + "x the FP32 peak) and BF16 arithmetic (AVX512_BF16, " + Fixed(b16, 0) +
-            " GFLOP/s, " + Fixed(b16 / fp32_peak, 1) + "x): " + mode + " measured faster here (" +
-            Fixed(mode == "batch-bf16" ? bf16_sps : int8_sps, 0) + " samples/s against " +
-            Fixed(mode == "batch-bf16" ? int8_sps : bf16_sps, 0) + ")";
+      const bool int8_ok = Valid("batch-int8"), bf16_ok = Valid("batch-bf16");
+      const std::string both = "a CPU with an INT8 dot (" + int8_dot + ", calibrated at " + Fixed(i8, 0) + " GOP/s, " +
+                               Fixed(i8 / fp32_peak, 1) + "x the FP32 peak) and BF16 arithmetic (AVX512_BF16, " +
+                               Fixed(b16, 0) + " GFLOP/s, " + Fixed(b16 / fp32_peak, 1) + "x): ";
+      if (int8_ok && bf16_ok) {
+        mode = bf16_sps > int8_sps ? "batch-bf16" : "batch-int8";
+        why = both + mode + " measured faster here (" + Fixed(std::max(bf16_sps, int8_sps), 0) +
+              " samples/s against " + Fixed(std::min(bf16_sps, int8_sps), 0) + ")";
+      } else if (int8_ok || bf16_ok) {
+        mode = int8_ok ? "batch-int8" : "batch-bf16";
+        why = both + mode + ", the one of the two within its tolerance of FP32 (" +
+              (int8_ok ? "batch-bf16" : "batch-int8") + " failed validation)";
+      } else {
+        mode = "batch-fp32";
+        why = both + "none: neither passed validation against FP32";
+      }
     } else if (!int8_dot.empty()) {
       mode = "batch-int8";
       const double i8 = peaks_.value("int8_gops", 0.0);
       why = "a CPU: the engine's FP16 and BF16 GEMMs convert to FP32 before every FMA here (storage formats that "
-            "save bytes, not arithmetic: no AVX512_BF16), while INT8 runs on " + int8_dot + ", calibrated at " +
+            "save bytes, not arithmetic: no BF16 arithmetic in force), while INT8 runs on " + int8_dot + ", calibrated at " +
             Fixed(i8, 0) + " GOP/s, " + Fixed(i8 / fp32_peak, 1) + "x the FP32 peak";
     } else {
       why = "a CPU without an INT8 dot instruction: FP16 only halves the bytes moved";
@@ -700,6 +710,7 @@ class LabRun {
   AnalysisOptions ao_;
   nlohmann::json s_, commands_ = nlohmann::json::array(), baseline_, peaks_, tier1_, tier2_, tier3_;
   std::string best_mode_ = "batch-fp32";
+  bool bf16_arithmetic_ = false;  // the device's engine computes BF16 runs in BF16 (DeviceProps)
   std::map<std::string, Trace> traces_;           // node-based: analyses_ point into it
   std::map<std::string, TraceAnalysis> analyses_;
   std::map<std::string, std::string> hottest_;

@@ -165,6 +165,26 @@ TEST(WhatIf, PrecisionScalesEachKernelByItsRoofline) {
   EXPECT_NE(r.status().message().find("needs the device's peaks"), std::string::npos) << r.status().message();
 }
 
+TEST(WhatIf, TheCpuEnginesBf16RunsAtTheSpecsBf16PeakAndFp16AtFp32s) {
+  // tierscope's CPU engine computes BF16 in BF16 where the CPU has a BF16 dot (its calibrated
+  // spec's bf16 figure: here 2x FP32) and widens FP16 to FP32: a compute-bound FP32 GEMM of
+  // 900 ns takes 450 in BF16 and 900 in FP16.
+  Trace t = GpuBound("cpu_sgemm_nt_f32_48x96");
+  t.runtime = "cpu";
+  t.device_name = "cpu: test (2 threads)";
+  for (Event& e : t.events) {
+    if (e.kind == EventKind::kKernel) e.v0 = 9e5, e.v1 = 100;
+  }
+  DeviceSpec d;
+  d.name = "test";
+  d.fp32 = d.fp32_vector = 1;
+  d.bf16 = 2;
+  d.fp16 = 8;  // no FP16 arithmetic in the engine: never used for its kernels
+  d.memory_tbps = 1;
+  EXPECT_EQ(OnlyStep(t, {"precision=bf16"}, d).predicted_ns, 1080 - 900 + 450);
+  EXPECT_EQ(OnlyStep(t, {"precision=fp16"}, d).predicted_ns, 1080);
+}
+
 TEST(WhatIf, TheEngineOpsWaitForTheirKernels) {
   // tierscope's CPU engine: linear (0..100) launches at 10 a kernel that runs 12..80, and
   // returns at 100. Halving the kernel shortens the op by 34; the op's 20 after the kernel stays.

@@ -8,11 +8,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/micro_kernel.h"
 #include "backend/kernels.h"
 #include "backend/observer.h"
 #include "backend/op_cost.h"
@@ -86,6 +88,8 @@ class BackendOps : public ::testing::TestWithParam<OpCase> {
     ToFloat(d.dtype(), raw.data(), v.data(), v.size());
     return v;
   }
+  // LayerNorm of rows of width C, with and without the residual, against a double reference.
+  void CheckLayerNorm(int64_t C);
   void ExpectNear(const Tensor& got_t, const std::vector<double>& want, const std::string& what) {
     const std::vector<float> got = Download(got_t);
     ASSERT_EQ(got.size(), want.size()) << what;
@@ -221,7 +225,25 @@ TEST_P(BackendOps, AttentionWithKeyMasksPaddingAndEveryKeyMasked) {
 }
 
 TEST_P(BackendOps, LayerNormWithAndWithoutResidual) {
-  const int64_t R = 21, C = 48;
+  // On the CPU also rows of 5 and 37 (16-lane tails) and every FP32 micro-kernel variant
+  // forced: the LayerNorm rows run 16 lanes beside the AVX-512 one, 8 beside the others.
+  std::vector<int64_t> widths = {48};
+  std::vector<const MicroKernels*> variants = {nullptr};
+  std::vector<MicroKernelVariant> all;
+  if (GetParam().backend == "cpu") {
+    widths.insert(widths.end(), {5, 37});
+    all = AvailableMicroKernels();
+    for (const MicroKernelVariant& v : all) variants.push_back(&v.kernels);
+  }
+  for (const MicroKernels* variant : variants) {
+    std::optional<ScopedMicroKernels> forced;
+    if (variant != nullptr) forced.emplace(*variant);
+    for (const int64_t C : widths) CheckLayerNorm(C);
+  }
+}
+
+void BackendOps::CheckLayerNorm(int64_t C) {
+  const int64_t R = 21;
   auto x = Random(R * C, 2.0f), r = Random(R * C), g = Random(C), b = Random(C);
   Tensor dx = Upload(x, {R, C}), dr = Upload(r, {R, C}), dg = Upload(g, {C}), db = Upload(b, {C});
   for (const bool residual : {true, false}) {
@@ -237,7 +259,7 @@ TEST_P(BackendOps, LayerNormWithAndWithoutResidual) {
       var /= C;
       for (int64_t c = 0; c < C; ++c) ref[i * C + c] = (in(c) - mean) / std::sqrt(var + 1e-5) * g[c] + b[c];
     }
-    ExpectNear(dy, ref, residual ? "add + layer norm" : "layer norm");
+    ExpectNear(dy, ref, (residual ? "add + layer norm, width " : "layer norm, width ") + std::to_string(C));
   }
 }
 

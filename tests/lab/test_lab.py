@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import html
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -206,15 +207,18 @@ def test_step_4_runs_the_recommendation_and_never_falls_below_its_neighbours(res
     # the validation's cosine: INT8 on a CPU whose engine widens BF16 to FP32 (no
     # AVX512_BF16); where it computes BF16 in BF16, the faster of INT8 and BF16 measured.
     lever = head["precision_lever"]
-    if s["machine"]["peaks"].get("bf16_dot") and bf16_variants[0] != "fp32":
-        want = "batch-bf16" if pooled("batch-bf16") > pooled("batch-int8") else "batch-int8"
+    bf16_math = os.environ.get("TIERSCOPE_BF16_KERNELS") or bf16_variants[0]
+    if s["machine"]["peaks"].get("bf16_dot") and bf16_math != "fp32":
+        ok = [m for m in ("batch-int8", "batch-bf16") if s["validation"][m.split("-")[1]]["pass"]]
+        want = max(ok, key=pooled) if ok else "batch-fp32"  # a tie goes to INT8, as in the lab
         assert lever["mode"] == want and "BF16 arithmetic (AVX512_BF16" in lever["why"], lever
     else:
         assert lever["mode"] == "batch-int8" and "INT8 runs on" in lever["why"], lever
     mode = lever["mode"]
     assert lever["samples_per_s"] == pytest.approx(pooled(mode))
     assert lever["speedup_over_batch"] == pytest.approx(pooled(mode) / pooled("batch-fp32"))
-    assert lever["cosine"] == s["validation"][mode.split("-")[1]]["cosine"] >= 0.999
+    if mode != "batch-fp32":
+        assert lever["cosine"] == s["validation"][mode.split("-")[1]]["cosine"] >= 0.999
     assert any(line.startswith(f"Precision: the lever for this device is {mode}") for line in s["diagnosis"])
     assert head["final_samples_per_s"] == fin["samples_per_s"]
     assert (head["final_mode"], head["final_batch_size"]) == (fin["mode"], fin["batch_size"])

@@ -83,6 +83,10 @@ struct MicroKernels {
   HalfPanelKernels bf16, f16;
   bool has_pairs() const { return pair_by_rows[1] != nullptr; }
   bool has_wide() const { return wide_by_rows[1] != nullptr; }
+  // Whether this is the AVX-512 variant (the only one with wide kernels): the row kernels
+  // beside the GEMMs (LayerNorm) run 16 lanes with it, 8 with the others, so forcing a
+  // variant tests theirs too.
+  bool avx512() const { return has_wide(); }
   // c[rows][cols of the panels] (+)= a[rows][kc] . panels; `panels` B panels of
   // [kc][16] each, `panel_stride` floats apart; c has row stride ldc. With
   // `accumulate` false, c is overwritten. Three panels at a time on wide kernels, then
