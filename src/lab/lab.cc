@@ -599,8 +599,12 @@ class LabRun {
               (int8_ok ? "batch-bf16" : "batch-int8") + " failed validation)";
       } else {
         mode = "batch-fp32";
-        why = both + "none: neither passed validation against FP32";
+        why = both + "neither passed validation against FP32";
       }
+    } else if (!int8_dot.empty() && !Valid("batch-int8")) {
+      mode = "batch-fp32";
+      why = "a CPU whose engine has no BF16 arithmetic in force and whose INT8 run (on " + int8_dot +
+            ") failed validation against FP32";
     } else if (!int8_dot.empty()) {
       mode = "batch-int8";
       const double i8 = peaks_.value("int8_gops", 0.0);

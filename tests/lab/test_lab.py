@@ -219,7 +219,8 @@ def test_step_4_runs_the_recommendation_and_never_falls_below_its_neighbours(res
     assert lever["speedup_over_batch"] == pytest.approx(pooled(mode) / pooled("batch-fp32"))
     if mode != "batch-fp32":
         assert lever["cosine"] == s["validation"][mode.split("-")[1]]["cosine"] >= 0.999
-    assert any(line.startswith(f"Precision: the lever for this device is {mode}") for line in s["diagnosis"])
+    if mode != "batch-fp32":
+        assert any(line.startswith(f"Precision: the lever for this device is {mode}") for line in s["diagnosis"])
     assert head["final_samples_per_s"] == fin["samples_per_s"]
     assert (head["final_mode"], head["final_batch_size"]) == (fin["mode"], fin["batch_size"])
     # Serial and batched FP32 ran the same samples: the same outputs, element by element.
