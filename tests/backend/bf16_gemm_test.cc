@@ -14,6 +14,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel_bf16.h"
+#include "backend/observer.h"
 
 namespace tierscope {
 namespace {
@@ -151,6 +152,17 @@ TEST(Bf16MicroKernels, TheFusedEpilogueStoresBiasGeluAndBf16OnlyInYsColumns) {
   }
 }
 
+// The name and pipe of each launch.
+class LaunchNames : public BackendObserver {
+ public:
+  std::vector<std::pair<std::string, std::string>> seen;  // kernel, pipe
+  void OnAllocate(uintptr_t, size_t, int64_t) override {}
+  void OnFree(uintptr_t, size_t, int64_t) override {}
+  void OnLaunch(const LaunchDesc& d, int64_t, int64_t, int64_t, int64_t, const std::vector<WorkerSpan>&) override {
+    seen.emplace_back(d.kernel, std::string(d.pipe));
+  }
+};
+
 // Linear over BF16 weights on `variant`: y = x . W^T + b (GELU where asked), against a
 // double reference of the BF16 values it was given; BF16 activations on the dot variant,
 // FP32 ones (the model's choice there) on "fp32".
@@ -176,8 +188,17 @@ void CheckLinearOn(const Bf16Kernels& variant, std::mt19937& rng) {
       FromFloat(x.data(), xt, dx.data(), x.size());
       FromFloat(b.data(), xt, db.data(), b.size());
       for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu}) {
+        LaunchNames names;
+        be.SetObserver(&names);
         const Status st = be.kernels().Linear(dx, M, K, **packed, &db, e, dy);
+        be.SetObserver(nullptr);
         ASSERT_TRUE(st.ok()) << variant.isa << ": " << st.ToString();
+        // The profile says which arithmetic ran: the dot kernels by name and pipe.
+        ASSERT_EQ(names.seen.size(), 1u);
+        const auto& [kernel, pipe] = names.seen[0];
+        EXPECT_EQ(kernel.rfind(variant.dot() ? "cpu_bgemm_nt_bf16dot_48x96" : "cpu_sgemm_nt_f32_wbf16_48x96", 0), 0u)
+            << kernel;
+        EXPECT_EQ(pipe, variant.dot() ? "bf16_dot" : "fp32_fma") << kernel;
         std::vector<float> y(static_cast<size_t>(M * N));
         ToFloat(xt, dy.data(), y.data(), y.size());
         for (int64_t m = 0; m < M; ++m) {

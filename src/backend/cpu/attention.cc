@@ -271,10 +271,10 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
   }
 }
 
-const char* AttentionKernelName(DType t) {
+const char* AttentionKernelName(DType t, bool dot) {
   switch (t) {
     case DType::kF16: return "cpu_attn_softmax_f16_q32";
-    case DType::kBF16: return "cpu_attn_softmax_bf16_q32";
+    case DType::kBF16: return dot ? "cpu_attn_softmax_bf16dot_q32" : "cpu_attn_softmax_bf16_q32";
     default: return "cpu_attn_softmax_f32_q32";
   }
 }
@@ -313,7 +313,8 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
                H / heads, H, off, rows_per_task, (S + rows_per_task - 1) / rows_per_task};
   const int64_t D = p.head_dim;
   LaunchDesc desc;
-  desc.kernel = AttentionKernelName(p.dtype);
+  const bool dot = p.dtype == DType::kBF16 && GetBf16Kernels().dot();
+  desc.kernel = AttentionKernelName(p.dtype, dot);
   desc.grid = Dim3{p.q_blocks, heads, B};
   desc.block = Dim3{rows_per_task, D, 1};
   OpCost cost = AttentionCost(B, S, heads, D, p.dtype);
@@ -327,7 +328,7 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
     }
   }
   cost.Into(desc);
-  if (p.dtype == DType::kBF16 && GetBf16Kernels().dot()) desc.pipe = "bf16_dot";
+  if (dot) desc.pipe = "bf16_dot";
   desc.writes[0] = {out.data(), out.bytes()};
   be.EnsureScratch(ScratchFloats(S, D));
   return be.Launch(desc, [&](int64_t task, int worker) {

@@ -245,17 +245,18 @@ void GemmTileBf16Dot(const GemmParams& p, const Bf16Kernels& bk, int64_t mb, int
   if (!fused) TileEpilogue(p, m0, n0, rows, panels, ctile, kNB, /*direct=*/false);
 }
 
-const char* GemmKernelName(DType x, DType w, bool bias, Epilogue e) {
+const char* GemmKernelName(DType x, DType w, bool bias, Epilogue e, bool dot) {
   // Names carry operation, dtype, layout, tile and fusion, like vendor GEMM names; FP32
-  // activations over 16-bit weights say which ("_wbf16", "_wf16").
+  // activations over 16-bit weights say which ("_wbf16", "_wf16"); BF16 on the BF16 dot
+  // kernels says so ("bf16dot"), apart from BF16 widened to FP32.
 #define TS_GEMM_NAMES(P)                                                                   \
   {{P "_48x96", P "_48x96_gelu", P "_48x96_tanh"},                                        \
    {P "_48x96_bias", P "_48x96_bias_gelu", P "_48x96_bias_tanh"}}
-  static const char* kNames[5][2][3] = {TS_GEMM_NAMES("cpu_sgemm_nt_f32"), TS_GEMM_NAMES("cpu_hgemm_nt_f16"),
+  static const char* kNames[6][2][3] = {TS_GEMM_NAMES("cpu_sgemm_nt_f32"), TS_GEMM_NAMES("cpu_hgemm_nt_f16"),
                                         TS_GEMM_NAMES("cpu_bgemm_nt_bf16"), TS_GEMM_NAMES("cpu_sgemm_nt_f32_wf16"),
-                                        TS_GEMM_NAMES("cpu_sgemm_nt_f32_wbf16")};
+                                        TS_GEMM_NAMES("cpu_sgemm_nt_f32_wbf16"), TS_GEMM_NAMES("cpu_bgemm_nt_bf16dot")};
 #undef TS_GEMM_NAMES
-  int ti = x == DType::kF16 ? 1 : x == DType::kBF16 ? 2 : 0;
+  int ti = x == DType::kF16 ? 1 : x == DType::kBF16 ? (dot ? 5 : 2) : 0;
   if (x == DType::kF32 && w != DType::kF32) ti = w == DType::kF16 ? 3 : 4;
   return kNames[ti][bias ? 1 : 0][static_cast<int>(e)];
 }
@@ -317,7 +318,7 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
                bias ? bias->data() : nullptr, epilogue, y.data(), w.dtype(), n_blocks, group};
   const int64_t col_tasks = (n_blocks + group - 1) / group;
   LaunchDesc desc;
-  desc.kernel = GemmKernelName(t, w.dtype(), bias != nullptr, epilogue);
+  desc.kernel = GemmKernelName(t, w.dtype(), bias != nullptr, epilogue, dot);
   desc.grid = Dim3{col_tasks, m_blocks, 1};
   desc.block = Dim3{kNB * group, kMB, 1};
   LinearCost(rows, n, k, bias != nullptr, epilogue, t, w.dtype()).Into(desc);
