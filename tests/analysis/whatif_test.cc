@@ -130,32 +130,39 @@ TEST(WhatIf, FewerUnitsRunMoreWaves) {
   EXPECT_EQ(s.predicted_ns, 1080 + 3 * 900);
 }
 
-TEST(WhatIf, BatchIsNoFasterThanTheRoofOfItsWork) {
-  // One block of a compute-bound GEMM (9e5 FLOPs, 900 ns at 1 TFLOP/s: at the roof already):
-  // 8 samples fit one wave, but 8x the FLOPs take 8x at the peak, so per sample the same.
-  Trace t = GpuBound("cpu_sgemm_nt_f32_48x96", "[1, 1, 1]");
+// GpuBound's kernel as an FP32 GEMM of 9e5 FLOPs and 100 bytes: compute-bound, 900 ns at
+// 1 TFLOP/s (OneTflopDevice), at the roof already.
+Trace ComputeBoundGemm(const char* grid = nullptr) {
+  Trace t = GpuBound("cpu_sgemm_nt_f32_48x96", grid);
   for (Event& e : t.events) {
     if (e.kind == EventKind::kKernel) e.v0 = 9e5, e.v1 = 100;
   }
+  return t;
+}
+
+// A device of 1 TFLOP/s FP32 and 1 TB/s, no other peaks.
+DeviceSpec OneTflopDevice() {
   DeviceSpec d;
   d.name = "test";
   d.fp32 = d.fp32_vector = 1;
   d.memory_tbps = 1;
+  return d;
+}
+
+TEST(WhatIf, BatchIsNoFasterThanTheRoofOfItsWork) {
+  // One block of a compute-bound GEMM (9e5 FLOPs, 900 ns at 1 TFLOP/s: at the roof already):
+  // 8 samples fit one wave, but 8x the FLOPs take 8x at the peak, so per sample the same.
+  const Trace t = ComputeBoundGemm("[1, 1, 1]");
+  const DeviceSpec d = OneTflopDevice();
   EXPECT_NEAR(static_cast<double>(OnlyStep(t, {"batch=8"}, d).predicted_ns), (1080.0 - 900) / 8 + 900, 1);
 }
 
 TEST(WhatIf, PrecisionScalesEachKernelByItsRoofline) {
   // A compute-bound FP32 GEMM (9e5 FLOPs: 900 ns at 1 TFLOP/s, few bytes) on a device with
   // BF16 at 4x FP32: 225 ns in BF16.
-  Trace t = GpuBound("cpu_sgemm_nt_f32_48x96");
-  for (Event& e : t.events) {
-    if (e.kind == EventKind::kKernel) e.v0 = 9e5, e.v1 = 100;
-  }
-  DeviceSpec d;
-  d.name = "test";
-  d.fp32 = d.fp32_vector = 1;
+  const Trace t = ComputeBoundGemm();
+  DeviceSpec d = OneTflopDevice();
   d.bf16 = 4;
-  d.memory_tbps = 1;
   EXPECT_EQ(OnlyStep(t, {"precision=bf16"}, d).predicted_ns, 1080 - 900 + 225);
   // A measured factor for the GEMMs (tier 3's) replaces the roofline's for them.
   EXPECT_EQ(OnlyStep(t, {"precision=bf16", "gemm=0.9"}, d).predicted_ns, 1080 - 90);
@@ -169,18 +176,12 @@ TEST(WhatIf, TheCpuEnginesBf16RunsAtTheSpecsBf16PeakAndFp16AtFp32s) {
   // tierscope's CPU engine computes BF16 in BF16 where the CPU has a BF16 dot (its calibrated
   // spec's bf16 figure: here 2x FP32) and widens FP16 to FP32: a compute-bound FP32 GEMM of
   // 900 ns takes 450 in BF16 and 900 in FP16.
-  Trace t = GpuBound("cpu_sgemm_nt_f32_48x96");
+  Trace t = ComputeBoundGemm();
   t.runtime = "cpu";
   t.device_name = "cpu: test (2 threads)";
-  for (Event& e : t.events) {
-    if (e.kind == EventKind::kKernel) e.v0 = 9e5, e.v1 = 100;
-  }
-  DeviceSpec d;
-  d.name = "test";
-  d.fp32 = d.fp32_vector = 1;
+  DeviceSpec d = OneTflopDevice();
   d.bf16 = 2;
   d.fp16 = 8;  // no FP16 arithmetic in the engine: never used for its kernels
-  d.memory_tbps = 1;
   EXPECT_EQ(OnlyStep(t, {"precision=bf16"}, d).predicted_ns, 1080 - 900 + 450);
   EXPECT_EQ(OnlyStep(t, {"precision=fp16"}, d).predicted_ns, 1080);
 }

@@ -34,6 +34,7 @@ struct AttnParams {
   const int32_t* offsets;  // packed: sequence b is tokens [offsets[b], offsets[b + 1]); else null
   int64_t rows_per_task;  // query rows of one task: kQueryBlock, or all of S
   int64_t q_blocks;       // tasks per (head, sample)
+  const Bf16Kernels* dot = nullptr;  // BF16 on these dot kernels; null: the FP32 micro-kernels
 };
 
 // K^T panels from F32 rows: keys j0..j0+8 x dims d0..d0+8 of K (row stride lds) into
@@ -136,7 +137,7 @@ void ExpRows(float* scores, int64_t ld, int64_t rows, const AttnTask& t, float s
 // K^T and V of one head in the BF16 dot kernels' groups (see AttendBf16Dot): a key's
 // dims in pairs are 32-bit words of its row, moved whole; two keys' values interleaved
 // 16 dims at a time (the second key's on top of each 32-bit lane). Zero past the keys
-// and D; probabilities `n` floats of s rounded to BF16 (nearest even) into q.
+// and D.
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackHeadBf16(
     const uint16_t* k0, const uint16_t* v0, int64_t stride, int64_t keys, int64_t D, uint16_t* kp, uint16_t* vp) {
   const int64_t Kp = RoundUp(keys, kNR), Dg = Bf16Groups(D), Kg = Bf16Groups(keys);
@@ -162,6 +163,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackHeadBf1
   }
 }
 
+// The probabilities: `n` floats of s rounded to BF16 (nearest even) into q.
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void RoundRowBf16(const float* s, int64_t n,
                                                                                  uint16_t* q) {
   for (int64_t j = 0; j < n; j += 16) {
@@ -224,9 +226,7 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
   const int64_t first = qb * p.rows_per_task;
   const int64_t last = std::min(S, first + p.rows_per_task);
   const AttnTask t{start, h, first, last, keys, mask, any_masked};
-  if (const Bf16Kernels& bk = GetBf16Kernels(); p.dtype == DType::kBF16 && bk.dot()) {
-    return AttendBf16Dot(p, bk, t, scratch);
-  }
+  if (p.dot != nullptr) return AttendBf16Dot(p, *p.dot, t, scratch);
   const int64_t Kp = RoundUp(keys, kNR), Dp = RoundUp(D, kNR);
   float* kp = scratch;                  // K^T panels [Kp/16][D][16]
   float* vp = kp + Kp * D;              // V panels [Dp/16][keys][16]
@@ -311,10 +311,10 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   const int64_t rows_per_task = pairs >= 4 * workers || (pairs >= workers && pairs % workers == 0) ? S : kQueryBlock;
   AttnParams p{qkv.data(), mask.data_as<int32_t>(), out.data(), qkv.dtype(), B, S, heads,
                H / heads, H, off, rows_per_task, (S + rows_per_task - 1) / rows_per_task};
+  if (const Bf16Kernels& bk = GetBf16Kernels(); p.dtype == DType::kBF16 && bk.dot()) p.dot = &bk;
   const int64_t D = p.head_dim;
   LaunchDesc desc;
-  const bool dot = p.dtype == DType::kBF16 && GetBf16Kernels().dot();
-  desc.kernel = AttentionKernelName(p.dtype, dot);
+  desc.kernel = AttentionKernelName(p.dtype, p.dot != nullptr);
   desc.grid = Dim3{p.q_blocks, heads, B};
   desc.block = Dim3{rows_per_task, D, 1};
   OpCost cost = AttentionCost(B, S, heads, D, p.dtype);
@@ -328,7 +328,7 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
     }
   }
   cost.Into(desc);
-  if (dot) desc.pipe = "bf16_dot";
+  if (p.dot != nullptr) desc.pipe = "bf16_dot";
   desc.writes[0] = {out.data(), out.bytes()};
   be.EnsureScratch(ScratchFloats(S, D));
   return be.Launch(desc, [&](int64_t task, int worker) {

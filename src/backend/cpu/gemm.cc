@@ -229,12 +229,8 @@ void GemmTileBf16Dot(const GemmParams& p, const Bf16Kernels& bk, int64_t mb, int
   const bool fused = p.epilogue != Epilogue::kTanh;
   float bias[kNB];
   if (p.bias != nullptr) ToFloat(p.dtype, static_cast<const uint16_t*>(p.bias) + n0, bias, cols);
-  Bf16Epilogue out;
-  out.y = static_cast<uint16_t*>(p.y) + m0 * p.n + n0;
-  out.ldy = p.n;
-  out.bias = p.bias != nullptr ? bias : nullptr;
-  out.cols = cols;
-  out.gelu = p.epilogue == Epilogue::kGelu;
+  const Bf16Epilogue out{static_cast<uint16_t*>(p.y) + m0 * p.n + n0, p.n, p.bias != nullptr ? bias : nullptr, cols,
+                         p.epilogue == Epilogue::kGelu};
   // kKCDot is even: only the last block can be odd. K = 0 still runs one (empty) block.
   for (int64_t k0 = 0; k0 == 0 || k0 < p.k; k0 += kKCDot) {
     const int64_t kc = std::min<int64_t>(kKCDot, p.k - k0);
