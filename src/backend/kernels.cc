@@ -14,6 +14,18 @@ bool EmbeddingTablesFit(const Tensor& word, const Tensor& pos, const Tensor& typ
          pos.dim(1) == H && type.dim(1) == H && pos.dtype() == word.dtype() && type.dtype() == word.dtype();
 }
 
+// q as rows x k activations quantized: params F32 [rows, 2], codes U8 of at least a byte
+// each (their layout is the backend's to check).
+Status CheckQuantizedRows(const QuantizedRows& q, const std::string& op, const char* what) {
+  if (q.rows <= 0 || q.k <= 0 || q.params.dtype() != DType::kF32 || q.params.numel() != 2 * q.rows ||
+      q.codes.dtype() != DType::kU8 || q.codes.numel() < q.rows * q.k) {
+    return InvalidArgument(op + ": " + what + " is not " + std::to_string(q.rows) + " quantized rows of " +
+                           std::to_string(q.k) + " (codes U8 " + ShapeString(q.codes.shape()) + ", params F32 " +
+                           ShapeString(q.params.shape()) + ")");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 bool Kernels::TakesFloatWeights(DType activations, DType weights) const {
@@ -60,6 +72,71 @@ Status Kernels::Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, cons
   return DoLinear(x, rows, x_row_stride, w, bias, epilogue, y);
 }
 
+StatusOr<QuantizedRows> Kernels::NewQuantizedRows(int64_t rows, int64_t k) {
+  if (!QuantizesInProducer()) return NoProducerQuantization();
+  if (rows <= 0 || k <= 0) {
+    return InvalidArgument("NewQuantizedRows: " + std::to_string(rows) + " rows of " + std::to_string(k) +
+                           " activations");
+  }
+  return DoNewQuantizedRows(rows, k);
+}
+
+Status Kernels::QuantizeRows(const Tensor& x, int64_t x_row_stride, QuantizedRows& q) {
+  if (!QuantizesInProducer()) return NoProducerQuantization();
+  TS_RETURN_IF_ERROR(CheckQuantizedRows(q, "QuantizeRows", "the output"));
+  if (x.dtype() != DType::kF32 || x_row_stride < q.k || (q.rows - 1) * x_row_stride + q.k > x.numel()) {
+    return InvalidArgument("QuantizeRows: input " + std::string(DTypeName(x.dtype())) + " " +
+                           ShapeString(x.shape()) + " is not " + std::to_string(q.rows) + " FP32 rows of " +
+                           std::to_string(q.k) + " at stride " + std::to_string(x_row_stride));
+  }
+  return DoQuantizeRows(x, x_row_stride, q);
+}
+
+Status Kernels::LinearInt8(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias, Epilogue epilogue,
+                           Tensor* y, QuantizedRows* y_codes) {
+  if (!QuantizesInProducer()) return NoProducerQuantization();
+  TS_RETURN_IF_ERROR(CheckQuantizedRows(x, "LinearInt8", "the input"));
+  if (w.dtype() != DType::kI8 || w.k() != x.k) {
+    return InvalidArgument("LinearInt8: a " + std::string(DTypeName(w.dtype())) + " weight [" +
+                           std::to_string(w.n()) + ", " + std::to_string(w.k()) + "] over rows of " +
+                           std::to_string(x.k) + " codes (it takes an INT8 weight of as many inputs)");
+  }
+  if ((y == nullptr) == (y_codes == nullptr)) {
+    return InvalidArgument("LinearInt8: give one output, FP32 rows or quantized rows");
+  }
+  if (y != nullptr && (y->dtype() != DType::kF32 || y->numel() != x.rows * w.n())) {
+    return InvalidArgument("LinearInt8: output " + std::string(DTypeName(y->dtype())) + " " +
+                           ShapeString(y->shape()) + " is not FP32 [" + std::to_string(x.rows) + ", " +
+                           std::to_string(w.n()) + "]");
+  }
+  if (y_codes != nullptr) {
+    TS_RETURN_IF_ERROR(CheckQuantizedRows(*y_codes, "LinearInt8", "the output"));
+    if (y_codes->rows != x.rows || y_codes->k != w.n()) {
+      return InvalidArgument("LinearInt8: output rows of " + std::to_string(y_codes->rows) + " x " +
+                             std::to_string(y_codes->k) + " codes for " + std::to_string(x.rows) + " x " +
+                             std::to_string(w.n()) + " outputs");
+    }
+  }
+  if (bias && (bias->dtype() != DType::kF32 || bias->numel() != w.n())) {
+    return InvalidArgument("LinearInt8: the bias is not FP32 [" + std::to_string(w.n()) + "]");
+  }
+  return DoLinearInt8(x, w, bias, epilogue, y, y_codes);
+}
+
+Status Kernels::LayerNormQuantized(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,
+                                   float eps, Tensor& out, QuantizedRows& codes) {
+  if (!QuantizesInProducer()) return NoProducerQuantization();
+  TS_RETURN_IF_ERROR(CheckLayerNorm(x, residual, gamma, beta, eps, out));
+  TS_RETURN_IF_ERROR(CheckQuantizedRows(codes, "LayerNormQuantized", "the codes"));
+  const int64_t C = x.dim(-1);
+  if (x.dtype() != DType::kF32 || codes.k != C || codes.rows != x.numel() / C) {
+    return InvalidArgument("LayerNormQuantized: " + std::string(DTypeName(x.dtype())) + " rows " +
+                           ShapeString(x.shape()) + " into " + std::to_string(codes.rows) + " quantized rows of " +
+                           std::to_string(codes.k) + " (FP32 rows, as many, as wide)");
+  }
+  return DoLayerNormQuantized(x, residual, gamma, beta, eps, out, codes);
+}
+
 Status Kernels::EmbeddingSum(const Tensor& ids, const Tensor& type_ids, const Tensor& word,
                              const Tensor& pos, const Tensor& type, Tensor& out) {
   if (ids.shape().size() != 2 || ids.dtype() != DType::kI32 || type_ids.dtype() != DType::kI32 ||
@@ -80,6 +157,12 @@ Status Kernels::EmbeddingSum(const Tensor& ids, const Tensor& type_ids, const Te
 
 Status Kernels::LayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma,
                           const Tensor& beta, float eps, Tensor& out) {
+  TS_RETURN_IF_ERROR(CheckLayerNorm(x, residual, gamma, beta, eps, out));
+  return DoLayerNorm(x, residual, gamma, beta, eps, out);
+}
+
+Status Kernels::CheckLayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,
+                               float eps, const Tensor& out) {
   const int64_t C = x.shape().empty() ? 0 : x.dim(-1);
   if (C == 0 || gamma.numel() != C || beta.numel() != C || out.numel() != x.numel() ||
       (residual && residual->numel() != x.numel())) {
@@ -92,7 +175,7 @@ Status Kernels::LayerNorm(const Tensor& x, const Tensor* residual, const Tensor&
     return InvalidArgument("LayerNorm: operands must share one float dtype");
   }
   if (!(eps > 0)) return InvalidArgument("LayerNorm: eps must be > 0");
-  return DoLayerNorm(x, residual, gamma, beta, eps, out);
+  return OkStatus();
 }
 
 Status Kernels::Attention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out) {

@@ -36,6 +36,16 @@ class PackedWeight {
   DType dtype_;
 };
 
+// Rows of FP32 activations quantized per row for an INT8 Linear: u8 codes with a scale and
+// a zero point per row (x ~ scale * (code - zero point)), written by the op that produced
+// the rows (quantization in the producing op: LayerNorm, an INT8 Linear feeding another)
+// or by QuantizeRows. `codes` is in the backend's layout; NewQuantizedRows makes one.
+struct QuantizedRows {
+  Tensor codes;
+  Tensor params;  // F32 [rows, 2]: scale, zero point
+  int64_t rows = 0, k = 0;
+};
+
 class Kernels {
  public:
   virtual ~Kernels() = default;
@@ -74,6 +84,23 @@ class Kernels {
   // dst[offset .. offset + src.bytes) = src (a device-to-device copy, aten::cat's work).
   Status CopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset);
 
+  // INT8 activations quantized where they are produced. Whether this backend has the four
+  // calls below (else they are Unimplemented, and an INT8 Linear quantizes its own input).
+  virtual bool QuantizesInProducer() const { return false; }
+  // Room for `rows` rows of `k` activations as codes.
+  StatusOr<QuantizedRows> NewQuantizedRows(int64_t rows, int64_t k);
+  // q = x[m * x_row_stride .. +q.k] quantized per row for m < q.rows (FP32 x).
+  Status QuantizeRows(const Tensor& x, int64_t x_row_stride, QuantizedRows& q);
+  // The INT8 Linear over rows quantized already (w INT8, bias FP32 [N] or null): into FP32
+  // y [rows, N] when `y` is given, else each output row quantized into `y_codes` (the next
+  // INT8 Linear's input; the FP32 rows are never written). Bit for bit what Linear on the
+  // rows the codes came from gives, then QuantizeRows.
+  Status LinearInt8(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias, Epilogue epilogue,
+                    Tensor* y, QuantizedRows* y_codes);
+  // LayerNorm (FP32) whose output rows are also quantized into `codes`.
+  Status LayerNormQuantized(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,
+                            float eps, Tensor& out, QuantizedRows& codes);
+
   // Packed sequences (a batch without padding): B sequences back to back in T tokens.
   // Whether this backend has the two packed kernels below (else they are Unimplemented).
   virtual bool SupportsPackedSequences() const { return false; }
@@ -93,6 +120,9 @@ class Kernels {
   // Whether float weights of `weights` go with `activations` here: the same dtype, or
   // F16/BF16 weights under FP32 activations where the backend widens them.
   bool TakesFloatWeights(DType activations, DType weights) const;
+  // LayerNorm's contract (shapes, one float dtype, eps > 0).
+  static Status CheckLayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,
+                               float eps, const Tensor& out);
   // The backend's implementations, called only with arguments the front has checked.
   virtual StatusOr<std::unique_ptr<PackedWeight>> DoPackWeight(const HostTensor& w, DType dtype) = 0;
   virtual Status DoLinear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
@@ -103,6 +133,19 @@ class Kernels {
                              const Tensor& beta, float eps, Tensor& out) = 0;
   virtual Status DoAttention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out) = 0;
   virtual Status DoCopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset) = 0;
+  virtual StatusOr<QuantizedRows> DoNewQuantizedRows(int64_t, int64_t) { return NoProducerQuantization(); }
+  virtual Status DoQuantizeRows(const Tensor&, int64_t, QuantizedRows&) { return NoProducerQuantization(); }
+  virtual Status DoLinearInt8(const QuantizedRows&, const PackedWeight&, const Tensor*, Epilogue, Tensor*,
+                              QuantizedRows*) {
+    return NoProducerQuantization();
+  }
+  virtual Status DoLayerNormQuantized(const Tensor&, const Tensor*, const Tensor&, const Tensor&, float, Tensor&,
+                                      QuantizedRows&) {
+    return NoProducerQuantization();
+  }
+  static Status NoProducerQuantization() {
+    return Unimplemented("INT8 activations quantized in their producing op: not on this backend");
+  }
   virtual Status DoAttentionPacked(const Tensor&, const Tensor&, const Tensor&, int, Tensor&) {
     return Unimplemented("Attention over packed sequences: not on this backend");
   }

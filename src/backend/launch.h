@@ -37,7 +37,7 @@ struct LaunchDesc {
   // literal. An INT8 GEMM's multiply-adds count as 2 operations each, like FLOPs.
   std::string_view pipe = "fp32_fma";
   // Every buffer the kernel writes (tier-3 replay saves and restores them).
-  std::array<MemRange, 2> writes{};
+  std::array<MemRange, 3> writes{};
 };
 
 }  // namespace tierscope

@@ -77,6 +77,17 @@ inline OpCost QuantizeRowsCost(int64_t rows, int64_t k, int64_t kp) {
   return {5.0 * r * static_cast<double>(k), 4.0 * r * static_cast<double>(k), r * static_cast<double>(kp) + 8.0 * r};
 }
 
+// An op whose FP32 output rows [rows, n] are quantized where they are produced (u8 codes
+// padded to np bytes a row, a scale and a zero point each): QuantizeRowsCost's operations
+// added, and its codes written instead of the FP32 rows (`keep_fp32`: besides them); the
+// FP32 values are not read back from memory.
+inline OpCost WithQuantizedOutput(OpCost c, int64_t rows, int64_t n, int64_t np, bool keep_fp32) {
+  const OpCost q = QuantizeRowsCost(rows, n, np);
+  c.flops += q.flops;
+  c.bytes_written = (keep_fp32 ? c.bytes_written : 0.0) + q.bytes_written;
+  return c;
+}
+
 // Self-attention over [B, S] with `heads` heads of `head_dim`: QK^T and PV for every
 // (query, key) pair of the padded batch — 4 FLOPs per pair and head dimension — whatever
 // a kernel skips for masked keys. qkv and the I32 mask read once, the output written once.

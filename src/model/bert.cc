@@ -268,30 +268,54 @@ StatusOr<Tensor> BertModel::Empty(Shape shape, DType dtype) {
   return Tensor::Empty(backend_, dtype, std::move(shape));
 }
 
+// aten::linear's arguments: input x of `x_shape` and `x_dtype`, weight w, bias.
+std::string LinearArgs(const Shape& x_shape, DType x_dtype, const PackedWeight& w, const Tensor& bias) {
+  return "\"Input Dims\": [" + ShapeString(x_shape) + ", [" + std::to_string(w.n()) + ", " + std::to_string(w.k()) +
+         "], " + ShapeString(bias.shape()) + "], \"Input type\": [" + TorchTypeName(x_dtype) + ", " +
+         TorchTypeName(w.dtype()) + ", " + TorchTypeName(bias.dtype()) + "]";
+}
+
 template <bool kOn>
 StatusOr<Tensor> BertModel::LinearOp(const Tensor& x, int64_t rows, int64_t stride,
                                      const PackedWeight& w, const Tensor& bias, Epilogue epilogue,
                                      Shape out_shape) {
   // The weight is pre-packed; its logical shape is [N, K] as nn.Linear stores it.
   // The weight's own dtype: 16-bit (or INT8) under FP32 activations where it differs.
-  OpScope<kOn> op(profiler_, "aten::linear", [&] {
-    return "\"Input Dims\": [" + ShapeString(x.shape()) + ", [" + std::to_string(w.n()) + ", " +
-           std::to_string(w.k()) + "], " + ShapeString(bias.shape()) + "], \"Input type\": [" +
-           TorchTypeName(x.dtype()) + ", " + TorchTypeName(w.dtype()) + ", " + TorchTypeName(bias.dtype()) + "]";
-  });
+  OpScope<kOn> op(profiler_, "aten::linear", [&] { return LinearArgs(x.shape(), x.dtype(), w, bias); });
   TS_ASSIGN_OR_RETURN(Tensor y, Empty<kOn>(std::move(out_shape)));
   TS_RETURN_IF_ERROR(kernels_.Linear(x, rows, stride, w, &bias, epilogue, y));
   return y;
 }
 
 template <bool kOn>
+StatusOr<Tensor> BertModel::LinearCodesOp(const QuantizedRows& x, const Shape& x_shape, const PackedWeight& w,
+                                          const Tensor& bias, Epilogue epilogue, Shape out_shape,
+                                          QuantizedRows* y_codes) {
+  OpScope<kOn> op(profiler_, "aten::linear", [&] { return LinearArgs(x_shape, DType::kF32, w, bias); });
+  if (y_codes != nullptr) {
+    TS_ASSIGN_OR_RETURN(*y_codes, kernels_.NewQuantizedRows(x.rows, w.n()));
+    TS_RETURN_IF_ERROR(kernels_.LinearInt8(x, w, &bias, epilogue, nullptr, y_codes));
+    return Tensor();
+  }
+  TS_ASSIGN_OR_RETURN(Tensor y, Empty<kOn>(std::move(out_shape)));
+  TS_RETURN_IF_ERROR(kernels_.LinearInt8(x, w, &bias, epilogue, &y, nullptr));
+  return y;
+}
+
+template <bool kOn>
 StatusOr<Tensor> BertModel::LayerNormOp(const Tensor& x, const Tensor* residual, const Tensor& g,
-                                        const Tensor& b) {
+                                        const Tensor& b, QuantizedRows* codes) {
   // With a residual the add is fused into the LayerNorm kernel; the operator says so.
   OpScope<kOn> op(profiler_, residual ? "tierscope::add_layer_norm" : "aten::layer_norm",
                   [&] { return residual ? ShapeArgs({&x, residual, &g, &b}) : ShapeArgs({&x, &g, &b}); });
   TS_ASSIGN_OR_RETURN(Tensor y, Empty<kOn>(x.shape()));
-  TS_RETURN_IF_ERROR(kernels_.LayerNorm(x, residual, g, b, static_cast<float>(config_.layer_norm_eps), y));
+  const auto eps = static_cast<float>(config_.layer_norm_eps);
+  if (codes != nullptr) {
+    TS_ASSIGN_OR_RETURN(*codes, kernels_.NewQuantizedRows(x.numel() / x.dim(-1), x.dim(-1)));
+    TS_RETURN_IF_ERROR(kernels_.LayerNormQuantized(x, residual, g, b, eps, y, *codes));
+    return y;
+  }
+  TS_RETURN_IF_ERROR(kernels_.LayerNorm(x, residual, g, b, eps, y));
   return y;
 }
 
@@ -304,12 +328,16 @@ StatusOr<Tensor> BertModel::CopyOp(const Tensor& t) {
 }
 
 template <bool kOn>
-StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Inputs& in) {
+StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const QuantizedRows* x_codes, const Inputs& in,
+                                     QuantizedRows* out_codes) {
   const Tensor& mask = in.mask;
-  const int64_t B = x.dim(0), S = x.dim(1), H = config_.hidden_size;
+  const int64_t B = x.dim(0), S = x.dim(1), H = config_.hidden_size, I = config_.intermediate_size;
   const int64_t rows = B * S;
   // Q, K and V projections run as one GEMM on the concatenated weight.
-  TS_ASSIGN_OR_RETURN(Tensor qkv, LinearOp<kOn>(x, rows, H, *L.qkv_w, L.qkv_b, Epilogue::kNone, {B, S, 3 * H}));
+  TS_ASSIGN_OR_RETURN(Tensor qkv, x_codes != nullptr
+                                      ? LinearCodesOp<kOn>(*x_codes, x.shape(), *L.qkv_w, L.qkv_b, Epilogue::kNone,
+                                                           {B, S, 3 * H})
+                                      : LinearOp<kOn>(x, rows, H, *L.qkv_w, L.qkv_b, Epilogue::kNone, {B, S, 3 * H}));
   Tensor ctx;
   {
     OpScope<kOn> op(profiler_, "aten::scaled_dot_product_attention",
@@ -319,14 +347,26 @@ StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Inpu
     TS_RETURN_IF_ERROR(in.packed() ? kernels_.AttentionPacked(qkv, mask, in.offsets, heads, ctx)
                                  : kernels_.Attention(qkv, mask, heads, ctx));
   }
+  // Attention's heads are separate tasks, so no task sees a whole row: the projection's
+  // Linear quantizes ctx itself.
   TS_ASSIGN_OR_RETURN(Tensor attn, LinearOp<kOn>(ctx, rows, H, *L.attn_out_w, L.attn_out_b, Epilogue::kNone, {B, S, H}));
-  TS_ASSIGN_OR_RETURN(Tensor h1, LayerNormOp<kOn>(attn, &x, L.attn_ln_g, L.attn_ln_b));
-  // GELU is fused into the intermediate GEMM's epilogue.
-  TS_ASSIGN_OR_RETURN(Tensor inter, LinearOp<kOn>(h1, rows, H, *L.inter_w, L.inter_b, Epilogue::kGelu,
-                                                  {B, S, config_.intermediate_size}));
-  TS_ASSIGN_OR_RETURN(Tensor out, LinearOp<kOn>(inter, rows, config_.intermediate_size, *L.out_w, L.out_b,
-                                                Epilogue::kNone, {B, S, H}));
-  return LayerNormOp<kOn>(out, &h1, L.out_ln_g, L.out_ln_b);
+  if (x_codes == nullptr) {
+    TS_ASSIGN_OR_RETURN(Tensor h1, LayerNormOp<kOn>(attn, &x, L.attn_ln_g, L.attn_ln_b));
+    // GELU is fused into the intermediate GEMM's epilogue.
+    TS_ASSIGN_OR_RETURN(Tensor inter, LinearOp<kOn>(h1, rows, H, *L.inter_w, L.inter_b, Epilogue::kGelu, {B, S, I}));
+    TS_ASSIGN_OR_RETURN(Tensor out, LinearOp<kOn>(inter, rows, I, *L.out_w, L.out_b, Epilogue::kNone, {B, S, H}));
+    return LayerNormOp<kOn>(out, &h1, L.out_ln_g, L.out_ln_b);
+  }
+  // INT8, quantized in the producing op: the LayerNorm writes h1's codes beside h1 (the
+  // residual), and the GELU Linear writes only codes, for the output Linear.
+  QuantizedRows h1_codes, inter_codes;
+  TS_ASSIGN_OR_RETURN(Tensor h1, LayerNormOp<kOn>(attn, &x, L.attn_ln_g, L.attn_ln_b, &h1_codes));
+  TS_RETURN_IF_ERROR(
+      LinearCodesOp<kOn>(h1_codes, h1.shape(), *L.inter_w, L.inter_b, Epilogue::kGelu, {B, S, I}, &inter_codes)
+          .status());
+  TS_ASSIGN_OR_RETURN(Tensor out,
+                      LinearCodesOp<kOn>(inter_codes, {B, S, I}, *L.out_w, L.out_b, Epilogue::kNone, {B, S, H}));
+  return LayerNormOp<kOn>(out, &h1, L.out_ln_g, L.out_ln_b, out_codes);
 }
 
 double BertModel::FlopsPerSample(int64_t S) const { return BertFlopsPerSample(config_, S, dtype()); }
@@ -355,13 +395,21 @@ StatusOr<Tensor> BertModel::ForwardImpl(const Inputs& in, std::vector<Tensor>* h
                                                            type_emb_, emb)
                                  : kernels_.EmbeddingSum(in.ids, in.type_ids, word_emb_, pos_emb_, type_emb_, emb));
   }
-  TS_ASSIGN_OR_RETURN(Tensor x, LayerNormOp<kOn>(emb, nullptr, emb_ln_g_, emb_ln_b_));
+  // INT8 quantized in the producing op: each LayerNorm ahead of a layer writes its codes.
+  const bool codes = quantizes_in_producer();
+  QuantizedRows x_codes;
+  TS_ASSIGN_OR_RETURN(Tensor x, LayerNormOp<kOn>(emb, nullptr, emb_ln_g_, emb_ln_b_,
+                                                 codes && !layers_.empty() ? &x_codes : nullptr));
   if (hidden_states != nullptr) {
     TS_ASSIGN_OR_RETURN(Tensor c, CopyOp<kOn>(x));
     hidden_states->push_back(std::move(c));
   }
-  for (const Layer& L : layers_) {
-    TS_ASSIGN_OR_RETURN(x, RunLayer<kOn>(L, x, in));
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    QuantizedRows next_codes;
+    const bool last = i + 1 == layers_.size();
+    TS_ASSIGN_OR_RETURN(x, RunLayer<kOn>(layers_[i], x, codes ? &x_codes : nullptr, in,
+                                         codes && !last ? &next_codes : nullptr));
+    x_codes = std::move(next_codes);
     if (hidden_states != nullptr) {
       TS_ASSIGN_OR_RETURN(Tensor c, CopyOp<kOn>(x));
       hidden_states->push_back(std::move(c));

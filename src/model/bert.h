@@ -66,6 +66,14 @@ class BertModel {
   void set_profiler(Profiler* profiler) { profiler_ = profiler; }
   Profiler* profiler() const { return profiler_; }
 
+  // INT8 runs: whether each activation is quantized by the op that produces it (LayerNorm,
+  // the GELU Linear) where the backend can (Kernels::QuantizesInProducer), or by each
+  // Linear from FP32 rows. The two give the same outputs bit for bit; on by default.
+  void set_quantize_in_producer(bool on) { quantize_in_producer_ = on; }
+  bool quantizes_in_producer() const {
+    return quantize_in_producer_ && precision_ == DType::kI8 && kernels_.QuantizesInProducer();
+  }
+
  private:
   struct Layer {
     std::unique_ptr<PackedWeight> qkv_w, attn_out_w, inter_w, out_w;
@@ -85,13 +93,23 @@ class BertModel {
   template <bool kOn>
   StatusOr<Tensor> LinearOp(const Tensor& x, int64_t rows, int64_t stride, const PackedWeight& w,
                             const Tensor& bias, Epilogue epilogue, Shape out_shape);
+  // An INT8 Linear over rows its producer quantized (x_shape: theirs, for the profile):
+  // into FP32 `out_shape`, or quantized into *y_codes (then the Tensor returned is empty).
+  template <bool kOn>
+  StatusOr<Tensor> LinearCodesOp(const QuantizedRows& x, const Shape& x_shape, const PackedWeight& w,
+                                 const Tensor& bias, Epilogue epilogue, Shape out_shape,
+                                 QuantizedRows* y_codes = nullptr);
+  // `codes`: the output rows also quantized into *codes (made here) for an INT8 Linear.
   template <bool kOn>
   StatusOr<Tensor> LayerNormOp(const Tensor& x, const Tensor* residual, const Tensor& g,
-                               const Tensor& b);
+                               const Tensor& b, QuantizedRows* codes = nullptr);
   template <bool kOn>
   StatusOr<Tensor> CopyOp(const Tensor& t);
+  // x_codes: x quantized by its producer, or null (the Linear quantizes x itself).
+  // out_codes: the layer's output quantized too, for the next layer, or null.
   template <bool kOn>
-  StatusOr<Tensor> RunLayer(const Layer& layer, const Tensor& x, const Inputs& in);
+  StatusOr<Tensor> RunLayer(const Layer& layer, const Tensor& x, const QuantizedRows* x_codes, const Inputs& in,
+                            QuantizedRows* out_codes);
   template <bool kOn>
   StatusOr<Tensor> ForwardImpl(const Inputs& in, std::vector<Tensor>* hidden_states);
   template <bool kOn>
@@ -107,6 +125,7 @@ class BertModel {
   Tensor pooler_b_;
   int64_t weight_bytes_ = 0;
   Profiler* profiler_ = nullptr;
+  bool quantize_in_producer_ = true;
 };
 
 }  // namespace tierscope

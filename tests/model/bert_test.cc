@@ -251,6 +251,35 @@ TEST_F(BertEngineTest, Int8StaysCloseToFp32OnEveryMicroKernelVariant) {
   }
 }
 
+// INT8 activations quantized by the op that produces them (the LayerNorms, the GELU
+// Linear) give the outputs each Linear quantizing its own FP32 input gives, bit for bit,
+// on every INT8 variant, for a padded batch (pooler and hidden states too) and a packed one.
+TEST_F(BertEngineTest, Int8QuantizedInTheProducingOpGivesTheSameOutputsBitForBit) {
+  BatchInput padded = Inputs(3, 37);
+  padded.attention_mask.assign(3 * 37, 1);
+  for (int64_t t = 30; t < 37; ++t) padded.attention_mask[37 + t] = 0;  // sample 1 padded
+  const std::vector<int64_t> lens = {5, 40, 1};
+  BatchInput packed{3, 40, BenchInputIds(29, 1, 46, 30522), {}, {}, lens};
+  for (const Int8MicroKernels& v : AvailableInt8MicroKernels()) {
+    ScopedInt8MicroKernels forced(v);
+    auto e = Load(DType::kI8);
+    ASSERT_NE(e, nullptr);
+    ASSERT_TRUE(e->model().quantizes_in_producer()) << v.isa;
+    for (const BatchInput* in : {&padded, &packed}) {
+      e->model().set_quantize_in_producer(true);
+      auto fused = e->Forward(*in, {.pooler = in->seq_lens.empty(), .hidden_states = true});
+      e->model().set_quantize_in_producer(false);
+      ASSERT_FALSE(e->model().quantizes_in_producer());
+      auto own = e->Forward(*in, {.pooler = in->seq_lens.empty(), .hidden_states = true});
+      ASSERT_TRUE(fused.ok() && own.ok()) << v.isa << ": " << fused.status().ToString() << own.status().ToString();
+      EXPECT_EQ(fused->last_hidden_state, own->last_hidden_state) << v.isa;
+      EXPECT_EQ(fused->pooler_output, own->pooler_output) << v.isa;
+      EXPECT_EQ(fused->hidden_states, own->hidden_states) << v.isa;
+      EXPECT_FALSE(fused->last_hidden_state.empty());
+    }
+  }
+}
+
 TEST_F(BertEngineTest, Fp32AndSixteenBitRunsAgreeOnEveryMicroKernelVariant) {
   // The host picks one FP32 micro-kernel variant; the others (AVX2 on an AVX-512 host,
   // the scalar fallback) carry FP32 and the 16-bit-weight runs where other CPUs pick them.

@@ -33,6 +33,7 @@ class CpuKernels : public Kernels {
  public:
   explicit CpuKernels(CpuBackend& be) : be_(be) {}
   bool SupportsPackedSequences() const override { return true; }
+  bool QuantizesInProducer() const override { return true; }
 
  protected:
   bool WidensHalfWeights(DType weights) const override {
@@ -62,6 +63,20 @@ class CpuKernels : public Kernels {
   Status DoAttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads,
                            Tensor& out) override {
     return CpuAttention(be_, qkv, mask, heads, out, &offsets);
+  }
+  StatusOr<QuantizedRows> DoNewQuantizedRows(int64_t rows, int64_t k) override {
+    return CpuNewQuantizedRows(be_, rows, k);
+  }
+  Status DoQuantizeRows(const Tensor& x, int64_t x_row_stride, QuantizedRows& q) override {
+    return CpuQuantizeRows(be_, x, x_row_stride, q);
+  }
+  Status DoLinearInt8(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias, Epilogue epilogue,
+                      Tensor* y, QuantizedRows* y_codes) override {
+    return CpuLinearInt8Codes(be_, x, w, bias, epilogue, y, y_codes);
+  }
+  Status DoLayerNormQuantized(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,
+                              float eps, Tensor& out, QuantizedRows& codes) override {
+    return CpuLayerNorm(be_, x, residual, gamma, beta, eps, out, &codes);
   }
   Status DoEmbeddingSumAt(const Tensor& ids, const Tensor& type_ids, const Tensor& positions, const Tensor& word,
                           const Tensor& pos, const Tensor& type, Tensor& out) override {

@@ -80,12 +80,19 @@ StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const Host
 StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeightInt8(CpuBackend& be, const HostTensor& w);
 Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
                      const PackedWeight& w, const Tensor* bias, Epilogue epilogue, Tensor& y);
+// Activations quantized where they are produced (gemm_int8.cc; see Kernels::LinearInt8).
+StatusOr<QuantizedRows> CpuNewQuantizedRows(CpuBackend& be, int64_t rows, int64_t k);
+Status CpuQuantizeRows(CpuBackend& be, const Tensor& x, int64_t x_row_stride, QuantizedRows& q);
+Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
+                          Epilogue epilogue, Tensor* y, QuantizedRows* y_codes);
 // `positions`: each token's position id (packed sequences), or null: its index in its row.
 Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids,
                        const Tensor& word, const Tensor& pos, const Tensor& type,
                        Tensor& out, const Tensor* positions = nullptr);
+// `codes`: FP32 output rows also quantized into these (Kernels::LayerNormQuantized), or null.
 Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual,
-                    const Tensor& gamma, const Tensor& beta, float eps, Tensor& out);
+                    const Tensor& gamma, const Tensor& beta, float eps, Tensor& out,
+                    QuantizedRows* codes = nullptr);
 // `offsets`: where each of B packed sequences starts in qkv [1, T, 3H] (I32 [B + 1]), or
 // null: qkv is [B, S, 3H].
 Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int heads,

@@ -15,6 +15,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel_int8.h"
+#include "backend/cpu/quantize_rows.h"
 #include "backend/cpu/vec_math.h"
 #include "core/cpu_info.h"
 
@@ -28,11 +29,6 @@ constexpr int kPanelsPerTask = kNB / kNR;
 constexpr int64_t kQuantRowsPerTask = 16;
 // The int32 sums hold K x 255 x 127 for K up to 66,000; refuse more than this.
 constexpr int64_t kMaxInt8K = 65536;
-
-// 4-deep groups of a panel for K inputs: rounded up to a whole AMX tile (64 inputs), so
-// every variant runs on the same packing; the padding is zeros on both sides.
-int64_t PaddedKq(int64_t k) { return ((k + kQK - 1) / kQK + kAmxKq - 1) / kAmxKq * kAmxKq; }
-int64_t PaddedRows(int64_t rows) { return (rows + kAmxRows - 1) / kAmxRows * kAmxRows; }
 
 class CpuInt8Weight : public PackedWeight {
  public:
@@ -57,68 +53,6 @@ class CpuInt8Weight : public PackedWeight {
   Tensor scales_;   // [num_panels * 16] FP32: max |w[n, :]| / weight_max (1 for an all-zero row)
   Tensor colsums_;  // [num_panels * 16] int32: sum_k wq[n, k], for the zero-point term
 };
-
-// Row r of x quantized to codes q[0, kp) in [0, 255], one byte each: x ~ scale * (q - zp),
-// with 0.0 exact. A row holding a NaN or an infinity gets
-// scale NaN, so its outputs are NaN rather than a number made up from the finite values.
-// Codes are round(fma(x, 1/scale, zp)) clamped to [0, 255], in vectors of 8 and in the
-// scalar tail alike (vcvtps2dq rounds to nearest even, as nearbyint does).
-void QuantizeRow(const float* x, int64_t k, int64_t kp, uint8_t* q, float* params) {
-  __m256 vlo = _mm256_setzero_ps(), vhi = _mm256_setzero_ps(), vpoison = _mm256_setzero_ps();
-  int64_t j = 0;
-  for (; j + 8 <= k; j += 8) {
-    const __m256 v = _mm256_loadu_ps(x + j);
-    vlo = _mm256_min_ps(vlo, v);
-    vhi = _mm256_max_ps(vhi, v);
-    vpoison = _mm256_add_ps(vpoison, _mm256_mul_ps(v, _mm256_setzero_ps()));  // NaN unless finite
-  }
-  float lane_lo[8], lane_hi[8], lane_poison[8];
-  _mm256_storeu_ps(lane_lo, vlo);
-  _mm256_storeu_ps(lane_hi, vhi);
-  _mm256_storeu_ps(lane_poison, vpoison);
-  float lo = 0, hi = 0, poison = 0;
-  for (int l = 0; l < 8; ++l) {
-    lo = std::min(lo, lane_lo[l]);
-    hi = std::max(hi, lane_hi[l]);
-    poison += lane_poison[l];
-  }
-  for (; j < k; ++j) {
-    lo = std::min(lo, x[j]);
-    hi = std::max(hi, x[j]);
-    poison += x[j] * 0.0f;
-  }
-  std::memset(q + k, 0, static_cast<size_t>(kp - k));
-  if (poison != 0.0f || std::isnan(poison)) {
-    std::memset(q, 0, static_cast<size_t>(k));
-    params[0] = std::numeric_limits<float>::quiet_NaN();
-    params[1] = 0;
-    return;
-  }
-  const double range = static_cast<double>(hi) - static_cast<double>(lo);
-  float scale = range > 0 ? static_cast<float>(range / kQActMax) : 1.0f;
-  float inv = 1.0f / scale;
-  if (!std::isfinite(inv)) scale = inv = 1.0f;  // a range below ~1e-36: every code rounds to 0
-  const float top = static_cast<float>(kQActMax);
-  const float zp = std::clamp(std::nearbyint(-lo / scale), 0.0f, top);
-  const __m256 vinv = _mm256_set1_ps(inv), vzp = _mm256_set1_ps(zp), vtop = _mm256_set1_ps(top);
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  j = 0;
-  for (; j + 32 <= k; j += 32) {
-    __m256i c[4];
-    for (int g = 0; g < 4; ++g) {
-      const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8 * g), vinv, vzp);
-      c[g] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), vtop));
-    }
-    // Pack 4 x 8 int32 into 32 bytes; the packs work per 128-bit lane, so reorder.
-    const __m256i w = _mm256_packus_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3]));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + j), _mm256_permutevar8x32_epi32(w, order));
-  }
-  for (; j < k; ++j) {
-    q[j] = static_cast<uint8_t>(std::clamp(std::nearbyint(std::fma(x[j], inv, zp)), 0.0f, top));
-  }
-  params[0] = scale;
-  params[1] = zp;
-}
 
 // out[j] = sx * sw[j] * (a[j] - zp * cs[j]) + bias[j] for j < n. The zero-point term is
 // taken off in int32, exactly (|a|, |zp cs| and their difference stay below 255 x 127 x K
@@ -196,11 +130,12 @@ struct Int8GemmParams {
   bool gelu_fused = false;  // dequant applied the GELU already
 };
 
-void Int8GemmTile(const Int8GemmParams& p, int64_t task, int32_t* acc) {
+// Rows [m0, m0 + rows) by column block nb of y = epilogue(x . W^T + bias): the int32 sums
+// into `acc`, then dequantized into out (row m0's column 0; row stride ldo).
+void Int8GemmTile(const Int8GemmParams& p, int64_t m0, int64_t rows, int64_t nb, int32_t* acc, float* out,
+                  int64_t ldo) {
   const Int8MicroKernels& mk = *p.mk;
-  const int64_t mb = task / p.n_blocks, nb = task % p.n_blocks;
-  const int64_t m0 = mb * kMB, p0 = nb * kPanelsPerTask;
-  const int64_t rows = std::min<int64_t>(kMB, p.m - m0);
+  const int64_t p0 = nb * kPanelsPerTask;
   const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
   mk.Run(rows, p.kp / kQK, p.q + m0 * p.kp, p.kp, p.w->panels() + p0 * p.w->panel_bytes(), panels,
          p.w->panel_bytes(), acc, kNB);
@@ -210,25 +145,47 @@ void Int8GemmTile(const Int8GemmParams& p, int64_t task, int32_t* acc) {
   const int32_t* cs = p.w->colsums() + n0;
   const float* bias = p.bias != nullptr ? p.bias + n0 : nullptr;
   for (int64_t r = 0; r < rows; ++r) {
-    float* out = p.y + (m0 + r) * p.n + n0;
+    float* o = out + r * ldo + n0;
     const auto zp = static_cast<int32_t>(p.qparams[(m0 + r) * 2 + 1]);  // a whole number in [0, 255]
-    p.dequant(acc + r * kNB, cs, sw, bias, p.qparams[(m0 + r) * 2], zp, out, cols);
+    p.dequant(acc + r * kNB, cs, sw, bias, p.qparams[(m0 + r) * 2], zp, o, cols);
     switch (p.epilogue) {
       case Epilogue::kGelu:
-        if (!p.gelu_fused) GeluInPlace(out, cols);
+        if (!p.gelu_fused) GeluInPlace(o, cols);
         break;
-      case Epilogue::kTanh: TanhInPlace(out, cols); break;
+      case Epilogue::kTanh: TanhInPlace(o, cols); break;
       case Epilogue::kNone: break;
     }
   }
 }
 
-const char* Int8GemmKernelName(bool bias, Epilogue e) {
-  static const char* kNames[2][3] = {
-      {"cpu_igemm_nt_u8s8_48x64", "cpu_igemm_nt_u8s8_48x64_gelu", "cpu_igemm_nt_u8s8_48x64_tanh"},
-      {"cpu_igemm_nt_u8s8_48x64_bias", "cpu_igemm_nt_u8s8_48x64_bias_gelu",
-       "cpu_igemm_nt_u8s8_48x64_bias_tanh"}};
-  return kNames[bias ? 1 : 0][static_cast<int>(e)];
+// Rows of one task of the Linear that writes codes: 48 (whole AMX tiles), or 32 or 16
+// where fewer rows would leave the workers too few tasks (each task holds whole rows).
+int64_t CodeRowsPerTask(int64_t rows, int workers) {
+  int64_t mb = kMB;
+  while (mb > kAmxRows && (rows + mb - 1) / mb < 4 * int64_t{workers}) mb -= kAmxRows;
+  return mb;
+}
+
+// The GEMM's name; `codes`: its output rows are quantized (u8 out), not written in FP32.
+const char* Int8GemmKernelName(bool bias, Epilogue e, bool codes) {
+  static const char* kNames[2][2][3] = {
+      {{"cpu_igemm_nt_u8s8_48x64", "cpu_igemm_nt_u8s8_48x64_gelu", "cpu_igemm_nt_u8s8_48x64_tanh"},
+       {"cpu_igemm_nt_u8s8_48x64_bias", "cpu_igemm_nt_u8s8_48x64_bias_gelu", "cpu_igemm_nt_u8s8_48x64_bias_tanh"}},
+      {{"cpu_igemm_nt_u8s8_rows_u8out", "cpu_igemm_nt_u8s8_rows_gelu_u8out", "cpu_igemm_nt_u8s8_rows_tanh_u8out"},
+       {"cpu_igemm_nt_u8s8_rows_bias_u8out", "cpu_igemm_nt_u8s8_rows_bias_gelu_u8out",
+        "cpu_igemm_nt_u8s8_rows_bias_tanh_u8out"}}};
+  return kNames[codes ? 1 : 0][bias ? 1 : 0][static_cast<int>(e)];
+}
+
+// Whether q holds rows x k codes in this backend's layout.
+Status CheckCodeLayout(const QuantizedRows& q, const char* op) {
+  if (q.codes.numel() != PaddedRows(q.rows) * PaddedCodeBytes(q.k)) {
+    return InvalidArgument(std::string(op) + ": " + std::to_string(q.codes.numel()) + " code bytes for " +
+                           std::to_string(q.rows) + " rows of " + std::to_string(q.k) + " (the CPU holds " +
+                           std::to_string(PaddedRows(q.rows) * PaddedCodeBytes(q.k)) +
+                           "; make them with NewQuantizedRows)");
+  }
+  return OkStatus();
 }
 
 }  // namespace
@@ -280,52 +237,102 @@ StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeightInt8(CpuBackend& be, const 
       new CpuInt8Weight(n, k, weight_max, std::move(packed), std::move(scales), std::move(colsums)));
 }
 
-Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
-                     const PackedWeight& w, const Tensor* bias, Epilogue epilogue, Tensor& y) {
+StatusOr<QuantizedRows> CpuNewQuantizedRows(CpuBackend& be, int64_t rows, int64_t k) {
+  if (k > kMaxInt8K) {
+    return InvalidArgument("INT8 activations: rows of at most " + std::to_string(kMaxInt8K) + " values, got " +
+                           std::to_string(k));
+  }
+  const int64_t kp = PaddedCodeBytes(k);
+  QuantizedRows q;
+  q.rows = rows;
+  q.k = k;
+  TS_ASSIGN_OR_RETURN(q.codes, Tensor::Empty(be, DType::kU8, {PaddedRows(rows), kp}));
+  TS_ASSIGN_OR_RETURN(q.params, Tensor::Empty(be, DType::kF32, {rows, 2}));
+  // The rows past `rows` are zeros (AMX reads whole 16-row tiles); the others are written.
+  std::memset(static_cast<uint8_t*>(q.codes.data()) + rows * kp, 0, static_cast<size_t>((PaddedRows(rows) - rows) * kp));
+  return q;
+}
+
+Status CpuQuantizeRows(CpuBackend& be, const Tensor& x, int64_t x_row_stride, QuantizedRows& q) {
+  TS_RETURN_IF_ERROR(CheckCodeLayout(q, "QuantizeRows"));
+  const int64_t rows = q.rows, k = q.k, kp = PaddedCodeBytes(k);
+  const auto* xs = static_cast<const float*>(x.data());
+  auto* qd = static_cast<uint8_t*>(q.codes.data());
+  auto* qp = static_cast<float*>(q.params.data());
+  const QuantizeRowFn quantize_row = PickQuantizeRow(GetInt8MicroKernels());
+  LaunchDesc quant;
+  quant.kernel = "cpu_quantize_rows_f32_u8";
+  quant.grid = Dim3{(rows + kQuantRowsPerTask - 1) / kQuantRowsPerTask, 1, 1};
+  quant.block = Dim3{kQuantRowsPerTask, 1, 1};
+  QuantizeRowsCost(rows, k, kp).Into(quant);
+  quant.writes = {MemRange{q.codes.data(), q.codes.bytes()}, MemRange{q.params.data(), q.params.bytes()}};
+  return be.Launch(quant, [&](int64_t task, int) {
+    const int64_t r1 = std::min(rows, (task + 1) * kQuantRowsPerTask);
+    for (int64_t r = task * kQuantRowsPerTask; r < r1; ++r) quantize_row(xs + r * x_row_stride, k, kp, qd + r * kp, qp + r * 2);
+  });
+}
+
+Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
+                          Epilogue epilogue, Tensor* y, QuantizedRows* y_codes) {
   const auto& qw = static_cast<const CpuInt8Weight&>(w);
-  const int64_t n = w.n(), k = w.k(), kp = qw.kq() * kQK;
+  const int64_t rows = x.rows, n = w.n(), k = w.k(), kp = qw.kq() * kQK;
+  TS_RETURN_IF_ERROR(CheckCodeLayout(x, "LinearInt8"));
+  if (y_codes != nullptr) TS_RETURN_IF_ERROR(CheckCodeLayout(*y_codes, "LinearInt8"));
   const Int8MicroKernels& mk = GetInt8MicroKernels();
   if (qw.weight_max() > mk.weight_max) {
     return FailedPrecondition("INT8 Linear: the weights are quantized to |w| <= " + std::to_string(qw.weight_max()) +
                               ", but the micro-kernels in force (" + mk.isa + ") sum exactly only |w| <= " +
                               std::to_string(mk.weight_max) + "; pack them again");
   }
-  // Whole 16-row tiles of codes (AMX reads them); the rows past `rows` are zeros.
-  TS_ASSIGN_OR_RETURN(Tensor q, Tensor::Empty(be, DType::kU8, {PaddedRows(rows), kp}));
-  std::memset(static_cast<uint8_t*>(q.data()) + rows * kp, 0, static_cast<size_t>((PaddedRows(rows) - rows) * kp));
-  TS_ASSIGN_OR_RETURN(Tensor qparams, Tensor::Empty(be, DType::kF32, {rows, 2}));
-  const auto* xs = static_cast<const float*>(x.data());
-  auto* qd = static_cast<uint8_t*>(q.data());
-  auto* qp = static_cast<float*>(qparams.data());
-
-  LaunchDesc quant;
-  quant.kernel = "cpu_quantize_rows_f32_u8";
-  quant.grid = Dim3{(rows + kQuantRowsPerTask - 1) / kQuantRowsPerTask, 1, 1};
-  quant.block = Dim3{kQuantRowsPerTask, 1, 1};
-  QuantizeRowsCost(rows, k, kp).Into(quant);
-  quant.writes = {MemRange{q.data(), q.bytes()}, MemRange{qparams.data(), qparams.bytes()}};
-  TS_RETURN_IF_ERROR(be.Launch(quant, [&](int64_t task, int) {
-    const int64_t r1 = std::min(rows, (task + 1) * kQuantRowsPerTask);
-    for (int64_t r = task * kQuantRowsPerTask; r < r1; ++r) QuantizeRow(xs + r * x_row_stride, k, kp, qd + r * kp, qp + r * 2);
-  }));
-
-  Int8GemmParams p{qd, qp, rows, n, kp, &qw, bias ? static_cast<const float*>(bias->data()) : nullptr,
-                   epilogue, static_cast<float*>(y.data()), (n + kNB - 1) / kNB, &mk};
+  Int8GemmParams p{static_cast<const uint8_t*>(x.codes.data()), static_cast<const float*>(x.params.data()), rows, n,
+                   kp, &qw, bias ? static_cast<const float*>(bias->data()) : nullptr, epilogue,
+                   y != nullptr ? static_cast<float*>(y->data()) : nullptr, (n + kNB - 1) / kNB, &mk};
   p.dequant = PickDequantRow(mk, bias != nullptr, epilogue, &p.gelu_fused);
   LaunchDesc desc;
-  desc.kernel = Int8GemmKernelName(bias != nullptr, epilogue);
-  desc.grid = Dim3{p.n_blocks, (rows + kMB - 1) / kMB, 1};
-  desc.block = Dim3{kNB, kMB, 1};
+  desc.kernel = Int8GemmKernelName(bias != nullptr, epilogue, y_codes != nullptr);
   desc.pipe = "int8_dot";
-  QuantizedLinearCost(rows, n, k, bias != nullptr, epilogue).Into(desc);
-  desc.writes[0] = {y.data(), y.bytes()};
-  be.EnsureScratch(kMB * kNB);
+  OpCost cost = QuantizedLinearCost(rows, n, k, bias != nullptr, epilogue);
+  if (y != nullptr) {  // column blocks of 64 by 48-row blocks
+    desc.grid = Dim3{p.n_blocks, (rows + kMB - 1) / kMB, 1};
+    desc.block = Dim3{kNB, kMB, 1};
+    cost.Into(desc);
+    desc.writes[0] = {y->data(), y->bytes()};
+    be.EnsureScratch(kMB * kNB);
+    return be.Launch(desc, [&](int64_t task, int worker) {
+      // The worker's scratch holds the int32 tile; it is only ever written and read as int32
+      // in this launch (std::vector<float> storage reused, sizes equal).
+      static_assert(sizeof(float) == sizeof(int32_t));
+      const int64_t m0 = task / p.n_blocks * kMB;
+      Int8GemmTile(p, m0, std::min<int64_t>(kMB, rows - m0), task % p.n_blocks,
+                   reinterpret_cast<int32_t*>(be.scratch(worker)), p.y + m0 * n, n);
+    });
+  }
+  // Codes out: a task holds whole rows (every column block), so each row's range is known
+  // before it is quantized; its FP32 values stay in the worker's scratch.
+  const int64_t mb = CodeRowsPerTask(rows, be.num_workers()), kp_out = PaddedCodeBytes(n);
+  desc.grid = Dim3{(rows + mb - 1) / mb, 1, 1};
+  desc.block = Dim3{n, mb, 1};
+  WithQuantizedOutput(cost, rows, n, kp_out, /*keep_fp32=*/false).Into(desc);
+  desc.writes = {MemRange{y_codes->codes.data(), y_codes->codes.bytes()},
+                 MemRange{y_codes->params.data(), y_codes->params.bytes()}};
+  be.EnsureScratch(static_cast<size_t>(kMB * kNB + mb * n));
+  auto* qd = static_cast<uint8_t*>(y_codes->codes.data());
+  auto* qp = static_cast<float*>(y_codes->params.data());
+  const QuantizeRowFn quantize_row = PickQuantizeRow(mk);
   return be.Launch(desc, [&](int64_t task, int worker) {
-    // The worker's scratch holds the int32 tile; it is only ever written and read as int32
-    // in this launch (std::vector<float> storage reused, sizes equal).
-    static_assert(sizeof(float) == sizeof(int32_t));
-    Int8GemmTile(p, task, reinterpret_cast<int32_t*>(be.scratch(worker)));
+    auto* acc = reinterpret_cast<int32_t*>(be.scratch(worker));  // int32 only, as above
+    float* out = be.scratch(worker) + kMB * kNB;
+    const int64_t m0 = task * mb, m = std::min(mb, rows - m0);
+    for (int64_t nb = 0; nb < p.n_blocks; ++nb) Int8GemmTile(p, m0, m, nb, acc, out, n);
+    for (int64_t r = 0; r < m; ++r) quantize_row(out + r * n, n, kp_out, qd + (m0 + r) * kp_out, qp + (m0 + r) * 2);
   });
+}
+
+Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
+                     const PackedWeight& w, const Tensor* bias, Epilogue epilogue, Tensor& y) {
+  TS_ASSIGN_OR_RETURN(QuantizedRows q, CpuNewQuantizedRows(be, rows, w.k()));
+  TS_RETURN_IF_ERROR(CpuQuantizeRows(be, x, x_row_stride, q));
+  return CpuLinearInt8Codes(be, q, w, bias, epilogue, &y, nullptr);
 }
 
 }  // namespace tierscope

@@ -2,7 +2,8 @@
 // precedes it in a post-LN BERT block. Statistics are computed in FP32, two-pass. FP32 and
 // BF16 rows on AVX-512 hosts (with AVX512BW) are loaded, normalised and stored 16 lanes
 // at a time, BF16 widened and rounded (nearest even) in registers; else 8-lane passes
-// over an FP32 copy of the row.
+// over an FP32 copy of the row. For an INT8 Linear that follows, FP32 output rows are
+// also quantized (u8 codes, quantize_rows.h) as each task finishes them.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel.h"
+#include "backend/cpu/quantize_rows.h"
 #include "backend/cpu/vec_math.h"
 #include "core/cpu_info.h"
 
@@ -29,6 +31,8 @@ struct LnParams {
   DType dtype;
   int64_t rows, cols;
   float eps;
+  QuantizedRows* codes = nullptr;  // FP32 rows also quantized into these, or null
+  QuantizeRowFn quantize_row = nullptr;  // with codes: the INT8 variant's
 };
 
 // 16 values of row data `p` (FP32, or BF16 widened: its bits on top of a 32-bit lane) from
@@ -111,7 +115,22 @@ bool RunsLayerNorm16() {
   return bw && GetMicroKernels().avx512();
 }
 
+// Rows [r0, r1) of the FP32 output quantized into p.codes, read back while in cache.
+void QuantizeOutputRows(const LnParams& p, int64_t r0, int64_t r1) {
+  const int64_t C = p.cols, kp = PaddedCodeBytes(C);
+  auto* q = static_cast<uint8_t*>(p.codes->codes.data());
+  auto* params = static_cast<float*>(p.codes->params.data());
+  for (int64_t r = r0; r < r1; ++r) p.quantize_row(static_cast<const float*>(p.out) + r * C, C, kp, q + r * kp, params + 2 * r);
+}
+
+void LayerNormRows(const LnParams& p, int64_t task, float* scratch);
+
 void LayerNormTask(const LnParams& p, int64_t task, float* scratch) {
+  LayerNormRows(p, task, scratch);
+  if (p.codes != nullptr) QuantizeOutputRows(p, task * kRowsPerTask, std::min(p.rows, (task + 1) * kRowsPerTask));
+}
+
+void LayerNormRows(const LnParams& p, int64_t task, float* scratch) {
   const int64_t r_end = std::min(p.rows, (task + 1) * kRowsPerTask);
   const int64_t C = p.cols;
   float* v = scratch;
@@ -156,21 +175,32 @@ void LayerNormTask(const LnParams& p, int64_t task, float* scratch) {
 }  // namespace
 
 Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual, const Tensor& gamma,
-                    const Tensor& beta, float eps, Tensor& out) {
+                    const Tensor& beta, float eps, Tensor& out, QuantizedRows* codes) {
   const int64_t C = x.dim(-1);  // shapes checked by the kernel front (kernels.h)
   const DType t = x.dtype();
   LnParams p{x.data(), residual ? residual->data() : nullptr, gamma.data(), beta.data(),
-             out.data(), t, x.numel() / C, C, eps};
+             out.data(), t, x.numel() / C, C, eps, codes,
+             codes != nullptr ? PickQuantizeRow(GetInt8MicroKernels()) : nullptr};
+  if (codes != nullptr && codes->codes.numel() != PaddedRows(p.rows) * PaddedCodeBytes(C)) {
+    return InvalidArgument("LayerNormQuantized: " + std::to_string(codes->codes.numel()) + " code bytes for " +
+                           std::to_string(p.rows) + " rows of " + std::to_string(C) +
+                           " (make them with NewQuantizedRows)");
+  }
   LaunchDesc desc;
-  static const char* kNames[2][3] = {
-      {"cpu_layer_norm_f32_r16", "cpu_layer_norm_f16_r16", "cpu_layer_norm_bf16_r16"},
-      {"cpu_add_layer_norm_f32_r16", "cpu_add_layer_norm_f16_r16",
-       "cpu_add_layer_norm_bf16_r16"}};
-  desc.kernel = kNames[residual ? 1 : 0][t == DType::kF16 ? 1 : t == DType::kBF16 ? 2 : 0];
+  static const char* kNames[2][4] = {
+      {"cpu_layer_norm_f32_r16", "cpu_layer_norm_f16_r16", "cpu_layer_norm_bf16_r16", "cpu_layer_norm_f32_r16_u8out"},
+      {"cpu_add_layer_norm_f32_r16", "cpu_add_layer_norm_f16_r16", "cpu_add_layer_norm_bf16_r16",
+       "cpu_add_layer_norm_f32_r16_u8out"}};
+  desc.kernel = kNames[residual ? 1 : 0][codes != nullptr ? 3 : t == DType::kF16 ? 1 : t == DType::kBF16 ? 2 : 0];
   desc.grid = Dim3{(p.rows + kRowsPerTask - 1) / kRowsPerTask, 1, 1};
   desc.block = Dim3{kRowsPerTask, C, 1};
-  LayerNormCost(p.rows, C, residual != nullptr, t).Into(desc);
+  const OpCost cost = LayerNormCost(p.rows, C, residual != nullptr, t);
+  (codes != nullptr ? WithQuantizedOutput(cost, p.rows, C, PaddedCodeBytes(C), /*keep_fp32=*/true) : cost).Into(desc);
   desc.writes[0] = {out.data(), out.bytes()};
+  if (codes != nullptr) {
+    desc.writes[1] = {codes->codes.data(), codes->codes.bytes()};
+    desc.writes[2] = {codes->params.data(), codes->params.bytes()};
+  }
   be.EnsureScratch(static_cast<size_t>(4 * C));
   return be.Launch(desc, [&](int64_t task, int worker) {
     LayerNormTask(p, task, be.scratch(worker));

@@ -1,0 +1,34 @@
+// Rows of FP32 activations as the CPU's INT8 GEMM reads them: u8 codes per row, with a
+// scale and a zero point each (dynamic quantization, as ONNX Runtime's quantize_dynamic
+// does it), in the one layout every variant's micro-kernels share. One definition, used
+// by the standalone quantization launch and by the ops that quantize what they produce
+// (LayerNorm, an INT8 Linear feeding another): so their codes agree bit for bit.
+#ifndef TIERSCOPE_BACKEND_CPU_QUANTIZE_ROWS_H_
+#define TIERSCOPE_BACKEND_CPU_QUANTIZE_ROWS_H_
+
+#include <cstdint>
+
+#include "backend/cpu/micro_kernel_int8.h"
+
+namespace tierscope {
+
+// 4-deep groups of a panel for K inputs: rounded up to a whole AMX tile (64 inputs), so
+// every variant runs on the same packing; the padding is zeros on both sides.
+inline int64_t PaddedKq(int64_t k) { return ((k + kQK - 1) / kQK + kAmxKq - 1) / kAmxKq * kAmxKq; }
+// Bytes of one row of codes for K inputs.
+inline int64_t PaddedCodeBytes(int64_t k) { return PaddedKq(k) * kQK; }
+// Rows of codes held: whole 16-row AMX tiles (the rows past the data are zeros).
+inline int64_t PaddedRows(int64_t rows) { return (rows + kAmxRows - 1) / kAmxRows * kAmxRows; }
+
+// Row x[0, k) as codes q[0, kp) in [0, 255], one byte each: x ~ scale * (q - zp), with
+// 0.0 exact; q[k, kp) are zeros. params = {scale, zp}. A row holding a NaN or an infinity
+// gets scale NaN, so its outputs are NaN rather than a number made up from the finite
+// values.
+// Two widths give the same bytes: 16 lanes beside the AVX-512 micro-kernels (VNNI, AMX),
+// 8 beside the others, so forcing an INT8 variant tests its quantization too.
+using QuantizeRowFn = void (*)(const float* x, int64_t k, int64_t kp, uint8_t* q, float* params);
+QuantizeRowFn PickQuantizeRow(const Int8MicroKernels& mk);
+
+}  // namespace tierscope
+
+#endif  // TIERSCOPE_BACKEND_CPU_QUANTIZE_ROWS_H_

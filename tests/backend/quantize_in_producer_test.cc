@@ -1,0 +1,269 @@
+// INT8 activations quantized by the op that produces them (Kernels::NewQuantizedRows,
+// QuantizeRows, LinearInt8, LayerNormQuantized), on every INT8 variant this CPU runs
+// (forced, not only the one picked): the codes a LayerNorm or an INT8 Linear writes are
+// the bytes QuantizeRows writes from the FP32 rows they would have written; a Linear from
+// codes gives what a Linear from FP32 rows gives, bit for bit; every variant's
+// quantization writes the same bytes; and what does not fit the contract is refused in one
+// line.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/micro_kernel_int8.h"
+
+namespace tierscope {
+namespace {
+
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+
+// Bytes of the codes and parameters of q, for comparing two QuantizedRows exactly.
+std::vector<uint8_t> Bytes(const QuantizedRows& q) {
+  std::vector<uint8_t> b(q.codes.bytes() + q.params.bytes());
+  std::memcpy(b.data(), q.codes.data(), q.codes.bytes());
+  std::memcpy(b.data() + q.codes.bytes(), q.params.data(), q.params.bytes());
+  return b;
+}
+
+// Whether two float buffers hold the same bits (NaNs included).
+bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+class QuantizeInProducerTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    for (const Int8MicroKernels& v : AvailableInt8MicroKernels()) {
+      if (GetParam() == v.isa) forced_.emplace(v);
+    }
+    ASSERT_TRUE(forced_.has_value()) << GetParam();
+  }
+  std::optional<ScopedInt8MicroKernels> forced_;
+  CpuBackend be_{2};
+  Kernels& k_ = be_.kernels();
+  std::mt19937 rng_{17};
+
+  Tensor Random(Shape shape, float scale) {
+    Tensor t = std::move(Tensor::Empty(be_, DType::kF32, std::move(shape))).value();
+    std::normal_distribution<float> d(0.0f, scale);
+    float* p = static_cast<float*>(t.data());
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = d(rng_);
+    return t;
+  }
+  Tensor Empty(Shape shape) { return std::move(Tensor::Empty(be_, DType::kF32, std::move(shape))).value(); }
+  QuantizedRows Rows(int64_t rows, int64_t k) {
+    auto q = k_.NewQuantizedRows(rows, k);
+    EXPECT_TRUE(q.ok()) << q.status().ToString();
+    return std::move(q).value();
+  }
+  std::unique_ptr<PackedWeight> Weight(int64_t n, int64_t k) {
+    std::vector<float> w(static_cast<size_t>(n * k));
+    std::normal_distribution<float> d(0.0f, 0.05f);
+    for (float& v : w) v = d(rng_);
+    HostTensor h;
+    h.dtype = DType::kF32;
+    h.shape = {n, k};
+    h.data = reinterpret_cast<const std::byte*>(w.data());
+    h.bytes = w.size() * sizeof(float);
+    auto p = k_.PackWeight(h, DType::kI8);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return std::move(p).value();
+  }
+};
+
+TEST_P(QuantizeInProducerTest, LayerNormCodesAreTheBytesQuantizeRowsWritesFromItsOutput) {
+  ASSERT_TRUE(k_.QuantizesInProducer());
+  for (const auto& [rows, C] : {std::pair<int64_t, int64_t>{1, 5}, {17, 37}, {50, 128}, {130, 200}}) {
+    Tensor x = Random({rows, C}, 2.0f), res = Random({rows, C}, 1.0f);
+    Tensor g = Random({C}, 1.0f), b = Random({C}, 0.5f);
+    static_cast<float*>(x.data())[(rows / 2) * C + C - 1] = kNan;  // one row poisoned
+    Tensor want = Empty({rows, C}), got = Empty({rows, C});
+    ASSERT_TRUE(k_.LayerNorm(x, &res, g, b, 1e-12f, want).ok());
+    QuantizedRows codes = Rows(rows, C), ref = Rows(rows, C);
+    const Status s = k_.LayerNormQuantized(x, &res, g, b, 1e-12f, got, codes);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(SameBits(got, want)) << rows << "x" << C;
+    ASSERT_TRUE(k_.QuantizeRows(want, C, ref).ok());
+    EXPECT_EQ(Bytes(codes), Bytes(ref)) << rows << "x" << C;
+    EXPECT_TRUE(std::isnan(static_cast<const float*>(codes.params.data())[2 * (rows / 2)]));
+    // Without a residual too.
+    ASSERT_TRUE(k_.LayerNorm(x, nullptr, g, b, 1e-12f, want).ok());
+    ASSERT_TRUE(k_.LayerNormQuantized(x, nullptr, g, b, 1e-12f, got, codes).ok());
+    ASSERT_TRUE(k_.QuantizeRows(want, C, ref).ok());
+    EXPECT_TRUE(SameBits(got, want));
+    EXPECT_EQ(Bytes(codes), Bytes(ref));
+  }
+}
+
+TEST_P(QuantizeInProducerTest, ALinearFromCodesGivesWhatALinearFromFp32RowsGivesBitForBit) {
+  // Rows from one to past a few 48-row tiles; columns past whole 64-column blocks; K odd,
+  // short and past one AMX tile; x read at a row stride.
+  for (const auto& [m, n, k, stride] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 17, 3, 5},
+                                         {50, 100, 130, 130}, {130, 72, 64, 70}, {200, 512, 128, 128}}) {
+    Tensor x = Random({m, stride}, 2.0f), bias = Random({n}, 0.1f);
+    auto w = Weight(n, k);
+    QuantizedRows xq = Rows(m, k);
+    ASSERT_TRUE(k_.QuantizeRows(x, stride, xq).ok());
+    for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu, Epilogue::kTanh}) {
+      for (const Tensor* bp : {static_cast<const Tensor*>(&bias), static_cast<const Tensor*>(nullptr)}) {
+        Tensor want = Empty({m, n}), got = Empty({m, n});
+        ASSERT_TRUE(k_.Linear(x, m, stride, *w, bp, e, want).ok());
+        const Status s = k_.LinearInt8(xq, *w, bp, e, &got, nullptr);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        EXPECT_TRUE(SameBits(got, want)) << m << "x" << n << "x" << k << " epilogue " << static_cast<int>(e);
+        // Codes out: the bytes QuantizeRows writes from the FP32 rows.
+        QuantizedRows yq = Rows(m, n), ref = Rows(m, n);
+        ASSERT_TRUE(k_.LinearInt8(xq, *w, bp, e, nullptr, &yq).ok());
+        ASSERT_TRUE(k_.QuantizeRows(want, n, ref).ok());
+        EXPECT_EQ(Bytes(yq), Bytes(ref)) << m << "x" << n << "x" << k << " epilogue " << static_cast<int>(e);
+      }
+    }
+  }
+}
+
+TEST_P(QuantizeInProducerTest, ANonFiniteRowStaysInItsRowThroughCodes) {
+  const int64_t m = 40, n = 48, k = 32;
+  Tensor x = Random({m, k}, 1.0f);
+  static_cast<float*>(x.data())[7 * k + 3] = std::numeric_limits<float>::infinity();
+  auto w = Weight(n, k);
+  QuantizedRows xq = Rows(m, k), yq = Rows(m, n);
+  ASSERT_TRUE(k_.QuantizeRows(x, k, xq).ok());
+  ASSERT_TRUE(k_.LinearInt8(xq, *w, nullptr, Epilogue::kGelu, nullptr, &yq).ok());
+  const auto* params = static_cast<const float*>(yq.params.data());
+  const auto* codes = static_cast<const uint8_t*>(yq.codes.data());
+  const int64_t kp = yq.codes.numel() / yq.codes.dim(0);
+  for (int64_t r = 0; r < m; ++r) {
+    EXPECT_EQ(std::isnan(params[2 * r]), r == 7) << "row " << r;
+    if (r == 7) EXPECT_TRUE(std::all_of(codes + r * kp, codes + (r + 1) * kp, [](uint8_t c) { return c == 0; }));
+  }
+}
+
+// The variants this CPU runs (the scalar one everywhere), so none is skipped.
+std::vector<std::string> VariantNames() {
+  std::vector<std::string> names;
+  for (const Int8MicroKernels& v : AvailableInt8MicroKernels()) names.push_back(v.isa);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, QuantizeInProducerTest, ::testing::ValuesIn(VariantNames()),
+                         [](const auto& info) {
+                           std::string name = info.param;  // "amx-int8": no '-' in a test name
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// 16 lanes beside the AVX-512 variants, 8 beside the others: the same bytes from rows
+// that test the edges — all zero, all negative, -0, a range below FLT_MIN, values near
+// FLT_MAX, lengths off every vector width, a NaN and an infinity.
+TEST(QuantizeRows, EveryVariantWritesTheSameBytes) {
+  CpuBackend be(2);
+  const int64_t k = 77;
+  const int64_t rows = 9;
+  Tensor x = std::move(Tensor::Empty(be, DType::kF32, {rows, k})).value();
+  float* p = static_cast<float*>(x.data());
+  std::mt19937 rng(3);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (int64_t i = 0; i < rows * k; ++i) p[i] = d(rng);
+  std::fill(p, p + k, 0.0f);                                       // all zero
+  for (int64_t j = 0; j < k; ++j) p[k + j] = -std::fabs(p[k + j]) - 0.5f;  // all negative
+  for (int64_t j = 0; j < k; j += 2) p[2 * k + j] = -0.0f;         // -0 among positives
+  for (int64_t j = 0; j < k; ++j) p[2 * k + j] = std::fabs(p[2 * k + j]);
+  for (int64_t j = 0; j < k; ++j) p[3 * k + j] *= 1e-39f;          // below FLT_MIN
+  for (int64_t j = 0; j < k; ++j) p[4 * k + j] *= 1e38f;           // near FLT_MAX
+  p[5 * k + 76] = kNan;
+  p[6 * k + 33] = -std::numeric_limits<float>::infinity();
+  std::vector<uint8_t> first;
+  std::string first_isa;
+  for (const Int8MicroKernels& v : AvailableInt8MicroKernels()) {
+    ScopedInt8MicroKernels forced(v);
+    for (int64_t len : {k, int64_t{1}, int64_t{16}, int64_t{33}}) {
+      auto q = be.kernels().NewQuantizedRows(rows, len);
+      ASSERT_TRUE(q.ok()) << q.status().ToString();
+      ASSERT_TRUE(be.kernels().QuantizeRows(x, k, *q).ok());
+      std::vector<uint8_t> got = Bytes(*q);
+      if (len != k) continue;
+      if (first.empty()) {
+        first = got;
+        first_isa = v.isa;
+      }
+      EXPECT_EQ(got, first) << v.isa << " vs " << first_isa;
+    }
+  }
+  ASSERT_FALSE(first.empty());
+}
+
+TEST(QuantizeRows, WhatDoesNotFitIsRefusedInOneLine) {
+  CpuBackend be(2);
+  Kernels& k = be.kernels();
+  auto expect_invalid = [](const Status& s, const std::string& needle) {
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+    EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
+  };
+  expect_invalid(k.NewQuantizedRows(0, 5).status(), "0 rows of 5");
+  expect_invalid(k.NewQuantizedRows(2, 70000).status(), "at most 65536");
+  Tensor x = std::move(Tensor::Empty(be, DType::kF32, {4, 8})).value();
+  std::fill(static_cast<float*>(x.data()), static_cast<float*>(x.data()) + 32, 1.0f);
+  auto q = k.NewQuantizedRows(4, 8);
+  ASSERT_TRUE(q.ok());
+  expect_invalid(k.QuantizeRows(x, 7, *q), "at stride 7");
+  QuantizedRows five = std::move(k.NewQuantizedRows(5, 8)).value();
+  expect_invalid(k.QuantizeRows(x, 8, five), "is not 5 FP32 rows of 8");
+  // Hand-made codes in another layout: refused, not read past.
+  QuantizedRows made;
+  made.rows = 4;
+  made.k = 8;
+  made.codes = std::move(Tensor::Empty(be, DType::kU8, {4, 8})).value();
+  made.params = std::move(Tensor::Empty(be, DType::kF32, {4, 2})).value();
+  expect_invalid(k.QuantizeRows(x, 8, made), "make them with NewQuantizedRows");
+
+  std::vector<float> wv(16 * 8, 0.1f);
+  HostTensor h;
+  h.dtype = DType::kF32;
+  h.shape = {16, 8};
+  h.data = reinterpret_cast<const std::byte*>(wv.data());
+  h.bytes = wv.size() * sizeof(float);
+  auto w8 = k.PackWeight(h, DType::kI8);
+  auto w32 = k.PackWeight(h, DType::kF32);
+  ASSERT_TRUE(w8.ok() && w32.ok());
+  Tensor y = std::move(Tensor::Empty(be, DType::kF32, {4, 16})).value();
+  QuantizedRows yq = std::move(k.NewQuantizedRows(4, 16)).value();
+  ASSERT_TRUE(k.QuantizeRows(x, 8, *q).ok());
+  expect_invalid(k.LinearInt8(*q, **w32, nullptr, Epilogue::kNone, &y, nullptr), "takes an INT8 weight");
+  expect_invalid(k.LinearInt8(*q, **w8, nullptr, Epilogue::kNone, &y, &yq), "give one output");
+  expect_invalid(k.LinearInt8(*q, **w8, nullptr, Epilogue::kNone, nullptr, nullptr), "give one output");
+  Tensor small = std::move(Tensor::Empty(be, DType::kF32, {4, 15})).value();
+  expect_invalid(k.LinearInt8(*q, **w8, nullptr, Epilogue::kNone, &small, nullptr), "is not FP32 [4, 16]");
+  QuantizedRows narrow = std::move(k.NewQuantizedRows(4, 15)).value();
+  expect_invalid(k.LinearInt8(*q, **w8, nullptr, Epilogue::kNone, nullptr, &narrow), "for 4 x 16 outputs");
+  expect_invalid(k.LinearInt8(five, **w8, nullptr, Epilogue::kNone, &y, nullptr), "is not FP32 [5, 16]");
+  QuantizedRows short_params;
+  short_params.rows = 4;
+  short_params.k = 8;
+  short_params.codes = std::move(Tensor::Empty(be, DType::kU8, {16, 64})).value();
+  short_params.params = std::move(Tensor::Empty(be, DType::kF32, {3, 2})).value();
+  expect_invalid(k.LinearInt8(short_params, **w8, nullptr, Epilogue::kNone, &y, nullptr),
+                 "the input is not 4 quantized rows of 8");
+  Tensor bias = std::move(Tensor::Empty(be, DType::kF32, {15})).value();
+  expect_invalid(k.LinearInt8(*q, **w8, &bias, Epilogue::kNone, &y, nullptr), "bias");
+
+  Tensor g = std::move(Tensor::Empty(be, DType::kF32, {8})).value();
+  Tensor out = std::move(Tensor::Empty(be, DType::kF32, {4, 8})).value();
+  expect_invalid(k.LayerNormQuantized(x, nullptr, g, g, 1e-12f, out, five), "into 5 quantized rows of 8");
+  Tensor xb = std::move(Tensor::Empty(be, DType::kBF16, {4, 8})).value();
+  Tensor gb = std::move(Tensor::Empty(be, DType::kBF16, {8})).value();
+  Tensor ob = std::move(Tensor::Empty(be, DType::kBF16, {4, 8})).value();
+  expect_invalid(k.LayerNormQuantized(xb, nullptr, gb, gb, 1e-12f, ob, *q), "FP32 rows");
+}
+
+}  // namespace
+}  // namespace tierscope
