@@ -20,6 +20,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel_int8.h"
+#include "core/cpu_info.h"
 
 namespace tierscope {
 namespace {
@@ -144,6 +145,35 @@ TEST_P(QuantizeInProducerTest, ANonFiniteRowStaysInItsRowThroughCodes) {
   for (int64_t r = 0; r < m; ++r) {
     EXPECT_EQ(std::isnan(params[2 * r]), r == 7) << "row " << r;
     if (r == 7) EXPECT_TRUE(std::all_of(codes + r * kp, codes + (r + 1) * kp, [](uint8_t c) { return c == 0; }));
+  }
+}
+
+// An FP32 output too big for the cores' L2 caches together is written with non-temporal
+// stores (rows aligned, the rest as usual): the same values as a small output's, whose
+// rows stay in cache, bit for bit, row by row.
+TEST_P(QuantizeInProducerTest, ABigOutputStreamedHoldsTheValuesOfASmallOne) {
+  int64_t l2 = int64_t{1} << 20;
+  for (const CacheLevel& c : CpuDataCaches()) {
+    if (c.level == 2) l2 = c.bytes;
+  }
+  const int64_t k = 64;
+  for (const int64_t n : {int64_t{1024}, int64_t{1000}}) {  // rows aligned, and mostly not
+    const int64_t m = 5 * l2 / (n * 4) + 1;  // 2.5x the two workers' L2s
+    Tensor x = Random({m, k}, 1.0f), bias = Random({n}, 0.1f);
+    auto w = Weight(n, k);
+    QuantizedRows xq = Rows(m, k);
+    ASSERT_TRUE(k_.QuantizeRows(x, k, xq).ok());
+    for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu}) {
+      Tensor big = Empty({m, n});
+      ASSERT_TRUE(k_.LinearInt8(xq, *w, &bias, e, &big, nullptr).ok());
+      for (const int64_t r0 : {int64_t{0}, m / 2, m - 3}) {  // three rows alone: a small output
+        Tensor xs = Empty({3, k}), small = Empty({3, n});
+        std::memcpy(xs.data(), static_cast<const float*>(x.data()) + r0 * k, xs.bytes());
+        ASSERT_TRUE(k_.Linear(xs, 3, k, *w, &bias, e, small).ok());
+        EXPECT_EQ(std::memcmp(static_cast<const float*>(big.data()) + r0 * n, small.data(), small.bytes()), 0)
+            << "rows from " << r0 << " of " << m << ", n " << n << ", epilogue " << static_cast<int>(e);
+      }
+    }
   }
 }
 

@@ -1,9 +1,11 @@
 // CPU INT8 Linear, dynamic quantization as ONNX Runtime's quantize_dynamic does it:
 // weights symmetric int8 per output channel (7 bits for AVX2's micro-kernels, which sum
-// only those exactly), quantized once at load; activations u8 per
-// row (scale and zero point from the row's range) at run time, in a launch of their own;
-// int32 sums on the host's dot instructions, then y = s_x s_w (acc - z_x colsum_w) + bias
-// and the activation, in FP32.
+// only those exactly), quantized once at load; activations u8 per row (scale and zero
+// point from the row's range, quantize_rows.h) at run time, in a launch of their own or by
+// the op that produced them (QuantizedRows); int32 sums on the host's dot instructions,
+// then y = s_x s_w (acc - z_x colsum_w) + bias and the activation, in FP32. The output is
+// FP32 rows (streamed past the caches when too big for them), or each row quantized in
+// turn for the next INT8 Linear (tasks of whole rows; the FP32 rows never leave them).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -60,12 +62,16 @@ class CpuInt8Weight : public PackedWeight {
 using DequantRowFn = void (*)(const int32_t* a, const int32_t* cs, const float* sw, const float* bias,
                               float sx, int32_t zp, float* out, int64_t n);
 
-template <bool kBias, bool kGelu>
+// kStream: rows written with non-temporal stores where they are aligned (an output too
+// big to stay in the cores' caches for its reader: streaming it skips the read for
+// ownership a cached store makes, a third of the traffic); the tail stores as usual.
+template <bool kBias, bool kGelu, bool kStream>
 __attribute__((target("avx512f"))) void DequantRowAvx512(const int32_t* a, const int32_t* cs, const float* sw,
                                                          const float* bias, float sx, int32_t zp, float* out,
                                                          int64_t n) {
   const __m512 vsx = _mm512_set1_ps(sx);
   const __m512i vzp = _mm512_set1_epi32(zp);
+  const bool stream = kStream && (reinterpret_cast<uintptr_t>(out) & 63) == 0;
   int64_t j = 0;
   for (; j < n; j += 16) {
     const __mmask16 m = TailMask16(n - j);
@@ -73,26 +79,37 @@ __attribute__((target("avx512f"))) void DequantRowAvx512(const int32_t* a, const
     const __m512 d = _mm512_cvtepi32_ps(_mm512_sub_epi32(v, _mm512_mullo_epi32(vzp, _mm512_maskz_loadu_epi32(m, cs + j))));
     const __m512 s = _mm512_mul_ps(vsx, _mm512_maskz_loadu_ps(m, sw + j));
     const __m512 y = kBias ? _mm512_fmadd_ps(s, d, _mm512_maskz_loadu_ps(m, bias + j)) : _mm512_mul_ps(s, d);
-    _mm512_mask_storeu_ps(out + j, m, kGelu ? Gelu16(y) : y);  // GELU on the registers
+    const __m512 r = kGelu ? Gelu16(y) : y;  // GELU on the registers
+    if (stream && m == 0xffff) {
+      _mm512_stream_ps(out + j, r);
+    } else {
+      _mm512_mask_storeu_ps(out + j, m, r);
+    }
   }
 }
 
 // Eight lanes, then the portable loop's arithmetic for the tail; GELU as GeluInPlace
 // computes it on a host without AVX-512 (Gelu8, FastGelu on the tail), on the registers.
-template <bool kBias, bool kGelu>
+template <bool kBias, bool kGelu, bool kStream>
 void DequantRowAvx2(const int32_t* a, const int32_t* cs, const float* sw, const float* bias, float sx, int32_t zp,
                     float* out, int64_t n) {
   int64_t j = 0;
 #ifdef TIERSCOPE_VEC_AVX2
   const __m256 vsx = _mm256_set1_ps(sx);
   const __m256i vzp = _mm256_set1_epi32(zp);
+  const bool stream = kStream && (reinterpret_cast<uintptr_t>(out) & 31) == 0;
   for (; j + 8 <= n; j += 8) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + j));
     const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cs + j));
     const __m256 d = _mm256_cvtepi32_ps(_mm256_sub_epi32(v, _mm256_mullo_epi32(vzp, c)));
     const __m256 s = _mm256_mul_ps(vsx, _mm256_loadu_ps(sw + j));
     const __m256 y = kBias ? _mm256_fmadd_ps(s, d, _mm256_loadu_ps(bias + j)) : _mm256_mul_ps(s, d);
-    _mm256_storeu_ps(out + j, kGelu ? Gelu8(y) : y);
+    const __m256 r = kGelu ? Gelu8(y) : y;
+    if (stream) {
+      _mm256_stream_ps(out + j, r);
+    } else {
+      _mm256_storeu_ps(out + j, r);
+    }
   }
 #endif
   for (; j < n; ++j) {
@@ -102,18 +119,32 @@ void DequantRowAvx2(const int32_t* a, const int32_t* cs, const float* sw, const 
   }
 }
 
+template <bool kAvx512, bool kBias, bool kGelu>
+DequantRowFn DequantRow(bool stream) {
+  if constexpr (kAvx512) {
+    return stream ? DequantRowAvx512<kBias, kGelu, true> : DequantRowAvx512<kBias, kGelu, false>;
+  } else {
+    return stream ? DequantRowAvx2<kBias, kGelu, true> : DequantRowAvx2<kBias, kGelu, false>;
+  }
+}
+
 // The dequantization that goes with micro-kernels `mk` (AVX-512 beside AVX512-VNNI and
 // AMX, 8 lanes beside the others); `*gelu_fused` says whether it also applies GELU. Each
 // gives the lanes GeluInPlace would on this host, so fused or not, the outputs agree.
-DequantRowFn PickDequantRow(const Int8MicroKernels& mk, bool bias, Epilogue e, bool* gelu_fused) {
+// `stream`: non-temporal stores, where no pass reads the rows back after it (no epilogue,
+// or GELU fused); `*streams` says whether they were chosen.
+DequantRowFn PickDequantRow(const Int8MicroKernels& mk, bool bias, Epilogue e, bool stream, bool* gelu_fused,
+                            bool* streams) {
   const bool avx512 = std::string_view(mk.isa) == "avx512vnni" || std::string_view(mk.isa) == "amx-int8";
   *gelu_fused = e == Epilogue::kGelu && (avx512 || !RunsAvx512());
+  *streams = stream && (e == Epilogue::kNone || *gelu_fused);
+  const bool g = *gelu_fused, st = *streams;
   if (avx512) {
-    if (*gelu_fused) return bias ? DequantRowAvx512<true, true> : DequantRowAvx512<false, true>;
-    return bias ? DequantRowAvx512<true, false> : DequantRowAvx512<false, false>;
+    if (g) return bias ? DequantRow<true, true, true>(st) : DequantRow<true, false, true>(st);
+    return bias ? DequantRow<true, true, false>(st) : DequantRow<true, false, false>(st);
   }
-  if (*gelu_fused) return bias ? DequantRowAvx2<true, true> : DequantRowAvx2<false, true>;
-  return bias ? DequantRowAvx2<true, false> : DequantRowAvx2<false, false>;
+  if (g) return bias ? DequantRow<false, true, true>(st) : DequantRow<false, false, true>(st);
+  return bias ? DequantRow<false, true, false>(st) : DequantRow<false, false, false>(st);
 }
 
 struct Int8GemmParams {
@@ -128,6 +159,7 @@ struct Int8GemmParams {
   const Int8MicroKernels* mk = nullptr;
   DequantRowFn dequant = nullptr;
   bool gelu_fused = false;  // dequant applied the GELU already
+  bool streams = false;     // dequant writes y with non-temporal stores
 };
 
 // Rows [m0, m0 + rows) by column block nb of y = epilogue(x . W^T + bias): the int32 sums
@@ -175,6 +207,18 @@ const char* Int8GemmKernelName(bool bias, Epilogue e, bool codes) {
        {"cpu_igemm_nt_u8s8_rows_bias_u8out", "cpu_igemm_nt_u8s8_rows_bias_gelu_u8out",
         "cpu_igemm_nt_u8s8_rows_bias_tanh_u8out"}}};
   return kNames[codes ? 1 : 0][bias ? 1 : 0][static_cast<int>(e)];
+}
+
+// Outputs above this many bytes are written with non-temporal stores: the L2 caches of
+// `workers` cores together (1 MiB a core where sysfs says nothing).
+double StreamingThresholdBytes(int workers) {
+  static const int64_t l2 = [] {
+    for (const CacheLevel& c : CpuDataCaches()) {
+      if (c.level == 2) return c.bytes;
+    }
+    return int64_t{1} << 20;
+  }();
+  return static_cast<double>(l2) * workers;
 }
 
 // Whether q holds rows x k codes in this backend's layout.
@@ -287,7 +331,10 @@ Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWe
   Int8GemmParams p{static_cast<const uint8_t*>(x.codes.data()), static_cast<const float*>(x.params.data()), rows, n,
                    kp, &qw, bias ? static_cast<const float*>(bias->data()) : nullptr, epilogue,
                    y != nullptr ? static_cast<float*>(y->data()) : nullptr, (n + kNB - 1) / kNB, &mk};
-  p.dequant = PickDequantRow(mk, bias != nullptr, epilogue, &p.gelu_fused);
+  // FP32 out larger than the cores' L2 caches together cannot stay there for its reader:
+  // streamed. Codes out: the rows land in the worker's scratch and are read back at once.
+  const bool big = y != nullptr && static_cast<double>(y->bytes()) > StreamingThresholdBytes(be.num_workers());
+  p.dequant = PickDequantRow(mk, bias != nullptr, epilogue, big, &p.gelu_fused, &p.streams);
   LaunchDesc desc;
   desc.kernel = Int8GemmKernelName(bias != nullptr, epilogue, y_codes != nullptr);
   desc.pipe = "int8_dot";
@@ -305,6 +352,7 @@ Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWe
       const int64_t m0 = task / p.n_blocks * kMB;
       Int8GemmTile(p, m0, std::min<int64_t>(kMB, rows - m0), task % p.n_blocks,
                    reinterpret_cast<int32_t*>(be.scratch(worker)), p.y + m0 * n, n);
+      if (p.streams) _mm_sfence();  // the streamed rows are visible before the task ends
     });
   }
   // Codes out: a task holds whole rows (every column block), so each row's range is known
