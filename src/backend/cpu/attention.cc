@@ -63,13 +63,52 @@ void TransposeKeys8x8(const float* src, int64_t lds, float* dst) {
 #endif
 }
 
-// Packs K^T [Kp/16][D][16] and V [Dp/16][keys][16] of one head (both zero-padded);
-// `rows` is scratch for 8 rows of D floats.
+// Key j's row of V into the V panels [Dp/16][keys][16] (the caller zeroes past D).
+inline void PackValueRow(const AttnParams& p, const std::byte* v0, int64_t j, int64_t keys, float* vp) {
+  const size_t es = DTypeSize(p.dtype);
+  const std::byte* v = v0 + j * 3 * p.hidden * es;
+  const int64_t D = p.head_dim;
+  int64_t d = 0;
+  if (p.dtype == DType::kF32) {  // 16 floats a panel row, copied inline (a memcpy call each cost more)
+#ifdef TIERSCOPE_VEC_AVX2
+    const auto* vf = reinterpret_cast<const float*>(v);
+    for (; d + kNR <= D; d += kNR) {
+      float* dst = vp + (d / kNR) * keys * kNR + j * kNR;
+      _mm256_storeu_ps(dst, _mm256_loadu_ps(vf + d));
+      _mm256_storeu_ps(dst + 8, _mm256_loadu_ps(vf + d + 8));
+    }
+#endif
+  } else {
+    for (; d + kNR <= D; d += kNR) ToFloat(p.dtype, v + d * es, vp + (d / kNR) * keys * kNR + j * kNR, kNR);
+  }
+  for (; d < D; ++d) vp[(d / kNR) * keys * kNR + j * kNR + (d % kNR)] = LoadF(p.dtype, v, d);
+}
+
+// The cache lines of token j's Q, K and V slices of the head (`slice` bytes each, from
+// q0's), fetched ahead of their use: the rows lie 3H apart, too far for the hardware's
+// prefetcher to keep up, and each first read otherwise stalls the packing.
+inline void PrefetchToken(const std::byte* q0, int64_t j, int64_t row_bytes, int64_t part_bytes, int64_t slice) {
+  const std::byte* t = q0 + j * row_bytes;
+  for (int64_t off = 0; off < slice; off += 64) {
+    __builtin_prefetch(t + off, 0, 3);
+    __builtin_prefetch(t + part_bytes + off, 0, 3);
+    __builtin_prefetch(t + 2 * part_bytes + off, 0, 3);
+  }
+}
+
+// Packs K^T [Kp/16][D][16] and V [Dp/16][keys][16] of one head (both zero-padded), eight
+// keys at a time, tokens 16 ahead prefetched (their Q slices too: the task reads them
+// next); `rows` is scratch for 8 rows of D floats.
 void PackKeysAndValues(const AttnParams& p, const std::byte* k0, const std::byte* v0, int64_t keys,
                        float* kp, float* vp, float* rows) {
   const int64_t D = p.head_dim, Kp = RoundUp(keys, kNR), Dp = RoundUp(D, kNR);
   const int64_t stride = 3 * p.hidden;  // elements from one token's row to the next
   const size_t es = DTypeSize(p.dtype);
+  const auto part = static_cast<int64_t>(p.hidden * es);  // bytes from Q's slice to K's
+  const std::byte* q0 = k0 - part;
+  const auto row_bytes = static_cast<int64_t>(stride * es), slice = static_cast<int64_t>(D * es);
+  constexpr int64_t kAhead = 16;
+  for (int64_t j = 0; j < std::min(kAhead, keys); ++j) PrefetchToken(q0, j, row_bytes, part, slice);
   // Zeros only where nothing is written below: the last K^T panel's columns past the
   // keys, the last V panel's past D (a whole memset was a tenth of the kernel's time).
   if (keys < Kp) std::memset(kp + (Kp / kNR - 1) * D * kNR, 0, sizeof(float) * D * kNR);
@@ -77,6 +116,7 @@ void PackKeysAndValues(const AttnParams& p, const std::byte* k0, const std::byte
   int64_t j = 0;
   if (D % 8 == 0) {
     for (; j + 8 <= keys; j += 8) {
+      for (int64_t a = j + kAhead; a < std::min(j + kAhead + 8, keys); ++a) PrefetchToken(q0, a, row_bytes, part, slice);
       // FP32 rows are transposed in place; 16-bit ones converted first, 8 rows into `rows`.
       const float* k = rows;
       int64_t lds = D;
@@ -89,27 +129,14 @@ void PackKeysAndValues(const AttnParams& p, const std::byte* k0, const std::byte
       for (int64_t d = 0; d < D; d += 8) {
         TransposeKeys8x8(k + d, lds, kp + (j / kNR) * D * kNR + d * kNR + j % kNR);
       }
+      for (int64_t r = 0; r < 8; ++r) PackValueRow(p, v0, j + r, keys, vp);
     }
   }
   for (; j < keys; ++j) {
     const float* k = AsFloat(p.dtype, k0 + j * stride * es, rows, D);
     float* kcol = kp + (j / kNR) * D * kNR + (j % kNR);
     for (int64_t d = 0; d < D; ++d) kcol[d * kNR] = k[d];
-  }
-  for (j = 0; j < keys; ++j) {
-    const std::byte* v = v0 + j * stride * es;
-    int64_t d = 0;
-    if (p.dtype == DType::kF32) {  // 16 floats a panel row: copied inline (a memcpy call each cost more)
-      const auto* vf = reinterpret_cast<const float*>(v);
-      for (; d + kNR <= D; d += kNR) {
-        float* dst = vp + (d / kNR) * keys * kNR + j * kNR;
-#pragma GCC unroll 16
-        for (int l = 0; l < kNR; ++l) dst[l] = vf[d + l];
-      }
-    } else {
-      for (; d + kNR <= D; d += kNR) ToFloat(p.dtype, v + d * es, vp + (d / kNR) * keys * kNR + j * kNR, kNR);
-    }
-    for (; d < D; ++d) vp[(d / kNR) * keys * kNR + j * kNR + (d % kNR)] = LoadF(p.dtype, v, d);
+    PackValueRow(p, v0, j, keys, vp);
   }
 }
 
@@ -152,7 +179,12 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackHeadBf1
   const int64_t Kp = RoundUp(keys, kNR), Dg = Bf16Groups(D), Kg = Bf16Groups(keys);
   // Zeros only in the last K^T panel, where keys stop short of it (V's are stored whole).
   if (keys < Kp) std::memset(kp + (Kp / kNR - 1) * Dg * kBGroupElems, 0, sizeof(uint16_t) * Dg * kBGroupElems);
+  const auto* q0 = reinterpret_cast<const std::byte*>(k0 - stride / 3);  // Q's slice: H before K's
+  const auto row_bytes = static_cast<int64_t>(stride * 2), part = row_bytes / 3, slice = D * 2;
+  constexpr int64_t kAhead = 16;
+  for (int64_t j = 0; j < std::min(kAhead, keys); ++j) PrefetchToken(q0, j, row_bytes, part, slice);
   for (int64_t j = 0; j < keys; ++j) {
+    if (j + kAhead < keys) PrefetchToken(q0, j + kAhead, row_bytes, part, slice);
     auto* kcol = reinterpret_cast<uint32_t*>(kp) + (j / kNR) * Dg * kNR + j % kNR;
     const uint16_t* kr = k0 + j * stride;
     int64_t g = 0;
