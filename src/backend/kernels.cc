@@ -111,6 +111,9 @@ Status Kernels::LinearInt8(const QuantizedRows& x, const PackedWeight& w, const 
   }
   if (y_codes != nullptr) {
     TS_RETURN_IF_ERROR(CheckQuantizedRows(*y_codes, "LinearInt8", "the output"));
+    if (y_codes->codes.data() == x.codes.data() || y_codes->params.data() == x.params.data()) {
+      return InvalidArgument("LinearInt8: the output rows are the input's; give the output rows of its own");
+    }
     if (y_codes->rows != x.rows || y_codes->k != w.n()) {
       return InvalidArgument("LinearInt8: output rows of " + std::to_string(y_codes->rows) + " x " +
                              std::to_string(y_codes->k) + " codes for " + std::to_string(x.rows) + " x " +

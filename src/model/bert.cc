@@ -349,7 +349,8 @@ StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Quan
   }
   // Attention's heads are separate tasks, so no task sees a whole row: the projection's
   // Linear quantizes ctx itself.
-  TS_ASSIGN_OR_RETURN(Tensor attn, LinearOp<kOn>(ctx, rows, H, *L.attn_out_w, L.attn_out_b, Epilogue::kNone, {B, S, H}));
+  TS_ASSIGN_OR_RETURN(Tensor attn,
+                      LinearOp<kOn>(ctx, rows, H, *L.attn_out_w, L.attn_out_b, Epilogue::kNone, {B, S, H}));
   if (x_codes == nullptr) {
     TS_ASSIGN_OR_RETURN(Tensor h1, LayerNormOp<kOn>(attn, &x, L.attn_ln_g, L.attn_ln_b));
     // GELU is fused into the intermediate GEMM's epilogue.

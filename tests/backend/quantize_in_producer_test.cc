@@ -20,7 +20,6 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel_int8.h"
-#include "core/cpu_info.h"
 
 namespace tierscope {
 namespace {
@@ -108,8 +107,11 @@ TEST_P(QuantizeInProducerTest, LayerNormCodesAreTheBytesQuantizeRowsWritesFromIt
 TEST_P(QuantizeInProducerTest, ALinearFromCodesGivesWhatALinearFromFp32RowsGivesBitForBit) {
   // Rows from one to past a few 48-row tiles; columns past whole 64-column blocks; K odd,
   // short and past one AMX tile; x read at a row stride.
+  // m: 1 (too few rows for whole-row tasks: tiles, then quantized), then whole-row tasks of
+  // 16 (50 to 200 rows), 32 (300) and 48 (400) rows, with two workers.
   for (const auto& [m, n, k, stride] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 17, 3, 5},
-                                         {50, 100, 130, 130}, {130, 72, 64, 70}, {200, 512, 128, 128}}) {
+                                         {50, 100, 130, 130}, {130, 72, 64, 70}, {200, 512, 128, 128},
+                                         {300, 40, 20, 20}, {400, 33, 70, 72}}) {
     Tensor x = Random({m, stride}, 2.0f), bias = Random({n}, 0.1f);
     auto w = Weight(n, k);
     QuantizedRows xq = Rows(m, k);
@@ -152,19 +154,17 @@ TEST_P(QuantizeInProducerTest, ANonFiniteRowStaysInItsRowThroughCodes) {
 // stores (rows aligned, the rest as usual): the same values as a small output's, whose
 // rows stay in cache, bit for bit, row by row.
 TEST_P(QuantizeInProducerTest, ABigOutputStreamedHoldsTheValuesOfASmallOne) {
-  int64_t l2 = int64_t{1} << 20;
-  for (const CacheLevel& c : CpuDataCaches()) {
-    if (c.level == 2) l2 = c.bytes;
-  }
+  const double threshold = CpuInt8StreamingThresholdBytes(be_.num_workers());
   const int64_t k = 64;
   for (const int64_t n : {int64_t{1024}, int64_t{1000}}) {  // rows aligned, and mostly not
-    const int64_t m = 5 * l2 / (n * 4) + 1;  // 2.5x the two workers' L2s
+    const auto m = static_cast<int64_t>(1.25 * threshold / static_cast<double>(n * 4)) + 1;
     Tensor x = Random({m, k}, 1.0f), bias = Random({n}, 0.1f);
     auto w = Weight(n, k);
     QuantizedRows xq = Rows(m, k);
     ASSERT_TRUE(k_.QuantizeRows(x, k, xq).ok());
     for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu}) {
       Tensor big = Empty({m, n});
+      ASSERT_GT(static_cast<double>(big.bytes()), threshold);
       ASSERT_TRUE(k_.LinearInt8(xq, *w, &bias, e, &big, nullptr).ok());
       for (const int64_t r0 : {int64_t{0}, m / 2, m - 3}) {  // three rows alone: a small output
         Tensor xs = Empty({3, k}), small = Empty({3, n});
@@ -191,10 +191,39 @@ INSTANTIATE_TEST_SUITE_P(Variants, QuantizeInProducerTest, ::testing::ValuesIn(V
                            return name;
                          });
 
-// 16 lanes beside the AVX-512 variants, 8 beside the others: the same bytes from rows
+// The documented quantization of a row, one value at a time: the range's fold from 0 (a
+// NaN or an infinity gives zero codes and scale NaN), scale = range / 255 (1 for an empty
+// range or one whose reciprocal overflows), zero point round(-lo / scale) in [0, 255]
+// (+0, never -0), codes round(fma(x, 1/scale, zp)) clamped to [0, 255], zeros past the row.
+struct Quantized {
+  std::vector<uint8_t> codes;
+  float params[2];
+};
+Quantized QuantizeScalar(const float* x, int64_t k, int64_t kp) {
+  Quantized q{std::vector<uint8_t>(static_cast<size_t>(kp), 0), {kNan, 0.0f}};
+  float lo = 0, hi = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    if (!std::isfinite(x[j])) return q;
+    lo = std::min(lo, x[j]);
+    hi = std::max(hi, x[j]);
+  }
+  const double range = static_cast<double>(hi) - lo;
+  float scale = range > 0 ? static_cast<float>(range / 255) : 1.0f;
+  float inv = 1.0f / scale;
+  if (!std::isfinite(inv)) scale = inv = 1.0f;
+  const float zp = std::clamp(std::nearbyint(-lo / scale), 0.0f, 255.0f) + 0.0f;
+  for (int64_t j = 0; j < k; ++j) {
+    q.codes[j] = static_cast<uint8_t>(std::clamp(std::nearbyint(std::fma(x[j], inv, zp)), 0.0f, 255.0f));
+  }
+  q.params[0] = scale;
+  q.params[1] = zp;
+  return q;
+}
+
+// 16 lanes beside the AVX-512 variants, 8 beside the others: the documented bytes from rows
 // that test the edges — all zero, all negative, -0, a range below FLT_MIN, values near
 // FLT_MAX, lengths off every vector width, a NaN and an infinity.
-TEST(QuantizeRows, EveryVariantWritesTheSameBytes) {
+TEST(QuantizeRows, EveryVariantWritesTheDocumentedBytes) {
   CpuBackend be(2);
   const int64_t k = 77;
   const int64_t rows = 9;
@@ -205,30 +234,30 @@ TEST(QuantizeRows, EveryVariantWritesTheSameBytes) {
   for (int64_t i = 0; i < rows * k; ++i) p[i] = d(rng);
   std::fill(p, p + k, 0.0f);                                       // all zero
   for (int64_t j = 0; j < k; ++j) p[k + j] = -std::fabs(p[k + j]) - 0.5f;  // all negative
-  for (int64_t j = 0; j < k; j += 2) p[2 * k + j] = -0.0f;         // -0 among positives
   for (int64_t j = 0; j < k; ++j) p[2 * k + j] = std::fabs(p[2 * k + j]);
+  for (int64_t j = 0; j < k; j += 2) p[2 * k + j] = -0.0f;         // -0 among positives
   for (int64_t j = 0; j < k; ++j) p[3 * k + j] *= 1e-39f;          // below FLT_MIN
   for (int64_t j = 0; j < k; ++j) p[4 * k + j] *= 1e38f;           // near FLT_MAX
   p[5 * k + 76] = kNan;
   p[6 * k + 33] = -std::numeric_limits<float>::infinity();
-  std::vector<uint8_t> first;
-  std::string first_isa;
   for (const Int8MicroKernels& v : AvailableInt8MicroKernels()) {
     ScopedInt8MicroKernels forced(v);
-    for (int64_t len : {k, int64_t{1}, int64_t{16}, int64_t{33}}) {
+    for (int64_t len : {k, int64_t{1}, int64_t{16}, int64_t{33}}) {  // whole vectors, masked tails, both
       auto q = be.kernels().NewQuantizedRows(rows, len);
       ASSERT_TRUE(q.ok()) << q.status().ToString();
       ASSERT_TRUE(be.kernels().QuantizeRows(x, k, *q).ok());
-      std::vector<uint8_t> got = Bytes(*q);
-      if (len != k) continue;
-      if (first.empty()) {
-        first = got;
-        first_isa = v.isa;
+      const auto* codes = static_cast<const uint8_t*>(q->codes.data());
+      const auto* params = static_cast<const float*>(q->params.data());
+      const int64_t kp = q->codes.numel() / q->codes.dim(0);
+      for (int64_t r = 0; r < rows; ++r) {
+        const Quantized want = QuantizeScalar(p + r * k, len, kp);
+        EXPECT_EQ(std::memcmp(codes + r * kp, want.codes.data(), static_cast<size_t>(kp)), 0)
+            << v.isa << " row " << r << " of " << len;
+        EXPECT_EQ(std::memcmp(params + 2 * r, want.params, sizeof(want.params)), 0)
+            << v.isa << " row " << r << " of " << len << ": " << params[2 * r] << ", " << params[2 * r + 1];
       }
-      EXPECT_EQ(got, first) << v.isa << " vs " << first_isa;
     }
   }
-  ASSERT_FALSE(first.empty());
 }
 
 TEST(QuantizeRows, WhatDoesNotFitIsRefusedInOneLine) {
@@ -283,6 +312,14 @@ TEST(QuantizeRows, WhatDoesNotFitIsRefusedInOneLine) {
   short_params.params = std::move(Tensor::Empty(be, DType::kF32, {3, 2})).value();
   expect_invalid(k.LinearInt8(short_params, **w8, nullptr, Epilogue::kNone, &y, nullptr),
                  "the input is not 4 quantized rows of 8");
+  std::vector<float> sq(8 * 8, 0.1f);
+  HostTensor hs = h;
+  hs.shape = {8, 8};
+  hs.data = reinterpret_cast<const std::byte*>(sq.data());
+  hs.bytes = sq.size() * sizeof(float);
+  auto square = k.PackWeight(hs, DType::kI8);
+  ASSERT_TRUE(square.ok());
+  expect_invalid(k.LinearInt8(*q, **square, nullptr, Epilogue::kNone, nullptr, &*q), "rows of its own");
   Tensor bias = std::move(Tensor::Empty(be, DType::kF32, {15})).value();
   expect_invalid(k.LinearInt8(*q, **w8, &bias, Epilogue::kNone, &y, nullptr), "bias");
 

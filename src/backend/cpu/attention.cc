@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -88,11 +89,11 @@ inline void PackValueRow(const AttnParams& p, const std::byte* v0, int64_t j, in
 // q0's), fetched ahead of their use: the rows lie 3H apart, too far for the hardware's
 // prefetcher to keep up, and each first read otherwise stalls the packing.
 inline void PrefetchToken(const std::byte* q0, int64_t j, int64_t row_bytes, int64_t part_bytes, int64_t slice) {
-  const std::byte* t = q0 + j * row_bytes;
-  for (int64_t off = 0; off < slice; off += 64) {
-    __builtin_prefetch(t + off, 0, 3);
-    __builtin_prefetch(t + part_bytes + off, 0, 3);
-    __builtin_prefetch(t + 2 * part_bytes + off, 0, 3);
+  for (int64_t part = 0; part < 3; ++part) {
+    const auto begin = reinterpret_cast<uintptr_t>(q0 + j * row_bytes + part * part_bytes);
+    for (uintptr_t line = begin & ~uintptr_t{63}; line < begin + slice; line += 64) {
+      __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 3);
+    }
   }
 }
 
@@ -116,7 +117,9 @@ void PackKeysAndValues(const AttnParams& p, const std::byte* k0, const std::byte
   int64_t j = 0;
   if (D % 8 == 0) {
     for (; j + 8 <= keys; j += 8) {
-      for (int64_t a = j + kAhead; a < std::min(j + kAhead + 8, keys); ++a) PrefetchToken(q0, a, row_bytes, part, slice);
+      for (int64_t a = j + kAhead; a < std::min(j + kAhead + 8, keys); ++a) {
+        PrefetchToken(q0, a, row_bytes, part, slice);
+      }
       // FP32 rows are transposed in place; 16-bit ones converted first, 8 rows into `rows`.
       const float* k = rows;
       int64_t lds = D;
@@ -133,6 +136,7 @@ void PackKeysAndValues(const AttnParams& p, const std::byte* k0, const std::byte
     }
   }
   for (; j < keys; ++j) {
+    if (j + kAhead < keys) PrefetchToken(q0, j + kAhead, row_bytes, part, slice);
     const float* k = AsFloat(p.dtype, k0 + j * stride * es, rows, D);
     float* kcol = kp + (j / kNR) * D * kNR + (j % kNR);
     for (int64_t d = 0; d < D; ++d) kcol[d * kNR] = k[d];

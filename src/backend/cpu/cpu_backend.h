@@ -85,6 +85,9 @@ StatusOr<QuantizedRows> CpuNewQuantizedRows(CpuBackend& be, int64_t rows, int64_
 Status CpuQuantizeRows(CpuBackend& be, const Tensor& x, int64_t x_row_stride, QuantizedRows& q);
 Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
                           Epilogue epilogue, Tensor* y, QuantizedRows* y_codes);
+// An INT8 Linear's FP32 output above this many bytes (the L2 caches of `workers` cores
+// together; 1 MiB a core where sysfs says nothing) is written with non-temporal stores.
+double CpuInt8StreamingThresholdBytes(int workers);
 // `positions`: each token's position id (packed sequences), or null: its index in its row.
 Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids,
                        const Tensor& word, const Tensor& pos, const Tensor& type,

@@ -10,10 +10,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
-#include <limits>
 #include <string>
-#include <string_view>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel_int8.h"
@@ -135,7 +135,7 @@ DequantRowFn DequantRow(bool stream) {
 // or GELU fused); `*streams` says whether they were chosen.
 DequantRowFn PickDequantRow(const Int8MicroKernels& mk, bool bias, Epilogue e, bool stream, bool* gelu_fused,
                             bool* streams) {
-  const bool avx512 = std::string_view(mk.isa) == "avx512vnni" || std::string_view(mk.isa) == "amx-int8";
+  const bool avx512 = mk.avx512();
   *gelu_fused = e == Epilogue::kGelu && (avx512 || !RunsAvx512());
   *streams = stream && (e == Epilogue::kNone || *gelu_fused);
   const bool g = *gelu_fused, st = *streams;
@@ -207,18 +207,6 @@ const char* Int8GemmKernelName(bool bias, Epilogue e, bool codes) {
        {"cpu_igemm_nt_u8s8_rows_bias_u8out", "cpu_igemm_nt_u8s8_rows_bias_gelu_u8out",
         "cpu_igemm_nt_u8s8_rows_bias_tanh_u8out"}}};
   return kNames[codes ? 1 : 0][bias ? 1 : 0][static_cast<int>(e)];
-}
-
-// Outputs above this many bytes are written with non-temporal stores: the L2 caches of
-// `workers` cores together (1 MiB a core where sysfs says nothing).
-double StreamingThresholdBytes(int workers) {
-  static const int64_t l2 = [] {
-    for (const CacheLevel& c : CpuDataCaches()) {
-      if (c.level == 2) return c.bytes;
-    }
-    return int64_t{1} << 20;
-  }();
-  return static_cast<double>(l2) * workers;
 }
 
 // Whether q holds rows x k codes in this backend's layout.
@@ -293,7 +281,8 @@ StatusOr<QuantizedRows> CpuNewQuantizedRows(CpuBackend& be, int64_t rows, int64_
   TS_ASSIGN_OR_RETURN(q.codes, Tensor::Empty(be, DType::kU8, {PaddedRows(rows), kp}));
   TS_ASSIGN_OR_RETURN(q.params, Tensor::Empty(be, DType::kF32, {rows, 2}));
   // The rows past `rows` are zeros (AMX reads whole 16-row tiles); the others are written.
-  std::memset(static_cast<uint8_t*>(q.codes.data()) + rows * kp, 0, static_cast<size_t>((PaddedRows(rows) - rows) * kp));
+  std::memset(static_cast<uint8_t*>(q.codes.data()) + rows * kp, 0,
+              static_cast<size_t>((PaddedRows(rows) - rows) * kp));
   return q;
 }
 
@@ -312,8 +301,71 @@ Status CpuQuantizeRows(CpuBackend& be, const Tensor& x, int64_t x_row_stride, Qu
   quant.writes = {MemRange{q.codes.data(), q.codes.bytes()}, MemRange{q.params.data(), q.params.bytes()}};
   return be.Launch(quant, [&](int64_t task, int) {
     const int64_t r1 = std::min(rows, (task + 1) * kQuantRowsPerTask);
-    for (int64_t r = task * kQuantRowsPerTask; r < r1; ++r) quantize_row(xs + r * x_row_stride, k, kp, qd + r * kp, qp + r * 2);
+    for (int64_t r = task * kQuantRowsPerTask; r < r1; ++r) {
+      quantize_row(xs + r * x_row_stride, k, kp, qd + r * kp, qp + r * 2);
+    }
   });
+}
+
+namespace {
+
+// FP32 rows out: tasks of 48-row by 64-column tiles; `y` streamed where it is big.
+Status Int8GemmToRows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDesc& desc, OpCost cost,
+                      bool may_stream) {
+  const bool big = may_stream && static_cast<double>(y.bytes()) > CpuInt8StreamingThresholdBytes(be.num_workers());
+  p.y = static_cast<float*>(y.data());
+  p.dequant = PickDequantRow(*p.mk, p.bias != nullptr, p.epilogue, big, &p.gelu_fused, &p.streams);
+  desc.grid = Dim3{p.n_blocks, (p.m + kMB - 1) / kMB, 1};
+  desc.block = Dim3{kNB, kMB, 1};
+  cost.Into(desc);
+  desc.writes[0] = {y.data(), y.bytes()};
+  be.EnsureScratch(kMB * kNB);
+  return be.Launch(desc, [&](int64_t task, int worker) {
+    // The worker's scratch holds the int32 tile; it is only ever written and read as int32
+    // in this launch (std::vector<float> storage reused, sizes equal).
+    static_assert(sizeof(float) == sizeof(int32_t));
+    const int64_t m0 = task / p.n_blocks * kMB;
+    Int8GemmTile(p, m0, std::min<int64_t>(kMB, p.m - m0), task % p.n_blocks,
+                 reinterpret_cast<int32_t*>(be.scratch(worker)), p.y + m0 * p.n, p.n);
+    if (p.streams) _mm_sfence();  // the streamed rows are visible before the task ends
+  });
+}
+
+// Codes out: a task holds whole rows (every column block), so each row's range is known
+// before it is quantized; its FP32 values stay in the worker's scratch.
+Status Int8GemmToCodes(CpuBackend& be, Int8GemmParams& p, QuantizedRows& y_codes, LaunchDesc& desc, OpCost cost) {
+  const int64_t rows = p.m, n = p.n;
+  bool streams = false;
+  p.dequant = PickDequantRow(*p.mk, p.bias != nullptr, p.epilogue, /*stream=*/false, &p.gelu_fused, &streams);
+  const int64_t mb = CodeRowsPerTask(rows, be.num_workers()), kp_out = PaddedCodeBytes(n);
+  desc.grid = Dim3{(rows + mb - 1) / mb, 1, 1};
+  desc.block = Dim3{n, mb, 1};
+  WithQuantizedOutput(cost, rows, n, kp_out, /*keep_fp32=*/false).Into(desc);
+  desc.writes = {MemRange{y_codes.codes.data(), y_codes.codes.bytes()},
+                 MemRange{y_codes.params.data(), y_codes.params.bytes()}};
+  be.EnsureScratch(static_cast<size_t>(kMB * kNB + mb * n));
+  auto* qd = static_cast<uint8_t*>(y_codes.codes.data());
+  auto* qp = static_cast<float*>(y_codes.params.data());
+  const QuantizeRowFn quantize_row = PickQuantizeRow(*p.mk);
+  return be.Launch(desc, [&](int64_t task, int worker) {
+    auto* acc = reinterpret_cast<int32_t*>(be.scratch(worker));  // int32 only, as above
+    float* out = be.scratch(worker) + kMB * kNB;
+    const int64_t m0 = task * mb, m = std::min(mb, rows - m0);
+    for (int64_t nb = 0; nb < p.n_blocks; ++nb) Int8GemmTile(p, m0, m, nb, acc, out, n);
+    for (int64_t r = 0; r < m; ++r) quantize_row(out + r * n, n, kp_out, qd + (m0 + r) * kp_out, qp + (m0 + r) * 2);
+  });
+}
+
+}  // namespace
+
+double CpuInt8StreamingThresholdBytes(int workers) {
+  static const int64_t l2 = [] {
+    for (const CacheLevel& c : CpuDataCaches()) {
+      if (c.level == 2) return c.bytes;  // the first level-2 cache CPU 0 lists
+    }
+    return int64_t{1} << 20;
+  }();
+  return static_cast<double>(l2) * workers;
 }
 
 Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
@@ -329,51 +381,22 @@ Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWe
                               std::to_string(mk.weight_max) + "; pack them again");
   }
   Int8GemmParams p{static_cast<const uint8_t*>(x.codes.data()), static_cast<const float*>(x.params.data()), rows, n,
-                   kp, &qw, bias ? static_cast<const float*>(bias->data()) : nullptr, epilogue,
-                   y != nullptr ? static_cast<float*>(y->data()) : nullptr, (n + kNB - 1) / kNB, &mk};
-  // FP32 out larger than the cores' L2 caches together cannot stay there for its reader:
-  // streamed. Codes out: the rows land in the worker's scratch and are read back at once.
-  const bool big = y != nullptr && static_cast<double>(y->bytes()) > StreamingThresholdBytes(be.num_workers());
-  p.dequant = PickDequantRow(mk, bias != nullptr, epilogue, big, &p.gelu_fused, &p.streams);
+                   kp, &qw, bias ? static_cast<const float*>(bias->data()) : nullptr, epilogue, nullptr,
+                   (n + kNB - 1) / kNB, &mk};
   LaunchDesc desc;
   desc.kernel = Int8GemmKernelName(bias != nullptr, epilogue, y_codes != nullptr);
   desc.pipe = "int8_dot";
-  OpCost cost = QuantizedLinearCost(rows, n, k, bias != nullptr, epilogue);
-  if (y != nullptr) {  // column blocks of 64 by 48-row blocks
-    desc.grid = Dim3{p.n_blocks, (rows + kMB - 1) / kMB, 1};
-    desc.block = Dim3{kNB, kMB, 1};
-    cost.Into(desc);
-    desc.writes[0] = {y->data(), y->bytes()};
-    be.EnsureScratch(kMB * kNB);
-    return be.Launch(desc, [&](int64_t task, int worker) {
-      // The worker's scratch holds the int32 tile; it is only ever written and read as int32
-      // in this launch (std::vector<float> storage reused, sizes equal).
-      static_assert(sizeof(float) == sizeof(int32_t));
-      const int64_t m0 = task / p.n_blocks * kMB;
-      Int8GemmTile(p, m0, std::min<int64_t>(kMB, rows - m0), task % p.n_blocks,
-                   reinterpret_cast<int32_t*>(be.scratch(worker)), p.y + m0 * n, n);
-      if (p.streams) _mm_sfence();  // the streamed rows are visible before the task ends
-    });
+  const OpCost cost = QuantizedLinearCost(rows, n, k, bias != nullptr, epilogue);
+  if (y != nullptr) return Int8GemmToRows(be, p, *y, desc, cost, /*may_stream=*/true);
+  // Too few 16-row blocks to give every worker two: whole-row tasks would leave workers
+  // idle, so the tiles go to FP32 rows and those are quantized after (the same bytes).
+  if ((rows + kAmxRows - 1) / kAmxRows < 2 * int64_t{be.num_workers()}) {
+    TS_ASSIGN_OR_RETURN(Tensor fp32, Tensor::Empty(be, DType::kF32, {rows, n}));
+    desc.kernel = Int8GemmKernelName(bias != nullptr, epilogue, /*codes=*/false);
+    TS_RETURN_IF_ERROR(Int8GemmToRows(be, p, fp32, desc, cost, /*may_stream=*/false));
+    return CpuQuantizeRows(be, fp32, n, *y_codes);
   }
-  // Codes out: a task holds whole rows (every column block), so each row's range is known
-  // before it is quantized; its FP32 values stay in the worker's scratch.
-  const int64_t mb = CodeRowsPerTask(rows, be.num_workers()), kp_out = PaddedCodeBytes(n);
-  desc.grid = Dim3{(rows + mb - 1) / mb, 1, 1};
-  desc.block = Dim3{n, mb, 1};
-  WithQuantizedOutput(cost, rows, n, kp_out, /*keep_fp32=*/false).Into(desc);
-  desc.writes = {MemRange{y_codes->codes.data(), y_codes->codes.bytes()},
-                 MemRange{y_codes->params.data(), y_codes->params.bytes()}};
-  be.EnsureScratch(static_cast<size_t>(kMB * kNB + mb * n));
-  auto* qd = static_cast<uint8_t*>(y_codes->codes.data());
-  auto* qp = static_cast<float*>(y_codes->params.data());
-  const QuantizeRowFn quantize_row = PickQuantizeRow(mk);
-  return be.Launch(desc, [&](int64_t task, int worker) {
-    auto* acc = reinterpret_cast<int32_t*>(be.scratch(worker));  // int32 only, as above
-    float* out = be.scratch(worker) + kMB * kNB;
-    const int64_t m0 = task * mb, m = std::min(mb, rows - m0);
-    for (int64_t nb = 0; nb < p.n_blocks; ++nb) Int8GemmTile(p, m0, m, nb, acc, out, n);
-    for (int64_t r = 0; r < m; ++r) quantize_row(out + r * n, n, kp_out, qd + (m0 + r) * kp_out, qp + (m0 + r) * 2);
-  });
+  return Int8GemmToCodes(be, p, *y_codes, desc, cost);
 }
 
 Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,

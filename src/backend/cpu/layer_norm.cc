@@ -120,7 +120,8 @@ void QuantizeOutputRows(const LnParams& p, int64_t r0, int64_t r1) {
   const int64_t C = p.cols, kp = PaddedCodeBytes(C);
   auto* q = static_cast<uint8_t*>(p.codes->codes.data());
   auto* params = static_cast<float*>(p.codes->params.data());
-  for (int64_t r = r0; r < r1; ++r) p.quantize_row(static_cast<const float*>(p.out) + r * C, C, kp, q + r * kp, params + 2 * r);
+  const auto* out = static_cast<const float*>(p.out);
+  for (int64_t r = r0; r < r1; ++r) p.quantize_row(out + r * C, C, kp, q + r * kp, params + 2 * r);
 }
 
 void LayerNormRows(const LnParams& p, int64_t task, float* scratch);

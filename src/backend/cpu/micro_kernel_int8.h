@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/cpu/kernel_variant.h"
@@ -42,6 +43,12 @@ struct Int8MicroKernels {
   // The largest |weight code| it sums exactly: 127, or 63 for AVX2's vpmaddubsw. Weights
   // are quantized to the variant's range when they are packed.
   int weight_max = 127;
+  // Whether this variant runs beside 16-lane row code (AVX512-VNNI, AMX): the
+  // dequantization and the row quantization that go with it use 16 lanes, else 8.
+  bool avx512() const {
+    const std::string_view v = isa;
+    return v == "avx512vnni" || v == "amx-int8";
+  }
   Int8MicroKernelFn single[kMR + 1] = {};
   Int8MicroKernelPairFn pair[kMR + 1] = {};  // null where the ISA has no pair kernel
   Int8TileFn tile = nullptr;                  // AMX only; used when kq % kAmxKq == 0

@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <string_view>
 
 #include "backend/cpu/vec_math.h"
 
@@ -128,9 +127,6 @@ __attribute__((target("avx512f"))) void QuantizeRow16(const float* x, int64_t k,
 
 }  // namespace
 
-QuantizeRowFn PickQuantizeRow(const Int8MicroKernels& mk) {
-  const std::string_view isa = mk.isa;
-  return isa == "avx512vnni" || isa == "amx-int8" ? QuantizeRow16 : QuantizeRow8;
-}
+QuantizeRowFn PickQuantizeRow(const Int8MicroKernels& mk) { return mk.avx512() ? QuantizeRow16 : QuantizeRow8; }
 
 }  // namespace tierscope
