@@ -181,7 +181,7 @@ Status Kernels::CheckLayerNorm(const Tensor& x, const Tensor* residual, const Te
   return OkStatus();
 }
 
-Status Kernels::Attention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out) {
+Status Kernels::Attention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out, AttentionMath math) {
   if (qkv.shape().size() != 3 || out.shape().size() != 3) {
     return InvalidArgument("Attention: qkv and out must be [B, S, *]");
   }
@@ -193,11 +193,11 @@ Status Kernels::Attention(const Tensor& qkv, const Tensor& mask, int heads, Tens
                            ShapeString(out.shape()) + ", mask " + ShapeString(mask.shape()) + ", heads " +
                            std::to_string(heads));
   }
-  return DoAttention(qkv, mask, heads, out);
+  return DoAttention(qkv, mask, heads, out, math);
 }
 
 Status Kernels::AttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads,
-                                Tensor& out) {
+                                Tensor& out, AttentionMath math) {
   if (qkv.shape().size() != 3 || out.shape().size() != 3 || qkv.dim(0) != 1 || out.dim(0) != 1) {
     return InvalidArgument("AttentionPacked: qkv and out must be [1, T, *]");
   }
@@ -209,7 +209,7 @@ Status Kernels::AttentionPacked(const Tensor& qkv, const Tensor& mask, const Ten
                            ShapeString(out.shape()) + ", mask " + ShapeString(mask.shape()) + ", offsets " +
                            ShapeString(offsets.shape()) + ", heads " + std::to_string(heads));
   }
-  return DoAttentionPacked(qkv, mask, offsets, heads, out);
+  return DoAttentionPacked(qkv, mask, offsets, heads, out, math);
 }
 
 Status Kernels::EmbeddingSumAt(const Tensor& ids, const Tensor& type_ids, const Tensor& positions,

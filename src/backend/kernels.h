@@ -46,6 +46,12 @@ struct QuantizedRows {
   int64_t rows = 0, k = 0;
 };
 
+// The arithmetic of attention over FP32 activations: FP32, or BF16 where the backend has
+// BF16 arithmetic (an INT8 run's attention, as OpenVINO runs a quantized model's on such a
+// CPU: Q, K, V and the probabilities rounded to BF16, sums in FP32); the inputs and the
+// output stay FP32. Other dtypes compute in their own.
+enum class AttentionMath { kInputDtype, kBf16WhereNative };
+
 class Kernels {
  public:
   virtual ~Kernels() = default;
@@ -79,7 +85,8 @@ class Kernels {
   // contiguous within a block, as BERT's separate projections concatenated); mask is
   // I32 [B, S] key mask (0 = masked: adds the most negative float to the score);
   // out is [B, S, H] with heads merged.
-  Status Attention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out);
+  Status Attention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out,
+                   AttentionMath math = AttentionMath::kInputDtype);
 
   // dst[offset .. offset + src.bytes) = src (a device-to-device copy, aten::cat's work).
   Status CopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset);
@@ -107,7 +114,8 @@ class Kernels {
   // Attention within each sequence: qkv [1, T, 3H], mask I32 [1, T], out [1, T, H];
   // offsets I32 [B + 1] in host-readable memory, where each sequence starts:
   // 0 = offsets[0] < offsets[1] < ... < offsets[B] = T (the kernel checks them).
-  Status AttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads, Tensor& out);
+  Status AttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads, Tensor& out,
+                         AttentionMath math = AttentionMath::kInputDtype);
   // EmbeddingSum over ids [1, T] with each token's position id given: positions I32
   // [1, T] (its index within its sequence; the kernel checks it against pos's rows).
   Status EmbeddingSumAt(const Tensor& ids, const Tensor& type_ids, const Tensor& positions, const Tensor& word,
@@ -131,7 +139,7 @@ class Kernels {
                                 const Tensor& pos, const Tensor& type, Tensor& out) = 0;
   virtual Status DoLayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma,
                              const Tensor& beta, float eps, Tensor& out) = 0;
-  virtual Status DoAttention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out) = 0;
+  virtual Status DoAttention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out, AttentionMath math) = 0;
   virtual Status DoCopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset) = 0;
   virtual StatusOr<QuantizedRows> DoNewQuantizedRows(int64_t, int64_t) { return NoProducerQuantization(); }
   virtual Status DoQuantizeRows(const Tensor&, int64_t, QuantizedRows&) { return NoProducerQuantization(); }
@@ -146,7 +154,7 @@ class Kernels {
   static Status NoProducerQuantization() {
     return Unimplemented("INT8 activations quantized in their producing op: not on this backend");
   }
-  virtual Status DoAttentionPacked(const Tensor&, const Tensor&, const Tensor&, int, Tensor&) {
+  virtual Status DoAttentionPacked(const Tensor&, const Tensor&, const Tensor&, int, Tensor&, AttentionMath) {
     return Unimplemented("Attention over packed sequences: not on this backend");
   }
   virtual Status DoEmbeddingSumAt(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,

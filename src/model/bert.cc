@@ -344,8 +344,12 @@ StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Quan
                     [&] { return ShapeArgs({&qkv, &mask}); });
     TS_ASSIGN_OR_RETURN(ctx, Empty<kOn>({B, S, H}));
     const int heads = static_cast<int>(config_.num_attention_heads);
-    TS_RETURN_IF_ERROR(in.packed() ? kernels_.AttentionPacked(qkv, mask, in.offsets, heads, ctx)
-                                 : kernels_.Attention(qkv, mask, heads, ctx));
+    // An INT8 run's attention in BF16 where the backend has BF16 arithmetic (its GEMMs are
+    // INT8; so OpenVINO runs a quantized model on such a CPU), else in FP32.
+    const AttentionMath math = precision_ == DType::kI8 ? AttentionMath::kBf16WhereNative
+                                                        : AttentionMath::kInputDtype;
+    TS_RETURN_IF_ERROR(in.packed() ? kernels_.AttentionPacked(qkv, mask, in.offsets, heads, ctx, math)
+                                 : kernels_.Attention(qkv, mask, heads, ctx, math));
   }
   // Attention's heads are separate tasks, so no task sees a whole row: the projection's
   // Linear quantizes ctx itself.

@@ -6,6 +6,8 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
+#include <tuple>
 #include <random>
 #include <utility>
 #include <vector>
@@ -207,6 +209,65 @@ TEST_P(CpuKernelsTest, PackedAttentionEqualsEachSequenceAloneAndRefusesBadOffset
   const Status st = be_.kernels().EmbeddingSumAt(ids, types, pos, dw, dp, dt, emb);
   EXPECT_EQ(st.code(), StatusCode::kOutOfRange) << st.ToString();
   EXPECT_NE(st.message().find("position 9 of token 2"), std::string::npos) << st.message();
+}
+
+// FP32 rows asked for BF16 arithmetic (an INT8 run's attention): on every BF16 variant this
+// CPU runs, forced. With the dot kernels, the very computation BF16 rows run (the output,
+// rounded to BF16, is the BF16 path's bit for bit) and close to FP32's; without them, FP32
+// attention bit for bit. Padded and packed batches, an odd head dim, masked keys.
+TEST(CpuAttentionTest, Fp32RowsInBf16ArithmeticRunTheBf16PathOrFp32Where) {
+  CpuBackend be(2);
+  std::mt19937 rng(13);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (const auto& [B, S, heads, H] : {std::tuple<int64_t, int64_t, int, int64_t>{3, 37, 2, 64},
+                                        {2, 20, 3, 39}, {1, 130, 1, 32}}) {
+    std::vector<float> qkv(static_cast<size_t>(B * S * 3 * H));
+    for (float& v : qkv) v = d(rng);
+    std::vector<uint16_t> bits(qkv.size());
+    FloatToBF16(qkv.data(), bits.data(), qkv.size());  // the BF16 rows the dot path sees
+    std::vector<int32_t> mask(static_cast<size_t>(B * S), 1);
+    mask[S - 1] = 0;          // sample 0 padded by one
+    if (B > 1) mask[S + 2] = 0;  // an inner masked key of sample 1
+    auto dev = [&](DType t, const void* src, Shape shape) {
+      Tensor x = std::move(Tensor::Empty(be, t, std::move(shape))).value();
+      std::memcpy(x.data(), src, x.bytes());
+      return x;
+    };
+    Tensor q32 = dev(DType::kF32, qkv.data(), {B, S, 3 * H}), q16 = dev(DType::kBF16, bits.data(), {B, S, 3 * H});
+    Tensor dm = dev(DType::kI32, mask.data(), {B, S});
+    for (const Bf16Kernels& v : AvailableBf16Kernels()) {
+      ScopedBf16Kernels forced(v);
+      Tensor got = std::move(Tensor::Empty(be, DType::kF32, {B, S, H})).value();
+      Tensor want32 = std::move(Tensor::Empty(be, DType::kF32, {B, S, H})).value();
+      ASSERT_TRUE(be.kernels().Attention(q32, dm, heads, got, AttentionMath::kBf16WhereNative).ok());
+      ASSERT_TRUE(be.kernels().Attention(q32, dm, heads, want32).ok());
+      const auto* g = static_cast<const float*>(got.data());
+      if (!v.dot()) {
+        EXPECT_EQ(std::memcmp(got.data(), want32.data(), got.bytes()), 0) << v.isa << " H " << H;
+        continue;
+      }
+      Tensor want16 = std::move(Tensor::Empty(be, DType::kBF16, {B, S, H})).value();
+      ASSERT_TRUE(be.kernels().Attention(q16, dm, heads, want16).ok());
+      std::vector<uint16_t> rounded(static_cast<size_t>(got.numel()));
+      FloatToBF16(g, rounded.data(), rounded.size());
+      EXPECT_EQ(std::memcmp(rounded.data(), want16.data(), want16.bytes()), 0) << v.isa << " H " << H;
+      double worst = 0, scale = 0;  // and near FP32 attention, as BF16 rounding allows
+      for (int64_t i = 0; i < got.numel(); ++i) {
+        const float w = static_cast<const float*>(want32.data())[i];
+        worst = std::max(worst, std::fabs(double{g[i]} - w));
+        scale = std::max(scale, std::fabs(double{w}));
+      }
+      EXPECT_LT(worst, 0.03 * scale) << v.isa << " H " << H;
+      // Packed: each sequence at its own length, the same arithmetic.
+      std::vector<int32_t> offsets(static_cast<size_t>(B + 1));
+      for (int64_t b = 0; b <= B; ++b) offsets[b] = static_cast<int32_t>(b * S);
+      Tensor off = dev(DType::kI32, offsets.data(), {B + 1});
+      Tensor p32 = dev(DType::kF32, qkv.data(), {1, B * S, 3 * H}), pm = dev(DType::kI32, mask.data(), {1, B * S});
+      Tensor packed = std::move(Tensor::Empty(be, DType::kF32, {1, B * S, H})).value();
+      ASSERT_TRUE(be.kernels().AttentionPacked(p32, pm, off, heads, packed, AttentionMath::kBf16WhereNative).ok());
+      EXPECT_EQ(std::memcmp(packed.data(), got.data(), got.bytes()), 0) << v.isa << " H " << H;
+    }
+  }
 }
 
 TEST(CpuBackendTest, MemoryAccountingTracksLiveAndPeakBytes) {

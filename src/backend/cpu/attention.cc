@@ -6,7 +6,8 @@
 // stay in FP32 scratch, so the S x S score matrix never reaches memory. Keys after the
 // last unmasked one (right padding) are skipped: they add exactly nothing. BF16 where the
 // CPU has BF16 arithmetic: both products on the BF16 dot kernels, Q read in place, K and
-// V packed in their 2-deep groups, the probabilities rounded to BF16 for P.V.
+// V packed in their 2-deep groups, the probabilities rounded to BF16 for P.V; so too FP32
+// rows asked for BF16 arithmetic (AttentionMath), rounded to BF16 as they are packed.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -147,7 +148,9 @@ void PackKeysAndValues(const AttnParams& p, const std::byte* k0, const std::byte
 // Scratch floats one task needs (the BF16 dot path's probabilities in BF16 after them).
 size_t ScratchFloats(int64_t S, int64_t D) {
   const int64_t Sp = RoundUp(S, kNR), Dp = RoundUp(D, kNR);
-  return static_cast<size_t>(Sp * D + Dp * S + kQueryBlock * (D + Sp + Dp) + 8 * D + kQueryBlock * (S + 2) / 2);
+  // The BF16 dot path over FP32 rows: the head's K and V, and a block of Q, in BF16 last.
+  return static_cast<size_t>(Sp * D + Dp * S + kQueryBlock * (D + Sp + Dp) + 8 * D + kQueryBlock * (S + 2) / 2 +
+                             (2 * S * D + kQueryBlock * D) / 2 + 8);
 }
 
 // One task's queries [first, last) of head h of the sequence at token `start`, against
@@ -178,17 +181,20 @@ void ExpRows(float* scores, int64_t ld, int64_t rows, const AttnTask& t, float s
 // dims in pairs are 32-bit words of its row, moved whole; two keys' values interleaved
 // 16 dims at a time (the second key's on top of each 32-bit lane). Zero past the keys
 // and D.
+// `prefetch`: k0 and v0 are the K and V slices of qkv's rows (Q's lies H before K's), whose
+// tokens 16 ahead are fetched; else BF16 copies already in cache.
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackHeadBf16(
-    const uint16_t* k0, const uint16_t* v0, int64_t stride, int64_t keys, int64_t D, uint16_t* kp, uint16_t* vp) {
+    const uint16_t* k0, const uint16_t* v0, int64_t stride, int64_t keys, int64_t D, uint16_t* kp, uint16_t* vp,
+    bool prefetch) {
   const int64_t Kp = RoundUp(keys, kNR), Dg = Bf16Groups(D), Kg = Bf16Groups(keys);
   // Zeros only in the last K^T panel, where keys stop short of it (V's are stored whole).
   if (keys < Kp) std::memset(kp + (Kp / kNR - 1) * Dg * kBGroupElems, 0, sizeof(uint16_t) * Dg * kBGroupElems);
   const auto* q0 = reinterpret_cast<const std::byte*>(k0 - stride / 3);  // Q's slice: H before K's
   const auto row_bytes = static_cast<int64_t>(stride * 2), part = row_bytes / 3, slice = D * 2;
   constexpr int64_t kAhead = 16;
-  for (int64_t j = 0; j < std::min(kAhead, keys); ++j) PrefetchToken(q0, j, row_bytes, part, slice);
+  for (int64_t j = 0; prefetch && j < std::min(kAhead, keys); ++j) PrefetchToken(q0, j, row_bytes, part, slice);
   for (int64_t j = 0; j < keys; ++j) {
-    if (j + kAhead < keys) PrefetchToken(q0, j + kAhead, row_bytes, part, slice);
+    if (prefetch && j + kAhead < keys) PrefetchToken(q0, j + kAhead, row_bytes, part, slice);
     auto* kcol = reinterpret_cast<uint32_t*>(kp) + (j / kNR) * Dg * kNR + j % kNR;
     const uint16_t* kr = k0 + j * stride;
     int64_t g = 0;
@@ -217,36 +223,69 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void RoundRowBf1
   }
 }
 
+// The head's K and V slices of `keys` FP32 token rows (q0: the head's Q slice of the
+// first; rows `stride` floats apart, K H after Q, V 2H) rounded to BF16 into kt and vt
+// ([keys][D] each), tokens 16 ahead prefetched.
+void RoundHeadRows(const AttnParams& p, const float* q0, int64_t keys, uint16_t* kt, uint16_t* vt) {
+  const int64_t D = p.head_dim, H = p.hidden, stride = 3 * H;
+  const auto* bytes = reinterpret_cast<const std::byte*>(q0);
+  constexpr int64_t kAhead = 16;
+  for (int64_t j = 0; j < std::min(kAhead, keys); ++j) PrefetchToken(bytes, j, stride * 4, H * 4, D * 4);
+  for (int64_t j = 0; j < keys; ++j) {
+    if (j + kAhead < keys) PrefetchToken(bytes, j + kAhead, stride * 4, H * 4, D * 4);
+    RoundRowBf16(q0 + j * stride + H, D, kt + j * D);
+    RoundRowBf16(q0 + j * stride + 2 * H, D, vt + j * D);
+  }
+}
+
 // BF16 arithmetic: K^T and V of the head packed in the dot kernels' 2-deep groups (K^T:
 // panels of 16 keys over pairs of dims, each pair one 32-bit word of a key's row; V:
 // panels of 16 dims over pairs of keys), zero-padded; Q.K^T from Q's rows in place; the
 // probabilities rounded to BF16 for P.V (each row's sum, taken before the rounding, is
 // then off by the rounding's ~2^-9 relative: torch's BF16 attention rounds them too).
+// FP32 rows (an INT8 run's attention, AttentionMath::kBf16WhereNative): Q, K and V
+// rounded to BF16 first (K and V once per head, Q a block at a time), the output FP32.
 void AttendBf16Dot(const AttnParams& p, const Bf16Kernels& bk, const AttnTask& t, float* scratch) {
   const int64_t D = p.head_dim, H = p.hidden, keys = t.keys;
   const int64_t Kp = RoundUp(keys, kNR), Dp = RoundUp(D, kNR), Dg = Bf16Groups(D), Kg = Bf16Groups(keys);
   const int64_t stride = 3 * H;
+  const bool f32 = p.dtype == DType::kF32;
   auto* kp = reinterpret_cast<uint16_t*>(scratch);  // [Kp/16][Dg][16][2]
   uint16_t* vp = kp + Kp * Dg * kBK;                 // [Dp/16][Kg][16][2]
   auto* scores = reinterpret_cast<float*>(vp + Dp * Kg * kBK);  // [32][Kp]
   float* o = scores + kQueryBlock * Kp;                         // [32][Dp]
   auto* probs = reinterpret_cast<uint16_t*>(o + kQueryBlock * Dp);  // [32][2 Kg]
+  uint16_t* kt = probs + kQueryBlock * Kg * kBK;  // FP32 rows: K, V [keys][D] and Q [32][D] in BF16
+  uint16_t* vt = kt + keys * D;
+  uint16_t* qt = vt + keys * D;
   const auto* qkv = static_cast<const uint16_t*>(p.qkv);
-  const uint16_t* k0 = qkv + t.start * stride + H + t.h * D;
-  const uint16_t* v0 = k0 + H;
-  PackHeadBf16(k0, v0, stride, keys, D, kp, vp);
+  const auto* qkv32 = static_cast<const float*>(p.qkv);
+  if (f32) {
+    RoundHeadRows(p, qkv32 + t.start * stride + t.h * D, keys, kt, vt);
+    PackHeadBf16(kt, vt, D, keys, D, kp, vp, /*prefetch=*/false);
+  } else {
+    const uint16_t* k0 = qkv + t.start * stride + H + t.h * D;
+    PackHeadBf16(k0, k0 + H, stride, keys, D, kp, vp, /*prefetch=*/true);
+  }
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const size_t es = DTypeSize(p.dtype);
   for (int64_t i0 = t.first; i0 < t.last; i0 += kQueryBlock) {
     const int64_t rows = std::min(kQueryBlock, t.last - i0);
     const uint16_t* q = qkv + (t.start + i0) * stride + t.h * D;
-    bk.Run(rows, D, q, stride, kp, Kp / kNR, Dg * kBGroupElems, scores, Kp, /*from_c=*/false);
+    int64_t lda = stride;
+    if (f32) {
+      for (int64_t i = 0; i < rows; ++i) RoundRowBf16(qkv32 + (t.start + i0 + i) * stride + t.h * D, D, qt + i * D);
+      q = qt;
+      lda = D;
+    }
+    bk.Run(rows, D, q, lda, kp, Kp / kNR, Dg * kBGroupElems, scores, Kp, /*from_c=*/false);
     float inv[kQueryBlock];
     ExpRows(scores, Kp, rows, t, scale, inv);
     for (int64_t i = 0; i < rows; ++i) RoundRowBf16(scores + i * Kp, keys, probs + i * Kg * kBK);
     bk.Run(rows, keys, probs, Kg * kBK, vp, Dp / kNR, Kg * kBGroupElems, o, Dp, /*from_c=*/false);
     for (int64_t i = 0; i < rows; ++i) {
       ScaleInPlace(o + i * Dp, D, inv[i]);
-      FromFloat(o + i * Dp, p.dtype, static_cast<uint16_t*>(p.out) + (t.start + i0 + i) * H + t.h * D, D);
+      FromFloat(o + i * Dp, p.dtype, static_cast<std::byte*>(p.out) + ((t.start + i0 + i) * H + t.h * D) * es, D);
     }
   }
 }
@@ -320,14 +359,14 @@ const char* AttentionKernelName(DType t, bool dot) {
   switch (t) {
     case DType::kF16: return "cpu_attn_softmax_f16_q32";
     case DType::kBF16: return dot ? "cpu_attn_softmax_bf16dot_q32" : "cpu_attn_softmax_bf16_q32";
-    default: return "cpu_attn_softmax_f32_q32";
+    default: return dot ? "cpu_attn_softmax_f32_bf16dot_q32" : "cpu_attn_softmax_f32_q32";
   }
 }
 
 }  // namespace
 
 Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int heads,
-                    Tensor& out, const Tensor* offsets) {
+                    Tensor& out, const Tensor* offsets, AttentionMath math) {
   int64_t B = qkv.dim(0), S = qkv.dim(1);  // shapes checked by the front
   const int64_t H = out.dim(2);
   const int32_t* off = offsets != nullptr ? offsets->data_as<int32_t>() : nullptr;
@@ -356,7 +395,10 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   const int64_t rows_per_task = pairs >= 4 * workers || (pairs >= workers && pairs % workers == 0) ? S : kQueryBlock;
   AttnParams p{qkv.data(), mask.data_as<int32_t>(), out.data(), qkv.dtype(), B, S, heads,
                H / heads, H, off, rows_per_task, (S + rows_per_task - 1) / rows_per_task};
-  if (const Bf16Kernels& bk = GetBf16Kernels(); p.dtype == DType::kBF16 && bk.dot()) p.dot = &bk;
+  // BF16 on the dot kernels: BF16 activations, or FP32 ones asked to (an INT8 run's).
+  const bool bf16_math = p.dtype == DType::kBF16 ||
+                         (p.dtype == DType::kF32 && math == AttentionMath::kBf16WhereNative);
+  if (const Bf16Kernels& bk = GetBf16Kernels(); bf16_math && bk.dot()) p.dot = &bk;
   const int64_t D = p.head_dim;
   LaunchDesc desc;
   desc.kernel = AttentionKernelName(p.dtype, p.dot != nullptr);

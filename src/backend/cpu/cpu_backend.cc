@@ -54,15 +54,15 @@ class CpuKernels : public Kernels {
                      const Tensor& beta, float eps, Tensor& out) override {
     return CpuLayerNorm(be_, x, residual, gamma, beta, eps, out);
   }
-  Status DoAttention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out) override {
-    return CpuAttention(be_, qkv, mask, heads, out);
+  Status DoAttention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out, AttentionMath math) override {
+    return CpuAttention(be_, qkv, mask, heads, out, nullptr, math);
   }
   Status DoCopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset) override {
     return CpuCopyInto(be_, src, dst, dst_byte_offset);
   }
-  Status DoAttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads,
-                           Tensor& out) override {
-    return CpuAttention(be_, qkv, mask, heads, out, &offsets);
+  Status DoAttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads, Tensor& out,
+                           AttentionMath math) override {
+    return CpuAttention(be_, qkv, mask, heads, out, &offsets, math);
   }
   StatusOr<QuantizedRows> DoNewQuantizedRows(int64_t rows, int64_t k) override {
     return CpuNewQuantizedRows(be_, rows, k);

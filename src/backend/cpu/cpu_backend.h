@@ -98,8 +98,11 @@ Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual,
                     QuantizedRows* codes = nullptr);
 // `offsets`: where each of B packed sequences starts in qkv [1, T, 3H] (I32 [B + 1]), or
 // null: qkv is [B, S, 3H].
+// `math`: kBf16WhereNative computes FP32 activations' attention on the BF16 dot kernels
+// where they run (Q, K, V and the probabilities rounded to BF16 as they are packed).
 Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int heads,
-                    Tensor& out, const Tensor* offsets = nullptr);
+                    Tensor& out, const Tensor* offsets = nullptr,
+                    AttentionMath math = AttentionMath::kInputDtype);
 Status CpuCopyInto(CpuBackend& be, const Tensor& src, Tensor& dst, size_t dst_byte_offset);
 
 // Loads element i of a float tensor (F32/F16/BF16) as float, and stores one.

@@ -261,12 +261,15 @@ const char* GemmKernelName(DType x, DType w, bool bias, Epilogue e, bool dot) {
 
 StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const HostTensor& w,
                                                       DType dtype) {
-  // Every run packs weights before its first GEMM or attention (INT8 runs' attention is FP32).
+  // Every run packs weights before its first GEMM or attention: a variant forced that this
+  // CPU cannot run is refused here. BF16 and INT8 runs use the BF16 kernels (INT8 runs'
+  // attention computes in BF16 where they have the dot kernels).
   if (const std::string& why = MicroKernelsEnvError(); !why.empty()) return InvalidArgument(why);
-  if (dtype == DType::kI8) return CpuPackWeightInt8(be, w);
-  if (const std::string& why = Bf16KernelsEnvError(); !why.empty() && dtype == DType::kBF16) {
-    return InvalidArgument(why);  // only BF16 runs use the BF16 kernels
+  if (const std::string& why = Bf16KernelsEnvError();
+      !why.empty() && (dtype == DType::kBF16 || dtype == DType::kI8)) {
+    return InvalidArgument(why);
   }
+  if (dtype == DType::kI8) return CpuPackWeightInt8(be, w);
   const int64_t n = w.shape[0], k = w.shape[1];
   const int64_t panels = (n + kNR - 1) / kNR;
   // BF16 under the BF16 dot kernels: k values in pairs, [K/2][16][2]; else [K][16].

@@ -148,7 +148,8 @@ class CudaKernels : public Kernels {
     });
   }
 
-  Status DoAttention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out) override {
+  // AttentionMath: the CUDA kernels compute in the activations' dtype (FP32 accumulation).
+  Status DoAttention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out, AttentionMath) override {
     TS_ASSIGN_OR_RETURN(ElemType t, ToElem(out.dtype()));
     const int64_t B = qkv.dim(0), S = qkv.dim(1), H = out.dim(-1), D = H / heads;
     if (D > 256) return Unimplemented("CUDA attention supports head_dim up to 256");

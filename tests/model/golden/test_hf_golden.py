@@ -298,12 +298,22 @@ def fp32_env(variant):
     return {"TIERSCOPE_FP32_KERNELS": variant} if variant else None
 
 
+def int8_envs(int8_variants, bf16_variants) -> list:
+    """(name, environment) of every INT8 GEMM variant (AMX, VNNI, AVX2, scalar), under the
+    host's BF16 variant (attention in BF16 where it has the dot kernels); and, where it has
+    them, the host's INT8 variant with attention in FP32 (BF16 variant "fp32", forced)."""
+    envs = [(v, int8_env(v)) for v in int8_variants]
+    if bf16_variants[0] != "fp32":
+        envs.append(("fp32 attention", {"TIERSCOPE_BF16_KERNELS": "fp32"}))
+    return envs
+
+
 def reduced_precision_envs(dtype, int8_variants, fp32_variants, bf16_variants) -> list:
     """(name, environment) of every kernel variant a run of `dtype` can take on this CPU:
-    INT8's (AMX, VNNI, AVX2, scalar); FP16's FP32 micro-kernels, which widen its weights;
-    BF16's dot kernels (BF16 arithmetic), and its "fp32" variant on each FP32 micro-kernel."""
+    INT8's (int8_envs); FP16's FP32 micro-kernels, which widen its weights; BF16's dot
+    kernels (BF16 arithmetic), and its "fp32" variant on each FP32 micro-kernel."""
     if dtype == "int8":
-        return [(v, int8_env(v)) for v in int8_variants]
+        return int8_envs(int8_variants, bf16_variants)
     if dtype == "fp16":
         return [(v, fp32_env(v)) for v in fp32_variants]
     envs = [(v, {"TIERSCOPE_BF16_KERNELS": v}) for v in bf16_variants if v != "fp32"]
@@ -365,9 +375,10 @@ def test_an_int8_variant_this_cpu_cannot_run_is_refused_in_one_line(tierscope, b
     assert all(v in err for v in int8_variants), err
 
 
-def test_a_bf16_variant_this_cpu_cannot_run_is_refused_in_one_line(tierscope, base_st_ckpt, bf16_variants):
+@pytest.mark.parametrize("dtype", ["bf16", "int8"])  # INT8 runs' attention uses the BF16 kernels too
+def test_a_bf16_variant_this_cpu_cannot_run_is_refused_in_one_line(tierscope, base_st_ckpt, bf16_variants, dtype):
     inputs = random_inputs(3, batch=1, seq=8, vocab=base_st_ckpt.config.vocab_size)
-    proc, _ = tierscope.invoke(base_st_ckpt.path, inputs, dtype="bf16", env={"TIERSCOPE_BF16_KERNELS": "amx9000"})
+    proc, _ = tierscope.invoke(base_st_ckpt.path, inputs, dtype=dtype, env={"TIERSCOPE_BF16_KERNELS": "amx9000"})
     assert proc.returncode != 0
     err = proc.stderr.strip()
     assert len(err.splitlines()) == 1 and "TIERSCOPE_BF16_KERNELS=amx9000" in err, err
@@ -427,16 +438,17 @@ def mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def test_int8_all_minilm_l6_v2_sentence_embeddings_stay_close_to_fp32(tierscope, minilm_ckpt, minilm_tokenizer,
-                                                                      int8_variants):
+                                                                      int8_variants, bf16_variants):
     """--dtype int8 on the real model, on every INT8 micro-kernel variant this CPU runs
-    (each forced): every sentence's embedding (mean pooling, normalised) within cosine
-    0.995 of HF's FP32 one, and not the same as FP32 (the quantization ran)."""
+    (each forced), and with attention in FP32 where it would be BF16 (int8_envs): every
+    sentence's embedding (mean pooling, normalised) within cosine 0.995 of HF's FP32 one,
+    and not the same as FP32 (the quantization ran)."""
     inputs = minilm_inputs(minilm_tokenizer, "padded")
     mask = inputs["attention_mask"]
     ref = mean_pooled(minilm_ckpt.reference(inputs)["last_hidden_state"], mask)
     failures = []
-    for variant in int8_variants:
-        out = tierscope.run(minilm_ckpt.path, inputs, dtype="int8", hidden_states=False, env=int8_env(variant))
+    for variant, env in int8_envs(int8_variants, bf16_variants):
+        out = tierscope.run(minilm_ckpt.path, inputs, dtype="int8", hidden_states=False, env=env)
         assert np.isfinite(out["last_hidden_state"]).all(), variant
         ours = mean_pooled(out["last_hidden_state"], mask)
         cos = (ours * ref).sum(1)
