@@ -49,7 +49,7 @@ struct QuantizedRows {
 // The arithmetic of attention over FP32 activations: FP32, or BF16 where the backend has
 // BF16 arithmetic (an INT8 run's attention, as OpenVINO runs a quantized model's on such a
 // CPU: Q, K, V and the probabilities rounded to BF16, sums in FP32); the inputs and the
-// output stay FP32. Other dtypes compute in their own.
+// output stay FP32. Other dtypes compute as they always do.
 enum class AttentionMath { kInputDtype, kBf16WhereNative };
 
 class Kernels {

@@ -7,8 +7,8 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <tuple>
 #include <random>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -213,7 +213,8 @@ TEST_P(CpuKernelsTest, PackedAttentionEqualsEachSequenceAloneAndRefusesBadOffset
 
 // FP32 rows asked for BF16 arithmetic (an INT8 run's attention): on every BF16 variant this
 // CPU runs, forced. With the dot kernels, the very computation BF16 rows run (the output,
-// rounded to BF16, is the BF16 path's bit for bit) and close to FP32's; without them, FP32
+// rounded to BF16, is the BF16 path's bit for bit: the inputs are normal numbers, which
+// both roundings to BF16 agree on) and close to FP32's; without them, FP32
 // attention bit for bit. Padded and packed batches, an odd head dim, masked keys.
 TEST(CpuAttentionTest, Fp32RowsInBf16ArithmeticRunTheBf16PathOrFp32Where) {
   CpuBackend be(2);

@@ -189,7 +189,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackHeadBf1
   const int64_t Kp = RoundUp(keys, kNR), Dg = Bf16Groups(D), Kg = Bf16Groups(keys);
   // Zeros only in the last K^T panel, where keys stop short of it (V's are stored whole).
   if (keys < Kp) std::memset(kp + (Kp / kNR - 1) * Dg * kBGroupElems, 0, sizeof(uint16_t) * Dg * kBGroupElems);
-  const auto* q0 = reinterpret_cast<const std::byte*>(k0 - stride / 3);  // Q's slice: H before K's
+  // Q's slice lies H before K's in qkv's rows (only then is `prefetch` set).
+  const auto* q0 = prefetch ? reinterpret_cast<const std::byte*>(k0 - stride / 3) : nullptr;
   const auto row_bytes = static_cast<int64_t>(stride * 2), part = row_bytes / 3, slice = D * 2;
   constexpr int64_t kAhead = 16;
   for (int64_t j = 0; prefetch && j < std::min(kAhead, keys); ++j) PrefetchToken(q0, j, row_bytes, part, slice);
@@ -214,7 +215,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackHeadBf1
   }
 }
 
-// The probabilities: `n` floats of s rounded to BF16 (nearest even) into q.
+// `n` floats of s rounded to BF16 (nearest even; a denormal becomes a signed zero, as
+// vcvtneps2bf16 does) into q: the probabilities, and FP32 rows of Q, K and V.
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void RoundRowBf16(const float* s, int64_t n,
                                                                                  uint16_t* q) {
   for (int64_t j = 0; j < n; j += 16) {
@@ -229,10 +231,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void RoundRowBf1
 void RoundHeadRows(const AttnParams& p, const float* q0, int64_t keys, uint16_t* kt, uint16_t* vt) {
   const int64_t D = p.head_dim, H = p.hidden, stride = 3 * H;
   const auto* bytes = reinterpret_cast<const std::byte*>(q0);
-  constexpr int64_t kAhead = 16;
-  for (int64_t j = 0; j < std::min(kAhead, keys); ++j) PrefetchToken(bytes, j, stride * 4, H * 4, D * 4);
+  constexpr int64_t kAhead = 16, kF = sizeof(float);
+  for (int64_t j = 0; j < std::min(kAhead, keys); ++j) PrefetchToken(bytes, j, stride * kF, H * kF, D * kF);
   for (int64_t j = 0; j < keys; ++j) {
-    if (j + kAhead < keys) PrefetchToken(bytes, j + kAhead, stride * 4, H * 4, D * 4);
+    if (j + kAhead < keys) PrefetchToken(bytes, j + kAhead, stride * kF, H * kF, D * kF);
     RoundRowBf16(q0 + j * stride + H, D, kt + j * D);
     RoundRowBf16(q0 + j * stride + 2 * H, D, vt + j * D);
   }

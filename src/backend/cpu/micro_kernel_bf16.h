@@ -71,13 +71,14 @@ struct Bf16Kernels {
   }
 };
 
-// The BF16 kernels every BF16 Linear uses: the fastest this CPU supports, the one
-// TIERSCOPE_BF16_KERNELS names (one of CpuBf16KernelIsas()), or the variant a
-// ScopedBf16Kernels in force names. With "fp32" in force a BF16 run keeps FP32 activations
-// and widens its BF16 weights on the FP32 micro-kernels.
+// The BF16 kernels every BF16 Linear and attention uses (and an INT8 run's attention): the
+// fastest this CPU supports, the one TIERSCOPE_BF16_KERNELS names (one of
+// CpuBf16KernelIsas()), or the variant a ScopedBf16Kernels in force names. With "fp32" in
+// force a BF16 run keeps FP32 activations and widens its BF16 weights on the FP32
+// micro-kernels, and an INT8 run's attention computes in FP32.
 const Bf16Kernels& GetBf16Kernels();
 // Empty, or why TIERSCOPE_BF16_KERNELS cannot be honoured (it names no variant this CPU
-// runs); packing a BF16 weight returns it as an error, before any BF16 GEMM runs.
+// runs); packing a BF16 or an INT8 weight returns it as an error, before any kernel runs.
 const std::string& Bf16KernelsEnvError();
 
 // Every variant this CPU can run, fastest first (the first is GetBf16Kernels'); "fp32" last,
