@@ -209,16 +209,6 @@ const char* Int8GemmKernelName(bool bias, Epilogue e, bool codes) {
   return kNames[codes ? 1 : 0][bias ? 1 : 0][static_cast<int>(e)];
 }
 
-// Whether q holds rows x k codes in this backend's layout.
-Status CheckCodeLayout(const QuantizedRows& q, const char* op) {
-  if (q.codes.numel() != PaddedRows(q.rows) * PaddedCodeBytes(q.k)) {
-    return InvalidArgument(std::string(op) + ": " + std::to_string(q.codes.numel()) + " code bytes for " +
-                           std::to_string(q.rows) + " rows of " + std::to_string(q.k) + " (the CPU holds " +
-                           std::to_string(PaddedRows(q.rows) * PaddedCodeBytes(q.k)) +
-                           "; make them with NewQuantizedRows)");
-  }
-  return OkStatus();
-}
 
 }  // namespace
 

@@ -182,11 +182,7 @@ Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual, con
   LnParams p{x.data(), residual ? residual->data() : nullptr, gamma.data(), beta.data(),
              out.data(), t, x.numel() / C, C, eps, codes,
              codes != nullptr ? PickQuantizeRow(GetInt8MicroKernels()) : nullptr};
-  if (codes != nullptr && codes->codes.numel() != PaddedRows(p.rows) * PaddedCodeBytes(C)) {
-    return InvalidArgument("LayerNormQuantized: " + std::to_string(codes->codes.numel()) + " code bytes for " +
-                           std::to_string(p.rows) + " rows of " + std::to_string(C) +
-                           " (make them with NewQuantizedRows)");
-  }
+  if (codes != nullptr) TS_RETURN_IF_ERROR(CheckCodeLayout(*codes, "LayerNormQuantized"));
   LaunchDesc desc;
   static const char* kNames[2][4] = {
       {"cpu_layer_norm_f32_r16", "cpu_layer_norm_f16_r16", "cpu_layer_norm_bf16_r16", "cpu_layer_norm_f32_r16_u8out"},

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "backend/cpu/vec_math.h"
 
@@ -126,6 +127,16 @@ __attribute__((target("avx512f"))) void QuantizeRow16(const float* x, int64_t k,
 }
 
 }  // namespace
+
+Status CheckCodeLayout(const QuantizedRows& q, const char* op) {
+  if (q.codes.numel() != PaddedRows(q.rows) * PaddedCodeBytes(q.k)) {
+    return InvalidArgument(std::string(op) + ": " + std::to_string(q.codes.numel()) + " code bytes for " +
+                           std::to_string(q.rows) + " rows of " + std::to_string(q.k) + " (the CPU holds " +
+                           std::to_string(PaddedRows(q.rows) * PaddedCodeBytes(q.k)) +
+                           "; make them with NewQuantizedRows)");
+  }
+  return OkStatus();
+}
 
 QuantizeRowFn PickQuantizeRow(const Int8MicroKernels& mk) { return mk.avx512() ? QuantizeRow16 : QuantizeRow8; }
 

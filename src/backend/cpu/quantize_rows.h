@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backend/cpu/micro_kernel_int8.h"
+#include "backend/kernels.h"
 
 namespace tierscope {
 
@@ -24,6 +25,10 @@ inline int64_t PaddedRows(int64_t rows) { return (rows + kAmxRows - 1) / kAmxRow
 // 0.0 exact; q[k, kp) are zeros. params = {scale, zp}. A row holding a NaN or an infinity
 // gets scale NaN, so its outputs are NaN rather than a number made up from the finite
 // values.
+// Whether q holds rows x k codes in this layout (as NewQuantizedRows makes them); `op`
+// names the caller in the error.
+Status CheckCodeLayout(const QuantizedRows& q, const char* op);
+
 // Two widths give the same bytes: 16 lanes beside the AVX-512 micro-kernels (VNNI, AMX),
 // 8 beside the others, so forcing an INT8 variant tests its quantization too.
 using QuantizeRowFn = void (*)(const float* x, int64_t k, int64_t kp, uint8_t* q, float* params);
