@@ -39,6 +39,10 @@ struct EngineOptions {
   DType dtype = DType::kF32;
   int threads = 0;            // 0: all hardware threads (CPU)
   std::string device = "cpu";  // cpu | cuda | cuda:N
+  // Row blocks (a batch run a block of samples at a time through every layer, while its
+  // activations stay in cache): auto (the backend's choice) | off | a count of token rows;
+  // empty: TIERSCOPE_ROW_BLOCK's setting, else auto.
+  std::string row_block;
 };
 
 // Token ids for a [batch, seq_len] batch, row-major. attention_mask and token_type_ids

@@ -130,6 +130,9 @@ void AddWorkloadOptions(CLI::App* c, BenchOptions& bench) {
   c->add_option("--pre-delay", bench.pre_delay_s, "seconds to sleep after loading, before warmup")
       ->capture_default_str();
   c->add_option("--threads", bench.threads, "worker threads (0: all cores)")->capture_default_str();
+  c->add_option("--row-block", bench.row_block,
+                "native: token rows run through every layer at a time: auto | off | a count "
+                "(default: TIERSCOPE_ROW_BLOCK, else auto)");
   c->add_option("--device", bench.device, "cpu | cuda | cuda:N (--engine torch: also xpu, npu, musa)")
       ->capture_default_str();
   c->add_option("--engine", bench.engine,

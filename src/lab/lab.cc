@@ -145,6 +145,15 @@ class LabRun {
     flags_ = " --batch-size " + std::to_string(o.batch_size) + " --seq-len " + std::to_string(o.seq_len) +
              " --threads " + std::to_string(o.threads) + (o.model_dir.empty() ? "" : " --model " + o.model_dir) +
              (o.engine == "native" ? "" : " --engine " + o.engine) + (o.device == "cpu" ? "" : " --device " + o.device);
+    // The profiled runs of tiers 1 and 3 run as the study ran its batch: each op once over
+    // the whole batch (no row blocks), so their launches and grids read as the study's;
+    // the timed runs take the engine's default.
+    study_ = base_;
+    study_flags_ = flags_;
+    if (o.engine == "native") {
+      study_.row_block = "off";
+      study_flags_ += " --row-block off";
+    }
   }
 
   StatusOr<nlohmann::json> Run() {
@@ -247,7 +256,7 @@ class LabRun {
     progress_.Step(1, "Tier 1: operator profiles of serial and batched runs");
     for (const auto& [name, mode] : kRuns) {
       progress_.Detail(std::string(name) + " (" + mode + ")");
-      BenchOptions p = base_;
+      BenchOptions p = study_;
       p.mode = mode;
       p.profile = true;
       p.iterations = 2;
@@ -256,7 +265,7 @@ class LabRun {
       p.trace_path = o_.out_dir + "/traces/" + name + ".json.gz";
       TS_ASSIGN_OR_RETURN(BenchReport rep, RunBench(p));
       TS_RETURN_IF_ERROR(Write(std::string("tier1_") + name + "_operators.txt", rep.profile_text));
-      commands_.push_back("tierscope bench --mode " + std::string(mode) + flags_ + " --iterations 2 --profile " +
+      commands_.push_back("tierscope bench --mode " + std::string(mode) + study_flags_ + " --iterations 2 --profile " +
                           "--profile-skip 1 --profile-units 1 --trace traces/" + name + ".json.gz");
       TS_ASSIGN_OR_RETURN(Trace t, LoadTrace(p.trace_path));
       traces_.emplace(name, std::move(t));
@@ -285,10 +294,10 @@ class LabRun {
     }
     MatrixFactors matrix;
     if (o_.engine == "native" && !precisions.empty()) {
-      matrix = ReplayMatrixFactors(base_, o_.quick ? 3 : 10, precisions,
+      matrix = ReplayMatrixFactors(study_, o_.quick ? 3 : 10, precisions,
                                    [this](const std::string& d) { progress_.Detail(d); });
       for (const std::string& mode : matrix.replayed) {
-        commands_.push_back("tierscope kernel --mode " + mode + flags_ + " --warmup 1 --iterations 1 -k 'regex:gemm'");
+        commands_.push_back("tierscope kernel --mode " + mode + study_flags_ + " --warmup 1 --iterations 1 -k 'regex:gemm'");
       }
     }
     // The peaks the predictions use, kept beside them: the recorded commands read the same.
@@ -374,7 +383,7 @@ class LabRun {
       }
       progress_.Detail(std::string(name) + ": " + hottest_[name]);
       KernelCommandOptions k;
-      k.bench = base_;
+      k.bench = study_;
       k.bench.mode = mode;
       k.bench.warmup = 1;
       k.bench.iterations = 1;
@@ -384,7 +393,7 @@ class LabRun {
       const std::string file = std::string("kernels/") + name + ".json";
       TS_RETURN_IF_ERROR(Write(file, kr.json.dump(2) + "\n"));
       TS_RETURN_IF_ERROR(Write(std::string("kernels/") + name + ".txt", kr.text));
-      commands_.push_back("tierscope kernel --mode " + std::string(mode) + flags_ +
+      commands_.push_back("tierscope kernel --mode " + std::string(mode) + study_flags_ +
                           " --warmup 1 --iterations 1 -k '" + hottest_[name] + "' -o " + file);
       if (kr.reports.empty()) return Internal("tier 3 replayed no launch of " + hottest_[name]);
       tier3_[name] = {{"kernel", hottest_[name]}, {"file", file},
@@ -412,6 +421,7 @@ class LabRun {
                  "--threads", std::to_string(o_.threads), "--device", o_.device, "--seed", std::to_string(o_.seed),
                  "--warmup", "1", "--iterations", "3", "--pre-delay", std::to_string(static_cast<int>(r.pre_delay_s))};
     if (!o_.model_dir.empty()) r.command.insert(r.command.end(), {"--model", o_.model_dir});
+    if (!study_.row_block.empty()) r.command.insert(r.command.end(), {"--row-block", study_.row_block});
     if (o_.engine == "torch") {
       r.command.insert(r.command.end(), {"--python", TorchPython(o_.python), "--timeout", Fixed(o_.timeout_s, 0)});
     }
@@ -709,8 +719,8 @@ class LabRun {
   const std::string dir_;
   const EncoderShape cfg_;
   const int repeats_;
-  BenchOptions base_;
-  std::string flags_;
+  BenchOptions base_, study_;  // study_: the profiled runs' (see the constructor)
+  std::string flags_, study_flags_;
   AnalysisOptions ao_;
   nlohmann::json s_, commands_ = nlohmann::json::array(), baseline_, peaks_, tier1_, tier2_, tier3_;
   std::string best_mode_ = "batch-fp32";

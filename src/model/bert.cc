@@ -1,9 +1,13 @@
 // The BERT encoder forward pass, expressed as backend op calls.
 #include "model/bert.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <string>
+
+#include "model/row_blocks.h"
 
 namespace tierscope {
 namespace {
@@ -48,6 +52,9 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Create(Backend& backend, const B
     return InvalidArgument("unsupported run dtype " + std::string(DTypeName(dtype)));
   }
   std::unique_ptr<BertModel> m(new BertModel(backend, config, dtype));
+  if (const char* rb = std::getenv("TIERSCOPE_ROW_BLOCK")) {
+    TS_ASSIGN_OR_RETURN(m->row_block_, ParseRowBlockSetting(rb, "TIERSCOPE_ROW_BLOCK"));
+  }
   const int64_t H = config.hidden_size, I = config.intermediate_size;
   auto upload = [&](const std::string& name, const std::vector<int64_t>& shape,
                     Tensor* out) -> Status {
@@ -189,8 +196,29 @@ Status BertModel::Validate(const BatchInput& in) const {
   return OkStatus();
 }
 
+int64_t BertModel::row_block_rows() const {
+  if (row_block_ >= 0) return row_block_;
+  // The largest activation a row: Q, K and V, or the intermediate (FP32 in an INT8 run).
+  const int64_t widest = std::max(3 * config_.hidden_size, config_.intermediate_size);
+  return kernels_.RowBlockRows(widest * static_cast<int64_t>(DTypeSize(dtype())));
+}
+
 StatusOr<BertModel::Inputs> BertModel::Upload(const BatchInput& in) {
   TS_RETURN_IF_ERROR(Validate(in));
+  const std::vector<RowBlock> blocks = SplitRowBlocks(in, row_block_rows());
+  if (blocks.size() <= 1) return UploadValidated(in);
+  Inputs all;
+  const bool packed = !in.seq_lens.empty();
+  all.batch = packed ? 1 : in.batch;
+  all.seq_len = packed ? static_cast<int64_t>(in.input_ids.size()) : in.seq_len;
+  for (const RowBlock& b : blocks) {
+    TS_ASSIGN_OR_RETURN(Inputs d, UploadValidated(SliceBatch(in, b)));
+    all.blocks.push_back(std::move(d));
+  }
+  return all;
+}
+
+StatusOr<BertModel::Inputs> BertModel::UploadValidated(const BatchInput& in) {
   const size_t n = in.input_ids.size();
   std::vector<int32_t> ids(n), types(n, 0), mask(n, 1);
   for (size_t i = 0; i < n; ++i) {
@@ -328,6 +356,12 @@ StatusOr<Tensor> BertModel::CopyOp(const Tensor& t) {
 }
 
 template <bool kOn>
+Status BertModel::CopyAtOp(const Tensor& src, Tensor& dst, size_t byte_offset) {
+  OpScope<kOn> op(profiler_, "aten::copy_", [&] { return ShapeArgs({&dst, &src}); });
+  return kernels_.CopyInto(src, dst, byte_offset);
+}
+
+template <bool kOn>
 StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const QuantizedRows* x_codes, const Inputs& in,
                                      QuantizedRows* out_codes) {
   const Tensor& mask = in.mask;
@@ -423,7 +457,36 @@ StatusOr<Tensor> BertModel::ForwardImpl(const Inputs& in, std::vector<Tensor>* h
   return x;
 }
 
+template <bool kOn>
+StatusOr<Tensor> BertModel::ForwardBlocks(const Inputs& in, std::vector<Tensor>* hidden_states) {
+  Tensor out;
+  std::vector<Tensor> hidden;
+  size_t at = 0;  // bytes of the output written so far (each hidden state's alike)
+  for (const Inputs& block : in.blocks) {
+    std::vector<Tensor> block_hidden;
+    TS_ASSIGN_OR_RETURN(Tensor y, ForwardImpl<kOn>(block, hidden_states != nullptr ? &block_hidden : nullptr));
+    if (!out.defined()) {
+      TS_ASSIGN_OR_RETURN(out, Empty<kOn>({in.batch, in.seq_len, config_.hidden_size}, y.dtype()));
+      for (const Tensor& h : block_hidden) {
+        TS_ASSIGN_OR_RETURN(Tensor whole, Empty<kOn>(out.shape(), h.dtype()));
+        hidden.push_back(std::move(whole));
+      }
+    }
+    TS_RETURN_IF_ERROR(CopyAtOp<kOn>(y, out, at));
+    for (size_t i = 0; i < block_hidden.size(); ++i) TS_RETURN_IF_ERROR(CopyAtOp<kOn>(block_hidden[i], hidden[i], at));
+    at += y.bytes();
+  }
+  if (hidden_states != nullptr) {
+    for (Tensor& h : hidden) hidden_states->push_back(std::move(h));
+  }
+  return out;
+}
+
 StatusOr<Tensor> BertModel::Forward(const Inputs& in, std::vector<Tensor>* hidden_states) {
+  if (!in.blocks.empty()) {
+    if (profiler_ != nullptr) return ForwardBlocks<true>(in, hidden_states);
+    return ForwardBlocks<false>(in, hidden_states);
+  }
   if (profiler_ != nullptr) return ForwardImpl<true>(in, hidden_states);
   return ForwardImpl<false>(in, hidden_states);
 }
@@ -445,12 +508,9 @@ StatusOr<Tensor> BertModel::Pooler(const Tensor& last_hidden) {
 }
 
 Status BertModel::CopyIntoSlice(const Tensor& src, Tensor& dst, int64_t index) {
-  auto copy = [&] {
-    return kernels_.CopyInto(src, dst, static_cast<size_t>(index) * src.bytes());
-  };
-  if (profiler_ == nullptr) return copy();
-  OpScope<true> op(profiler_, "aten::copy_", [&] { return ShapeArgs({&dst, &src}); });
-  return copy();
+  const size_t at = static_cast<size_t>(index) * src.bytes();
+  if (profiler_ == nullptr) return CopyAtOp<false>(src, dst, at);
+  return CopyAtOp<true>(src, dst, at);
 }
 
 }  // namespace tierscope

@@ -25,11 +25,14 @@ class BertModel {
   // Device-side inputs, I32 [B, S] each.
   // batch x seq_len is the tensors' shape: [1, T] for packed sequences, whose offsets
   // (I32 [sequences + 1], where each starts) and positions (I32 [1, T]) are then set.
+  // A batch split into row blocks (row_block_rows()) holds its blocks' inputs instead, in
+  // order; batch x seq_len is still the whole batch's.
   struct Inputs {
     Tensor ids, type_ids, mask;
     int64_t batch = 0, seq_len = 0;
     Tensor offsets, positions;
-    bool packed() const { return offsets.data() != nullptr; }
+    std::vector<Inputs> blocks;
+    bool packed() const { return offsets.data() != nullptr || (!blocks.empty() && blocks[0].packed()); }
   };
 
   static StatusOr<std::unique_ptr<BertModel>> Create(Backend& backend, const BertConfig& config,
@@ -50,10 +53,12 @@ class BertModel {
 
   // Checks `input` against the model (shapes, id ranges, mask values).
   Status Validate(const BatchInput& input) const;
-  // Validates and copies `input` to the device.
+  // Validates and copies `input` to the device, split into row blocks (row_blocks.h)
+  // where it holds more than row_block_rows() token rows.
   StatusOr<Inputs> Upload(const BatchInput& input);
   // last_hidden_state [B, S, H] ([1, T, H] packed). When `hidden_states` is given it receives the
-  // embedding output and each layer's output, as HF's output_hidden_states does.
+  // embedding output and each layer's output, as HF's output_hidden_states does. Row blocks
+  // run in turn, each through every layer; their outputs are copied into the whole batch's.
   StatusOr<Tensor> Forward(const Inputs& in, std::vector<Tensor>* hidden_states = nullptr);
   // pooler_output [B, H] = tanh(dense(last_hidden[:, 0])).
   StatusOr<Tensor> Pooler(const Tensor& last_hidden);
@@ -73,6 +78,13 @@ class BertModel {
   bool quantizes_in_producer() const {
     return quantize_in_producer_ && precision_ == DType::kI8 && kernels_.QuantizesInProducer();
   }
+
+  // Row blocks: -1 the backend's choice (Kernels::RowBlockRows; the default, or what
+  // TIERSCOPE_ROW_BLOCK says when the model is made), 0 none, or a count of token rows.
+  // Blocked or not, the outputs are the same bit for bit.
+  void set_row_block(int64_t setting) { row_block_ = setting; }
+  // The token rows of a block under the current setting (0: none).
+  int64_t row_block_rows() const;
 
  private:
   struct Layer {
@@ -105,6 +117,10 @@ class BertModel {
                                const Tensor& b, QuantizedRows* codes = nullptr);
   template <bool kOn>
   StatusOr<Tensor> CopyOp(const Tensor& t);
+  // dst[byte_offset ..] = src, as an aten::copy_ into a slice.
+  template <bool kOn>
+  Status CopyAtOp(const Tensor& src, Tensor& dst, size_t byte_offset);
+  StatusOr<Inputs> UploadValidated(const BatchInput& input);
   // x_codes: x quantized by its producer, or null (the Linear quantizes x itself).
   // out_codes: the layer's output quantized too, for the next layer, or null.
   template <bool kOn>
@@ -112,6 +128,8 @@ class BertModel {
                             QuantizedRows* out_codes);
   template <bool kOn>
   StatusOr<Tensor> ForwardImpl(const Inputs& in, std::vector<Tensor>* hidden_states);
+  template <bool kOn>
+  StatusOr<Tensor> ForwardBlocks(const Inputs& in, std::vector<Tensor>* hidden_states);
   template <bool kOn>
   StatusOr<Tensor> PoolerImpl(const Tensor& last_hidden);
 
@@ -126,6 +144,7 @@ class BertModel {
   int64_t weight_bytes_ = 0;
   Profiler* profiler_ = nullptr;
   bool quantize_in_producer_ = true;
+  int64_t row_block_ = -1;
 };
 
 }  // namespace tierscope

@@ -7,6 +7,7 @@
 #include "core/cpu_info.h"
 #include "model/bert.h"
 #include "model/checkpoint.h"
+#include "model/row_blocks.h"
 #include "tierscope/engine.h"
 
 namespace tierscope {
@@ -23,6 +24,10 @@ StatusOr<std::unique_ptr<BertEngine>> BertEngine::Load(const std::string& model_
   e->model_dir_ = model_dir;
   TS_ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.device, options.threads));
   TS_ASSIGN_OR_RETURN(e->model_, BertModel::Create(*e->backend_, config, ck, options.dtype));
+  if (!options.row_block.empty()) {
+    TS_ASSIGN_OR_RETURN(const int64_t rows, ParseRowBlockSetting(options.row_block, "--row-block"));
+    e->model_->set_row_block(rows);
+  }
   return e;
 }
 

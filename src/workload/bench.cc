@@ -11,6 +11,7 @@
 #include "core/paths.h"
 #include "core/stats.h"
 #include "core/splitmix.h"
+#include "model/row_blocks.h"
 #include "model/bert.h"
 #include "profile/chrome_trace.h"
 #include "profile/op_summary.h"
@@ -35,6 +36,10 @@ Status ValidateBenchOptions(const BenchOptions& o) {
     return InvalidArgument("--engine must be native or torch, got '" + o.engine + "'");
   }
   TS_RETURN_IF_ERROR(ParseBenchMode(o.mode).status());
+  if (!o.row_block.empty()) {
+    if (o.engine != "native") return InvalidArgument("--row-block sets the native engine's row blocks, not torch's");
+    TS_RETURN_IF_ERROR(ParseRowBlockSetting(o.row_block, "--row-block").status());
+  }
   if (o.batch_size < 1) return InvalidArgument("--batch-size must be >= 1, got " + std::to_string(o.batch_size));
   if (o.seq_len < 1) return InvalidArgument("--seq-len must be >= 1, got " + std::to_string(o.seq_len));
   if (o.warmup < 0) return InvalidArgument("--warmup must be >= 0, got " + std::to_string(o.warmup));
@@ -211,6 +216,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   eo.dtype = mode.dtype;
   eo.threads = o.threads;
   eo.device = o.device;
+  eo.row_block = o.row_block;
   TS_ASSIGN_OR_RETURN(auto engine, BertEngine::Load(dir, eo));
   const BertConfig& cfg = engine->config();
   if (o.seq_len > cfg.max_position_embeddings) {

@@ -32,6 +32,7 @@ struct BenchOptions {
   double pre_delay_s = 0;
   int threads = 0;
   std::string device = "cpu";  // cpu | cuda[:N]; torch also xpu, npu, musa
+  std::string row_block;  // native: EngineOptions::row_block (auto | off | token rows; empty: the default)
   // torch: a run with no reply in this many seconds stops its worker (0: no limit); the
   // lab's profiler runs take the same limit.
   double timeout_s = 1800;

@@ -287,6 +287,94 @@ TEST_F(BertEngineTest, Int8QuantizedInTheProducingOpGivesTheSameOutputsBitForBit
   }
 }
 
+// A batch run in row blocks (each block of samples or sequences through every layer, its
+// outputs copied into the whole batch's) gives the unblocked outputs bit for bit, in every
+// precision and on every INT8 variant: padded (blocks of 2, 2 and 1 samples; pooler and
+// hidden states too) and packed (blocks of 45 and 43 tokens).
+TEST_F(BertEngineTest, RowBlocksGiveTheWholeBatchOutputsBitForBit) {
+  BatchInput padded = Inputs(5, 37);
+  padded.attention_mask.assign(5 * 37, 1);
+  for (int64_t t = 30; t < 37; ++t) padded.attention_mask[2 * 37 + t] = 0;  // sample 2 padded
+  const std::vector<int64_t> lens = {5, 40, 1, 30, 12};
+  BatchInput packed{5, 40, BenchInputIds(29, 1, 88, 30522), {}, {}, lens};
+  auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  };
+  auto check = [&](BertEngine& e, const std::string& what) {
+    for (const BatchInput* in : {&padded, &packed}) {
+      const bool is_packed = !in->seq_lens.empty();
+      const ForwardOptions fo{.pooler = !is_packed, .hidden_states = true};
+      e.model().set_row_block(0);
+      auto whole = e.Forward(*in, fo);
+      e.model().set_row_block(is_packed ? 45 : 2 * 37 + 5);
+      auto up = e.model().Upload(*in);
+      ASSERT_TRUE(up.ok()) << up.status().ToString();
+      EXPECT_EQ(up->blocks.size(), is_packed ? 2u : 3u) << what;
+      EXPECT_EQ(up->packed(), is_packed) << what;
+      auto blocked = e.Forward(*in, fo);
+      e.model().set_row_block(-1);
+      ASSERT_TRUE(whole.ok() && blocked.ok()) << what << ": " << whole.status().ToString() << blocked.status().ToString();
+      EXPECT_FALSE(whole->last_hidden_state.empty());
+      EXPECT_TRUE(same_bits(whole->last_hidden_state, blocked->last_hidden_state)) << what << " packed " << is_packed;
+      EXPECT_TRUE(same_bits(whole->pooler_output, blocked->pooler_output)) << what;
+      EXPECT_EQ(whole->offsets, blocked->offsets) << what;
+      ASSERT_EQ(whole->hidden_states.size(), blocked->hidden_states.size()) << what;
+      for (size_t i = 0; i < whole->hidden_states.size(); ++i) {
+        EXPECT_TRUE(same_bits(whole->hidden_states[i], blocked->hidden_states[i])) << what << " layer " << i;
+      }
+    }
+  };
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+    auto e = Load(t);
+    ASSERT_NE(e, nullptr);
+    check(*e, std::string(DTypeName(t)));
+  }
+  for (const Int8MicroKernels& v : AvailableInt8MicroKernels()) {
+    ScopedInt8MicroKernels forced(v);
+    auto e = Load(DType::kI8);
+    ASSERT_NE(e, nullptr);
+    check(*e, std::string("int8 ") + v.isa);
+  }
+}
+
+// The CPU runs a batch beyond its caches in row blocks of at least 512 rows a worker, and
+// TIERSCOPE_ROW_BLOCK sets them ("off": none), a bad value being a one-line error.
+TEST_F(BertEngineTest, CpuSplitsABigBatchIntoRowBlocksAndTheEnvironmentSetsThem) {
+  auto e = Load(DType::kF32);
+  ASSERT_NE(e, nullptr);
+  const int64_t rows = e->model().row_block_rows();
+  EXPECT_GE(rows, 512 * 2);
+  BatchInput big = Inputs(3 * rows / 64 + 1, 64);
+  auto up = e->model().Upload(big);
+  ASSERT_TRUE(up.ok());
+  EXPECT_EQ(static_cast<int64_t>(up->blocks.size()), (big.batch + rows / 64 - 1) / (rows / 64));
+  auto small = e->model().Upload(Inputs(2, 64));
+  ASSERT_TRUE(small.ok());
+  EXPECT_TRUE(small->blocks.empty());
+
+  setenv("TIERSCOPE_ROW_BLOCK", "off", 1);
+  auto off = Load(DType::kF32);
+  setenv("TIERSCOPE_ROW_BLOCK", "128", 1);
+  auto fixed = Load(DType::kF32);
+  unsetenv("TIERSCOPE_ROW_BLOCK");
+  ASSERT_NE(off, nullptr);
+  ASSERT_NE(fixed, nullptr);
+  EXPECT_EQ(off->model().row_block_rows(), 0);
+  EXPECT_EQ(fixed->model().row_block_rows(), 128);
+  auto none = off->model().Upload(big);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->blocks.empty());
+
+  setenv("TIERSCOPE_ROW_BLOCK", "lots", 1);
+  EngineOptions o;
+  o.threads = 2;
+  auto bad = BertEngine::Load(*dir_, o);
+  unsetenv("TIERSCOPE_ROW_BLOCK");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("TIERSCOPE_ROW_BLOCK=lots"), std::string::npos) << bad.status().ToString();
+  EXPECT_EQ(bad.status().message().find('\n'), std::string::npos);
+}
+
 // An INT8 run's attention computes in BF16 where the BF16 dot kernels run, in FP32 where
 // they do not (the fp32 variant, forced): both stay within the INT8 bar of FP32.
 TEST_F(BertEngineTest, Int8WithBf16OrFp32AttentionStaysCloseToFp32OnEveryBf16Variant) {

@@ -34,6 +34,7 @@ class CpuKernels : public Kernels {
   explicit CpuKernels(CpuBackend& be) : be_(be) {}
   bool SupportsPackedSequences() const override { return true; }
   bool QuantizesInProducer() const override { return true; }
+  int64_t RowBlockRows(int64_t bytes_per_row) const override { return CpuRowBlockRows(be_.num_workers(), bytes_per_row); }
 
  protected:
   bool WidensHalfWeights(DType weights) const override {
@@ -88,6 +89,22 @@ class CpuKernels : public Kernels {
 };
 
 }  // namespace
+
+int64_t CpuL2BytesPerCore() {
+  static const int64_t l2 = [] {
+    for (const CacheLevel& c : CpuDataCaches()) {
+      if (c.level == 2) return c.bytes;  // the first level-2 cache CPU 0 lists
+    }
+    return int64_t{1} << 20;
+  }();
+  return l2;
+}
+
+int64_t CpuRowBlockRows(int workers, int64_t bytes_per_row) {
+  const int64_t w = std::max(1, workers);
+  const int64_t fit = CpuL2BytesPerCore() * w * 3 / 4 / std::max<int64_t>(1, bytes_per_row);
+  return std::max<int64_t>(512 * w, fit);
+}
 
 const char* DTypeTag(DType t) {
   switch (t) {

@@ -349,13 +349,7 @@ Status Int8GemmToCodes(CpuBackend& be, Int8GemmParams& p, QuantizedRows& y_codes
 }  // namespace
 
 double CpuInt8StreamingThresholdBytes(int workers) {
-  static const int64_t l2 = [] {
-    for (const CacheLevel& c : CpuDataCaches()) {
-      if (c.level == 2) return c.bytes;  // the first level-2 cache CPU 0 lists
-    }
-    return int64_t{1} << 20;
-  }();
-  return static_cast<double>(l2) * workers;
+  return static_cast<double>(CpuL2BytesPerCore()) * workers;
 }
 
 Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
