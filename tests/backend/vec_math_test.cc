@@ -5,6 +5,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace tierscope {
@@ -161,6 +162,59 @@ __attribute__((target("avx512f"))) void CheckSixteenLanes() {
 TEST(VecMathTest, SixteenLaneExpErfAndGeluMatchADoubleReferenceAndTheEightLaneOnes) {
   if (!RunsAvx512()) GTEST_SKIP() << "no AVX-512 here: GeluInPlace and ExpShiftSum run the 8-lane code tested above";
   CheckSixteenLanes();
+}
+
+// Attention's fused softmax row for the BF16 dot kernels against the five passes it
+// replaces (scale, mask, MaxOf, ExpShiftSum16, vcvtneps2bf16), bit for bit: lengths
+// across the 32- and 16-key steps and tails, scale 1 or not, masks (none, some, all),
+// and rows with ±0, a NaN, huge and tiny scores.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void CheckSoftmaxRowBf16() {
+  uint64_t seed = 7;
+  auto next = [&] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<float>(static_cast<int64_t>(seed >> 33) % 20000 - 10000) / 1000.0f;
+  };
+  int checked = 0;
+  for (int64_t n : {1, 5, 15, 16, 17, 31, 32, 33, 47, 64, 77, 128, 130}) {
+    for (int kind = 0; kind < 6; ++kind) {
+      for (float scale : {1.0f, 0.125f}) {
+        std::vector<float> s(static_cast<size_t>(n));
+        std::vector<int32_t> mask(static_cast<size_t>(n), 1);
+        for (float& v : s) v = next();
+        if (kind == 1) s[0] = 0.0f, s[static_cast<size_t>(n - 1)] = -0.0f;
+        if (kind == 2) s[static_cast<size_t>(n / 2)] = NAN;
+        if (kind == 3) s[0] = 3e38f, s[static_cast<size_t>(n - 1)] = -3e38f;
+        if (kind == 4) {
+          for (int64_t j = 0; j < n; j += 3) mask[static_cast<size_t>(j)] = 0;
+        }
+        if (kind == 5) std::fill(mask.begin(), mask.end(), 0);
+        const bool masked = kind >= 4;
+        std::vector<float> ref = s;
+        if (scale != 1.0f) ScaleInPlace(ref.data(), n, scale);
+        for (int64_t j = 0; masked && j < n; ++j) {
+          if (mask[static_cast<size_t>(j)] == 0) ref[static_cast<size_t>(j)] += -FLT_MAX;
+        }
+        const float inv_ref = 1.0f / ExpShiftSum16(ref.data(), n, MaxOf(ref.data(), n));
+        std::vector<uint16_t> want(static_cast<size_t>(n) + 16, 0xabcd), got = want;
+        for (int64_t j = 0; j < n; j += 16) {
+          const __mmask16 k = TailMask16(n - j);
+          _mm256_mask_storeu_epi16(want.data() + j, k, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, ref.data() + j)));
+        }
+        const float inv = SoftmaxRowBf16(s.data(), n, scale, masked ? mask.data() : nullptr, got.data());
+        ASSERT_EQ(std::memcmp(&inv, &inv_ref, sizeof(float)), 0) << n << " kind " << kind << ": " << inv << " vs " << inv_ref;
+        ASSERT_EQ(got, want) << n << " kind " << kind << " scale " << scale;  // nothing past n either
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 13 * 6 * 2);
+}
+
+TEST(VecMathTest, FusedBf16SoftmaxRowIsTheFivePassesBitForBit) {
+  if (!RunsAvx512() || !CpuHasFlag("avx512_bf16")) {
+    GTEST_SKIP() << "no AVX512_BF16 here: attention's BF16 dot path (and this row) does not run";
+  }
+  CheckSoftmaxRowBf16();
 }
 
 }  // namespace

@@ -282,12 +282,19 @@ void AttendBf16Dot(const AttnParams& p, const Bf16Kernels& bk, const AttnTask& t
     }
     bk.Run(rows, D, q, lda, kp, Kp / kNR, Dg * kBGroupElems, scores, Kp, /*from_c=*/false);
     float inv[kQueryBlock];
-    ExpRows(scores, Kp, rows, t, scale, inv);
-    for (int64_t i = 0; i < rows; ++i) RoundRowBf16(scores + i * Kp, keys, probs + i * Kg * kBK);
+    for (int64_t i = 0; i < rows; ++i) {
+      inv[i] = SoftmaxRowBf16(scores + i * Kp, keys, scale, t.any_masked ? t.mask : nullptr, probs + i * Kg * kBK);
+    }
     bk.Run(rows, keys, probs, Kg * kBK, vp, Dp / kNR, Kg * kBGroupElems, o, Dp, /*from_c=*/false);
     for (int64_t i = 0; i < rows; ++i) {
+      std::byte* out = static_cast<std::byte*>(p.out) + ((t.start + i0 + i) * H + t.h * D) * es;
+      if (f32) {  // ScaleInPlace and FromFloat's copy, in one pass
+        auto* y = reinterpret_cast<float*>(out);
+        for (int64_t d = 0; d < D; ++d) y[d] = o[i * Dp + d] * inv[i];
+        continue;
+      }
       ScaleInPlace(o + i * Dp, D, inv[i]);
-      FromFloat(o + i * Dp, p.dtype, static_cast<std::byte*>(p.out) + ((t.start + i0 + i) * H + t.h * D) * es, D);
+      FromFloat(o + i * Dp, p.dtype, out, D);
     }
   }
 }

@@ -12,6 +12,7 @@
 #endif
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -254,6 +255,55 @@ __attribute__((target("avx512f"))) inline float ExpShiftSum16(float* s, int64_t 
     acc0 = _mm512_add_ps(acc0, _mm512_maskz_mov_ps(k, e));
   }
   return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+#endif
+
+#ifdef TIERSCOPE_VEC_AVX2
+// x_j of SoftmaxRowBf16 for the 16 keys from j (lanes outside k zero).
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 ScaledMaskedScores(
+    const float* s, const int32_t* mask, float scale, int64_t j, __mmask16 k) {
+  __m512 x = _mm512_maskz_loadu_ps(k, s + j);
+  if (scale != 1.0f) x = _mm512_mul_ps(x, _mm512_set1_ps(scale));
+  if (mask != nullptr) {
+    const __mmask16 off =
+        _mm512_mask_cmpeq_epi32_mask(k, _mm512_maskz_loadu_epi32(k, mask + j), _mm512_setzero_si512());
+    x = _mm512_mask_add_ps(x, off, x, _mm512_set1_ps(-FLT_MAX));
+  }
+  return x;
+}
+
+// One row of attention's softmax for P.V on the BF16 dot kernels, in two passes, not five:
+// x_j = scale * s_j (plus -FLT_MAX where mask_j is 0; mask null: none masked), e_j =
+// exp(x_j - max x) rounded to BF16 into probs[0, n); returns 1 / the sum of the e_j before
+// rounding. The same operations on the same values, in the same order, as ScaleInPlace,
+// the mask, MaxOf, ExpShiftSum16 and vcvtneps2bf16 one after another (attention's ExpRows,
+// then its RoundRowBf16): the probabilities and the sum are theirs bit for bit (a max of
+// +0 or -0 gives the same exponentials; NaNs are passed over by the max alike).
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) inline float SoftmaxRowBf16(
+    const float* s, int64_t n, float scale, const int32_t* mask, uint16_t* probs) {
+  __m512 vm = _mm512_set1_ps(-INFINITY);
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 k = TailMask16(n - j);
+    vm = _mm512_mask_max_ps(vm, k, ScaledMaskedScores(s, mask, scale, j, k), vm);  // NaN: keeps vm, as MaxOf
+  }
+  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(vm));
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    const __m512 e0 = Exp16(_mm512_sub_ps(ScaledMaskedScores(s, mask, scale, j, 0xffff), m));
+    const __m512 e1 = Exp16(_mm512_sub_ps(ScaledMaskedScores(s, mask, scale, j + 16, 0xffff), m));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(probs + j), (__m256i)_mm512_cvtneps_pbh(e0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(probs + j + 16), (__m256i)_mm512_cvtneps_pbh(e1));
+    acc0 = _mm512_add_ps(acc0, e0);
+    acc1 = _mm512_add_ps(acc1, e1);
+  }
+  for (; j < n; j += 16) {
+    const __mmask16 k = TailMask16(n - j);
+    const __m512 e = Exp16(_mm512_sub_ps(ScaledMaskedScores(s, mask, scale, j, k), m));
+    _mm256_mask_storeu_epi16(probs + j, k, (__m256i)_mm512_cvtneps_pbh(e));
+    acc0 = _mm512_add_ps(acc0, _mm512_maskz_mov_ps(k, e));
+  }
+  return 1.0f / _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 #endif
 
