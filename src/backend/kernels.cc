@@ -104,10 +104,11 @@ Status Kernels::LinearInt8(const QuantizedRows& x, const PackedWeight& w, const 
   if ((y == nullptr) == (y_codes == nullptr)) {
     return InvalidArgument("LinearInt8: give one output, FP32 rows or quantized rows");
   }
-  if (y != nullptr && (y->dtype() != DType::kF32 || y->numel() != x.rows * w.n())) {
+  if (y != nullptr && ((y->dtype() != DType::kF32 && (y->dtype() != DType::kBF16 || !Int8RunsBf16Rows())) ||
+                       y->numel() != x.rows * w.n())) {
     return InvalidArgument("LinearInt8: output " + std::string(DTypeName(y->dtype())) + " " +
-                           ShapeString(y->shape()) + " is not FP32 [" + std::to_string(x.rows) + ", " +
-                           std::to_string(w.n()) + "]");
+                           ShapeString(y->shape()) + " is not [" + std::to_string(x.rows) + ", " +
+                           std::to_string(w.n()) + "] FP32" + (Int8RunsBf16Rows() ? " or BF16" : ""));
   }
   if (y_codes != nullptr) {
     TS_RETURN_IF_ERROR(CheckQuantizedRows(*y_codes, "LinearInt8", "the output"));
@@ -181,14 +182,20 @@ Status Kernels::CheckLayerNorm(const Tensor& x, const Tensor* residual, const Te
   return OkStatus();
 }
 
+// Attention's dtypes: qkv's and out's alike, or BF16 rows into FP32 where Int8RunsBf16Rows.
+static bool AttentionDtypesAgree(DType qkv, DType out, AttentionMath math, bool bf16_rows) {
+  if (qkv == out) return true;
+  return bf16_rows && qkv == DType::kBF16 && out == DType::kF32 && math == AttentionMath::kBf16WhereNative;
+}
+
 Status Kernels::Attention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out, AttentionMath math) {
   if (qkv.shape().size() != 3 || out.shape().size() != 3) {
     return InvalidArgument("Attention: qkv and out must be [B, S, *]");
   }
   const int64_t B = qkv.dim(0), S = qkv.dim(1), H = out.dim(2);
   if (heads <= 0 || H % heads != 0 || qkv.dim(2) != 3 * H || out.dim(0) != B || out.dim(1) != S ||
-      mask.dtype() != DType::kI32 || mask.numel() != B * S || qkv.dtype() != out.dtype() ||
-      !IsFloatType(qkv.dtype())) {
+      mask.dtype() != DType::kI32 || mask.numel() != B * S ||
+      !AttentionDtypesAgree(qkv.dtype(), out.dtype(), math, Int8RunsBf16Rows()) || !IsFloatType(qkv.dtype())) {
     return InvalidArgument("Attention: inconsistent shapes qkv " + ShapeString(qkv.shape()) + ", out " +
                            ShapeString(out.shape()) + ", mask " + ShapeString(mask.shape()) + ", heads " +
                            std::to_string(heads));
@@ -203,8 +210,8 @@ Status Kernels::AttentionPacked(const Tensor& qkv, const Tensor& mask, const Ten
   }
   const int64_t T = qkv.dim(1), H = out.dim(2);
   if (heads <= 0 || H % heads != 0 || qkv.dim(2) != 3 * H || out.dim(1) != T || mask.dtype() != DType::kI32 ||
-      mask.numel() != T || offsets.dtype() != DType::kI32 || offsets.numel() < 2 || qkv.dtype() != out.dtype() ||
-      !IsFloatType(qkv.dtype())) {
+      mask.numel() != T || offsets.dtype() != DType::kI32 || offsets.numel() < 2 ||
+      !AttentionDtypesAgree(qkv.dtype(), out.dtype(), math, Int8RunsBf16Rows()) || !IsFloatType(qkv.dtype())) {
     return InvalidArgument("AttentionPacked: inconsistent shapes qkv " + ShapeString(qkv.shape()) + ", out " +
                            ShapeString(out.shape()) + ", mask " + ShapeString(mask.shape()) + ", offsets " +
                            ShapeString(offsets.shape()) + ", heads " + std::to_string(heads));

@@ -49,7 +49,8 @@ struct QuantizedRows {
 // The arithmetic of attention over FP32 activations: FP32, or BF16 where the backend has
 // BF16 arithmetic (an INT8 run's attention, as OpenVINO runs a quantized model's on such a
 // CPU: Q, K, V and the probabilities rounded to BF16, sums in FP32); the inputs and the
-// output stay FP32. Other dtypes compute as they always do.
+// output stay FP32. Other dtypes compute as they always do. Where the backend says
+// Int8RunsBf16Rows, kBf16WhereNative also takes BF16 qkv (rounded already) into FP32 out.
 enum class AttentionMath { kInputDtype, kBf16WhereNative };
 
 class Kernels {
@@ -94,12 +95,17 @@ class Kernels {
   // INT8 activations quantized where they are produced. Whether this backend has the four
   // calls below (else they are Unimplemented, and an INT8 Linear quantizes its own input).
   virtual bool QuantizesInProducer() const { return false; }
+  // Whether LinearInt8 also writes BF16 rows (each FP32 output rounded to nearest even,
+  // a denormal to zero, as vcvtneps2bf16 does) and Attention (kBf16WhereNative) reads
+  // them into FP32 out: an INT8 run's Q, K and V in BF16 where its attention computes in
+  // BF16, half the bytes and no rounding inside attention, the same outputs bit for bit.
+  virtual bool Int8RunsBf16Rows() const { return false; }
   // Room for `rows` rows of `k` activations as codes.
   StatusOr<QuantizedRows> NewQuantizedRows(int64_t rows, int64_t k);
   // q = x[m * x_row_stride .. +q.k] quantized per row for m < q.rows (FP32 x).
   Status QuantizeRows(const Tensor& x, int64_t x_row_stride, QuantizedRows& q);
   // The INT8 Linear over rows quantized already (w INT8, bias FP32 [N] or null): into FP32
-  // y [rows, N] when `y` is given, else each output row quantized into `y_codes` (the next
+  // (or, where Int8RunsBf16Rows, BF16) y [rows, N] when `y` is given, else each output row quantized into `y_codes` (the next
   // INT8 Linear's input; the FP32 rows are never written). Bit for bit what Linear on the
   // rows the codes came from gives, then QuantizeRows.
   Status LinearInt8(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias, Epilogue epilogue,

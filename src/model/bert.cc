@@ -318,14 +318,14 @@ StatusOr<Tensor> BertModel::LinearOp(const Tensor& x, int64_t rows, int64_t stri
 template <bool kOn>
 StatusOr<Tensor> BertModel::LinearCodesOp(const QuantizedRows& x, const Shape& x_shape, const PackedWeight& w,
                                           const Tensor& bias, Epilogue epilogue, Shape out_shape,
-                                          QuantizedRows* y_codes) {
+                                          QuantizedRows* y_codes, DType out_dtype) {
   OpScope<kOn> op(profiler_, "aten::linear", [&] { return LinearArgs(x_shape, DType::kF32, w, bias); });
   if (y_codes != nullptr) {
     TS_ASSIGN_OR_RETURN(*y_codes, kernels_.NewQuantizedRows(x.rows, w.n()));
     TS_RETURN_IF_ERROR(kernels_.LinearInt8(x, w, &bias, epilogue, nullptr, y_codes));
     return Tensor();
   }
-  TS_ASSIGN_OR_RETURN(Tensor y, Empty<kOn>(std::move(out_shape)));
+  TS_ASSIGN_OR_RETURN(Tensor y, Empty<kOn>(std::move(out_shape), out_dtype));
   TS_RETURN_IF_ERROR(kernels_.LinearInt8(x, w, &bias, epilogue, &y, nullptr));
   return y;
 }
@@ -367,16 +367,18 @@ StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Quan
   const Tensor& mask = in.mask;
   const int64_t B = x.dim(0), S = x.dim(1), H = config_.hidden_size, I = config_.intermediate_size;
   const int64_t rows = B * S;
-  // Q, K and V projections run as one GEMM on the concatenated weight.
+  // Q, K and V projections run as one GEMM on the concatenated weight; quantized in the
+  // producing op, in BF16 where attention then computes in BF16 (Kernels::Int8RunsBf16Rows).
+  const DType qkv_dtype = kernels_.Int8RunsBf16Rows() ? DType::kBF16 : DType::kF32;
   TS_ASSIGN_OR_RETURN(Tensor qkv, x_codes != nullptr
                                       ? LinearCodesOp<kOn>(*x_codes, x.shape(), *L.qkv_w, L.qkv_b, Epilogue::kNone,
-                                                           {B, S, 3 * H})
+                                                           {B, S, 3 * H}, nullptr, qkv_dtype)
                                       : LinearOp<kOn>(x, rows, H, *L.qkv_w, L.qkv_b, Epilogue::kNone, {B, S, 3 * H}));
   Tensor ctx;
   {
     OpScope<kOn> op(profiler_, "aten::scaled_dot_product_attention",
                     [&] { return ShapeArgs({&qkv, &mask}); });
-    TS_ASSIGN_OR_RETURN(ctx, Empty<kOn>({B, S, H}));
+    TS_ASSIGN_OR_RETURN(ctx, Empty<kOn>({B, S, H}));  // FP32 in an INT8 run, whatever qkv's dtype
     const int heads = static_cast<int>(config_.num_attention_heads);
     // An INT8 run's attention in BF16 where the backend has BF16 arithmetic (its GEMMs are
     // INT8; so OpenVINO runs a quantized model on such a CPU), else in FP32.

@@ -106,11 +106,12 @@ class BertModel {
   StatusOr<Tensor> LinearOp(const Tensor& x, int64_t rows, int64_t stride, const PackedWeight& w,
                             const Tensor& bias, Epilogue epilogue, Shape out_shape);
   // An INT8 Linear over rows its producer quantized (x_shape: theirs, for the profile):
-  // into FP32 `out_shape`, or quantized into *y_codes (then the Tensor returned is empty).
+  // into `out_shape` rows of out_dtype (FP32, or BF16 where Kernels::Int8RunsBf16Rows), or
+  // quantized into *y_codes (then the Tensor returned is empty).
   template <bool kOn>
   StatusOr<Tensor> LinearCodesOp(const QuantizedRows& x, const Shape& x_shape, const PackedWeight& w,
                                  const Tensor& bias, Epilogue epilogue, Shape out_shape,
-                                 QuantizedRows* y_codes = nullptr);
+                                 QuantizedRows* y_codes = nullptr, DType out_dtype = DType::kF32);
   // `codes`: the output rows also quantized into *codes (made here) for an INT8 Linear.
   template <bool kOn>
   StatusOr<Tensor> LayerNormOp(const Tensor& x, const Tensor* residual, const Tensor& g,

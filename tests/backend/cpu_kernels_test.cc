@@ -243,10 +243,20 @@ TEST(CpuAttentionTest, Fp32RowsInBf16ArithmeticRunTheBf16PathOrFp32Where) {
       ASSERT_TRUE(be.kernels().Attention(q32, dm, heads, got, AttentionMath::kBf16WhereNative).ok());
       ASSERT_TRUE(be.kernels().Attention(q32, dm, heads, want32).ok());
       const auto* g = static_cast<const float*>(got.data());
+      // BF16 rows into FP32 out (an INT8 run's Q, K and V written in BF16): where the dot
+      // kernels run, the FP32 rows' output bit for bit; else refused in one line.
+      Tensor from16 = std::move(Tensor::Empty(be, DType::kF32, {B, S, H})).value();
+      const Status s16 = be.kernels().Attention(q16, dm, heads, from16, AttentionMath::kBf16WhereNative);
+      EXPECT_EQ(be.kernels().Int8RunsBf16Rows(), v.dot()) << v.isa;
       if (!v.dot()) {
         EXPECT_EQ(std::memcmp(got.data(), want32.data(), got.bytes()), 0) << v.isa << " H " << H;
+        EXPECT_EQ(s16.code(), StatusCode::kInvalidArgument) << v.isa;
+        EXPECT_EQ(s16.message().find('\n'), std::string::npos);
         continue;
       }
+      ASSERT_TRUE(s16.ok()) << s16.ToString();
+      EXPECT_EQ(std::memcmp(from16.data(), got.data(), got.bytes()), 0) << v.isa << " H " << H;
+      EXPECT_FALSE(be.kernels().Attention(q16, dm, heads, from16).ok()) << "BF16 into FP32 needs the BF16 math";
       Tensor want16 = std::move(Tensor::Empty(be, DType::kBF16, {B, S, H})).value();
       ASSERT_TRUE(be.kernels().Attention(q16, dm, heads, want16).ok());
       std::vector<uint16_t> rounded(static_cast<size_t>(got.numel()));
@@ -267,6 +277,9 @@ TEST(CpuAttentionTest, Fp32RowsInBf16ArithmeticRunTheBf16PathOrFp32Where) {
       Tensor packed = std::move(Tensor::Empty(be, DType::kF32, {1, B * S, H})).value();
       ASSERT_TRUE(be.kernels().AttentionPacked(p32, pm, off, heads, packed, AttentionMath::kBf16WhereNative).ok());
       EXPECT_EQ(std::memcmp(packed.data(), got.data(), got.bytes()), 0) << v.isa << " H " << H;
+      Tensor p16 = dev(DType::kBF16, bits.data(), {1, B * S, 3 * H});
+      ASSERT_TRUE(be.kernels().AttentionPacked(p16, pm, off, heads, packed, AttentionMath::kBf16WhereNative).ok());
+      EXPECT_EQ(std::memcmp(packed.data(), got.data(), got.bytes()), 0) << v.isa << " H " << H << " BF16 rows";
     }
   }
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/micro_kernel_bf16.h"
 #include "backend/cpu/micro_kernel_int8.h"
 
 namespace tierscope {
@@ -128,6 +129,47 @@ TEST_P(QuantizeInProducerTest, ALinearFromCodesGivesWhatALinearFromFp32RowsGives
         ASSERT_TRUE(k_.LinearInt8(xq, *w, bp, e, nullptr, &yq).ok());
         ASSERT_TRUE(k_.QuantizeRows(want, n, ref).ok());
         EXPECT_EQ(Bytes(yq), Bytes(ref)) << m << "x" << n << "x" << k << " epilogue " << static_cast<int>(e);
+      }
+    }
+  }
+}
+
+// BF16 rows out (Kernels::Int8RunsBf16Rows, where the BF16 dot kernels run): each the FP32
+// row's values rounded to nearest even, bit for bit, on every BF16 variant (forced);
+// refused in one line where that variant has no dot kernels.
+TEST_P(QuantizeInProducerTest, ALinearIntoBf16RowsWritesItsFp32RowsRoundedToNearestEven) {
+  const auto round = [](float f) -> uint16_t {  // a normal, zero or NaN value (as here)
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    if (std::isnan(f)) return static_cast<uint16_t>((b >> 16) | 0x40);
+    if ((b & 0x7f800000u) == 0) return static_cast<uint16_t>((b >> 16) & 0x8000);  // zero, denormal: signed 0
+    return static_cast<uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+  };
+  for (const Bf16Kernels& v : AvailableBf16Kernels()) {
+    ScopedBf16Kernels forced(v);
+    for (const auto& [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 17, 3}, {50, 100, 130}, {97, 384, 128}}) {
+      Tensor x = Random({m, k}, 2.0f), bias = Random({n}, 0.1f);
+      auto w = Weight(n, k);
+      QuantizedRows xq = Rows(m, k);
+      ASSERT_TRUE(k_.QuantizeRows(x, k, xq).ok());
+      for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu}) {
+        Tensor want = Empty({m, n});
+        Tensor got = std::move(Tensor::Empty(be_, DType::kBF16, {m, n})).value();
+        ASSERT_TRUE(k_.LinearInt8(xq, *w, &bias, e, &want, nullptr).ok());
+        const Status s = k_.LinearInt8(xq, *w, &bias, e, &got, nullptr);
+        EXPECT_EQ(k_.Int8RunsBf16Rows(), v.dot()) << v.isa;
+        if (!v.dot()) {
+          EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << v.isa;
+          EXPECT_NE(s.message().find("FP32"), std::string::npos) << s.ToString();
+          EXPECT_EQ(s.message().find('\n'), std::string::npos);
+          continue;
+        }
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        const auto* f = static_cast<const float*>(want.data());
+        const auto* h = static_cast<const uint16_t*>(got.data());
+        int64_t bad = 0;
+        for (int64_t i = 0; i < m * n; ++i) bad += h[i] != round(f[i]);
+        EXPECT_EQ(bad, 0) << v.isa << " " << m << "x" << n << "x" << k << " epilogue " << static_cast<int>(e);
       }
     }
   }
@@ -301,10 +343,10 @@ TEST(QuantizeRows, WhatDoesNotFitIsRefusedInOneLine) {
   expect_invalid(k.LinearInt8(*q, **w8, nullptr, Epilogue::kNone, &y, &yq), "give one output");
   expect_invalid(k.LinearInt8(*q, **w8, nullptr, Epilogue::kNone, nullptr, nullptr), "give one output");
   Tensor small = std::move(Tensor::Empty(be, DType::kF32, {4, 15})).value();
-  expect_invalid(k.LinearInt8(*q, **w8, nullptr, Epilogue::kNone, &small, nullptr), "is not FP32 [4, 16]");
+  expect_invalid(k.LinearInt8(*q, **w8, nullptr, Epilogue::kNone, &small, nullptr), "is not [4, 16] FP32");
   QuantizedRows narrow = std::move(k.NewQuantizedRows(4, 15)).value();
   expect_invalid(k.LinearInt8(*q, **w8, nullptr, Epilogue::kNone, nullptr, &narrow), "for 4 x 16 outputs");
-  expect_invalid(k.LinearInt8(five, **w8, nullptr, Epilogue::kNone, &y, nullptr), "is not FP32 [5, 16]");
+  expect_invalid(k.LinearInt8(five, **w8, nullptr, Epilogue::kNone, &y, nullptr), "is not [5, 16] FP32");
   QuantizedRows short_params;
   short_params.rows = 4;
   short_params.k = 8;

@@ -31,7 +31,8 @@ struct AttnParams {
   const void* qkv;
   const int32_t* mask;
   void* out;
-  DType dtype;
+  DType dtype;      // qkv's
+  DType out_dtype;  // out's: qkv's, or FP32 for BF16 rows on the dot kernels (AttentionMath)
   int64_t batch, seq, heads, head_dim, hidden;  // seq: the longest sequence
   const int32_t* offsets;  // packed: sequence b is tokens [offsets[b], offsets[b + 1]); else null
   int64_t rows_per_task;  // query rows of one task: kQueryBlock, or all of S
@@ -215,16 +216,6 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackHeadBf1
   }
 }
 
-// `n` floats of s rounded to BF16 (nearest even; a denormal becomes a signed zero, as
-// vcvtneps2bf16 does) into q: the probabilities, and FP32 rows of Q, K and V.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void RoundRowBf16(const float* s, int64_t n,
-                                                                                 uint16_t* q) {
-  for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 m = TailMask16(n - j);
-    _mm256_mask_storeu_epi16(q + j, m, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, s + j)));
-  }
-}
-
 // The head's K and V slices of `keys` FP32 token rows (q0: the head's Q slice of the
 // first; rows `stride` floats apart, K H after Q, V 2H) rounded to BF16 into kt and vt
 // ([keys][D] each), tokens 16 ahead prefetched.
@@ -235,8 +226,8 @@ void RoundHeadRows(const AttnParams& p, const float* q0, int64_t keys, uint16_t*
   for (int64_t j = 0; j < std::min(kAhead, keys); ++j) PrefetchToken(bytes, j, stride * kF, H * kF, D * kF);
   for (int64_t j = 0; j < keys; ++j) {
     if (j + kAhead < keys) PrefetchToken(bytes, j + kAhead, stride * kF, H * kF, D * kF);
-    RoundRowBf16(q0 + j * stride + H, D, kt + j * D);
-    RoundRowBf16(q0 + j * stride + 2 * H, D, vt + j * D);
+    RoundRowToBf16(q0 + j * stride + H, D, kt + j * D);
+    RoundRowToBf16(q0 + j * stride + 2 * H, D, vt + j * D);
   }
 }
 
@@ -251,7 +242,7 @@ void AttendBf16Dot(const AttnParams& p, const Bf16Kernels& bk, const AttnTask& t
   const int64_t D = p.head_dim, H = p.hidden, keys = t.keys;
   const int64_t Kp = RoundUp(keys, kNR), Dp = RoundUp(D, kNR), Dg = Bf16Groups(D), Kg = Bf16Groups(keys);
   const int64_t stride = 3 * H;
-  const bool f32 = p.dtype == DType::kF32;
+  const bool f32 = p.dtype == DType::kF32, out_f32 = p.out_dtype == DType::kF32;
   auto* kp = reinterpret_cast<uint16_t*>(scratch);  // [Kp/16][Dg][16][2]
   uint16_t* vp = kp + Kp * Dg * kBK;                 // [Dp/16][Kg][16][2]
   auto* scores = reinterpret_cast<float*>(vp + Dp * Kg * kBK);  // [32][Kp]
@@ -270,13 +261,13 @@ void AttendBf16Dot(const AttnParams& p, const Bf16Kernels& bk, const AttnTask& t
     PackHeadBf16(k0, k0 + H, stride, keys, D, kp, vp, /*prefetch=*/true);
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  const size_t es = DTypeSize(p.dtype);
+  const size_t es = DTypeSize(p.out_dtype);
   for (int64_t i0 = t.first; i0 < t.last; i0 += kQueryBlock) {
     const int64_t rows = std::min(kQueryBlock, t.last - i0);
     const uint16_t* q = qkv + (t.start + i0) * stride + t.h * D;
     int64_t lda = stride;
     if (f32) {
-      for (int64_t i = 0; i < rows; ++i) RoundRowBf16(qkv32 + (t.start + i0 + i) * stride + t.h * D, D, qt + i * D);
+      for (int64_t i = 0; i < rows; ++i) RoundRowToBf16(qkv32 + (t.start + i0 + i) * stride + t.h * D, D, qt + i * D);
       q = qt;
       lda = D;
     }
@@ -288,13 +279,13 @@ void AttendBf16Dot(const AttnParams& p, const Bf16Kernels& bk, const AttnTask& t
     bk.Run(rows, keys, probs, Kg * kBK, vp, Dp / kNR, Kg * kBGroupElems, o, Dp, /*from_c=*/false);
     for (int64_t i = 0; i < rows; ++i) {
       std::byte* out = static_cast<std::byte*>(p.out) + ((t.start + i0 + i) * H + t.h * D) * es;
-      if (f32) {  // ScaleInPlace and FromFloat's copy, in one pass
+      if (out_f32) {  // ScaleInPlace and FromFloat's copy, in one pass
         auto* y = reinterpret_cast<float*>(out);
         for (int64_t d = 0; d < D; ++d) y[d] = o[i * Dp + d] * inv[i];
         continue;
       }
       ScaleInPlace(o + i * Dp, D, inv[i]);
-      FromFloat(o + i * Dp, p.dtype, out, D);
+      FromFloat(o + i * Dp, p.out_dtype, out, D);
     }
   }
 }
@@ -349,7 +340,7 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
     float inv[kQueryBlock];
     ExpRows(scores, Kp, rows, t, 1.0f, inv);
     // FP32 with whole panels (D a multiple of 16): P.V lands straight in the output rows.
-    if (p.dtype == DType::kF32 && D == Dp) {
+    if (p.out_dtype == DType::kF32 && D == Dp) {
       float* out = static_cast<float*>(p.out) + (start + i0) * H + h * D;
       mk.Run(rows, keys, scores, Kp, vp, Dp / kNR, keys * kNR, out, H, /*accumulate=*/false);
       for (int64_t i = 0; i < rows; ++i) ScaleInPlace(out + i * H, D, inv[i]);
@@ -358,16 +349,19 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
     mk.Run(rows, keys, scores, Kp, vp, Dp / kNR, keys * kNR, o, Dp, /*accumulate=*/false);
     for (int64_t i = 0; i < rows; ++i) {
       ScaleInPlace(o + i * Dp, D, inv[i]);
-      FromFloat(o + i * Dp, p.dtype,
-                static_cast<std::byte*>(p.out) + ((start + i0 + i) * H + h * D) * es, D);
+      FromFloat(o + i * Dp, p.out_dtype,
+                static_cast<std::byte*>(p.out) + ((start + i0 + i) * H + h * D) * DTypeSize(p.out_dtype), D);
     }
   }
 }
 
-const char* AttentionKernelName(DType t, bool dot) {
+// `t`: qkv's dtype; `out`: the output's.
+const char* AttentionKernelName(DType t, DType out, bool dot) {
   switch (t) {
     case DType::kF16: return "cpu_attn_softmax_f16_q32";
-    case DType::kBF16: return dot ? "cpu_attn_softmax_bf16dot_q32" : "cpu_attn_softmax_bf16_q32";
+    case DType::kBF16:
+      if (out == DType::kF32) return dot ? "cpu_attn_softmax_bf16dot_f32out_q32" : "cpu_attn_softmax_bf16_f32out_q32";
+      return dot ? "cpu_attn_softmax_bf16dot_q32" : "cpu_attn_softmax_bf16_q32";
     default: return dot ? "cpu_attn_softmax_f32_bf16dot_q32" : "cpu_attn_softmax_f32_q32";
   }
 }
@@ -402,7 +396,7 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   // them once per block: as much work again at S=128, D=64); else one per 32-query block.
   const int64_t pairs = B * heads, workers = be.num_workers();
   const int64_t rows_per_task = pairs >= 4 * workers || (pairs >= workers && pairs % workers == 0) ? S : kQueryBlock;
-  AttnParams p{qkv.data(), mask.data_as<int32_t>(), out.data(), qkv.dtype(), B, S, heads,
+  AttnParams p{qkv.data(), mask.data_as<int32_t>(), out.data(), qkv.dtype(), out.dtype(), B, S, heads,
                H / heads, H, off, rows_per_task, (S + rows_per_task - 1) / rows_per_task};
   // BF16 on the dot kernels: BF16 activations, or FP32 ones asked to (an INT8 run's).
   const bool bf16_math = p.dtype == DType::kBF16 ||
@@ -410,7 +404,7 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   if (const Bf16Kernels& bk = GetBf16Kernels(); bf16_math && bk.dot()) p.dot = &bk;
   const int64_t D = p.head_dim;
   LaunchDesc desc;
-  desc.kernel = AttentionKernelName(p.dtype, p.dot != nullptr);
+  desc.kernel = AttentionKernelName(p.dtype, p.out_dtype, p.dot != nullptr);
   desc.grid = Dim3{p.q_blocks, heads, B};
   desc.block = Dim3{rows_per_task, D, 1};
   OpCost cost = AttentionCost(B, S, heads, D, p.dtype);

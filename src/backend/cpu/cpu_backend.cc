@@ -36,6 +36,7 @@ class CpuKernels : public Kernels {
   explicit CpuKernels(CpuBackend& be) : be_(be) {}
   bool SupportsPackedSequences() const override { return true; }
   bool QuantizesInProducer() const override { return true; }
+  bool Int8RunsBf16Rows() const override { return GetBf16Kernels().dot(); }
   int64_t RowBlockRows(int64_t bytes_per_row) const override { return CpuRowBlockRows(be_.num_workers(), bytes_per_row); }
 
  protected:

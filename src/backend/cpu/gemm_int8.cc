@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/micro_kernel_bf16.h"
 #include "backend/cpu/micro_kernel_int8.h"
 #include "backend/cpu/quantize_rows.h"
 #include "backend/cpu/vec_math.h"
@@ -163,7 +164,8 @@ struct Int8GemmParams {
 };
 
 // Rows [m0, m0 + rows) by column block nb of y = epilogue(x . W^T + bias): the int32 sums
-// into `acc`, then dequantized into out (row m0's column 0; row stride ldo).
+// into `acc`, then dequantized into out (the tile's first value: row m0, the block's first
+// column; row stride ldo).
 void Int8GemmTile(const Int8GemmParams& p, int64_t m0, int64_t rows, int64_t nb, int32_t* acc, float* out,
                   int64_t ldo) {
   const Int8MicroKernels& mk = *p.mk;
@@ -177,7 +179,7 @@ void Int8GemmTile(const Int8GemmParams& p, int64_t m0, int64_t rows, int64_t nb,
   const int32_t* cs = p.w->colsums() + n0;
   const float* bias = p.bias != nullptr ? p.bias + n0 : nullptr;
   for (int64_t r = 0; r < rows; ++r) {
-    float* o = out + r * ldo + n0;
+    float* o = out + r * ldo;
     const auto zp = static_cast<int32_t>(p.qparams[(m0 + r) * 2 + 1]);  // a whole number in [0, 255]
     p.dequant(acc + r * kNB, cs, sw, bias, p.qparams[(m0 + r) * 2], zp, o, cols);
     switch (p.epilogue) {
@@ -198,8 +200,14 @@ int64_t CodeRowsPerTask(int64_t rows, int workers) {
   return mb;
 }
 
-// The GEMM's name; `codes`: its output rows are quantized (u8 out), not written in FP32.
-const char* Int8GemmKernelName(bool bias, Epilogue e, bool codes) {
+// The GEMM's name; `codes`: its output rows are quantized (u8 out), not written in FP32;
+// `bf16`: written in BF16.
+const char* Int8GemmKernelName(bool bias, Epilogue e, bool codes, bool bf16 = false) {
+  static const char* kBf16[2][3] = {
+      {"cpu_igemm_nt_u8s8_48x64_bf16out", "cpu_igemm_nt_u8s8_48x64_gelu_bf16out", "cpu_igemm_nt_u8s8_48x64_tanh_bf16out"},
+      {"cpu_igemm_nt_u8s8_48x64_bias_bf16out", "cpu_igemm_nt_u8s8_48x64_bias_gelu_bf16out",
+       "cpu_igemm_nt_u8s8_48x64_bias_tanh_bf16out"}};
+  if (bf16) return kBf16[bias ? 1 : 0][static_cast<int>(e)];
   static const char* kNames[2][2][3] = {
       {{"cpu_igemm_nt_u8s8_48x64", "cpu_igemm_nt_u8s8_48x64_gelu", "cpu_igemm_nt_u8s8_48x64_tanh"},
        {"cpu_igemm_nt_u8s8_48x64_bias", "cpu_igemm_nt_u8s8_48x64_bias_gelu", "cpu_igemm_nt_u8s8_48x64_bias_tanh"}},
@@ -314,10 +322,40 @@ Status Int8GemmToRows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDesc& 
     // The worker's scratch holds the int32 tile; it is only ever written and read as int32
     // in this launch (std::vector<float> storage reused, sizes equal).
     static_assert(sizeof(float) == sizeof(int32_t));
-    const int64_t m0 = task / p.n_blocks * kMB;
-    Int8GemmTile(p, m0, std::min<int64_t>(kMB, p.m - m0), task % p.n_blocks,
-                 reinterpret_cast<int32_t*>(be.scratch(worker)), p.y + m0 * p.n, p.n);
+    const int64_t m0 = task / p.n_blocks * kMB, nb = task % p.n_blocks;
+    Int8GemmTile(p, m0, std::min<int64_t>(kMB, p.m - m0), nb, reinterpret_cast<int32_t*>(be.scratch(worker)),
+                 p.y + m0 * p.n + nb * kNB, p.n);
     if (p.streams) _mm_sfence();  // the streamed rows are visible before the task ends
+  });
+}
+
+// rows x cols FP32 values (row stride ldt) rounded to BF16 into y (row stride ldy), as
+// RoundRowToBf16 rounds: one call for a whole tile, its loops inlined.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void RoundTileToBf16(
+    const float* tile, int64_t ldt, int64_t rows, int64_t cols, uint16_t* y, int64_t ldy) {
+  for (int64_t r = 0; r < rows; ++r) RoundRowToBf16(tile + r * ldt, cols, y + r * ldy);
+}
+
+// BF16 rows out (Kernels::Int8RunsBf16Rows): the tiles of Int8GemmToRows, each into the
+// worker's scratch in FP32 and then rounded into y as vcvtneps2bf16 rounds (the rows
+// attention would round itself: the same bytes).
+Status Int8GemmToBf16Rows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDesc& desc, OpCost cost) {
+  bool streams = false;
+  p.dequant = PickDequantRow(*p.mk, p.bias != nullptr, p.epilogue, /*stream=*/false, &p.gelu_fused, &streams);
+  desc.grid = Dim3{p.n_blocks, (p.m + kMB - 1) / kMB, 1};
+  desc.block = Dim3{kNB, kMB, 1};
+  cost.bytes_written /= 2;  // two bytes an output, not four
+  cost.Into(desc);
+  desc.writes[0] = {y.data(), y.bytes()};
+  be.EnsureScratch(2 * kMB * kNB);
+  auto* y16 = static_cast<uint16_t*>(y.data());
+  return be.Launch(desc, [&](int64_t task, int worker) {
+    auto* acc = reinterpret_cast<int32_t*>(be.scratch(worker));  // int32 only, as above
+    float* tile = be.scratch(worker) + kMB * kNB;
+    const int64_t m0 = task / p.n_blocks * kMB, nb = task % p.n_blocks;
+    const int64_t rows = std::min<int64_t>(kMB, p.m - m0), n0 = nb * kNB, cols = std::min<int64_t>(kNB, p.n - n0);
+    Int8GemmTile(p, m0, rows, nb, acc, tile, kNB);
+    RoundTileToBf16(tile, kNB, rows, cols, y16 + m0 * p.n + n0, p.n);
   });
 }
 
@@ -341,7 +379,7 @@ Status Int8GemmToCodes(CpuBackend& be, Int8GemmParams& p, QuantizedRows& y_codes
     auto* acc = reinterpret_cast<int32_t*>(be.scratch(worker));  // int32 only, as above
     float* out = be.scratch(worker) + kMB * kNB;
     const int64_t m0 = task * mb, m = std::min(mb, rows - m0);
-    for (int64_t nb = 0; nb < p.n_blocks; ++nb) Int8GemmTile(p, m0, m, nb, acc, out, n);
+    for (int64_t nb = 0; nb < p.n_blocks; ++nb) Int8GemmTile(p, m0, m, nb, acc, out + nb * kNB, n);
     for (int64_t r = 0; r < m; ++r) quantize_row(out + r * n, n, kp_out, qd + (m0 + r) * kp_out, qp + (m0 + r) * 2);
   });
 }
@@ -371,6 +409,11 @@ Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWe
   desc.kernel = Int8GemmKernelName(bias != nullptr, epilogue, y_codes != nullptr);
   desc.pipe = "int8_dot";
   const OpCost cost = QuantizedLinearCost(rows, n, k, bias != nullptr, epilogue);
+  if (y != nullptr && y->dtype() == DType::kBF16) {
+    if (!GetBf16Kernels().dot()) return FailedPrecondition("LinearInt8: BF16 output rows need AVX512_BF16 here");
+    desc.kernel = Int8GemmKernelName(bias != nullptr, epilogue, /*codes=*/false, /*bf16=*/true);
+    return Int8GemmToBf16Rows(be, p, *y, desc, cost);
+  }
   if (y != nullptr) return Int8GemmToRows(be, p, *y, desc, cost, /*may_stream=*/true);
   // Too few 16-row blocks to give every worker two: whole-row tasks would leave workers
   // idle, so the tiles go to FP32 rows and those are quantized after (the same bytes).

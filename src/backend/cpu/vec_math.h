@@ -259,6 +259,17 @@ __attribute__((target("avx512f"))) inline float ExpShiftSum16(float* s, int64_t 
 #endif
 
 #ifdef TIERSCOPE_VEC_AVX2
+// `n` floats of s rounded to BF16 (nearest even; a denormal becomes a signed zero, as
+// vcvtneps2bf16 does) into q: attention's probabilities and FP32 rows of Q, K and V, and
+// an INT8 Linear's BF16 output rows.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) inline void RoundRowToBf16(const float* s, int64_t n,
+                                                                                         uint16_t* q) {
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = TailMask16(n - j);
+    _mm256_mask_storeu_epi16(q + j, m, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, s + j)));
+  }
+}
+
 // x_j of SoftmaxRowBf16 for the 16 keys from j (lanes outside k zero).
 __attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 ScaledMaskedScores(
     const float* s, const int32_t* mask, float scale, int64_t j, __mmask16 k) {
@@ -277,7 +288,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 ScaledMaskedS
 // exp(x_j - max x) rounded to BF16 into probs[0, n); returns 1 / the sum of the e_j before
 // rounding. The same operations on the same values, in the same order, as ScaleInPlace,
 // the mask, MaxOf, ExpShiftSum16 and vcvtneps2bf16 one after another (attention's ExpRows,
-// then its RoundRowBf16): the probabilities and the sum are theirs bit for bit (a max of
+// then its RoundRowToBf16): the probabilities and the sum are theirs bit for bit (a max of
 // +0 or -0 gives the same exponentials; NaNs are passed over by the max alike).
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) inline float SoftmaxRowBf16(
     const float* s, int64_t n, float scale, const int32_t* mask, uint16_t* probs) {
