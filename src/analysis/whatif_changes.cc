@@ -105,9 +105,12 @@ std::string KernelDtype(std::string_view name) {
   if (const std::optional<KernelName> k = ParseKernelName(name); k && !k->dtype.empty()) return k->dtype;
   const std::string n = Lower(name);
   // tierscope's engine: cpu_sgemm_nt_f32_..., cpu_bgemm_nt_bf16_..., cpu_igemm_nt_u8s8_...
+  // (INT8 whatever it writes: ..._bf16out), and attention over FP32 rows on the BF16 dot
+  // kernels (cpu_attn_softmax_f32_bf16dot_...: FP32 bytes).
+  if (n.find("_u8s8") != std::string::npos || n.find("_s8") != std::string::npos) return "signed char";
+  if (n.find("_f32_bf16dot") != std::string::npos) return "float";
   if (n.find("_bf16") != std::string::npos) return "c10::BFloat16";
   if (n.find("_f16") != std::string::npos) return "c10::Half";
-  if (n.find("_u8s8") != std::string::npos || n.find("_s8") != std::string::npos) return "signed char";
   if (n.find("_f32") != std::string::npos) return "float";
   return "";
 }

@@ -52,9 +52,6 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Create(Backend& backend, const B
     return InvalidArgument("unsupported run dtype " + std::string(DTypeName(dtype)));
   }
   std::unique_ptr<BertModel> m(new BertModel(backend, config, dtype));
-  if (const char* rb = std::getenv("TIERSCOPE_ROW_BLOCK")) {
-    TS_ASSIGN_OR_RETURN(m->row_block_, ParseRowBlockSetting(rb, "TIERSCOPE_ROW_BLOCK"));
-  }
   const int64_t H = config.hidden_size, I = config.intermediate_size;
   auto upload = [&](const std::string& name, const std::vector<int64_t>& shape,
                     Tensor* out) -> Status {

@@ -79,8 +79,8 @@ class BertModel {
     return quantize_in_producer_ && precision_ == DType::kI8 && kernels_.QuantizesInProducer();
   }
 
-  // Row blocks: -1 the backend's choice (Kernels::RowBlockRows; the default, or what
-  // TIERSCOPE_ROW_BLOCK says when the model is made), 0 none, or a count of token rows.
+  // Row blocks: -1 the backend's choice (Kernels::RowBlockRows; the default), 0 none, or a
+  // count of token rows (BertEngine::Load sets EngineOptions::row_block or TIERSCOPE_ROW_BLOCK).
   // Blocked or not, the outputs are the same bit for bit.
   void set_row_block(int64_t setting) { row_block_ = setting; }
   // The token rows of a block under the current setting (0: none).

@@ -1,6 +1,7 @@
 // BertEngine: the public façade that loads a model directory onto a backend (CPU, or
 // CUDA where built and present) and runs forwards with host inputs and outputs.
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "backend/backend.h"
@@ -24,8 +25,13 @@ StatusOr<std::unique_ptr<BertEngine>> BertEngine::Load(const std::string& model_
   e->model_dir_ = model_dir;
   TS_ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.device, options.threads));
   TS_ASSIGN_OR_RETURN(e->model_, BertModel::Create(*e->backend_, config, ck, options.dtype));
+  // The option, else TIERSCOPE_ROW_BLOCK, else the backend's choice.
+  const char* env = std::getenv("TIERSCOPE_ROW_BLOCK");
   if (!options.row_block.empty()) {
     TS_ASSIGN_OR_RETURN(const int64_t rows, ParseRowBlockSetting(options.row_block, "--row-block"));
+    e->model_->set_row_block(rows);
+  } else if (env != nullptr) {
+    TS_ASSIGN_OR_RETURN(const int64_t rows, ParseRowBlockSetting(env, "TIERSCOPE_ROW_BLOCK"));
     e->model_->set_row_block(rows);
   }
   return e;

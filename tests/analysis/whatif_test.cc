@@ -2,6 +2,7 @@
 // says (README, "What-if"), the unchanged replay is the measured step, and a bad change is a
 // one-line error.
 #include "analysis/whatif.h"
+#include "analysis/whatif_changes.h"
 
 #include <gtest/gtest.h>
 
@@ -42,6 +43,20 @@ Trace GpuBound(const char* kernel = "gemm_kernel", const char* grid = nullptr) {
   b.Launch("cudaStreamSynchronize", "Stream Sync", 20, 1000, 1015, 5, 0, nullptr, EventKind::kSync);
   b.Op("aten::add", 1030, 50, 2);
   return std::move(b.trace());
+}
+
+// The engine's kernels name their operands' dtype: INT8 GEMMs whatever they write, FP32
+// rows on the BF16 dot kernels as FP32, BF16 and FP16 ones as such.
+TEST(WhatIf, KernelDtypeReadsTheEnginesKernelNames) {
+  EXPECT_EQ(KernelDtype("cpu_igemm_nt_u8s8_48x64_bias"), "signed char");
+  EXPECT_EQ(KernelDtype("cpu_igemm_nt_u8s8_48x64_bias_bf16out"), "signed char");
+  EXPECT_EQ(KernelDtype("cpu_igemm_nt_u8s8_rows_bias_gelu_u8out"), "signed char");
+  EXPECT_EQ(KernelDtype("cpu_attn_softmax_f32_bf16dot_q32"), "float");
+  EXPECT_EQ(KernelDtype("cpu_attn_softmax_bf16dot_f32out_q32"), "c10::BFloat16");
+  EXPECT_EQ(KernelDtype("cpu_bgemm_nt_bf16_8x48_bias"), "c10::BFloat16");
+  EXPECT_EQ(KernelDtype("cpu_sgemm_nt_f32_48x96_bias"), "float");
+  EXPECT_EQ(KernelDtype("cpu_attn_softmax_f16_q32"), "c10::Half");
+  EXPECT_EQ(KernelDtype("cpu_layer_norm"), "");
 }
 
 TEST(WhatIf, TheUnchangedReplayIsTheMeasuredStep) {

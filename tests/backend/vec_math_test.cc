@@ -177,7 +177,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void CheckSoftma
   int checked = 0;
   for (int64_t n : {1, 5, 15, 16, 17, 31, 32, 33, 47, 64, 77, 128, 130}) {
     for (int kind = 0; kind < 6; ++kind) {
-      for (float scale : {1.0f, 0.125f}) {
+      // Powers of two scale exactly; 1/sqrt(32) and 1/sqrt(13) (head dims 32 and 13) round.
+      for (float scale : {1.0f, 0.125f, 1.0f / std::sqrt(32.0f), 1.0f / std::sqrt(13.0f)}) {
         std::vector<float> s(static_cast<size_t>(n));
         std::vector<int32_t> mask(static_cast<size_t>(n), 1);
         for (float& v : s) v = next();
@@ -207,7 +208,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void CheckSoftma
       }
     }
   }
-  EXPECT_EQ(checked, 13 * 6 * 2);
+  EXPECT_EQ(checked, 13 * 6 * 4);
 }
 
 TEST(VecMathTest, FusedBf16SoftmaxRowIsTheFivePassesBitForBit) {

@@ -13,6 +13,7 @@
 
 #include "core/paths.h"
 #include "workload/bench.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel.h"
 #include "backend/cpu/micro_kernel_bf16.h"
 #include "backend/cpu/micro_kernel_int8.h"
@@ -25,6 +26,7 @@ namespace {
 
 using testing::Contains;
 using testing::Cosine;
+using testing::ScopedEnv;
 
 class BertEngineTest : public testing::FreshCacheTest {
  protected:
@@ -337,13 +339,15 @@ TEST_F(BertEngineTest, RowBlocksGiveTheWholeBatchOutputsBitForBit) {
   }
 }
 
-// The CPU runs a batch beyond its caches in row blocks of at least 512 rows a worker, and
-// TIERSCOPE_ROW_BLOCK sets them ("off": none), a bad value being a one-line error.
+// The CPU runs a batch beyond its caches in row blocks sized for the model's widest
+// activation (the tiny model's intermediate: 512 FP32 a row), and TIERSCOPE_ROW_BLOCK sets
+// them ("off": none) where no option does, a bad value being a one-line error.
 TEST_F(BertEngineTest, CpuSplitsABigBatchIntoRowBlocksAndTheEnvironmentSetsThem) {
+  ScopedEnv unset("TIERSCOPE_ROW_BLOCK", nullptr);
   auto e = Load(DType::kF32);
   ASSERT_NE(e, nullptr);
   const int64_t rows = e->model().row_block_rows();
-  EXPECT_GE(rows, 512 * 2);
+  EXPECT_EQ(rows, CpuRowBlockRows(2, 512 * 4));
   BatchInput big = Inputs(3 * rows / 64 + 1, 64);
   auto up = e->model().Upload(big);
   ASSERT_TRUE(up.ok());
@@ -352,11 +356,25 @@ TEST_F(BertEngineTest, CpuSplitsABigBatchIntoRowBlocksAndTheEnvironmentSetsThem)
   ASSERT_TRUE(small.ok());
   EXPECT_TRUE(small->blocks.empty());
 
-  setenv("TIERSCOPE_ROW_BLOCK", "off", 1);
-  auto off = Load(DType::kF32);
-  setenv("TIERSCOPE_ROW_BLOCK", "128", 1);
-  auto fixed = Load(DType::kF32);
-  unsetenv("TIERSCOPE_ROW_BLOCK");
+  std::unique_ptr<BertEngine> off, fixed, option;
+  {
+    ScopedEnv env("TIERSCOPE_ROW_BLOCK", "off");
+    off = Load(DType::kF32);
+  }
+  {
+    ScopedEnv env("TIERSCOPE_ROW_BLOCK", "128");
+    fixed = Load(DType::kF32);
+  }
+  {
+    ScopedEnv env("TIERSCOPE_ROW_BLOCK", "not-read");  // the option wins, and the variable is not parsed
+    EngineOptions o;
+    o.threads = 2;
+    o.row_block = "256";
+    auto l = BertEngine::Load(*dir_, o);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    option = std::move(l).value();
+  }
+  EXPECT_EQ(option->model().row_block_rows(), 256);
   ASSERT_NE(off, nullptr);
   ASSERT_NE(fixed, nullptr);
   EXPECT_EQ(off->model().row_block_rows(), 0);
@@ -365,11 +383,10 @@ TEST_F(BertEngineTest, CpuSplitsABigBatchIntoRowBlocksAndTheEnvironmentSetsThem)
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->blocks.empty());
 
-  setenv("TIERSCOPE_ROW_BLOCK", "lots", 1);
+  ScopedEnv env("TIERSCOPE_ROW_BLOCK", "lots");
   EngineOptions o;
   o.threads = 2;
   auto bad = BertEngine::Load(*dir_, o);
-  unsetenv("TIERSCOPE_ROW_BLOCK");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("TIERSCOPE_ROW_BLOCK=lots"), std::string::npos) << bad.status().ToString();
   EXPECT_EQ(bad.status().message().find('\n'), std::string::npos);

@@ -417,6 +417,8 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
       cost.bytes_written += one.bytes_written;
     }
   }
+  // The output written in its own dtype (FP32 from BF16 rows: twice the bytes).
+  cost.bytes_written *= static_cast<double>(DTypeSize(p.out_dtype)) / static_cast<double>(DTypeSize(p.dtype));
   cost.Into(desc);
   if (p.dot != nullptr) desc.pipe = "bf16_dot";
   desc.writes[0] = {out.data(), out.bytes()};

@@ -274,7 +274,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) inline void Roun
 __attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 ScaledMaskedScores(
     const float* s, const int32_t* mask, float scale, int64_t j, __mmask16 k) {
   __m512 x = _mm512_maskz_loadu_ps(k, s + j);
-  if (scale != 1.0f) x = _mm512_mul_ps(x, _mm512_set1_ps(scale));
+  // Rounded on its own, as ScaleInPlace's store rounds it: the explicit rounding keeps the
+  // compiler from contracting it into the subtraction that follows (one rounding, not two).
+  if (scale != 1.0f) x = _mm512_mul_round_ps(x, _mm512_set1_ps(scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   if (mask != nullptr) {
     const __mmask16 off =
         _mm512_mask_cmpeq_epi32_mask(k, _mm512_maskz_loadu_epi32(k, mask + j), _mm512_setzero_si512());
