@@ -66,6 +66,12 @@ class QuantizeInProducerTest : public ::testing::TestWithParam<std::string> {
     EXPECT_TRUE(q.ok()) << q.status().ToString();
     return std::move(q).value();
   }
+  // The first k values of each of x's rows (stride apart) quantized, for a Linear from codes.
+  QuantizedRows Quantized(const Tensor& x, int64_t stride, int64_t k) {
+    QuantizedRows q = Rows(x.numel() / stride, k);
+    EXPECT_TRUE(k_.QuantizeRows(x, stride, q).ok());
+    return q;
+  }
   std::unique_ptr<PackedWeight> Weight(int64_t n, int64_t k) {
     std::vector<float> w(static_cast<size_t>(n * k));
     std::normal_distribution<float> d(0.0f, 0.05f);
@@ -115,8 +121,7 @@ TEST_P(QuantizeInProducerTest, ALinearFromCodesGivesWhatALinearFromFp32RowsGives
                                          {300, 40, 20, 20}, {400, 33, 70, 72}}) {
     Tensor x = Random({m, stride}, 2.0f), bias = Random({n}, 0.1f);
     auto w = Weight(n, k);
-    QuantizedRows xq = Rows(m, k);
-    ASSERT_TRUE(k_.QuantizeRows(x, stride, xq).ok());
+    const QuantizedRows xq = Quantized(x, stride, k);
     for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu, Epilogue::kTanh}) {
       for (const Tensor* bp : {static_cast<const Tensor*>(&bias), static_cast<const Tensor*>(nullptr)}) {
         Tensor want = Empty({m, n}), got = Empty({m, n});
@@ -150,8 +155,7 @@ TEST_P(QuantizeInProducerTest, ALinearIntoBf16RowsWritesItsFp32RowsRoundedToNear
     for (const auto& [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 17, 3}, {50, 100, 130}, {97, 384, 128}}) {
       Tensor x = Random({m, k}, 2.0f), bias = Random({n}, 0.1f);
       auto w = Weight(n, k);
-      QuantizedRows xq = Rows(m, k);
-      ASSERT_TRUE(k_.QuantizeRows(x, k, xq).ok());
+      const QuantizedRows xq = Quantized(x, k, k);
       for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu}) {
         Tensor want = Empty({m, n});
         Tensor got = std::move(Tensor::Empty(be_, DType::kBF16, {m, n})).value();
@@ -202,8 +206,7 @@ TEST_P(QuantizeInProducerTest, ABigOutputStreamedHoldsTheValuesOfASmallOne) {
     const auto m = static_cast<int64_t>(1.25 * threshold / static_cast<double>(n * 4)) + 1;
     Tensor x = Random({m, k}, 1.0f), bias = Random({n}, 0.1f);
     auto w = Weight(n, k);
-    QuantizedRows xq = Rows(m, k);
-    ASSERT_TRUE(k_.QuantizeRows(x, k, xq).ok());
+    const QuantizedRows xq = Quantized(x, k, k);
     for (Epilogue e : {Epilogue::kNone, Epilogue::kGelu}) {
       Tensor big = Empty({m, n});
       ASSERT_GT(static_cast<double>(big.bytes()), threshold);
