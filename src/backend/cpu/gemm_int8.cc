@@ -163,18 +163,23 @@ struct Int8GemmParams {
   bool streams = false;     // dequant writes y with non-temporal stores
 };
 
+// The int32 sums of rows [m0, m0 + rows) by column block nb into `acc` (row stride kNB);
+// returns the block's columns.
+int64_t Int8TileSums(const Int8GemmParams& p, int64_t m0, int64_t rows, int64_t nb, int32_t* acc) {
+  const int64_t p0 = nb * kPanelsPerTask;
+  const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
+  p.mk->Run(rows, p.kp / kQK, p.q + m0 * p.kp, p.kp, p.w->panels() + p0 * p.w->panel_bytes(), panels,
+            p.w->panel_bytes(), acc, kNB);
+  return std::min<int64_t>(panels * kNR, p.n - p0 * kNR);
+}
+
 // Rows [m0, m0 + rows) by column block nb of y = epilogue(x . W^T + bias): the int32 sums
 // into `acc`, then dequantized into out (the tile's first value: row m0, the block's first
 // column; row stride ldo).
 void Int8GemmTile(const Int8GemmParams& p, int64_t m0, int64_t rows, int64_t nb, int32_t* acc, float* out,
                   int64_t ldo) {
-  const Int8MicroKernels& mk = *p.mk;
-  const int64_t p0 = nb * kPanelsPerTask;
-  const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
-  mk.Run(rows, p.kp / kQK, p.q + m0 * p.kp, p.kp, p.w->panels() + p0 * p.w->panel_bytes(), panels,
-         p.w->panel_bytes(), acc, kNB);
-  const int64_t n0 = p0 * kNR;
-  const int64_t cols = std::min<int64_t>(panels * kNR, p.n - n0);
+  const int64_t cols = Int8TileSums(p, m0, rows, nb, acc);
+  const int64_t n0 = nb * kNB;
   const float* sw = p.w->scales() + n0;
   const int32_t* cs = p.w->colsums() + n0;
   const float* bias = p.bias != nullptr ? p.bias + n0 : nullptr;
@@ -336,6 +341,31 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void RoundTileTo
   for (int64_t r = 0; r < rows; ++r) RoundRowToBf16(tile + r * ldt, cols, y + r * ldy);
 }
 
+// A tile's int32 sums (row stride kNB) dequantized with DequantRowAvx512<kBias, false,
+// false>'s operations and rounded to BF16 as RoundRowToBf16 rounds, straight into y (row
+// stride ldy): the bytes the way through FP32 scratch writes, without the scratch.
+template <bool kBias>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void DequantTileToBf16(
+    const Int8GemmParams& p, const int32_t* acc, int64_t m0, int64_t rows, int64_t n0, int64_t cols, uint16_t* y,
+    int64_t ldy) {
+  const float* sw = p.w->scales() + n0;
+  const int32_t* cs = p.w->colsums() + n0;
+  const float* bias = kBias ? p.bias + n0 : nullptr;
+  for (int64_t r = 0; r < rows; ++r) {
+    const __m512 vsx = _mm512_set1_ps(p.qparams[(m0 + r) * 2]);
+    const __m512i vzp = _mm512_set1_epi32(static_cast<int32_t>(p.qparams[(m0 + r) * 2 + 1]));
+    for (int64_t j = 0; j < cols; j += 16) {
+      const __mmask16 m = TailMask16(cols - j);
+      const __m512i v = _mm512_maskz_loadu_epi32(m, acc + r * kNB + j);
+      const __m512 d =
+          _mm512_cvtepi32_ps(_mm512_sub_epi32(v, _mm512_mullo_epi32(vzp, _mm512_maskz_loadu_epi32(m, cs + j))));
+      const __m512 s = _mm512_mul_ps(vsx, _mm512_maskz_loadu_ps(m, sw + j));
+      const __m512 out = kBias ? _mm512_fmadd_ps(s, d, _mm512_maskz_loadu_ps(m, bias + j)) : _mm512_mul_ps(s, d);
+      _mm256_mask_storeu_epi16(y + r * ldy + j, m, (__m256i)_mm512_cvtneps_pbh(out));
+    }
+  }
+}
+
 // BF16 rows out (Kernels::Int8RunsBf16Rows): the tiles of Int8GemmToRows, each into the
 // worker's scratch in FP32 and then rounded into y as vcvtneps2bf16 rounds (the rows
 // attention would round itself: the same bytes).
@@ -349,11 +379,21 @@ Status Int8GemmToBf16Rows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDe
   desc.writes[0] = {y.data(), y.bytes()};
   be.EnsureScratch(2 * kMB * kNB);
   auto* y16 = static_cast<uint16_t*>(y.data());
+  const bool direct = p.epilogue == Epilogue::kNone && p.mk->avx512();
   return be.Launch(desc, [&](int64_t task, int worker) {
     auto* acc = reinterpret_cast<int32_t*>(be.scratch(worker));  // int32 only, as above
     float* tile = be.scratch(worker) + kMB * kNB;
     const int64_t m0 = task / p.n_blocks * kMB, nb = task % p.n_blocks;
     const int64_t rows = std::min<int64_t>(kMB, p.m - m0), n0 = nb * kNB, cols = std::min<int64_t>(kNB, p.n - n0);
+    if (direct) {  // no epilogue, the AVX-512 dequantization: straight to BF16
+      Int8TileSums(p, m0, rows, nb, acc);
+      if (p.bias != nullptr) {
+        DequantTileToBf16<true>(p, acc, m0, rows, n0, cols, y16 + m0 * p.n + n0, p.n);
+      } else {
+        DequantTileToBf16<false>(p, acc, m0, rows, n0, cols, y16 + m0 * p.n + n0, p.n);
+      }
+      return;
+    }
     Int8GemmTile(p, m0, rows, nb, acc, tile, kNB);
     RoundTileToBf16(tile, kNB, rows, cols, y16 + m0 * p.n + n0, p.n);
   });
