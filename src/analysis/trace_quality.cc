@@ -427,6 +427,7 @@ int64_t MarkRows(const TraceQuality& q, Table* table) {
 TraceQuality CheckTraceQuality(const TraceIndex& x) {
   TraceQuality q;
   const Trace& t = *x.trace;
+  q.events = t.events.size();
   const Streams streams = SortedStreams(x);
   q.checks.push_back(StreamOverlap(x, streams));
   q.checks.push_back(StreamOrder(x, streams));
@@ -470,6 +471,9 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
 }
 
 std::string TraceQuality::Line() const {
+  if (events == 0) {
+    return "trace quality: the trace holds no timeline event: no check passed, and there is nothing to analyse";
+  }
   int passed = 0, warned = 0;
   std::string failed, warns;
   for (const QualityCheck& c : checks) {
@@ -521,7 +525,11 @@ Table TraceQualityTable(const TraceQuality& q) {
   t.title = "Trace quality: what this trace can be trusted for";
   t.columns = {"Status", "Count", "Of", "Check", "First example", "Affects"};
   for (const QualityCheck& c : q.checks) {
-    const char* status = c.status == CheckStatus::kPass ? "pass" : c.status == CheckStatus::kWarn ? "warn" : "FAIL";
+    // With no timeline event a check has nothing to pass: "n/a", not "pass".
+    const char* status = q.events == 0                   ? "n/a"
+                         : c.status == CheckStatus::kPass ? "pass"
+                         : c.status == CheckStatus::kWarn ? "warn"
+                                                          : "FAIL";
     t.AddRow({std::string(status), c.count, c.of, c.name, c.detail.empty() ? "-" : c.detail, c.affects});
   }
   t.notes.push_back(q.Line());

@@ -43,7 +43,10 @@ struct TraceQuality {
   // them under (the kernel, the op that launched it and the ops around that, the launch
   // call), each with the failed checks' names.
   std::map<std::string, std::set<std::string>> marked_names;
-  // One line: "trace quality: 9 checks passed, 1 failed (graph launches without kernels: 36)".
+  // The trace's timeline events: with none, no check has anything to pass.
+  size_t events = 0;
+  // One line: "trace quality: 9 checks passed, 1 failed (graph launches without kernels: 36)",
+  // or that the trace holds no timeline event (no check then passes).
   std::string Line() const;
 };
 

@@ -155,6 +155,19 @@ def test_kernels_without_their_grid_are_counted_by_key(tierscope_bin, tmp_path, 
     assert q["kernel_grid_missing"] == ("warn", missing)
 
 
+def test_an_empty_trace_is_not_said_to_pass_its_checks(tierscope_bin, tmp_path):
+    path = tmp_path / "empty.json"
+    path.write_text('{"traceEvents": []}')
+    run = subprocess.run([str(tierscope_bin), "analyze", str(path)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    verdict = "trace quality: the trace holds no timeline event: no check passed, and there is nothing to analyse"
+    lines = run.stdout.splitlines()
+    assert lines[4] == verdict, run.stdout  # the verdict, and the note under the checks' table
+    assert lines.count(verdict) == 2 and "checks passed" not in run.stdout
+    q = quality(tierscope_bin, path, tmp_path)
+    assert q and all(status == "n/a" for status, _ in q.values()), q
+
+
 def test_analyze_leads_with_the_verdict_and_withholds_what_rests_on_a_failure(tierscope_bin, tmp_path):
     doc = load(CLEAN)
     ts = kernels(doc)[50]["ts"]
