@@ -193,6 +193,13 @@ Status BertModel::Validate(const BatchInput& in) const {
   return OkStatus();
 }
 
+// The device tensors' [batch, seq_len]: the input's, or [1, T] for packed sequences.
+static void SetDeviceShape(const BatchInput& in, BertModel::Inputs* d) {
+  const bool packed = !in.seq_lens.empty();
+  d->batch = packed ? 1 : in.batch;
+  d->seq_len = packed ? static_cast<int64_t>(in.input_ids.size()) : in.seq_len;
+}
+
 int64_t BertModel::row_block_rows() const {
   if (row_block_ >= 0) return row_block_;
   // The largest activation a row: Q, K and V, or the intermediate (FP32 in an INT8 run).
@@ -205,9 +212,7 @@ StatusOr<BertModel::Inputs> BertModel::Upload(const BatchInput& in) {
   const std::vector<RowBlock> blocks = SplitRowBlocks(in, row_block_rows());
   if (blocks.size() <= 1) return UploadValidated(in);
   Inputs all;
-  const bool packed = !in.seq_lens.empty();
-  all.batch = packed ? 1 : in.batch;
-  all.seq_len = packed ? static_cast<int64_t>(in.input_ids.size()) : in.seq_len;
+  SetDeviceShape(in, &all);
   for (const RowBlock& b : blocks) {
     TS_ASSIGN_OR_RETURN(Inputs d, UploadValidated(SliceBatch(in, b)));
     all.blocks.push_back(std::move(d));
@@ -225,8 +230,7 @@ StatusOr<BertModel::Inputs> BertModel::UploadValidated(const BatchInput& in) {
   }
   Inputs d;
   const bool packed = !in.seq_lens.empty();
-  d.batch = packed ? 1 : in.batch;
-  d.seq_len = packed ? static_cast<int64_t>(n) : in.seq_len;
+  SetDeviceShape(in, &d);
   if (packed) {
     if (!kernels_.SupportsPackedSequences()) {
       return Unimplemented("packed sequences: the " + backend_.props().kind + " backend has no packed kernels");
@@ -421,7 +425,8 @@ double BertFlopsPerSample(const BertConfig& config, int64_t S, DType t) {
 }
 
 template <bool kOn>
-StatusOr<Tensor> BertModel::ForwardImpl(const Inputs& in, std::vector<Tensor>* hidden_states) {
+StatusOr<Tensor> BertModel::ForwardImpl(const Inputs& in, std::vector<Tensor>* hidden_states,
+                                        const size_t* hidden_at) {
   const int64_t B = in.batch, S = in.seq_len, H = config_.hidden_size;
   Tensor emb;
   {
@@ -438,41 +443,41 @@ StatusOr<Tensor> BertModel::ForwardImpl(const Inputs& in, std::vector<Tensor>* h
   QuantizedRows x_codes;
   TS_ASSIGN_OR_RETURN(Tensor x, LayerNormOp<kOn>(emb, nullptr, emb_ln_g_, emb_ln_b_,
                                                  codes && !layers_.empty() ? &x_codes : nullptr));
-  if (hidden_states != nullptr) {
+  // Hidden state i: a copy of its own, or copied into the whole batch's at *hidden_at.
+  size_t kept = 0;
+  auto keep = [&]() -> Status {
+    if (hidden_states == nullptr) return OkStatus();
+    if (hidden_at != nullptr) return CopyAtOp<kOn>(x, (*hidden_states)[kept++], *hidden_at);
     TS_ASSIGN_OR_RETURN(Tensor c, CopyOp<kOn>(x));
     hidden_states->push_back(std::move(c));
-  }
+    return OkStatus();
+  };
+  TS_RETURN_IF_ERROR(keep());
   for (size_t i = 0; i < layers_.size(); ++i) {
     QuantizedRows next_codes;
     const bool last = i + 1 == layers_.size();
     TS_ASSIGN_OR_RETURN(x, RunLayer<kOn>(layers_[i], x, codes ? &x_codes : nullptr, in,
                                          codes && !last ? &next_codes : nullptr));
     x_codes = std::move(next_codes);
-    if (hidden_states != nullptr) {
-      TS_ASSIGN_OR_RETURN(Tensor c, CopyOp<kOn>(x));
-      hidden_states->push_back(std::move(c));
-    }
+    TS_RETURN_IF_ERROR(keep());
   }
   return x;
 }
 
 template <bool kOn>
 StatusOr<Tensor> BertModel::ForwardBlocks(const Inputs& in, std::vector<Tensor>* hidden_states) {
-  Tensor out;
+  // The whole batch's output, and its hidden states (the embeddings' and each layer's),
+  // each block's copied in at its rows.
+  TS_ASSIGN_OR_RETURN(Tensor out, Empty<kOn>({in.batch, in.seq_len, config_.hidden_size}));
   std::vector<Tensor> hidden;
+  for (size_t i = 0; hidden_states != nullptr && i <= layers_.size(); ++i) {
+    TS_ASSIGN_OR_RETURN(Tensor whole, Empty<kOn>(out.shape()));
+    hidden.push_back(std::move(whole));
+  }
   size_t at = 0;  // bytes of the output written so far (each hidden state's alike)
   for (const Inputs& block : in.blocks) {
-    std::vector<Tensor> block_hidden;
-    TS_ASSIGN_OR_RETURN(Tensor y, ForwardImpl<kOn>(block, hidden_states != nullptr ? &block_hidden : nullptr));
-    if (!out.defined()) {
-      TS_ASSIGN_OR_RETURN(out, Empty<kOn>({in.batch, in.seq_len, config_.hidden_size}, y.dtype()));
-      for (const Tensor& h : block_hidden) {
-        TS_ASSIGN_OR_RETURN(Tensor whole, Empty<kOn>(out.shape(), h.dtype()));
-        hidden.push_back(std::move(whole));
-      }
-    }
+    TS_ASSIGN_OR_RETURN(Tensor y, ForwardImpl<kOn>(block, hidden_states != nullptr ? &hidden : nullptr, &at));
     TS_RETURN_IF_ERROR(CopyAtOp<kOn>(y, out, at));
-    for (size_t i = 0; i < block_hidden.size(); ++i) TS_RETURN_IF_ERROR(CopyAtOp<kOn>(block_hidden[i], hidden[i], at));
     at += y.bytes();
   }
   if (hidden_states != nullptr) {

@@ -127,8 +127,11 @@ class BertModel {
   template <bool kOn>
   StatusOr<Tensor> RunLayer(const Layer& layer, const Tensor& x, const QuantizedRows* x_codes, const Inputs& in,
                             QuantizedRows* out_codes);
+  // `hidden_at`: null, each hidden state pushed onto *hidden_states as a copy of its own;
+  // else *hidden_states holds the whole batch's (a row block's: ForwardBlocks), each copied
+  // into at that byte offset.
   template <bool kOn>
-  StatusOr<Tensor> ForwardImpl(const Inputs& in, std::vector<Tensor>* hidden_states);
+  StatusOr<Tensor> ForwardImpl(const Inputs& in, std::vector<Tensor>* hidden_states, const size_t* hidden_at = nullptr);
   template <bool kOn>
   StatusOr<Tensor> ForwardBlocks(const Inputs& in, std::vector<Tensor>* hidden_states);
   template <bool kOn>

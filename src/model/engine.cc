@@ -27,11 +27,10 @@ StatusOr<std::unique_ptr<BertEngine>> BertEngine::Load(const std::string& model_
   TS_ASSIGN_OR_RETURN(e->model_, BertModel::Create(*e->backend_, config, ck, options.dtype));
   // The option, else TIERSCOPE_ROW_BLOCK, else the backend's choice.
   const char* env = std::getenv("TIERSCOPE_ROW_BLOCK");
-  if (!options.row_block.empty()) {
-    TS_ASSIGN_OR_RETURN(const int64_t rows, ParseRowBlockSetting(options.row_block, "--row-block"));
-    e->model_->set_row_block(rows);
-  } else if (env != nullptr) {
-    TS_ASSIGN_OR_RETURN(const int64_t rows, ParseRowBlockSetting(env, "TIERSCOPE_ROW_BLOCK"));
+  const bool option = !options.row_block.empty();
+  if (option || env != nullptr) {
+    TS_ASSIGN_OR_RETURN(const int64_t rows, ParseRowBlockSetting(option ? options.row_block : env,
+                                                                 option ? "--row-block" : "TIERSCOPE_ROW_BLOCK"));
     e->model_->set_row_block(rows);
   }
   return e;

@@ -28,6 +28,21 @@ using testing::Contains;
 using testing::Cosine;
 using testing::ScopedEnv;
 
+// Whether two float vectors hold the same bits (NaNs included).
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+// Two forwards' last hidden states, pooler outputs and hidden states the same bit for bit.
+void ExpectSameOutputs(const ForwardOutput& a, const ForwardOutput& b, const std::string& what) {
+  EXPECT_TRUE(SameBits(a.last_hidden_state, b.last_hidden_state)) << what;
+  EXPECT_TRUE(SameBits(a.pooler_output, b.pooler_output)) << what;
+  ASSERT_EQ(a.hidden_states.size(), b.hidden_states.size()) << what;
+  for (size_t i = 0; i < a.hidden_states.size(); ++i) {
+    EXPECT_TRUE(SameBits(a.hidden_states[i], b.hidden_states[i])) << what << " layer " << i;
+  }
+}
+
 class BertEngineTest : public testing::FreshCacheTest {
  protected:
   static void SetUpTestSuite() {
@@ -275,15 +290,7 @@ TEST_F(BertEngineTest, Int8QuantizedInTheProducingOpGivesTheSameOutputsBitForBit
       ASSERT_FALSE(e->model().quantizes_in_producer());
       auto own = e->Forward(*in, {.pooler = in->seq_lens.empty(), .hidden_states = true});
       ASSERT_TRUE(fused.ok() && own.ok()) << v.isa << ": " << fused.status().ToString() << own.status().ToString();
-      auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
-        return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-      };
-      EXPECT_TRUE(same_bits(fused->last_hidden_state, own->last_hidden_state)) << v.isa;
-      EXPECT_TRUE(same_bits(fused->pooler_output, own->pooler_output)) << v.isa;
-      ASSERT_EQ(fused->hidden_states.size(), own->hidden_states.size());
-      for (size_t i = 0; i < own->hidden_states.size(); ++i) {
-        EXPECT_TRUE(same_bits(fused->hidden_states[i], own->hidden_states[i])) << v.isa << " layer " << i;
-      }
+      ExpectSameOutputs(*fused, *own, v.isa);
       EXPECT_FALSE(fused->last_hidden_state.empty());
     }
   }
@@ -299,9 +306,6 @@ TEST_F(BertEngineTest, RowBlocksGiveTheWholeBatchOutputsBitForBit) {
   for (int64_t t = 30; t < 37; ++t) padded.attention_mask[2 * 37 + t] = 0;  // sample 2 padded
   const std::vector<int64_t> lens = {5, 40, 1, 30, 12};
   BatchInput packed{5, 40, BenchInputIds(29, 1, 88, 30522), {}, {}, lens};
-  auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-  };
   auto check = [&](BertEngine& e, const std::string& what) {
     for (const BatchInput* in : {&padded, &packed}) {
       const bool is_packed = !in->seq_lens.empty();
@@ -317,13 +321,8 @@ TEST_F(BertEngineTest, RowBlocksGiveTheWholeBatchOutputsBitForBit) {
       e.model().set_row_block(-1);
       ASSERT_TRUE(whole.ok() && blocked.ok()) << what << ": " << whole.status().ToString() << blocked.status().ToString();
       EXPECT_FALSE(whole->last_hidden_state.empty());
-      EXPECT_TRUE(same_bits(whole->last_hidden_state, blocked->last_hidden_state)) << what << " packed " << is_packed;
-      EXPECT_TRUE(same_bits(whole->pooler_output, blocked->pooler_output)) << what;
+      ExpectSameOutputs(*whole, *blocked, what + (is_packed ? " packed" : " padded"));
       EXPECT_EQ(whole->offsets, blocked->offsets) << what;
-      ASSERT_EQ(whole->hidden_states.size(), blocked->hidden_states.size()) << what;
-      for (size_t i = 0; i < whole->hidden_states.size(); ++i) {
-        EXPECT_TRUE(same_bits(whole->hidden_states[i], blocked->hidden_states[i])) << what << " layer " << i;
-      }
     }
   };
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {

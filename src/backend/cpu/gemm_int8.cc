@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/micro_kernel_bf16.h"
 #include "backend/cpu/micro_kernel_int8.h"
 #include "backend/cpu/quantize_rows.h"
 #include "backend/cpu/vec_math.h"
@@ -66,6 +65,18 @@ using DequantRowFn = void (*)(const int32_t* a, const int32_t* cs, const float* 
 // kStream: rows written with non-temporal stores where they are aligned (an output too
 // big to stay in the cores' caches for its reader: streaming it skips the read for
 // ownership a cached store makes, a third of the traffic); the tail stores as usual.
+// Sixteen outputs from column j of a row's int32 sums `a` (lanes past m zero): (a - zp * cs)
+// * (sx * sw) (+ bias). The one dequantization of the AVX-512 rows, FP32 or BF16 out.
+template <bool kBias>
+__attribute__((target("avx512f"), always_inline)) inline __m512 DequantLanes16(
+    const int32_t* a, const int32_t* cs, const float* sw, const float* bias, __m512 vsx, __m512i vzp, int64_t j,
+    __mmask16 m) {
+  const __m512i v = _mm512_maskz_loadu_epi32(m, a + j);
+  const __m512 d = _mm512_cvtepi32_ps(_mm512_sub_epi32(v, _mm512_mullo_epi32(vzp, _mm512_maskz_loadu_epi32(m, cs + j))));
+  const __m512 s = _mm512_mul_ps(vsx, _mm512_maskz_loadu_ps(m, sw + j));
+  return kBias ? _mm512_fmadd_ps(s, d, _mm512_maskz_loadu_ps(m, bias + j)) : _mm512_mul_ps(s, d);
+}
+
 template <bool kBias, bool kGelu, bool kStream>
 __attribute__((target("avx512f"))) void DequantRowAvx512(const int32_t* a, const int32_t* cs, const float* sw,
                                                          const float* bias, float sx, int32_t zp, float* out,
@@ -76,10 +87,7 @@ __attribute__((target("avx512f"))) void DequantRowAvx512(const int32_t* a, const
   int64_t j = 0;
   for (; j < n; j += 16) {
     const __mmask16 m = TailMask16(n - j);
-    const __m512i v = _mm512_maskz_loadu_epi32(m, a + j);
-    const __m512 d = _mm512_cvtepi32_ps(_mm512_sub_epi32(v, _mm512_mullo_epi32(vzp, _mm512_maskz_loadu_epi32(m, cs + j))));
-    const __m512 s = _mm512_mul_ps(vsx, _mm512_maskz_loadu_ps(m, sw + j));
-    const __m512 y = kBias ? _mm512_fmadd_ps(s, d, _mm512_maskz_loadu_ps(m, bias + j)) : _mm512_mul_ps(s, d);
+    const __m512 y = DequantLanes16<kBias>(a, cs, sw, bias, vsx, vzp, j, m);
     const __m512 r = kGelu ? Gelu16(y) : y;  // GELU on the registers
     if (stream && m == 0xffff) {
       _mm512_stream_ps(out + j, r);
@@ -341,9 +349,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void RoundTileTo
   for (int64_t r = 0; r < rows; ++r) RoundRowToBf16(tile + r * ldt, cols, y + r * ldy);
 }
 
-// A tile's int32 sums (row stride kNB) dequantized with DequantRowAvx512<kBias, false,
-// false>'s operations and rounded to BF16 as RoundRowToBf16 rounds, straight into y (row
-// stride ldy): the bytes the way through FP32 scratch writes, without the scratch.
+// A tile's int32 sums (row stride kNB) dequantized as DequantRowAvx512 does (DequantLanes16)
+// and rounded to BF16 as RoundRowToBf16 rounds, straight into y (row stride ldy): the bytes
+// the way through FP32 scratch writes, without the scratch.
 template <bool kBias>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void DequantTileToBf16(
     const Int8GemmParams& p, const int32_t* acc, int64_t m0, int64_t rows, int64_t n0, int64_t cols, uint16_t* y,
@@ -356,11 +364,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void DequantTile
     const __m512i vzp = _mm512_set1_epi32(static_cast<int32_t>(p.qparams[(m0 + r) * 2 + 1]));
     for (int64_t j = 0; j < cols; j += 16) {
       const __mmask16 m = TailMask16(cols - j);
-      const __m512i v = _mm512_maskz_loadu_epi32(m, acc + r * kNB + j);
-      const __m512 d =
-          _mm512_cvtepi32_ps(_mm512_sub_epi32(v, _mm512_mullo_epi32(vzp, _mm512_maskz_loadu_epi32(m, cs + j))));
-      const __m512 s = _mm512_mul_ps(vsx, _mm512_maskz_loadu_ps(m, sw + j));
-      const __m512 out = kBias ? _mm512_fmadd_ps(s, d, _mm512_maskz_loadu_ps(m, bias + j)) : _mm512_mul_ps(s, d);
+      const __m512 out = DequantLanes16<kBias>(acc + r * kNB, cs, sw, bias, vsx, vzp, j, m);
       _mm256_mask_storeu_epi16(y + r * ldy + j, m, (__m256i)_mm512_cvtneps_pbh(out));
     }
   }
@@ -449,8 +453,7 @@ Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWe
   desc.kernel = Int8GemmKernelName(bias != nullptr, epilogue, y_codes != nullptr);
   desc.pipe = "int8_dot";
   const OpCost cost = QuantizedLinearCost(rows, n, k, bias != nullptr, epilogue);
-  if (y != nullptr && y->dtype() == DType::kBF16) {
-    if (!GetBf16Kernels().dot()) return FailedPrecondition("LinearInt8: BF16 output rows need AVX512_BF16 here");
+  if (y != nullptr && y->dtype() == DType::kBF16) {  // the front took it only where the BF16 dot kernels run
     desc.kernel = Int8GemmKernelName(bias != nullptr, epilogue, /*codes=*/false, /*bf16=*/true);
     return Int8GemmToBf16Rows(be, p, *y, desc, cost);
   }
