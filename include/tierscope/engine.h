@@ -113,8 +113,9 @@ class BertEngine {
   StatusOr<ForwardOutput> Forward(const BatchInput& input, const ForwardOptions& options);
 
   // What a forward of [batch, seq_len] needs beyond the weights: on the device, the
-  // inputs and the activations at their peak (one layer's live tensors, and the hidden
-  // states when asked); on the host, the staged inputs and the FP32 outputs.
+  // inputs and the activations at their peak (one layer's live tensors, of one row block
+  // where the batch runs in blocks, and the hidden states when asked); on the host, the
+  // staged inputs and the FP32 outputs.
   // InvalidArgument when batch x seq_len is not a positive size or overflows.
   StatusOr<MemoryNeed> ForwardMemory(int64_t batch, int64_t seq_len,
                                      const ForwardOptions& options) const;

@@ -61,17 +61,26 @@ StatusOr<MemoryNeed> BertEngine::ForwardMemory(int64_t batch, int64_t seq_len,
   const double H = static_cast<double>(c.hidden_size), I = static_cast<double>(c.intermediate_size);
   // The forward's peak is inside a layer: the embedding output, the layer input, qkv
   // (3H), the attention context, its projection, the first LayerNorm, the intermediate
-  // (I), the output projection and the layer's result are all alive together.
-  double act = 10 * H + I;
+  // (I), the output projection and the layer's result are all alive together. They are
+  // one row block's (model/row_blocks.h) where the batch runs a block of samples at a
+  // time; the whole batch's output and hidden states are alive throughout.
+  const int64_t limit = model_->row_block_rows();
+  double act_tokens = tokens;
+  if (limit > 0 && tokens > static_cast<double>(limit)) {
+    act_tokens = static_cast<double>(std::min(batch, std::max<int64_t>(1, limit / seq_len))) *
+                 static_cast<double>(seq_len);
+  }
+  double whole = act_tokens < tokens ? H : 0;  // a row block's output is copied into the batch's
   double host_out = H;  // last_hidden_state in FP32
   if (options.hidden_states) {
-    act += static_cast<double>(c.num_hidden_layers + 1) * H;
+    whole += static_cast<double>(c.num_hidden_layers + 1) * H;
     host_out += static_cast<double>(c.num_hidden_layers + 1) * H;
   }
   MemoryNeed need;
-  need.device = tokens * (act * es + 3 * 4);           // activations + ids, types, mask
+  // Activations, ids, types and mask (every block's uploaded before the first runs).
+  need.device = act_tokens * (10 * H + I) * es + tokens * (whole * es + 3 * 4);
   // INT8: a Linear's input quantized (one byte a value, scale and zero point a row).
-  if (dtype() == DType::kI8) need.device += tokens * (std::max(H, I) + 8);
+  if (dtype() == DType::kI8) need.device += act_tokens * (std::max(H, I) + 8);
   need.host = tokens * (3 * 4 + host_out * (4 + es));  // staged inputs, raw + FP32 outputs
   if (options.pooler) need.device += static_cast<double>(batch) * H * es;
   if (!(need.device + need.host < 0x1p62)) {

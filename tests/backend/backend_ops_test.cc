@@ -290,6 +290,20 @@ TEST_P(BackendOps, CopyIntoASliceLeavesTheRest) {
   ExpectNear(dd, ref, "copy into a slice");
 }
 
+// Copies big enough to split among the workers (and past one 64 KiB chunk), of sizes that
+// are no multiple of a cache line, at an offset that is none either: every byte lands once.
+TEST_P(BackendOps, SplitCopiesLandEveryElementOnce) {
+  for (int64_t n : {2049, 4099, 33333, 70001}) {
+    auto a = Random(n), dst = Random(n + 37);
+    Tensor da = Upload(a, {n}), dd = Upload(dst, {n + 37});
+    const std::vector<float> before = Download(dd), from = Download(da);
+    ASSERT_TRUE(k().CopyInto(da, dd, 5 * DTypeSize(t())).ok());
+    std::vector<float> want = before;
+    std::copy(from.begin(), from.end(), want.begin() + 5);
+    EXPECT_EQ(Download(dd), want) << "split copy of " << n;
+  }
+}
+
 // Sums the FLOPs of every launch an op makes, synchronous (CPU) or enqueued (CUDA).
 class FlopCounter : public BackendObserver {
  public:
