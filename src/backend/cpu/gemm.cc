@@ -14,6 +14,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel.h"
 #include "backend/cpu/micro_kernel_bf16.h"
+#include "backend/cpu/tile_rows.h"
 #include "backend/cpu/vec_math.h"
 
 namespace tierscope {
@@ -60,6 +61,7 @@ struct GemmParams {
   DType w_dtype;      // the panels': dtype, or F16/BF16 under FP32 activations
   int64_t n_blocks;  // column blocks of kNB
   int64_t n_group;   // column blocks of one task (1 for FP32)
+  TileRows mt;       // the tasks' row blocks, of at most kMB rows
 };
 
 // Adds the bias and applies GELU or nothing on 16 lanes in one pass (AVX-512 hosts).
@@ -113,8 +115,8 @@ void TileEpilogue(const GemmParams& p, int64_t m0, int64_t n0, int64_t rows, int
 // One FP32 48x96 tile of y (FP32 activations; FP32, F16 or BF16 panels).
 void GemmTile(const GemmParams& p, int64_t mb, int64_t nb, float* scratch) {
   const MicroKernels& mk = GetMicroKernels();
-  const int64_t m0 = mb * kMB, p0 = nb * kPanelsPerTask;
-  const int64_t rows = std::min<int64_t>(kMB, p.m - m0);
+  const int64_t m0 = p.mt.begin(mb), p0 = nb * kPanelsPerTask;
+  const int64_t rows = p.mt.rows(mb);
   const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
   // Whole panels inside y: the micro-kernels accumulate straight into y (no tile to copy
   // out); else (the right edge) into the scratch tile, copied into y at the end.
@@ -180,8 +182,8 @@ void GemmTile(const GemmParams& p, int64_t mb, int64_t nb, float* scratch) {
 // B's 16-bit panels are widened in the micro-kernels' registers.
 void GemmTileHalf(const GemmParams& p, int64_t mb, int64_t nb0, float* scratch) {
   const HalfPanelKernels& hk = p.dtype == DType::kBF16 ? GetMicroKernels().bf16 : GetMicroKernels().f16;
-  const int64_t m0 = mb * kMB;
-  const int64_t rows = std::min<int64_t>(kMB, p.m - m0);
+  const int64_t m0 = p.mt.begin(mb);
+  const int64_t rows = p.mt.rows(mb);
   const int64_t nb1 = std::min<int64_t>(nb0 + p.n_group, p.n_blocks);
   float* abuf = scratch;
   float* ctiles = scratch + kMB * kKC;  // one kMB x kNB tile per column block
@@ -219,8 +221,8 @@ void GemmTileHalf(const GemmParams& p, int64_t mb, int64_t nb0, float* scratch) 
 // groups. The K blocks before the last sum into the FP32 scratch tile; the last one's
 // kernels add the bias, apply GELU and store BF16 into y (tanh, the pooler's, after).
 void GemmTileBf16Dot(const GemmParams& p, const Bf16Kernels& bk, int64_t mb, int64_t nb, float* ctile) {
-  const int64_t m0 = mb * kMB, p0 = nb * kPanelsPerTask, n0 = p0 * kNR;
-  const int64_t rows = std::min<int64_t>(kMB, p.m - m0);
+  const int64_t m0 = p.mt.begin(mb), p0 = nb * kPanelsPerTask, n0 = p0 * kNR;
+  const int64_t rows = p.mt.rows(mb);
   const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
   const int64_t panel_stride = p.w->panel_stride();
   const auto* w = static_cast<const uint16_t*>(p.w->panels().data()) + p0 * panel_stride;
@@ -300,7 +302,11 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   const auto& pw = static_cast<const CpuPackedWeight&>(w);
   const int64_t n = w.n(), k = w.k();
   const DType t = x.dtype();
-  const int64_t n_blocks = (n + kNB - 1) / kNB, m_blocks = (rows + kMB - 1) / kMB;
+  const int64_t n_blocks = (n + kNB - 1) / kNB;
+  // Rows in blocks of 8 (the wide kernels' rows), so few rows still give every worker an
+  // equal share.
+  const TileRows mt = SplitTileRows(rows, kMB, kMRWide, be.num_workers());
+  const int64_t m_blocks = mt.blocks;
   const Bf16Kernels& bk = GetBf16Kernels();
   if (pw.dot_isa() != nullptr && (t != DType::kBF16 || std::string_view(bk.isa) != pw.dot_isa())) {
     return FailedPrecondition(std::string("Linear: BF16 weights packed for the ") + pw.dot_isa() +
@@ -314,12 +320,12 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
     while (group > 1 && m_blocks * ((n_blocks + group - 1) / group) < 4 * be.num_workers()) --group;
   }
   GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
-               bias ? bias->data() : nullptr, epilogue, y.data(), w.dtype(), n_blocks, group};
+               bias ? bias->data() : nullptr, epilogue, y.data(), w.dtype(), n_blocks, group, mt};
   const int64_t col_tasks = (n_blocks + group - 1) / group;
   LaunchDesc desc;
   desc.kernel = GemmKernelName(t, w.dtype(), bias != nullptr, epilogue, dot);
   desc.grid = Dim3{col_tasks, m_blocks, 1};
-  desc.block = Dim3{kNB * group, kMB, 1};
+  desc.block = Dim3{kNB * group, m_blocks > 0 ? mt.rows(0) : kMB, 1};
   LinearCost(rows, n, k, bias != nullptr, epilogue, t, w.dtype()).Into(desc);
   if (dot) desc.pipe = "bf16_dot";
   desc.writes[0] = {y.data(), y.bytes()};

@@ -18,6 +18,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel_int8.h"
 #include "backend/cpu/quantize_rows.h"
+#include "backend/cpu/tile_rows.h"
 #include "backend/cpu/vec_math.h"
 #include "core/cpu_info.h"
 
@@ -326,8 +327,9 @@ Status Int8GemmToRows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDesc& 
   const bool big = may_stream && static_cast<double>(y.bytes()) > CpuInt8StreamingThresholdBytes(be.num_workers());
   p.y = static_cast<float*>(y.data());
   p.dequant = PickDequantRow(*p.mk, p.bias != nullptr, p.epilogue, big, &p.gelu_fused, &p.streams);
-  desc.grid = Dim3{p.n_blocks, (p.m + kMB - 1) / kMB, 1};
-  desc.block = Dim3{kNB, kMB, 1};
+  const TileRows mt = SplitTileRows(p.m, kMB, kAmxRows, be.num_workers());
+  desc.grid = Dim3{p.n_blocks, mt.blocks, 1};
+  desc.block = Dim3{kNB, mt.blocks > 0 ? mt.rows(0) : kMB, 1};
   cost.Into(desc);
   desc.writes[0] = {y.data(), y.bytes()};
   be.EnsureScratch(kMB * kNB);
@@ -335,8 +337,8 @@ Status Int8GemmToRows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDesc& 
     // The worker's scratch holds the int32 tile; it is only ever written and read as int32
     // in this launch (std::vector<float> storage reused, sizes equal).
     static_assert(sizeof(float) == sizeof(int32_t));
-    const int64_t m0 = task / p.n_blocks * kMB, nb = task % p.n_blocks;
-    Int8GemmTile(p, m0, std::min<int64_t>(kMB, p.m - m0), nb, reinterpret_cast<int32_t*>(be.scratch(worker)),
+    const int64_t m0 = mt.begin(task / p.n_blocks), nb = task % p.n_blocks;
+    Int8GemmTile(p, m0, mt.rows(task / p.n_blocks), nb, reinterpret_cast<int32_t*>(be.scratch(worker)),
                  p.y + m0 * p.n + nb * kNB, p.n);
     if (p.streams) _mm_sfence();  // the streamed rows are visible before the task ends
   });
@@ -376,8 +378,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void DequantTile
 Status Int8GemmToBf16Rows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDesc& desc, OpCost cost) {
   bool streams = false;
   p.dequant = PickDequantRow(*p.mk, p.bias != nullptr, p.epilogue, /*stream=*/false, &p.gelu_fused, &streams);
-  desc.grid = Dim3{p.n_blocks, (p.m + kMB - 1) / kMB, 1};
-  desc.block = Dim3{kNB, kMB, 1};
+  const TileRows mt = SplitTileRows(p.m, kMB, kAmxRows, be.num_workers());
+  desc.grid = Dim3{p.n_blocks, mt.blocks, 1};
+  desc.block = Dim3{kNB, mt.blocks > 0 ? mt.rows(0) : kMB, 1};
   cost.bytes_written /= 2;  // two bytes an output, not four
   cost.Into(desc);
   desc.writes[0] = {y.data(), y.bytes()};
@@ -387,8 +390,8 @@ Status Int8GemmToBf16Rows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDe
   return be.Launch(desc, [&](int64_t task, int worker) {
     auto* acc = reinterpret_cast<int32_t*>(be.scratch(worker));  // int32 only, as above
     float* tile = be.scratch(worker) + kMB * kNB;
-    const int64_t m0 = task / p.n_blocks * kMB, nb = task % p.n_blocks;
-    const int64_t rows = std::min<int64_t>(kMB, p.m - m0), n0 = nb * kNB, cols = std::min<int64_t>(kNB, p.n - n0);
+    const int64_t m0 = mt.begin(task / p.n_blocks), nb = task % p.n_blocks;
+    const int64_t rows = mt.rows(task / p.n_blocks), n0 = nb * kNB, cols = std::min<int64_t>(kNB, p.n - n0);
     if (direct) {  // no epilogue, the AVX-512 dequantization: straight to BF16
       Int8TileSums(p, m0, rows, nb, acc);
       if (p.bias != nullptr) {
