@@ -21,6 +21,8 @@ namespace tierscope {
 namespace {
 
 constexpr int64_t kRowsPerTask = 16;
+constexpr int kLnGroup = 4;  // rows LayerNormRows16 interleaves
+static_assert(kRowsPerTask % kLnGroup == 0);
 
 struct LnParams {
   const void* x;
@@ -65,47 +67,80 @@ __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void 
   }
 }
 
-// LayerNormTask's rows on 16 lanes: (x + residual) kept in FP32 in `v` between the passes.
+// Rows [r, r + N) on 16 lanes, interleaved: (x + residual) kept in FP32 in v (N rows of
+// C) between the passes. Each row's arithmetic is the single row's (the same two partial
+// sums, the same order), so N changes no bit; N rows give the core N independent chains
+// where one 128-wide row waits on its reductions (BF16 and INT8 runs' LayerNorm: 2x).
+template <DType T, int N>
+__attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void LayerNormGroup16(
+    const LnParams& p, int64_t r, const float* g, const float* bt, float* v) {
+  const int64_t C = p.cols;
+  const size_t es = DTypeSize(T);
+  const std::byte* x[N];
+  const std::byte* res[N];
+  __m512 s0[N], s1[N];
+#pragma GCC unroll 4
+  for (int i = 0; i < N; ++i) {
+    x[i] = static_cast<const std::byte*>(p.x) + (r + i) * C * es;
+    res[i] = p.residual != nullptr ? static_cast<const std::byte*>(p.residual) + (r + i) * C * es : nullptr;
+    s0[i] = s1[i] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < C; c += 16) {
+    const __mmask16 m = TailMask16(C - c);
+#pragma GCC unroll 4
+    for (int i = 0; i < N; ++i) {
+      __m512 a = Load16<T>(x[i], c, m);
+      if (res[i] != nullptr) a = _mm512_add_ps(a, Load16<T>(res[i], c, m));
+      _mm512_mask_storeu_ps(v + i * C + c, m, a);
+      if ((c / 16) % 2 == 0) {
+        s0[i] = _mm512_add_ps(s0[i], a);
+      } else {
+        s1[i] = _mm512_add_ps(s1[i], a);
+      }
+    }
+  }
+  __m512 vm[N], q0[N], q1[N];
+#pragma GCC unroll 4
+  for (int i = 0; i < N; ++i) {
+    vm[i] = _mm512_set1_ps(_mm512_reduce_add_ps(_mm512_add_ps(s0[i], s1[i])) / static_cast<float>(C));
+    q0[i] = q1[i] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < C; c += 16) {
+    const __mmask16 m = TailMask16(C - c);
+#pragma GCC unroll 4
+    for (int i = 0; i < N; ++i) {
+      const __m512 d = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, v + i * C + c), vm[i]);
+      if ((c / 16) % 2 == 0) {
+        q0[i] = _mm512_fmadd_ps(d, d, q0[i]);
+      } else {
+        q1[i] = _mm512_fmadd_ps(d, d, q1[i]);
+      }
+    }
+  }
+  __m512 rstd[N];
+#pragma GCC unroll 4
+  for (int i = 0; i < N; ++i) {
+    const float var = _mm512_reduce_add_ps(_mm512_add_ps(q0[i], q1[i])) / static_cast<float>(C);
+    rstd[i] = _mm512_set1_ps(1.0f / std::sqrt(var + p.eps));
+  }
+  for (int64_t c = 0; c < C; c += 16) {
+    const __mmask16 m = TailMask16(C - c);
+    const __m512 gv = _mm512_maskz_loadu_ps(m, g + c), bv = _mm512_maskz_loadu_ps(m, bt + c);
+#pragma GCC unroll 4
+    for (int i = 0; i < N; ++i) {
+      const __m512 n = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, v + i * C + c), vm[i]), rstd[i]);
+      Store16<T>(p.out, (r + i) * C + c, m, _mm512_fmadd_ps(n, gv, bv));
+    }
+  }
+}
+
+// LayerNormTask's rows on 16 lanes, kLnGroup at a time (v: kLnGroup rows of C floats).
 template <DType T>
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void LayerNormRows16(const LnParams& p, int64_t r0, int64_t r1,
                                                                           const float* g, const float* bt, float* v) {
-  const int64_t C = p.cols;
-  const size_t es = DTypeSize(T);
-  for (int64_t r = r0; r < r1; ++r) {
-    const std::byte* x = static_cast<const std::byte*>(p.x) + r * C * es;
-    const std::byte* res = p.residual != nullptr ? static_cast<const std::byte*>(p.residual) + r * C * es : nullptr;
-    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-    for (int64_t c = 0; c < C; c += 16) {
-      const __mmask16 m = TailMask16(C - c);
-      __m512 a = Load16<T>(x, c, m);
-      if (res != nullptr) a = _mm512_add_ps(a, Load16<T>(res, c, m));
-      _mm512_mask_storeu_ps(v + c, m, a);
-      if ((c / 16) % 2 == 0) {
-        s0 = _mm512_add_ps(s0, a);
-      } else {
-        s1 = _mm512_add_ps(s1, a);
-      }
-    }
-    const float mean = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1)) / static_cast<float>(C);
-    const __m512 vm = _mm512_set1_ps(mean);
-    __m512 q0 = _mm512_setzero_ps(), q1 = _mm512_setzero_ps();
-    for (int64_t c = 0; c < C; c += 16) {
-      const __mmask16 m = TailMask16(C - c);
-      const __m512 d = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, v + c), vm);
-      if ((c / 16) % 2 == 0) {
-        q0 = _mm512_fmadd_ps(d, d, q0);
-      } else {
-        q1 = _mm512_fmadd_ps(d, d, q1);
-      }
-    }
-    const float var = _mm512_reduce_add_ps(_mm512_add_ps(q0, q1)) / static_cast<float>(C);
-    const __m512 rstd = _mm512_set1_ps(1.0f / std::sqrt(var + p.eps));
-    for (int64_t c = 0; c < C; c += 16) {
-      const __mmask16 m = TailMask16(C - c);
-      const __m512 n = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, v + c), vm), rstd);
-      Store16<T>(p.out, r * C + c, m, _mm512_fmadd_ps(n, _mm512_maskz_loadu_ps(m, g + c), _mm512_maskz_loadu_ps(m, bt + c)));
-    }
-  }
+  int64_t r = r0;
+  for (; r + kLnGroup <= r1; r += kLnGroup) LayerNormGroup16<T, kLnGroup>(p, r, g, bt, v);
+  for (; r < r1; ++r) LayerNormGroup16<T, 1>(p, r, g, bt, v);
 }
 
 // Whether LayerNormRows16 runs: the AVX-512 FP32 micro-kernels are in force (forcing
@@ -136,10 +171,10 @@ void LayerNormRows(const LnParams& p, int64_t task, float* scratch) {
   const int64_t C = p.cols;
   float* v = scratch;
   float* tmp = v + C;
-  const float* g = AsFloat(p.dtype, p.gamma, tmp + C, C);
-  const float* bt = AsFloat(p.dtype, p.beta, tmp + 2 * C, C);
+  const float* g = AsFloat(p.dtype, p.gamma, scratch + kLnGroup * C, C);
+  const float* bt = AsFloat(p.dtype, p.beta, scratch + (kLnGroup + 1) * C, C);
   if (RunsLayerNorm16() && (p.dtype == DType::kF32 || p.dtype == DType::kBF16)) {
-    // v: the scratch's first C floats (g and bt, when copies, lie past 2C).
+    // v: the scratch's first kLnGroup * C floats (g and bt, when copies, lie past them).
     (p.dtype == DType::kF32 ? LayerNormRows16<DType::kF32> : LayerNormRows16<DType::kBF16>)(
         p, task * kRowsPerTask, r_end, g, bt, v);
     return;
@@ -198,7 +233,7 @@ Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual, con
     desc.writes[1] = {codes->codes.data(), codes->codes.bytes()};
     desc.writes[2] = {codes->params.data(), codes->params.bytes()};
   }
-  be.EnsureScratch(static_cast<size_t>(4 * C));
+  be.EnsureScratch(static_cast<size_t>((kLnGroup + 2) * C));
   return be.Launch(desc, [&](int64_t task, int worker) {
     LayerNormTask(p, task, be.scratch(worker));
   });
