@@ -119,6 +119,9 @@ class BertEngine {
   // InvalidArgument when batch x seq_len is not a positive size or overflows.
   StatusOr<MemoryNeed> ForwardMemory(int64_t batch, int64_t seq_len,
                                      const ForwardOptions& options) const;
+  // The same for `input` itself, padded or packed (a packed batch's row blocks are bounded
+  // by its longest sequence).
+  StatusOr<MemoryNeed> ForwardMemory(const BatchInput& input, const ForwardOptions& options) const;
   // ResourceExhausted, one line naming `what`, how much it needs and how much the device
   // (and the host) has available, when `need` cannot fit; OK when it fits or the
   // available memory is unknown.
@@ -134,6 +137,10 @@ class BertEngine {
 
  private:
   BertEngine() = default;
+  // ForwardMemory of `tokens` token rows, act_tokens of them (one row block's) alive in a
+  // layer at a time, and `pooled` pooler rows; `size` names the batch in errors.
+  StatusOr<MemoryNeed> NeedOf(double tokens, double act_tokens, int64_t pooled, const ForwardOptions& options,
+                              const std::string& size) const;
   std::string model_dir_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<BertModel> model_;

@@ -1,6 +1,7 @@
 // BertEngine: the public façade that loads a model directory onto a backend (CPU, or
 // CUDA where built and present) and runs forwards with host inputs and outputs.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -55,38 +56,63 @@ StatusOr<MemoryNeed> BertEngine::ForwardMemory(int64_t batch, int64_t seq_len,
     return InvalidArgument("batch " + std::to_string(batch) + " x seq_len " +
                            std::to_string(seq_len) + " is not a positive size");
   }
-  const BertConfig& c = config();
   const double tokens = static_cast<double>(batch) * static_cast<double>(seq_len);
-  const double es = static_cast<double>(DTypeSize(model_->dtype()));
-  const double H = static_cast<double>(c.hidden_size), I = static_cast<double>(c.intermediate_size);
-  // The forward's peak is inside a layer: the embedding output, the layer input, qkv
-  // (3H), the attention context, its projection, the first LayerNorm, the intermediate
-  // (I), the output projection and the layer's result are all alive together. They are
-  // one row block's (model/row_blocks.h) where the batch runs a block of samples at a
-  // time; the whole batch's output and hidden states are alive throughout.
+  // Row blocks (model/row_blocks.h) of as many whole samples as fit, or one where a sample
+  // is longer.
   const int64_t limit = model_->row_block_rows();
   double act_tokens = tokens;
   if (limit > 0 && tokens > static_cast<double>(limit)) {
     act_tokens = static_cast<double>(std::min(batch, std::max<int64_t>(1, limit / seq_len))) *
                  static_cast<double>(seq_len);
   }
-  double whole = act_tokens < tokens ? H : 0;  // a row block's output is copied into the batch's
+  return NeedOf(tokens, act_tokens, batch, options,
+                "batch " + std::to_string(batch) + " x seq_len " + std::to_string(seq_len));
+}
+
+StatusOr<MemoryNeed> BertEngine::ForwardMemory(const BatchInput& input, const ForwardOptions& options) const {
+  if (input.seq_lens.empty()) return ForwardMemory(input.batch, input.seq_len, options);
+  // Packed: blocks of whole sequences of at most the block's rows, or one longer sequence.
+  const double tokens = static_cast<double>(std::max<size_t>(input.input_ids.size(), 1));
+  const int64_t limit = model_->row_block_rows();
+  double act_tokens = tokens;
+  if (limit > 0 && tokens > static_cast<double>(limit)) {
+    const int64_t longest = *std::max_element(input.seq_lens.begin(), input.seq_lens.end());
+    act_tokens = std::min(tokens, static_cast<double>(std::max(limit, longest)));
+  }
+  TS_ASSIGN_OR_RETURN(MemoryNeed need, NeedOf(tokens, act_tokens, 1, options,
+                                              std::to_string(input.seq_lens.size()) + " packed sequences of " +
+                                                  std::to_string(input.input_ids.size()) + " tokens"));
+  // Each token's position, and each block's sequence offsets (at most one block a sequence).
+  need.device += tokens * 4 + 8 * static_cast<double>(input.seq_lens.size() + 1);
+  return need;
+}
+
+StatusOr<MemoryNeed> BertEngine::NeedOf(double tokens, double act_tokens, int64_t pooled,
+                                        const ForwardOptions& options, const std::string& size) const {
+  const BertConfig& c = config();
+  const double es = static_cast<double>(DTypeSize(model_->dtype()));
+  const double H = static_cast<double>(c.hidden_size), I = static_cast<double>(c.intermediate_size);
+  // The forward's peak is inside a layer: the embedding output, the layer input, qkv
+  // (3H), the attention context, its projection, the first LayerNorm, the intermediate
+  // (I), the output projection and the layer's result are all alive together, for the
+  // act_tokens of one row block; the whole batch's output (where it runs in blocks) and
+  // hidden states are alive throughout.
+  double whole = act_tokens < tokens ? H : 0;  // each block's output copied into the batch's
   double host_out = H;  // last_hidden_state in FP32
   if (options.hidden_states) {
     whole += static_cast<double>(c.num_hidden_layers + 1) * H;
     host_out += static_cast<double>(c.num_hidden_layers + 1) * H;
   }
   MemoryNeed need;
-  // Activations, ids, types and mask (every block's uploaded before the first runs).
-  need.device = act_tokens * (10 * H + I) * es + tokens * (whole * es + 3 * 4);
+  // Activations, ids, types and mask (every block's uploaded before the first runs, each
+  // of its input tensors rounded up to whole 64-byte lines).
+  const double blocks = std::ceil(tokens / act_tokens);
+  need.device = act_tokens * (10 * H + I) * es + tokens * (whole * es + 3 * 4) + blocks * 5 * 64;
   // INT8: a Linear's input quantized (one byte a value, scale and zero point a row).
   if (dtype() == DType::kI8) need.device += act_tokens * (std::max(H, I) + 8);
   need.host = tokens * (3 * 4 + host_out * (4 + es));  // staged inputs, raw + FP32 outputs
-  if (options.pooler) need.device += static_cast<double>(batch) * H * es;
-  if (!(need.device + need.host < 0x1p62)) {
-    return InvalidArgument("batch " + std::to_string(batch) + " x seq_len " +
-                           std::to_string(seq_len) + " is too large to address");
-  }
+  if (options.pooler) need.device += static_cast<double>(pooled) * H * es;
+  if (!(need.device + need.host < 0x1p62)) return InvalidArgument(size + " is too large to address");
   return need;
 }
 
@@ -118,10 +144,7 @@ StatusOr<ForwardOutput> BertEngine::Forward(const BatchInput& input,
     return InvalidArgument("the pooler reads each sequence's first token of a padded batch; "
                            "it is not computed for packed sequences");
   }
-  // A packed batch holds its tokens as one row of Σ seq_lens.
-  const int64_t rows = packed ? 1 : input.batch;
-  const int64_t cols = packed ? static_cast<int64_t>(input.input_ids.size()) : input.seq_len;
-  TS_ASSIGN_OR_RETURN(MemoryNeed need, ForwardMemory(rows, std::max<int64_t>(cols, 1), options));
+  TS_ASSIGN_OR_RETURN(MemoryNeed need, ForwardMemory(input, options));
   if (need.device + need.host > fitted_bytes_) {  // once per new high: no I/O per batch
     TS_RETURN_IF_ERROR(CheckMemory(need, "a forward of batch " + std::to_string(input.batch) +
                                              " x seq_len " + std::to_string(input.seq_len)));

@@ -4,6 +4,7 @@
 #include "serve/http_server.h"
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <functional>
 #include <iostream>
@@ -735,7 +736,15 @@ Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
         1, std::min<int64_t>(batcher.max_batch_size, static_cast<int64_t>(tokens)));
     ForwardOptions fo;
     fo.pooler = engine.model().has_pooler();
-    TS_ASSIGN_OR_RETURN(MemoryNeed need, engine.ForwardMemory(rows, std::max<int64_t>(1, static_cast<int64_t>(tokens / static_cast<double>(rows))), fo));
+    // As samples of the longest input: the row blocks a batch runs in (and so the
+    // activations alive at once) are largest where its samples are longest.
+    const int64_t longest = std::max<int64_t>(1, std::min<int64_t>(limits.max_input_length, static_cast<int64_t>(tokens)));
+    const auto samples = static_cast<int64_t>(std::ceil(tokens / static_cast<double>(longest)));
+    TS_ASSIGN_OR_RETURN(MemoryNeed need, engine.ForwardMemory(samples, longest, fo));
+    if (fo.pooler && rows > samples) {  // the pooler's rows: one a request
+      need.device += static_cast<double>(rows - samples) * static_cast<double>(engine.config().hidden_size) *
+                     static_cast<double>(DTypeSize(engine.model().dtype()));
+    }
     TS_RETURN_IF_ERROR(engine.CheckMemory(
         need, "the largest batch (--max-batch-size " + std::to_string(batcher.max_batch_size) +
                   ", --max-batch-tokens " + std::to_string(batcher.max_batch_tokens) + ")"));

@@ -92,6 +92,33 @@ TEST_P(CpuKernelsTest, EmbeddingIdsOutsideTheTablesAreRefusedByTheKernel) {
   }
 }
 
+// The LayerNorm interleaves rows (4 at a time on 16 lanes) with each row's own arithmetic:
+// many rows give each row's output alone bit for bit, with and without the residual, on
+// 128-wide rows (the tiny model's) and 37-wide ones (16-lane tails), in tasks whose rows
+// leave a remainder of groups (21 rows: tasks of 16 and 5).
+TEST_P(CpuKernelsTest, LayerNormOfManyRowsIsEachRowAloneBitForBit) {
+  const DType t = GetParam().dtype;
+  const int64_t R = 21;
+  for (const int64_t C : {128, 37}) {
+    const std::vector<float> x = Random(R * C, 3.0f), r = Random(R * C), g = Random(C), b = Random(C);
+    Tensor dx = Device(x, {R, C}, t), dr = Device(r, {R, C}, t), dg = Device(g, {C}, t), db = Device(b, {C}, t);
+    for (const bool residual : {true, false}) {
+      Tensor all = std::move(Tensor::Empty(be_, t, {R, C})).value();
+      ASSERT_TRUE(be_.kernels().LayerNorm(dx, residual ? &dr : nullptr, dg, db, 1e-5f, all).ok());
+      const size_t row_bytes = static_cast<size_t>(C) * DTypeSize(t);
+      for (int64_t i = 0; i < R; ++i) {
+        Tensor xi = std::move(Tensor::Empty(be_, t, {1, C})).value(), ri = std::move(Tensor::Empty(be_, t, {1, C})).value();
+        std::memcpy(xi.data(), static_cast<const std::byte*>(dx.data()) + i * row_bytes, row_bytes);
+        std::memcpy(ri.data(), static_cast<const std::byte*>(dr.data()) + i * row_bytes, row_bytes);
+        Tensor yi = std::move(Tensor::Empty(be_, t, {1, C})).value();
+        ASSERT_TRUE(be_.kernels().LayerNorm(xi, residual ? &ri : nullptr, dg, db, 1e-5f, yi).ok());
+        EXPECT_EQ(std::memcmp(yi.data(), static_cast<const std::byte*>(all.data()) + i * row_bytes, row_bytes), 0)
+            << "row " << i << " of " << C << (residual ? ", with the residual" : "");
+      }
+    }
+  }
+}
+
 // Where the CPU has no FP16/BF16 arithmetic kernels (FP16 on every CPU; BF16 without
 // AVX512_BF16, or under the "fp32" BF16 variant), a 16-bit run keeps its weights (the
 // Linear panels, the embedding tables) in 16 bits and its activations in FP32. Linear and

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <string>
 #include <vector>
 
@@ -65,7 +64,10 @@ TEST(TileRowsTest, ManyRowsKeepBlocksOfTheMostRowsAndNoRowsNone) {
   EXPECT_EQ(big.blocks, 22);
   for (int64_t b = 0; b + 1 < big.blocks; ++b) EXPECT_EQ(big.rows(b), 48);
   EXPECT_EQ(big.rows(21), 16);
+  EXPECT_EQ(big.most_rows(), 48);
   EXPECT_EQ(SplitTileRows(0, 48, 8, 2).blocks, 0);
+  EXPECT_EQ(SplitTileRows(0, 48, 8, 2).begin(0), 0);
+  EXPECT_EQ(SplitTileRows(40, 48, 8, 2).most_rows(), 24);  // blocks of 16 and 24
   EXPECT_EQ(SplitTileRows(128, 48, 8, 1).blocks, 3);  // one worker: nothing to balance
 }
 

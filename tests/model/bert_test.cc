@@ -340,7 +340,8 @@ TEST_F(BertEngineTest, RowBlocksGiveTheWholeBatchOutputsBitForBit) {
 
 // ForwardMemory's device bytes bound what a forward allocates beyond the weights, and
 // say less where the batch runs in row blocks (one block's activations alive at a time),
-// within 2x of the measured peak either way: FP32 and INT8, hidden states or not.
+// within 2x of the measured peak either way: FP32 and INT8, hidden states or not, padded
+// and packed.
 TEST_F(BertEngineTest, ForwardMemoryBoundsTheMeasuredPeakWithOrWithoutRowBlocks) {
   for (DType t : {DType::kF32, DType::kI8}) {
     auto e = Load(t);
@@ -368,7 +369,24 @@ TEST_F(BertEngineTest, ForwardMemoryBoundsTheMeasuredPeakWithOrWithoutRowBlocks)
       EXPECT_LT(need[1], need[0]) << what;
       EXPECT_LT(peak[1], peak[0]) << what;
     }
-    e->model().set_row_block(-1);
+    // Packed, in blocks of at most 128 rows: 40 | 200 (longer, alone) | 16 + 90 | 60. The
+    // bound takes the longest sequence's rows.
+    const std::vector<int64_t> lens = {40, 200, 16, 90, 60};
+    const BatchInput packed{5, 200, BenchInputIds(3, 1, 406, 30522), {}, {}, lens};
+    double need[2], peak[2];
+    for (int blocked = 0; blocked < 2; ++blocked) {
+      e->model().set_row_block(blocked ? 128 : 0);
+      auto n = e->ForwardMemory(packed, {});
+      ASSERT_TRUE(n.ok()) << n.status().ToString();
+      need[blocked] = n->device;
+      e->ResetPeakMemory();
+      const int64_t before = e->memory().live_bytes;
+      ASSERT_TRUE(e->Forward(packed, {}).ok());
+      peak[blocked] = static_cast<double>(e->memory().peak_bytes - before);
+      EXPECT_GE(need[blocked], peak[blocked]) << DTypeName(t) << " packed" << (blocked ? " blocked" : "");
+      EXPECT_LE(need[blocked], 2 * peak[blocked]) << DTypeName(t) << " packed" << (blocked ? " blocked" : "");
+    }
+    EXPECT_LT(need[1], need[0]) << DTypeName(t) << " packed";
   }
 }
 

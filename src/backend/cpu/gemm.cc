@@ -1,8 +1,9 @@
 // CPU GEMM for Linear: y = epilogue(x . W^T + bias), FP32 accumulation for F32, F16 and
 // BF16 operands. Weights are pre-packed at load into 16-column panels [N/16][K][16];
-// each task computes one 48x96 tile of y with register-blocked micro-kernels (8x48 where
-// the ISA has them, else 6x32 or 6x16). F16/BF16: A's rows are converted to FP32 per K
-// block, B's panels are widened in the micro-kernels' registers (FP32 arithmetic).
+// each task computes one tile of y, a row block of at most 48 rows (tile_rows.h) by 96
+// columns, with register-blocked micro-kernels (8x48 where the ISA has them, else 6x32 or
+// 6x16). F16/BF16: A's rows are converted to FP32 per K block, B's panels are widened in
+// the micro-kernels' registers (FP32 arithmetic).
 // BF16 where the CPU has BF16 arithmetic (micro_kernel_bf16.h): the panels are packed in
 // 2-deep groups [N/16][K/2][16][2] and the dot kernels read A's BF16 rows in place.
 #include <algorithm>
@@ -20,7 +21,7 @@
 namespace tierscope {
 namespace {
 
-constexpr int kMB = 48;   // rows of one task's tile
+constexpr int kMB = 48;   // most rows of one task's tile (the kernel names' 48; tile_rows.h)
 constexpr int kNB = 96;   // columns of one task's tile: two wide calls
 static_assert(kMB % kMRWide == 0 && kMB % kMR == 0 && kNB % (kWidePanels * kNR) == 0);
 constexpr int kPanelsPerTask = kNB / kNR;
@@ -112,7 +113,8 @@ void TileEpilogue(const GemmParams& p, int64_t m0, int64_t n0, int64_t rows, int
   }
 }
 
-// One FP32 48x96 tile of y (FP32 activations; FP32, F16 or BF16 panels).
+// One FP32 tile of y, a row block (at most 48 rows) by 96 columns (FP32 activations; FP32,
+// F16 or BF16 panels).
 void GemmTile(const GemmParams& p, int64_t mb, int64_t nb, float* scratch) {
   const MicroKernels& mk = GetMicroKernels();
   const int64_t m0 = p.mt.begin(mb), p0 = nb * kPanelsPerTask;
@@ -177,7 +179,8 @@ void GemmTile(const GemmParams& p, int64_t mb, int64_t nb, float* scratch) {
   TileEpilogue(p, m0, n0, rows, panels, ctile, ldc, direct);
 }
 
-// F16/BF16: the 48 x (96 x p.n_group) tile of y at row block mb, column blocks from nb0.
+// F16/BF16: the tile of y at row block mb (at most 48 rows) by 96 x p.n_group columns from
+// column block nb0.
 // Each K block of A's rows is converted to FP32 once for all the task's column blocks;
 // B's 16-bit panels are widened in the micro-kernels' registers.
 void GemmTileHalf(const GemmParams& p, int64_t mb, int64_t nb0, float* scratch) {
@@ -217,8 +220,8 @@ void GemmTileHalf(const GemmParams& p, int64_t mb, int64_t nb0, float* scratch) 
   }
 }
 
-// BF16 arithmetic: one 48x96 tile of y from A's BF16 rows in place and panels in 2-deep
-// groups. The K blocks before the last sum into the FP32 scratch tile; the last one's
+// BF16 arithmetic: one tile of y (a row block by 96 columns) from A's BF16 rows in place
+// and panels in 2-deep groups. The K blocks before the last sum into the FP32 scratch tile; the last one's
 // kernels add the bias, apply GELU and store BF16 into y (tanh, the pooler's, after).
 void GemmTileBf16Dot(const GemmParams& p, const Bf16Kernels& bk, int64_t mb, int64_t nb, float* ctile) {
   const int64_t m0 = p.mt.begin(mb), p0 = nb * kPanelsPerTask, n0 = p0 * kNR;
@@ -303,9 +306,9 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   const int64_t n = w.n(), k = w.k();
   const DType t = x.dtype();
   const int64_t n_blocks = (n + kNB - 1) / kNB;
-  // Rows in blocks of 8 (the wide kernels' rows), so few rows still give every worker an
-  // equal share.
-  const TileRows mt = SplitTileRows(rows, kMB, kMRWide, be.num_workers());
+  // Row blocks of whole micro-kernel calls (8 rows for the wide kernels, else 6), so few
+  // rows still give every worker an equal share.
+  const TileRows mt = SplitTileRows(rows, kMB, GetMicroKernels().has_wide() ? kMRWide : kMR, be.num_workers());
   const int64_t m_blocks = mt.blocks;
   const Bf16Kernels& bk = GetBf16Kernels();
   if (pw.dot_isa() != nullptr && (t != DType::kBF16 || std::string_view(bk.isa) != pw.dot_isa())) {
@@ -325,7 +328,7 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   LaunchDesc desc;
   desc.kernel = GemmKernelName(t, w.dtype(), bias != nullptr, epilogue, dot);
   desc.grid = Dim3{col_tasks, m_blocks, 1};
-  desc.block = Dim3{kNB * group, m_blocks > 0 ? mt.rows(0) : kMB, 1};
+  desc.block = Dim3{kNB * group, m_blocks > 0 ? mt.most_rows() : kMB, 1};
   LinearCost(rows, n, k, bias != nullptr, epilogue, t, w.dtype()).Into(desc);
   if (dot) desc.pipe = "bf16_dot";
   desc.writes[0] = {y.data(), y.bytes()};

@@ -321,7 +321,8 @@ Status CpuQuantizeRows(CpuBackend& be, const Tensor& x, int64_t x_row_stride, Qu
 
 namespace {
 
-// FP32 rows out: tasks of 48-row by 64-column tiles; `y` streamed where it is big.
+// FP32 rows out: tasks of a row block (at most 48 rows, tile_rows.h) by 64 columns; `y`
+// streamed where it is big.
 Status Int8GemmToRows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDesc& desc, OpCost cost,
                       bool may_stream) {
   const bool big = may_stream && static_cast<double>(y.bytes()) > CpuInt8StreamingThresholdBytes(be.num_workers());
@@ -329,7 +330,7 @@ Status Int8GemmToRows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDesc& 
   p.dequant = PickDequantRow(*p.mk, p.bias != nullptr, p.epilogue, big, &p.gelu_fused, &p.streams);
   const TileRows mt = SplitTileRows(p.m, kMB, kAmxRows, be.num_workers());
   desc.grid = Dim3{p.n_blocks, mt.blocks, 1};
-  desc.block = Dim3{kNB, mt.blocks > 0 ? mt.rows(0) : kMB, 1};
+  desc.block = Dim3{kNB, mt.blocks > 0 ? mt.most_rows() : kMB, 1};
   cost.Into(desc);
   desc.writes[0] = {y.data(), y.bytes()};
   be.EnsureScratch(kMB * kNB);
@@ -380,7 +381,7 @@ Status Int8GemmToBf16Rows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDe
   p.dequant = PickDequantRow(*p.mk, p.bias != nullptr, p.epilogue, /*stream=*/false, &p.gelu_fused, &streams);
   const TileRows mt = SplitTileRows(p.m, kMB, kAmxRows, be.num_workers());
   desc.grid = Dim3{p.n_blocks, mt.blocks, 1};
-  desc.block = Dim3{kNB, mt.blocks > 0 ? mt.rows(0) : kMB, 1};
+  desc.block = Dim3{kNB, mt.blocks > 0 ? mt.most_rows() : kMB, 1};
   cost.bytes_written /= 2;  // two bytes an output, not four
   cost.Into(desc);
   desc.writes[0] = {y.data(), y.bytes()};

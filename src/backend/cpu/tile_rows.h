@@ -15,16 +15,22 @@ namespace tierscope {
 struct TileRows {
   int64_t m = 0, blocks = 0, granule = 1, granules = 0, uniform = 0;
   int64_t begin(int64_t b) const {
+    if (blocks == 0) return 0;
     return std::min(m, uniform > 0 ? b * uniform : granule * (b * granules / blocks));
   }
   int64_t rows(int64_t b) const { return begin(b + 1) - begin(b); }
+  // The most rows of a block (a launch's block size).
+  int64_t most_rows() const {
+    if (blocks == 0) return 0;
+    return std::min(m, uniform > 0 ? uniform : granule * ((granules + blocks - 1) / blocks));
+  }
 };
 
 // The row blocks of an m-row GEMM whose row blocks each make the same number of tasks, for
 // `workers` workers: blocks of max_rows (a multiple of granule) where there are at least 4
-// a worker, as before; else a multiple of the workers (at most one a granule), their
-// granules shared out evenly. With 2 workers, 128 rows in blocks of 48 gave one worker
-// 96 rows and the other 32 (a serial run's Linear: 25% of its time idle); now 4 of 32.
+// a worker; else a multiple of the workers (at most one a granule), the granules shared
+// out evenly, so that each worker's contiguous run of tasks holds as many rows. (128 rows
+// on 2 workers: 4 blocks of 32, where blocks of 48 would give one worker 96 rows.)
 inline TileRows SplitTileRows(int64_t m, int64_t max_rows, int64_t granule, int workers) {
   TileRows t;
   t.m = m;
