@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import re
@@ -143,19 +144,25 @@ def device_info(binary: str, threads: int) -> dict:
 
 def cliff(binary: str, model: str, a) -> dict:
     """batch-fp32 and batch-int8 samples/s at each --cliff-batches size (no cliff: every
-    one within 10% of the best), iterations scaled so each size times about as many samples."""
+    one within 10% of the best), iterations scaled so each size times about as many samples.
+    The sizes run twice, up then down, and each keeps its better run: this machine's speed
+    drifts by tens of percent between minutes, and one pass would lay the drift on whichever
+    sizes ran during a slow minute."""
     out: dict = {}
+    sizes = [int(x) for x in a.cliff_batches.split(",") if x]
     for mode in ("batch-fp32", "batch-int8"):
-        out[mode] = {}
-        for b in (int(x) for x in a.cliff_batches.split(",") if x):
+        runs: dict = {b: [] for b in sizes}
+        for b in sizes + sizes[::-1]:
             its = max(2, a.iterations * a.batch_size // b)
             try:
                 r = tierscope_bench(binary, model, mode, argparse.Namespace(**{**vars(a), "batch_size": b,
                                                                               "iterations": its}))
-                out[mode][b] = r["samples_per_s"]
+                runs[b].append(r["samples_per_s"])
             except subprocess.CalledProcessError as e:  # this size is n/a; the run goes on
                 print(f"  {mode} at batch {b} failed: {(e.stderr or '').strip()[:200]}")
-                out[mode][b] = float("nan")
+                runs[b].append(float("nan"))
+        # A size that failed once is n/a: a failure is not drift.
+        out[mode] = {b: float("nan") if any(math.isnan(v) for v in vals) else max(vals) for b, vals in runs.items()}
     return out
 
 
