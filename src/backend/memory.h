@@ -40,6 +40,26 @@ class MemoryAccounting {
   std::atomic<int64_t> live_{0}, peak_{0}, allocations_{0}, frees_{0};
 };
 
+// `bytes` rounded up to a multiple of `align` (a power of two), at least one.
+inline size_t AlignUp(size_t bytes, size_t align) {
+  const size_t r = (bytes + align - 1) / align * align;
+  return r == 0 ? align : r;
+}
+
+// The size class a block of `bytes` is allocated and cached under: `bytes` rounded up to
+// `align`, and from 64 KiB on first up to the next of four steps a doubling (1, 1.25, 1.5 or
+// 1.75 x 2^k). Buffers whose sizes change from call to call (a server's batches of varying
+// tokens) then find cached blocks of their class, where exact sizes would each take fresh
+// memory (and its page faults), for at most a quarter more bytes a block.
+inline size_t SizeClass(size_t bytes, size_t align) {
+  if (bytes >= (size_t{64} << 10) && bytes <= SIZE_MAX / 4) {
+    const int k = 63 - __builtin_clzll(static_cast<unsigned long long>(bytes));  // 2^k <= bytes
+    const size_t step = size_t{1} << (k - 2);
+    bytes = (bytes + step - 1) / step * step;
+  }
+  return AlignUp(bytes, align);
+}
+
 // Freed blocks kept by (rounded) size and handed out again, as a caching allocator does,
 // at most max_bytes in all (thread-safe). Shared by the CPU and CUDA backends.
 class BlockCache {

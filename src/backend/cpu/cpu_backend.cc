@@ -146,12 +146,12 @@ namespace {
 // ASan, whose bounds checks would then stop at the 2 MiB multiple, not at the buffer's end.
 bool OnHugePages(size_t bytes) { return !kSanitized && bytes >= kHugePage && bytes <= SIZE_MAX / 2; }
 
-// The bytes a buffer of `bytes` takes (its block cache key): whole 64-byte lines, or whole
-// huge pages.
+// The bytes a buffer of `bytes` takes (its block cache key): its size class (memory.h) in
+// whole 64-byte lines, or whole huge pages. Under ASan, whole lines only: its bounds checks
+// then stop at the buffer's end (and nothing is cached).
 size_t RoundedSize(size_t bytes) {
-  if (OnHugePages(bytes)) return (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  return rounded == 0 ? kAlignment : rounded;
+  if (kSanitized) return AlignUp(bytes, kAlignment);
+  return SizeClass(bytes, OnHugePages(bytes) ? kHugePage : kAlignment);
 }
 }  // namespace
 

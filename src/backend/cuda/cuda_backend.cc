@@ -12,10 +12,9 @@ namespace {
 
 constexpr size_t kAlignment = 256;
 
-size_t RoundedSize(size_t bytes) {
-  const size_t r = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  return r == 0 ? kAlignment : r;
-}
+// Exact sizes in whole 256-byte units: a size class (memory.h) would reserve up to a
+// quarter more device memory for each weight.
+size_t RoundedSize(size_t bytes) { return AlignUp(bytes, kAlignment); }
 
 }  // namespace
 
