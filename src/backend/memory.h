@@ -50,7 +50,8 @@ inline size_t AlignUp(size_t bytes, size_t align) {
 // `align`, and from 64 KiB on first up to the next of four steps a doubling (1, 1.25, 1.5 or
 // 1.75 x 2^k). Buffers whose sizes change from call to call (a server's batches of varying
 // tokens) then find cached blocks of their class, where exact sizes would each take fresh
-// memory (and its page faults), for at most a quarter more bytes a block.
+// memory (and its page faults): at most a quarter more bytes a block, plus what `align`
+// itself adds (a huge page's 2 MiB can add more).
 inline size_t SizeClass(size_t bytes, size_t align) {
   if (bytes >= (size_t{64} << 10) && bytes <= SIZE_MAX / 4) {
     const int k = 63 - __builtin_clzll(static_cast<unsigned long long>(bytes));  // 2^k <= bytes

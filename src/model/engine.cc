@@ -96,7 +96,9 @@ StatusOr<MemoryNeed> BertEngine::NeedOf(double tokens, double act_tokens, int64_
   // (3H), the attention context, its projection, the first LayerNorm, the intermediate
   // (I), the output projection and the layer's result are all alive together, for the
   // act_tokens of one row block; the whole batch's output (where it runs in blocks) and
-  // hidden states are alive throughout.
+  // hidden states are alive throughout. Requested bytes, as the live and peak accounting
+  // counts them: the CPU's size classes (backend/memory.h) reserve up to a quarter more
+  // address space, whose untouched pages take no memory.
   double whole = act_tokens < tokens ? H : 0;  // each block's output copied into the batch's
   double host_out = H;  // last_hidden_state in FP32
   if (options.hidden_states) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cfloat>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -14,6 +15,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel_bf16.h"
+#include "core/allocator.h"
 
 namespace tierscope {
 namespace {
@@ -309,6 +311,38 @@ TEST(CpuAttentionTest, Fp32RowsInBf16ArithmeticRunTheBf16PathOrFp32Where) {
       EXPECT_EQ(std::memcmp(packed.data(), got.data(), got.bytes()), 0) << v.isa << " H " << H << " BF16 rows";
     }
   }
+}
+
+// Freed blocks are handed out again by size class: a slightly different size reuses the
+// block (a server's batches of varying tokens), and a class of 2 MiB and more is whole huge
+// pages on a 2 MiB boundary, whichever request made it (a 1.9 MiB one's class is 2 MiB).
+// Under a sanitizer nothing is cached and no huge page is used.
+TEST(CpuBackendTest, BlocksAreReusedBySizeClassAndLargeClassesSitOnHugePageBoundaries) {
+  CpuBackend be(1);
+  const size_t mib = size_t{1} << 20;
+  auto take = [&](size_t bytes) {
+    auto p = be.Allocate(bytes);
+    EXPECT_TRUE(p.ok());
+    return p.ok() ? *p : nullptr;
+  };
+  void* a = take(mib * 19 / 10);
+  be.Deallocate(a, mib * 19 / 10);
+  void* b = take(2 * mib);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % 64, 0u);
+  if (!kSanitizedAllocator) {
+    EXPECT_EQ(b, a);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % (2 * mib), 0u);
+  }
+  be.Deallocate(b, 2 * mib);
+  using Sizes = std::pair<size_t, size_t>;
+  for (const auto& [first, second] : {Sizes{100 * 1024 + 8, 110 * 1024}, Sizes{5 * mib + 1, 6 * mib - 64}}) {
+    void* c = take(first);
+    be.Deallocate(c, first);
+    void* d = take(second);
+    if (!kSanitizedAllocator) EXPECT_EQ(d, c) << first << " then " << second;
+    be.Deallocate(d, second);
+  }
+  EXPECT_EQ(be.Allocate(SIZE_MAX / 2).status().code(), StatusCode::kResourceExhausted);
 }
 
 TEST(CpuBackendTest, MemoryAccountingTracksLiveAndPeakBytes) {

@@ -140,25 +140,32 @@ CpuBackend::~CpuBackend() {
 }
 
 namespace {
-// Buffers of 2 MiB and more sit on transparent huge pages (as PyTorch's CPU allocator does
+// Buffers whose size class is 2 MiB and more sit on transparent huge pages (as PyTorch's CPU allocator does
 // under THP_MEM_ALLOC_ENABLE): the embedding gather and the GEMMs' panels then miss the TLB
 // 512 times less (+2-6% on the tiny model's batch runs, where THP is "madvise"). Not under
 // ASan, whose bounds checks would then stop at the 2 MiB multiple, not at the buffer's end.
 bool OnHugePages(size_t bytes) { return !kSanitized && bytes >= kHugePage && bytes <= SIZE_MAX / 2; }
 
 // The bytes a buffer of `bytes` takes (its block cache key): its size class (memory.h) in
-// whole 64-byte lines, or whole huge pages. Under ASan, whole lines only: its bounds checks
-// then stop at the buffer's end (and nothing is cached).
+// whole 64-byte lines, or, where that reaches 2 MiB, whole huge pages. Under ASan, whole
+// lines only: its bounds checks then stop at the buffer's end (and nothing is cached).
 size_t RoundedSize(size_t bytes) {
   if (kSanitized) return AlignUp(bytes, kAlignment);
-  return SizeClass(bytes, OnHugePages(bytes) ? kHugePage : kAlignment);
+  const size_t lines = SizeClass(bytes, kAlignment);
+  return OnHugePages(lines) ? AlignUp(lines, kHugePage) : lines;
 }
 }  // namespace
 
 StatusOr<void*> CpuBackend::Allocate(size_t bytes) {
+  if (bytes > SIZE_MAX / 4) {
+    return ResourceExhausted("cpu backend: cannot allocate " + std::to_string(bytes) + " bytes");
+  }
   const size_t rounded = RoundedSize(bytes);
   void* p = cache_.Take(rounded);
-  if (p == nullptr && OnHugePages(bytes)) {
+  // Decided by the class, not the request: every class of 2 MiB and more is then a whole
+  // number of huge pages on a 2 MiB boundary, whichever request made the cached block (a
+  // 1.9 MiB request's class is 2 MiB too).
+  if (p == nullptr && OnHugePages(rounded)) {
     p = std::aligned_alloc(kHugePage, rounded);
     // Only advice: a kernel without THP keeps small pages.
     if (p != nullptr) (void)madvise(p, rounded, MADV_HUGEPAGE);

@@ -1,5 +1,5 @@
 // CpuBackend: host memory with live/peak accounting and a block cache (freed blocks are
-// kept by size and handed out again, so a steady stream of same-shaped forwards neither
+// kept by size class and handed out again, so a steady stream of same-shaped forwards neither
 // calls the allocator nor faults fresh pages in), a backend-owned thread pool, and
 // Launch, which runs a kernel as a parallel-for over its grid of tasks.
 #ifndef TIERSCOPE_BACKEND_CPU_CPU_BACKEND_H_
@@ -66,7 +66,7 @@ class CpuBackend : public Backend {
   std::vector<std::byte> flush_;  // FlushCaches' buffer, twice the last-level cache
   int64_t flushes_ = 0;
   MemoryAccounting accounting_;
-  // Freed blocks by rounded size, at most 1 GiB in all (none under AddressSanitizer,
+  // Freed blocks by size class, at most 1 GiB in all (none under AddressSanitizer,
   // so use-after-free is caught).
   BlockCache cache_;
 };
