@@ -32,8 +32,7 @@ Status CpuCopyInto(CpuBackend& be, const Tensor& src, Tensor& dst, size_t dst_by
   // 64-byte lines begin, so no two workers write one line.
   const auto base = static_cast<int64_t>(reinterpret_cast<uintptr_t>(d) % 64);
   const auto edge = [&](int64_t t) {
-    if (t == 0 || t == tasks) return t == 0 ? int64_t{0} : n;
-    return std::clamp<int64_t>((base + n * t / tasks) / 64 * 64 - base, 0, n);
+    return t == tasks ? n : std::clamp<int64_t>((base + n * t / tasks) / 64 * 64 - base, 0, n);
   };
   return be.Launch(desc, [&](int64_t task, int) {
     const int64_t begin = edge(task), end = edge(task + 1);

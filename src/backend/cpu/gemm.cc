@@ -221,8 +221,9 @@ void GemmTileHalf(const GemmParams& p, int64_t mb, int64_t nb0, float* scratch) 
 }
 
 // BF16 arithmetic: one tile of y (a row block by 96 columns) from A's BF16 rows in place
-// and panels in 2-deep groups. The K blocks before the last sum into the FP32 scratch tile; the last one's
-// kernels add the bias, apply GELU and store BF16 into y (tanh, the pooler's, after).
+// and panels in 2-deep groups. The K blocks before the last sum into the FP32 scratch
+// tile; the last one's kernels add the bias, apply GELU and store BF16 into y (tanh, the
+// pooler's, after).
 void GemmTileBf16Dot(const GemmParams& p, const Bf16Kernels& bk, int64_t mb, int64_t nb, float* ctile) {
   const int64_t m0 = p.mt.begin(mb), p0 = nb * kPanelsPerTask, n0 = p0 * kNR;
   const int64_t rows = p.mt.rows(mb);
@@ -328,7 +329,7 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   LaunchDesc desc;
   desc.kernel = GemmKernelName(t, w.dtype(), bias != nullptr, epilogue, dot);
   desc.grid = Dim3{col_tasks, m_blocks, 1};
-  desc.block = Dim3{kNB * group, m_blocks > 0 ? mt.most_rows() : kMB, 1};
+  desc.block = Dim3{kNB * group, mt.most_rows(), 1};
   LinearCost(rows, n, k, bias != nullptr, epilogue, t, w.dtype()).Into(desc);
   if (dot) desc.pipe = "bf16_dot";
   desc.writes[0] = {y.data(), y.bytes()};

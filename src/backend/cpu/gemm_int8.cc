@@ -63,9 +63,6 @@ class CpuInt8Weight : public PackedWeight {
 using DequantRowFn = void (*)(const int32_t* a, const int32_t* cs, const float* sw, const float* bias,
                               float sx, int32_t zp, float* out, int64_t n);
 
-// kStream: rows written with non-temporal stores where they are aligned (an output too
-// big to stay in the cores' caches for its reader: streaming it skips the read for
-// ownership a cached store makes, a third of the traffic); the tail stores as usual.
 // Sixteen outputs from column j of a row's int32 sums `a` (lanes past m zero): (a - zp * cs)
 // * (sx * sw) (+ bias). The one dequantization of the AVX-512 rows, FP32 or BF16 out.
 template <bool kBias>
@@ -78,6 +75,9 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 DequantLanes16(
   return kBias ? _mm512_fmadd_ps(s, d, _mm512_maskz_loadu_ps(m, bias + j)) : _mm512_mul_ps(s, d);
 }
 
+// kStream: rows written with non-temporal stores where they are aligned (an output too
+// big to stay in the cores' caches for its reader: streaming it skips the read for
+// ownership a cached store makes, a third of the traffic); the tail stores as usual.
 template <bool kBias, bool kGelu, bool kStream>
 __attribute__((target("avx512f"))) void DequantRowAvx512(const int32_t* a, const int32_t* cs, const float* sw,
                                                          const float* bias, float sx, int32_t zp, float* out,
@@ -321,6 +321,15 @@ Status CpuQuantizeRows(CpuBackend& be, const Tensor& x, int64_t x_row_stride, Qu
 
 namespace {
 
+// The row blocks (whole AMX tiles) of the tasks of a Linear that writes rows, one a row
+// block and column block; sets the launch's grid and block to them.
+TileRows SetTileGrid(const Int8GemmParams& p, int workers, LaunchDesc& desc) {
+  const TileRows mt = SplitTileRows(p.m, kMB, kAmxRows, workers);
+  desc.grid = Dim3{p.n_blocks, mt.blocks, 1};
+  desc.block = Dim3{kNB, mt.most_rows(), 1};
+  return mt;
+}
+
 // FP32 rows out: tasks of a row block (at most 48 rows, tile_rows.h) by 64 columns; `y`
 // streamed where it is big.
 Status Int8GemmToRows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDesc& desc, OpCost cost,
@@ -328,9 +337,7 @@ Status Int8GemmToRows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDesc& 
   const bool big = may_stream && static_cast<double>(y.bytes()) > CpuInt8StreamingThresholdBytes(be.num_workers());
   p.y = static_cast<float*>(y.data());
   p.dequant = PickDequantRow(*p.mk, p.bias != nullptr, p.epilogue, big, &p.gelu_fused, &p.streams);
-  const TileRows mt = SplitTileRows(p.m, kMB, kAmxRows, be.num_workers());
-  desc.grid = Dim3{p.n_blocks, mt.blocks, 1};
-  desc.block = Dim3{kNB, mt.blocks > 0 ? mt.most_rows() : kMB, 1};
+  const TileRows mt = SetTileGrid(p, be.num_workers(), desc);
   cost.Into(desc);
   desc.writes[0] = {y.data(), y.bytes()};
   be.EnsureScratch(kMB * kNB);
@@ -338,8 +345,8 @@ Status Int8GemmToRows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDesc& 
     // The worker's scratch holds the int32 tile; it is only ever written and read as int32
     // in this launch (std::vector<float> storage reused, sizes equal).
     static_assert(sizeof(float) == sizeof(int32_t));
-    const int64_t m0 = mt.begin(task / p.n_blocks), nb = task % p.n_blocks;
-    Int8GemmTile(p, m0, mt.rows(task / p.n_blocks), nb, reinterpret_cast<int32_t*>(be.scratch(worker)),
+    const int64_t mb = task / p.n_blocks, nb = task % p.n_blocks, m0 = mt.begin(mb);
+    Int8GemmTile(p, m0, mt.rows(mb), nb, reinterpret_cast<int32_t*>(be.scratch(worker)),
                  p.y + m0 * p.n + nb * kNB, p.n);
     if (p.streams) _mm_sfence();  // the streamed rows are visible before the task ends
   });
@@ -379,9 +386,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void DequantTile
 Status Int8GemmToBf16Rows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDesc& desc, OpCost cost) {
   bool streams = false;
   p.dequant = PickDequantRow(*p.mk, p.bias != nullptr, p.epilogue, /*stream=*/false, &p.gelu_fused, &streams);
-  const TileRows mt = SplitTileRows(p.m, kMB, kAmxRows, be.num_workers());
-  desc.grid = Dim3{p.n_blocks, mt.blocks, 1};
-  desc.block = Dim3{kNB, mt.blocks > 0 ? mt.most_rows() : kMB, 1};
+  const TileRows mt = SetTileGrid(p, be.num_workers(), desc);
   cost.bytes_written /= 2;  // two bytes an output, not four
   cost.Into(desc);
   desc.writes[0] = {y.data(), y.bytes()};
@@ -391,8 +396,8 @@ Status Int8GemmToBf16Rows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDe
   return be.Launch(desc, [&](int64_t task, int worker) {
     auto* acc = reinterpret_cast<int32_t*>(be.scratch(worker));  // int32 only, as above
     float* tile = be.scratch(worker) + kMB * kNB;
-    const int64_t m0 = mt.begin(task / p.n_blocks), nb = task % p.n_blocks;
-    const int64_t rows = mt.rows(task / p.n_blocks), n0 = nb * kNB, cols = std::min<int64_t>(kNB, p.n - n0);
+    const int64_t mb = task / p.n_blocks, nb = task % p.n_blocks, m0 = mt.begin(mb);
+    const int64_t rows = mt.rows(mb), n0 = nb * kNB, cols = std::min<int64_t>(kNB, p.n - n0);
     if (direct) {  // no epilogue, the AVX-512 dequantization: straight to BF16
       Int8TileSums(p, m0, rows, nb, acc);
       if (p.bias != nullptr) {
