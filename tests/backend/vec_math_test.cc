@@ -121,8 +121,8 @@ TEST(VecMathTest, EightLaneExpAndErfMatchADoubleReference) {
 }
 
 // The 16-lane kernels (AVX-512 hosts) against libm in double, and the two GELU paths
-// (16 lanes, whose division is a reciprocal and a Newton step, and 8 lanes, which divide)
-// against each other: the 8-lane one is no longer what GeluInPlace runs on such a host.
+// (16 lanes, from the table of Phi's polynomials, and 8 lanes, Erf8's rational) against
+// each other: the 8-lane one is no longer what GeluInPlace runs on such a host.
 __attribute__((target("avx512f"))) void CheckSixteenLanes() {
   for (float x0 = -87.0f; x0 <= 88.0f; x0 += 0.37f) {
     alignas(64) float x[16], e[16];
@@ -133,14 +133,34 @@ __attribute__((target("avx512f"))) void CheckSixteenLanes() {
     for (int l = 0; l < 16; ++l) ASSERT_NEAR(e[l] / std::exp(static_cast<double>(x[l])), 1.0, 3e-7) << x[l];
     for (int l = 0; l < 8; ++l) ASSERT_EQ(e[l], e8[l]) << "Exp16 and Exp8 are the same operations, at " << x[l];
   }
-  for (float x0 = -6.0f; x0 <= 6.0f; x0 += 0.013f) {
-    alignas(64) float x[16], r[16];
-    for (int l = 0; l < 16; ++l) x[l] = x0 + 0.001f * static_cast<float>(l);
-    _mm512_store_ps(r, Erf16(_mm512_load_ps(x)));
+  // Gelu16's table against the exact GELU on a fine grid across every interval and past
+  // the last (|x| >= 5.30: x or 0 exactly), and its edge cases.
+  for (float x0 = -12.0f; x0 <= 12.0f; x0 += 16 * 0.0007f) {
+    alignas(64) float x[16], g[16];
+    for (int l = 0; l < 16; ++l) x[l] = x0 + 0.0007f * static_cast<float>(l);
+    _mm512_store_ps(g, Gelu16(_mm512_load_ps(x)));
     for (int l = 0; l < 16; ++l) {
-      ASSERT_NEAR(r[l], std::erf(static_cast<double>(x[l])), 1e-6) << x[l];
-      ASSERT_LE(std::fabs(r[l]), 1.0f) << x[l];
+      const double want = 0.5 * x[l] * (1.0 + std::erf(x[l] / std::sqrt(2.0)));
+      ASSERT_NEAR(g[l], want, 1.5e-7 * std::max(1.0f, std::fabs(x[l]))) << x[l];
+      if (std::fabs(x[l]) >= 5.31f) ASSERT_EQ(g[l], x[l] > 0 ? x[l] : 0.0f) << x[l];
     }
+  }
+  alignas(64) float edge[16] = {0.0f, -0.0f, 1e-30f, -1e-30f, NAN, INFINITY, 3e38f, -3e38f,
+                                5.3033f, -5.3033f, 1.0f, -1.0f, 0.35355f, -0.35355f, 2.0f, -2.0f};
+  alignas(64) float ge[16];
+  _mm512_store_ps(ge, Gelu16(_mm512_load_ps(edge)));
+  EXPECT_EQ(ge[0], 0.0f);
+  EXPECT_EQ(ge[1], 0.0f);
+  EXPECT_FLOAT_EQ(ge[2], 0.5e-30f);
+  EXPECT_FLOAT_EQ(ge[3], -0.5e-30f);
+  EXPECT_TRUE(std::isnan(ge[4]));
+  EXPECT_EQ(ge[5], INFINITY);
+  EXPECT_EQ(ge[6], 3e38f);
+  EXPECT_EQ(ge[7], 0.0f);
+  for (int l = 8; l < 16; ++l) {
+    EXPECT_NEAR(ge[l], 0.5 * edge[l] * (1.0 + std::erf(edge[l] / std::sqrt(2.0))),
+                1.5e-7 * std::max(1.0f, std::fabs(edge[l])))
+        << edge[l];
   }
   std::vector<float> x(1003);
   for (size_t i = 0; i < x.size(); ++i) x[i] = -12.0f + 24.0f * static_cast<float>(i) / x.size();
@@ -159,7 +179,7 @@ __attribute__((target("avx512f"))) void CheckSixteenLanes() {
   }
 }
 
-TEST(VecMathTest, SixteenLaneExpErfAndGeluMatchADoubleReferenceAndTheEightLaneOnes) {
+TEST(VecMathTest, SixteenLaneExpAndGeluMatchADoubleReferenceAndTheEightLaneOnes) {
   if (!RunsAvx512()) GTEST_SKIP() << "no AVX-512 here: GeluInPlace and ExpShiftSum run the 8-lane code tested above";
   CheckSixteenLanes();
 }
