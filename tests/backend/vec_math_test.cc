@@ -131,7 +131,17 @@ __attribute__((target("avx512f"))) void CheckSixteenLanes() {
     alignas(32) float e8[8];
     _mm256_store_ps(e8, Exp8(_mm256_load_ps(x)));
     for (int l = 0; l < 16; ++l) ASSERT_NEAR(e[l] / std::exp(static_cast<double>(x[l])), 1.0, 3e-7) << x[l];
-    for (int l = 0; l < 8; ++l) ASSERT_EQ(e[l], e8[l]) << "Exp16 and Exp8 are the same operations, at " << x[l];
+    for (int l = 0; l < 8; ++l) ASSERT_EQ(e[l], e8[l]) << "Exp16 and Exp8 give the same normal floats, at " << x[l];
+  }
+  // Below -87.98 (fx = -127), Exp16 gives exp's subnormal value where Exp8 flushes to 0.
+  for (float x0 = -88.37f; x0 <= -87.99f; x0 += 0.0237f) {
+    alignas(64) float x[16], e[16];
+    for (int l = 0; l < 16; ++l) x[l] = x0 + 0.0011f * static_cast<float>(l);
+    _mm512_store_ps(e, Exp16(_mm512_load_ps(x)));
+    for (int l = 0; l < 16; ++l) {
+      ASSERT_NEAR(e[l] / std::exp(static_cast<double>(x[l])), 1.0, 1e-6) << x[l];
+      ASSERT_EQ(std::fpclassify(e[l]), FP_SUBNORMAL) << x[l];
+    }
   }
   // Gelu16's table against the exact GELU on a fine grid across every interval and past
   // the last (|x| >= 5.30: x or 0 exactly), and its edge cases.
