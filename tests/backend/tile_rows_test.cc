@@ -71,5 +71,36 @@ TEST(TileRowsTest, ManyRowsKeepBlocksOfTheMostRowsAndNoRowsNone) {
   EXPECT_EQ(SplitTileRows(128, 48, 8, 1).blocks, 3);  // one worker: nothing to balance
 }
 
+TEST(TileRowsTest, WholeRowTasksGiveEveryWorkerAsManyRowsWithinAGranule) {
+  // MiniLM's INT8 FFN-up in a 1,024-row block on 2 workers: 22 blocks of 48 or 32 rows,
+  // 512 a worker (uniform 48-row blocks gave 528 and 496).
+  const TileRows block = SplitRowTasks(1024, 48, 16, 2);
+  EXPECT_EQ(block.blocks, 22);
+  EXPECT_EQ(block.most_rows(), 48);
+  EXPECT_EQ(Shares(block, 2), (std::vector<int64_t>{512, 512}));
+  // Few rows: blocks of 32 or 16 as the codes path had them (at least 4 a worker where the
+  // granules allow).
+  EXPECT_EQ(SplitRowTasks(128, 48, 16, 2).blocks, 8);
+  EXPECT_EQ(SplitRowTasks(0, 48, 16, 2).blocks, 0);
+  for (int workers : {1, 2, 3, 4}) {
+    for (int64_t m = 1; m <= 2048; ++m) {
+      const TileRows t = SplitRowTasks(m, 48, 16, workers);
+      const std::string what = std::to_string(m) + " rows, " + std::to_string(workers) + " workers";
+      ASSERT_EQ(t.begin(0), 0) << what;
+      ASSERT_EQ(t.begin(t.blocks), m) << what;
+      for (int64_t b = 0; b < t.blocks; ++b) {
+        ASSERT_GT(t.rows(b), 0) << what << " block " << b;
+        ASSERT_LE(t.rows(b), 48) << what << " block " << b;
+        ASSERT_EQ(t.begin(b) % 16, 0) << what << " block " << b;
+      }
+      if (t.blocks < t.granules) ASSERT_EQ(t.blocks % workers, 0) << what;
+      const std::vector<int64_t> s = Shares(t, workers);
+      const auto [lo, hi] = std::minmax_element(s.begin(), s.end());
+      // Within a granule, but for the last block's part (m need not fill its granule).
+      ASSERT_LE(*hi - *lo, 16 + (16 - m % 16) % 16) << what;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tierscope

@@ -206,14 +206,6 @@ void Int8GemmTile(const Int8GemmParams& p, int64_t m0, int64_t rows, int64_t nb,
   }
 }
 
-// Rows of one task of the Linear that writes codes: 48 (whole AMX tiles), or 32 or 16
-// where fewer rows would leave the workers too few tasks (each task holds whole rows).
-int64_t CodeRowsPerTask(int64_t rows, int workers) {
-  int64_t mb = kMB;
-  while (mb > kAmxRows && (rows + mb - 1) / mb < 4 * int64_t{workers}) mb -= kAmxRows;
-  return mb;
-}
-
 // The GEMM's name; `codes`: its output rows are quantized (u8 out), not written in FP32;
 // `bf16`: written in BF16.
 const char* Int8GemmKernelName(bool bias, Epilogue e, bool codes, bool bf16 = false) {
@@ -418,8 +410,10 @@ Status Int8GemmToCodes(CpuBackend& be, Int8GemmParams& p, QuantizedRows& y_codes
   const int64_t rows = p.m, n = p.n;
   bool streams = false;
   p.dequant = PickDequantRow(*p.mk, p.bias != nullptr, p.epilogue, /*stream=*/false, &p.gelu_fused, &streams);
-  const int64_t mb = CodeRowsPerTask(rows, be.num_workers()), kp_out = PaddedCodeBytes(n);
-  desc.grid = Dim3{(rows + mb - 1) / mb, 1, 1};
+  // Whole-row tasks, too coarse for stealing to even out: as many rows a worker (tile_rows.h).
+  const TileRows mt = SplitRowTasks(rows, kMB, kAmxRows, be.num_workers());
+  const int64_t mb = mt.most_rows(), kp_out = PaddedCodeBytes(n);
+  desc.grid = Dim3{mt.blocks, 1, 1};
   desc.block = Dim3{n, mb, 1};
   WithQuantizedOutput(cost, rows, n, kp_out, /*keep_fp32=*/false).Into(desc);
   desc.writes = {MemRange{y_codes.codes.data(), y_codes.codes.bytes()},
@@ -431,7 +425,7 @@ Status Int8GemmToCodes(CpuBackend& be, Int8GemmParams& p, QuantizedRows& y_codes
   return be.Launch(desc, [&](int64_t task, int worker) {
     auto* acc = reinterpret_cast<int32_t*>(be.scratch(worker));  // int32 only, as above
     float* out = be.scratch(worker) + kMB * kNB;
-    const int64_t m0 = task * mb, m = std::min(mb, rows - m0);
+    const int64_t m0 = mt.begin(task), m = mt.rows(task);
     for (int64_t nb = 0; nb < p.n_blocks; ++nb) Int8GemmTile(p, m0, m, nb, acc, out + nb * kNB, n);
     for (int64_t r = 0; r < m; ++r) quantize_row(out + r * n, n, kp_out, qd + (m0 + r) * kp_out, qp + (m0 + r) * 2);
   });

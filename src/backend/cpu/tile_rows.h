@@ -1,6 +1,7 @@
 // How a CPU GEMM's rows are cut into the row blocks of its tasks: blocks of the kernel's
-// most rows, or, where there are few, as many blocks as make each worker's share of the
-// tasks equal (the pool hands each worker a contiguous run of task indices).
+// most rows, or, where there are few (or each task holds whole rows), as many blocks as
+// make each worker's share of the tasks equal (the pool hands each worker a contiguous run
+// of task indices).
 #ifndef TIERSCOPE_BACKEND_CPU_TILE_ROWS_H_
 #define TIERSCOPE_BACKEND_CPU_TILE_ROWS_H_
 
@@ -45,6 +46,26 @@ inline TileRows SplitTileRows(int64_t m, int64_t max_rows, int64_t granule, int 
     return t;
   }
   t.blocks = std::min(t.granules, (fewest + workers - 1) / workers * workers);
+  return t;
+}
+
+// The row blocks of a launch whose tasks each hold whole rows (an INT8 Linear writing
+// codes: a row's range must be known before it is quantized): as many blocks as max_rows
+// make, or blocks of fewer granules where that leaves under 4 a worker, rounded up to a
+// multiple of the workers, the granules shared out evenly. Each worker's contiguous run of
+// tasks then holds as many rows, within a granule: 1,024 rows in 48-row blocks on 2
+// workers make 22 blocks of 48 or 32 rows, 512 rows a worker, where uniform blocks gave
+// one worker 528 and the other 496 (a whole-row task is too coarse for stealing to even
+// that out).
+inline TileRows SplitRowTasks(int64_t m, int64_t max_rows, int64_t granule, int workers) {
+  const int64_t w = std::max(1, workers);
+  int64_t most = max_rows;
+  while (most > granule && (m + most - 1) / most < 4 * w) most -= granule;
+  TileRows t;
+  t.m = m;
+  t.granule = granule;
+  t.granules = (m + granule - 1) / granule;
+  t.blocks = std::min(t.granules, ((m + most - 1) / most + w - 1) / w * w);
   return t;
 }
 
