@@ -3,8 +3,9 @@
 normal CDF, on 16 intervals of s = |x| * 2 sqrt(2) (interval k: s in [k, k + 1), t = s - k),
 a degree-5 polynomial in t on each, from a Chebyshev fit in double at 60 nodes, rounded to
 float. Interval 15 (|x| >= 5.30, where 1 - Phi < 5.7e-8) holds 1 exactly. Run it with
-numpy installed; it also prints the largest error of the float coefficients on each
-interval (at 4,001 points, in double).
+numpy installed; it also prints the largest error of the float coefficients over
+intervals 0-14 (at 4,001 points each, evaluated in double; Gelu16 evaluates in float,
+which adds rounding: tests/backend/vec_math_test.cc bounds the GELU it gives).
 """
 import math
 

@@ -115,7 +115,8 @@ TEST_P(QuantizeInProducerTest, ALinearFromCodesGivesWhatALinearFromFp32RowsGives
   // Rows from one to past a few 48-row tiles; columns past whole 64-column blocks; K odd,
   // short and past one AMX tile; x read at a row stride.
   // m: 1 (too few rows for whole-row tasks: tiles, then quantized), then whole-row tasks of
-  // 16 (50 to 200 rows), 32 (300) and 48 (400) rows, with two workers.
+  // 16 (50 to 200 rows), 16 or 32 (300) and 32 or 48 (400) rows, with two workers
+  // (tile_rows.h's SplitRowTasks).
   for (const auto& [m, n, k, stride] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 17, 3, 5},
                                          {50, 100, 130, 130}, {130, 72, 64, 70}, {200, 512, 128, 128},
                                          {300, 40, 20, 20}, {400, 33, 70, 72}}) {

@@ -127,7 +127,8 @@ inline bool RunsAvx512() {
 // Phi(|x|), the normal CDF, for Gelu16: on 16 intervals of s = |x| 2 sqrt(2) (interval k
 // holds s in [k, k + 1)), a degree-5 polynomial in t = s - k, coefficient i of interval k
 // at [i][k] (scripts/gelu_table.py: Chebyshev fits in double, within 3.1e-8 of Phi with
-// the coefficients in float). Interval 15, |x| >= 5.30 (1 - Phi < 5.7e-8), holds 1.
+// the coefficients in float; evaluated in float, ~7.5e-8). Interval 15, |x| >= 5.30, holds
+// 1 (1 - Phi < 5.7e-8 there).
 alignas(64) inline constexpr float kGeluPhi[6][16] = {
     {5.000000000e-01f, 6.381632090e-01f, 7.602499127e-01f, 8.555778265e-01f, 9.213504195e-01f, 9.614500403e-01f, 9.830525517e-01f, 9.933358431e-01f, 9.976611137e-01f, 9.992686510e-01f, 9.997965097e-01f, 9.999496937e-01f, 9.999889731e-01f, 9.999978542e-01f, 9.999996424e-01f, 1.000000000e+00f},
     {1.410473138e-01f, 1.325015575e-01f, 1.098476425e-01f, 8.036633581e-02f, 5.188849941e-02f, 2.956523560e-02f, 1.486635022e-02f, 6.596894003e-03f, 2.583366353e-03f, 8.927765884e-04f, 2.722756471e-04f, 7.327954518e-05f, 1.740457446e-05f, 3.647953235e-06f, 6.747437169e-07f, 0.000000000e+00f},
@@ -141,9 +142,11 @@ alignas(64) inline constexpr float kGeluPhi[6][16] = {
 // GELU(x) = x Phi(x) = min(x, 0) + |x| Phi(|x|) (Phi(-a) = 1 - Phi(a)), Phi from the table
 // above: the interval's coefficients picked with vpermps (the shuffle ports), five FMAs,
 // where Erf8's rational takes a dozen multiplies and a division: 1.6x the GELUs a cycle
-// on Zen 4. Within 1.2e-7 x max(1, |x|) of the exact GELU (tests/backend/vec_math_test.cc),
-// where the 8-lane and scalar ones are within 1.9e-7; |x| >= 5.30 gives x or 0 exactly, a
-// NaN gives a NaN (the clamp's vminps keeps the bound, the FMA the NaN).
+// on Zen 4 (measured there; Intel's server cores issue vpermps on a port of an FMA unit).
+// Within 1.2e-7 x max(1, |x|) of the exact GELU (tests/backend/vec_math_test.cc), where
+// the 8-lane and scalar ones are within 1.9e-7; finite |x| >= 5.30 gives x or +0 exactly,
+// a NaN gives a NaN (the clamp's vminps keeps the bound, the FMA the NaN), and -inf a NaN
+// (-inf + inf), as the rational versions give.
 __attribute__((target("avx512f"))) inline __m512 Gelu16(__m512 x) {
   const __m512 ax = _mm512_abs_ps(x);
   const __m512 s = _mm512_min_ps(_mm512_mul_ps(ax, _mm512_set1_ps(2.82842712474619010f)), _mm512_set1_ps(15.999999f));
@@ -220,10 +223,10 @@ inline float MaxOf(const float* s, int64_t n) {
 }
 
 #ifdef TIERSCOPE_VEC_AVX2
-// Exp8 on sixteen lanes: the same operations but the last, y 2^fx in one vscalefps where
-// Exp8 builds 2^fx's bits (4 operations fewer of 19), so the same results wherever 2^fx is
-// a normal float; at fx = -127 (x below -87.98) Exp8 flushes to 0 and Exp16 gives the
-// subnormal y 2^-127, as exp's true value is.
+// Exp8 on sixteen lanes, the same results: the same operations but for y 2^fx, one
+// vscalefps where Exp8 builds 2^fx's bits (3 operations fewer of 19), zero where fx is
+// -127 (x below -87.68, a masked score among them) as Exp8's clamped bits give: exactly
+// 0, no subnormal for the P.V FMAs to take (Intel cores take microcode assists on them).
 __attribute__((target("avx512f"))) inline __m512 Exp16(__m512 x) {
   x = _mm512_min_ps(_mm512_set1_ps(88.3762626647949f), _mm512_max_ps(_mm512_set1_ps(-88.3762626647949f), x));
   const __m512 fx = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
@@ -237,7 +240,7 @@ __attribute__((target("avx512f"))) inline __m512 Exp16(__m512 x) {
   y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
   y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
   y = _mm512_fmadd_ps(_mm512_mul_ps(y, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(y, fx);
+  return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(fx, _mm512_set1_ps(-127.0f), _CMP_NEQ_UQ), y, fx);
 }
 
 // ExpShiftSum's body on 16 lanes, two accumulators, the tail masked (AVX-512 hosts).
