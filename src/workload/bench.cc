@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "backend/backend.h"
 #include "core/checksum.h"
@@ -157,6 +160,46 @@ class ProfileWindow {
   bool closed_ = false;
 };
 
+// What the loaded model and the options must agree on before anything runs.
+Status CheckRunOptions(const BenchOptions& o, const BertConfig& cfg) {
+  if (o.seq_len > cfg.max_position_embeddings) {
+    return InvalidArgument("--seq-len " + std::to_string(o.seq_len) +
+                           " exceeds the model's max_position_embeddings " +
+                           std::to_string(cfg.max_position_embeddings));
+  }
+  if (o.launch_hook != nullptr && o.profile) {
+    return InvalidArgument("a launch hook and the profiler cannot run together");
+  }
+  if (o.graph && (o.profile || o.launch_hook != nullptr)) {
+    return InvalidArgument("--graph replays a captured unit: it runs without --profile or tier 3");
+  }
+  return OkStatus();
+}
+
+// The graph path: one unit captured (its buffers come from the allocator's cache, warm
+// after the warmup, and its output stays held in *out), replayed once before timing.
+Status CaptureUnit(Backend& backend, const std::function<StatusOr<Tensor>()>& run_unit,
+                   std::unique_ptr<Graph>* graph, Tensor* out) {
+  TS_RETURN_IF_ERROR(backend.BeginCapture());
+  StatusOr<Tensor> captured = run_unit();
+  StatusOr<std::unique_ptr<Graph>> g = backend.EndCapture();  // closes the capture either way
+  TS_RETURN_IF_ERROR(captured.status());
+  TS_RETURN_IF_ERROR(g.status());
+  *graph = std::move(*g);
+  *out = std::move(*captured);
+  TS_RETURN_IF_ERROR(backend.LaunchGraph(**graph));
+  return backend.Synchronize();
+}
+
+// The output read back to the host, in FP32.
+StatusOr<std::vector<float>> ReadOutput(Backend& backend, const Tensor& result) {
+  std::vector<std::byte> raw(result.bytes());
+  TS_RETURN_IF_ERROR(backend.CopyDeviceToHost(raw.data(), result.data(), raw.size()));
+  std::vector<float> out(static_cast<size_t>(result.numel()));
+  ToFloat(result.dtype(), raw.data(), out.data(), out.size());
+  return out;
+}
+
 }  // namespace
 
 BenchResult MakeBenchResult(const BenchOptions& o, const BenchMode& mode, const std::string& dir, const Measured& m) {
@@ -220,17 +263,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   eo.row_block = o.row_block;
   TS_ASSIGN_OR_RETURN(auto engine, BertEngine::Load(dir, eo));
   const BertConfig& cfg = engine->config();
-  if (o.seq_len > cfg.max_position_embeddings) {
-    return InvalidArgument("--seq-len " + std::to_string(o.seq_len) +
-                           " exceeds the model's max_position_embeddings " +
-                           std::to_string(cfg.max_position_embeddings));
-  }
-  if (o.launch_hook != nullptr && o.profile) {
-    return InvalidArgument("a launch hook and the profiler cannot run together");
-  }
-  if (o.graph && (o.profile || o.launch_hook != nullptr)) {
-    return InvalidArgument("--graph replays a captured unit: it runs without --profile or tier 3");
-  }
+  TS_RETURN_IF_ERROR(CheckRunOptions(o, cfg));
   BertModel& model = engine->model();
   Backend& backend = engine->backend();
   const int64_t B = o.batch_size, S = o.seq_len, H = cfg.hidden_size;
@@ -285,21 +318,10 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   }
   if (o.warmup < 2 || o.graph) last = Tensor();
   TS_RETURN_IF_ERROR(backend.Synchronize());
-  // The graph path: one unit captured (its buffers come from the allocator's cache, warm
-  // after the warmup, and its output stays held), then each timed unit is one replay.
+  // The graph path: one unit captured, then each timed unit is one replay.
   std::unique_ptr<Graph> graph;
   Tensor graph_out;
-  if (o.graph) {
-    TS_RETURN_IF_ERROR(backend.BeginCapture());
-    StatusOr<Tensor> captured = run_unit();
-    StatusOr<std::unique_ptr<Graph>> g = backend.EndCapture();  // closes the capture either way
-    TS_RETURN_IF_ERROR(captured.status());
-    TS_RETURN_IF_ERROR(g.status());
-    graph = std::move(*g);
-    graph_out = std::move(*captured);
-    TS_RETURN_IF_ERROR(backend.LaunchGraph(*graph));
-    TS_RETURN_IF_ERROR(backend.Synchronize());
-  }
+  if (o.graph) TS_RETURN_IF_ERROR(CaptureUnit(backend, run_unit, &graph, &graph_out));
   engine->ResetPeakMemory();
 
   if (o.profile) {
@@ -345,11 +367,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     TS_RETURN_IF_ERROR(o.after_run(backend));
   }
 
-  const Tensor& result = graph != nullptr ? graph_out : last;
-  std::vector<std::byte> raw(result.bytes());
-  TS_RETURN_IF_ERROR(backend.CopyDeviceToHost(raw.data(), result.data(), raw.size()));
-  std::vector<float> out(static_cast<size_t>(result.numel()));
-  ToFloat(result.dtype(), raw.data(), out.data(), out.size());
+  TS_ASSIGN_OR_RETURN(std::vector<float> out, ReadOutput(backend, graph != nullptr ? graph_out : last));
   m.checksum = OrderSensitiveChecksum(out.data(), out.size());
   if (!std::isfinite(m.checksum)) {
     return Internal("the output has non-finite values (checksum " + std::to_string(m.checksum) + ")");
