@@ -57,43 +57,76 @@ class CpuInt8Weight : public PackedWeight {
   Tensor colsums_;  // [num_panels * 16] int32: sum_k wq[n, k], for the zero-point term
 };
 
-// out[j] = sx * sw[j] * (a[j] - zp * cs[j]) + bias[j] for j < n. The zero-point term is
-// taken off in int32, exactly (|a|, |zp cs| and their difference stay below 255 x 127 x K
-// < 2^31 for K <= 65,536), and the difference converted to FP32 once.
-using DequantRowFn = void (*)(const int32_t* a, const int32_t* cs, const float* sw, const float* bias,
-                              float sx, int32_t zp, float* out, int64_t n);
+// Rows [0, rows) of a tile of at most kNB columns: out[j] = sx * sw[j] * (a[j] - zp *
+// cs[j]) + bias[j] for j < n, row r's sums at a + r lda, its outputs at out + r ldo, its
+// sx and zp at qparams[2 r] and qparams[2 r + 1] (zp a whole number in [0, 255]). The
+// zero-point term is taken off in int32, exactly (|a|, |zp cs| and their difference stay
+// below 255 x 127 x K < 2^31 for K <= 65,536), and the difference converted to FP32 once.
+using DequantTileFn = void (*)(const int32_t* a, int64_t lda, int64_t rows, const int32_t* cs, const float* sw,
+                               const float* bias, const float* qparams, float* out, int64_t ldo, int64_t n);
 
-// Sixteen outputs from column j of a row's int32 sums `a` (lanes past m zero): (a - zp * cs)
-// * (sx * sw) (+ bias). The one dequantization of the AVX-512 rows, FP32 or BF16 out.
+constexpr int kChunks16 = kNB / 16;  // 16-lane chunks of a tile's row
+
+// A tile's columns for the AVX-512 dequantization: their sums of weights, scales and bias,
+// 16 lanes a chunk (lanes past the tile's columns zero, chunks past them masked off),
+// loaded once for all the tile's rows rather than once a row.
+struct TileColumns16 {
+  __m512i cs[kChunks16];
+  __m512 sw[kChunks16], bias[kChunks16];
+  __mmask16 m[kChunks16];
+};
+
 template <bool kBias>
-__attribute__((target("avx512f"), always_inline)) inline __m512 DequantLanes16(
-    const int32_t* a, const int32_t* cs, const float* sw, const float* bias, __m512 vsx, __m512i vzp, int64_t j,
-    __mmask16 m) {
-  const __m512i v = _mm512_maskz_loadu_epi32(m, a + j);
-  const __m512 d = _mm512_cvtepi32_ps(_mm512_sub_epi32(v, _mm512_mullo_epi32(vzp, _mm512_maskz_loadu_epi32(m, cs + j))));
-  const __m512 s = _mm512_mul_ps(vsx, _mm512_maskz_loadu_ps(m, sw + j));
-  return kBias ? _mm512_fmadd_ps(s, d, _mm512_maskz_loadu_ps(m, bias + j)) : _mm512_mul_ps(s, d);
+__attribute__((target("avx512f"), always_inline)) inline TileColumns16 LoadTileColumns16(const int32_t* cs,
+                                                                                        const float* sw,
+                                                                                        const float* bias,
+                                                                                        int64_t n) {
+  TileColumns16 t;
+#pragma GCC unroll 4
+  for (int c = 0; c < kChunks16; ++c) {
+    t.m[c] = 16 * c < n ? TailMask16(n - 16 * c) : static_cast<__mmask16>(0);
+    t.cs[c] = _mm512_maskz_loadu_epi32(t.m[c], cs + 16 * c);
+    t.sw[c] = _mm512_maskz_loadu_ps(t.m[c], sw + 16 * c);
+    t.bias[c] = kBias ? _mm512_maskz_loadu_ps(t.m[c], bias + 16 * c) : _mm512_setzero_ps();
+  }
+  return t;
+}
+
+// Chunk c of a row's int32 sums `a`, dequantized: (a - zp * cs) * (sx * sw) (+ bias). The
+// one dequantization of the AVX-512 rows, FP32 or BF16 out.
+template <bool kBias>
+__attribute__((target("avx512f"), always_inline)) inline __m512 DequantChunk16(const int32_t* a,
+                                                                               const TileColumns16& t, int c,
+                                                                               __m512 vsx, __m512i vzp) {
+  const __m512i v = _mm512_maskz_loadu_epi32(t.m[c], a + 16 * c);
+  const __m512 d = _mm512_cvtepi32_ps(_mm512_sub_epi32(v, _mm512_mullo_epi32(vzp, t.cs[c])));
+  const __m512 s = _mm512_mul_ps(vsx, t.sw[c]);
+  return kBias ? _mm512_fmadd_ps(s, d, t.bias[c]) : _mm512_mul_ps(s, d);
 }
 
 // kStream: rows written with non-temporal stores where they are aligned (an output too
 // big to stay in the cores' caches for its reader: streaming it skips the read for
 // ownership a cached store makes, a third of the traffic); the tail stores as usual.
 template <bool kBias, bool kGelu, bool kStream>
-__attribute__((target("avx512f"))) void DequantRowAvx512(const int32_t* a, const int32_t* cs, const float* sw,
-                                                         const float* bias, float sx, int32_t zp, float* out,
-                                                         int64_t n) {
-  const __m512 vsx = _mm512_set1_ps(sx);
-  const __m512i vzp = _mm512_set1_epi32(zp);
-  const bool stream = kStream && (reinterpret_cast<uintptr_t>(out) & 63) == 0;
-  int64_t j = 0;
-  for (; j < n; j += 16) {
-    const __mmask16 m = TailMask16(n - j);
-    const __m512 y = DequantLanes16<kBias>(a, cs, sw, bias, vsx, vzp, j, m);
-    const __m512 r = kGelu ? Gelu16(y) : y;  // GELU on the registers
-    if (stream && m == 0xffff) {
-      _mm512_stream_ps(out + j, r);
-    } else {
-      _mm512_mask_storeu_ps(out + j, m, r);
+__attribute__((target("avx512f"))) void DequantTileAvx512(const int32_t* a, int64_t lda, int64_t rows,
+                                                          const int32_t* cs, const float* sw, const float* bias,
+                                                          const float* qparams, float* out, int64_t ldo, int64_t n) {
+  const TileColumns16 t = LoadTileColumns16<kBias>(cs, sw, bias, n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const __m512 vsx = _mm512_set1_ps(qparams[2 * r]);
+    const __m512i vzp = _mm512_set1_epi32(static_cast<int32_t>(qparams[2 * r + 1]));
+    float* o = out + r * ldo;
+    const bool stream = kStream && (reinterpret_cast<uintptr_t>(o) & 63) == 0;
+#pragma GCC unroll 4
+    for (int c = 0; c < kChunks16; ++c) {
+      if (t.m[c] == 0) break;
+      const __m512 y = DequantChunk16<kBias>(a + r * lda, t, c, vsx, vzp);
+      const __m512 v = kGelu ? Gelu16(y) : y;  // GELU on the registers
+      if (stream && t.m[c] == 0xffff) {
+        _mm512_stream_ps(o + 16 * c, v);
+      } else {
+        _mm512_mask_storeu_ps(o + 16 * c, t.m[c], v);
+      }
     }
   }
 }
@@ -129,12 +162,22 @@ void DequantRowAvx2(const int32_t* a, const int32_t* cs, const float* sw, const 
   }
 }
 
+// DequantRowAvx2 a row at a time.
+template <bool kBias, bool kGelu, bool kStream>
+void DequantTileAvx2(const int32_t* a, int64_t lda, int64_t rows, const int32_t* cs, const float* sw,
+                     const float* bias, const float* qparams, float* out, int64_t ldo, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    DequantRowAvx2<kBias, kGelu, kStream>(a + r * lda, cs, sw, bias, qparams[2 * r],
+                                          static_cast<int32_t>(qparams[2 * r + 1]), out + r * ldo, n);
+  }
+}
+
 template <bool kAvx512, bool kBias, bool kGelu>
-DequantRowFn DequantRow(bool stream) {
+DequantTileFn DequantTile(bool stream) {
   if constexpr (kAvx512) {
-    return stream ? DequantRowAvx512<kBias, kGelu, true> : DequantRowAvx512<kBias, kGelu, false>;
+    return stream ? DequantTileAvx512<kBias, kGelu, true> : DequantTileAvx512<kBias, kGelu, false>;
   } else {
-    return stream ? DequantRowAvx2<kBias, kGelu, true> : DequantRowAvx2<kBias, kGelu, false>;
+    return stream ? DequantTileAvx2<kBias, kGelu, true> : DequantTileAvx2<kBias, kGelu, false>;
   }
 }
 
@@ -143,18 +186,18 @@ DequantRowFn DequantRow(bool stream) {
 // gives the lanes GeluInPlace would on this host, so fused or not, the outputs agree.
 // `stream`: non-temporal stores, where no pass reads the rows back after it (no epilogue,
 // or GELU fused); `*streams` says whether they were chosen.
-DequantRowFn PickDequantRow(const Int8MicroKernels& mk, bool bias, Epilogue e, bool stream, bool* gelu_fused,
-                            bool* streams) {
+DequantTileFn PickDequantTile(const Int8MicroKernels& mk, bool bias, Epilogue e, bool stream, bool* gelu_fused,
+                              bool* streams) {
   const bool avx512 = mk.avx512();
   *gelu_fused = e == Epilogue::kGelu && (avx512 || !RunsAvx512());
   *streams = stream && (e == Epilogue::kNone || *gelu_fused);
   const bool g = *gelu_fused, st = *streams;
   if (avx512) {
-    if (g) return bias ? DequantRow<true, true, true>(st) : DequantRow<true, false, true>(st);
-    return bias ? DequantRow<true, true, false>(st) : DequantRow<true, false, false>(st);
+    if (g) return bias ? DequantTile<true, true, true>(st) : DequantTile<true, false, true>(st);
+    return bias ? DequantTile<true, true, false>(st) : DequantTile<true, false, false>(st);
   }
-  if (g) return bias ? DequantRow<false, true, true>(st) : DequantRow<false, false, true>(st);
-  return bias ? DequantRow<false, true, false>(st) : DequantRow<false, false, false>(st);
+  if (g) return bias ? DequantTile<false, true, true>(st) : DequantTile<false, false, true>(st);
+  return bias ? DequantTile<false, true, false>(st) : DequantTile<false, false, false>(st);
 }
 
 struct Int8GemmParams {
@@ -167,7 +210,7 @@ struct Int8GemmParams {
   float* y;
   int64_t n_blocks;
   const Int8MicroKernels* mk = nullptr;
-  DequantRowFn dequant = nullptr;
+  DequantTileFn dequant = nullptr;
   bool gelu_fused = false;  // dequant applied the GELU already
   bool streams = false;     // dequant writes y with non-temporal stores
 };
@@ -192,10 +235,10 @@ void Int8GemmTile(const Int8GemmParams& p, int64_t m0, int64_t rows, int64_t nb,
   const float* sw = p.w->scales() + n0;
   const int32_t* cs = p.w->colsums() + n0;
   const float* bias = p.bias != nullptr ? p.bias + n0 : nullptr;
+  p.dequant(acc, kNB, rows, cs, sw, bias, p.qparams + m0 * 2, out, ldo, cols);
+  if (p.epilogue == Epilogue::kNone || p.gelu_fused) return;
   for (int64_t r = 0; r < rows; ++r) {
     float* o = out + r * ldo;
-    const auto zp = static_cast<int32_t>(p.qparams[(m0 + r) * 2 + 1]);  // a whole number in [0, 255]
-    p.dequant(acc + r * kNB, cs, sw, bias, p.qparams[(m0 + r) * 2], zp, o, cols);
     switch (p.epilogue) {
       case Epilogue::kGelu:
         if (!p.gelu_fused) GeluInPlace(o, cols);
@@ -328,7 +371,7 @@ Status Int8GemmToRows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDesc& 
                       bool may_stream) {
   const bool big = may_stream && static_cast<double>(y.bytes()) > CpuInt8StreamingThresholdBytes(be.num_workers());
   p.y = static_cast<float*>(y.data());
-  p.dequant = PickDequantRow(*p.mk, p.bias != nullptr, p.epilogue, big, &p.gelu_fused, &p.streams);
+  p.dequant = PickDequantTile(*p.mk, p.bias != nullptr, p.epilogue, big, &p.gelu_fused, &p.streams);
   const TileRows mt = SetTileGrid(p, be.num_workers(), desc);
   cost.Into(desc);
   desc.writes[0] = {y.data(), y.bytes()};
@@ -351,23 +394,23 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void RoundTileTo
   for (int64_t r = 0; r < rows; ++r) RoundRowToBf16(tile + r * ldt, cols, y + r * ldy);
 }
 
-// A tile's int32 sums (row stride kNB) dequantized as DequantRowAvx512 does (DequantLanes16)
-// and rounded to BF16 as RoundRowToBf16 rounds, straight into y (row stride ldy): the bytes
-// the way through FP32 scratch writes, without the scratch.
+// A tile's int32 sums (row stride kNB) dequantized as DequantTileAvx512 does
+// (DequantChunk16) and rounded to BF16 as RoundRowToBf16 rounds, straight into y (row
+// stride ldy): the bytes the way through FP32 scratch writes, without the scratch.
 template <bool kBias>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void DequantTileToBf16(
     const Int8GemmParams& p, const int32_t* acc, int64_t m0, int64_t rows, int64_t n0, int64_t cols, uint16_t* y,
     int64_t ldy) {
-  const float* sw = p.w->scales() + n0;
-  const int32_t* cs = p.w->colsums() + n0;
-  const float* bias = kBias ? p.bias + n0 : nullptr;
+  const TileColumns16 t =
+      LoadTileColumns16<kBias>(p.w->colsums() + n0, p.w->scales() + n0, kBias ? p.bias + n0 : nullptr, cols);
   for (int64_t r = 0; r < rows; ++r) {
     const __m512 vsx = _mm512_set1_ps(p.qparams[(m0 + r) * 2]);
     const __m512i vzp = _mm512_set1_epi32(static_cast<int32_t>(p.qparams[(m0 + r) * 2 + 1]));
-    for (int64_t j = 0; j < cols; j += 16) {
-      const __mmask16 m = TailMask16(cols - j);
-      const __m512 out = DequantLanes16<kBias>(acc + r * kNB, cs, sw, bias, vsx, vzp, j, m);
-      _mm256_mask_storeu_epi16(y + r * ldy + j, m, (__m256i)_mm512_cvtneps_pbh(out));
+#pragma GCC unroll 4
+    for (int c = 0; c < kChunks16; ++c) {
+      if (t.m[c] == 0) break;
+      const __m512 out = DequantChunk16<kBias>(acc + r * kNB, t, c, vsx, vzp);
+      _mm256_mask_storeu_epi16(y + r * ldy + 16 * c, t.m[c], (__m256i)_mm512_cvtneps_pbh(out));
     }
   }
 }
@@ -377,7 +420,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void DequantTile
 // attention would round itself: the same bytes).
 Status Int8GemmToBf16Rows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDesc& desc, OpCost cost) {
   bool streams = false;
-  p.dequant = PickDequantRow(*p.mk, p.bias != nullptr, p.epilogue, /*stream=*/false, &p.gelu_fused, &streams);
+  p.dequant = PickDequantTile(*p.mk, p.bias != nullptr, p.epilogue, /*stream=*/false, &p.gelu_fused, &streams);
   const TileRows mt = SetTileGrid(p, be.num_workers(), desc);
   cost.bytes_written /= 2;  // two bytes an output, not four
   cost.Into(desc);
@@ -409,7 +452,7 @@ Status Int8GemmToBf16Rows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDe
 Status Int8GemmToCodes(CpuBackend& be, Int8GemmParams& p, QuantizedRows& y_codes, LaunchDesc& desc, OpCost cost) {
   const int64_t rows = p.m, n = p.n;
   bool streams = false;
-  p.dequant = PickDequantRow(*p.mk, p.bias != nullptr, p.epilogue, /*stream=*/false, &p.gelu_fused, &streams);
+  p.dequant = PickDequantTile(*p.mk, p.bias != nullptr, p.epilogue, /*stream=*/false, &p.gelu_fused, &streams);
   // Whole-row tasks, too coarse for stealing to even out: as many rows a worker (tile_rows.h).
   const TileRows mt = SplitRowTasks(rows, kMB, kAmxRows, be.num_workers());
   const int64_t mb = mt.most_rows(), kp_out = PaddedCodeBytes(n);
