@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "backend/cpu/micro_kernel_bf16.h"
+#include "core/allocator.h"
 #include "core/cpu_info.h"
 
 namespace tierscope {
@@ -25,11 +26,9 @@ constexpr size_t kHugePage = size_t{2} << 20;
 // --threads may oversubscribe the cores (to study it), within reason.
 constexpr int kMaxThreadsPerCpu = 16;
 constexpr int kMaxThreadsFloor = 256;
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
+// Under a sanitizer (GCC's or clang's: clang 14 defines no __SANITIZE_ADDRESS__), blocks
+// are exact and uncached, so its bounds and use-after-free checks see every buffer.
+constexpr bool kSanitized = kSanitizedAllocator;
 
 class CpuKernels : public Kernels {
  public:
