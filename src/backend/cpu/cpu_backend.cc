@@ -26,8 +26,10 @@ constexpr size_t kHugePage = size_t{2} << 20;
 // --threads may oversubscribe the cores (to study it), within reason.
 constexpr int kMaxThreadsPerCpu = 16;
 constexpr int kMaxThreadsFloor = 256;
-// Under a sanitizer (GCC's or clang's: clang 14 defines no __SANITIZE_ADDRESS__), blocks
-// are exact and uncached, so its bounds and use-after-free checks see every buffer.
+// Under a sanitizer (ASan, TSan or MSan, GCC's or clang's: clang 14 defines no
+// __SANITIZE_ADDRESS__), blocks are whole 64-byte lines (aligned_alloc's size must be a
+// multiple of the alignment) and uncached, so its bounds and use-after-free checks see
+// every buffer, up to its last line.
 constexpr bool kSanitized = kSanitizedAllocator;
 
 class CpuKernels : public Kernels {

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -66,6 +67,7 @@ using DequantTileFn = void (*)(const int32_t* a, int64_t lda, int64_t rows, cons
                                const float* bias, const float* qparams, float* out, int64_t ldo, int64_t n);
 
 constexpr int kChunks16 = kNB / 16;  // 16-lane chunks of a tile's row
+static_assert(kNB % 16 == 0);
 
 // A tile's columns for the AVX-512 dequantization: their sums of weights, scales and bias,
 // 16 lanes a chunk (lanes past the tile's columns zero, chunks past them masked off),
@@ -81,13 +83,17 @@ __attribute__((target("avx512f"), always_inline)) inline TileColumns16 LoadTileC
                                                                                         const float* sw,
                                                                                         const float* bias,
                                                                                         int64_t n) {
+  assert(n <= kNB);
   TileColumns16 t;
 #pragma GCC unroll 4
   for (int c = 0; c < kChunks16; ++c) {
     t.m[c] = 16 * c < n ? TailMask16(n - 16 * c) : static_cast<__mmask16>(0);
+    t.cs[c] = _mm512_setzero_si512();
+    t.sw[c] = t.bias[c] = _mm512_setzero_ps();
+    if (t.m[c] == 0) continue;  // no pointer formed past the columns
     t.cs[c] = _mm512_maskz_loadu_epi32(t.m[c], cs + 16 * c);
     t.sw[c] = _mm512_maskz_loadu_ps(t.m[c], sw + 16 * c);
-    t.bias[c] = kBias ? _mm512_maskz_loadu_ps(t.m[c], bias + 16 * c) : _mm512_setzero_ps();
+    if (kBias) t.bias[c] = _mm512_maskz_loadu_ps(t.m[c], bias + 16 * c);
   }
   return t;
 }
