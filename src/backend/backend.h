@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/device.h"
 #include "backend/launch.h"
@@ -64,6 +65,15 @@ class Backend : public Allocator {
     return Unimplemented(props().kind + " backend measures no peaks of its own");
   }
 };
+
+// Tensor t read back to the host into *out, widened to FP32.
+inline Status CopyToHostFloats(Backend& backend, const Tensor& t, std::vector<float>* out) {
+  std::vector<std::byte> raw(t.bytes());
+  TS_RETURN_IF_ERROR(backend.CopyDeviceToHost(raw.data(), t.data(), raw.size()));
+  out->resize(static_cast<size_t>(t.numel()));
+  ToFloat(t.dtype(), raw.data(), out->data(), out->size());
+  return OkStatus();
+}
 
 // Creates the CPU backend with `threads` workers (0: all hardware threads).
 StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(int threads);

@@ -156,13 +156,6 @@ StatusOr<ForwardOutput> BertEngine::Forward(const BatchInput& input,
   std::vector<Tensor> hidden;
   TS_ASSIGN_OR_RETURN(Tensor last, model_->Forward(in, options.hidden_states ? &hidden : nullptr));
   TS_RETURN_IF_ERROR(backend_->Synchronize());
-  auto to_host = [&](const Tensor& t, std::vector<float>* out) -> Status {
-    std::vector<std::byte> raw(t.bytes());
-    TS_RETURN_IF_ERROR(backend_->CopyDeviceToHost(raw.data(), t.data(), raw.size()));
-    out->resize(static_cast<size_t>(t.numel()));
-    ToFloat(t.dtype(), raw.data(), out->data(), out->size());
-    return OkStatus();
-  };
   ForwardOutput out;
   out.batch = input.batch;
   out.seq_len = input.seq_len;
@@ -171,14 +164,14 @@ StatusOr<ForwardOutput> BertEngine::Forward(const BatchInput& input,
     out.offsets.assign(1, 0);
     for (int64_t len : input.seq_lens) out.offsets.push_back(out.offsets.back() + len);
   }
-  TS_RETURN_IF_ERROR(to_host(last, &out.last_hidden_state));
+  TS_RETURN_IF_ERROR(CopyToHostFloats(*backend_, last, &out.last_hidden_state));
   if (options.pooler) {
     TS_ASSIGN_OR_RETURN(Tensor pooled, model_->Pooler(last));
-    TS_RETURN_IF_ERROR(to_host(pooled, &out.pooler_output));
+    TS_RETURN_IF_ERROR(CopyToHostFloats(*backend_, pooled, &out.pooler_output));
   }
   for (const Tensor& h : hidden) {
     out.hidden_states.emplace_back();
-    TS_RETURN_IF_ERROR(to_host(h, &out.hidden_states.back()));
+    TS_RETURN_IF_ERROR(CopyToHostFloats(*backend_, h, &out.hidden_states.back()));
   }
   return out;
 }

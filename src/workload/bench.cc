@@ -191,15 +191,6 @@ Status CaptureUnit(Backend& backend, const std::function<StatusOr<Tensor>()>& ru
   return backend.Synchronize();
 }
 
-// The output read back to the host, in FP32.
-StatusOr<std::vector<float>> ReadOutput(Backend& backend, const Tensor& result) {
-  std::vector<std::byte> raw(result.bytes());
-  TS_RETURN_IF_ERROR(backend.CopyDeviceToHost(raw.data(), result.data(), raw.size()));
-  std::vector<float> out(static_cast<size_t>(result.numel()));
-  ToFloat(result.dtype(), raw.data(), out.data(), out.size());
-  return out;
-}
-
 }  // namespace
 
 BenchResult MakeBenchResult(const BenchOptions& o, const BenchMode& mode, const std::string& dir, const Measured& m) {
@@ -367,7 +358,8 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     TS_RETURN_IF_ERROR(o.after_run(backend));
   }
 
-  TS_ASSIGN_OR_RETURN(std::vector<float> out, ReadOutput(backend, graph != nullptr ? graph_out : last));
+  std::vector<float> out;
+  TS_RETURN_IF_ERROR(CopyToHostFloats(backend, graph != nullptr ? graph_out : last, &out));
   m.checksum = OrderSensitiveChecksum(out.data(), out.size());
   if (!std::isfinite(m.checksum)) {
     return Internal("the output has non-finite values (checksum " + std::to_string(m.checksum) + ")");

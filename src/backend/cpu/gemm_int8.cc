@@ -243,15 +243,9 @@ void Int8GemmTile(const Int8GemmParams& p, int64_t m0, int64_t rows, int64_t nb,
   const float* bias = p.bias != nullptr ? p.bias + n0 : nullptr;
   p.dequant(acc, kNB, rows, cs, sw, bias, p.qparams + m0 * 2, out, ldo, cols);
   if (p.epilogue == Epilogue::kNone || p.gelu_fused) return;
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; r < rows; ++r) {  // the activation the dequantization left: tanh, or GELU unfused
     float* o = out + r * ldo;
-    switch (p.epilogue) {
-      case Epilogue::kGelu:
-        if (!p.gelu_fused) GeluInPlace(o, cols);
-        break;
-      case Epilogue::kTanh: TanhInPlace(o, cols); break;
-      case Epilogue::kNone: break;
-    }
+    (p.epilogue == Epilogue::kGelu ? GeluInPlace : TanhInPlace)(o, cols);
   }
 }
 

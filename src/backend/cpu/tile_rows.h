@@ -27,25 +27,29 @@ struct TileRows {
   }
 };
 
+// m rows in at least `blocks` blocks, rounded up to a multiple of the workers (at most
+// one a granule), the granules shared out evenly: the one construction of both splits.
+inline TileRows EvenTileRows(int64_t m, int64_t granule, int64_t blocks, int workers) {
+  const int64_t w = std::max(1, workers);
+  TileRows t;
+  t.m = m;
+  t.granule = granule;
+  t.granules = (m + granule - 1) / granule;
+  t.blocks = std::min(t.granules, (blocks + w - 1) / w * w);
+  return t;
+}
+
 // The row blocks of an m-row GEMM whose row blocks each make the same number of tasks, for
 // `workers` workers: blocks of max_rows (a multiple of granule) where there are at least 4
 // a worker; else a multiple of the workers (at most one a granule), the granules shared
 // out evenly, so that each worker's contiguous run of tasks holds as many rows. (128 rows
 // on 2 workers: 4 blocks of 32, where blocks of 48 would give one worker 96 rows.)
 inline TileRows SplitTileRows(int64_t m, int64_t max_rows, int64_t granule, int workers) {
-  TileRows t;
-  t.m = m;
-  t.granule = granule;
-  t.granules = (m + granule - 1) / granule;
-  if (t.granules == 0) return t;  // no rows: no blocks
   const int64_t most = max_rows / granule;
-  const int64_t fewest = (t.granules + most - 1) / most;
-  if (workers <= 1 || fewest >= 4 * int64_t{workers}) {
-    t.blocks = fewest;
-    t.uniform = max_rows;
-    return t;
-  }
-  t.blocks = std::min(t.granules, (fewest + workers - 1) / workers * workers);
+  const int64_t fewest = ((m + granule - 1) / granule + most - 1) / most;
+  if (workers > 1 && fewest < 4 * int64_t{workers}) return EvenTileRows(m, granule, fewest, workers);
+  TileRows t = EvenTileRows(m, granule, fewest, 1);  // no rows: no blocks
+  t.uniform = max_rows;
   return t;
 }
 
@@ -58,15 +62,9 @@ inline TileRows SplitTileRows(int64_t m, int64_t max_rows, int64_t granule, int 
 // one worker 528 and the other 496 (a whole-row task is too coarse for stealing to even
 // that out).
 inline TileRows SplitRowTasks(int64_t m, int64_t max_rows, int64_t granule, int workers) {
-  const int64_t w = std::max(1, workers);
   int64_t most = max_rows;
-  while (most > granule && (m + most - 1) / most < 4 * w) most -= granule;
-  TileRows t;
-  t.m = m;
-  t.granule = granule;
-  t.granules = (m + granule - 1) / granule;
-  t.blocks = std::min(t.granules, ((m + most - 1) / most + w - 1) / w * w);
-  return t;
+  while (most > granule && (m + most - 1) / most < 4 * int64_t{std::max(1, workers)}) most -= granule;
+  return EvenTileRows(m, granule, (m + most - 1) / most, workers);
 }
 
 }  // namespace tierscope
