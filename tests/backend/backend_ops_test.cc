@@ -263,22 +263,25 @@ void BackendOps::CheckLayerNorm(int64_t C) {
   }
 }
 
+// Widths of a tail alone and of whole vectors and a tail (8 and 16 lanes).
 TEST_P(BackendOps, EmbeddingSumAddsWordPositionAndTypeRows) {
-  const int64_t V = 11, P = 9, T = 2, H = 5, B = 2, S = 7;
-  auto word = Random(V * H), pos = Random(P * H), type = Random(T * H);
-  std::vector<int32_t> ids(B * S), tt(B * S);
-  for (int64_t i = 0; i < B * S; ++i) {
-    ids[i] = static_cast<int32_t>((i * 5) % V);
-    tt[i] = static_cast<int32_t>(i % 2);
+  for (const int64_t H : {int64_t{5}, int64_t{37}}) {
+    const int64_t V = 11, P = 9, T = 2, B = 2, S = 7;
+    auto word = Random(V * H), pos = Random(P * H), type = Random(T * H);
+    std::vector<int32_t> ids(B * S), tt(B * S);
+    for (int64_t i = 0; i < B * S; ++i) {
+      ids[i] = static_cast<int32_t>((i * 5) % V);
+      tt[i] = static_cast<int32_t>(i % 2);
+    }
+    Tensor dw = Upload(word, {V, H}), dp = Upload(pos, {P, H}), dt = Upload(type, {T, H});
+    Tensor di = UploadI32(ids, {B, S}), dti = UploadI32(tt, {B, S}), out = Empty({B, S, H});
+    ASSERT_TRUE(k().EmbeddingSum(di, dti, dw, dp, dt, out).ok());
+    std::vector<double> ref(B * S * H);
+    for (int64_t i = 0; i < B * S; ++i)
+      for (int64_t h = 0; h < H; ++h)
+        ref[i * H + h] = double{word[ids[i] * H + h]} + pos[(i % S) * H + h] + type[tt[i] * H + h];
+    ExpectNear(out, ref, "embedding, width " + std::to_string(H));
   }
-  Tensor dw = Upload(word, {V, H}), dp = Upload(pos, {P, H}), dt = Upload(type, {T, H});
-  Tensor di = UploadI32(ids, {B, S}), dti = UploadI32(tt, {B, S}), out = Empty({B, S, H});
-  ASSERT_TRUE(k().EmbeddingSum(di, dti, dw, dp, dt, out).ok());
-  std::vector<double> ref(B * S * H);
-  for (int64_t i = 0; i < B * S; ++i)
-    for (int64_t h = 0; h < H; ++h)
-      ref[i * H + h] = double{word[ids[i] * H + h]} + pos[(i % S) * H + h] + type[tt[i] * H + h];
-  ExpectNear(out, ref, "embedding");
 }
 
 TEST_P(BackendOps, CopyIntoASliceLeavesTheRest) {

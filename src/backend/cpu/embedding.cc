@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/vec_math.h"
 
 namespace tierscope {
 namespace {
@@ -11,6 +12,18 @@ constexpr int64_t kTokensPerTask = 32;
 // Word rows are fetched this many tokens ahead: each is a random row of a table far larger
 // than the caches, and the loop would otherwise wait on every one in turn.
 constexpr int64_t kPrefetchTokens = 8;
+
+// out = (w + p) + t over n floats: the sum the 16-bit tables' way makes, in that order.
+void SumRows(const float* w, const float* p, const float* t, int64_t n, float* out) {
+  int64_t h = 0;
+#ifdef TIERSCOPE_VEC_AVX2
+  for (; h + 8 <= n; h += 8) {
+    const __m256 v = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(w + h), _mm256_loadu_ps(p + h)), _mm256_loadu_ps(t + h));
+    _mm256_storeu_ps(out + h, v);
+  }
+#endif
+  for (; h < n; ++h) out[h] = (w[h] + p[h]) + t[h];
+}
 }  // namespace
 
 Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids,
@@ -67,6 +80,11 @@ Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchTokens < end) prefetch_word(i + kPrefetchTokens);
       const int64_t s = at != nullptr ? at[i] : i % S;
+      if (tw == DType::kF32 && t == DType::kF32) {  // one pass, no copies into scratch
+        SumRows(static_cast<const float*>(word.data()) + id[i] * H, static_cast<const float*>(pos.data()) + s * H,
+                static_cast<const float*>(type.data()) + tt[i] * H, H, static_cast<float*>(out.data()) + i * H);
+        continue;
+      }
       ToFloat(tw, static_cast<const std::byte*>(word.data()) + id[i] * H * ew, acc, H);
       ToFloat(tw, static_cast<const std::byte*>(pos.data()) + s * H * ew, tmp, H);
       for (int64_t h = 0; h < H; ++h) acc[h] += tmp[h];
