@@ -189,6 +189,12 @@ static bool AttentionDtypesAgree(DType qkv, DType out, AttentionMath math, bool 
 }
 
 Status Kernels::Attention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out, AttentionMath math) {
+  TS_RETURN_IF_ERROR(CheckAttention(qkv, mask, heads, out, math));
+  return DoAttention(qkv, mask, heads, out, math);
+}
+
+Status Kernels::CheckAttention(const Tensor& qkv, const Tensor& mask, int heads, const Tensor& out,
+                               AttentionMath math) const {
   if (qkv.shape().size() != 3 || out.shape().size() != 3) {
     return InvalidArgument("Attention: qkv and out must be [B, S, *]");
   }
@@ -200,11 +206,17 @@ Status Kernels::Attention(const Tensor& qkv, const Tensor& mask, int heads, Tens
                            ShapeString(out.shape()) + ", mask " + ShapeString(mask.shape()) + ", heads " +
                            std::to_string(heads));
   }
-  return DoAttention(qkv, mask, heads, out, math);
+  return OkStatus();
 }
 
 Status Kernels::AttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads,
                                 Tensor& out, AttentionMath math) {
+  TS_RETURN_IF_ERROR(CheckAttentionPacked(qkv, mask, offsets, heads, out, math));
+  return DoAttentionPacked(qkv, mask, offsets, heads, out, math);
+}
+
+Status Kernels::CheckAttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads,
+                                     const Tensor& out, AttentionMath math) const {
   if (qkv.shape().size() != 3 || out.shape().size() != 3 || qkv.dim(0) != 1 || out.dim(0) != 1) {
     return InvalidArgument("AttentionPacked: qkv and out must be [1, T, *]");
   }
@@ -216,7 +228,22 @@ Status Kernels::AttentionPacked(const Tensor& qkv, const Tensor& mask, const Ten
                            ShapeString(out.shape()) + ", mask " + ShapeString(mask.shape()) + ", offsets " +
                            ShapeString(offsets.shape()) + ", heads " + std::to_string(heads));
   }
-  return DoAttentionPacked(qkv, mask, offsets, heads, out, math);
+  return OkStatus();
+}
+
+Status Kernels::AttentionQuantized(const Tensor& qkv, const Tensor& mask, const Tensor* offsets, int heads,
+                                   Tensor& out, AttentionMath math, QuantizedRows& codes) {
+  if (!QuantizesInProducer()) return NoProducerQuantization();
+  TS_RETURN_IF_ERROR(offsets != nullptr ? CheckAttentionPacked(qkv, mask, *offsets, heads, out, math)
+                                        : CheckAttention(qkv, mask, heads, out, math));
+  TS_RETURN_IF_ERROR(CheckQuantizedRows(codes, "AttentionQuantized", "the codes"));
+  const int64_t H = out.dim(2);
+  if (out.dtype() != DType::kF32 || codes.k != H || codes.rows != out.numel() / H) {
+    return InvalidArgument("AttentionQuantized: " + std::string(DTypeName(out.dtype())) + " output " +
+                           ShapeString(out.shape()) + " into " + std::to_string(codes.rows) + " quantized rows of " +
+                           std::to_string(codes.k) + " (FP32 rows, as many, as wide)");
+  }
+  return DoAttentionQuantized(qkv, mask, offsets, heads, out, math, codes);
 }
 
 Status Kernels::EmbeddingSumAt(const Tensor& ids, const Tensor& type_ids, const Tensor& positions,

@@ -92,7 +92,7 @@ class Kernels {
   // dst[offset .. offset + src.bytes) = src (a device-to-device copy, aten::cat's work).
   Status CopyInto(const Tensor& src, Tensor& dst, size_t dst_byte_offset);
 
-  // INT8 activations quantized where they are produced. Whether this backend has the four
+  // INT8 activations quantized where they are produced. Whether this backend has the five
   // calls below (else they are Unimplemented, and an INT8 Linear quantizes its own input).
   virtual bool QuantizesInProducer() const { return false; }
   // Whether LinearInt8 also writes BF16 rows (each FP32 output rounded to nearest even,
@@ -113,6 +113,11 @@ class Kernels {
   // LayerNorm (FP32) whose output rows are also quantized into `codes`.
   Status LayerNormQuantized(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,
                             float eps, Tensor& out, QuantizedRows& codes);
+  // Attention (AttentionPacked where `offsets` is given) into FP32 `out` whose rows are
+  // also quantized into `codes`, each once every head has written it: the bytes
+  // QuantizeRows writes from `out`.
+  Status AttentionQuantized(const Tensor& qkv, const Tensor& mask, const Tensor* offsets, int heads, Tensor& out,
+                            AttentionMath math, QuantizedRows& codes);
 
   // Token rows a forward runs at a time, each block through every layer, for activations
   // of at most `bytes_per_row` bytes a row (0: the whole batch at once). A CPU's caches
@@ -139,6 +144,10 @@ class Kernels {
   // Whether float weights of `weights` go with `activations` here: the same dtype, or
   // F16/BF16 weights under FP32 activations where the backend widens them.
   bool TakesFloatWeights(DType activations, DType weights) const;
+  // Attention's and AttentionPacked's contracts (shapes, dtypes, heads).
+  Status CheckAttention(const Tensor& qkv, const Tensor& mask, int heads, const Tensor& out, AttentionMath math) const;
+  Status CheckAttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads,
+                              const Tensor& out, AttentionMath math) const;
   // LayerNorm's contract (shapes, one float dtype, eps > 0).
   static Status CheckLayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,
                                float eps, const Tensor& out);
@@ -159,6 +168,10 @@ class Kernels {
     return NoProducerQuantization();
   }
   virtual Status DoLayerNormQuantized(const Tensor&, const Tensor*, const Tensor&, const Tensor&, float, Tensor&,
+                                      QuantizedRows&) {
+    return NoProducerQuantization();
+  }
+  virtual Status DoAttentionQuantized(const Tensor&, const Tensor&, const Tensor*, int, Tensor&, AttentionMath,
                                       QuantizedRows&) {
     return NoProducerQuantization();
   }

@@ -376,6 +376,7 @@ StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Quan
                                                            {B, S, 3 * H}, nullptr, qkv_dtype)
                                       : LinearOp<kOn>(x, rows, H, *L.qkv_w, L.qkv_b, Epilogue::kNone, {B, S, 3 * H}));
   Tensor ctx;
+  QuantizedRows ctx_codes;  // INT8 quantized in the producing op: attention writes ctx's codes too
   {
     OpScope<kOn> op(profiler_, "aten::scaled_dot_product_attention",
                     [&] { return ShapeArgs({&qkv, &mask}); });
@@ -385,13 +386,20 @@ StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Quan
     // INT8; so OpenVINO runs a quantized model on such a CPU), else in FP32.
     const AttentionMath math = precision_ == DType::kI8 ? AttentionMath::kBf16WhereNative
                                                         : AttentionMath::kInputDtype;
-    TS_RETURN_IF_ERROR(in.packed() ? kernels_.AttentionPacked(qkv, mask, in.offsets, heads, ctx, math)
-                                 : kernels_.Attention(qkv, mask, heads, ctx, math));
+    if (x_codes != nullptr) {
+      TS_ASSIGN_OR_RETURN(ctx_codes, kernels_.NewQuantizedRows(rows, H));
+      TS_RETURN_IF_ERROR(
+          kernels_.AttentionQuantized(qkv, mask, in.packed() ? &in.offsets : nullptr, heads, ctx, math, ctx_codes));
+    } else {
+      TS_RETURN_IF_ERROR(in.packed() ? kernels_.AttentionPacked(qkv, mask, in.offsets, heads, ctx, math)
+                                     : kernels_.Attention(qkv, mask, heads, ctx, math));
+    }
   }
-  // Attention's heads are separate tasks, so no task sees a whole row: the projection's
-  // Linear quantizes ctx itself.
   TS_ASSIGN_OR_RETURN(Tensor attn,
-                      LinearOp<kOn>(ctx, rows, H, *L.attn_out_w, L.attn_out_b, Epilogue::kNone, {B, S, H}));
+                      x_codes != nullptr
+                          ? LinearCodesOp<kOn>(ctx_codes, ctx.shape(), *L.attn_out_w, L.attn_out_b, Epilogue::kNone,
+                                               {B, S, H})
+                          : LinearOp<kOn>(ctx, rows, H, *L.attn_out_w, L.attn_out_b, Epilogue::kNone, {B, S, H}));
   if (x_codes == nullptr) {
     TS_ASSIGN_OR_RETURN(Tensor h1, LayerNormOp<kOn>(attn, &x, L.attn_ln_g, L.attn_ln_b));
     // GELU is fused into the intermediate GEMM's epilogue.

@@ -1,10 +1,10 @@
 // INT8 activations quantized by the op that produces them (Kernels::NewQuantizedRows,
-// QuantizeRows, LinearInt8, LayerNormQuantized), on every INT8 variant this CPU runs
-// (forced, not only the one picked): the codes a LayerNorm or an INT8 Linear writes are
-// the bytes QuantizeRows writes from the FP32 rows they would have written; a Linear from
-// codes gives what a Linear from FP32 rows gives, bit for bit; every variant's
-// quantization writes the same bytes; and what does not fit the contract is refused in one
-// line.
+// QuantizeRows, LinearInt8, LayerNormQuantized, AttentionQuantized), on every INT8
+// variant this CPU runs (forced, not only the one picked): the codes a LayerNorm, an
+// attention (replayed or not) or an INT8 Linear writes are the bytes QuantizeRows writes
+// from the FP32 rows they would have written; a Linear from codes gives what a Linear from
+// FP32 rows gives, bit for bit; every variant's quantization writes the same bytes; and
+// what does not fit the contract is refused in one line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel_bf16.h"
 #include "backend/cpu/micro_kernel_int8.h"
+#include "backend/cpu/quantize_rows.h"
 
 namespace tierscope {
 namespace {
@@ -108,6 +109,77 @@ TEST_P(QuantizeInProducerTest, LayerNormCodesAreTheBytesQuantizeRowsWritesFromIt
     ASSERT_TRUE(k_.QuantizeRows(want, C, ref).ok());
     EXPECT_TRUE(SameBits(got, want));
     EXPECT_EQ(Bytes(codes), Bytes(ref));
+  }
+}
+
+// A replay (tier 3): the kernel run twice, the codes wiped between, as a hook may.
+class RunTwiceWipingCodes : public LaunchHook {
+ public:
+  explicit RunTwiceWipingCodes(QuantizedRows* codes) : codes_(codes) {}
+  Status OnLaunch(Backend&, const LaunchDesc&, FunctionRef<StatusOr<KernelRun>()> run) override {
+    TS_RETURN_IF_ERROR(run().status());
+    // The rows' codes (the rows past them, AMX's padding, are zeros the kernel never writes).
+    std::memset(codes_->codes.data(), 0xab, static_cast<size_t>(codes_->rows * PaddedCodeBytes(codes_->k)));
+    std::memset(codes_->params.data(), 0xab, codes_->params.bytes());
+    return run().status();
+  }
+
+ private:
+  QuantizedRows* codes_;
+};
+
+// Padded batches of one task a (head, sample) and of 32-query tasks (3 heads of one or two
+// samples on 2 workers), masked keys, packed sequences of their own lengths; FP32 qkv, and
+// BF16 qkv into FP32 where an INT8 run's attention reads BF16 rows.
+TEST_P(QuantizeInProducerTest, AttentionCodesAreTheBytesQuantizeRowsWritesFromItsOutput) {
+  struct Case {
+    int64_t B, S;
+    int heads;
+    int64_t D;
+    bool packed;
+  };
+  for (const Case c : {Case{4, 16, 2, 8, false}, Case{1, 70, 3, 16, false}, Case{2, 45, 3, 32, false},
+                       Case{3, 0, 3, 16, true}}) {
+    const int64_t H = c.heads * c.D;
+    const std::vector<int32_t> lens = {37, 5, 70};
+    const int64_t T = c.packed ? 112 : c.B * c.S;
+    Tensor qkv = Random({c.packed ? 1 : c.B, c.packed ? T : c.S, 3 * H}, 1.0f);
+    Tensor mask = std::move(Tensor::Empty(be_, DType::kI32, {c.packed ? 1 : c.B, c.packed ? T : c.S})).value();
+    auto* m = static_cast<int32_t*>(mask.data());
+    for (int64_t i = 0; i < T; ++i) m[i] = c.packed || i % 11 != 3 ? 1 : 0;
+    Tensor offsets = std::move(Tensor::Empty(be_, DType::kI32, {4})).value();
+    auto* off = static_cast<int32_t*>(offsets.data());
+    off[0] = 0;
+    for (int i = 0; i < 3; ++i) off[i + 1] = off[i] + lens[static_cast<size_t>(i)];
+    const Tensor* offs = c.packed ? &offsets : nullptr;
+    const Shape out_shape = {c.packed ? 1 : c.B, c.packed ? T : c.S, H};
+    Tensor q16 = std::move(Tensor::Empty(be_, DType::kBF16, qkv.shape())).value();
+    FromFloat(static_cast<const float*>(qkv.data()), DType::kBF16, q16.data(), static_cast<size_t>(qkv.numel()));
+    std::vector<std::pair<const Tensor*, AttentionMath>> inputs = {{&qkv, AttentionMath::kBf16WhereNative},
+                                                                   {&qkv, AttentionMath::kInputDtype}};
+    if (k_.Int8RunsBf16Rows()) inputs.emplace_back(&q16, AttentionMath::kBf16WhereNative);
+    for (const auto& [xp, math] : inputs) {
+      const Tensor& x = *xp;
+      const std::string what = std::to_string(c.B) + "x" + std::to_string(c.S) + " heads " +
+                               std::to_string(c.heads) + (c.packed ? " packed " : " ") +
+                               std::string(DTypeName(x.dtype()));
+      Tensor want = Empty(out_shape), got = Empty(out_shape);
+      ASSERT_TRUE((offs ? k_.AttentionPacked(x, mask, *offs, c.heads, want, math)
+                        : k_.Attention(x, mask, c.heads, want, math))
+                      .ok());
+      QuantizedRows codes = Rows(T, H), ref = Rows(T, H);
+      const Status s = k_.AttentionQuantized(x, mask, offs, c.heads, got, math, codes);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      EXPECT_TRUE(SameBits(got, want)) << what;
+      ASSERT_TRUE(k_.QuantizeRows(want, H, ref).ok());
+      EXPECT_EQ(Bytes(codes), Bytes(ref)) << what;
+      RunTwiceWipingCodes replay(&codes);
+      be_.SetLaunchHook(&replay);
+      const Status again = k_.AttentionQuantized(x, mask, offs, c.heads, got, math, codes);
+      be_.SetLaunchHook(nullptr);
+      ASSERT_TRUE(again.ok()) << again.ToString();
+      EXPECT_EQ(Bytes(codes), Bytes(ref)) << what << ", replayed";
+    }
   }
 }
 
@@ -378,6 +450,15 @@ TEST(QuantizeRows, WhatDoesNotFitIsRefusedInOneLine) {
   Tensor gb = std::move(Tensor::Empty(be, DType::kBF16, {8})).value();
   Tensor ob = std::move(Tensor::Empty(be, DType::kBF16, {4, 8})).value();
   expect_invalid(k.LayerNormQuantized(xb, nullptr, gb, gb, 1e-12f, ob, *q), "FP32 rows");
+
+  Tensor qkv = std::move(Tensor::Empty(be, DType::kF32, {1, 4, 24})).value();
+  Tensor mask = std::move(Tensor::Empty(be, DType::kI32, {1, 4})).value();
+  Tensor ctx = std::move(Tensor::Empty(be, DType::kF32, {1, 4, 8})).value();
+  expect_invalid(k.AttentionQuantized(qkv, mask, nullptr, 2, ctx, AttentionMath::kInputDtype, five),
+                 "into 5 quantized rows of 8");
+  Tensor wide = std::move(Tensor::Empty(be, DType::kF32, {1, 4, 9})).value();
+  expect_invalid(k.AttentionQuantized(qkv, mask, nullptr, 2, wide, AttentionMath::kInputDtype, *q),
+                 "inconsistent shapes");
 }
 
 }  // namespace

@@ -8,16 +8,22 @@
 // CPU has BF16 arithmetic: both products on the BF16 dot kernels, Q read in place, K and
 // V packed in their 2-deep groups, the probabilities rounded to BF16 for P.V; so too FP32
 // rows asked for BF16 arithmetic (AttentionMath), rounded to BF16 as they are packed.
+// For an INT8 Linear that follows, FP32 output rows are also quantized (u8 codes), a
+// query block's rows by the task that finishes the block's last head.
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel.h"
 #include "backend/cpu/micro_kernel_bf16.h"
+#include "backend/cpu/micro_kernel_int8.h"
+#include "backend/cpu/quantize_rows.h"
 #include "backend/cpu/vec_math.h"
 
 namespace tierscope {
@@ -355,21 +361,53 @@ void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
   }
 }
 
-// `t`: qkv's dtype; `out`: the output's.
-const char* AttentionKernelName(DType t, DType out, bool dot) {
+// `t`: qkv's dtype; `out`: the output's; `codes`: FP32 rows also quantized (u8 out).
+const char* AttentionKernelName(DType t, DType out, bool dot, bool codes) {
   switch (t) {
     case DType::kF16: return "cpu_attn_softmax_f16_q32";
     case DType::kBF16:
+      if (out == DType::kF32 && codes) {
+        return dot ? "cpu_attn_softmax_bf16dot_f32out_u8out_q32" : "cpu_attn_softmax_bf16_f32out_u8out_q32";
+      }
       if (out == DType::kF32) return dot ? "cpu_attn_softmax_bf16dot_f32out_q32" : "cpu_attn_softmax_bf16_f32out_q32";
       return dot ? "cpu_attn_softmax_bf16dot_q32" : "cpu_attn_softmax_bf16_q32";
-    default: return dot ? "cpu_attn_softmax_f32_bf16dot_q32" : "cpu_attn_softmax_f32_q32";
+    default:
+      if (codes) return dot ? "cpu_attn_softmax_f32_bf16dot_u8out_q32" : "cpu_attn_softmax_f32_u8out_q32";
+      return dot ? "cpu_attn_softmax_f32_bf16dot_q32" : "cpu_attn_softmax_f32_q32";
+  }
+}
+
+// Quantization of the output rows in the producing op: a row holds every head, so it is
+// quantized by the task that finishes its query block's last head (a counter a block of
+// each sample; the tasks before it released their rows with their increments).
+struct RowCodes {
+  QuantizedRows* codes;
+  QuantizeRowFn quantize_row;
+  std::unique_ptr<std::atomic<int64_t>[]> heads_done;  // [B * q_blocks]
+};
+
+// After `task`: quantizes its query block's rows if every head of them is written. The
+// counters only grow, a multiple of `heads` after each whole run of the launch, so a
+// replayed launch (tier 3) quantizes again.
+void QuantizeFinishedRows(const AttnParams& p, int64_t task, RowCodes& rc) {
+  const int64_t qb = task % p.q_blocks, b = task / (p.q_blocks * p.heads);
+  if ((rc.heads_done[b * p.q_blocks + qb].fetch_add(1, std::memory_order_acq_rel) + 1) % p.heads != 0) return;
+  const int64_t start = p.offsets != nullptr ? p.offsets[b] : b * p.seq;
+  const int64_t S = p.offsets != nullptr ? p.offsets[b + 1] - start : p.seq;
+  const int64_t H = p.hidden, kp = PaddedCodeBytes(H);
+  auto* q = static_cast<uint8_t*>(rc.codes->codes.data());
+  auto* params = static_cast<float*>(rc.codes->params.data());
+  const auto* out = static_cast<const float*>(p.out);
+  for (int64_t i = qb * p.rows_per_task; i < std::min(S, (qb + 1) * p.rows_per_task); ++i) {
+    const int64_t r = start + i;
+    rc.quantize_row(out + r * H, H, kp, q + r * kp, params + 2 * r);
   }
 }
 
 }  // namespace
 
 Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int heads,
-                    Tensor& out, const Tensor* offsets, AttentionMath math) {
+                    Tensor& out, const Tensor* offsets, AttentionMath math, QuantizedRows* codes) {
   int64_t B = qkv.dim(0), S = qkv.dim(1);  // shapes checked by the front
   const int64_t H = out.dim(2);
   const int32_t* off = offsets != nullptr ? offsets->data_as<int32_t>() : nullptr;
@@ -404,7 +442,7 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   if (const Bf16Kernels& bk = GetBf16Kernels(); bf16_math && bk.dot()) p.dot = &bk;
   const int64_t D = p.head_dim;
   LaunchDesc desc;
-  desc.kernel = AttentionKernelName(p.dtype, p.out_dtype, p.dot != nullptr);
+  desc.kernel = AttentionKernelName(p.dtype, p.out_dtype, p.dot != nullptr, codes != nullptr);
   desc.grid = Dim3{p.q_blocks, heads, B};
   desc.block = Dim3{rows_per_task, D, 1};
   OpCost cost = AttentionCost(B, S, heads, D, p.dtype);
@@ -419,12 +457,23 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   }
   // The output written in its own dtype (FP32 from BF16 rows: twice the bytes).
   cost.bytes_written *= static_cast<double>(DTypeSize(p.out_dtype)) / static_cast<double>(DTypeSize(p.dtype));
-  cost.Into(desc);
   if (p.dot != nullptr) desc.pipe = "bf16_dot";
   desc.writes[0] = {out.data(), out.bytes()};
+  RowCodes rc{codes, nullptr, nullptr};
+  if (codes != nullptr) {  // FP32 out (the front checked it)
+    TS_RETURN_IF_ERROR(CheckCodeLayout(*codes, "AttentionQuantized"));
+    const int64_t rows = out.numel() / H;
+    cost = WithQuantizedOutput(cost, rows, H, PaddedCodeBytes(H), /*keep_fp32=*/true);
+    desc.writes[1] = {codes->codes.data(), codes->codes.bytes()};
+    desc.writes[2] = {codes->params.data(), codes->params.bytes()};
+    rc.quantize_row = PickQuantizeRow(GetInt8MicroKernels());
+    rc.heads_done.reset(new std::atomic<int64_t>[static_cast<size_t>(B * p.q_blocks)]());
+  }
+  cost.Into(desc);
   be.EnsureScratch(ScratchFloats(S, D));
   return be.Launch(desc, [&](int64_t task, int worker) {
     AttentionTask(p, task, be.scratch(worker));
+    if (codes != nullptr) QuantizeFinishedRows(p, task, rc);
   });
 }
 

@@ -83,6 +83,10 @@ class CpuKernels : public Kernels {
                               float eps, Tensor& out, QuantizedRows& codes) override {
     return CpuLayerNorm(be_, x, residual, gamma, beta, eps, out, &codes);
   }
+  Status DoAttentionQuantized(const Tensor& qkv, const Tensor& mask, const Tensor* offsets, int heads, Tensor& out,
+                              AttentionMath math, QuantizedRows& codes) override {
+    return CpuAttention(be_, qkv, mask, heads, out, offsets, math, &codes);
+  }
   Status DoEmbeddingSumAt(const Tensor& ids, const Tensor& type_ids, const Tensor& positions, const Tensor& word,
                           const Tensor& pos, const Tensor& type, Tensor& out) override {
     return CpuEmbeddingSum(be_, ids, type_ids, word, pos, type, out, &positions);

@@ -107,9 +107,10 @@ Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual,
 // null: qkv is [B, S, 3H].
 // `math`: kBf16WhereNative computes FP32 activations' attention on the BF16 dot kernels
 // where they run (Q, K, V and the probabilities rounded to BF16 as they are packed).
+// `codes`: FP32 out's rows also quantized, each by the task that finishes its last head.
 Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int heads,
                     Tensor& out, const Tensor* offsets = nullptr,
-                    AttentionMath math = AttentionMath::kInputDtype);
+                    AttentionMath math = AttentionMath::kInputDtype, QuantizedRows* codes = nullptr);
 Status CpuCopyInto(CpuBackend& be, const Tensor& src, Tensor& dst, size_t dst_byte_offset);
 
 // Loads element i of a float tensor (F32/F16/BF16) as float, and stores one.
