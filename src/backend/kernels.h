@@ -120,9 +120,10 @@ class Kernels {
                             AttentionMath math, QuantizedRows& codes);
 
   // Token rows a forward runs at a time, each block through every layer, for activations
-  // of at most `bytes_per_row` bytes a row (0: the whole batch at once). A CPU's caches
-  // then hold a block's activations from one op to the next; a GPU wants the whole batch.
-  virtual int64_t RowBlockRows(int64_t bytes_per_row) const { return 0; }
+  // of at most `bytes_per_row` bytes a row and `weight_bytes` of weights, which each block
+  // reads again (0: the whole batch at once). A CPU's caches then hold a block's
+  // activations from one op to the next; a GPU wants the whole batch.
+  virtual int64_t RowBlockRows(int64_t bytes_per_row, int64_t weight_bytes) const { return 0; }
 
   // Packed sequences (a batch without padding): B sequences back to back in T tokens.
   // Whether this backend has the two packed kernels below (else they are Unimplemented).

@@ -204,7 +204,13 @@ int64_t BertModel::row_block_rows() const {
   if (row_block_ >= 0) return row_block_;
   // The largest activation a row: Q, K and V, or the intermediate (FP32 in an INT8 run).
   const int64_t widest = std::max(3 * config_.hidden_size, config_.intermediate_size);
-  return kernels_.RowBlockRows(widest * static_cast<int64_t>(DTypeSize(dtype())));
+  int64_t weights = 0;  // the Linears' packed weights, which every block reads
+  for (const Layer& L : layers_) {
+    for (const auto* w : {L.qkv_w.get(), L.attn_out_w.get(), L.inter_w.get(), L.out_w.get()}) {
+      if (w != nullptr) weights += w->bytes();
+    }
+  }
+  return kernels_.RowBlockRows(widest * static_cast<int64_t>(DTypeSize(dtype())), weights);
 }
 
 StatusOr<BertModel::Inputs> BertModel::Upload(const BatchInput& in) {

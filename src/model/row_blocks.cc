@@ -11,9 +11,10 @@ std::vector<RowBlock> SplitRowBlocks(const BatchInput& in, int64_t rows) {
   const int64_t units = packed ? static_cast<int64_t>(in.seq_lens.size()) : in.batch;
   if (rows <= 0 || units <= 1) return {RowBlock{0, units}};
   std::vector<RowBlock> blocks;
-  if (!packed) {
+  if (!packed) {  // as few blocks as hold them, the samples shared out evenly
     const int64_t per = std::max<int64_t>(1, rows / std::max<int64_t>(1, in.seq_len));
-    for (int64_t b = 0; b < units; b += per) blocks.push_back({b, std::min(per, units - b)});
+    const int64_t n = (units + per - 1) / per;
+    for (int64_t i = 0; i < n; ++i) blocks.push_back({units * i / n, units * (i + 1) / n - units * i / n});
     return blocks;
   }
   RowBlock cur;

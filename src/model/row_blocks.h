@@ -19,8 +19,10 @@ struct RowBlock {
 };
 
 // The blocks of `in`, in order, each of at most `rows` token rows: whole samples of
-// seq_len rows (one a block where a sample is longer), or whole packed sequences, as many
-// as fit (one a block where a sequence is longer). One block of everything where rows <= 0.
+// seq_len rows, as few blocks as hold them with the samples shared out evenly (one a block
+// where a sample is longer: 64 samples in blocks of at most 54 make two of 32, not 54 and
+// 10), or whole packed sequences, as many as fit (one a block where a sequence is longer).
+// One block of everything where rows <= 0.
 std::vector<RowBlock> SplitRowBlocks(const BatchInput& in, int64_t rows);
 
 // The sub-batch `block` of `in` (a validated batch): its samples or sequences, with their

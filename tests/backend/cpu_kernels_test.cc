@@ -1,9 +1,10 @@
 // What only the CPU backend does: its embedding kernel refuses ids outside the tables,
 // 16-bit weights under FP32 activations, packed sequences, its allocator's accounting,
-// and a launch runs every task of its grid. The ops against
+// its row blocks' size, and a launch runs every task of its grid. The ops against
 // their references, on every backend, are tests/backend/backend_ops_test.cc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cstdint>
 #include <cmath>
@@ -360,6 +361,23 @@ TEST(CpuBackendTest, MemoryAccountingTracksLiveAndPeakBytes) {
     EXPECT_EQ(be.memory_stats().peak_bytes, base + 4000);
   }
   EXPECT_EQ(be.memory_stats().live_bytes, base);
+}
+
+// Row blocks: 512 rows a worker at least, as many as fill 3/4 of the L2 caches with the
+// widest activation, and as many as make the weights (read again by every block) no more
+// bytes a row than that activation; weights below that change nothing.
+TEST(CpuBackendTest, RowBlocksGrowWithTheWeightsEveryBlockReadsAgain) {
+  const int64_t l2 = CpuL2BytesPerCore();
+  for (const int workers : {1, 2, 8}) {
+    for (const int64_t row : {int64_t{512}, int64_t{2048}, int64_t{6144}}) {
+      const int64_t plain = std::max<int64_t>(512 * workers, l2 * workers * 3 / 4 / row);
+      EXPECT_EQ(CpuRowBlockRows(workers, row), plain) << workers << " workers, " << row << " bytes a row";
+      EXPECT_EQ(CpuRowBlockRows(workers, row, plain * row), plain);
+      EXPECT_EQ(CpuRowBlockRows(workers, row, 3 * plain * row), 3 * plain);
+    }
+  }
+  // all-MiniLM-L6-v2's FP32 weights (42.6 MB) over its 1,536-float intermediate rows.
+  EXPECT_EQ(CpuRowBlockRows(2, 6144, 42'577'920), 6930);
 }
 
 TEST(CpuBackendTest, LaunchRunsEveryTaskOfTheGrid) {

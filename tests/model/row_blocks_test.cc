@@ -30,9 +30,13 @@ BatchInput Packed(const std::vector<int64_t>& lens) {
   return in;
 }
 
+// As few blocks as hold the samples, shared out evenly (sizes differ by at most one).
 TEST(RowBlocksTest, PaddedBatchSplitsIntoWholeSamplesWithinTheRows) {
-  EXPECT_EQ(Pairs(SplitRowBlocks(Padded(5, 4), 8)), (std::vector<std::pair<int64_t, int64_t>>{{0, 2}, {2, 2}, {4, 1}}));
-  EXPECT_EQ(Pairs(SplitRowBlocks(Padded(5, 4), 11)), (std::vector<std::pair<int64_t, int64_t>>{{0, 2}, {2, 2}, {4, 1}}));
+  EXPECT_EQ(Pairs(SplitRowBlocks(Padded(5, 4), 8)), (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 2}, {3, 2}}));
+  EXPECT_EQ(Pairs(SplitRowBlocks(Padded(5, 4), 11)), (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 2}, {3, 2}}));
+  EXPECT_EQ(Pairs(SplitRowBlocks(Padded(64, 128), 54 * 128)),
+            (std::vector<std::pair<int64_t, int64_t>>{{0, 32}, {32, 32}}));
+  EXPECT_EQ(Pairs(SplitRowBlocks(Padded(64, 128), 8 * 128)).size(), 8u);
   EXPECT_EQ(Pairs(SplitRowBlocks(Padded(4, 4), 16)), (std::vector<std::pair<int64_t, int64_t>>{{0, 4}}));
   // A sample longer than the block is a block of its own.
   EXPECT_EQ(Pairs(SplitRowBlocks(Padded(3, 100), 30)),

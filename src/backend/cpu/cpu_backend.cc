@@ -38,7 +38,9 @@ class CpuKernels : public Kernels {
   bool SupportsPackedSequences() const override { return true; }
   bool QuantizesInProducer() const override { return true; }
   bool Int8RunsBf16Rows() const override { return GetBf16Kernels().dot(); }
-  int64_t RowBlockRows(int64_t bytes_per_row) const override { return CpuRowBlockRows(be_.num_workers(), bytes_per_row); }
+  int64_t RowBlockRows(int64_t bytes_per_row, int64_t weight_bytes) const override {
+    return CpuRowBlockRows(be_.num_workers(), bytes_per_row, weight_bytes);
+  }
 
  protected:
   bool WidensHalfWeights(DType weights) const override {
@@ -108,10 +110,10 @@ int64_t CpuL2BytesPerCore() {
   return l2;
 }
 
-int64_t CpuRowBlockRows(int workers, int64_t bytes_per_row) {
-  const int64_t w = std::max(1, workers);
-  const int64_t fit = CpuL2BytesPerCore() * w * 3 / 4 / std::max<int64_t>(1, bytes_per_row);
-  return std::max<int64_t>(512 * w, fit);
+int64_t CpuRowBlockRows(int workers, int64_t bytes_per_row, int64_t weight_bytes) {
+  const int64_t w = std::max(1, workers), row = std::max<int64_t>(1, bytes_per_row);
+  const int64_t fit = CpuL2BytesPerCore() * w * 3 / 4 / row;
+  return std::max({512 * w, fit, std::max<int64_t>(0, weight_bytes) / row});
 }
 
 const char* DTypeTag(DType t) {
