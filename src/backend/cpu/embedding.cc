@@ -24,6 +24,22 @@ void SumRows(const float* w, const float* p, const float* t, int64_t n, float* o
 #endif
   for (; h < n; ++h) out[h] = (w[h] + p[h]) + t[h];
 }
+
+// SumRows over BF16 rows, each widened exactly (its bits on top of a 32-bit lane) as
+// ToFloat widens them: FP32 sums, the same.
+void SumRows(const uint16_t* w, const uint16_t* p, const uint16_t* t, int64_t n, float* out) {
+  int64_t h = 0;
+#ifdef TIERSCOPE_VEC_AVX2
+  const auto widen = [](const uint16_t* x) {
+    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+  };
+  for (; h + 8 <= n; h += 8) {
+    _mm256_storeu_ps(out + h, _mm256_add_ps(_mm256_add_ps(widen(w + h), widen(p + h)), widen(t + h)));
+  }
+#endif
+  for (; h < n; ++h) out[h] = (BF16ToFloat(w[h]) + BF16ToFloat(p[h])) + BF16ToFloat(t[h]);
+}
 }  // namespace
 
 Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids,
@@ -83,6 +99,13 @@ Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids
       if (tw == DType::kF32 && t == DType::kF32) {  // one pass, no copies into scratch
         SumRows(static_cast<const float*>(word.data()) + id[i] * H, static_cast<const float*>(pos.data()) + s * H,
                 static_cast<const float*>(type.data()) + tt[i] * H, H, static_cast<float*>(out.data()) + i * H);
+        continue;
+      }
+      if (tw == DType::kBF16) {  // the sums in one pass, into FP32 out or rounded from scratch
+        float* sum = t == DType::kF32 ? static_cast<float*>(out.data()) + i * H : acc;
+        SumRows(static_cast<const uint16_t*>(word.data()) + id[i] * H, static_cast<const uint16_t*>(pos.data()) + s * H,
+                static_cast<const uint16_t*>(type.data()) + tt[i] * H, H, sum);
+        if (sum == acc) FromFloat(acc, t, static_cast<std::byte*>(out.data()) + i * H * es, H);
         continue;
       }
       ToFloat(tw, static_cast<const std::byte*>(word.data()) + id[i] * H * ew, acc, H);
