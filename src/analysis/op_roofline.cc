@@ -61,9 +61,10 @@ OpWork RecordedWork(std::string_view kernel, double flops, double bytes) {
              : has("norm") ? "NORM_fwd"
              : has("softmax") ? "softmax" : has("embedding") ? "embedding" : "elementwise";
   w.matrix = w.category == "GEMM" || w.category.starts_with("SDPA");
-  // tierscope's CPU engine names FP32 arithmetic over 16-bit weights "_wbf16"/"_wf16".
+  // tierscope's CPU engine names FP32 arithmetic over 16-bit weights "_wbf16"/"_wf16",
+  // INT8 sums "_u8s8", and FP32 rows also written as INT8 codes "_u8out" (not INT8 math).
   w.dtype = has("_wbf16") || has("_wf16") ? "float"
-          : has("bf16") ? "c10::BFloat16" : has("_s8") || has("_u8") || has("int8") ? "signed char"
+          : has("bf16") ? "c10::BFloat16" : has("_s8") || has("_u8s8") || has("int8") ? "signed char"
           : has("f16") ? "c10::Half" : "float";
   w.flops = flops;
   w.bytes = bytes;

@@ -189,20 +189,20 @@ static bool AttentionDtypesAgree(DType qkv, DType out, AttentionMath math, bool 
 }
 
 Status Kernels::Attention(const Tensor& qkv, const Tensor& mask, int heads, Tensor& out, AttentionMath math) {
-  TS_RETURN_IF_ERROR(CheckAttention(qkv, mask, heads, out, math));
+  TS_RETURN_IF_ERROR(CheckAttention("Attention", qkv, mask, heads, out, math));
   return DoAttention(qkv, mask, heads, out, math);
 }
 
-Status Kernels::CheckAttention(const Tensor& qkv, const Tensor& mask, int heads, const Tensor& out,
-                               AttentionMath math) const {
+Status Kernels::CheckAttention(const std::string& op, const Tensor& qkv, const Tensor& mask, int heads,
+                               const Tensor& out, AttentionMath math) const {
   if (qkv.shape().size() != 3 || out.shape().size() != 3) {
-    return InvalidArgument("Attention: qkv and out must be [B, S, *]");
+    return InvalidArgument(op + ": qkv and out must be [B, S, *]");
   }
   const int64_t B = qkv.dim(0), S = qkv.dim(1), H = out.dim(2);
   if (heads <= 0 || H % heads != 0 || qkv.dim(2) != 3 * H || out.dim(0) != B || out.dim(1) != S ||
       mask.dtype() != DType::kI32 || mask.numel() != B * S ||
       !AttentionDtypesAgree(qkv.dtype(), out.dtype(), math, Int8RunsBf16Rows()) || !IsFloatType(qkv.dtype())) {
-    return InvalidArgument("Attention: inconsistent shapes qkv " + ShapeString(qkv.shape()) + ", out " +
+    return InvalidArgument(op + ": inconsistent shapes qkv " + ShapeString(qkv.shape()) + ", out " +
                            ShapeString(out.shape()) + ", mask " + ShapeString(mask.shape()) + ", heads " +
                            std::to_string(heads));
   }
@@ -211,20 +211,20 @@ Status Kernels::CheckAttention(const Tensor& qkv, const Tensor& mask, int heads,
 
 Status Kernels::AttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads,
                                 Tensor& out, AttentionMath math) {
-  TS_RETURN_IF_ERROR(CheckAttentionPacked(qkv, mask, offsets, heads, out, math));
+  TS_RETURN_IF_ERROR(CheckAttentionPacked("AttentionPacked", qkv, mask, offsets, heads, out, math));
   return DoAttentionPacked(qkv, mask, offsets, heads, out, math);
 }
 
-Status Kernels::CheckAttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads,
-                                     const Tensor& out, AttentionMath math) const {
+Status Kernels::CheckAttentionPacked(const std::string& op, const Tensor& qkv, const Tensor& mask,
+                                     const Tensor& offsets, int heads, const Tensor& out, AttentionMath math) const {
   if (qkv.shape().size() != 3 || out.shape().size() != 3 || qkv.dim(0) != 1 || out.dim(0) != 1) {
-    return InvalidArgument("AttentionPacked: qkv and out must be [1, T, *]");
+    return InvalidArgument(op + ": qkv and out must be [1, T, *]");
   }
   const int64_t T = qkv.dim(1), H = out.dim(2);
   if (heads <= 0 || H % heads != 0 || qkv.dim(2) != 3 * H || out.dim(1) != T || mask.dtype() != DType::kI32 ||
       mask.numel() != T || offsets.dtype() != DType::kI32 || offsets.numel() < 2 ||
       !AttentionDtypesAgree(qkv.dtype(), out.dtype(), math, Int8RunsBf16Rows()) || !IsFloatType(qkv.dtype())) {
-    return InvalidArgument("AttentionPacked: inconsistent shapes qkv " + ShapeString(qkv.shape()) + ", out " +
+    return InvalidArgument(op + ": inconsistent shapes qkv " + ShapeString(qkv.shape()) + ", out " +
                            ShapeString(out.shape()) + ", mask " + ShapeString(mask.shape()) + ", offsets " +
                            ShapeString(offsets.shape()) + ", heads " + std::to_string(heads));
   }
@@ -234,8 +234,9 @@ Status Kernels::CheckAttentionPacked(const Tensor& qkv, const Tensor& mask, cons
 Status Kernels::AttentionQuantized(const Tensor& qkv, const Tensor& mask, const Tensor* offsets, int heads,
                                    Tensor& out, AttentionMath math, QuantizedRows& codes) {
   if (!QuantizesInProducer()) return NoProducerQuantization();
-  TS_RETURN_IF_ERROR(offsets != nullptr ? CheckAttentionPacked(qkv, mask, *offsets, heads, out, math)
-                                        : CheckAttention(qkv, mask, heads, out, math));
+  TS_RETURN_IF_ERROR(offsets != nullptr
+                         ? CheckAttentionPacked("AttentionQuantized", qkv, mask, *offsets, heads, out, math)
+                         : CheckAttention("AttentionQuantized", qkv, mask, heads, out, math));
   TS_RETURN_IF_ERROR(CheckQuantizedRows(codes, "AttentionQuantized", "the codes"));
   const int64_t H = out.dim(2);
   if (out.dtype() != DType::kF32 || codes.k != H || codes.rows != out.numel() / H) {

@@ -145,10 +145,12 @@ class Kernels {
   // Whether float weights of `weights` go with `activations` here: the same dtype, or
   // F16/BF16 weights under FP32 activations where the backend widens them.
   bool TakesFloatWeights(DType activations, DType weights) const;
-  // Attention's and AttentionPacked's contracts (shapes, dtypes, heads).
-  Status CheckAttention(const Tensor& qkv, const Tensor& mask, int heads, const Tensor& out, AttentionMath math) const;
-  Status CheckAttentionPacked(const Tensor& qkv, const Tensor& mask, const Tensor& offsets, int heads,
-                              const Tensor& out, AttentionMath math) const;
+  // Attention's and AttentionPacked's contracts (shapes, dtypes, heads); `op` names the
+  // call in the error.
+  Status CheckAttention(const std::string& op, const Tensor& qkv, const Tensor& mask, int heads, const Tensor& out,
+                        AttentionMath math) const;
+  Status CheckAttentionPacked(const std::string& op, const Tensor& qkv, const Tensor& mask, const Tensor& offsets,
+                              int heads, const Tensor& out, AttentionMath math) const;
   // LayerNorm's contract (shapes, one float dtype, eps > 0).
   static Status CheckLayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,
                                float eps, const Tensor& out);

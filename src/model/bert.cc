@@ -204,13 +204,17 @@ int64_t BertModel::row_block_rows() const {
   if (row_block_ >= 0) return row_block_;
   // The largest activation a row: Q, K and V, or the intermediate (FP32 in an INT8 run).
   const int64_t widest = std::max(3 * config_.hidden_size, config_.intermediate_size);
-  int64_t weights = 0;  // the Linears' packed weights, which every block reads
+  return kernels_.RowBlockRows(widest * static_cast<int64_t>(DTypeSize(dtype())), linear_weight_bytes());
+}
+
+int64_t BertModel::linear_weight_bytes() const {
+  int64_t bytes = 0;
   for (const Layer& L : layers_) {
     for (const auto* w : {L.qkv_w.get(), L.attn_out_w.get(), L.inter_w.get(), L.out_w.get()}) {
-      if (w != nullptr) weights += w->bytes();
+      if (w != nullptr) bytes += w->bytes();
     }
   }
-  return kernels_.RowBlockRows(widest * static_cast<int64_t>(DTypeSize(dtype())), weights);
+  return bytes;
 }
 
 StatusOr<BertModel::Inputs> BertModel::Upload(const BatchInput& in) {
@@ -406,6 +410,8 @@ StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Quan
                           ? LinearCodesOp<kOn>(ctx_codes, ctx.shape(), *L.attn_out_w, L.attn_out_b, Epilogue::kNone,
                                                {B, S, H})
                           : LinearOp<kOn>(ctx, rows, H, *L.attn_out_w, L.attn_out_b, Epilogue::kNone, {B, S, H}));
+  ctx = Tensor();  // read by the projection alone: freed before the FFN's buffers are made
+  ctx_codes = QuantizedRows();
   if (x_codes == nullptr) {
     TS_ASSIGN_OR_RETURN(Tensor h1, LayerNormOp<kOn>(attn, &x, L.attn_ln_g, L.attn_ln_b));
     // GELU is fused into the intermediate GEMM's epilogue.

@@ -85,6 +85,8 @@ class BertModel {
   void set_row_block(int64_t setting) { row_block_ = setting; }
   // The token rows of a block under the current setting (0: none).
   int64_t row_block_rows() const;
+  // The bytes of the Linears' packed weights, which every row block reads again.
+  int64_t linear_weight_bytes() const;
 
  private:
   struct Layer {

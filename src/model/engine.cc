@@ -57,14 +57,9 @@ StatusOr<MemoryNeed> BertEngine::ForwardMemory(int64_t batch, int64_t seq_len,
                            std::to_string(seq_len) + " is not a positive size");
   }
   const double tokens = static_cast<double>(batch) * static_cast<double>(seq_len);
-  // Row blocks (model/row_blocks.h) of as many whole samples as fit, or one where a sample
-  // is longer.
-  const int64_t limit = model_->row_block_rows();
-  double act_tokens = tokens;
-  if (limit > 0 && tokens > static_cast<double>(limit)) {
-    act_tokens = static_cast<double>(std::min(batch, std::max<int64_t>(1, limit / seq_len))) *
-                 static_cast<double>(seq_len);
-  }
+  // Row blocks (model/row_blocks.h): the largest holds ceil(batch / blocks) samples.
+  const int64_t blocks = PaddedBlockCount(batch, seq_len, model_->row_block_rows());
+  const double act_tokens = static_cast<double>((batch + blocks - 1) / blocks) * static_cast<double>(seq_len);
   return NeedOf(tokens, act_tokens, batch, options,
                 "batch " + std::to_string(batch) + " x seq_len " + std::to_string(seq_len));
 }
@@ -110,7 +105,9 @@ StatusOr<MemoryNeed> BertEngine::NeedOf(double tokens, double act_tokens, int64_
   // of its input tensors rounded up to whole 64-byte lines).
   const double blocks = std::ceil(tokens / act_tokens);
   need.device = act_tokens * (10 * H + I) * es + tokens * (whole * es + 3 * 4) + blocks * 5 * 64;
-  // INT8: a Linear's input quantized (one byte a value, scale and zero point a row).
+  // INT8: activations quantized (one byte a value, scale and zero point a row): the
+  // intermediate's codes; h1's beside them fit in the FP32 intermediate counted above, which
+  // an INT8 run never writes.
   if (dtype() == DType::kI8) need.device += act_tokens * (std::max(H, I) + 8);
   need.host = tokens * (3 * 4 + host_out * (4 + es));  // staged inputs, raw + FP32 outputs
   if (options.pooler) need.device += static_cast<double>(pooled) * H * es;

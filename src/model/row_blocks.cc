@@ -6,14 +6,19 @@
 
 namespace tierscope {
 
+int64_t PaddedBlockCount(int64_t batch, int64_t seq_len, int64_t rows) {
+  if (rows <= 0 || batch <= 1) return 1;
+  const int64_t per = std::max<int64_t>(1, rows / std::max<int64_t>(1, seq_len));
+  return (batch + per - 1) / per;
+}
+
 std::vector<RowBlock> SplitRowBlocks(const BatchInput& in, int64_t rows) {
   const bool packed = !in.seq_lens.empty();
   const int64_t units = packed ? static_cast<int64_t>(in.seq_lens.size()) : in.batch;
   if (rows <= 0 || units <= 1) return {RowBlock{0, units}};
   std::vector<RowBlock> blocks;
   if (!packed) {  // as few blocks as hold them, the samples shared out evenly
-    const int64_t per = std::max<int64_t>(1, rows / std::max<int64_t>(1, in.seq_len));
-    const int64_t n = (units + per - 1) / per;
+    const int64_t n = PaddedBlockCount(units, in.seq_len, rows);
     for (int64_t i = 0; i < n; ++i) blocks.push_back({units * i / n, units * (i + 1) / n - units * i / n});
     return blocks;
   }

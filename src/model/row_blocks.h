@@ -25,6 +25,11 @@ struct RowBlock {
 // One block of everything where rows <= 0.
 std::vector<RowBlock> SplitRowBlocks(const BatchInput& in, int64_t rows);
 
+// The blocks a padded batch of `batch` samples of seq_len rows makes within `rows` rows
+// each (SplitRowBlocks): as few as hold it, one where rows <= 0; its largest block holds
+// ceil(batch / blocks) samples.
+int64_t PaddedBlockCount(int64_t batch, int64_t seq_len, int64_t rows);
+
 // The sub-batch `block` of `in` (a validated batch): its samples or sequences, with their
 // ids, mask and token types.
 BatchInput SliceBatch(const BatchInput& in, const RowBlock& block);

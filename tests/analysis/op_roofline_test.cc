@@ -110,6 +110,12 @@ TEST(OpRoofline, KernelsNameWorkWithNoShapesAndTheEnginesOwnCountsMeetCalibrated
   b.Launch("cudaLaunchKernel", "cpu_layer_norm_f32_r16", 110, 5, 120, 10'000, 4);
   b.trace().events.back().v0 = 8e6;
   b.trace().events.back().v1 = 16e6;
+  // An INT8 run's attention where there is no BF16 arithmetic: FP32 math, its output rows
+  // also written as INT8 codes ("_u8out"), so FP32's roof, not INT8's.
+  b.Op("tierscope::attention_codes", 200, 50, 6);
+  b.Launch("cudaLaunchKernel", "cpu_attn_softmax_f32_u8out_q32", 210, 5, 220, 10'000, 6);
+  b.trace().events.back().v0 = 400e6;
+  b.trace().events.back().v1 = 1e6;
   const Trace t = std::move(b.trace());
   const TraceIndex x = BuildIndex(t, AnalysisOptions{});
   DeviceSpec cpu;
@@ -117,7 +123,7 @@ TEST(OpRoofline, KernelsNameWorkWithNoShapesAndTheEnginesOwnCountsMeetCalibrated
   cpu.fp32 = cpu.fp32_vector = 1;  // TFLOP/s
   cpu.memory_tbps = 0.032;
   const OpRoofline r = AnalyzeOpRoofline(x, cpu);
-  ASSERT_EQ(r.rows.size(), 2u);
+  ASSERT_EQ(r.rows.size(), 3u);
   const OpRooflineRow& norm = r.rows[0];
   EXPECT_EQ(norm.name, "tierscope::add_layer_norm");
   EXPECT_TRUE(norm.modelled);
@@ -126,7 +132,12 @@ TEST(OpRoofline, KernelsNameWorkWithNoShapesAndTheEnginesOwnCountsMeetCalibrated
   // 16 MB in 10 us is 1.6 TB/s: far above a 32 GB/s memory roof — impossible, not concluded from.
   EXPECT_NEAR(norm.percent_of_roof, 100.0 * 16e6 / 10e-6 / 0.032e12, 1e-6);
   EXPECT_TRUE(norm.impossible);
-  const OpRooflineRow& graph = r.rows[1];
+  // This device has no INT8 peak at all: an INT8 reading would leave the attention no roof.
+  const OpRooflineRow& codes = r.rows[1];
+  EXPECT_EQ(codes.name, "tierscope::attention_codes");
+  EXPECT_EQ(codes.category, "SDPA_fwd");
+  EXPECT_DOUBLE_EQ(codes.roof_flops, 1e12);  // 400 FLOP a byte: the FP32 matrix peak
+  const OpRooflineRow& graph = r.rows[2];
   EXPECT_EQ(graph.category, "GEMM");
   EXPECT_FALSE(graph.modelled);
   EXPECT_EQ(graph.roof_flops, 0);

@@ -75,7 +75,37 @@ class CpuKernelsTest : public ::testing::TestWithParam<Case> {
       ASSERT_NEAR(got[i], want[i], tol * scale) << what << " at " << i;
     }
   }
+  // EmbeddingSum on `k` over random tables in `tables` into `out` rows of 37 (whole vectors
+  // and a tail): each token's sum is (word + position) + type in FP32, in that order, rounded
+  // once into out's dtype, bit for bit.
+  void ExpectEmbeddingSumsInOrder(Kernels& k, DType tables, DType out) {
+    const int64_t V = 13, P = 6, T = 2, H = 37, B = 2, S = 6;
+    const std::vector<float> word = Round(Random(V * H), tables), pos = Round(Random(P * H), tables);
+    const std::vector<float> type = Round(Random(T * H), tables);
+    std::vector<int32_t> ids(B * S), tt(B * S);
+    for (int64_t i = 0; i < B * S; ++i) {
+      ids[i] = static_cast<int32_t>((i * 7) % V);
+      tt[i] = static_cast<int32_t>(i % 2);
+    }
+    Tensor dw = Device(word, {V, H}, tables), dp = Device(pos, {P, H}, tables), dt = Device(type, {T, H}, tables);
+    Tensor y = std::move(Tensor::Empty(be_, out, {B, S, H})).value();
+    ASSERT_TRUE(k.EmbeddingSum(DeviceI32(ids, {B, S}), DeviceI32(tt, {B, S}), dw, dp, dt, y).ok());
+    std::vector<float> sums(static_cast<size_t>(B * S * H));
+    for (int64_t i = 0; i < B * S; ++i) {
+      for (int64_t h = 0; h < H; ++h) {
+        sums[i * H + h] = (word[ids[i] * H + h] + pos[(i % S) * H + h]) + type[tt[i] * H + h];
+      }
+    }
+    const std::vector<float> want = Round(sums, out), got = Host(y);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+        << DTypeName(tables) << " tables, " << DTypeName(out) << " out";
+  }
 };
+
+TEST_P(CpuKernelsTest, EmbeddingSumIsTheRowsSummedInOrderBitForBit) {
+  ExpectEmbeddingSumsInOrder(be_.kernels(), GetParam().dtype, GetParam().dtype);
+}
 
 TEST_P(CpuKernelsTest, EmbeddingIdsOutsideTheTablesAreRefusedByTheKernel) {
   // The kernel checks its own indices: nothing outside a table is read, whoever called it.
@@ -126,7 +156,8 @@ TEST_P(CpuKernelsTest, LayerNormOfManyRowsIsEachRowAloneBitForBit) {
 // AVX512_BF16, or under the "fp32" BF16 variant), a 16-bit run keeps its weights (the
 // Linear panels, the embedding tables) in 16 bits and its activations in FP32. Linear and
 // EmbeddingSum take that mix, and give FP32-accurate sums of the 16-bit weights' values
-// (the activations are never rounded), in every epilogue, across whole and partial tiles.
+// (the activations are never rounded; the embedding's sums are FP32's, bit for bit), in
+// every epilogue, across whole and partial tiles.
 class CpuHalfWeightsTest : public CpuKernelsTest {};  // F16 and BF16 only
 
 TEST_P(CpuHalfWeightsTest, SixteenBitWeightsUnderFp32ActivationsGiveFp32AccurateSums) {
@@ -166,24 +197,7 @@ TEST_P(CpuHalfWeightsTest, SixteenBitWeightsUnderFp32ActivationsGiveFp32Accurate
     EXPECT_EQ(be.kernels().Linear(dx16, M, K, **packed, &db, Epilogue::kNone, dy32).code(),
               StatusCode::kInvalidArgument);
   }
-  const int64_t V = 11, P = 9, T = 2, H = 20, B = 2, S = 7;
-  const std::vector<float> word = Round(Random(V * H), t), pos = Round(Random(P * H), t);
-  const std::vector<float> type = Round(Random(T * H), t);
-  std::vector<int32_t> ids(B * S), tt(B * S);
-  for (int64_t i = 0; i < B * S; ++i) {
-    ids[i] = static_cast<int32_t>((i * 5) % V);
-    tt[i] = static_cast<int32_t>(i % 2);
-  }
-  Tensor dw = Device(word, {V, H}, t), dp = Device(pos, {P, H}, t), dt = Device(type, {T, H}, t);
-  Tensor out = std::move(Tensor::Empty(be_, DType::kF32, {B, S, H})).value();
-  ASSERT_TRUE(be.kernels().EmbeddingSum(DeviceI32(ids, {B, S}), DeviceI32(tt, {B, S}), dw, dp, dt, out).ok());
-  std::vector<double> ref(static_cast<size_t>(B * S * H));
-  for (int64_t i = 0; i < B * S; ++i) {
-    for (int64_t h = 0; h < H; ++h) {
-      ref[i * H + h] = double{word[ids[i] * H + h]} + pos[(i % S) * H + h] + type[tt[i] * H + h];
-    }
-  }
-  ExpectClose(Host(out), ref, 1e-6, "embedding, 16-bit tables, FP32 out");
+  ExpectEmbeddingSumsInOrder(be.kernels(), t, DType::kF32);  // 16-bit tables, FP32 out
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDTypes, CpuKernelsTest,
@@ -374,6 +388,7 @@ TEST(CpuBackendTest, RowBlocksGrowWithTheWeightsEveryBlockReadsAgain) {
       EXPECT_EQ(CpuRowBlockRows(workers, row), plain) << workers << " workers, " << row << " bytes a row";
       EXPECT_EQ(CpuRowBlockRows(workers, row, plain * row), plain);
       EXPECT_EQ(CpuRowBlockRows(workers, row, 3 * plain * row), 3 * plain);
+      EXPECT_EQ(CpuRowBlockRows(workers, row, 3 * plain * row + 1), 3 * plain + 1);  // rounded up
     }
   }
   // all-MiniLM-L6-v2's FP32 weights (42.6 MB) over its 1,536-float intermediate rows.

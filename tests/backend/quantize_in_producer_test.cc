@@ -112,34 +112,47 @@ TEST_P(QuantizeInProducerTest, LayerNormCodesAreTheBytesQuantizeRowsWritesFromIt
   }
 }
 
-// A replay (tier 3): the kernel run twice, the codes wiped between, as a hook may.
+// The rows' codes and parameters overwritten with 0xab, so that only a kernel that writes
+// them all gives the reference's bytes (the rows past them, AMX's padding, are zeros the
+// kernel never writes).
+void Wipe(QuantizedRows& q) {
+  std::memset(q.codes.data(), 0xab, static_cast<size_t>(q.rows * PaddedCodeBytes(q.k)));
+  std::memset(q.params.data(), 0xab, q.params.bytes());
+}
+
+// A replay (tier 3): the kernel run twice, the codes wiped between, as a hook may; the
+// launch's grid kept.
 class RunTwiceWipingCodes : public LaunchHook {
  public:
   explicit RunTwiceWipingCodes(QuantizedRows* codes) : codes_(codes) {}
-  Status OnLaunch(Backend&, const LaunchDesc&, FunctionRef<StatusOr<KernelRun>()> run) override {
+  Status OnLaunch(Backend&, const LaunchDesc& desc, FunctionRef<StatusOr<KernelRun>()> run) override {
+    grid_ = desc.grid;
     TS_RETURN_IF_ERROR(run().status());
-    // The rows' codes (the rows past them, AMX's padding, are zeros the kernel never writes).
-    std::memset(codes_->codes.data(), 0xab, static_cast<size_t>(codes_->rows * PaddedCodeBytes(codes_->k)));
-    std::memset(codes_->params.data(), 0xab, codes_->params.bytes());
+    Wipe(*codes_);
     return run().status();
   }
+  const Dim3& grid() const { return grid_; }
 
  private:
   QuantizedRows* codes_;
+  Dim3 grid_;
 };
 
-// Padded batches of one task a (head, sample) and of 32-query tasks (3 heads of one or two
-// samples on 2 workers), masked keys, packed sequences of their own lengths; FP32 qkv, and
-// BF16 qkv into FP32 where an INT8 run's attention reads BF16 rows.
+// On 2 workers: tasks of a (head, sample) (8 or more pairs, or an even count), and of 32
+// queries (3 pairs: one sample of 3 heads, 3 samples of one head, 3 packed sequences of one
+// head, the 5-token one with two blocks past its end); masked keys; packed sequences of
+// their own lengths; FP32 qkv, and BF16 qkv into FP32 where an INT8 run's attention reads
+// BF16 rows.
 TEST_P(QuantizeInProducerTest, AttentionCodesAreTheBytesQuantizeRowsWritesFromItsOutput) {
   struct Case {
     int64_t B, S;
     int heads;
     int64_t D;
     bool packed;
+    int64_t query_blocks;  // tasks a (head, sample): the launch's grid.x
   };
-  for (const Case c : {Case{4, 16, 2, 8, false}, Case{1, 70, 3, 16, false}, Case{2, 45, 3, 32, false},
-                       Case{3, 0, 3, 16, true}}) {
+  for (const Case c : {Case{4, 16, 2, 8, false, 1}, Case{1, 70, 3, 16, false, 3}, Case{3, 70, 1, 16, false, 3},
+                       Case{2, 45, 3, 32, false, 1}, Case{3, 0, 3, 16, true, 1}, Case{3, 0, 1, 16, true, 3}}) {
     const int64_t H = c.heads * c.D;
     const std::vector<int32_t> lens = {37, 5, 70};
     const int64_t T = c.packed ? 112 : c.B * c.S;
@@ -168,6 +181,7 @@ TEST_P(QuantizeInProducerTest, AttentionCodesAreTheBytesQuantizeRowsWritesFromIt
                         : k_.Attention(x, mask, c.heads, want, math))
                       .ok());
       QuantizedRows codes = Rows(T, H), ref = Rows(T, H);
+      Wipe(codes);
       const Status s = k_.AttentionQuantized(x, mask, offs, c.heads, got, math, codes);
       ASSERT_TRUE(s.ok()) << s.ToString();
       EXPECT_TRUE(SameBits(got, want)) << what;
@@ -179,6 +193,7 @@ TEST_P(QuantizeInProducerTest, AttentionCodesAreTheBytesQuantizeRowsWritesFromIt
       be_.SetLaunchHook(nullptr);
       ASSERT_TRUE(again.ok()) << again.ToString();
       EXPECT_EQ(Bytes(codes), Bytes(ref)) << what << ", replayed";
+      EXPECT_EQ(replay.grid().x, c.query_blocks) << what;
     }
   }
 }
@@ -458,7 +473,7 @@ TEST(QuantizeRows, WhatDoesNotFitIsRefusedInOneLine) {
                  "into 5 quantized rows of 8");
   Tensor wide = std::move(Tensor::Empty(be, DType::kF32, {1, 4, 9})).value();
   expect_invalid(k.AttentionQuantized(qkv, mask, nullptr, 2, wide, AttentionMath::kInputDtype, *q),
-                 "inconsistent shapes");
+                 "AttentionQuantized: inconsistent shapes");
 }
 
 }  // namespace

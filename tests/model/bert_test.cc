@@ -398,7 +398,7 @@ TEST_F(BertEngineTest, CpuSplitsABigBatchIntoRowBlocksAndTheEnvironmentSetsThem)
   auto e = Load(DType::kF32);
   ASSERT_NE(e, nullptr);
   const int64_t rows = e->model().row_block_rows();
-  EXPECT_EQ(rows, CpuRowBlockRows(2, 512 * 4));
+  EXPECT_EQ(rows, CpuRowBlockRows(2, 512 * 4, e->model().linear_weight_bytes()));
   BatchInput big = Inputs(3 * rows / 64 + 1, 64);
   auto up = e->model().Upload(big);
   ASSERT_TRUE(up.ok());

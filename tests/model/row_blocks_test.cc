@@ -32,8 +32,11 @@ BatchInput Packed(const std::vector<int64_t>& lens) {
 
 // As few blocks as hold the samples, shared out evenly (sizes differ by at most one).
 TEST(RowBlocksTest, PaddedBatchSplitsIntoWholeSamplesWithinTheRows) {
-  EXPECT_EQ(Pairs(SplitRowBlocks(Padded(5, 4), 8)), (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 2}, {3, 2}}));
-  EXPECT_EQ(Pairs(SplitRowBlocks(Padded(5, 4), 11)), (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 2}, {3, 2}}));
+  using Blocks = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(Pairs(SplitRowBlocks(Padded(5, 4), 8)), (Blocks{{0, 1}, {1, 2}, {3, 2}}));
+  EXPECT_EQ(Pairs(SplitRowBlocks(Padded(5, 4), 11)), (Blocks{{0, 1}, {1, 2}, {3, 2}}));
+  EXPECT_EQ(PaddedBlockCount(5, 4, 11), 3);
+  EXPECT_EQ(PaddedBlockCount(5, 4, 0), 1);
   EXPECT_EQ(Pairs(SplitRowBlocks(Padded(64, 128), 54 * 128)),
             (std::vector<std::pair<int64_t, int64_t>>{{0, 32}, {32, 32}}));
   EXPECT_EQ(Pairs(SplitRowBlocks(Padded(64, 128), 8 * 128)).size(), 8u);

@@ -467,7 +467,7 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
     desc.writes[1] = {codes->codes.data(), codes->codes.bytes()};
     desc.writes[2] = {codes->params.data(), codes->params.bytes()};
     rc.quantize_row = PickQuantizeRow(GetInt8MicroKernels());
-    rc.heads_done.reset(new std::atomic<int64_t>[static_cast<size_t>(B * p.q_blocks)]());
+    rc.heads_done = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(B * p.q_blocks));
   }
   cost.Into(desc);
   be.EnsureScratch(ScratchFloats(S, D));

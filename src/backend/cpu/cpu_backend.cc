@@ -113,7 +113,8 @@ int64_t CpuL2BytesPerCore() {
 int64_t CpuRowBlockRows(int workers, int64_t bytes_per_row, int64_t weight_bytes) {
   const int64_t w = std::max(1, workers), row = std::max<int64_t>(1, bytes_per_row);
   const int64_t fit = CpuL2BytesPerCore() * w * 3 / 4 / row;
-  return std::max({512 * w, fit, std::max<int64_t>(0, weight_bytes) / row});
+  const int64_t weights = std::max<int64_t>(0, weight_bytes);
+  return std::max({512 * w, fit, weights / row + (weights % row != 0 ? 1 : 0)});
 }
 
 const char* DTypeTag(DType t) {

@@ -95,9 +95,10 @@ double CpuInt8StreamingThresholdBytes(int workers);
 // and the launches cost more than the cache saves: measured, a block of 4 samples of 128
 // tokens runs the tiny model's INT8 slower than one of 8 on 2 cores), and at least as many
 // rows as make the weights, which every block reads again from beyond L2, no more bytes a
-// row than its largest activation (all-MiniLM-L6-v2, 10-42 MB of weights: 1,024-row
-// blocks read them 8 times a batch of 64 and ran 5-9% slower in every precision on a Zen 4
-// with 1 MiB of L2 a core than one block; the tiny model, 0.4-1.6 MB, keeps 1,024).
+// row than its largest activation, rounded up (all-MiniLM-L6-v2, 11-43 MB of weights:
+// 1,024-row blocks read them 8 times a batch of 64 and ran 5-9% slower in every precision
+// on a Zen 4 with 1 MiB of L2 a core than one block; the tiny model, 0.4-1.6 MB, keeps
+// 1,024).
 int64_t CpuRowBlockRows(int workers, int64_t bytes_per_row, int64_t weight_bytes = 0);
 // `positions`: each token's position id (packed sequences), or null: its index in its row.
 Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids,

@@ -18,8 +18,8 @@ void SumRows(const float* w, const float* p, const float* t, int64_t n, float* o
   int64_t h = 0;
 #ifdef TIERSCOPE_VEC_AVX2
   for (; h + 8 <= n; h += 8) {
-    const __m256 v = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(w + h), _mm256_loadu_ps(p + h)), _mm256_loadu_ps(t + h));
-    _mm256_storeu_ps(out + h, v);
+    const __m256 wp = _mm256_add_ps(_mm256_loadu_ps(w + h), _mm256_loadu_ps(p + h));
+    _mm256_storeu_ps(out + h, _mm256_add_ps(wp, _mm256_loadu_ps(t + h)));
   }
 #endif
   for (; h < n; ++h) out[h] = (w[h] + p[h]) + t[h];
