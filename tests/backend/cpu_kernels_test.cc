@@ -377,6 +377,38 @@ TEST(CpuBackendTest, MemoryAccountingTracksLiveAndPeakBytes) {
   EXPECT_EQ(be.memory_stats().live_bytes, base);
 }
 
+// A few rows (fewer row blocks than 4 a worker) over weights larger than a core's L2 run
+// column block by column block; each row's outputs are those of the same rows in a big
+// batch (row block by row block), bit for bit.
+TEST(CpuBackendTest, AFewRowsOverWeightsBeyondL2GiveTheBigBatchsRowsBitForBit) {
+  CpuBackend be(2);
+  const int64_t k = 512, n = CpuL2BytesPerCore() / (k * 4) + 300, few = 40, many = 480;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(n * k)), b(static_cast<size_t>(n));
+  for (float& v : w) v = d(rng);
+  for (float& v : b) v = d(rng);
+  HostTensor h;
+  h.dtype = DType::kF32;
+  h.shape = {n, k};
+  h.data = reinterpret_cast<const std::byte*>(w.data());
+  h.bytes = w.size() * sizeof(float);
+  auto packed = be.kernels().PackWeight(h, DType::kF32);
+  ASSERT_TRUE(packed.ok());
+  ASSERT_GT((*packed)->bytes(), CpuL2BytesPerCore());
+  Tensor x = std::move(Tensor::Empty(be, DType::kF32, {many, k})).value();
+  for (int64_t i = 0; i < many * k; ++i) static_cast<float*>(x.data())[i] = d(rng);
+  Tensor bias = std::move(Tensor::Empty(be, DType::kF32, {n})).value();
+  std::memcpy(bias.data(), b.data(), b.size() * sizeof(float));
+  Tensor y_few = std::move(Tensor::Empty(be, DType::kF32, {few, n})).value();
+  Tensor y_many = std::move(Tensor::Empty(be, DType::kF32, {many, n})).value();
+  for (const Epilogue e : {Epilogue::kNone, Epilogue::kGelu}) {
+    ASSERT_TRUE(be.kernels().Linear(x, few, k, **packed, &bias, e, y_few).ok());
+    ASSERT_TRUE(be.kernels().Linear(x, many, k, **packed, &bias, e, y_many).ok());
+    EXPECT_EQ(std::memcmp(y_few.data(), y_many.data(), static_cast<size_t>(few * n) * sizeof(float)), 0);
+  }
+}
+
 // Row blocks: 512 rows a worker at least, as many as fill 3/4 of the L2 caches with the
 // widest activation, and as many as make the weights (read again by every block) no more
 // bytes a row than that activation; weights below that change nothing.
