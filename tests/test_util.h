@@ -1,4 +1,5 @@
-// Helpers shared by the C++ tests: temporary directories, file writing, a GPU's properties.
+// Helpers shared by the C++ tests: temporary directories, file writing, a GPU's properties,
+// FP32 weights as a HostTensor.
 #ifndef TIERSCOPE_TESTS_TEST_UTIL_H_
 #define TIERSCOPE_TESTS_TEST_UTIL_H_
 
@@ -13,9 +14,11 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/host_tensor.h"
 
 namespace tierscope::testing {
 
@@ -24,6 +27,16 @@ namespace tierscope::testing {
 inline bool UnderCi() {
   const char* ci = std::getenv("CI");
   return ci != nullptr && (std::string(ci) == "true" || std::string(ci) == "1");
+}
+
+// A view of FP32 values `v` as a HostTensor of `shape` (v must outlive it), for PackWeight.
+inline HostTensor Fp32View(const std::vector<float>& v, std::vector<int64_t> shape) {
+  HostTensor h;
+  h.dtype = DType::kF32;
+  h.shape = std::move(shape);
+  h.data = reinterpret_cast<const std::byte*>(v.data());
+  h.bytes = v.size() * sizeof(float);
+  return h;
 }
 
 // The shared corpus of real traces (../shared/corpus beside the checkout).

@@ -17,6 +17,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel_bf16.h"
 #include "core/allocator.h"
+#include "test_util.h"
 
 namespace tierscope {
 namespace {
@@ -388,12 +389,7 @@ TEST(CpuBackendTest, AFewRowsOverWeightsBeyondL2GiveTheBigBatchsRowsBitForBit) {
   std::vector<float> w(static_cast<size_t>(n * k)), b(static_cast<size_t>(n));
   for (float& v : w) v = d(rng);
   for (float& v : b) v = d(rng);
-  HostTensor h;
-  h.dtype = DType::kF32;
-  h.shape = {n, k};
-  h.data = reinterpret_cast<const std::byte*>(w.data());
-  h.bytes = w.size() * sizeof(float);
-  auto packed = be.kernels().PackWeight(h, DType::kF32);
+  auto packed = be.kernels().PackWeight(testing::Fp32View(w, {n, k}), DType::kF32);
   ASSERT_TRUE(packed.ok());
   ASSERT_GT((*packed)->bytes(), CpuL2BytesPerCore());
   Tensor x = std::move(Tensor::Empty(be, DType::kF32, {many, k})).value();

@@ -22,6 +22,7 @@
 #include "backend/cpu/micro_kernel_bf16.h"
 #include "backend/cpu/micro_kernel_int8.h"
 #include "backend/cpu/quantize_rows.h"
+#include "test_util.h"
 
 namespace tierscope {
 namespace {
@@ -77,12 +78,7 @@ class QuantizeInProducerTest : public ::testing::TestWithParam<std::string> {
     std::vector<float> w(static_cast<size_t>(n * k));
     std::normal_distribution<float> d(0.0f, 0.05f);
     for (float& v : w) v = d(rng_);
-    HostTensor h;
-    h.dtype = DType::kF32;
-    h.shape = {n, k};
-    h.data = reinterpret_cast<const std::byte*>(w.data());
-    h.bytes = w.size() * sizeof(float);
-    auto p = k_.PackWeight(h, DType::kI8);
+    auto p = k_.PackWeight(testing::Fp32View(w, {n, k}), DType::kI8);
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     return std::move(p).value();
   }
