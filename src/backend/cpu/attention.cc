@@ -296,13 +296,20 @@ void AttendBf16Dot(const AttnParams& p, const Bf16Kernels& bk, const AttnTask& t
   }
 }
 
+// Task `task`'s query block qb, head h and sample b (the grid is {q_blocks, heads, B}),
+// and the sample's first token and length: packed, from the offsets; else row b of S.
+struct TaskAt {
+  int64_t qb, h, b, start, S;
+  TaskAt(const AttnParams& p, int64_t task)
+      : qb(task % p.q_blocks),
+        h((task / p.q_blocks) % p.heads),
+        b(task / (p.q_blocks * p.heads)),
+        start(p.offsets != nullptr ? p.offsets[b] : b * p.seq),
+        S(p.offsets != nullptr ? p.offsets[b + 1] - start : p.seq) {}
+};
+
 void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
-  const int64_t qb = task % p.q_blocks;
-  const int64_t h = (task / p.q_blocks) % p.heads;
-  const int64_t b = task / (p.q_blocks * p.heads);
-  // The sequence's first token and length: packed, from the offsets; else row b of S.
-  const int64_t start = p.offsets != nullptr ? p.offsets[b] : b * p.seq;
-  const int64_t S = p.offsets != nullptr ? p.offsets[b + 1] - start : p.seq;
+  const auto [qb, h, b, start, S] = TaskAt(p, task);
   const int64_t D = p.head_dim, H = p.hidden;
   if (qb * p.rows_per_task >= S) return;  // a shorter sequence of a packed batch
   const int32_t* mask = p.mask + start;
@@ -381,7 +388,6 @@ const char* AttentionKernelName(DType t, DType out, bool dot, bool codes) {
 // quantized by the task that finishes its query block's last head (a counter a block of
 // each sample; the tasks before it released their rows with their increments).
 struct RowCodes {
-  QuantizedRows* codes;
   QuantizeRowFn quantize_row;
   std::unique_ptr<std::atomic<int64_t>[]> heads_done;  // [B * q_blocks]
 };
@@ -389,17 +395,15 @@ struct RowCodes {
 // After `task`: quantizes its query block's rows if every head of them is written. The
 // counters only grow, a multiple of `heads` after each whole run of the launch, so a
 // replayed launch (tier 3) quantizes again.
-void QuantizeFinishedRows(const AttnParams& p, int64_t task, RowCodes& rc) {
-  const int64_t qb = task % p.q_blocks, b = task / (p.q_blocks * p.heads);
-  if ((rc.heads_done[b * p.q_blocks + qb].fetch_add(1, std::memory_order_acq_rel) + 1) % p.heads != 0) return;
-  const int64_t start = p.offsets != nullptr ? p.offsets[b] : b * p.seq;
-  const int64_t S = p.offsets != nullptr ? p.offsets[b + 1] - start : p.seq;
+void QuantizeFinishedRows(const AttnParams& p, int64_t task, QuantizedRows& codes, RowCodes& rc) {
+  const TaskAt t(p, task);
+  if ((rc.heads_done[t.b * p.q_blocks + t.qb].fetch_add(1, std::memory_order_acq_rel) + 1) % p.heads != 0) return;
   const int64_t H = p.hidden, kp = PaddedCodeBytes(H);
-  auto* q = static_cast<uint8_t*>(rc.codes->codes.data());
-  auto* params = static_cast<float*>(rc.codes->params.data());
+  auto* q = static_cast<uint8_t*>(codes.codes.data());
+  auto* params = static_cast<float*>(codes.params.data());
   const auto* out = static_cast<const float*>(p.out);
-  for (int64_t i = qb * p.rows_per_task; i < std::min(S, (qb + 1) * p.rows_per_task); ++i) {
-    const int64_t r = start + i;
+  for (int64_t i = t.qb * p.rows_per_task; i < std::min(t.S, (t.qb + 1) * p.rows_per_task); ++i) {
+    const int64_t r = t.start + i;
     rc.quantize_row(out + r * H, H, kp, q + r * kp, params + 2 * r);
   }
 }
@@ -459,7 +463,7 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   cost.bytes_written *= static_cast<double>(DTypeSize(p.out_dtype)) / static_cast<double>(DTypeSize(p.dtype));
   if (p.dot != nullptr) desc.pipe = "bf16_dot";
   desc.writes[0] = {out.data(), out.bytes()};
-  RowCodes rc{codes, nullptr, nullptr};
+  RowCodes rc{nullptr, nullptr};
   if (codes != nullptr) {  // FP32 out (the front checked it)
     TS_RETURN_IF_ERROR(CheckCodeLayout(*codes, "AttentionQuantized"));
     const int64_t rows = out.numel() / H;
@@ -473,7 +477,7 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   be.EnsureScratch(ScratchFloats(S, D));
   return be.Launch(desc, [&](int64_t task, int worker) {
     AttentionTask(p, task, be.scratch(worker));
-    if (codes != nullptr) QuantizeFinishedRows(p, task, rc);
+    if (codes != nullptr) QuantizeFinishedRows(p, task, *codes, rc);
   });
 }
 

@@ -84,6 +84,8 @@ Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids
   cost.Into(desc);
   desc.writes[0] = {out.data(), out.bytes()};
   be.EnsureScratch(static_cast<size_t>(4 * H));
+  // FP32 tables into FP32 rows, or BF16 tables into either: summed in one pass (SumRows).
+  const bool f32 = tw == DType::kF32 && t == DType::kF32, bf16_tables = tw == DType::kBF16;
   return be.Launch(desc, [&](int64_t task, int worker) {
     float* acc = be.scratch(worker);
     float* tmp = acc + H;
@@ -96,12 +98,12 @@ Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchTokens < end) prefetch_word(i + kPrefetchTokens);
       const int64_t s = at != nullptr ? at[i] : i % S;
-      if (tw == DType::kF32 && t == DType::kF32) {  // one pass, no copies into scratch
+      if (f32) {  // one pass, no copies into scratch
         SumRows(static_cast<const float*>(word.data()) + id[i] * H, static_cast<const float*>(pos.data()) + s * H,
                 static_cast<const float*>(type.data()) + tt[i] * H, H, static_cast<float*>(out.data()) + i * H);
         continue;
       }
-      if (tw == DType::kBF16) {  // the sums in one pass, into FP32 out or rounded from scratch
+      if (bf16_tables) {  // the sums in one pass, into FP32 out or rounded from scratch
         float* sum = t == DType::kF32 ? static_cast<float*>(out.data()) + i * H : acc;
         SumRows(static_cast<const uint16_t*>(word.data()) + id[i] * H, static_cast<const uint16_t*>(pos.data()) + s * H,
                 static_cast<const uint16_t*>(type.data()) + tt[i] * H, H, sum);
