@@ -309,7 +309,8 @@ struct TaskAt {
 };
 
 void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
-  const auto [qb, h, b, start, S] = TaskAt(p, task);
+  const TaskAt at(p, task);  // named copies below: clang 14's lambdas cannot capture structured bindings
+  const int64_t qb = at.qb, h = at.h, start = at.start, S = at.S;
   const int64_t D = p.head_dim, H = p.hidden;
   if (qb * p.rows_per_task >= S) return;  // a shorter sequence of a packed batch
   const int32_t* mask = p.mask + start;
