@@ -14,7 +14,10 @@ For one sequence length (default 128 tokens, the study's), on loopback:
      queries with a long tail), `--batching packed` against `--batching buckets` (today's
      length buckets, padded to each batch's longest): each server's closed-loop capacity,
      then both at the same open-loop rates (fractions of the bucketed capacity) for P50/P99;
-     the goal: packed >= 1.5x the bucketed throughput at equal or lower P99.
+     the goal: packed >= 1.5x the bucketed throughput at equal or lower P99; with it, the
+     most packing can save on the mix at equal efficiency per FLOP (every input padded to
+     its bucket's edge, by tierscope's own FLOP count), so a ratio above that bound is read
+     as the packed path running faster per FLOP, and a goal above it as out of packing's reach.
 Every `tierscope load` report is kept as JSON under --out. Standard library only.
 """
 from __future__ import annotations
@@ -116,15 +119,64 @@ def packed_vs_buckets(a, out: Path) -> list:
     the same open-loop rates (fractions of the bucketed server's capacity)."""
     rows, capacity = [], None
     for batching in ("buckets", "packed"):
-        more, capacity = closed_and_open(a, out, ["--max-batch-size", str(a.batch), "--batching", batching],
+        more, capacity = closed_and_open(a, out, ["--max-batch-size", str(a.batch), "--batching", batching,
+                                                  "--buckets", a.buckets],
                                          f"mix_{batching}", f"{batching}, mix", a.mix, capacity,
                                          "bucketed capacity")
         rows += more
     return rows
 
 
-def mix_goals(rows: list) -> list[str]:
-    """Packed / buckets capacity (goal >= 1.5) and P99 at each shared open-loop rate."""
+def mix_lengths(spec: str) -> list[int]:
+    """The lengths of a `tierscope load --lengths` spec, each as likely as it is in it
+    (fixed:N, uniform:A-B, choice:A,B,C); a spec it cannot read stops the run, naming it."""
+    kind, _, arg = spec.partition(":")
+    try:
+        if kind == "fixed":
+            out = [int(arg)]
+        elif kind == "uniform":
+            a, b = (int(x) for x in arg.split("-"))
+            out = list(range(a, b + 1))
+        elif kind == "choice":
+            out = [int(x) for x in arg.split(",") if x.strip()]
+        else:
+            raise ValueError(f"unknown kind '{kind}'")
+        if not out or min(out) < 1:
+            raise ValueError("no lengths, or one below 1")
+    except ValueError as e:
+        sys.exit(f"--mix {spec}: not fixed:N, uniform:A-B or choice:A,B,C ({e})")
+    return out
+
+
+def padding_bound(binary: str, spec: str, edges: list[int]) -> dict:
+    """FLOPs of the mix padded to bucket edges over its FLOPs packed, by `tierscope bench`'s
+    flops_per_sample (the one FLOP count): the packed / bucketed ratio packing reaches at
+    equal efficiency per FLOP when every bucketed batch is padded to its edge (a batch pads
+    to its longest input, at most the edge: no more is saved)."""
+    flops = {}
+
+    def of(n: int) -> float:
+        if n not in flops:
+            out = run([binary, "bench", "--batch-size", "1", "--seq-len", str(n), "--iterations", "1",
+                       "--warmup", "0"])
+            line = next(l for l in out.splitlines() if l.startswith("RESULT_JSON="))
+            flops[n] = json.loads(line[len("RESULT_JSON="):])["flops_per_sample"]
+        return flops[n]
+
+    lengths = mix_lengths(spec)
+    if max(lengths) > max(edges):
+        sys.exit(f"--mix {spec}: a length of {max(lengths)} tokens is past the largest bucket edge ({max(edges)})")
+    edge = {n: min(e for e in edges if e >= n) for n in set(lengths)}
+    packed = sum(of(n) for n in lengths)
+    padded = sum(of(edge[n]) for n in lengths)
+    tokens = sum(lengths)
+    padded_tokens = sum(edge[n] for n in lengths)
+    return {"flop_ratio": padded / packed, "padded_token_share": 1 - tokens / padded_tokens}
+
+
+def mix_goals(rows: list, bound: dict | None = None) -> list[str]:
+    """Packed / buckets capacity (goal >= 1.5) and P99 at each shared open-loop rate; with
+    `bound` (padding_bound), what the ratio needs of the packed path's efficiency."""
     by = {r["run"]: r for r in rows}
     closed = [r for r in rows if "closed" in r["run"]]
     lines, p99_ok = [], True
@@ -149,6 +201,16 @@ def mix_goals(rows: list) -> list[str]:
                         f"no errors) {'met' if met else 'NOT met (' + ', '.join(why) + ')'}")
     else:
         lines.insert(0, "packed / buckets closed-loop capacity: n/a (a closed-loop run is missing or served nothing)")
+    if bound:
+        r = bound["flop_ratio"]
+        lines.insert(1, f"padding on this mix: {bound['padded_token_share']:.0%} of the tokens padded to bucket edges; "
+                        f"buckets compute at most {r:.2f}x the packed FLOPs, so packing alone reaches at most "
+                        f"{r:.2f}x at equal efficiency per FLOP" +
+                        (f"; the 1.50 goal needs the packed path {1.5 / r:.2f}x faster per FLOP" if r < 1.5 else ""))
+        if len(closed) == 2 and closed[0]["throughput_rps"] > 0:
+            ratio = closed[1]["throughput_rps"] / closed[0]["throughput_rps"]
+            lines.insert(2, f"measured {ratio:.2f} / bound {r:.2f}: the packed path ran {ratio / r:.2f}x as fast "
+                            f"per FLOP as the bucketed one")
     return lines
 
 
@@ -164,11 +226,15 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--out", default="results/serve_bench")
+    ap.add_argument("--buckets", default="16,32,64,128,256,512",
+                    help="both servers' bucket edges (tierscope serve --buckets; its default)")
     ap.add_argument("--mix", default=MIX, help="section 4's lengths (tierscope load --lengths); '' skips it")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     lengths = f"fixed:{a.seq_len}"
+    # Checked before any server runs: a mix past the largest edge stops here.
+    bound = padding_bound(a.tierscope, a.mix, [int(e) for e in a.buckets.split(",")]) if a.mix else None
 
     reference = offline(a.tierscope, a.seq_len, a.batch, a.repeats, a.threads)
     print(f"offline batch-fp32, batch {a.batch} x seq {a.seq_len}: {reference:.1f} samples/s "
@@ -180,7 +246,7 @@ def main() -> int:
         rows += closed_and_open(a, out, extra, tag, name, lengths, reference, "offline")[0]
 
     mix_rows = packed_vs_buckets(a, out) if a.mix else []
-    goals = mix_goals(mix_rows)
+    goals = mix_goals(mix_rows, bound)
     table = ["| run | offered req/s | sustained req/s | share of offline | P50 ms | P99 ms | errors | mean batch |",
              "|---|---|---|---|---|---|---|---|"]
     table += [table_row(r) for r in rows]
@@ -194,7 +260,7 @@ def main() -> int:
     (out / "serve_bench.md").write_text(text)
     (out / "serve_bench.json").write_text(json.dumps({"offline_samples_per_s": reference,
                                                       "seq_len": a.seq_len, "batch": a.batch,
-                                                      "rows": rows, "mix": a.mix, "mix_rows": mix_rows,
+                                                      "rows": rows, "mix": a.mix, "mix_rows": mix_rows, "padding_bound": bound,
                                                       "mix_goals": goals}, indent=2))
     print(text)
     return 0

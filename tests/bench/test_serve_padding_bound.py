@@ -1,0 +1,59 @@
+"""bench/serve/serve_bench.py's padding bound: the mix's FLOPs padded to bucket edges over
+its FLOPs packed, by the binary's own FLOP count, read into what the measured packed /
+buckets ratio says of the packed path's efficiency per FLOP; a mix it cannot read, or one
+past the largest edge, stops the run naming it."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "serve"))
+import serve_bench  # noqa: E402
+
+
+def flops_of(binary, n):
+    out = subprocess.run([str(binary), "bench", "--batch-size", "1", "--seq-len", str(n), "--iterations", "1",
+                          "--warmup", "0"], check=True, capture_output=True, text=True).stdout
+    line = next(l for l in out.splitlines() if l.startswith("RESULT_JSON="))
+    return json.loads(line[len("RESULT_JSON="):])["flops_per_sample"]
+
+
+def test_bound_is_the_padded_flops_over_the_packed_by_the_binarys_count(tierscope_bin):
+    bound = serve_bench.padding_bound(str(tierscope_bin), "choice:8,20,20,64", [16, 32, 64])
+    f = {n: flops_of(tierscope_bin, n) for n in (8, 16, 20, 32, 64)}
+    expected = (f[16] + 2 * f[32] + f[64]) / (f[8] + 2 * f[20] + f[64])
+    assert bound["flop_ratio"] == pytest.approx(expected, rel=1e-12)
+    assert bound["flop_ratio"] > 1.0
+    assert bound["padded_token_share"] == pytest.approx(1 - 112 / 144)
+
+
+def test_lengths_on_the_edges_leave_nothing_to_save(tierscope_bin):
+    bound = serve_bench.padding_bound(str(tierscope_bin), "choice:16,32", [16, 32, 64])
+    assert bound == {"flop_ratio": 1.0, "padded_token_share": 0.0}
+
+
+def test_the_goal_lines_read_the_measured_ratio_against_the_bound():
+    rows = [{"run": "buckets, mix, closed loop x128", "throughput_rps": 1000.0, "errors": {}, "p99_ms": 90.0},
+            {"run": "packed, mix, closed loop x128", "throughput_rps": 1300.0, "errors": {}, "p99_ms": 50.0}]
+    lines = serve_bench.mix_goals(rows, {"flop_ratio": 1.2, "padded_token_share": 0.15})
+    assert lines[0].startswith("packed / buckets closed-loop capacity: 1.30")
+    assert "NOT met (87% of the capacity goal)" in lines[0]
+    assert "at most 1.20x" in lines[1] and "needs the packed path 1.25x faster per FLOP" in lines[1]
+    assert "ran 1.08x as fast per FLOP" in lines[2]
+
+
+@pytest.mark.parametrize("spec, why", [("choice:x", "invalid literal"), ("foo:3", "unknown kind"),
+                                       ("uniform:5", "not enough values"), ("choice:", "no lengths"),
+                                       ("choice:0,4", "below 1")])
+def test_a_mix_it_cannot_read_stops_naming_it(spec, why):
+    with pytest.raises(SystemExit) as e:
+        serve_bench.mix_lengths(spec)
+    assert f"--mix {spec}:" in str(e.value) and why in str(e.value)
+
+
+def test_a_length_past_the_largest_edge_stops_naming_it(tierscope_bin):
+    with pytest.raises(SystemExit) as e:
+        serve_bench.padding_bound(str(tierscope_bin), "choice:8,600", [16, 512])
+    assert "600 tokens is past the largest bucket edge (512)" in str(e.value)
