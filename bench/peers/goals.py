@@ -5,7 +5,9 @@ INT8 dot product its INT8 kernels use (avx2, avx512_vnni, amx).
 
 A goal whose figure is missing (a peer failed or is not installed, a sweep size failed or
 was skipped) is "n/a", never met; a figure that is physically impossible (a FLOP share
-above 100%) is flagged, not judged.
+above 100%) is flagged, not judged. A goal against a peer also says what it asks of the
+engine: the FLOP rate the target throughput needs, as a share of the same run's calibrated
+peak in that precision; above 100% the goal is out of reach on this CPU, and says so.
 """
 from __future__ import annotations
 
@@ -29,6 +31,29 @@ def cpu_targets(device: dict) -> dict:
             "int8_target": 3.0 if fast_int8 else 2.0, "features": device.get("features", "")}
 
 
+def peak_for(mode: str, device: dict) -> tuple[float, str]:
+    """The calibrated peak (FLOP/s or OP/s, 2 a multiply-add) `tierscope device` measured for
+    `mode`'s arithmetic, and its name: FP32 FMA for fp32 and fp16 (widened to FP32), the
+    BF16 dot product where the CPU has it (else FP32), the INT8 dot product; nan if absent."""
+    peaks = device.get("peaks", {})
+    if mode == "batch-int8" and peaks.get("int8_gops"):
+        return peaks["int8_gops"] * 1e9, f"INT8 dot ({peaks.get('int8_dot', '?')})"
+    if mode == "batch-bf16" and peaks.get("bf16_dot") and peaks.get("bf16_gflops"):
+        return peaks["bf16_gflops"] * 1e9, "BF16 dot"
+    if mode in ("batch-fp32", "batch-fp16", "batch-bf16") and peaks.get("fp32_gflops"):
+        return peaks["fp32_gflops"] * 1e9, "FP32 FMA"
+    return float("nan"), ""
+
+
+def needed_share(goal, peer_sps: float, flops_per_sample: float, mode: str, device: dict) -> tuple[float, str]:
+    """The share of `mode`'s calibrated peak that `goal` x the peer's samples/s needs, and
+    the peak's name: (nan, "") when a figure is missing."""
+    peak, name = peak_for(mode, device)
+    if goal is None or not (peer_sps == peer_sps and peak == peak and flops_per_sample > 0):
+        return float("nan"), ""
+    return goal * peer_sps * flops_per_sample / peak, name
+
+
 def print_goals(label: str, best: dict, acc: dict, flops_per_sample: float, peak: float, device: dict,
                 cliff: dict) -> list:
     def sps(group: str) -> float:
@@ -43,13 +68,16 @@ def print_goals(label: str, best: dict, acc: dict, flops_per_sample: float, peak
     peer16, peer16_name = _best_peer(best, BF16_PEERS)
     peer_f16, peer_f16_name = _best_peer(best, ("openvino/batch-fp16",))
     share = ts32 * flops_per_sample / peak
+    # A peer goal's last field: (the mode whose peak it is held to, the peer's samples/s).
     goals = [("batch-fp32 share of the calibrated FP32 peak", share, 0.75,
               f"{ts32:.0f} x {flops_per_sample / 1e6:.1f} MFLOP / {peak / 1e9:.0f} GFLOP/s"),
-             ("batch-fp32 / best FP32 peer", ts32 / peer32, 1.5 if minilm else 2.0, peer32_name),
+             ("batch-fp32 / best FP32 peer", ts32 / peer32, 1.5 if minilm else 2.0, peer32_name,
+              ("batch-fp32", peer32)),
              ("serial-fp32 / batch-fp32", serial / ts32, 0.9, "")]
     if cpu["bf16_math"]:
-        goals.append(("batch-bf16 / torch bf16 (BF16 arithmetic here)", ts_bf16 / sps("torch eager/batch-bf16"), 1.5,
-                      best.get("torch eager/batch-bf16", {}).get("variant", "")))
+        torch16 = sps("torch eager/batch-bf16")
+        goals.append(("batch-bf16 / torch bf16 (BF16 arithmetic here)", ts_bf16 / torch16, 1.5,
+                      best.get("torch eager/batch-bf16", {}).get("variant", ""), ("batch-bf16", torch16)))
     else:
         goals.append(("batch-bf16 / batch-fp32 (no BF16 arithmetic here)", ts_bf16 / ts32, 0.95, ""))
     # No CPU the engine runs on computes in FP16 (it widens FP16 weights to FP32).
@@ -58,10 +86,13 @@ def print_goals(label: str, best: dict, acc: dict, flops_per_sample: float, peak
                   "tierscope run --dtype bf16"))
     goals.append((f"batch-int8 / batch-fp32 (INT8 dot: {cpu['int8_dot']})", ts8 / ts32, cpu["int8_target"], ""))
     # all-MiniLM-L6-v2: 1.5x the best peer in each precision; the tiny model's are shown.
-    goals.append(("batch-int8 / best INT8 peer", ts8 / peer8, 1.5 if minilm else None, peer8_name))
-    goals.append(("batch-bf16 / best BF16 peer", ts_bf16 / peer16, 1.5 if minilm else None, peer16_name))
+    goals.append(("batch-int8 / best INT8 peer", ts8 / peer8, 1.5 if minilm else None, peer8_name,
+                  ("batch-int8", peer8)))
+    goals.append(("batch-bf16 / best BF16 peer", ts_bf16 / peer16, 1.5 if minilm else None, peer16_name,
+                  ("batch-bf16", peer16)))
     if peer_f16 == peer_f16:  # OpenVINO's default picks FP16 on CPUs with FP16 arithmetic
-        goals.append(("batch-fp16 / best FP16 peer", ts_fp16 / peer_f16, 1.5 if minilm else None, peer_f16_name))
+        goals.append(("batch-fp16 / best FP16 peer", ts_fp16 / peer_f16, 1.5 if minilm else None, peer_f16_name,
+                      ("batch-fp16", peer_f16)))
     for mode in ("batch-fp32", "batch-int8"):
         by_batch = cliff.get(mode) or {}
         if not by_batch:
@@ -80,7 +111,9 @@ def print_goals(label: str, best: dict, acc: dict, flops_per_sample: float, peak
     print(f"  goals ({'MiniLM' if minilm else 'tiny'}; CPU {cpu['features']}, BF16 arithmetic "
           f"{'yes' if cpu['bf16_math'] else 'no'}, INT8 dot {cpu['int8_dot']}):")
     out = []
-    for name, value, goal, how in goals:
+    for name, value, goal, how, *peer in goals:
+        need, peak_name = needed_share(goal, peer[0][1], flops_per_sample, peer[0][0], device) if peer else (
+            float("nan"), "")
         if value != value:
             verdict = "n/a"
         elif name.startswith("batch-fp32 share") and value > 1.0:
@@ -89,10 +122,17 @@ def print_goals(label: str, best: dict, acc: dict, flops_per_sample: float, peak
             verdict = "shown (no goal for this model)"
         else:
             verdict = "met" if value >= goal else f"NOT met ({value / goal:.0%} of goal)"
+            ours = need * value / goal  # tierscope's own share of that peak
+            if value < goal and need > 1.0:
+                verdict = f"NOT met ({value / goal:.0%} of goal; out of reach on this CPU: it needs " \
+                          f"{need:.0%} of the {peak_name} peak, tierscope runs at {ours:.0%})"
+            elif need == need:
+                how += f"; the goal needs {need:.0%} of the {peak_name} peak, tierscope runs at {ours:.0%}"
         digits = 6 if "cosine" in name else 3  # a cosine's shortfall shows in the 4th place
         target = "" if goal is None else f"(goal >= {goal:.{min(digits, 3)}f})"
         print(f"    {name:52s} {value:9.{digits}f} {target:15s} {verdict}{'  ' + how if how else ''}")
-        out.append({"goal": name, "value": value, "target": goal, "verdict": verdict, "against": how})
+        out.append({"goal": name, "value": value, "target": goal, "verdict": verdict, "against": how,
+                    "needed_peak_share": need if need == need else None})
     return out
 
 

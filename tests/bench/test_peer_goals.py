@@ -79,3 +79,44 @@ def test_a_sweep_size_that_failed_makes_the_cliff_goal_n_a():
     out = verdicts(goals.print_goals("tiny", BEST, {}, 100e6, 200e9, AVX2, sweep))
     fp32 = out["batch-fp32: worst batch of 16-256 / best"]
     assert fp32["verdict"] == "n/a" and "failed at batch 64" in fp32["against"]
+
+
+AMX_PEAKS = {"features": "avx512f avx512_bf16 amx",
+             "peaks": {"bf16_dot": True, "int8_dot": "amx", "fp32_gflops": 200.0, "bf16_gflops": 800.0,
+                       "int8_gops": 1600.0}}
+
+
+def test_a_peer_goal_says_the_share_of_its_precisions_peak_it_needs():
+    out = verdicts(goals.print_goals("all-MiniLM-L6-v2", BEST, {}, 100e6, 200e9, AMX_PEAKS, {}))
+    # 1.5 x torch's 500 BF16 samples/s x 100 MFLOP = 75 GFLOP/s of the 800 BF16 dot peak.
+    bf16 = out["batch-bf16 / torch bf16 (BF16 arithmetic here)"]
+    assert bf16["needed_peak_share"] == pytest.approx(75 / 800)
+    assert bf16["verdict"] == "met" and "needs 9% of the BF16 dot peak, tierscope runs at 12%" in bf16["against"]
+    # The FP32 peer goal, held to the FP32 peak: 1.5 x 600 x 100 MFLOP = 90 of 200 GFLOP/s.
+    fp32 = out["batch-fp32 / best FP32 peer"]
+    assert fp32["needed_peak_share"] == pytest.approx(0.45) and fp32["verdict"] == "met"
+    # Goals that are not against a peer say nothing of it.
+    assert out["serial-fp32 / batch-fp32"]["needed_peak_share"] is None
+
+
+def test_a_peer_goal_above_the_peak_reads_out_of_reach_not_just_unmet():
+    fast_peer = dict(BEST, **{"openvino/batch-fp32": {"samples_per_s": 1500.0, "variant": "f32"}})
+    out = verdicts(goals.print_goals("all-MiniLM-L6-v2", fast_peer, {}, 100e6, 200e9, AMX_PEAKS, {}))
+    fp32 = out["batch-fp32 / best FP32 peer"]
+    # 1.5 x 1500 x 100 MFLOP = 225 GFLOP/s, above the 200 GFLOP/s FP32 peak.
+    assert fp32["needed_peak_share"] == pytest.approx(1.125)
+    assert fp32["verdict"] == ("NOT met (44% of goal; out of reach on this CPU: it needs 112% of the FP32 FMA peak, "
+                               "tierscope runs at 50%)")
+
+
+def test_without_bf16_arithmetic_a_bf16_peer_goal_is_held_to_the_fp32_peak():
+    no_bf16 = {"features": "avx2 fma", "peaks": {"bf16_dot": False, "int8_dot": "avx2", "fp32_gflops": 200.0,
+                                                   "int8_gops": 400.0}}
+    out = verdicts(goals.print_goals("all-MiniLM-L6-v2", BEST, {}, 100e6, 200e9, no_bf16, {}))
+    assert "of the FP32 FMA peak" in out["batch-bf16 / best BF16 peer"]["against"]
+
+
+def test_without_calibrated_peaks_a_peer_goal_claims_no_share():
+    out = verdicts(goals.print_goals("all-MiniLM-L6-v2", BEST, {}, 100e6, 200e9, AMX, {}))
+    assert out["batch-bf16 / torch bf16 (BF16 arithmetic here)"]["needed_peak_share"] is None
+    assert "needs" not in out["batch-bf16 / torch bf16 (BF16 arithmetic here)"]["against"]
