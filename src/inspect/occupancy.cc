@@ -3,14 +3,14 @@
 
 #include <algorithm>
 
+#include "core/int_math.h"
+
 namespace tierscope {
 namespace {
 
 constexpr int64_t kRegisterUnit = 256;    // registers are allocated per warp in these
 constexpr int kSubPartitions = 4;         // an SM's warp schedulers (sm_70 and later)
 constexpr int64_t kSharedUnit = 128;      // shared memory allocation granularity, bytes
-
-int64_t RoundUp(int64_t v, int64_t unit) { return (v + unit - 1) / unit * unit; }
 
 }  // namespace
 

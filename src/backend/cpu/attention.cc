@@ -25,13 +25,12 @@
 #include "backend/cpu/micro_kernel_int8.h"
 #include "backend/cpu/quantize_rows.h"
 #include "backend/cpu/vec_math.h"
+#include "core/int_math.h"
 
 namespace tierscope {
 namespace {
 
 constexpr int64_t kQueryBlock = 32;
-
-int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 struct AttnParams {
   const void* qkv;

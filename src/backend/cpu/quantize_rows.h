@@ -10,16 +10,17 @@
 
 #include "backend/cpu/micro_kernel_int8.h"
 #include "backend/kernels.h"
+#include "core/int_math.h"
 
 namespace tierscope {
 
 // 4-deep groups of a panel for K inputs: rounded up to a whole AMX tile (64 inputs), so
 // every variant runs on the same packing; the padding is zeros on both sides.
-inline int64_t PaddedKq(int64_t k) { return ((k + kQK - 1) / kQK + kAmxKq - 1) / kAmxKq * kAmxKq; }
+inline int64_t PaddedKq(int64_t k) { return RoundUp(CeilDiv(k, kQK), kAmxKq); }
 // Bytes of one row of codes for K inputs.
 inline int64_t PaddedCodeBytes(int64_t k) { return PaddedKq(k) * kQK; }
 // Rows of codes held: whole 16-row AMX tiles (the rows past the data are zeros).
-inline int64_t PaddedRows(int64_t rows) { return (rows + kAmxRows - 1) / kAmxRows * kAmxRows; }
+inline int64_t PaddedRows(int64_t rows) { return RoundUp(rows, kAmxRows); }
 
 // Row x[0, k) as codes q[0, kp) in [0, 255], one byte each: x ~ scale * (q - zp), with
 // 0.0 exact; q[k, kp) are zeros. params = {scale, zp}. A row holding a NaN or an infinity
