@@ -145,14 +145,15 @@ def device_info(binary: str, threads: int) -> dict:
 def cliff(binary: str, model: str, a) -> dict:
     """batch-fp32 and batch-int8 samples/s at each --cliff-batches size (no cliff: every
     one within 10% of the best), iterations scaled so each size times about as many samples.
-    The sizes run twice, up then down, and each keeps its better run: this machine's speed
-    drifts by tens of percent between minutes, and one pass would lay the drift on whichever
-    sizes ran during a slow minute."""
+    The sizes run three times, up, down and up again, and each keeps its best run: this
+    machine's speed drifts by tens of percent between minutes, and one pass would lay the
+    drift on whichever sizes ran during a slow minute (two passes still did, now and then:
+    b256 at 0.86x of b64 in one sweep, equal in alternated runs). A cliff is in every pass."""
     out: dict = {}
     sizes = [int(x) for x in a.cliff_batches.split(",") if x]
     for mode in ("batch-fp32", "batch-int8"):
         runs: dict = {b: [] for b in sizes}
-        for b in sizes + sizes[::-1]:
+        for b in sizes + sizes[::-1] + sizes:
             its = max(2, a.iterations * a.batch_size // b)
             try:
                 r = tierscope_bench(binary, model, mode, argparse.Namespace(**{**vars(a), "batch_size": b,
