@@ -7,7 +7,9 @@ A goal whose figure is missing (a peer failed or is not installed, a sweep size 
 was skipped) is "n/a", never met; a figure that is physically impossible (a FLOP share
 above 100%) is flagged, not judged. A goal against a peer also says what it asks of the
 engine: the FLOP rate the target throughput needs, as a share of the same run's calibrated
-peak in that precision; above 100% the goal is out of reach on this CPU, and says so.
+peak of the arithmetic tierscope's mode runs on (a peer may run on faster arithmetic: AMX
+tiles for BF16, FP16 arithmetic); above 100% the goal is out of reach of that arithmetic,
+and says so. A share of tierscope's own above 100% is flagged, not judged.
 """
 from __future__ import annotations
 
@@ -33,13 +35,16 @@ def cpu_targets(device: dict) -> dict:
 
 def peak_for(mode: str, device: dict) -> tuple[float, str]:
     """The calibrated peak (FLOP/s or OP/s, 2 a multiply-add) `tierscope device` measured for
-    `mode`'s arithmetic, and its name: FP32 FMA for fp32 and fp16 (widened to FP32), the
-    BF16 dot product where the CPU has it (else FP32), the INT8 dot product; nan if absent."""
+    the arithmetic tierscope's `mode` runs on, and its name: FP32 FMA for fp32 and fp16
+    (widened to FP32) and for bf16 without a BF16 dot product, the BF16 dot product (the
+    AVX512_BF16 kernels' calibration) where the CPU has one, the INT8 dot product the INT8
+    kernels use; nan when that peak is missing."""
     peaks = device.get("peaks", {})
-    if mode == "batch-int8" and peaks.get("int8_gops"):
-        return peaks["int8_gops"] * 1e9, f"INT8 dot ({peaks.get('int8_dot', '?')})"
-    if mode == "batch-bf16" and peaks.get("bf16_dot") and peaks.get("bf16_gflops"):
-        return peaks["bf16_gflops"] * 1e9, "BF16 dot"
+    if mode == "batch-int8":
+        return (peaks["int8_gops"] * 1e9, f"INT8 dot ({peaks.get('int8_dot', '?')})") if peaks.get("int8_gops") \
+            else (float("nan"), "")
+    if mode == "batch-bf16" and peaks.get("bf16_dot"):  # never the FP32 peak for BF16 arithmetic
+        return (peaks["bf16_gflops"] * 1e9, "BF16 dot") if peaks.get("bf16_gflops") else (float("nan"), "")
     if mode in ("batch-fp32", "batch-fp16", "batch-bf16") and peaks.get("fp32_gflops"):
         return peaks["fp32_gflops"] * 1e9, "FP32 FMA"
     return float("nan"), ""
@@ -123,9 +128,12 @@ def print_goals(label: str, best: dict, acc: dict, flops_per_sample: float, peak
         else:
             verdict = "met" if value >= goal else f"NOT met ({value / goal:.0%} of goal)"
             ours = need * value / goal  # tierscope's own share of that peak
-            if value < goal and need > 1.0:
-                verdict = f"NOT met ({value / goal:.0%} of goal; out of reach on this CPU: it needs " \
-                          f"{need:.0%} of the {peak_name} peak, tierscope runs at {ours:.0%})"
+            if ours > 1.0:
+                verdict = (f"IMPOSSIBLE (tierscope at {ours:.0%} of its {peak_name} peak: the peak or the FLOP "
+                           f"count is wrong)")
+            elif value < goal and need > 1.0:
+                verdict = (f"NOT met ({value / goal:.0%} of goal; out of reach of the {peak_name} arithmetic "
+                           f"tierscope runs on: it needs {need:.0%} of that peak, tierscope runs at {ours:.0%})")
             elif need == need:
                 how += f"; the goal needs {need:.0%} of the {peak_name} peak, tierscope runs at {ours:.0%}"
         digits = 6 if "cosine" in name else 3  # a cosine's shortfall shows in the 4th place

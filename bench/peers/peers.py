@@ -148,7 +148,7 @@ def cliff(binary: str, model: str, a) -> dict:
     The sizes run three times, up, down and up again, and each keeps its best run: this
     machine's speed drifts by tens of percent between minutes, and one pass would lay the
     drift on whichever sizes ran during a slow minute (two passes still did, now and then:
-    b256 at 0.86x of b64 in one sweep, equal in alternated runs). A cliff is in every pass."""
+    b256 at 0.86x of b64 in one sweep, within 2% in alternated runs). A cliff is in every pass."""
     out: dict = {}
     sizes = [int(x) for x in a.cliff_batches.split(",") if x]
     for mode in ("batch-fp32", "batch-int8"):

@@ -49,8 +49,8 @@ inline std::vector<RankCollectivesOf> Of(const std::vector<RankCollectives>& v) 
 // start (3 ms, or 1 ms more than the latest arrival can be), 1 ms apart; each rank reaches
 // each at a random time up to `jitter` ns after that start, and `late_rank` (-1: none)
 // `late` ns later still.
-inline std::vector<RankCollectives> Jittered(int n, int steps, int per_step, uint64_t seed, int64_t jitter, int late_rank = -1,
-                                      int64_t late = 0, int64_t first = 1) {
+inline std::vector<RankCollectives> Jittered(int n, int steps, int per_step, uint64_t seed, int64_t jitter,
+                                             int late_rank = -1, int64_t late = 0, int64_t first = 1) {
   SplitMix64 rng(seed);
   const int64_t span = std::max<int64_t>(3'000'000, jitter + late + 1'000'000);
   std::vector<RankCollectives> ranks(static_cast<size_t>(n));

@@ -105,15 +105,45 @@ def test_a_peer_goal_above_the_peak_reads_out_of_reach_not_just_unmet():
     fp32 = out["batch-fp32 / best FP32 peer"]
     # 1.5 x 1500 x 100 MFLOP = 225 GFLOP/s, above the 200 GFLOP/s FP32 peak.
     assert fp32["needed_peak_share"] == pytest.approx(1.125)
-    assert fp32["verdict"] == ("NOT met (44% of goal; out of reach on this CPU: it needs 112% of the FP32 FMA peak, "
-                               "tierscope runs at 50%)")
+    assert fp32["verdict"] == ("NOT met (44% of goal; out of reach of the FP32 FMA arithmetic tierscope runs on: it "
+                               "needs 112% of that peak, tierscope runs at 50%)")
 
 
 def test_without_bf16_arithmetic_a_bf16_peer_goal_is_held_to_the_fp32_peak():
+    # A BF16 figure present but no BF16 dot product: the engine's BF16 runs on FP32 FMAs.
     no_bf16 = {"features": "avx2 fma", "peaks": {"bf16_dot": False, "int8_dot": "avx2", "fp32_gflops": 200.0,
-                                                   "int8_gops": 400.0}}
+                                                   "bf16_gflops": 800.0, "int8_gops": 400.0}}
     out = verdicts(goals.print_goals("all-MiniLM-L6-v2", BEST, {}, 100e6, 200e9, no_bf16, {}))
-    assert "of the FP32 FMA peak" in out["batch-bf16 / best BF16 peer"]["against"]
+    bf16 = out["batch-bf16 / best BF16 peer"]
+    # 1.5 x torch's 500 x 100 MFLOP = 75 of the 200 GFLOP/s FP32 peak.
+    assert bf16["needed_peak_share"] == pytest.approx(75 / 200) and "of the FP32 FMA peak" in bf16["against"]
+
+
+def test_with_bf16_arithmetic_but_no_bf16_figure_no_share_is_claimed():
+    # Never the FP32 peak in its place: it is far below the BF16 dot product's.
+    amx = {"features": "amx", "peaks": {"bf16_dot": True, "int8_dot": "amx", "fp32_gflops": 200.0}}
+    out = verdicts(goals.print_goals("all-MiniLM-L6-v2", BEST, {}, 100e6, 200e9, amx, {}))
+    assert out["batch-bf16 / torch bf16 (BF16 arithmetic here)"]["needed_peak_share"] is None
+
+
+def test_int8_and_fp16_peer_goals_are_held_to_the_int8_dot_and_fp32_peaks():
+    best = dict(BEST, **{"openvino/batch-int8": {"samples_per_s": 1000.0, "variant": "nncf"},
+                         "openvino/batch-fp16": {"samples_per_s": 400.0, "variant": "default"}})
+    out = verdicts(goals.print_goals("all-MiniLM-L6-v2", best, {}, 100e6, 200e9, AMX_PEAKS, {}))
+    int8 = out["batch-int8 / best INT8 peer"]
+    # 1.5 x 1000 x 100 MFLOP = 150 of the 1600 GOP/s INT8 dot peak.
+    assert int8["needed_peak_share"] == pytest.approx(150 / 1600) and "INT8 dot (amx) peak" in int8["against"]
+    fp16 = out["batch-fp16 / best FP16 peer"]
+    # The engine widens FP16 to FP32: 1.5 x 400 x 100 MFLOP = 60 of the 200 GFLOP/s FP32 peak.
+    assert fp16["needed_peak_share"] == pytest.approx(0.3) and "FP32 FMA peak" in fp16["against"]
+
+
+def test_tierscope_above_its_own_peak_is_flagged_not_judged():
+    fast = dict(BEST, **{"tierscope/batch-bf16": {"samples_per_s": 9000.0, "variant": "-"}})
+    out = verdicts(goals.print_goals("all-MiniLM-L6-v2", fast, {}, 100e6, 200e9, AMX_PEAKS, {}))
+    # 9000 x 100 MFLOP = 900 GFLOP/s, above the 800 GFLOP/s BF16 dot peak.
+    assert out["batch-bf16 / torch bf16 (BF16 arithmetic here)"]["verdict"].startswith(
+        "IMPOSSIBLE (tierscope at 112% of its BF16 dot peak")
 
 
 def test_without_calibrated_peaks_a_peer_goal_claims_no_share():

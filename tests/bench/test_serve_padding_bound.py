@@ -40,20 +40,45 @@ def test_the_goal_lines_read_the_measured_ratio_against_the_bound():
     lines = serve_bench.mix_goals(rows, {"flop_ratio": 1.2, "padded_token_share": 0.15})
     assert lines[0].startswith("packed / buckets closed-loop capacity: 1.30")
     assert "NOT met (87% of the capacity goal)" in lines[0]
-    assert "at most 1.20x" in lines[1] and "needs the packed path 1.25x faster per FLOP" in lines[1]
-    assert "ran 1.08x as fast per FLOP" in lines[2]
+    assert "at most 1.20x" in lines[1] and "needs the packed path at least 1.25x faster per FLOP" in lines[1]
+    # Bucketed batches pad to their longest input, at most the edge: between 1x and the bound.
+    assert "per FLOP the packed path ran between 1.08x and 1.30x as fast" in lines[2]
 
 
-@pytest.mark.parametrize("spec, why", [("choice:x", "invalid literal"), ("foo:3", "unknown kind"),
-                                       ("uniform:5", "not enough values"), ("choice:", "no lengths"),
-                                       ("choice:0,4", "below 1")])
+def test_without_closed_loop_runs_the_bound_is_stated_and_nothing_is_read_into_it():
+    lines = serve_bench.mix_goals([], {"flop_ratio": 1.6, "padded_token_share": 0.3})
+    assert lines[0].endswith("n/a (a closed-loop run is missing or served nothing)")
+    assert "at most 1.60x" in lines[1] and "needs the packed path" not in lines[1]
+    assert len(lines) == 2
+
+
+@pytest.mark.parametrize("spec, lengths", [("fixed:8", [8]), ("uniform:3-5", [3, 4, 5]),
+                                           ("choice:8,8,12", [8, 8, 12])])
+def test_a_mix_reads_as_tierscope_load_draws_it(spec, lengths):
+    assert serve_bench.mix_lengths(spec) == lengths
+
+
+@pytest.mark.parametrize("spec, why", [("choice:x", "'x' is not a whole number"), ("foo:3", "unknown kind"),
+                                       ("uniform:5", "uniform needs A-B"), ("uniform:8-4", "A <= B"),
+                                       ("choice:", "choice needs lengths"), ("choice:8,,9", "'' is not"),
+                                       ("fixed:+8", "'+8' is not"), ("uniform: 3-5", "' 3' is not"),
+                                       ("choice:2,8", "length 2 is below 3")])
 def test_a_mix_it_cannot_read_stops_naming_it(spec, why):
     with pytest.raises(SystemExit) as e:
         serve_bench.mix_lengths(spec)
     assert f"--mix {spec}:" in str(e.value) and why in str(e.value)
 
 
-def test_a_length_past_the_largest_edge_stops_naming_it(tierscope_bin):
-    with pytest.raises(SystemExit) as e:
-        serve_bench.padding_bound(str(tierscope_bin), "choice:8,600", [16, 512])
+def test_bucket_edges_read_as_tierscope_serve_takes_them():
+    assert serve_bench.bucket_edges("16,32,64") == [16, 32, 64]
+    for spec, why in (("16,,32", "whole numbers"), ("32,16", "increasing"), ("16,16", "increasing"),
+                      ("0,16", "positive"), ("a", "whole numbers")):
+        with pytest.raises(SystemExit) as e:
+            serve_bench.bucket_edges(spec)
+        assert f"--buckets {spec}:" in str(e.value) and why in str(e.value)
+
+
+def test_a_length_past_the_largest_edge_stops_naming_it():
+    with pytest.raises(SystemExit) as e:  # before any binary runs
+        serve_bench.padding_bound("/nonexistent/tierscope", "choice:8,600", [16, 512])
     assert "600 tokens is past the largest bucket edge (512)" in str(e.value)
