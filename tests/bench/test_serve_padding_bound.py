@@ -82,3 +82,29 @@ def test_a_length_past_the_largest_edge_stops_naming_it():
     with pytest.raises(SystemExit) as e:  # before any binary runs
         serve_bench.padding_bound("/nonexistent/tierscope", "choice:8,600", [16, 512])
     assert "600 tokens is past the largest bucket edge (512)" in str(e.value)
+
+
+def test_capacities_alternate_and_each_keeps_its_best(monkeypatch, tmp_path):
+    import argparse
+    calls, opened = [], []
+    speed = {("buckets", 0): 2400.0, ("packed", 0): 3300.0, ("buckets", 1): 2800.0, ("packed", 1): 3200.0}
+
+    def fake_closed(a, out, server_args, tag, lengths):
+        batching = server_args[server_args.index("--batching") + 1]
+        rnd = sum(1 for c in calls if c == batching)
+        calls.append(batching)
+        return {"throughput_rps": speed[(batching, rnd)], "tag": tag}
+
+    def fake_open(a, out, server_args, tag, name, lengths, base, base_name, closed=None, closed_name=""):
+        opened.append((name, base, closed["throughput_rps"], closed_name))
+        return [{"run": f"{name}, closed loop x128{closed_name}", "throughput_rps": closed["throughput_rps"]}], base
+
+    monkeypatch.setattr(serve_bench, "closed_loop", fake_closed)
+    monkeypatch.setattr(serve_bench, "closed_and_open", fake_open)
+    a = argparse.Namespace(batch=64, buckets="16,32", mix="choice:8", mix_rounds=2)
+    rows = serve_bench.packed_vs_buckets(a, tmp_path)
+    # Alternated, a slow minute for the first bucketed run does not set the capacity.
+    assert calls == ["buckets", "packed", "buckets", "packed"]
+    assert opened == [("buckets, mix", 2800.0, 2800.0, ", best of 2 alternated"),
+                      ("packed, mix", 2800.0, 3300.0, ", best of 2 alternated")]
+    assert [r["throughput_rps"] for r in rows] == [2800.0, 3300.0]
