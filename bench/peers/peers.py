@@ -214,20 +214,23 @@ def torch_blas() -> str:
 
 
 def torch_timed(model_dir: str, ids_path: Path, a, attn: str | None, dtype: str = "float32",
-                serial: bool = False, iterations: int | None = None, rounds: int = 2, warmup: int = 3) -> float:
-    """samples/s of PyTorch eager in a fresh process (torch_timing.py: this long-running
-    process handicaps the calls it times), the best of `rounds` means of `iterations`."""
+                serial: bool = False, iterations: int | None = None, rounds: int = 2, warmup: int = 3) -> dict:
+    """PyTorch eager timed in a fresh process (torch_timing.py: this long-running process
+    handicaps the calls it times), the best of `rounds` means of `iterations`:
+    {"samples_per_s", "attn": the attention implementation it ran}."""
     cmd = [sys.executable, str(Path(__file__).with_name("torch_timing.py")), "--model", model_dir,
            "--ids", str(ids_path), "--threads", str(a.threads), "--iterations", str(iterations or a.iterations),
            "--dtype", dtype, "--attn", attn or "default", "--rounds", str(rounds), "--warmup", str(warmup)]
     out = subprocess.run(cmd + (["--serial"] if serial else []), check=True, capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])["samples_per_s"]
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def torch_variant(model_dir: str, attn: str | None, ids, mask, check_ids, ref, a, rows: list) -> object:
-    """Eager FP32 batch and serial, BF16 batch (each timed in a fresh process: torch_timed)
-    and torch.compile FP32 batch with one attention implementation (None: transformers'
-    default); the outputs checked here. Returns the FP32 model."""
+def torch_variant(model_dir: str, attn: str | None, ids, ids_path: Path, mask, check_ids, ref, a,
+                  rows: list) -> object:
+    """Eager FP32 batch and serial, BF16 batch (each timed in a fresh process on the ids
+    saved at `ids_path`: torch_timed) and torch.compile FP32 batch with one attention
+    implementation (None: transformers' default); the outputs checked here. Returns the
+    FP32 model."""
     from transformers import AutoModel
 
     kw = {} if attn is None else {"attn_implementation": attn}
@@ -236,15 +239,14 @@ def torch_variant(model_dir: str, attn: str | None, ids, mask, check_ids, ref, a
     variant = f"attn={impl}" + (" (transformers' default)" if attn is None else "")
     cfg = {"attn_implementation": impl, "transformers_default": attn is None}
     ver = torch.__version__
-    with torch.inference_mode(), tempfile.TemporaryDirectory() as td:
-        ids_path = Path(td) / "ids.npy"
-        np.save(ids_path, ids.numpy())
+    with torch.inference_mode():
         out = model(input_ids=check_ids, attention_mask=torch.ones_like(check_ids)).last_hidden_state.numpy()
         check = compare(ref, out)
         for mode, serial in (("batch-fp32", False), ("serial-fp32", True)):
             try:
                 sps = torch_timed(model_dir, ids_path, a, attn, serial=serial,
-                                  iterations=max(1, a.iterations // 2) if serial else None, warmup=1 if serial else 3)
+                                  iterations=max(1, a.iterations // 2) if serial else None,
+                                  warmup=1 if serial else 3)["samples_per_s"]
                 rows.append(row(f"torch {ver} eager", mode, sps, check, f"torch eager/{mode}", variant,
                                 {**cfg, "dtype": "float32", "timed": "fresh process"}))
             except subprocess.CalledProcessError as e:
@@ -255,7 +257,7 @@ def torch_variant(model_dir: str, attn: str | None, ids, mask, check_ids, ref, a
         cos = accuracy(ref, out)[0]
         del bf16
         try:
-            sps = torch_timed(model_dir, ids_path, a, attn, dtype="bfloat16")
+            sps = torch_timed(model_dir, ids_path, a, attn, dtype="bfloat16")["samples_per_s"]
             rows.append(row(f"torch {ver} eager", "batch-bf16", sps, mismatch_mark(cos) + f"cosine {cos:.5f}",
                             "torch eager/batch-bf16", variant, {**cfg, "dtype": "bfloat16", "timed": "fresh process"}))
         except subprocess.CalledProcessError as e:
@@ -284,7 +286,7 @@ def torch_variant(model_dir: str, attn: str | None, ids, mask, check_ids, ref, a
 AGREEMENT_MIN_S = 3.0  # seconds each timed run of the agreement lasts, at least
 
 
-def agreement_rows(model_dir: str, ids, mask, a, rows: list) -> None:
+def agreement_rows(model_dir: str, ids, ids_path: Path, mask, a, rows: list) -> None:
     """`tierscope bench --engine torch` and the eager call it makes (transformers' default
     attention, the mask given), timed alike — warm-up 3, then the mean of as many calls as
     last AGREEMENT_MIN_S seconds (at least `iterations`) — each in a fresh process (the
@@ -305,23 +307,17 @@ def agreement_rows(model_dir: str, ids, mask, a, rows: list) -> None:
     its = max(a.iterations, math.ceil(AGREEMENT_MIN_S / max(unit_s, 1e-6)))
     long_run = argparse.Namespace(**{**vars(a), "iterations": its})
     ours, theirs, last, impl = [], [], None, ""
-    with tempfile.TemporaryDirectory() as td:
-        ids_path = Path(td) / "ids.npy"
-        np.save(ids_path, ids.numpy())
-        alike = [sys.executable, str(Path(__file__).with_name("torch_timing.py")), "--model", model_dir,
-                 "--ids", str(ids_path), "--threads", str(a.threads), "--iterations", str(its)]
-        try:
-            for _ in range(3):
-                ref = json.loads(subprocess.run(alike, check=True, capture_output=True, text=True).stdout
-                                 .strip().splitlines()[-1])
-                theirs.append(ref["samples_per_s"])
-                impl = ref["attn"]
-                last = tierscope_bench(a.tierscope, model_dir, "batch-fp32", long_run, engine="torch")
-                ours.append(last["samples_per_s"])
-        except subprocess.CalledProcessError as e:
-            rows.append(row("tierscope --engine torch", "batch-fp32", float("nan"),
-                            failed_process(e), "tierscope-torch/batch-fp32", "-", {}))
-            return
+    try:
+        for _ in range(3):
+            ref = torch_timed(model_dir, ids_path, a, None, iterations=its, rounds=1)
+            theirs.append(ref["samples_per_s"])
+            impl = ref["attn"]
+            last = tierscope_bench(a.tierscope, model_dir, "batch-fp32", long_run, engine="torch")
+            ours.append(last["samples_per_s"])
+    except subprocess.CalledProcessError as e:
+        rows.append(row("tierscope --engine torch", "batch-fp32", float("nan"),
+                        failed_process(e), "tierscope-torch/batch-fp32", "-", {}))
+        return
     rows.append(row("tierscope --engine torch", "batch-fp32", max(ours), "see checksum", "tierscope-torch/batch-fp32",
                     f"attn={last['runtime']['attn_implementation']}",
                     {"runtime": last["runtime"], "checksum": last["checksum"], "runs": ours, "iterations": its}))
@@ -525,16 +521,18 @@ def run_model(label: str, model_dir: str, a) -> dict:
                             f"tierscope/{mode}", "-", {"runs": runs[mode]}))
 
         # PyTorch: transformers' default attention (SDPA for BERT), then the study's eager.
-        default_model = torch_variant(model_dir, None, ids, mask, check_ids, ref, a, rows)
+        ids_path = tmp / "ids.npy"  # the batch, for the PyTorch timings in fresh processes
+        np.save(ids_path, ids.numpy())
+        default_model = torch_variant(model_dir, None, ids, ids_path, mask, check_ids, ref, a, rows)
         if default_model.config._attn_implementation == "eager":
             eager_model = default_model  # the default is eager here: one variant only
         else:
             del default_model
-            eager_model = torch_variant(model_dir, "eager", ids, mask, check_ids, ref, a, rows)
+            eager_model = torch_variant(model_dir, "eager", ids, ids_path, mask, check_ids, ref, a, rows)
 
         # tierscope's own PyTorch workload (bench --engine torch: transformers' default
         # attention, an all-ones mask), held against the same eager call in this run.
-        agreement_rows(model_dir, ids, mask, a, rows)
+        agreement_rows(model_dir, ids, ids_path, mask, a, rows)
 
         try:
             import onnxruntime  # noqa: F401

@@ -37,13 +37,17 @@ def run(cmd, **kw) -> str:
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
 
 
+def bench_result(binary: str, args: list[str]) -> dict:
+    """`tierscope bench ARGS`'s RESULT_JSON object."""
+    out = run([binary, "bench", *args])
+    line = next(l for l in out.splitlines() if l.startswith("RESULT_JSON="))
+    return json.loads(line[len("RESULT_JSON="):])
+
+
 def offline(binary: str, seq_len: int, batch: int, repeats: int, threads: int) -> float:
-    runs = []
-    for _ in range(repeats):
-        out = run([binary, "bench", "--mode", "batch-fp32", "--batch-size", str(batch),
-                   "--seq-len", str(seq_len), "--iterations", "30", "--threads", str(threads)])
-        line = next(l for l in out.splitlines() if l.startswith("RESULT_JSON="))
-        runs.append(json.loads(line[len("RESULT_JSON="):])["samples_per_s"])
+    runs = [bench_result(binary, ["--mode", "batch-fp32", "--batch-size", str(batch), "--seq-len", str(seq_len),
+                                  "--iterations", "30", "--threads", str(threads)])["samples_per_s"]
+            for _ in range(repeats)]
     return sorted(runs)[len(runs) // 2]
 
 
@@ -90,13 +94,17 @@ def table_row(r: dict) -> str:
 MIX = "choice:8,8,8,8,12,12,12,16,16,16,20,24,24,32,32,40,48,64,64,96,128,192,256"
 
 
+def closed_args(a, lengths: str) -> list[str]:
+    """`tierscope load`'s arguments for a closed-loop run (a server's capacity) on `lengths`."""
+    return ["--mode", "closed", "--concurrency", str(a.concurrency), "--duration", str(a.duration),
+            "--warmup", str(a.warmup), "--lengths", lengths]
+
+
 def closed_loop(a, out: Path, server_args: list, tag: str, lengths: str) -> dict:
     """One server's closed-loop run on `lengths` (its capacity), the server stopped after."""
     server = Server(a.tierscope, ["--threads", str(a.threads), *server_args])
     try:
-        return load(a.tierscope, server.url, out / f"{tag}_closed.json",
-                    ["--mode", "closed", "--concurrency", str(a.concurrency), "--duration", str(a.duration),
-                     "--warmup", str(a.warmup), "--lengths", lengths])
+        return load(a.tierscope, server.url, out / f"{tag}_closed.json", closed_args(a, lengths))
     finally:
         server.stop()
         time.sleep(0.5)
@@ -111,10 +119,8 @@ def closed_and_open(a, out: Path, server_args: list, tag: str, name: str, length
     rows = []
     server = Server(a.tierscope, ["--threads", str(a.threads), *server_args])
     try:
-        r = closed if closed is not None else load(
-            a.tierscope, server.url, out / f"{tag}_closed.json",
-            ["--mode", "closed", "--concurrency", str(a.concurrency), "--duration", str(a.duration),
-             "--warmup", str(a.warmup), "--lengths", lengths])
+        r = closed if closed is not None else load(a.tierscope, server.url, out / f"{tag}_closed.json",
+                                                   closed_args(a, lengths))
         base = r["throughput_rps"] if base is None else base
         rows.append(row(f"{name}, closed loop x{a.concurrency}{closed_name}", r, base))
         print(json.dumps(rows[-1]), flush=True)
@@ -205,26 +211,21 @@ def padding_bound(binary: str, spec: str, edges: list[int]) -> dict:
     flops_per_sample (the one FLOP count): the packed / bucketed ratio packing reaches at
     equal efficiency per FLOP when every bucketed batch is padded to its edge (a batch pads
     to its longest input, at most the edge: no more is saved)."""
-    flops = {}
-
-    def of(n: int) -> float:
-        if n not in flops:
-            try:
-                out = run([binary, "bench", "--batch-size", "1", "--seq-len", str(n), "--iterations", "1",
-                           "--warmup", "0"])
-            except subprocess.CalledProcessError as e:
-                sys.exit(f"the padding bound: tierscope bench at {n} tokens failed: "
-                         f"{(e.stderr or '').strip().splitlines()[-1:] or e}")
-            line = next(l for l in out.splitlines() if l.startswith("RESULT_JSON="))
-            flops[n] = json.loads(line[len("RESULT_JSON="):])["flops_per_sample"]
-        return flops[n]
+    def flops_of(n: int) -> float:
+        try:
+            return bench_result(binary, ["--batch-size", "1", "--seq-len", str(n), "--iterations", "1",
+                                         "--warmup", "0"])["flops_per_sample"]
+        except subprocess.CalledProcessError as e:
+            last = ((e.stderr or "").strip().splitlines() or [f"exit status {e.returncode}"])[-1]
+            sys.exit(f"the padding bound: tierscope bench at {n} tokens failed: {last}")
 
     lengths = mix_lengths(spec)
     if max(lengths) > max(edges):
         sys.exit(f"--mix {spec}: a length of {max(lengths)} tokens is past the largest bucket edge ({max(edges)})")
     edge = {n: min(e for e in edges if e >= n) for n in set(lengths)}
-    packed = sum(of(n) for n in lengths)
-    padded = sum(of(edge[n]) for n in lengths)
+    flops = {n: flops_of(n) for n in set(lengths) | set(edge.values())}  # one bench run a length
+    packed = sum(flops[n] for n in lengths)
+    padded = sum(flops[edge[n]] for n in lengths)
     tokens = sum(lengths)
     padded_tokens = sum(edge[n] for n in lengths)
     return {"flop_ratio": padded / packed, "padded_token_share": 1 - tokens / padded_tokens}

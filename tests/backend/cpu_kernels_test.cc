@@ -171,8 +171,7 @@ TEST_P(CpuHalfWeightsTest, SixteenBitWeightsUnderFp32ActivationsGiveFp32Accurate
   for (const int64_t N : {int64_t{37}, int64_t{200}}) {
     const std::vector<float> x = Random(M * K), w = Random(N * K, 0.1f), b = Random(N);
     const std::vector<float> wr = Round(w, t);  // what the packed panels hold
-    const HostTensor hw{DType::kF32, {N, K}, reinterpret_cast<const std::byte*>(w.data()), w.size() * 4};
-    auto packed = be.kernels().PackWeight(hw, t);
+    auto packed = be.kernels().PackWeight(testing::Fp32View(w, {N, K}), t);
     ASSERT_TRUE(packed.ok()) << packed.status().ToString();
     ASSERT_EQ((*packed)->dtype(), t);
     Tensor dx = Device(x, {M, K}, DType::kF32), db = Device(b, {N}, DType::kF32);

@@ -417,11 +417,7 @@ TEST(QuantizeRows, WhatDoesNotFitIsRefusedInOneLine) {
   expect_invalid(k.QuantizeRows(x, 8, made), "make them with NewQuantizedRows");
 
   std::vector<float> wv(16 * 8, 0.1f);
-  HostTensor h;
-  h.dtype = DType::kF32;
-  h.shape = {16, 8};
-  h.data = reinterpret_cast<const std::byte*>(wv.data());
-  h.bytes = wv.size() * sizeof(float);
+  const HostTensor h = testing::Fp32View(wv, {16, 8});
   auto w8 = k.PackWeight(h, DType::kI8);
   auto w32 = k.PackWeight(h, DType::kF32);
   ASSERT_TRUE(w8.ok() && w32.ok());
@@ -444,11 +440,7 @@ TEST(QuantizeRows, WhatDoesNotFitIsRefusedInOneLine) {
   expect_invalid(k.LinearInt8(short_params, **w8, nullptr, Epilogue::kNone, &y, nullptr),
                  "the input is not 4 quantized rows of 8");
   std::vector<float> sq(8 * 8, 0.1f);
-  HostTensor hs = h;
-  hs.shape = {8, 8};
-  hs.data = reinterpret_cast<const std::byte*>(sq.data());
-  hs.bytes = sq.size() * sizeof(float);
-  auto square = k.PackWeight(hs, DType::kI8);
+  auto square = k.PackWeight(testing::Fp32View(sq, {8, 8}), DType::kI8);
   ASSERT_TRUE(square.ok());
   expect_invalid(k.LinearInt8(*q, **square, nullptr, Epilogue::kNone, nullptr, &*q), "rows of its own");
   Tensor bias = std::move(Tensor::Empty(be, DType::kF32, {15})).value();

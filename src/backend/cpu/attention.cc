@@ -307,8 +307,8 @@ struct TaskAt {
         S(p.offsets != nullptr ? p.offsets[b + 1] - start : p.seq) {}
 };
 
-void AttentionTask(const AttnParams& p, int64_t task, float* scratch) {
-  const TaskAt at(p, task);  // named copies below: clang 14's lambdas cannot capture structured bindings
+void AttentionTask(const AttnParams& p, const TaskAt& at, float* scratch) {
+  // Named copies: clang 14's lambdas cannot capture structured bindings.
   const int64_t qb = at.qb, h = at.h, start = at.start, S = at.S;
   const int64_t D = p.head_dim, H = p.hidden;
   if (qb * p.rows_per_task >= S) return;  // a shorter sequence of a packed batch
@@ -392,11 +392,10 @@ struct RowCodes {
   std::unique_ptr<std::atomic<int64_t>[]> heads_done;  // [B * q_blocks]
 };
 
-// After `task`: quantizes its query block's rows if every head of them is written. The
+// After task `t`: quantizes its query block's rows if every head of them is written. The
 // counters only grow, a multiple of `heads` after each whole run of the launch, so a
 // replayed launch (tier 3) quantizes again.
-void QuantizeFinishedRows(const AttnParams& p, int64_t task, QuantizedRows& codes, RowCodes& rc) {
-  const TaskAt t(p, task);
+void QuantizeFinishedRows(const AttnParams& p, const TaskAt& t, QuantizedRows& codes, RowCodes& rc) {
   if ((rc.heads_done[t.b * p.q_blocks + t.qb].fetch_add(1, std::memory_order_acq_rel) + 1) % p.heads != 0) return;
   const int64_t H = p.hidden, kp = PaddedCodeBytes(H);
   auto* q = static_cast<uint8_t*>(codes.codes.data());
@@ -439,7 +438,7 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   const int64_t pairs = B * heads, workers = be.num_workers();
   const int64_t rows_per_task = pairs >= 4 * workers || (pairs >= workers && pairs % workers == 0) ? S : kQueryBlock;
   AttnParams p{qkv.data(), mask.data_as<int32_t>(), out.data(), qkv.dtype(), out.dtype(), B, S, heads,
-               H / heads, H, off, rows_per_task, (S + rows_per_task - 1) / rows_per_task};
+               H / heads, H, off, rows_per_task, CeilDiv(S, rows_per_task)};
   // BF16 on the dot kernels: BF16 activations, or FP32 ones asked to (an INT8 run's).
   const bool bf16_math = p.dtype == DType::kBF16 ||
                          (p.dtype == DType::kF32 && math == AttentionMath::kBf16WhereNative);
@@ -476,8 +475,9 @@ Status CpuAttention(CpuBackend& be, const Tensor& qkv, const Tensor& mask, int h
   cost.Into(desc);
   be.EnsureScratch(ScratchFloats(S, D));
   return be.Launch(desc, [&](int64_t task, int worker) {
-    AttentionTask(p, task, be.scratch(worker));
-    if (codes != nullptr) QuantizeFinishedRows(p, task, *codes, rc);
+    const TaskAt at(p, task);  // decoded once, for the task and its row quantization
+    AttentionTask(p, at, be.scratch(worker));
+    if (codes != nullptr) QuantizeFinishedRows(p, at, *codes, rc);
   });
 }
 
