@@ -92,15 +92,41 @@ Status Kernels::QuantizeRows(const Tensor& x, int64_t x_row_stride, QuantizedRow
   return DoQuantizeRows(x, x_row_stride, q);
 }
 
+// An INT8 Linear's weight and bias against its input rows.
+static Status CheckInt8Operands(const std::string& op, const QuantizedRows& x, const PackedWeight& w,
+                                const Tensor* bias) {
+  TS_RETURN_IF_ERROR(CheckQuantizedRows(x, op, "the input"));
+  if (w.dtype() != DType::kI8 || w.k() != x.k) {
+    return InvalidArgument(op + ": a " + std::string(DTypeName(w.dtype())) + " weight [" + std::to_string(w.n()) +
+                           ", " + std::to_string(w.k()) + "] over rows of " + std::to_string(x.k) +
+                           " codes (it takes an INT8 weight of as many inputs)");
+  }
+  if (bias && (bias->dtype() != DType::kF32 || bias->numel() != w.n())) {
+    return InvalidArgument(op + ": the bias is not FP32 [" + std::to_string(w.n()) + "]");
+  }
+  return OkStatus();
+}
+
+// An INT8 Linear's output rows quantized: as many rows as its input, as wide as its
+// weight, and rows of their own.
+static Status CheckInt8CodesOut(const std::string& op, const QuantizedRows& x, const PackedWeight& w,
+                                const QuantizedRows& y_codes) {
+  TS_RETURN_IF_ERROR(CheckQuantizedRows(y_codes, op, "the output"));
+  if (y_codes.codes.data() == x.codes.data() || y_codes.params.data() == x.params.data()) {
+    return InvalidArgument(op + ": the output rows are the input's; give the output rows of its own");
+  }
+  if (y_codes.rows != x.rows || y_codes.k != w.n()) {
+    return InvalidArgument(op + ": output rows of " + std::to_string(y_codes.rows) + " x " +
+                           std::to_string(y_codes.k) + " codes for " + std::to_string(x.rows) + " x " +
+                           std::to_string(w.n()) + " outputs");
+  }
+  return OkStatus();
+}
+
 Status Kernels::LinearInt8(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias, Epilogue epilogue,
                            Tensor* y, QuantizedRows* y_codes) {
   if (!QuantizesInProducer()) return NoProducerQuantization();
-  TS_RETURN_IF_ERROR(CheckQuantizedRows(x, "LinearInt8", "the input"));
-  if (w.dtype() != DType::kI8 || w.k() != x.k) {
-    return InvalidArgument("LinearInt8: a " + std::string(DTypeName(w.dtype())) + " weight [" +
-                           std::to_string(w.n()) + ", " + std::to_string(w.k()) + "] over rows of " +
-                           std::to_string(x.k) + " codes (it takes an INT8 weight of as many inputs)");
-  }
+  TS_RETURN_IF_ERROR(CheckInt8Operands("LinearInt8", x, w, bias));
   if ((y == nullptr) == (y_codes == nullptr)) {
     return InvalidArgument("LinearInt8: give one output, FP32 rows or quantized rows");
   }
@@ -110,21 +136,26 @@ Status Kernels::LinearInt8(const QuantizedRows& x, const PackedWeight& w, const 
                            ShapeString(y->shape()) + " is not [" + std::to_string(x.rows) + ", " +
                            std::to_string(w.n()) + "] FP32" + (Int8RunsBf16Rows() ? " or BF16" : ""));
   }
-  if (y_codes != nullptr) {
-    TS_RETURN_IF_ERROR(CheckQuantizedRows(*y_codes, "LinearInt8", "the output"));
-    if (y_codes->codes.data() == x.codes.data() || y_codes->params.data() == x.params.data()) {
-      return InvalidArgument("LinearInt8: the output rows are the input's; give the output rows of its own");
-    }
-    if (y_codes->rows != x.rows || y_codes->k != w.n()) {
-      return InvalidArgument("LinearInt8: output rows of " + std::to_string(y_codes->rows) + " x " +
-                             std::to_string(y_codes->k) + " codes for " + std::to_string(x.rows) + " x " +
-                             std::to_string(w.n()) + " outputs");
-    }
-  }
-  if (bias && (bias->dtype() != DType::kF32 || bias->numel() != w.n())) {
-    return InvalidArgument("LinearInt8: the bias is not FP32 [" + std::to_string(w.n()) + "]");
-  }
+  if (y_codes != nullptr) TS_RETURN_IF_ERROR(CheckInt8CodesOut("LinearInt8", x, w, *y_codes));
   return DoLinearInt8(x, w, bias, epilogue, y, y_codes);
+}
+
+Status Kernels::LinearInt8AddLayerNorm(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
+                                       const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
+                                       Tensor& out, QuantizedRows* codes) {
+  const std::string op = "LinearInt8AddLayerNorm";
+  if (!QuantizesInProducer() || !FusesAddLayerNorm()) {
+    return Unimplemented(op + ": the residual add and LayerNorm in an INT8 Linear's epilogue: not on this backend");
+  }
+  TS_RETURN_IF_ERROR(CheckInt8Operands(op, x, w, bias));
+  if (out.dtype() != DType::kF32 || out.shape().empty() || out.dim(-1) != w.n() || out.numel() != x.rows * w.n()) {
+    return InvalidArgument(op + ": output " + std::string(DTypeName(out.dtype())) + " " + ShapeString(out.shape()) +
+                           " is not FP32 rows [" + std::to_string(x.rows) + ", " + std::to_string(w.n()) + "]");
+  }
+  // The residual, gamma and beta against the output, as LayerNorm takes them.
+  TS_RETURN_IF_ERROR(CheckLayerNorm(out, &residual, gamma, beta, eps, out));
+  if (codes != nullptr) TS_RETURN_IF_ERROR(CheckInt8CodesOut(op, x, w, *codes));
+  return DoLinearInt8AddLayerNorm(x, w, bias, residual, gamma, beta, eps, out, codes);
 }
 
 Status Kernels::LayerNormQuantized(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,

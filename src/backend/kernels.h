@@ -110,6 +110,15 @@ class Kernels {
   // rows the codes came from gives, then QuantizeRows.
   Status LinearInt8(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias, Epilogue epilogue,
                     Tensor* y, QuantizedRows* y_codes);
+  // Whether LinearInt8AddLayerNorm is there (else it is Unimplemented).
+  virtual bool FusesAddLayerNorm() const { return false; }
+  // A post-LN block's projection, its residual add and LayerNorm in one op: out =
+  // LayerNorm(LinearInt8(x) + residual) * gamma + beta, all FP32 [rows, N], out's rows also
+  // quantized into `codes` where given. Bit for bit LinearInt8 into FP32 rows, then
+  // LayerNorm (LayerNormQuantized) over them; the Linear's rows never leave the op.
+  Status LinearInt8AddLayerNorm(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
+                                const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
+                                Tensor& out, QuantizedRows* codes);
   // LayerNorm (FP32) whose output rows are also quantized into `codes`.
   Status LayerNormQuantized(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,
                             float eps, Tensor& out, QuantizedRows& codes);
@@ -172,6 +181,10 @@ class Kernels {
   }
   virtual Status DoLayerNormQuantized(const Tensor&, const Tensor*, const Tensor&, const Tensor&, float, Tensor&,
                                       QuantizedRows&) {
+    return NoProducerQuantization();
+  }
+  virtual Status DoLinearInt8AddLayerNorm(const QuantizedRows&, const PackedWeight&, const Tensor*, const Tensor&,
+                                          const Tensor&, const Tensor&, float, Tensor&, QuantizedRows*) {
     return NoProducerQuantization();
   }
   virtual Status DoAttentionQuantized(const Tensor&, const Tensor&, const Tensor*, int, Tensor&, AttentionMath,

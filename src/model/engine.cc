@@ -104,7 +104,10 @@ StatusOr<MemoryNeed> BertEngine::NeedOf(double tokens, double act_tokens, int64_
   // Activations, ids, types and mask (every block's uploaded before the first runs, each
   // of its input tensors rounded up to whole 64-byte lines).
   const double blocks = std::ceil(tokens / act_tokens);
-  need.device = act_tokens * (10 * H + I) * es + tokens * (whole * es + 3 * 4) + blocks * 5 * 64;
+  // INT8 with the residual add and LayerNorm in the projections' epilogue: neither
+  // projection's FP32 output is made (2H fewer).
+  const double layer = model_->fuses_add_layer_norm() ? 8 * H + I : 10 * H + I;
+  need.device = act_tokens * layer * es + tokens * (whole * es + 3 * 4) + blocks * 5 * 64;
   // INT8: activations quantized (one byte a value, scale and zero point a row): the
   // intermediate's codes; h1's beside them fit in the FP32 intermediate counted above, which
   // an INT8 run never writes.

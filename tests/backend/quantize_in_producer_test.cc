@@ -3,8 +3,10 @@
 // variant this CPU runs (forced, not only the one picked): the codes a LayerNorm, an
 // attention (replayed or not) or an INT8 Linear writes are the bytes QuantizeRows writes
 // from the FP32 rows they would have written; a Linear from codes gives what a Linear from
-// FP32 rows gives, bit for bit; every variant's quantization writes the same bytes; and
-// what does not fit the contract is refused in one line.
+// FP32 rows gives, bit for bit, and so does one with the residual add and LayerNorm in its
+// epilogue (LinearInt8AddLayerNorm) against the Linear and the LayerNorm apart; every
+// variant's quantization writes the same bytes; and what does not fit the contract is
+// refused in one line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "backend/cpu/micro_kernel_bf16.h"
 #include "backend/cpu/micro_kernel_int8.h"
 #include "backend/cpu/quantize_rows.h"
+#include "core/int_math.h"
 #include "test_util.h"
 
 namespace tierscope {
@@ -306,6 +309,87 @@ TEST_P(QuantizeInProducerTest, ABigOutputStreamedHoldsTheValuesOfASmallOne) {
       }
     }
   }
+}
+
+// The kernels a backend launches, by name.
+class LaunchNames : public LaunchHook {
+ public:
+  Status OnLaunch(Backend&, const LaunchDesc& desc, FunctionRef<StatusOr<KernelRun>()> run) override {
+    names.push_back(desc.kernel);
+    return run().status();
+  }
+  std::vector<std::string> names;
+};
+
+// The residual add and LayerNorm in an INT8 Linear's epilogue give, bit for bit, the
+// Linear's FP32 rows and then LayerNorm (LayerNormQuantized) over them: with and without
+// a bias and codes, a row poisoned through its residual, rows off every block size. Few
+// rows (under two 16-row blocks a worker) run as the Linear's launch and the LayerNorm's;
+// more, as one launch of whole-row tasks.
+TEST_P(QuantizeInProducerTest, ALinearWithAddLayerNormGivesTheLinearThenTheLayerNormBitForBit) {
+  ASSERT_TRUE(k_.FusesAddLayerNorm());
+  struct Case {
+    int64_t rows, n, k;
+  };
+  for (const Case c : {Case{5, 40, 24}, Case{63, 128, 200}, Case{64, 200, 96}, Case{301, 64, 512}}) {
+    Tensor x = Random({c.rows, c.k}, 1.0f);
+    QuantizedRows q = Quantized(x, c.k, c.k);
+    auto w = Weight(c.n, c.k);
+    Tensor bias = Random({c.n}, 0.1f), res = Random({c.rows, c.n}, 1.0f);
+    Tensor g = Random({c.n}, 1.0f), b = Random({c.n}, 0.5f);
+    static_cast<float*>(res.data())[(c.rows / 2) * c.n] = kNan;  // one row poisoned
+    for (const bool with_bias : {true, false}) {
+      for (const bool with_codes : {true, false}) {
+        const std::string what = std::to_string(c.rows) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
+                                 (with_bias ? " bias" : "") + (with_codes ? " codes" : "");
+        const Tensor* bp = with_bias ? &bias : nullptr;
+        Tensor y = Empty({c.rows, c.n}), want = Empty({c.rows, c.n}), got = Empty({c.rows, c.n});
+        ASSERT_TRUE(k_.LinearInt8(q, *w, bp, Epilogue::kNone, &y, nullptr).ok());
+        QuantizedRows want_codes = Rows(c.rows, c.n), codes = Rows(c.rows, c.n);
+        ASSERT_TRUE((with_codes ? k_.LayerNormQuantized(y, &res, g, b, 1e-12f, want, want_codes)
+                                : k_.LayerNorm(y, &res, g, b, 1e-12f, want))
+                        .ok());
+        Wipe(codes);
+        LaunchNames launches;
+        be_.SetLaunchHook(&launches);
+        const Status s = k_.LinearInt8AddLayerNorm(q, *w, bp, res, g, b, 1e-12f, got, with_codes ? &codes : nullptr);
+        be_.SetLaunchHook(nullptr);
+        ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
+        EXPECT_TRUE(SameBits(got, want)) << what;
+        if (with_codes) EXPECT_EQ(Bytes(codes), Bytes(want_codes)) << what;
+        EXPECT_TRUE(std::isnan(static_cast<const float*>(got.data())[(c.rows / 2) * c.n + 1])) << what;
+        const bool one = CeilDiv(c.rows, int64_t{16}) >= 4;  // two blocks a worker, on 2 workers
+        ASSERT_EQ(launches.names.size(), one ? 1u : 2u) << what;
+        EXPECT_EQ(launches.names.back().find("add_layer_norm") != std::string::npos, true) << launches.names.back();
+      }
+    }
+  }
+}
+
+TEST_P(QuantizeInProducerTest, ALinearWithAddLayerNormRefusesWhatDoesNotFitInOneLine) {
+  auto expect_invalid = [](const Status& s, const std::string& needle) {
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+    EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
+  };
+  QuantizedRows q = Quantized(Random({64, 24}, 1.0f), 24, 24);
+  auto w = Weight(40, 24);
+  Tensor res = Random({64, 40}, 1.0f), g = Random({40}, 1.0f), out = Empty({64, 40});
+  expect_invalid(k_.LinearInt8AddLayerNorm(q, *Weight(40, 32), nullptr, res, g, g, 1e-12f, out, nullptr),
+                 "takes an INT8 weight of as many inputs");
+  Tensor narrow = Empty({64, 39});
+  expect_invalid(k_.LinearInt8AddLayerNorm(q, *w, nullptr, res, g, g, 1e-12f, narrow, nullptr),
+                 "is not FP32 rows [64, 40]");
+  Tensor short_res = Random({63, 40}, 1.0f);
+  expect_invalid(k_.LinearInt8AddLayerNorm(q, *w, nullptr, short_res, g, g, 1e-12f, out, nullptr),
+                 "inconsistent shapes");
+  Tensor g39 = Random({39}, 1.0f);
+  expect_invalid(k_.LinearInt8AddLayerNorm(q, *w, nullptr, res, g39, g, 1e-12f, out, nullptr), "inconsistent shapes");
+  expect_invalid(k_.LinearInt8AddLayerNorm(q, *w, nullptr, res, g, g, 0.0f, out, nullptr), "eps must be > 0");
+  Tensor bias = Random({39}, 1.0f);
+  expect_invalid(k_.LinearInt8AddLayerNorm(q, *w, &bias, res, g, g, 1e-12f, out, nullptr), "bias");
+  QuantizedRows wrong = Rows(64, 39);
+  expect_invalid(k_.LinearInt8AddLayerNorm(q, *w, nullptr, res, g, g, 1e-12f, out, &wrong), "for 64 x 40 outputs");
 }
 
 // The variants this CPU runs (the scalar one everywhere), so none is skipped.

@@ -38,6 +38,7 @@ class CpuKernels : public Kernels {
   bool SupportsPackedSequences() const override { return true; }
   bool QuantizesInProducer() const override { return true; }
   bool Int8RunsBf16Rows() const override { return GetBf16Kernels().dot(); }
+  bool FusesAddLayerNorm() const override { return true; }
   int64_t RowBlockRows(int64_t bytes_per_row, int64_t weight_bytes) const override {
     return CpuRowBlockRows(be_.num_workers(), bytes_per_row, weight_bytes);
   }
@@ -80,6 +81,11 @@ class CpuKernels : public Kernels {
   Status DoLinearInt8(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias, Epilogue epilogue,
                       Tensor* y, QuantizedRows* y_codes) override {
     return CpuLinearInt8Codes(be_, x, w, bias, epilogue, y, y_codes);
+  }
+  Status DoLinearInt8AddLayerNorm(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
+                                  const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
+                                  Tensor& out, QuantizedRows* codes) override {
+    return CpuLinearInt8AddLayerNorm(be_, x, w, bias, {&residual, &gamma, &beta, eps}, out, codes);
   }
   Status DoLayerNormQuantized(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,
                               float eps, Tensor& out, QuantizedRows& codes) override {

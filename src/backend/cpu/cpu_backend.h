@@ -85,6 +85,15 @@ StatusOr<QuantizedRows> CpuNewQuantizedRows(CpuBackend& be, int64_t rows, int64_
 Status CpuQuantizeRows(CpuBackend& be, const Tensor& x, int64_t x_row_stride, QuantizedRows& q);
 Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
                           Epilogue epilogue, Tensor* y, QuantizedRows* y_codes);
+// LinearInt8AddLayerNorm's LayerNorm: out = LayerNorm(y + residual) * gamma + beta, FP32.
+struct AddLayerNormArgs {
+  const Tensor* residual;
+  const Tensor* gamma;
+  const Tensor* beta;
+  float eps;
+};
+Status CpuLinearInt8AddLayerNorm(CpuBackend& be, const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
+                                 const AddLayerNormArgs& ln, Tensor& out, QuantizedRows* codes);
 // The L2 cache of one core: the first level-2 cache CPU 0 lists, 1 MiB where sysfs says nothing.
 int64_t CpuL2BytesPerCore();
 // An INT8 Linear's FP32 output above this many bytes (the L2 caches of `workers` cores

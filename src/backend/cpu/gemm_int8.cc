@@ -5,7 +5,8 @@
 // the op that produced them (QuantizedRows); int32 sums on the host's dot instructions,
 // then y = s_x s_w (acc - z_x colsum_w) + bias and the activation, in FP32. The output is
 // FP32 rows (streamed past the caches when too big for them), or each row quantized in
-// turn for the next INT8 Linear (tasks of whole rows; the FP32 rows never leave them).
+// turn for the next INT8 Linear (tasks of whole rows; the FP32 rows never leave them), or
+// each row through the residual add and LayerNorm (layer_norm_rows.h) in the same task.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/layer_norm_rows.h"
 #include "backend/cpu/micro_kernel_int8.h"
 #include "backend/cpu/quantize_rows.h"
 #include "backend/cpu/tile_rows.h"
@@ -474,16 +476,73 @@ Status Int8GemmToCodes(CpuBackend& be, Int8GemmParams& p, QuantizedRows& y_codes
   });
 }
 
+// The residual add and LayerNorm in the epilogue: a task holds whole rows (every column
+// block), dequantized into the worker's scratch as Int8GemmToCodes does, then normalised
+// with the residual's rows into `out` (and quantized into `codes`, where given) while in
+// cache: the rows LinearInt8 would write, then LayerNorm over them, without the round trip.
+Status Int8GemmToAddLayerNorm(CpuBackend& be, Int8GemmParams& p, const AddLayerNormArgs& ln, Tensor& out,
+                              QuantizedRows* codes, LaunchDesc& desc, OpCost cost) {
+  const int64_t rows = p.m, n = p.n;
+  bool streams = false;
+  p.dequant = PickDequantTile(*p.mk, p.bias != nullptr, p.epilogue, /*stream=*/false, &p.gelu_fused, &streams);
+  const TileRows mt = SplitRowTasks(rows, kMB, kAmxRows, be.num_workers());
+  const int64_t mb = mt.most_rows(), kp_out = PaddedCodeBytes(n);
+  desc.kernel = p.bias != nullptr ? (codes ? "cpu_igemm_nt_u8s8_rows_bias_add_layer_norm_u8out"
+                                           : "cpu_igemm_nt_u8s8_rows_bias_add_layer_norm")
+                                  : (codes ? "cpu_igemm_nt_u8s8_rows_add_layer_norm_u8out"
+                                           : "cpu_igemm_nt_u8s8_rows_add_layer_norm");
+  desc.grid = Dim3{mt.blocks, 1, 1};
+  desc.block = Dim3{n, mb, 1};
+  (codes != nullptr ? WithQuantizedOutput(cost, rows, n, kp_out, /*keep_fp32=*/true) : cost).Into(desc);
+  desc.writes[0] = {out.data(), out.bytes()};
+  if (codes != nullptr) {
+    desc.writes[1] = {codes->codes.data(), codes->codes.bytes()};
+    desc.writes[2] = {codes->params.data(), codes->params.bytes()};
+  }
+  LnRows lr;
+  lr.ldx = lr.ldr = lr.ldo = n;
+  lr.cols = n;
+  lr.eps = ln.eps;
+  if (codes != nullptr) {
+    lr.kp = kp_out;
+    lr.quantize_row = PickQuantizeRow(*p.mk);
+  }
+  const auto* residual = static_cast<const float*>(ln.residual->data());
+  auto* y = static_cast<float*>(out.data());
+  const auto* g = static_cast<const float*>(ln.gamma->data());
+  const auto* bt = static_cast<const float*>(ln.beta->data());
+  // The int32 tile, the task's FP32 rows, then LayerNorm's own scratch.
+  be.EnsureScratch(static_cast<size_t>(kMB * kNB + mb * n + LayerNormRowScratchFloats(n)));
+  return be.Launch(desc, [&](int64_t task, int worker) {
+    auto* acc = reinterpret_cast<int32_t*>(be.scratch(worker));  // int32 only, as above
+    float* tile_rows = be.scratch(worker) + kMB * kNB;
+    const int64_t m0 = mt.begin(task), m = mt.rows(task);
+    for (int64_t nb = 0; nb < p.n_blocks; ++nb) Int8GemmTile(p, m0, m, nb, acc, tile_rows + nb * kNB, n);
+    LnRows t = lr;
+    t.x = tile_rows;
+    t.residual = residual + m0 * n;
+    t.out = y + m0 * n;
+    if (codes != nullptr) {
+      t.codes = static_cast<uint8_t*>(codes->codes.data()) + m0 * kp_out;
+      t.code_params = static_cast<float*>(codes->params.data()) + m0 * 2;
+    }
+    LayerNormRowRange(t, g, bt, 0, m, tile_rows + mb * n);
+  });
+}
+
 }  // namespace
 
 double CpuInt8StreamingThresholdBytes(int workers) {
   return static_cast<double>(CpuL2BytesPerCore()) * workers;
 }
 
-Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
-                          Epilogue epilogue, Tensor* y, QuantizedRows* y_codes) {
+namespace {
+
+// An INT8 Linear's parameters, once the layouts and the weight's codes are checked against
+// the micro-kernels in force.
+StatusOr<Int8GemmParams> Int8Params(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
+                                    Epilogue epilogue, const QuantizedRows* y_codes) {
   const auto& qw = static_cast<const CpuInt8Weight&>(w);
-  const int64_t rows = x.rows, n = w.n(), k = w.k(), kp = qw.kq() * kQK;
   TS_RETURN_IF_ERROR(CheckCodeLayout(x, "LinearInt8"));
   if (y_codes != nullptr) TS_RETURN_IF_ERROR(CheckCodeLayout(*y_codes, "LinearInt8"));
   const Int8MicroKernels& mk = GetInt8MicroKernels();
@@ -492,9 +551,20 @@ Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWe
                               ", but the micro-kernels in force (" + mk.isa + ") sum exactly only |w| <= " +
                               std::to_string(mk.weight_max) + "; pack them again");
   }
-  Int8GemmParams p{static_cast<const uint8_t*>(x.codes.data()), static_cast<const float*>(x.params.data()), rows, n,
-                   kp, &qw, bias ? static_cast<const float*>(bias->data()) : nullptr, epilogue, nullptr,
-                   (n + kNB - 1) / kNB, &mk};
+  return Int8GemmParams{static_cast<const uint8_t*>(x.codes.data()), static_cast<const float*>(x.params.data()),
+                        x.rows, w.n(), qw.kq() * kQK, &qw, bias ? static_cast<const float*>(bias->data()) : nullptr,
+                        epilogue, nullptr, CeilDiv(w.n(), int64_t{kNB}), &mk};
+}
+
+// Too few 16-row blocks to give every worker two: whole-row tasks would leave workers idle.
+bool TooFewRowsForRowTasks(int64_t rows, int workers) { return CeilDiv(rows, int64_t{kAmxRows}) < 2 * int64_t{workers}; }
+
+}  // namespace
+
+Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
+                          Epilogue epilogue, Tensor* y, QuantizedRows* y_codes) {
+  TS_ASSIGN_OR_RETURN(Int8GemmParams p, Int8Params(x, w, bias, epilogue, y_codes));
+  const int64_t rows = x.rows, n = w.n(), k = w.k();
   LaunchDesc desc;
   desc.kernel = Int8GemmKernelName(bias != nullptr, epilogue, y_codes != nullptr);
   desc.pipe = "int8_dot";
@@ -504,15 +574,31 @@ Status CpuLinearInt8Codes(CpuBackend& be, const QuantizedRows& x, const PackedWe
     return Int8GemmToBf16Rows(be, p, *y, desc, cost);
   }
   if (y != nullptr) return Int8GemmToRows(be, p, *y, desc, cost, /*may_stream=*/true);
-  // Too few 16-row blocks to give every worker two: whole-row tasks would leave workers
-  // idle, so the tiles go to FP32 rows and those are quantized after (the same bytes).
-  if ((rows + kAmxRows - 1) / kAmxRows < 2 * int64_t{be.num_workers()}) {
+  // Too few rows for whole-row tasks: the tiles go to FP32 rows and those are quantized
+  // after (the same bytes).
+  if (TooFewRowsForRowTasks(rows, be.num_workers())) {
     TS_ASSIGN_OR_RETURN(Tensor fp32, Tensor::Empty(be, DType::kF32, {rows, n}));
     desc.kernel = Int8GemmKernelName(bias != nullptr, epilogue, /*codes=*/false);
     TS_RETURN_IF_ERROR(Int8GemmToRows(be, p, fp32, desc, cost, /*may_stream=*/false));
     return CpuQuantizeRows(be, fp32, n, *y_codes);
   }
   return Int8GemmToCodes(be, p, *y_codes, desc, cost);
+}
+
+Status CpuLinearInt8AddLayerNorm(CpuBackend& be, const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
+                                 const AddLayerNormArgs& ln, Tensor& out, QuantizedRows* codes) {
+  TS_ASSIGN_OR_RETURN(Int8GemmParams p, Int8Params(x, w, bias, Epilogue::kNone, codes));
+  const int64_t rows = x.rows, n = w.n(), k = w.k();
+  LaunchDesc desc;
+  desc.pipe = "int8_dot";
+  const OpCost linear = QuantizedLinearCost(rows, n, k, bias != nullptr, Epilogue::kNone);
+  if (TooFewRowsForRowTasks(rows, be.num_workers())) {  // the Linear's tiles, then the LayerNorm launch
+    TS_ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(be, DType::kF32, {rows, n}));
+    desc.kernel = Int8GemmKernelName(bias != nullptr, Epilogue::kNone, /*codes=*/false);
+    TS_RETURN_IF_ERROR(Int8GemmToRows(be, p, y, desc, linear, /*may_stream=*/false));
+    return CpuLayerNorm(be, y, ln.residual, *ln.gamma, *ln.beta, ln.eps, out, codes);
+  }
+  return Int8GemmToAddLayerNorm(be, p, ln, out, codes, desc, WithAddLayerNorm(linear, rows, n));
 }
 
 Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,

@@ -3,7 +3,9 @@
 // BF16 rows on AVX-512 hosts (with AVX512BW) are loaded, normalised and stored 16 lanes
 // at a time, BF16 widened and rounded (nearest even) in registers; else 8-lane passes
 // over an FP32 copy of the row. For an INT8 Linear that follows, FP32 output rows are
-// also quantized (u8 codes, quantize_rows.h) as each task finishes them.
+// also quantized (u8 codes, quantize_rows.h): on 16 lanes from the range the last pass
+// folds, else as each row is finished. The row kernels (layer_norm_rows.h) also serve the
+// INT8 Linear that runs the residual add and LayerNorm in its epilogue.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/layer_norm_rows.h"
 #include "backend/cpu/micro_kernel.h"
 #include "backend/cpu/quantize_rows.h"
 #include "backend/cpu/vec_math.h"
@@ -23,19 +26,6 @@ namespace {
 constexpr int64_t kRowsPerTask = 16;
 constexpr int kLnGroup = 4;  // rows LayerNormRows16 interleaves
 static_assert(kRowsPerTask % kLnGroup == 0);
-
-struct LnParams {
-  const void* x;
-  const void* residual;
-  const void* gamma;
-  const void* beta;
-  void* out;
-  DType dtype;
-  int64_t rows, cols;
-  float eps;
-  QuantizedRows* codes = nullptr;  // FP32 rows also quantized into these, or null
-  QuantizeRowFn quantize_row = nullptr;  // with codes: the INT8 variant's
-};
 
 // 16 values of row data `p` (FP32, or BF16 widened: its bits on top of a 32-bit lane) from
 // element c, the lanes past `m` zero.
@@ -71,18 +61,23 @@ __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void 
 // C) between the passes. Each row's arithmetic is the single row's (the same two partial
 // sums, the same order), so N changes no bit; N rows give the core N independent chains
 // where one 128-wide row waits on its reductions (BF16 and INT8 runs' LayerNorm: 2x).
-template <DType T, int N>
+// kCodes (FP32 rows): the last pass also folds each output row's range, and the rows are
+// quantized from there (QuantizeRowInRange16), read back while in L1.
+template <DType T, int N, bool kCodes>
 __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void LayerNormGroup16(
-    const LnParams& p, int64_t r, const float* g, const float* bt, float* v) {
+    const LnRows& p, int64_t r, const float* g, const float* bt, float* v) {
+  static_assert(!kCodes || T == DType::kF32);
   const int64_t C = p.cols;
   const size_t es = DTypeSize(T);
   const std::byte* x[N];
   const std::byte* res[N];
+  std::byte* out[N];
   __m512 s0[N], s1[N];
 #pragma GCC unroll 4
   for (int i = 0; i < N; ++i) {
-    x[i] = static_cast<const std::byte*>(p.x) + (r + i) * C * es;
-    res[i] = p.residual != nullptr ? static_cast<const std::byte*>(p.residual) + (r + i) * C * es : nullptr;
+    x[i] = static_cast<const std::byte*>(p.x) + (r + i) * p.ldx * es;
+    res[i] = p.residual != nullptr ? static_cast<const std::byte*>(p.residual) + (r + i) * p.ldr * es : nullptr;
+    out[i] = static_cast<std::byte*>(p.out) + (r + i) * p.ldo * es;
     s0[i] = s1[i] = _mm512_setzero_ps();
   }
   for (int64_t c = 0; c < C; c += 16) {
@@ -117,11 +112,12 @@ __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void 
       }
     }
   }
-  __m512 rstd[N];
+  __m512 rstd[N], lo[N], hi[N], poison[N];
 #pragma GCC unroll 4
   for (int i = 0; i < N; ++i) {
     const float var = _mm512_reduce_add_ps(_mm512_add_ps(q0[i], q1[i])) / static_cast<float>(C);
     rstd[i] = _mm512_set1_ps(1.0f / std::sqrt(var + p.eps));
+    lo[i] = hi[i] = poison[i] = _mm512_setzero_ps();
   }
   for (int64_t c = 0; c < C; c += 16) {
     const __mmask16 m = TailMask16(C - c);
@@ -129,18 +125,32 @@ __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline void 
 #pragma GCC unroll 4
     for (int i = 0; i < N; ++i) {
       const __m512 n = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, v + i * C + c), vm[i]), rstd[i]);
-      Store16<T>(p.out, (r + i) * C + c, m, _mm512_fmadd_ps(n, gv, bv));
+      const __m512 y = _mm512_fmadd_ps(n, gv, bv);
+      Store16<T>(out[i], c, m, y);
+      if constexpr (kCodes) {  // the lanes past the row count as 0, as a masked load reads them
+        const __m512 yz = _mm512_maskz_mov_ps(m, y);
+        lo[i] = _mm512_min_ps(lo[i], yz);
+        hi[i] = _mm512_max_ps(hi[i], yz);
+        poison[i] = _mm512_add_ps(poison[i], _mm512_mul_ps(yz, _mm512_setzero_ps()));
+      }
+    }
+  }
+  if constexpr (kCodes) {
+#pragma GCC unroll 4
+    for (int i = 0; i < N; ++i) {
+      QuantizeRowInRange16(reinterpret_cast<const float*>(out[i]), C, p.kp, lo[i], hi[i], poison[i],
+                           p.codes + (r + i) * p.kp, p.code_params + 2 * (r + i));
     }
   }
 }
 
-// LayerNormTask's rows on 16 lanes, kLnGroup at a time (v: kLnGroup rows of C floats).
-template <DType T>
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void LayerNormRows16(const LnParams& p, int64_t r0, int64_t r1,
+// Rows [r0, r1) on 16 lanes, kLnGroup at a time (v: kLnGroup rows of C floats).
+template <DType T, bool kCodes>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void LayerNormRows16(const LnRows& p, int64_t r0, int64_t r1,
                                                                           const float* g, const float* bt, float* v) {
   int64_t r = r0;
-  for (; r + kLnGroup <= r1; r += kLnGroup) LayerNormGroup16<T, kLnGroup>(p, r, g, bt, v);
-  for (; r < r1; ++r) LayerNormGroup16<T, 1>(p, r, g, bt, v);
+  for (; r + kLnGroup <= r1; r += kLnGroup) LayerNormGroup16<T, kLnGroup, kCodes>(p, r, g, bt, v);
+  for (; r < r1; ++r) LayerNormGroup16<T, 1, kCodes>(p, r, g, bt, v);
 }
 
 // Whether LayerNormRows16 runs: the AVX-512 FP32 micro-kernels are in force (forcing
@@ -150,41 +160,16 @@ bool RunsLayerNorm16() {
   return bw && GetMicroKernels().avx512();
 }
 
-// Rows [r0, r1) of the FP32 output quantized into p.codes, read back while in cache.
-void QuantizeOutputRows(const LnParams& p, int64_t r0, int64_t r1) {
-  const int64_t C = p.cols, kp = PaddedCodeBytes(C);
-  auto* q = static_cast<uint8_t*>(p.codes->codes.data());
-  auto* params = static_cast<float*>(p.codes->params.data());
-  const auto* out = static_cast<const float*>(p.out);
-  for (int64_t r = r0; r < r1; ++r) p.quantize_row(out + r * C, C, kp, q + r * kp, params + 2 * r);
-}
-
-void LayerNormRows(const LnParams& p, int64_t task, float* scratch);
-
-void LayerNormTask(const LnParams& p, int64_t task, float* scratch) {
-  LayerNormRows(p, task, scratch);
-  if (p.codes != nullptr) QuantizeOutputRows(p, task * kRowsPerTask, std::min(p.rows, (task + 1) * kRowsPerTask));
-}
-
-void LayerNormRows(const LnParams& p, int64_t task, float* scratch) {
-  const int64_t r_end = std::min(p.rows, (task + 1) * kRowsPerTask);
+// Rows [r0, r1) on 8 lanes over an FP32 copy of each row, quantized after (FP32 out).
+void LayerNormRows8(const LnRows& p, const float* g, const float* bt, int64_t r0, int64_t r1, float* scratch) {
   const int64_t C = p.cols;
   float* v = scratch;
   float* tmp = v + C;
-  const float* g = AsFloat(p.dtype, p.gamma, scratch + kLnGroup * C, C);
-  const float* bt = AsFloat(p.dtype, p.beta, scratch + (kLnGroup + 1) * C, C);
-  if (RunsLayerNorm16() && (p.dtype == DType::kF32 || p.dtype == DType::kBF16)) {
-    // v: the scratch's first kLnGroup * C floats (g and bt, when copies, lie past them).
-    (p.dtype == DType::kF32 ? LayerNormRows16<DType::kF32> : LayerNormRows16<DType::kBF16>)(
-        p, task * kRowsPerTask, r_end, g, bt, v);
-    return;
-  }
   const size_t es = DTypeSize(p.dtype);
-  for (int64_t r = task * kRowsPerTask; r < r_end; ++r) {
-    const float* x = AsFloat(p.dtype, static_cast<const std::byte*>(p.x) + r * C * es, v, C);
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* x = AsFloat(p.dtype, static_cast<const std::byte*>(p.x) + r * p.ldx * es, v, C);
     if (p.residual != nullptr) {
-      const float* res =
-          AsFloat(p.dtype, static_cast<const std::byte*>(p.residual) + r * C * es, tmp, C);
+      const float* res = AsFloat(p.dtype, static_cast<const std::byte*>(p.residual) + r * p.ldr * es, tmp, C);
       for (int64_t c = 0; c < C; ++c) v[c] = x[c] + res[c];
     } else if (x != v) {
       std::memcpy(v, x, sizeof(float) * C);
@@ -199,24 +184,48 @@ void LayerNormRows(const LnParams& p, int64_t task, float* scratch) {
     var /= static_cast<float>(C);
     const float rstd = 1.0f / std::sqrt(var + p.eps);
     if (p.dtype == DType::kF32) {
-      float* out = static_cast<float*>(p.out) + r * C;
+      float* out = static_cast<float*>(p.out) + r * p.ldo;
       for (int64_t c = 0; c < C; ++c) out[c] = (v[c] - mean) * rstd * g[c] + bt[c];
+      if (p.codes != nullptr) p.quantize_row(out, C, p.kp, p.codes + r * p.kp, p.code_params + 2 * r);
     } else {
       for (int64_t c = 0; c < C; ++c) v[c] = (v[c] - mean) * rstd * g[c] + bt[c];
-      FromFloat(v, p.dtype, static_cast<std::byte*>(p.out) + r * C * es, C);
+      FromFloat(v, p.dtype, static_cast<std::byte*>(p.out) + r * p.ldo * es, C);
     }
   }
 }
 
 }  // namespace
 
+int64_t LayerNormRowScratchFloats(int64_t cols) { return kLnGroup * cols; }
+
+void LayerNormRowRange(const LnRows& p, const float* g, const float* bt, int64_t r0, int64_t r1, float* scratch) {
+  if (RunsLayerNorm16() && (p.dtype == DType::kF32 || p.dtype == DType::kBF16)) {
+    if (p.dtype == DType::kBF16) return LayerNormRows16<DType::kBF16, false>(p, r0, r1, g, bt, scratch);
+    if (p.codes != nullptr) return LayerNormRows16<DType::kF32, true>(p, r0, r1, g, bt, scratch);
+    return LayerNormRows16<DType::kF32, false>(p, r0, r1, g, bt, scratch);
+  }
+  LayerNormRows8(p, g, bt, r0, r1, scratch);
+}
+
 Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual, const Tensor& gamma,
                     const Tensor& beta, float eps, Tensor& out, QuantizedRows* codes) {
   const int64_t C = x.dim(-1);  // shapes checked by the kernel front (kernels.h)
   const DType t = x.dtype();
-  LnParams p{x.data(), residual ? residual->data() : nullptr, gamma.data(), beta.data(),
-             out.data(), t, x.numel() / C, C, eps, codes,
-             codes != nullptr ? PickQuantizeRow(GetInt8MicroKernels()) : nullptr};
+  LnRows p;
+  p.x = x.data();
+  p.residual = residual ? residual->data() : nullptr;
+  p.out = out.data();
+  p.ldx = p.ldr = p.ldo = C;
+  p.dtype = t;
+  p.cols = C;
+  p.eps = eps;
+  const int64_t rows = x.numel() / C;
+  if (codes != nullptr) {
+    p.codes = static_cast<uint8_t*>(codes->codes.data());
+    p.code_params = static_cast<float*>(codes->params.data());
+    p.kp = PaddedCodeBytes(C);
+    p.quantize_row = PickQuantizeRow(GetInt8MicroKernels());
+  }
   if (codes != nullptr) TS_RETURN_IF_ERROR(CheckCodeLayout(*codes, "LayerNormQuantized"));
   LaunchDesc desc;
   static const char* kNames[2][4] = {
@@ -224,18 +233,23 @@ Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual, con
       {"cpu_add_layer_norm_f32_r16", "cpu_add_layer_norm_f16_r16", "cpu_add_layer_norm_bf16_r16",
        "cpu_add_layer_norm_f32_r16_u8out"}};
   desc.kernel = kNames[residual ? 1 : 0][codes != nullptr ? 3 : t == DType::kF16 ? 1 : t == DType::kBF16 ? 2 : 0];
-  desc.grid = Dim3{(p.rows + kRowsPerTask - 1) / kRowsPerTask, 1, 1};
+  desc.grid = Dim3{CeilDiv(rows, kRowsPerTask), 1, 1};
   desc.block = Dim3{kRowsPerTask, C, 1};
-  const OpCost cost = LayerNormCost(p.rows, C, residual != nullptr, t);
-  (codes != nullptr ? WithQuantizedOutput(cost, p.rows, C, PaddedCodeBytes(C), /*keep_fp32=*/true) : cost).Into(desc);
+  const OpCost cost = LayerNormCost(rows, C, residual != nullptr, t);
+  (codes != nullptr ? WithQuantizedOutput(cost, rows, C, PaddedCodeBytes(C), /*keep_fp32=*/true) : cost).Into(desc);
   desc.writes[0] = {out.data(), out.bytes()};
   if (codes != nullptr) {
     desc.writes[1] = {codes->codes.data(), codes->codes.bytes()};
     desc.writes[2] = {codes->params.data(), codes->params.bytes()};
   }
-  be.EnsureScratch(static_cast<size_t>((kLnGroup + 2) * C));
+  // The row scratch, then gamma and beta in FP32 where they are not.
+  be.EnsureScratch(static_cast<size_t>(LayerNormRowScratchFloats(C) + 2 * C));
   return be.Launch(desc, [&](int64_t task, int worker) {
-    LayerNormTask(p, task, be.scratch(worker));
+    float* scratch = be.scratch(worker);
+    float* tail = scratch + LayerNormRowScratchFloats(C);
+    const float* g = AsFloat(t, gamma.data(), tail, C);
+    const float* bt = AsFloat(t, beta.data(), tail + C, C);
+    LayerNormRowRange(p, g, bt, task * kRowsPerTask, std::min(rows, (task + 1) * kRowsPerTask), scratch);
   });
 }
 

@@ -110,9 +110,18 @@ __attribute__((target("avx512f"))) void QuantizeRow16(const float* x, int64_t k,
     hi0 = _mm512_max_ps(hi0, a);
     p0 = _mm512_add_ps(p0, _mm512_mul_ps(a, zero));
   }
-  const float lo = _mm512_reduce_min_ps(_mm512_min_ps(lo0, lo1));
-  const float hi = _mm512_reduce_max_ps(_mm512_max_ps(hi0, hi1));
-  const float poison = _mm512_reduce_add_ps(_mm512_add_ps(p0, p1));
+  QuantizeRowInRange16(x, k, kp, _mm512_min_ps(lo0, lo1), _mm512_max_ps(hi0, hi1), _mm512_add_ps(p0, p1), q, params);
+}
+
+}  // namespace
+
+__attribute__((target("avx512f"))) void QuantizeRowInRange16(const float* x, int64_t k, int64_t kp, __m512 lo16,
+                                                              __m512 hi16, __m512 poison16, uint8_t* q,
+                                                              float* params) {
+  const __m512 zero = _mm512_setzero_ps();
+  const float lo = _mm512_reduce_min_ps(lo16);
+  const float hi = _mm512_reduce_max_ps(hi16);
+  const float poison = _mm512_reduce_add_ps(poison16);
   std::memset(q + k, 0, static_cast<size_t>(kp - k));
   RowQuant rq;
   if (!RowParams(lo, hi, poison, k, q, params, &rq)) return;
@@ -120,7 +129,8 @@ __attribute__((target("avx512f"))) void QuantizeRow16(const float* x, int64_t k,
   const __m512 vtop = _mm512_set1_ps(static_cast<float>(kQActMax));
   // Whole 16-lane chunks narrow in a register and store 16 bytes (the narrowing store,
   // vpmovusdb to memory, is several times slower on Zen 4); the tail stores masked.
-  for (j = 0; j + 16 <= k; j += 16) {
+  int64_t j = 0;
+  for (; j + 16 <= k; j += 16) {
     const __m512 v = _mm512_fmadd_ps(_mm512_loadu_ps(x + j), vinv, vzp);
     const __m512i c = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, zero), vtop));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), _mm512_cvtusepi32_epi8(c));
@@ -132,8 +142,6 @@ __attribute__((target("avx512f"))) void QuantizeRow16(const float* x, int64_t k,
     _mm512_mask_cvtusepi32_storeu_epi8(q + j, m, c);
   }
 }
-
-}  // namespace
 
 Status CheckCodeLayout(const QuantizedRows& q, const char* op) {
   if (q.codes.numel() != PaddedRows(q.rows) * PaddedCodeBytes(q.k)) {

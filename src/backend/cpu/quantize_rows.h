@@ -6,6 +6,8 @@
 #ifndef TIERSCOPE_BACKEND_CPU_QUANTIZE_ROWS_H_
 #define TIERSCOPE_BACKEND_CPU_QUANTIZE_ROWS_H_
 
+#include <immintrin.h>
+
 #include <cstdint>
 
 #include "backend/cpu/micro_kernel_int8.h"
@@ -34,6 +36,16 @@ Status CheckCodeLayout(const QuantizedRows& q, const char* op);
 // 8 beside the others, so forcing an INT8 variant tests its quantization too.
 using QuantizeRowFn = void (*)(const float* x, int64_t k, int64_t kp, uint8_t* q, float* params);
 QuantizeRowFn PickQuantizeRow(const Int8MicroKernels& mk);
+
+// The 16-lane quantization of row x[0, k) whose range the caller folded already: lo16 and
+// hi16 the lanes' min and max of the row's values and of 0, poison16 the lanes' sums of x *
+// 0 (lanes past the row holding 0 in each). The bytes QuantizeRow16 writes from x (the
+// fold's order moves no bit: min and max are exact, and the sum of x * 0 is 0 or NaN
+// whatever the order); for an op that has the row in registers anyway (LayerNorm's last
+// pass). AVX-512F hosts only.
+__attribute__((target("avx512f"))) void QuantizeRowInRange16(const float* x, int64_t k, int64_t kp, __m512 lo16,
+                                                              __m512 hi16, __m512 poison16, uint8_t* q,
+                                                              float* params);
 
 }  // namespace tierscope
 
