@@ -26,6 +26,37 @@ Status CheckQuantizedRows(const QuantizedRows& q, const std::string& op, const c
   return OkStatus();
 }
 
+// An INT8 Linear's weight and bias against its input rows.
+Status CheckInt8Operands(const std::string& op, const QuantizedRows& x, const PackedWeight& w,
+                                const Tensor* bias) {
+  TS_RETURN_IF_ERROR(CheckQuantizedRows(x, op, "the input"));
+  if (w.dtype() != DType::kI8 || w.k() != x.k) {
+    return InvalidArgument(op + ": a " + std::string(DTypeName(w.dtype())) + " weight [" + std::to_string(w.n()) +
+                           ", " + std::to_string(w.k()) + "] over rows of " + std::to_string(x.k) +
+                           " codes (it takes an INT8 weight of as many inputs)");
+  }
+  if (bias && (bias->dtype() != DType::kF32 || bias->numel() != w.n())) {
+    return InvalidArgument(op + ": the bias is not FP32 [" + std::to_string(w.n()) + "]");
+  }
+  return OkStatus();
+}
+
+// An INT8 Linear's output rows quantized: as many rows as its input, as wide as its
+// weight, and rows of their own.
+Status CheckInt8CodesOut(const std::string& op, const QuantizedRows& x, const PackedWeight& w,
+                                const QuantizedRows& y_codes) {
+  TS_RETURN_IF_ERROR(CheckQuantizedRows(y_codes, op, "the output"));
+  if (y_codes.codes.data() == x.codes.data() || y_codes.params.data() == x.params.data()) {
+    return InvalidArgument(op + ": the output rows are the input's; give the output rows of its own");
+  }
+  if (y_codes.rows != x.rows || y_codes.k != w.n()) {
+    return InvalidArgument(op + ": output rows of " + std::to_string(y_codes.rows) + " x " +
+                           std::to_string(y_codes.k) + " codes for " + std::to_string(x.rows) + " x " +
+                           std::to_string(w.n()) + " outputs");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 bool Kernels::TakesFloatWeights(DType activations, DType weights) const {
@@ -46,30 +77,52 @@ StatusOr<std::unique_ptr<PackedWeight>> Kernels::PackWeight(const HostTensor& w,
   return DoPackWeight(w, dtype);
 }
 
-Status Kernels::Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
-                       const Tensor* bias, Epilogue epilogue, Tensor& y) {
+Status Kernels::CheckLinear(const std::string& op, const Tensor& x, int64_t rows, int64_t x_row_stride,
+                            const PackedWeight& w, const Tensor* bias, const Tensor& y) const {
   const int64_t n = w.n(), k = w.k();
   const DType t = x.dtype();
   if (!IsFloatType(t) || y.dtype() != t || (bias && bias->dtype() != t)) {
-    return InvalidArgument("Linear: operands must share one float dtype");
+    return InvalidArgument(op + ": operands must share one float dtype");
   }
   // INT8 weights take FP32 activations; so do F16/BF16 ones on a backend without FP16/BF16
   // arithmetic (DeviceProps::HalfArithmetic), which widens them in registers.
   if (!TakesFloatWeights(t, w.dtype()) && !(t == DType::kF32 && w.dtype() == DType::kI8)) {
-    return InvalidArgument("Linear: a " + std::string(DTypeName(w.dtype())) + " weight with " +
+    return InvalidArgument(op + ": a " + std::string(DTypeName(w.dtype())) + " weight with " +
                            std::string(DTypeName(t)) + " activations (INT8 weights take FP32 activations" +
                            (WidensHalfWeights(w.dtype()) ? ", as do " + std::string(DTypeName(w.dtype())) + " ones here)" : ")"));
   }
   if (rows <= 0 || x_row_stride < k || (rows - 1) * x_row_stride + k > x.numel()) {
-    return InvalidArgument("Linear: input " + ShapeString(x.shape()) + " too small for " +
-                           std::to_string(rows) + " rows of " + std::to_string(k));
+    return InvalidArgument(op + ": input " + ShapeString(x.shape()) + " too small for " + std::to_string(rows) +
+                           " rows of " + std::to_string(k));
   }
   if (y.numel() != rows * n) {
-    return InvalidArgument("Linear: output " + ShapeString(y.shape()) + " is not [" +
-                           std::to_string(rows) + ", " + std::to_string(n) + "]");
+    return InvalidArgument(op + ": output " + ShapeString(y.shape()) + " is not [" + std::to_string(rows) + ", " +
+                           std::to_string(n) + "]");
   }
-  if (bias && bias->numel() != n) return InvalidArgument("Linear: bias size mismatch");
+  if (bias && bias->numel() != n) return InvalidArgument(op + ": bias size mismatch");
+  return OkStatus();
+}
+
+Status Kernels::Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
+                       const Tensor* bias, Epilogue epilogue, Tensor& y) {
+  TS_RETURN_IF_ERROR(CheckLinear("Linear", x, rows, x_row_stride, w, bias, y));
   return DoLinear(x, rows, x_row_stride, w, bias, epilogue, y);
+}
+
+Status Kernels::LinearAddLayerNorm(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
+                                   const Tensor* bias, const Tensor& residual, const Tensor& gamma,
+                                   const Tensor& beta, float eps, Tensor& out) {
+  const std::string op = "LinearAddLayerNorm";
+  if (!FusesAddLayerNorm()) {
+    return Unimplemented(op + ": the residual add and LayerNorm in a Linear's epilogue: not on this backend");
+  }
+  TS_RETURN_IF_ERROR(CheckLinear(op, x, rows, x_row_stride, w, bias, out));
+  if (out.shape().empty() || out.dim(-1) != w.n()) {
+    return InvalidArgument(op + ": output " + ShapeString(out.shape()) + " is not rows of " + std::to_string(w.n()));
+  }
+  // The residual (LayerNorm's x), gamma and beta against the output.
+  TS_RETURN_IF_ERROR(CheckLayerNorm(residual, &residual, gamma, beta, eps, out, op));
+  return DoLinearAddLayerNorm(x, rows, x_row_stride, w, bias, residual, gamma, beta, eps, out);
 }
 
 StatusOr<QuantizedRows> Kernels::NewQuantizedRows(int64_t rows, int64_t k) {
@@ -90,37 +143,6 @@ Status Kernels::QuantizeRows(const Tensor& x, int64_t x_row_stride, QuantizedRow
                            std::to_string(q.k) + " at stride " + std::to_string(x_row_stride));
   }
   return DoQuantizeRows(x, x_row_stride, q);
-}
-
-// An INT8 Linear's weight and bias against its input rows.
-static Status CheckInt8Operands(const std::string& op, const QuantizedRows& x, const PackedWeight& w,
-                                const Tensor* bias) {
-  TS_RETURN_IF_ERROR(CheckQuantizedRows(x, op, "the input"));
-  if (w.dtype() != DType::kI8 || w.k() != x.k) {
-    return InvalidArgument(op + ": a " + std::string(DTypeName(w.dtype())) + " weight [" + std::to_string(w.n()) +
-                           ", " + std::to_string(w.k()) + "] over rows of " + std::to_string(x.k) +
-                           " codes (it takes an INT8 weight of as many inputs)");
-  }
-  if (bias && (bias->dtype() != DType::kF32 || bias->numel() != w.n())) {
-    return InvalidArgument(op + ": the bias is not FP32 [" + std::to_string(w.n()) + "]");
-  }
-  return OkStatus();
-}
-
-// An INT8 Linear's output rows quantized: as many rows as its input, as wide as its
-// weight, and rows of their own.
-static Status CheckInt8CodesOut(const std::string& op, const QuantizedRows& x, const PackedWeight& w,
-                                const QuantizedRows& y_codes) {
-  TS_RETURN_IF_ERROR(CheckQuantizedRows(y_codes, op, "the output"));
-  if (y_codes.codes.data() == x.codes.data() || y_codes.params.data() == x.params.data()) {
-    return InvalidArgument(op + ": the output rows are the input's; give the output rows of its own");
-  }
-  if (y_codes.rows != x.rows || y_codes.k != w.n()) {
-    return InvalidArgument(op + ": output rows of " + std::to_string(y_codes.rows) + " x " +
-                           std::to_string(y_codes.k) + " codes for " + std::to_string(x.rows) + " x " +
-                           std::to_string(w.n()) + " outputs");
-  }
-  return OkStatus();
 }
 
 Status Kernels::LinearInt8(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias, Epilogue epilogue,
@@ -152,8 +174,8 @@ Status Kernels::LinearInt8AddLayerNorm(const QuantizedRows& x, const PackedWeigh
     return InvalidArgument(op + ": output " + std::string(DTypeName(out.dtype())) + " " + ShapeString(out.shape()) +
                            " is not FP32 rows [" + std::to_string(x.rows) + ", " + std::to_string(w.n()) + "]");
   }
-  // The residual, gamma and beta against the output, as LayerNorm takes them.
-  TS_RETURN_IF_ERROR(CheckLayerNorm(out, &residual, gamma, beta, eps, out));
+  // The residual (LayerNorm's x), gamma and beta against the output.
+  TS_RETURN_IF_ERROR(CheckLayerNorm(residual, &residual, gamma, beta, eps, out, op));
   if (codes != nullptr) TS_RETURN_IF_ERROR(CheckInt8CodesOut(op, x, w, *codes));
   return DoLinearInt8AddLayerNorm(x, w, bias, residual, gamma, beta, eps, out, codes);
 }
@@ -197,19 +219,19 @@ Status Kernels::LayerNorm(const Tensor& x, const Tensor* residual, const Tensor&
 }
 
 Status Kernels::CheckLayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,
-                               float eps, const Tensor& out) {
+                               float eps, const Tensor& out, const std::string& op) {
   const int64_t C = x.shape().empty() ? 0 : x.dim(-1);
   if (C == 0 || gamma.numel() != C || beta.numel() != C || out.numel() != x.numel() ||
       (residual && residual->numel() != x.numel())) {
-    return InvalidArgument("LayerNorm: inconsistent shapes x " + ShapeString(x.shape()) + ", gamma " +
+    return InvalidArgument(op + ": inconsistent shapes x " + ShapeString(x.shape()) + ", gamma " +
                            ShapeString(gamma.shape()) + ", out " + ShapeString(out.shape()));
   }
   const DType t = x.dtype();
   if (!IsFloatType(t) || out.dtype() != t || gamma.dtype() != t || beta.dtype() != t ||
       (residual && residual->dtype() != t)) {
-    return InvalidArgument("LayerNorm: operands must share one float dtype");
+    return InvalidArgument(op + ": operands must share one float dtype");
   }
-  if (!(eps > 0)) return InvalidArgument("LayerNorm: eps must be > 0");
+  if (!(eps > 0)) return InvalidArgument(op + ": eps must be > 0");
   return OkStatus();
 }
 

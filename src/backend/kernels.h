@@ -68,6 +68,15 @@ class Kernels {
   // weight on a backend without FP16/BF16 arithmetic (the weight is widened).
   Status Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
                 const Tensor* bias, Epilogue epilogue, Tensor& y);
+  // Whether LinearAddLayerNorm and LinearInt8AddLayerNorm are there (else Unimplemented).
+  virtual bool FusesAddLayerNorm() const { return false; }
+  // A post-LN block's projection, its residual add and LayerNorm in one op: out =
+  // LayerNorm(Linear(x) + residual) * gamma + beta, out [rows, N] and the residual in x's
+  // dtype (FP32 over an INT8 weight), gamma and beta too. Bit for bit Linear into rows of
+  // out's shape, then LayerNorm over them.
+  Status LinearAddLayerNorm(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
+                            const Tensor* bias, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                            float eps, Tensor& out);
 
   // out[b, s, :] = word[ids[b,s]] + pos[s] + type[type_ids[b,s]]. ids and type_ids are
   // I32 [B, S]; the tables [rows, H] are in out's dtype (or F16/BF16 under an FP32 out
@@ -110,8 +119,6 @@ class Kernels {
   // rows the codes came from gives, then QuantizeRows.
   Status LinearInt8(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias, Epilogue epilogue,
                     Tensor* y, QuantizedRows* y_codes);
-  // Whether LinearInt8AddLayerNorm is there (else it is Unimplemented).
-  virtual bool FusesAddLayerNorm() const { return false; }
   // A post-LN block's projection, its residual add and LayerNorm in one op: out =
   // LayerNorm(LinearInt8(x) + residual) * gamma + beta, all FP32 [rows, N], out's rows also
   // quantized into `codes` where given. Bit for bit LinearInt8 into FP32 rows, then
@@ -160,9 +167,12 @@ class Kernels {
                         AttentionMath math) const;
   Status CheckAttentionPacked(const std::string& op, const Tensor& qkv, const Tensor& mask, const Tensor& offsets,
                               int heads, const Tensor& out, AttentionMath math) const;
-  // LayerNorm's contract (shapes, one float dtype, eps > 0).
+  // Linear's contract (one float dtype, the weight's, the sizes); `op` names the call.
+  Status CheckLinear(const std::string& op, const Tensor& x, int64_t rows, int64_t x_row_stride,
+                     const PackedWeight& w, const Tensor* bias, const Tensor& y) const;
+  // LayerNorm's contract (shapes, one float dtype, eps > 0); `op` names the call.
   static Status CheckLayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,
-                               float eps, const Tensor& out);
+                               float eps, const Tensor& out, const std::string& op = "LayerNorm");
   // The backend's implementations, called only with arguments the front has checked.
   virtual StatusOr<std::unique_ptr<PackedWeight>> DoPackWeight(const HostTensor& w, DType dtype) = 0;
   virtual Status DoLinear(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
@@ -182,6 +192,10 @@ class Kernels {
   virtual Status DoLayerNormQuantized(const Tensor&, const Tensor*, const Tensor&, const Tensor&, float, Tensor&,
                                       QuantizedRows&) {
     return NoProducerQuantization();
+  }
+  virtual Status DoLinearAddLayerNorm(const Tensor&, int64_t, int64_t, const PackedWeight&, const Tensor*,
+                                      const Tensor&, const Tensor&, const Tensor&, float, Tensor&) {
+    return Unimplemented("LinearAddLayerNorm: not on this backend");
   }
   virtual Status DoLinearInt8AddLayerNorm(const QuantizedRows&, const PackedWeight&, const Tensor*, const Tensor&,
                                           const Tensor&, const Tensor&, float, Tensor&, QuantizedRows*) {

@@ -103,14 +103,14 @@ inline OpCost LayerNormCost(int64_t rows, int64_t cols, bool residual, DType t) 
   return {8.0 * n, Es(t) * (n * (residual ? 2.0 : 1.0) + 2.0 * static_cast<double>(cols)), Es(t) * n};
 }
 
-// An op whose output rows [rows, n] (FP32) then go through LayerNorm(y + residual) in
-// the same op (a Linear with the residual add and LayerNorm in its epilogue):
-// LayerNormCost's operations added, the residual and gamma and beta read; y itself is
-// never read back from memory, and the normalised rows are written in its place.
-inline OpCost WithAddLayerNorm(OpCost c, int64_t rows, int64_t n) {
-  const double v = static_cast<double>(rows) * static_cast<double>(n);
-  c.flops += LayerNormCost(rows, n, /*residual=*/true, DType::kF32).flops;
-  c.bytes_read += 4.0 * v + 8.0 * static_cast<double>(n);
+// An op whose output rows [rows, n] (in t) then go through LayerNorm(y + residual) in the
+// same op (a Linear with the residual add and LayerNorm in its epilogue): LayerNormCost's
+// operations added, the residual and gamma and beta read; y itself is never read back from
+// memory, and the normalised rows are written in its place.
+inline OpCost WithAddLayerNorm(OpCost c, int64_t rows, int64_t n, DType t) {
+  const OpCost ln = LayerNormCost(rows, n, /*residual=*/true, t);
+  c.flops += ln.flops;
+  c.bytes_read += ln.bytes_read - Es(t) * static_cast<double>(rows) * static_cast<double>(n);  // not y
   return c;
 }
 

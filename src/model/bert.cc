@@ -358,6 +358,36 @@ StatusOr<Tensor> BertModel::LayerNormOp(const Tensor& x, const Tensor* residual,
   return y;
 }
 
+// tierscope::linear_add_layer_norm's arguments: the Linear's (x, weight, bias), then the
+// residual's, gamma's and beta's.
+static std::string LinearAddLayerNormArgs(const Shape& x_shape, DType x_dtype, const PackedWeight& w,
+                                          std::initializer_list<const Tensor*> rest) {
+  std::string dims = "\"Input Dims\": [" + ShapeString(x_shape) + ", [" + std::to_string(w.n()) + ", " +
+                     std::to_string(w.k()) + "]";
+  std::string types = "\"Input type\": [" + TorchTypeName(x_dtype) + ", " + TorchTypeName(w.dtype());
+  for (const Tensor* t : rest) {
+    dims += ", " + ShapeString(t->shape());
+    types += ", " + TorchTypeName(t->dtype());
+  }
+  return dims + "], " + types + "]";
+}
+
+template <bool kOn>
+StatusOr<Tensor> BertModel::LinearAddLayerNormOp(const Tensor& x, int64_t rows, int64_t stride, const PackedWeight& w,
+                                                 const Tensor& bias, const Tensor& residual, const Tensor& g,
+                                                 const Tensor& b) {
+  if (!kernels_.FusesAddLayerNorm()) {
+    TS_ASSIGN_OR_RETURN(Tensor y, LinearOp<kOn>(x, rows, stride, w, bias, Epilogue::kNone, residual.shape()));
+    return LayerNormOp<kOn>(y, &residual, g, b);
+  }
+  OpScope<kOn> op(profiler_, "tierscope::linear_add_layer_norm",
+                  [&] { return LinearAddLayerNormArgs(x.shape(), x.dtype(), w, {&bias, &residual, &g, &b}); });
+  TS_ASSIGN_OR_RETURN(Tensor y, Empty<kOn>(residual.shape()));
+  TS_RETURN_IF_ERROR(kernels_.LinearAddLayerNorm(x, rows, stride, w, &bias, residual, g, b,
+                                                 static_cast<float>(config_.layer_norm_eps), y));
+  return y;
+}
+
 template <bool kOn>
 StatusOr<Tensor> BertModel::LinearAddLayerNormOp(const QuantizedRows& x, const Shape& x_shape, const PackedWeight& w,
                                                  const Tensor& bias, const Tensor& residual, const Tensor& g,
@@ -366,17 +396,8 @@ StatusOr<Tensor> BertModel::LinearAddLayerNormOp(const QuantizedRows& x, const S
     TS_ASSIGN_OR_RETURN(Tensor y, LinearCodesOp<kOn>(x, x_shape, w, bias, Epilogue::kNone, residual.shape()));
     return LayerNormOp<kOn>(y, &residual, g, b, codes);
   }
-  // The Linear's arguments (x, weight, bias), then the residual's, gamma's and beta's.
-  OpScope<kOn> op(profiler_, "tierscope::linear_add_layer_norm", [&] {
-    std::string dims = "\"Input Dims\": [" + ShapeString(x_shape) + ", [" + std::to_string(w.n()) + ", " +
-                       std::to_string(w.k()) + "]";
-    std::string types = "\"Input type\": [" + TorchTypeName(DType::kF32) + ", " + TorchTypeName(w.dtype());
-    for (const Tensor* t : {&bias, &residual, &g, &b}) {
-      dims += ", " + ShapeString(t->shape());
-      types += ", " + TorchTypeName(t->dtype());
-    }
-    return dims + "], " + types + "]";
-  });
+  OpScope<kOn> op(profiler_, "tierscope::linear_add_layer_norm",
+                  [&] { return LinearAddLayerNormArgs(x_shape, DType::kF32, w, {&bias, &residual, &g, &b}); });
   TS_ASSIGN_OR_RETURN(Tensor y, Empty<kOn>(residual.shape(), DType::kF32));
   if (codes != nullptr) {
     TS_ASSIGN_OR_RETURN(*codes, kernels_.NewQuantizedRows(x.rows, w.n()));
@@ -434,23 +455,22 @@ StatusOr<Tensor> BertModel::RunLayer(const Layer& L, const Tensor& x, const Quan
     }
   }
   if (x_codes == nullptr) {
-    TS_ASSIGN_OR_RETURN(Tensor attn,
-                        LinearOp<kOn>(ctx, rows, H, *L.attn_out_w, L.attn_out_b, Epilogue::kNone, {B, S, H}));
+    TS_ASSIGN_OR_RETURN(Tensor h1, LinearAddLayerNormOp<kOn>(ctx, rows, H, *L.attn_out_w, L.attn_out_b, x,
+                                                             L.attn_ln_g, L.attn_ln_b));
     ctx = Tensor();  // read by the projection alone: freed before the FFN's buffers are made
-    TS_ASSIGN_OR_RETURN(Tensor h1, LayerNormOp<kOn>(attn, &x, L.attn_ln_g, L.attn_ln_b));
     // GELU is fused into the intermediate GEMM's epilogue.
     TS_ASSIGN_OR_RETURN(Tensor inter, LinearOp<kOn>(h1, rows, H, *L.inter_w, L.inter_b, Epilogue::kGelu, {B, S, I}));
-    TS_ASSIGN_OR_RETURN(Tensor out, LinearOp<kOn>(inter, rows, I, *L.out_w, L.out_b, Epilogue::kNone, {B, S, H}));
-    return LayerNormOp<kOn>(out, &h1, L.out_ln_g, L.out_ln_b);
+    return LinearAddLayerNormOp<kOn>(inter, rows, I, *L.out_w, L.out_b, h1, L.out_ln_g, L.out_ln_b);
   }
   // INT8, quantized in the producing op: the projection's residual add and LayerNorm write
   // h1 and its codes (h1 is the FFN's residual), and the GELU Linear writes only codes, for
   // the output Linear.
   QuantizedRows h1_codes, inter_codes;
-  TS_ASSIGN_OR_RETURN(Tensor h1, LinearAddLayerNormOp<kOn>(ctx_codes, ctx.shape(), *L.attn_out_w, L.attn_out_b, x,
+  const Shape ctx_shape = ctx.shape();
+  ctx = Tensor();  // the projection reads its codes alone
+  TS_ASSIGN_OR_RETURN(Tensor h1, LinearAddLayerNormOp<kOn>(ctx_codes, ctx_shape, *L.attn_out_w, L.attn_out_b, x,
                                                            L.attn_ln_g, L.attn_ln_b, &h1_codes));
-  ctx = Tensor();  // read by the projection alone: freed before the FFN's buffers are made
-  ctx_codes = QuantizedRows();
+  ctx_codes = QuantizedRows();  // freed before the FFN's buffers are made
   TS_RETURN_IF_ERROR(
       LinearCodesOp<kOn>(h1_codes, h1.shape(), *L.inter_w, L.inter_b, Epilogue::kGelu, {B, S, I}, &inter_codes)
           .status());

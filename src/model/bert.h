@@ -78,9 +78,9 @@ class BertModel {
   bool quantizes_in_producer() const {
     return quantize_in_producer_ && precision_ == DType::kI8 && kernels_.QuantizesInProducer();
   }
-  // Whether such a run's projections take the residual add and LayerNorm into their
-  // epilogue (Kernels::FusesAddLayerNorm): their FP32 outputs are then never made.
-  bool fuses_add_layer_norm() const { return quantizes_in_producer() && kernels_.FusesAddLayerNorm(); }
+  // Whether the projections take the residual add and LayerNorm into their epilogue
+  // (Kernels::FusesAddLayerNorm): their own outputs are then never made.
+  bool fuses_add_layer_norm() const { return kernels_.FusesAddLayerNorm(); }
 
   // Row blocks: -1 the backend's choice (Kernels::RowBlockRows; the default), 0 none, or a
   // count of token rows (BertEngine::Load sets EngineOptions::row_block or TIERSCOPE_ROW_BLOCK).
@@ -117,10 +117,15 @@ class BertModel {
   StatusOr<Tensor> LinearCodesOp(const QuantizedRows& x, const Shape& x_shape, const PackedWeight& w,
                                  const Tensor& bias, Epilogue epilogue, Shape out_shape,
                                  QuantizedRows* y_codes = nullptr, DType out_dtype = DType::kF32);
-  // A post-LN block's INT8 projection, then the residual add and LayerNorm: one op where
-  // the backend runs them in the Linear's epilogue (Kernels::FusesAddLayerNorm), else the
-  // Linear's and the LayerNorm's; the output rows also quantized into *codes (made here)
-  // where codes is given.
+  // A post-LN block's projection, then the residual add and LayerNorm: one op where the
+  // backend runs them in the Linear's epilogue (Kernels::FusesAddLayerNorm), else the
+  // Linear's and the LayerNorm's. From FP32 or 16-bit rows, or from rows an INT8 run's
+  // producer quantized, the output rows then also quantized into *codes (made here) where
+  // codes is given.
+  template <bool kOn>
+  StatusOr<Tensor> LinearAddLayerNormOp(const Tensor& x, int64_t rows, int64_t stride, const PackedWeight& w,
+                                        const Tensor& bias, const Tensor& residual, const Tensor& g,
+                                        const Tensor& b);
   template <bool kOn>
   StatusOr<Tensor> LinearAddLayerNormOp(const QuantizedRows& x, const Shape& x_shape, const PackedWeight& w,
                                         const Tensor& bias, const Tensor& residual, const Tensor& g,

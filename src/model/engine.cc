@@ -104,14 +104,22 @@ StatusOr<MemoryNeed> BertEngine::NeedOf(double tokens, double act_tokens, int64_
   // Activations, ids, types and mask (every block's uploaded before the first runs, each
   // of its input tensors rounded up to whole 64-byte lines).
   const double blocks = std::ceil(tokens / act_tokens);
-  // INT8 with the residual add and LayerNorm in the projections' epilogue: neither
-  // projection's FP32 output is made (2H fewer).
-  const double layer = model_->fuses_add_layer_norm() ? 8 * H + I : 10 * H + I;
+  // The residual add and LayerNorm in the projections' epilogue: neither projection's
+  // output is made apart (2H fewer).
+  double layer = model_->fuses_add_layer_norm() ? 8 * H + I : 10 * H + I;
+  // INT8 with activations quantized where they are produced: the FP32 intermediate is never
+  // written, and the codes of the layer's input, h1, the intermediate and the output are
+  // alive together (one byte a value, rows padded to 64 bytes, a scale and a zero point
+  // a row), each buffer's rows padded to whole 16-row tiles.
+  const bool codes = model_->quantizes_in_producer();
+  if (codes) layer -= I;
   need.device = act_tokens * layer * es + tokens * (whole * es + 3 * 4) + blocks * 5 * 64;
-  // INT8: activations quantized (one byte a value, scale and zero point a row): the
-  // intermediate's codes; h1's beside them fit in the FP32 intermediate counted above, which
-  // an INT8 run never writes.
-  if (dtype() == DType::kI8) need.device += act_tokens * (std::max(H, I) + 8);
+  if (codes) {
+    const double code_row = 3 * std::ceil(H / 64) * 64 + std::ceil(I / 64) * 64 + 4 * 8;
+    need.device += (act_tokens + 16) * code_row;
+  } else if (dtype() == DType::kI8) {
+    need.device += (act_tokens + 16) * (std::ceil(std::max(H, I) / 64) * 64 + 8);  // a Linear's input's codes
+  }
   need.host = tokens * (3 * 4 + host_out * (4 + es));  // staged inputs, raw + FP32 outputs
   if (options.pooler) need.device += static_cast<double>(pooled) * H * es;
   if (!(need.device + need.host < 0x1p62)) return InvalidArgument(size + " is too large to address");

@@ -22,6 +22,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/micro_kernel_bf16.h"
+#include "backend/cpu/micro_kernel.h"
 #include "backend/cpu/micro_kernel_int8.h"
 #include "backend/cpu/quantize_rows.h"
 #include "core/int_math.h"
@@ -338,29 +339,37 @@ TEST_P(QuantizeInProducerTest, ALinearWithAddLayerNormGivesTheLinearThenTheLayer
     Tensor bias = Random({c.n}, 0.1f), res = Random({c.rows, c.n}, 1.0f);
     Tensor g = Random({c.n}, 1.0f), b = Random({c.n}, 0.5f);
     static_cast<float*>(res.data())[(c.rows / 2) * c.n] = kNan;  // one row poisoned
-    for (const bool with_bias : {true, false}) {
-      for (const bool with_codes : {true, false}) {
-        const std::string what = std::to_string(c.rows) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
-                                 (with_bias ? " bias" : "") + (with_codes ? " codes" : "");
-        const Tensor* bp = with_bias ? &bias : nullptr;
-        Tensor y = Empty({c.rows, c.n}), want = Empty({c.rows, c.n}), got = Empty({c.rows, c.n});
-        ASSERT_TRUE(k_.LinearInt8(q, *w, bp, Epilogue::kNone, &y, nullptr).ok());
-        QuantizedRows want_codes = Rows(c.rows, c.n), codes = Rows(c.rows, c.n);
-        ASSERT_TRUE((with_codes ? k_.LayerNormQuantized(y, &res, g, b, 1e-12f, want, want_codes)
-                                : k_.LayerNorm(y, &res, g, b, 1e-12f, want))
-                        .ok());
-        Wipe(codes);
-        LaunchNames launches;
-        be_.SetLaunchHook(&launches);
-        const Status s = k_.LinearInt8AddLayerNorm(q, *w, bp, res, g, b, 1e-12f, got, with_codes ? &codes : nullptr);
-        be_.SetLaunchHook(nullptr);
-        ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
-        EXPECT_TRUE(SameBits(got, want)) << what;
-        if (with_codes) EXPECT_EQ(Bytes(codes), Bytes(want_codes)) << what;
-        EXPECT_TRUE(std::isnan(static_cast<const float*>(got.data())[(c.rows / 2) * c.n + 1])) << what;
-        const bool one = CeilDiv(c.rows, int64_t{16}) >= 4;  // two blocks a worker, on 2 workers
-        ASSERT_EQ(launches.names.size(), one ? 1u : 2u) << what;
-        EXPECT_EQ(launches.names.back().find("add_layer_norm") != std::string::npos, true) << launches.names.back();
+    static_cast<float*>(res.data())[(c.rows - 1) * c.n + c.n / 2] = std::numeric_limits<float>::infinity();
+    // The LayerNorm's 16-lane rows and its 8-lane ones (forced FP32 micro-kernels), each.
+    for (const MicroKernelVariant& fp32 : AvailableMicroKernels()) {
+      ScopedMicroKernels lanes(fp32.kernels);
+      for (const bool with_bias : {true, false}) {
+        for (const bool with_codes : {true, false}) {
+          const std::string what = std::string(fp32.isa) + " " + std::to_string(c.rows) + "x" +
+                                   std::to_string(c.n) + "x" + std::to_string(c.k) + (with_bias ? " bias" : "") +
+                                   (with_codes ? " codes" : "");
+          const Tensor* bp = with_bias ? &bias : nullptr;
+          Tensor y = Empty({c.rows, c.n}), want = Empty({c.rows, c.n}), got = Empty({c.rows, c.n});
+          ASSERT_TRUE(k_.LinearInt8(q, *w, bp, Epilogue::kNone, &y, nullptr).ok());
+          QuantizedRows want_codes = Rows(c.rows, c.n), codes = Rows(c.rows, c.n);
+          ASSERT_TRUE((with_codes ? k_.LayerNormQuantized(y, &res, g, b, 1e-12f, want, want_codes)
+                                  : k_.LayerNorm(y, &res, g, b, 1e-12f, want))
+                          .ok());
+          Wipe(codes);
+          LaunchNames launches;
+          be_.SetLaunchHook(&launches);
+          const Status s =
+              k_.LinearInt8AddLayerNorm(q, *w, bp, res, g, b, 1e-12f, got, with_codes ? &codes : nullptr);
+          be_.SetLaunchHook(nullptr);
+          ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
+          EXPECT_TRUE(SameBits(got, want)) << what;
+          if (with_codes) EXPECT_EQ(Bytes(codes), Bytes(want_codes)) << what;
+          EXPECT_TRUE(std::isnan(static_cast<const float*>(got.data())[(c.rows / 2) * c.n + 1])) << what;
+          const bool one = CeilDiv(c.rows, int64_t{16}) >= 4;  // two blocks a worker, on 2 workers
+          ASSERT_EQ(launches.names.size(), one ? 1u : 2u) << what;
+          EXPECT_NE(launches.names.back().find("add_layer_norm"), std::string::npos) << launches.names.back();
+          EXPECT_TRUE(std::isnan(static_cast<const float*>(got.data())[(c.rows - 1) * c.n])) << what << ": inf row";
+        }
       }
     }
   }

@@ -250,15 +250,16 @@ KernelCommandOptions GemmCommand(const std::string& mode, int threads) {
   k.bench.warmup = 0;
   k.bench.iterations = 1;
   k.bench.threads = threads;
-  // The attention output projection: N = hidden = 128, the narrowest GEMM.
-  k.inspector = Pick("cpu_sgemm_nt_f32_48x96_bias", 1, 1, 3);
+  // The attention output projection with its residual add and LayerNorm: N = hidden = 128,
+  // the narrowest GEMM, a task of whole rows.
+  k.inspector = Pick("cpu_sgemm_nt_f32_rows_bias_add_layer_norm", 1, 1, 3);
   return k;
 }
 
 TEST_F(KernelInspectorTest, SerialVsBatchedGemmGeometryAndTheRule) {
   // Eight workers stand in for a device wider than one serial launch's work, as the
-  // study's 56-unit GPU was: 16-token samples, so a serial launch's rows (two blocks of 8,
-  // as the CPU GEMM shares few rows out among its workers) make fewer tasks than workers.
+  // study's 56-unit GPU was: 16-token samples, so a serial launch's rows (two tasks of 8
+  // rows, as the CPU GEMM shares few rows out among its workers) make fewer tasks than workers.
   KernelCommandOptions sk = GemmCommand("serial-fp32", 8), bk = GemmCommand("batch-fp32", 8);
   sk.bench.seq_len = bk.bench.seq_len = 16;
   auto serial = RunKernelCommand(sk);
@@ -267,13 +268,13 @@ TEST_F(KernelInspectorTest, SerialVsBatchedGemmGeometryAndTheRule) {
   ASSERT_TRUE(batched.ok()) << batched.status().ToString();
   const KernelReport& s = serial->reports.at(0);
   const KernelReport& b = batched->reports.at(0);
-  const TileRows serial_rows = SplitTileRows(16, 48, 8, 8);
+  const TileRows serial_rows = SplitRowTasks(16, 48, 8, 8);
   EXPECT_EQ(serial_rows.blocks, 2);
-  EXPECT_EQ(s.evidence.grid->count(), 2 * 2);  // 2 column blocks x 2 row blocks
+  EXPECT_EQ(s.evidence.grid->count(), 2);  // 2 row blocks, every column each
   // The batch runs in row blocks of whole 16-token samples (the CPU's choice for 8
   // workers and the tiny model's widest activation, 512 FP32 a row), or all 1,024 rows.
   const int64_t block = std::min<int64_t>(1024, CpuRowBlockRows(8, 512 * 4) / 16 * 16);
-  EXPECT_EQ(b.evidence.grid->count(), 2 * SplitTileRows(block, 48, 8, 8).blocks);
+  EXPECT_EQ(b.evidence.grid->count(), SplitRowTasks(block, 48, 8, 8).blocks);
   EXPECT_EQ(s.evidence.units, 8);
   EXPECT_EQ(s.recommendation.checks[0].ok, false);
   EXPECT_TRUE(Contains(s.recommendation.verdict, "higher tier"));
@@ -281,7 +282,7 @@ TEST_F(KernelInspectorTest, SerialVsBatchedGemmGeometryAndTheRule) {
   EXPECT_EQ(s.evidence.passes, 3);
   EXPECT_GT(*s.evidence.duration_ns, 0);
   EXPECT_TRUE(Contains(serial->text, "Section: Launch Statistics"));
-  EXPECT_EQ(serial->json["reports"][0]["grid"], nlohmann::json({2, 2, 1}));
+  EXPECT_EQ(serial->json["reports"][0]["grid"], nlohmann::json({2, 1, 1}));
   EXPECT_GT(serial->json["machine"]["fp32_gflops"].get<double>(), 0);
 }
 

@@ -387,6 +387,17 @@ TEST_F(BertEngineTest, ForwardMemoryBoundsTheMeasuredPeakWithOrWithoutRowBlocks)
       EXPECT_LE(need[blocked], 2 * peak[blocked]) << DTypeName(t) << " packed" << (blocked ? " blocked" : "");
     }
     EXPECT_LT(need[1], need[0]) << DTypeName(t) << " packed";
+    // A few tokens: the INT8 codes' rows are padded to whole 16-row tiles.
+    for (const int64_t seq : {int64_t{1}, int64_t{5}, int64_t{17}}) {
+      auto n = e->ForwardMemory(1, seq, {});
+      ASSERT_TRUE(n.ok());
+      e->ResetPeakMemory();
+      const int64_t before = e->memory().live_bytes;
+      ASSERT_TRUE(e->Forward(Inputs(1, seq), {}).ok());
+      const double peak = static_cast<double>(e->memory().peak_bytes - before);
+      EXPECT_GE(n->device, peak) << DTypeName(t) << " 1 x " << seq;
+      EXPECT_LE(n->device, 4 * peak) << DTypeName(t) << " 1 x " << seq;
+    }
   }
 }
 

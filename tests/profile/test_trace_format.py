@@ -4,8 +4,9 @@ The trace is read back by an independent parser (json/gzip) and by HolisticTrace
 and checked against the exact event counts of the built-in 2-layer model, against itself
 (launch <-> kernel <-> flow round trip) and against what tierscope printed.
 
-Per forward of the built-in model: 16 kernel launches (embedding, layer_norm, then per layer
-4 linears, 1 attention, 2 add_layer_norm), 16 aten::empty allocations. A batched work unit is
+Per forward of the built-in model: 12 kernel launches (embedding, layer_norm, then per layer
+2 linears, 1 attention, 2 linear_add_layer_norm: the projections with their residual add and
+LayerNorm), 12 aten::empty allocations. A batched work unit is
 one forward; a serial work unit of batch B is B forwards, B aten::copy_ (one launch each) and
 one more allocation for the output.
 """
@@ -30,15 +31,15 @@ pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword:Warning")
 # ----------------------------------------------------------------------------- expectations
 
 FORWARD_OPS = {
-    "aten::linear": 8,
+    "aten::linear": 4,
     "aten::scaled_dot_product_attention": 2,
     "aten::embedding": 1,
     "aten::layer_norm": 1,
-    "tierscope::add_layer_norm": 4,
-    "aten::empty": 16,
+    "tierscope::linear_add_layer_norm": 4,
+    "aten::empty": 12,
 }
-FORWARD_LAUNCHES = 16
-FORWARD_ALLOCATIONS = 16
+FORWARD_LAUNCHES = 12
+FORWARD_ALLOCATIONS = 12
 
 ANNOTATION = {"batch-fp32": "batched_bert_forward", "serial-fp32": "serial_bert_forward"}
 MODES = list(ANNOTATION)

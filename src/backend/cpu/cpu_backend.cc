@@ -82,6 +82,11 @@ class CpuKernels : public Kernels {
                       Tensor* y, QuantizedRows* y_codes) override {
     return CpuLinearInt8Codes(be_, x, w, bias, epilogue, y, y_codes);
   }
+  Status DoLinearAddLayerNorm(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
+                              const Tensor* bias, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                              float eps, Tensor& out) override {
+    return CpuLinearAddLayerNorm(be_, x, rows, x_row_stride, w, bias, {&residual, &gamma, &beta, eps}, out);
+  }
   Status DoLinearInt8AddLayerNorm(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
                                   const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
                                   Tensor& out, QuantizedRows* codes) override {

@@ -94,6 +94,9 @@ struct AddLayerNormArgs {
 };
 Status CpuLinearInt8AddLayerNorm(CpuBackend& be, const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
                                  const AddLayerNormArgs& ln, Tensor& out, QuantizedRows* codes);
+// Kernels::LinearAddLayerNorm (gemm.cc): float activations, or FP32 over INT8 weights.
+Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
+                             const PackedWeight& w, const Tensor* bias, const AddLayerNormArgs& ln, Tensor& out);
 // The L2 cache of one core: the first level-2 cache CPU 0 lists, 1 MiB where sysfs says nothing.
 int64_t CpuL2BytesPerCore();
 // An INT8 Linear's FP32 output above this many bytes (the L2 caches of `workers` cores
@@ -114,6 +117,7 @@ Status CpuEmbeddingSum(CpuBackend& be, const Tensor& ids, const Tensor& type_ids
                        const Tensor& word, const Tensor& pos, const Tensor& type,
                        Tensor& out, const Tensor* positions = nullptr);
 // `codes`: FP32 output rows also quantized into these (Kernels::LayerNormQuantized), or null.
+// `out` may be `x` (each row is read whole before it is written).
 Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual,
                     const Tensor& gamma, const Tensor& beta, float eps, Tensor& out,
                     QuantizedRows* codes = nullptr);

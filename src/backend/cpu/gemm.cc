@@ -6,6 +6,8 @@
 // the micro-kernels' registers (FP32 arithmetic).
 // BF16 where the CPU has BF16 arithmetic (micro_kernel_bf16.h): the panels are packed in
 // 2-deep groups [N/16][K/2][16][2] and the dot kernels read A's BF16 rows in place.
+// With the residual add and LayerNorm in the epilogue (CpuLinearAddLayerNorm), a task
+// holds whole rows, every column block, then normalises them in place (layer_norm_rows.h).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include <string_view>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/layer_norm_rows.h"
 #include "backend/cpu/micro_kernel.h"
 #include "backend/cpu/micro_kernel_bf16.h"
 #include "backend/cpu/tile_rows.h"
@@ -300,6 +303,53 @@ StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const Host
   return std::unique_ptr<PackedWeight>(new CpuPackedWeight(n, k, dtype, std::move(packed), pairs ? bk.isa : nullptr));
 }
 
+namespace {
+
+// BF16 panels packed for the BF16 dot kernels run only with BF16 activations on those
+// kernels.
+Status CheckDotPacking(const CpuPackedWeight& pw, DType t) {
+  const Bf16Kernels& bk = GetBf16Kernels();
+  if (pw.dot_isa() != nullptr && (t != DType::kBF16 || std::string_view(bk.isa) != pw.dot_isa())) {
+    return FailedPrecondition(std::string("Linear: BF16 weights packed for the ") + pw.dot_isa() +
+                              " BF16 kernels, run with " + std::string(DTypeName(t)) + " activations on the " +
+                              bk.isa + " ones (pack and run under one TIERSCOPE_BF16_KERNELS)");
+  }
+  return OkStatus();
+}
+
+// The rows of one micro-kernel call: 8 for the wide kernels, else 6.
+int64_t RowGranule() { return GetMicroKernels().has_wide() ? kMRWide : kMR; }
+
+// Few row blocks (one sample's rows) over weights larger than a core's L2: each worker
+// takes whole column blocks, every row block of them, so it streams only its share of
+// the weights from beyond L2 and reuses each panel for all the rows (row block by row
+// block, both workers streamed all of them: all-MiniLM-L6-v2 one sample at a time, 4.5%
+// slower). Weights that fit in L2 keep the rows' order (the tiny model's: 6% faster so).
+bool ByColumns(CpuBackend& be, int64_t m_blocks, const CpuPackedWeight& pw) {
+  return m_blocks < 4 * int64_t{be.num_workers()} && pw.bytes() > CpuL2BytesPerCore();
+}
+
+// F16/BF16 widened to FP32: column blocks a task takes, as many as leave at least 4 tasks
+// a worker (at most kMaxHalfGroup).
+int64_t HalfGroup(int64_t m_blocks, int64_t n_blocks, int workers) {
+  int64_t group = std::min<int64_t>(kMaxHalfGroup, n_blocks);
+  while (group > 1 && m_blocks * ((n_blocks + group - 1) / group) < 4 * workers) --group;
+  return group;
+}
+
+// Column blocks [nb, nb + p.n_group) of row block mb, on the kernels for p's dtypes.
+void GemmTask(const GemmParams& p, int64_t mb, int64_t nb, bool dot, float* scratch) {
+  if (dot) {
+    GemmTileBf16Dot(p, GetBf16Kernels(), mb, nb, scratch);
+  } else if (p.dtype == DType::kF32) {
+    GemmTile(p, mb, nb, scratch);
+  } else {
+    GemmTileHalf(p, mb, nb, scratch);
+  }
+}
+
+}  // namespace
+
 Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
                  const PackedWeight& w, const Tensor* bias, Epilogue epilogue, Tensor& y) {
   if (w.dtype() == DType::kI8) return CpuLinearInt8(be, x, rows, x_row_stride, w, bias, epilogue, y);
@@ -307,22 +357,12 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   const int64_t n = w.n(), k = w.k();
   const DType t = x.dtype();
   const int64_t n_blocks = (n + kNB - 1) / kNB;
-  // Row blocks of whole micro-kernel calls (8 rows for the wide kernels, else 6), so few
-  // rows still give every worker an equal share.
-  const TileRows mt = SplitTileRows(rows, kMB, GetMicroKernels().has_wide() ? kMRWide : kMR, be.num_workers());
+  // Row blocks of whole micro-kernel calls, so few rows still give every worker an equal share.
+  const TileRows mt = SplitTileRows(rows, kMB, RowGranule(), be.num_workers());
   const int64_t m_blocks = mt.blocks;
-  const Bf16Kernels& bk = GetBf16Kernels();
-  if (pw.dot_isa() != nullptr && (t != DType::kBF16 || std::string_view(bk.isa) != pw.dot_isa())) {
-    return FailedPrecondition(std::string("Linear: BF16 weights packed for the ") + pw.dot_isa() +
-                              " BF16 kernels, run with " + std::string(DTypeName(t)) + " activations on the " +
-                              bk.isa + " ones (pack and run under one TIERSCOPE_BF16_KERNELS)");
-  }
+  TS_RETURN_IF_ERROR(CheckDotPacking(pw, t));
   const bool dot = pw.dot_isa() != nullptr;
-  int64_t group = 1;
-  if (t != DType::kF32 && !dot) {  // as wide as leaves at least 4 tasks a worker
-    group = std::min<int64_t>(kMaxHalfGroup, n_blocks);
-    while (group > 1 && m_blocks * ((n_blocks + group - 1) / group) < 4 * be.num_workers()) --group;
-  }
+  const int64_t group = t != DType::kF32 && !dot ? HalfGroup(m_blocks, n_blocks, be.num_workers()) : 1;
   GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
                bias ? bias->data() : nullptr, epilogue, y.data(), w.dtype(), n_blocks, group, mt};
   const int64_t col_tasks = (n_blocks + group - 1) / group;
@@ -334,22 +374,69 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   if (dot) desc.pipe = "bf16_dot";
   desc.writes[0] = {y.data(), y.bytes()};
   be.EnsureScratch(kScratchFloats);
-  // Few row blocks (one sample's rows) over weights larger than a core's L2: each worker
-  // takes whole column blocks, every row block of them, so it streams only its share of
-  // the weights from beyond L2 and reuses each panel for all the rows (row block by row
-  // block, both workers streamed all of them: all-MiniLM-L6-v2 one sample at a time, 4.5%
-  // slower). Weights that fit in L2 keep the rows' order (the tiny model's: 6% faster so).
-  const bool by_columns = m_blocks < 4 * int64_t{be.num_workers()} && pw.bytes() > CpuL2BytesPerCore();
+  const bool by_columns = ByColumns(be, m_blocks, pw);
   return be.Launch(desc, [&](int64_t task, int worker) {
     const int64_t mb = by_columns ? task % m_blocks : task / col_tasks;
     const int64_t nb = (by_columns ? task / m_blocks : task % col_tasks) * group;
-    if (dot) {
-      GemmTileBf16Dot(p, bk, mb, nb, be.scratch(worker));
-    } else if (t == DType::kF32) {
-      GemmTile(p, mb, nb, be.scratch(worker));
-    } else {
-      GemmTileHalf(p, mb, nb, be.scratch(worker));
-    }
+    GemmTask(p, mb, nb, dot, be.scratch(worker));
+  });
+}
+
+Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
+                             const PackedWeight& w, const Tensor* bias, const AddLayerNormArgs& ln, Tensor& out) {
+  if (w.dtype() == DType::kI8) {  // FP32 rows quantized here, as CpuLinearInt8 does
+    TS_ASSIGN_OR_RETURN(QuantizedRows q, CpuNewQuantizedRows(be, rows, w.k()));
+    TS_RETURN_IF_ERROR(CpuQuantizeRows(be, x, x_row_stride, q));
+    return CpuLinearInt8AddLayerNorm(be, q, w, bias, ln, out, nullptr);
+  }
+  const auto& pw = static_cast<const CpuPackedWeight&>(w);
+  const int64_t n = w.n(), k = w.k();
+  const DType t = x.dtype();
+  TS_RETURN_IF_ERROR(CheckDotPacking(pw, t));
+  // Where the Linear alone would share out its columns (ByColumns), whole-row tasks would
+  // make every worker stream all the weights: the Linear's launch into `out`, then the
+  // LayerNorm's over it in place (each row read whole before it is written).
+  if (ByColumns(be, SplitTileRows(rows, kMB, RowGranule(), be.num_workers()).blocks, pw)) {
+    TS_RETURN_IF_ERROR(CpuLinear(be, x, rows, x_row_stride, w, bias, Epilogue::kNone, out));
+    return CpuLayerNorm(be, out, ln.residual, *ln.gamma, *ln.beta, ln.eps, out);
+  }
+  // Tasks of whole rows (every column block), each then normalised in place with the
+  // residual's rows while in cache: the Linear's rows, then LayerNorm over them.
+  const TileRows mt = SplitRowTasks(rows, kMB, RowGranule(), be.num_workers());
+  const bool dot = pw.dot_isa() != nullptr;
+  const int64_t n_blocks = (n + kNB - 1) / kNB;
+  const int64_t group = t != DType::kF32 && !dot ? std::min<int64_t>(kMaxHalfGroup, n_blocks) : 1;
+  GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
+               bias ? bias->data() : nullptr, Epilogue::kNone, out.data(), w.dtype(), n_blocks, group, mt};
+  LaunchDesc desc;
+  // The Linear's name, its tile "rows" (whole rows a task), then the fusion.
+  std::string name = GemmKernelName(t, w.dtype(), bias != nullptr, Epilogue::kNone, dot);
+  desc.kernel = name.replace(name.find("_48x96"), 6, "_rows") + "_add_layer_norm";
+  desc.grid = Dim3{mt.blocks, 1, 1};
+  desc.block = Dim3{n, mt.most_rows(), 1};
+  WithAddLayerNorm(LinearCost(rows, n, k, bias != nullptr, Epilogue::kNone, t, w.dtype()), rows, n, t).Into(desc);
+  if (dot) desc.pipe = "bf16_dot";
+  desc.writes[0] = {out.data(), out.bytes()};
+  LnRows lr;
+  lr.ldx = lr.ldr = lr.ldo = n;
+  lr.dtype = t;
+  lr.cols = n;
+  lr.eps = ln.eps;
+  const size_t es = DTypeSize(t);
+  // The GEMM's scratch, LayerNorm's, then gamma and beta in FP32.
+  const int64_t ln_at = kScratchFloats, g_at = ln_at + LayerNormRowScratchFloats(n);
+  be.EnsureScratch(static_cast<size_t>(g_at + 2 * n));
+  return be.Launch(desc, [&](int64_t task, int worker) {
+    float* scratch = be.scratch(worker);
+    for (int64_t nb = 0; nb < n_blocks; nb += group) GemmTask(p, task, nb, dot, scratch);
+    const int64_t m0 = mt.begin(task);
+    LnRows r = lr;
+    r.x = static_cast<const std::byte*>(out.data()) + m0 * n * es;
+    r.residual = static_cast<const std::byte*>(ln.residual->data()) + m0 * n * es;
+    r.out = static_cast<std::byte*>(out.data()) + m0 * n * es;
+    const float* g = AsFloat(t, ln.gamma->data(), scratch + g_at, n);
+    const float* bt = AsFloat(t, ln.beta->data(), scratch + g_at + n, n);
+    LayerNormRowRange(r, g, bt, 0, mt.rows(task), scratch + ln_at);
   });
 }
 

@@ -268,6 +268,15 @@ const char* Int8GemmKernelName(bool bias, Epilogue e, bool codes, bool bf16 = fa
   return kNames[codes ? 1 : 0][bias ? 1 : 0][static_cast<int>(e)];
 }
 
+// The GEMM with the residual add and LayerNorm in its epilogue; `codes`: its output rows
+// also quantized (u8 out).
+const char* Int8AddLayerNormKernelName(bool bias, bool codes) {
+  static const char* kNames[2][2] = {
+      {"cpu_igemm_nt_u8s8_rows_add_layer_norm", "cpu_igemm_nt_u8s8_rows_add_layer_norm_u8out"},
+      {"cpu_igemm_nt_u8s8_rows_bias_add_layer_norm", "cpu_igemm_nt_u8s8_rows_bias_add_layer_norm_u8out"}};
+  return kNames[bias ? 1 : 0][codes ? 1 : 0];
+}
+
 
 }  // namespace
 
@@ -487,10 +496,7 @@ Status Int8GemmToAddLayerNorm(CpuBackend& be, Int8GemmParams& p, const AddLayerN
   p.dequant = PickDequantTile(*p.mk, p.bias != nullptr, p.epilogue, /*stream=*/false, &p.gelu_fused, &streams);
   const TileRows mt = SplitRowTasks(rows, kMB, kAmxRows, be.num_workers());
   const int64_t mb = mt.most_rows(), kp_out = PaddedCodeBytes(n);
-  desc.kernel = p.bias != nullptr ? (codes ? "cpu_igemm_nt_u8s8_rows_bias_add_layer_norm_u8out"
-                                           : "cpu_igemm_nt_u8s8_rows_bias_add_layer_norm")
-                                  : (codes ? "cpu_igemm_nt_u8s8_rows_add_layer_norm_u8out"
-                                           : "cpu_igemm_nt_u8s8_rows_add_layer_norm");
+  desc.kernel = Int8AddLayerNormKernelName(p.bias != nullptr, codes != nullptr);
   desc.grid = Dim3{mt.blocks, 1, 1};
   desc.block = Dim3{n, mb, 1};
   (codes != nullptr ? WithQuantizedOutput(cost, rows, n, kp_out, /*keep_fp32=*/true) : cost).Into(desc);
@@ -557,7 +563,9 @@ StatusOr<Int8GemmParams> Int8Params(const QuantizedRows& x, const PackedWeight& 
 }
 
 // Too few 16-row blocks to give every worker two: whole-row tasks would leave workers idle.
-bool TooFewRowsForRowTasks(int64_t rows, int workers) { return CeilDiv(rows, int64_t{kAmxRows}) < 2 * int64_t{workers}; }
+bool TooFewRowsForRowTasks(int64_t rows, int workers) {
+  return CeilDiv(rows, int64_t{kAmxRows}) < 2 * int64_t{workers};
+}
 
 }  // namespace
 
@@ -592,13 +600,15 @@ Status CpuLinearInt8AddLayerNorm(CpuBackend& be, const QuantizedRows& x, const P
   LaunchDesc desc;
   desc.pipe = "int8_dot";
   const OpCost linear = QuantizedLinearCost(rows, n, k, bias != nullptr, Epilogue::kNone);
-  if (TooFewRowsForRowTasks(rows, be.num_workers())) {  // the Linear's tiles, then the LayerNorm launch
-    TS_ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(be, DType::kF32, {rows, n}));
+  // Too few rows for whole-row tasks: the Linear's tiles into `out`, then the LayerNorm's
+  // launch over them in place (each row read whole before it is written): no rows of
+  // their own, as the fused launch makes none.
+  if (TooFewRowsForRowTasks(rows, be.num_workers())) {
     desc.kernel = Int8GemmKernelName(bias != nullptr, Epilogue::kNone, /*codes=*/false);
-    TS_RETURN_IF_ERROR(Int8GemmToRows(be, p, y, desc, linear, /*may_stream=*/false));
-    return CpuLayerNorm(be, y, ln.residual, *ln.gamma, *ln.beta, ln.eps, out, codes);
+    TS_RETURN_IF_ERROR(Int8GemmToRows(be, p, out, desc, linear, /*may_stream=*/false));
+    return CpuLayerNorm(be, out, ln.residual, *ln.gamma, *ln.beta, ln.eps, out, codes);
   }
-  return Int8GemmToAddLayerNorm(be, p, ln, out, codes, desc, WithAddLayerNorm(linear, rows, n));
+  return Int8GemmToAddLayerNorm(be, p, ln, out, codes, desc, WithAddLayerNorm(linear, rows, n, DType::kF32));
 }
 
 Status CpuLinearInt8(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,

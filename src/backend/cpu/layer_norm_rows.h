@@ -27,7 +27,9 @@ struct LnRows {
   uint8_t* codes = nullptr;  // or null
   float* code_params = nullptr;
   int64_t kp = 0;
-  QuantizeRowFn quantize_row = nullptr;  // with codes: the INT8 variant's
+  // With codes: the INT8 variant's, which the 8-lane rows use; the 16-lane rows quantize
+  // from the range their last pass folds (QuantizeRowInRange16), the same bytes.
+  QuantizeRowFn quantize_row = nullptr;
 };
 
 // Floats of scratch LayerNormRowRange needs for rows of `cols`.

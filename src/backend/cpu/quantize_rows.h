@@ -33,7 +33,8 @@ inline int64_t PaddedRows(int64_t rows) { return RoundUp(rows, kAmxRows); }
 Status CheckCodeLayout(const QuantizedRows& q, const char* op);
 
 // Two widths give the same bytes: 16 lanes beside the AVX-512 micro-kernels (VNNI, AMX),
-// 8 beside the others, so forcing an INT8 variant tests its quantization too.
+// 8 beside the others, so forcing an INT8 variant tests its quantization too (LayerNorm's
+// 16-lane rows quantize with QuantizeRowInRange16 whatever the variant: the same bytes).
 using QuantizeRowFn = void (*)(const float* x, int64_t k, int64_t kp, uint8_t* q, float* params);
 QuantizeRowFn PickQuantizeRow(const Int8MicroKernels& mk);
 
