@@ -27,8 +27,7 @@ Status CheckQuantizedRows(const QuantizedRows& q, const std::string& op, const c
 }
 
 // An INT8 Linear's weight and bias against its input rows.
-Status CheckInt8Operands(const std::string& op, const QuantizedRows& x, const PackedWeight& w,
-                                const Tensor* bias) {
+Status CheckInt8Operands(const std::string& op, const QuantizedRows& x, const PackedWeight& w, const Tensor* bias) {
   TS_RETURN_IF_ERROR(CheckQuantizedRows(x, op, "the input"));
   if (w.dtype() != DType::kI8 || w.k() != x.k) {
     return InvalidArgument(op + ": a " + std::string(DTypeName(w.dtype())) + " weight [" + std::to_string(w.n()) +
@@ -44,7 +43,7 @@ Status CheckInt8Operands(const std::string& op, const QuantizedRows& x, const Pa
 // An INT8 Linear's output rows quantized: as many rows as its input, as wide as its
 // weight, and rows of their own.
 Status CheckInt8CodesOut(const std::string& op, const QuantizedRows& x, const PackedWeight& w,
-                                const QuantizedRows& y_codes) {
+                         const QuantizedRows& y_codes) {
   TS_RETURN_IF_ERROR(CheckQuantizedRows(y_codes, op, "the output"));
   if (y_codes.codes.data() == x.codes.data() || y_codes.params.data() == x.params.data()) {
     return InvalidArgument(op + ": the output rows are the input's; give the output rows of its own");
@@ -55,6 +54,13 @@ Status CheckInt8CodesOut(const std::string& op, const QuantizedRows& x, const Pa
                            std::to_string(w.n()) + " outputs");
   }
   return OkStatus();
+}
+
+// Whether two tensors' bytes overlap.
+bool Overlap(const Tensor& a, const Tensor& b) {
+  const auto* pa = static_cast<const std::byte*>(a.data());
+  const auto* pb = static_cast<const std::byte*>(b.data());
+  return pa < pb + b.bytes() && pb < pa + a.bytes();
 }
 
 }  // namespace
@@ -109,6 +115,21 @@ Status Kernels::Linear(const Tensor& x, int64_t rows, int64_t x_row_stride, cons
   return DoLinear(x, rows, x_row_stride, w, bias, epilogue, y);
 }
 
+Status Kernels::CheckAddLayerNorm(const std::string& op, const PackedWeight& w, const Tensor& residual,
+                                  const Tensor& gamma, const Tensor& beta, float eps, const Tensor& out) {
+  if (residual.shape().empty() || residual.dim(-1) != w.n()) {
+    return InvalidArgument(op + ": residual " + ShapeString(residual.shape()) + " is not rows of " +
+                           std::to_string(w.n()));
+  }
+  // The residual (LayerNorm's x), gamma and beta against the output.
+  TS_RETURN_IF_ERROR(CheckLayerNorm(residual, &residual, gamma, beta, eps, out, op));
+  // The output is written before the residual is read: they must not share bytes.
+  if (Overlap(out, residual)) {
+    return InvalidArgument(op + ": the output overlaps the residual; give an output of its own");
+  }
+  return OkStatus();
+}
+
 Status Kernels::LinearAddLayerNorm(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
                                    const Tensor* bias, const Tensor& residual, const Tensor& gamma,
                                    const Tensor& beta, float eps, Tensor& out) {
@@ -120,8 +141,8 @@ Status Kernels::LinearAddLayerNorm(const Tensor& x, int64_t rows, int64_t x_row_
   if (out.shape().empty() || out.dim(-1) != w.n()) {
     return InvalidArgument(op + ": output " + ShapeString(out.shape()) + " is not rows of " + std::to_string(w.n()));
   }
-  // The residual (LayerNorm's x), gamma and beta against the output.
-  TS_RETURN_IF_ERROR(CheckLayerNorm(residual, &residual, gamma, beta, eps, out, op));
+  TS_RETURN_IF_ERROR(CheckAddLayerNorm(op, w, residual, gamma, beta, eps, out));
+  if (Overlap(out, x)) return InvalidArgument(op + ": the output overlaps the input; give an output of its own");
   return DoLinearAddLayerNorm(x, rows, x_row_stride, w, bias, residual, gamma, beta, eps, out);
 }
 
@@ -174,8 +195,7 @@ Status Kernels::LinearInt8AddLayerNorm(const QuantizedRows& x, const PackedWeigh
     return InvalidArgument(op + ": output " + std::string(DTypeName(out.dtype())) + " " + ShapeString(out.shape()) +
                            " is not FP32 rows [" + std::to_string(x.rows) + ", " + std::to_string(w.n()) + "]");
   }
-  // The residual (LayerNorm's x), gamma and beta against the output.
-  TS_RETURN_IF_ERROR(CheckLayerNorm(residual, &residual, gamma, beta, eps, out, op));
+  TS_RETURN_IF_ERROR(CheckAddLayerNorm(op, w, residual, gamma, beta, eps, out));
   if (codes != nullptr) TS_RETURN_IF_ERROR(CheckInt8CodesOut(op, x, w, *codes));
   return DoLinearInt8AddLayerNorm(x, w, bias, residual, gamma, beta, eps, out, codes);
 }

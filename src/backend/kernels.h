@@ -72,8 +72,8 @@ class Kernels {
   virtual bool FusesAddLayerNorm() const { return false; }
   // A post-LN block's projection, its residual add and LayerNorm in one op: out =
   // LayerNorm(Linear(x) + residual) * gamma + beta, out [rows, N] and the residual in x's
-  // dtype (FP32 over an INT8 weight), gamma and beta too. Bit for bit Linear into rows of
-  // out's shape, then LayerNorm over them.
+  // dtype (FP32 over an INT8 weight), gamma and beta too; out shares no byte with x or the
+  // residual. Bit for bit Linear into rows of out's shape, then LayerNorm over them.
   Status LinearAddLayerNorm(const Tensor& x, int64_t rows, int64_t x_row_stride, const PackedWeight& w,
                             const Tensor* bias, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                             float eps, Tensor& out);
@@ -121,8 +121,8 @@ class Kernels {
                     Tensor* y, QuantizedRows* y_codes);
   // A post-LN block's projection, its residual add and LayerNorm in one op: out =
   // LayerNorm(LinearInt8(x) + residual) * gamma + beta, all FP32 [rows, N], out's rows also
-  // quantized into `codes` where given. Bit for bit LinearInt8 into FP32 rows, then
-  // LayerNorm (LayerNormQuantized) over them; the Linear's rows never leave the op.
+  // quantized into `codes` where given; out shares no byte with the residual. Bit for bit
+  // LinearInt8 into FP32 rows, then LayerNorm (LayerNormQuantized) over them.
   Status LinearInt8AddLayerNorm(const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
                                 const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps,
                                 Tensor& out, QuantizedRows* codes);
@@ -170,6 +170,10 @@ class Kernels {
   // Linear's contract (one float dtype, the weight's, the sizes); `op` names the call.
   Status CheckLinear(const std::string& op, const Tensor& x, int64_t rows, int64_t x_row_stride,
                      const PackedWeight& w, const Tensor* bias, const Tensor& y) const;
+  // The residual add and LayerNorm of a Linear of weight w into `out`: the residual rows of
+  // w.n(), as out, gamma and beta LayerNorm's (CheckLayerNorm), out apart from the residual.
+  static Status CheckAddLayerNorm(const std::string& op, const PackedWeight& w, const Tensor& residual,
+                                  const Tensor& gamma, const Tensor& beta, float eps, const Tensor& out);
   // LayerNorm's contract (shapes, one float dtype, eps > 0); `op` names the call.
   static Status CheckLayerNorm(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,
                                float eps, const Tensor& out, const std::string& op = "LayerNorm");

@@ -89,7 +89,8 @@ StatusOr<MemoryNeed> BertEngine::NeedOf(double tokens, double act_tokens, int64_
   const double H = static_cast<double>(c.hidden_size), I = static_cast<double>(c.intermediate_size);
   // The forward's peak is inside a layer: the embedding output, the layer input, qkv
   // (3H), the attention context, its projection, the first LayerNorm, the intermediate
-  // (I), the output projection and the layer's result are all alive together, for the
+  // (I), the output projection and the layer's result are all alive together (the two
+  // projections' own outputs only where the backend does not fuse them), for the
   // act_tokens of one row block; the whole batch's output (where it runs in blocks) and
   // hidden states are alive throughout. Requested bytes, as the live and peak accounting
   // counts them: the CPU's size classes (backend/memory.h) reserve up to a quarter more
@@ -107,12 +108,12 @@ StatusOr<MemoryNeed> BertEngine::NeedOf(double tokens, double act_tokens, int64_
   // The residual add and LayerNorm in the projections' epilogue: neither projection's
   // output is made apart (2H fewer).
   double layer = model_->fuses_add_layer_norm() ? 8 * H + I : 10 * H + I;
-  // INT8 with activations quantized where they are produced: the FP32 intermediate is never
-  // written, and the codes of the layer's input, h1, the intermediate and the output are
-  // alive together (one byte a value, rows padded to 64 bytes, a scale and a zero point
-  // a row), each buffer's rows padded to whole 16-row tiles.
+  // INT8 with activations quantized where they are produced: the codes of the layer's
+  // input, h1, the intermediate and the output are alive together (one byte a value, rows
+  // padded to 64 bytes, a scale and a zero point a row), each buffer's rows padded to whole
+  // 16-row tiles; the FP32 intermediate counted above is written only for rows too few for
+  // whole-row tasks.
   const bool codes = model_->quantizes_in_producer();
-  if (codes) layer -= I;
   need.device = act_tokens * layer * es + tokens * (whole * es + 3 * 4) + blocks * 5 * 64;
   if (codes) {
     const double code_row = 3 * std::ceil(H / 64) * 64 + std::ceil(I / 64) * 64 + 4 * 8;

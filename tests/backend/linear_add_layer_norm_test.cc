@@ -35,7 +35,7 @@ class LaunchNames : public LaunchHook {
 };
 
 struct Case {
-  int64_t rows, n, k;
+  int64_t rows, n, k, stride = 0;  // stride: x's row stride (0: k)
 };
 
 // One dtype on one backend (the variants in force when it was made).
@@ -70,7 +70,8 @@ class FusedLinear {
   // Checks Case c with and without a bias; `what` names the variant in failures.
   void Check(const Case& c, const std::string& what) {
     std::vector<float> xv, wv, bv, rv, gv, betav;
-    Tensor x = Random({c.rows, c.k}, 1.0f, &xv);
+    const int64_t ld = c.stride > 0 ? c.stride : c.k;
+    Tensor x = Random({c.rows, ld}, 1.0f, &xv);
     auto w = Weight(c.n, c.k, &wv);
     Tensor bias = Random({c.n}, 0.1f, &bv), res = Random({c.rows, c.n}, 1.0f, &rv);
     Tensor g = Random({c.n}, 1.0f, &gv), b = Random({c.n}, 0.5f, &betav);
@@ -80,17 +81,17 @@ class FusedLinear {
                              std::to_string(c.n) + "x" + std::to_string(c.k) + (with_bias ? " bias" : "");
       const Tensor* bp = with_bias ? &bias : nullptr;
       Tensor y = Empty({c.rows, c.n}), want = Empty({c.rows, c.n}), got = Empty({c.rows, c.n});
-      ASSERT_TRUE(k.Linear(x, c.rows, c.k, *w, bp, Epilogue::kNone, y).ok()) << at;
+      ASSERT_TRUE(k.Linear(x, c.rows, ld, *w, bp, Epilogue::kNone, y).ok()) << at;
       ASSERT_TRUE(k.LayerNorm(y, &res, g, b, 1e-12f, want).ok()) << at;
       std::memset(got.data(), 0xab, got.bytes());
       LaunchNames launches;
       be_.SetLaunchHook(&launches);
-      const Status s = k.LinearAddLayerNorm(x, c.rows, c.k, *w, bp, res, g, b, 1e-12f, got);
+      const Status s = k.LinearAddLayerNorm(x, c.rows, ld, *w, bp, res, g, b, 1e-12f, got);
       be_.SetLaunchHook(nullptr);
       ASSERT_TRUE(s.ok()) << at << ": " << s.ToString();
       EXPECT_EQ(std::memcmp(got.data(), want.data(), got.bytes()), 0) << at;
-      // Two launches only for weights past L2 over few rows (8 row blocks or fewer here).
-      const bool two = w->bytes() > CpuL2BytesPerCore() && c.rows <= 64;
+      // Two launches only where the Linear alone would share out its columns.
+      const bool two = CpuLinearByColumns(be_, c.rows, *w);
       ASSERT_EQ(launches.names.size(), two ? 2u : 1u) << at;
       if (!two) {
         EXPECT_NE(launches.names[0].find("_rows"), std::string::npos) << launches.names[0];
@@ -107,7 +108,7 @@ class FusedLinear {
         double mean = 0, var = 0;
         for (int64_t j = 0; j < c.n; ++j) {
           double acc = with_bias ? bv[j] : 0.0;
-          for (int64_t q = 0; q < c.k; ++q) acc += double{xv[r * c.k + q]} * wv[j * c.k + q];
+          for (int64_t q = 0; q < c.k; ++q) acc += double{xv[r * ld + q]} * wv[j * c.k + q];
           v[j] = acc + rv[r * c.n + j];
           mean += v[j];
         }
@@ -128,9 +129,10 @@ class FusedLinear {
   std::mt19937 rng_;
 };
 
-// Few rows (one task), rows of whole-row tasks over a right-edge panel, and weights past
-// any core's L2 (6 MB in FP32, 3 MB in 16 bits) over few rows.
-const std::vector<Case> kCases = {{5, 40, 24}, {130, 200, 96}, {64, 384, 4096}};
+// Few rows (one task); whole-row tasks over a right-edge panel, with x's rows strided;
+// whole-row tasks of several K blocks and six column blocks (F16's groups of four and
+// two); and weights past any core's L2 (6 MB in FP32, 3 MB in 16 bits) over few rows.
+const std::vector<Case> kCases = {{5, 40, 24}, {130, 200, 96, 104}, {400, 520, 300}, {64, 384, 4096}};
 
 TEST(LinearAddLayerNorm, EveryFp32VariantGivesTheLinearThenTheLayerNormBitForBit) {
   for (const MicroKernelVariant& v : AvailableMicroKernels()) {
@@ -174,6 +176,13 @@ TEST(LinearAddLayerNorm, WhatDoesNotFitIsRefusedInOneLine) {
   expect_invalid(k.LinearAddLayerNorm(x, 8, 24, *w, nullptr, res, g, g, -1.0f, out), "eps must be > 0");
   Tensor half = std::move(Tensor::Empty(be, DType::kBF16, {8, 40})).value();
   expect_invalid(k.LinearAddLayerNorm(x, 8, 24, *w, nullptr, res, g, g, 1e-12f, half), "one float dtype");
+  // A residual of as many values in rows of another width, with gamma to match it.
+  Tensor folded = f.Random({16, 20}, 1.0f), g20 = f.Random({20}, 1.0f);
+  expect_invalid(k.LinearAddLayerNorm(x, 8, 24, *w, nullptr, folded, g20, g20, 1e-12f, out), "is not rows of 40");
+  // The output written over the residual (or the input) before they are read.
+  expect_invalid(k.LinearAddLayerNorm(x, 8, 24, *w, nullptr, res, g, g, 1e-12f, res), "overlaps the residual");
+  Tensor wide_x = f.Random({8, 40}, 1.0f);
+  expect_invalid(k.LinearAddLayerNorm(wide_x, 8, 40, *w, nullptr, res, g, g, 1e-12f, wide_x), "overlaps the input");
 }
 
 }  // namespace

@@ -399,6 +399,12 @@ TEST_P(QuantizeInProducerTest, ALinearWithAddLayerNormRefusesWhatDoesNotFitInOne
   expect_invalid(k_.LinearInt8AddLayerNorm(q, *w, &bias, res, g, g, 1e-12f, out, nullptr), "bias");
   QuantizedRows wrong = Rows(64, 39);
   expect_invalid(k_.LinearInt8AddLayerNorm(q, *w, nullptr, res, g, g, 1e-12f, out, &wrong), "for 64 x 40 outputs");
+  // A residual of as many values in rows of another width, with gamma to match it; the
+  // output over the residual (the few-rows path writes it before reading the residual).
+  Tensor folded = Random({128, 20}, 1.0f), g20 = Random({20}, 1.0f);
+  expect_invalid(k_.LinearInt8AddLayerNorm(q, *w, nullptr, folded, g20, g20, 1e-12f, out, nullptr),
+                 "is not rows of 40");
+  expect_invalid(k_.LinearInt8AddLayerNorm(q, *w, nullptr, res, g, g, 1e-12f, res, nullptr), "overlaps the residual");
 }
 
 // The variants this CPU runs (the scalar one everywhere), so none is skipped.

@@ -250,8 +250,8 @@ KernelCommandOptions GemmCommand(const std::string& mode, int threads) {
   k.bench.warmup = 0;
   k.bench.iterations = 1;
   k.bench.threads = threads;
-  // The attention output projection with its residual add and LayerNorm: N = hidden = 128,
-  // the narrowest GEMM, a task of whole rows.
+  // A projection with its residual add and LayerNorm (the second launch: layer 0's FFN
+  // output): N = hidden = 128, the narrowest GEMM, tasks of whole rows.
   k.inspector = Pick("cpu_sgemm_nt_f32_rows_bias_add_layer_norm", 1, 1, 3);
   return k;
 }

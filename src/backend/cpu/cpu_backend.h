@@ -74,6 +74,9 @@ class CpuBackend : public Backend {
 // The CPU implementations of each op family (one file each).
 Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
                  const PackedWeight& w, const Tensor* bias, Epilogue epilogue, Tensor& y);
+// Whether CpuLinear over `rows` rows of float weight w has each worker take whole column
+// blocks (few row blocks, weights past a core's L2), not rows.
+bool CpuLinearByColumns(CpuBackend& be, int64_t rows, const PackedWeight& w);
 StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const HostTensor& w,
                                                       DType dtype);
 // The INT8 pair (gemm_int8.cc): weights quantized per output channel; x and y FP32.
@@ -95,6 +98,7 @@ struct AddLayerNormArgs {
 Status CpuLinearInt8AddLayerNorm(CpuBackend& be, const QuantizedRows& x, const PackedWeight& w, const Tensor* bias,
                                  const AddLayerNormArgs& ln, Tensor& out, QuantizedRows* codes);
 // Kernels::LinearAddLayerNorm (gemm.cc): float activations, or FP32 over INT8 weights.
+// Where CpuLinearByColumns, it runs the Linear's launch and then LayerNorm's in place.
 Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
                              const PackedWeight& w, const Tensor* bias, const AddLayerNormArgs& ln, Tensor& out);
 // The L2 cache of one core: the first level-2 cache CPU 0 lists, 1 MiB where sysfs says nothing.

@@ -250,21 +250,37 @@ void GemmTileBf16Dot(const GemmParams& p, const Bf16Kernels& bk, int64_t mb, int
   if (!fused) TileEpilogue(p, m0, n0, rows, panels, ctile, kNB, /*direct=*/false);
 }
 
+// The index of a GEMM's operand dtypes in the name tables below.
+int GemmNameIndex(DType x, DType w, bool dot) {
+  int ti = x == DType::kF16 ? 1 : x == DType::kBF16 ? (dot ? 5 : 2) : 0;
+  if (x == DType::kF32 && w != DType::kF32) ti = w == DType::kF16 ? 3 : 4;
+  return ti;
+}
+
+// Names carry operation, dtype, layout, tile and fusion, like vendor GEMM names; FP32
+// activations over 16-bit weights say which ("_wbf16", "_wf16"); BF16 on the BF16 dot
+// kernels says so ("bf16dot"), apart from BF16 widened to FP32.
+#define TS_GEMM_PREFIXES(M)                                                                              \
+  M("cpu_sgemm_nt_f32"), M("cpu_hgemm_nt_f16"), M("cpu_bgemm_nt_bf16"), M("cpu_sgemm_nt_f32_wf16"), \
+      M("cpu_sgemm_nt_f32_wbf16"), M("cpu_bgemm_nt_bf16dot")
+
 const char* GemmKernelName(DType x, DType w, bool bias, Epilogue e, bool dot) {
-  // Names carry operation, dtype, layout, tile and fusion, like vendor GEMM names; FP32
-  // activations over 16-bit weights say which ("_wbf16", "_wf16"); BF16 on the BF16 dot
-  // kernels says so ("bf16dot"), apart from BF16 widened to FP32.
 #define TS_GEMM_NAMES(P)                                                                   \
   {{P "_48x96", P "_48x96_gelu", P "_48x96_tanh"},                                        \
    {P "_48x96_bias", P "_48x96_bias_gelu", P "_48x96_bias_tanh"}}
-  static const char* kNames[6][2][3] = {TS_GEMM_NAMES("cpu_sgemm_nt_f32"), TS_GEMM_NAMES("cpu_hgemm_nt_f16"),
-                                        TS_GEMM_NAMES("cpu_bgemm_nt_bf16"), TS_GEMM_NAMES("cpu_sgemm_nt_f32_wf16"),
-                                        TS_GEMM_NAMES("cpu_sgemm_nt_f32_wbf16"), TS_GEMM_NAMES("cpu_bgemm_nt_bf16dot")};
+  static const char* kNames[6][2][3] = {TS_GEMM_PREFIXES(TS_GEMM_NAMES)};
 #undef TS_GEMM_NAMES
-  int ti = x == DType::kF16 ? 1 : x == DType::kBF16 ? (dot ? 5 : 2) : 0;
-  if (x == DType::kF32 && w != DType::kF32) ti = w == DType::kF16 ? 3 : 4;
-  return kNames[ti][bias ? 1 : 0][static_cast<int>(e)];
+  return kNames[GemmNameIndex(x, w, dot)][bias ? 1 : 0][static_cast<int>(e)];
 }
+
+// The GEMM with the residual add and LayerNorm in its epilogue: tasks of whole rows.
+const char* GemmAddLayerNormKernelName(DType x, DType w, bool bias, bool dot) {
+#define TS_GEMM_NAMES(P) {P "_rows_add_layer_norm", P "_rows_bias_add_layer_norm"}
+  static const char* kNames[6][2] = {TS_GEMM_PREFIXES(TS_GEMM_NAMES)};
+#undef TS_GEMM_NAMES
+  return kNames[GemmNameIndex(x, w, dot)][bias ? 1 : 0];
+}
+#undef TS_GEMM_PREFIXES
 
 }  // namespace
 
@@ -325,7 +341,7 @@ int64_t RowGranule() { return GetMicroKernels().has_wide() ? kMRWide : kMR; }
 // the weights from beyond L2 and reuses each panel for all the rows (row block by row
 // block, both workers streamed all of them: all-MiniLM-L6-v2 one sample at a time, 4.5%
 // slower). Weights that fit in L2 keep the rows' order (the tiny model's: 6% faster so).
-bool ByColumns(CpuBackend& be, int64_t m_blocks, const CpuPackedWeight& pw) {
+bool ByColumns(CpuBackend& be, int64_t m_blocks, const PackedWeight& pw) {
   return m_blocks < 4 * int64_t{be.num_workers()} && pw.bytes() > CpuL2BytesPerCore();
 }
 
@@ -349,6 +365,10 @@ void GemmTask(const GemmParams& p, int64_t mb, int64_t nb, bool dot, float* scra
 }
 
 }  // namespace
+
+bool CpuLinearByColumns(CpuBackend& be, int64_t rows, const PackedWeight& w) {
+  return w.dtype() != DType::kI8 && ByColumns(be, SplitTileRows(rows, kMB, RowGranule(), be.num_workers()).blocks, w);
+}
 
 Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
                  const PackedWeight& w, const Tensor* bias, Epilogue epilogue, Tensor& y) {
@@ -396,7 +416,7 @@ Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int6
   // Where the Linear alone would share out its columns (ByColumns), whole-row tasks would
   // make every worker stream all the weights: the Linear's launch into `out`, then the
   // LayerNorm's over it in place (each row read whole before it is written).
-  if (ByColumns(be, SplitTileRows(rows, kMB, RowGranule(), be.num_workers()).blocks, pw)) {
+  if (CpuLinearByColumns(be, rows, w)) {
     TS_RETURN_IF_ERROR(CpuLinear(be, x, rows, x_row_stride, w, bias, Epilogue::kNone, out));
     return CpuLayerNorm(be, out, ln.residual, *ln.gamma, *ln.beta, ln.eps, out);
   }
@@ -409,9 +429,7 @@ Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int6
   GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
                bias ? bias->data() : nullptr, Epilogue::kNone, out.data(), w.dtype(), n_blocks, group, mt};
   LaunchDesc desc;
-  // The Linear's name, its tile "rows" (whole rows a task), then the fusion.
-  std::string name = GemmKernelName(t, w.dtype(), bias != nullptr, Epilogue::kNone, dot);
-  desc.kernel = name.replace(name.find("_48x96"), 6, "_rows") + "_add_layer_norm";
+  desc.kernel = GemmAddLayerNormKernelName(t, w.dtype(), bias != nullptr, dot);
   desc.grid = Dim3{mt.blocks, 1, 1};
   desc.block = Dim3{n, mt.most_rows(), 1};
   WithAddLayerNorm(LinearCost(rows, n, k, bias != nullptr, Epilogue::kNone, t, w.dtype()), rows, n, t).Into(desc);

@@ -277,7 +277,6 @@ const char* Int8AddLayerNormKernelName(bool bias, bool codes) {
   return kNames[bias ? 1 : 0][codes ? 1 : 0];
 }
 
-
 }  // namespace
 
 StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeightInt8(CpuBackend& be, const HostTensor& w) {

@@ -5,7 +5,7 @@
 // over an FP32 copy of the row. For an INT8 Linear that follows, FP32 output rows are
 // also quantized (u8 codes, quantize_rows.h): on 16 lanes from the range the last pass
 // folds, else as each row is finished. The row kernels (layer_norm_rows.h) also serve the
-// INT8 Linear that runs the residual add and LayerNorm in its epilogue.
+// Linears that run the residual add and LayerNorm in their epilogue.
 #include <immintrin.h>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // LayerNorm over a range of rows, for the CPU ops that run it: the LayerNorm launch
-// (layer_norm.cc) and an INT8 Linear with the residual add and LayerNorm in its epilogue
-// (gemm_int8.cc), so both give the same bits from the same rows.
+// (layer_norm.cc) and the Linears with the residual add and LayerNorm in their epilogue
+// (gemm.cc, gemm_int8.cc), so all give the same bits from the same rows.
 #ifndef TIERSCOPE_BACKEND_CPU_LAYER_NORM_ROWS_H_
 #define TIERSCOPE_BACKEND_CPU_LAYER_NORM_ROWS_H_
 

@@ -54,7 +54,8 @@ inline TileRows SplitTileRows(int64_t m, int64_t max_rows, int64_t granule, int 
 }
 
 // The row blocks of a launch whose tasks each hold whole rows (an INT8 Linear writing
-// codes: a row's range must be known before it is quantized): as many blocks as max_rows
+// codes: a row's range must be known before it is quantized; a Linear with LayerNorm in
+// its epilogue: a row's statistics must be): as many blocks as max_rows
 // make, or blocks of fewer granules where that leaves under 4 a worker, rounded up to a
 // multiple of the workers, the granules shared out evenly. Each worker's contiguous run of
 // tasks then holds as many rows, within a granule: 1,024 rows in 48-row blocks on 2
