@@ -29,6 +29,16 @@ inline bool UnderCi() {
   return ci != nullptr && (std::string(ci) == "true" || std::string(ci) == "1");
 }
 
+// A launch hook that records the name of every kernel a backend launches, then runs it.
+class LaunchNames : public LaunchHook {
+ public:
+  Status OnLaunch(Backend&, const LaunchDesc& desc, FunctionRef<StatusOr<KernelRun>()> run) override {
+    names.push_back(desc.kernel);
+    return run().status();
+  }
+  std::vector<std::string> names;
+};
+
 // A view of FP32 values `v` as a HostTensor of `shape` (v must outlive it), for PackWeight.
 inline HostTensor Fp32View(const std::vector<float>& v, std::vector<int64_t> shape) {
   HostTensor h;

@@ -24,16 +24,6 @@
 namespace tierscope {
 namespace {
 
-// The kernels a backend launches, by name.
-class LaunchNames : public LaunchHook {
- public:
-  Status OnLaunch(Backend&, const LaunchDesc& desc, FunctionRef<StatusOr<KernelRun>()> run) override {
-    names.push_back(desc.kernel);
-    return run().status();
-  }
-  std::vector<std::string> names;
-};
-
 struct Case {
   int64_t rows, n, k, stride = 0;  // stride: x's row stride (0: k)
 };
@@ -84,7 +74,7 @@ class FusedLinear {
       ASSERT_TRUE(k.Linear(x, c.rows, ld, *w, bp, Epilogue::kNone, y).ok()) << at;
       ASSERT_TRUE(k.LayerNorm(y, &res, g, b, 1e-12f, want).ok()) << at;
       std::memset(got.data(), 0xab, got.bytes());
-      LaunchNames launches;
+      testing::LaunchNames launches;
       be_.SetLaunchHook(&launches);
       const Status s = k.LinearAddLayerNorm(x, c.rows, ld, *w, bp, res, g, b, 1e-12f, got);
       be_.SetLaunchHook(nullptr);

@@ -312,16 +312,6 @@ TEST_P(QuantizeInProducerTest, ABigOutputStreamedHoldsTheValuesOfASmallOne) {
   }
 }
 
-// The kernels a backend launches, by name.
-class LaunchNames : public LaunchHook {
- public:
-  Status OnLaunch(Backend&, const LaunchDesc& desc, FunctionRef<StatusOr<KernelRun>()> run) override {
-    names.push_back(desc.kernel);
-    return run().status();
-  }
-  std::vector<std::string> names;
-};
-
 // The residual add and LayerNorm in an INT8 Linear's epilogue give, bit for bit, the
 // Linear's FP32 rows and then LayerNorm (LayerNormQuantized) over them: with and without
 // a bias and codes, a row poisoned through its residual, rows off every block size. Few
@@ -356,7 +346,7 @@ TEST_P(QuantizeInProducerTest, ALinearWithAddLayerNormGivesTheLinearThenTheLayer
                                   : k_.LayerNorm(y, &res, g, b, 1e-12f, want))
                           .ok());
           Wipe(codes);
-          LaunchNames launches;
+          testing::LaunchNames launches;
           be_.SetLaunchHook(&launches);
           const Status s =
               k_.LinearInt8AddLayerNorm(q, *w, bp, res, g, b, 1e-12f, got, with_codes ? &codes : nullptr);
