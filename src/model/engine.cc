@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "core/cpu_info.h"
+#include "core/int_math.h"
 #include "model/bert.h"
 #include "model/checkpoint.h"
 #include "model/row_blocks.h"
@@ -107,7 +108,7 @@ StatusOr<MemoryNeed> BertEngine::NeedOf(double tokens, double act_tokens, int64_
   const double blocks = std::ceil(tokens / act_tokens);
   // The residual add and LayerNorm in the projections' epilogue: neither projection's
   // output is made apart (2H fewer).
-  double layer = model_->fuses_add_layer_norm() ? 8 * H + I : 10 * H + I;
+  const double layer = model_->fuses_add_layer_norm() ? 8 * H + I : 10 * H + I;
   // INT8 with activations quantized where they are produced: the codes of the layer's
   // input, h1, the intermediate and the output are alive together (one byte a value, rows
   // padded to 64 bytes, a scale and a zero point a row), each buffer's rows padded to whole
@@ -116,10 +117,11 @@ StatusOr<MemoryNeed> BertEngine::NeedOf(double tokens, double act_tokens, int64_
   const bool codes = model_->quantizes_in_producer();
   need.device = act_tokens * layer * es + tokens * (whole * es + 3 * 4) + blocks * 5 * 64;
   if (codes) {
-    const double code_row = 3 * std::ceil(H / 64) * 64 + std::ceil(I / 64) * 64 + 4 * 8;
-    need.device += (act_tokens + 16) * code_row;
-  } else if (dtype() == DType::kI8) {
-    need.device += (act_tokens + 16) * (std::ceil(std::max(H, I) / 64) * 64 + 8);  // a Linear's input's codes
+    const int64_t code_row = 3 * RoundUp(c.hidden_size, 64) + RoundUp(c.intermediate_size, 64) + 4 * 8;
+    need.device += (act_tokens + 16) * static_cast<double>(code_row);
+  } else if (dtype() == DType::kI8) {  // a Linear's input's codes
+    const int64_t code_row = RoundUp(std::max(c.hidden_size, c.intermediate_size), 64) + 8;
+    need.device += (act_tokens + 16) * static_cast<double>(code_row);
   }
   need.host = tokens * (3 * 4 + host_out * (4 + es));  // staged inputs, raw + FP32 outputs
   if (options.pooler) need.device += static_cast<double>(pooled) * H * es;

@@ -435,15 +435,12 @@ Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int6
   WithAddLayerNorm(LinearCost(rows, n, k, bias != nullptr, Epilogue::kNone, t, w.dtype()), rows, n, t).Into(desc);
   if (dot) desc.pipe = "bf16_dot";
   desc.writes[0] = {out.data(), out.bytes()};
-  LnRows lr;
-  lr.ldx = lr.ldr = lr.ldo = n;
-  lr.dtype = t;
-  lr.cols = n;
-  lr.eps = ln.eps;
+  const LnRows lr = DenseLnRows(t, n, ln.eps);
   const size_t es = DTypeSize(t);
-  // The GEMM's scratch, LayerNorm's, then gamma and beta in FP32.
-  const int64_t ln_at = kScratchFloats, g_at = ln_at + LayerNormRowScratchFloats(n);
-  be.EnsureScratch(static_cast<size_t>(g_at + 2 * n));
+  std::vector<float> affine;
+  const LnAffine ab = Fp32Affine(*ln.gamma, *ln.beta, &affine);
+  // The GEMM's scratch, then LayerNorm's.
+  be.EnsureScratch(static_cast<size_t>(kScratchFloats + LayerNormRowScratchFloats(n)));
   return be.Launch(desc, [&](int64_t task, int worker) {
     float* scratch = be.scratch(worker);
     for (int64_t nb = 0; nb < n_blocks; nb += group) GemmTask(p, task, nb, dot, scratch);
@@ -452,9 +449,7 @@ Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int6
     r.x = static_cast<const std::byte*>(out.data()) + m0 * n * es;
     r.residual = static_cast<const std::byte*>(ln.residual->data()) + m0 * n * es;
     r.out = static_cast<std::byte*>(out.data()) + m0 * n * es;
-    const float* g = AsFloat(t, ln.gamma->data(), scratch + g_at, n);
-    const float* bt = AsFloat(t, ln.beta->data(), scratch + g_at + n, n);
-    LayerNormRowRange(r, g, bt, 0, mt.rows(task), scratch + ln_at);
+    LayerNormRowRange(r, ab.gamma, ab.beta, 0, mt.rows(task), scratch + kScratchFloats);
   });
 }
 

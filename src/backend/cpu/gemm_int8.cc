@@ -457,82 +457,79 @@ Status Int8GemmToBf16Rows(CpuBackend& be, Int8GemmParams& p, Tensor& y, LaunchDe
   });
 }
 
-// Codes out: a task holds whole rows (every column block), so each row's range is known
-// before it is quantized; its FP32 values stay in the worker's scratch.
-Status Int8GemmToCodes(CpuBackend& be, Int8GemmParams& p, QuantizedRows& y_codes, LaunchDesc& desc, OpCost cost) {
-  const int64_t rows = p.m, n = p.n;
+// A launch of whole-row tasks (every column block of a row block), too coarse for stealing
+// to even out: as many rows a worker (tile_rows.h). Each task's rows are dequantized into
+// the worker's scratch (row stride n) and handed to `finish(m0, m, rows, extra)`, with
+// `extra_floats` more floats of scratch at `extra`. Sets desc's grid and block; its cost and
+// writes are the caller's.
+template <typename Finish>
+Status Int8GemmRowTasks(CpuBackend& be, Int8GemmParams& p, LaunchDesc& desc, int64_t extra_floats, Finish finish) {
   bool streams = false;
   p.dequant = PickDequantTile(*p.mk, p.bias != nullptr, p.epilogue, /*stream=*/false, &p.gelu_fused, &streams);
-  // Whole-row tasks, too coarse for stealing to even out: as many rows a worker (tile_rows.h).
-  const TileRows mt = SplitRowTasks(rows, kMB, kAmxRows, be.num_workers());
-  const int64_t mb = mt.most_rows(), kp_out = PaddedCodeBytes(n);
+  const TileRows mt = SplitRowTasks(p.m, kMB, kAmxRows, be.num_workers());
+  const int64_t mb = mt.most_rows(), n = p.n;
   desc.grid = Dim3{mt.blocks, 1, 1};
   desc.block = Dim3{n, mb, 1};
-  WithQuantizedOutput(cost, rows, n, kp_out, /*keep_fp32=*/false).Into(desc);
-  desc.writes = {MemRange{y_codes.codes.data(), y_codes.codes.bytes()},
-                 MemRange{y_codes.params.data(), y_codes.params.bytes()}};
-  be.EnsureScratch(static_cast<size_t>(kMB * kNB + mb * n));
-  auto* qd = static_cast<uint8_t*>(y_codes.codes.data());
-  auto* qp = static_cast<float*>(y_codes.params.data());
-  const QuantizeRowFn quantize_row = PickQuantizeRow(*p.mk);
+  // The int32 tile, the task's FP32 rows, then the finisher's.
+  be.EnsureScratch(static_cast<size_t>(kMB * kNB + mb * n + extra_floats));
   return be.Launch(desc, [&](int64_t task, int worker) {
     auto* acc = reinterpret_cast<int32_t*>(be.scratch(worker));  // int32 only, as above
-    float* out = be.scratch(worker) + kMB * kNB;
+    float* rows = be.scratch(worker) + kMB * kNB;
     const int64_t m0 = mt.begin(task), m = mt.rows(task);
-    for (int64_t nb = 0; nb < p.n_blocks; ++nb) Int8GemmTile(p, m0, m, nb, acc, out + nb * kNB, n);
-    for (int64_t r = 0; r < m; ++r) quantize_row(out + r * n, n, kp_out, qd + (m0 + r) * kp_out, qp + (m0 + r) * 2);
+    for (int64_t nb = 0; nb < p.n_blocks; ++nb) Int8GemmTile(p, m0, m, nb, acc, rows + nb * kNB, n);
+    finish(m0, m, rows, rows + mb * n);
   });
 }
 
-// The residual add and LayerNorm in the epilogue: a task holds whole rows (every column
-// block), dequantized into the worker's scratch as Int8GemmToCodes does, then normalised
-// with the residual's rows into `out` (and quantized into `codes`, where given) while in
-// cache: the rows LinearInt8 would write, then LayerNorm over them, without the round trip.
+// Codes out: each row's range is known before it is quantized; its FP32 values never leave
+// the worker's scratch.
+Status Int8GemmToCodes(CpuBackend& be, Int8GemmParams& p, QuantizedRows& y_codes, LaunchDesc& desc, OpCost cost) {
+  const int64_t n = p.n, kp_out = PaddedCodeBytes(n);
+  WithQuantizedOutput(cost, p.m, n, kp_out, /*keep_fp32=*/false).Into(desc);
+  desc.writes = {MemRange{y_codes.codes.data(), y_codes.codes.bytes()},
+                 MemRange{y_codes.params.data(), y_codes.params.bytes()}};
+  auto* qd = static_cast<uint8_t*>(y_codes.codes.data());
+  auto* qp = static_cast<float*>(y_codes.params.data());
+  const QuantizeRowFn quantize_row = PickQuantizeRow(*p.mk);
+  return Int8GemmRowTasks(be, p, desc, 0, [&](int64_t m0, int64_t m, const float* rows, float*) {
+    for (int64_t r = 0; r < m; ++r) quantize_row(rows + r * n, n, kp_out, qd + (m0 + r) * kp_out, qp + (m0 + r) * 2);
+  });
+}
+
+// The residual add and LayerNorm in the epilogue: each task's rows normalised with the
+// residual's into `out` (and quantized into `codes`, where given) while in cache: the rows
+// LinearInt8 would write, then LayerNorm over them, without the round trip.
 Status Int8GemmToAddLayerNorm(CpuBackend& be, Int8GemmParams& p, const AddLayerNormArgs& ln, Tensor& out,
                               QuantizedRows* codes, LaunchDesc& desc, OpCost cost) {
-  const int64_t rows = p.m, n = p.n;
-  bool streams = false;
-  p.dequant = PickDequantTile(*p.mk, p.bias != nullptr, p.epilogue, /*stream=*/false, &p.gelu_fused, &streams);
-  const TileRows mt = SplitRowTasks(rows, kMB, kAmxRows, be.num_workers());
-  const int64_t mb = mt.most_rows(), kp_out = PaddedCodeBytes(n);
+  const int64_t n = p.n, kp_out = PaddedCodeBytes(n);
   desc.kernel = Int8AddLayerNormKernelName(p.bias != nullptr, codes != nullptr);
-  desc.grid = Dim3{mt.blocks, 1, 1};
-  desc.block = Dim3{n, mb, 1};
-  (codes != nullptr ? WithQuantizedOutput(cost, rows, n, kp_out, /*keep_fp32=*/true) : cost).Into(desc);
+  (codes != nullptr ? WithQuantizedOutput(cost, p.m, n, kp_out, /*keep_fp32=*/true) : cost).Into(desc);
   desc.writes[0] = {out.data(), out.bytes()};
   if (codes != nullptr) {
     desc.writes[1] = {codes->codes.data(), codes->codes.bytes()};
     desc.writes[2] = {codes->params.data(), codes->params.bytes()};
   }
-  LnRows lr;
-  lr.ldx = lr.ldr = lr.ldo = n;
-  lr.cols = n;
-  lr.eps = ln.eps;
+  LnRows lr = DenseLnRows(DType::kF32, n, ln.eps);
   if (codes != nullptr) {
     lr.kp = kp_out;
     lr.quantize_row = PickQuantizeRow(*p.mk);
   }
   const auto* residual = static_cast<const float*>(ln.residual->data());
   auto* y = static_cast<float*>(out.data());
-  const auto* g = static_cast<const float*>(ln.gamma->data());
-  const auto* bt = static_cast<const float*>(ln.beta->data());
-  // The int32 tile, the task's FP32 rows, then LayerNorm's own scratch.
-  be.EnsureScratch(static_cast<size_t>(kMB * kNB + mb * n + LayerNormRowScratchFloats(n)));
-  return be.Launch(desc, [&](int64_t task, int worker) {
-    auto* acc = reinterpret_cast<int32_t*>(be.scratch(worker));  // int32 only, as above
-    float* tile_rows = be.scratch(worker) + kMB * kNB;
-    const int64_t m0 = mt.begin(task), m = mt.rows(task);
-    for (int64_t nb = 0; nb < p.n_blocks; ++nb) Int8GemmTile(p, m0, m, nb, acc, tile_rows + nb * kNB, n);
-    LnRows t = lr;
-    t.x = tile_rows;
-    t.residual = residual + m0 * n;
-    t.out = y + m0 * n;
-    if (codes != nullptr) {
-      t.codes = static_cast<uint8_t*>(codes->codes.data()) + m0 * kp_out;
-      t.code_params = static_cast<float*>(codes->params.data()) + m0 * 2;
-    }
-    LayerNormRowRange(t, g, bt, 0, m, tile_rows + mb * n);
-  });
+  std::vector<float> affine;
+  const LnAffine ab = Fp32Affine(*ln.gamma, *ln.beta, &affine);
+  return Int8GemmRowTasks(be, p, desc, LayerNormRowScratchFloats(n),
+                          [&](int64_t m0, int64_t m, const float* rows, float* scratch) {
+                            LnRows t = lr;
+                            t.x = rows;
+                            t.residual = residual + m0 * n;
+                            t.out = y + m0 * n;
+                            if (codes != nullptr) {
+                              t.codes = static_cast<uint8_t*>(codes->codes.data()) + m0 * kp_out;
+                              t.code_params = static_cast<float*>(codes->params.data()) + m0 * 2;
+                            }
+                            LayerNormRowRange(t, ab.gamma, ab.beta, 0, m, scratch);
+                          });
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/layer_norm_rows.h"
@@ -198,6 +199,24 @@ void LayerNormRows8(const LnRows& p, const float* g, const float* bt, int64_t r0
 
 int64_t LayerNormRowScratchFloats(int64_t cols) { return kLnGroup * cols; }
 
+LnRows DenseLnRows(DType dtype, int64_t cols, float eps) {
+  LnRows p;
+  p.ldx = p.ldr = p.ldo = cols;
+  p.dtype = dtype;
+  p.cols = cols;
+  p.eps = eps;
+  return p;
+}
+
+LnAffine Fp32Affine(const Tensor& gamma, const Tensor& beta, std::vector<float>* storage) {
+  const int64_t n = gamma.numel();
+  if (gamma.dtype() == DType::kF32) return {gamma.data_as<float>(), beta.data_as<float>()};
+  storage->resize(static_cast<size_t>(2 * n));
+  ToFloat(gamma.dtype(), gamma.data(), storage->data(), n);
+  ToFloat(beta.dtype(), beta.data(), storage->data() + n, n);
+  return {storage->data(), storage->data() + n};
+}
+
 void LayerNormRowRange(const LnRows& p, const float* g, const float* bt, int64_t r0, int64_t r1, float* scratch) {
   if (RunsLayerNorm16() && (p.dtype == DType::kF32 || p.dtype == DType::kBF16)) {
     if (p.dtype == DType::kBF16) return LayerNormRows16<DType::kBF16, false>(p, r0, r1, g, bt, scratch);
@@ -211,22 +230,18 @@ Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual, con
                     const Tensor& beta, float eps, Tensor& out, QuantizedRows* codes) {
   const int64_t C = x.dim(-1);  // shapes checked by the kernel front (kernels.h)
   const DType t = x.dtype();
-  LnRows p;
+  LnRows p = DenseLnRows(t, C, eps);
   p.x = x.data();
   p.residual = residual ? residual->data() : nullptr;
   p.out = out.data();
-  p.ldx = p.ldr = p.ldo = C;
-  p.dtype = t;
-  p.cols = C;
-  p.eps = eps;
   const int64_t rows = x.numel() / C;
   if (codes != nullptr) {
+    TS_RETURN_IF_ERROR(CheckCodeLayout(*codes, "LayerNormQuantized"));
     p.codes = static_cast<uint8_t*>(codes->codes.data());
     p.code_params = static_cast<float*>(codes->params.data());
     p.kp = PaddedCodeBytes(C);
     p.quantize_row = PickQuantizeRow(GetInt8MicroKernels());
   }
-  if (codes != nullptr) TS_RETURN_IF_ERROR(CheckCodeLayout(*codes, "LayerNormQuantized"));
   LaunchDesc desc;
   static const char* kNames[2][4] = {
       {"cpu_layer_norm_f32_r16", "cpu_layer_norm_f16_r16", "cpu_layer_norm_bf16_r16", "cpu_layer_norm_f32_r16_u8out"},
@@ -242,14 +257,12 @@ Status CpuLayerNorm(CpuBackend& be, const Tensor& x, const Tensor* residual, con
     desc.writes[1] = {codes->codes.data(), codes->codes.bytes()};
     desc.writes[2] = {codes->params.data(), codes->params.bytes()};
   }
-  // The row scratch, then gamma and beta in FP32 where they are not.
-  be.EnsureScratch(static_cast<size_t>(LayerNormRowScratchFloats(C) + 2 * C));
+  std::vector<float> affine;
+  const LnAffine ab = Fp32Affine(gamma, beta, &affine);
+  be.EnsureScratch(static_cast<size_t>(LayerNormRowScratchFloats(C)));
   return be.Launch(desc, [&](int64_t task, int worker) {
-    float* scratch = be.scratch(worker);
-    float* tail = scratch + LayerNormRowScratchFloats(C);
-    const float* g = AsFloat(t, gamma.data(), tail, C);
-    const float* bt = AsFloat(t, beta.data(), tail + C, C);
-    LayerNormRowRange(p, g, bt, task * kRowsPerTask, std::min(rows, (task + 1) * kRowsPerTask), scratch);
+    LayerNormRowRange(p, ab.gamma, ab.beta, task * kRowsPerTask, std::min(rows, (task + 1) * kRowsPerTask),
+                      be.scratch(worker));
   });
 }
 

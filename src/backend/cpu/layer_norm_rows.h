@@ -5,8 +5,10 @@
 #define TIERSCOPE_BACKEND_CPU_LAYER_NORM_ROWS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "backend/cpu/quantize_rows.h"
+#include "core/tensor.h"
 #include "tierscope/dtype.h"
 
 namespace tierscope {
@@ -31,6 +33,17 @@ struct LnRows {
   // from the range their last pass folds (QuantizeRowInRange16), the same bytes.
   QuantizeRowFn quantize_row = nullptr;
 };
+
+// LnRows over dense rows of `cols` (every stride `cols`), no codes.
+LnRows DenseLnRows(DType dtype, int64_t cols, float eps);
+
+// LayerNorm's gamma and beta in FP32: the tensors' own where they are FP32, else converted
+// once into `storage` (not once a task).
+struct LnAffine {
+  const float* gamma;
+  const float* beta;
+};
+LnAffine Fp32Affine(const Tensor& gamma, const Tensor& beta, std::vector<float>* storage);
 
 // Floats of scratch LayerNormRowRange needs for rows of `cols`.
 int64_t LayerNormRowScratchFloats(int64_t cols);
