@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/micro_kernel.h"
 #include "backend/cpu/tile_rows.h"
 #include "core/cpu_info.h"
 #include "inspect/calibration.h"
@@ -258,32 +259,40 @@ KernelCommandOptions GemmCommand(const std::string& mode, int threads) {
 
 TEST_F(KernelInspectorTest, SerialVsBatchedGemmGeometryAndTheRule) {
   // Eight workers stand in for a device wider than one serial launch's work, as the
-  // study's 56-unit GPU was: 16-token samples, so a serial launch's rows (two tasks of 8
-  // rows, as the CPU GEMM shares few rows out among its workers) make fewer tasks than workers.
-  KernelCommandOptions sk = GemmCommand("serial-fp32", 8), bk = GemmCommand("batch-fp32", 8);
-  sk.bench.seq_len = bk.bench.seq_len = 16;
-  auto serial = RunKernelCommand(sk);
-  ASSERT_TRUE(serial.ok()) << serial.status().ToString();
-  auto batched = RunKernelCommand(bk);
-  ASSERT_TRUE(batched.ok()) << batched.status().ToString();
-  const KernelReport& s = serial->reports.at(0);
-  const KernelReport& b = batched->reports.at(0);
-  const TileRows serial_rows = SplitRowTasks(16, 48, 8, 8);
-  EXPECT_EQ(serial_rows.blocks, 2);
-  EXPECT_EQ(s.evidence.grid->count(), 2);  // 2 row blocks, every column each
-  // The batch runs in row blocks of whole 16-token samples (the CPU's choice for 8
-  // workers and the tiny model's widest activation, 512 FP32 a row), or all 1,024 rows.
-  const int64_t block = std::min<int64_t>(1024, CpuRowBlockRows(8, 512 * 4) / 16 * 16);
-  EXPECT_EQ(b.evidence.grid->count(), SplitRowTasks(block, 48, 8, 8).blocks);
-  EXPECT_EQ(s.evidence.units, 8);
-  EXPECT_EQ(s.recommendation.checks[0].ok, false);
-  EXPECT_TRUE(Contains(s.recommendation.verdict, "higher tier"));
-  EXPECT_EQ(b.recommendation.checks[0].ok, true);
-  EXPECT_EQ(s.evidence.passes, 3);
-  EXPECT_GT(*s.evidence.duration_ns, 0);
-  EXPECT_TRUE(Contains(serial->text, "Section: Launch Statistics"));
-  EXPECT_EQ(serial->json["reports"][0]["grid"], nlohmann::json({2, 1, 1}));
-  EXPECT_GT(serial->json["machine"]["fp32_gflops"].get<double>(), 0);
+  // study's 56-unit GPU was: 16-token samples, so a serial launch's rows (two or three
+  // tasks, as the CPU GEMM shares few rows out among its workers in whole micro-kernel
+  // calls: 8 rows on AVX-512, 6 on AVX2) make fewer tasks than workers. On every FP32
+  // variant this host runs.
+  for (const MicroKernelVariant& v : AvailableMicroKernels()) {
+    SCOPED_TRACE(v.isa);
+    ScopedMicroKernels forced(v.kernels);
+    KernelCommandOptions sk = GemmCommand("serial-fp32", 8), bk = GemmCommand("batch-fp32", 8);
+    sk.bench.seq_len = bk.bench.seq_len = 16;
+    auto serial = RunKernelCommand(sk);
+    ASSERT_TRUE(serial.ok()) << serial.status().ToString();
+    auto batched = RunKernelCommand(bk);
+    ASSERT_TRUE(batched.ok()) << batched.status().ToString();
+    const KernelReport& s = serial->reports.at(0);
+    const KernelReport& b = batched->reports.at(0);
+    const int64_t granule = CpuGemmRowGranule();
+    EXPECT_EQ(granule, v.kernels.has_wide() ? 8 : 6);
+    const TileRows serial_rows = SplitRowTasks(16, 48, granule, 8);
+    EXPECT_EQ(serial_rows.blocks, granule == 8 ? 2 : 3);
+    EXPECT_EQ(s.evidence.grid->count(), serial_rows.blocks);  // the row blocks, every column each
+    // The batch runs in row blocks of whole 16-token samples (the CPU's choice for 8
+    // workers and the tiny model's widest activation, 512 FP32 a row), or all 1,024 rows.
+    const int64_t block = std::min<int64_t>(1024, CpuRowBlockRows(8, 512 * 4) / 16 * 16);
+    EXPECT_EQ(b.evidence.grid->count(), SplitRowTasks(block, 48, granule, 8).blocks);
+    EXPECT_EQ(s.evidence.units, 8);
+    EXPECT_EQ(s.recommendation.checks[0].ok, false);
+    EXPECT_TRUE(Contains(s.recommendation.verdict, "higher tier"));
+    EXPECT_EQ(b.recommendation.checks[0].ok, true);
+    EXPECT_EQ(s.evidence.passes, 3);
+    EXPECT_GT(*s.evidence.duration_ns, 0);
+    EXPECT_TRUE(Contains(serial->text, "Section: Launch Statistics"));
+    EXPECT_EQ(serial->json["reports"][0]["grid"], nlohmann::json({serial_rows.blocks, 1, 1}));
+    EXPECT_GT(serial->json["machine"]["fp32_gflops"].get<double>(), 0);
+  }
 }
 
 TEST_F(KernelInspectorTest, BadRequestsSayWhatIsValid) {

@@ -101,6 +101,9 @@ Status CpuLinearInt8AddLayerNorm(CpuBackend& be, const QuantizedRows& x, const P
 // Where CpuLinearByColumns, it runs the Linear's launch and then LayerNorm's in place.
 Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
                              const PackedWeight& w, const Tensor* bias, const AddLayerNormArgs& ln, Tensor& out);
+// The rows of one FP32 micro-kernel call on the variant in force (8 on AVX-512's wide
+// kernels, else 6): the granule of a float GEMM's row blocks.
+int64_t CpuGemmRowGranule();
 // The L2 cache of one core: the first level-2 cache CPU 0 lists, 1 MiB where sysfs says nothing.
 int64_t CpuL2BytesPerCore();
 // An INT8 Linear's FP32 output above this many bytes (the L2 caches of `workers` cores

@@ -333,9 +333,6 @@ Status CheckDotPacking(const CpuPackedWeight& pw, DType t) {
   return OkStatus();
 }
 
-// The rows of one micro-kernel call: 8 for the wide kernels, else 6.
-int64_t RowGranule() { return GetMicroKernels().has_wide() ? kMRWide : kMR; }
-
 // Few row blocks (one sample's rows) over weights larger than a core's L2: each worker
 // takes whole column blocks, every row block of them, so it streams only its share of
 // the weights from beyond L2 and reuses each panel for all the rows (row block by row
@@ -366,8 +363,10 @@ void GemmTask(const GemmParams& p, int64_t mb, int64_t nb, bool dot, float* scra
 
 }  // namespace
 
+int64_t CpuGemmRowGranule() { return GetMicroKernels().has_wide() ? kMRWide : kMR; }
+
 bool CpuLinearByColumns(CpuBackend& be, int64_t rows, const PackedWeight& w) {
-  return w.dtype() != DType::kI8 && ByColumns(be, SplitTileRows(rows, kMB, RowGranule(), be.num_workers()).blocks, w);
+  return w.dtype() != DType::kI8 && ByColumns(be, SplitTileRows(rows, kMB, CpuGemmRowGranule(), be.num_workers()).blocks, w);
 }
 
 Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
@@ -378,7 +377,7 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   const DType t = x.dtype();
   const int64_t n_blocks = (n + kNB - 1) / kNB;
   // Row blocks of whole micro-kernel calls, so few rows still give every worker an equal share.
-  const TileRows mt = SplitTileRows(rows, kMB, RowGranule(), be.num_workers());
+  const TileRows mt = SplitTileRows(rows, kMB, CpuGemmRowGranule(), be.num_workers());
   const int64_t m_blocks = mt.blocks;
   TS_RETURN_IF_ERROR(CheckDotPacking(pw, t));
   const bool dot = pw.dot_isa() != nullptr;
@@ -422,7 +421,7 @@ Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int6
   }
   // Tasks of whole rows (every column block), each then normalised in place with the
   // residual's rows while in cache: the Linear's rows, then LayerNorm over them.
-  const TileRows mt = SplitRowTasks(rows, kMB, RowGranule(), be.num_workers());
+  const TileRows mt = SplitRowTasks(rows, kMB, CpuGemmRowGranule(), be.num_workers());
   const bool dot = pw.dot_isa() != nullptr;
   const int64_t n_blocks = (n + kNB - 1) / kNB;
   const int64_t group = t != DType::kF32 && !dot ? std::min<int64_t>(kMaxHalfGroup, n_blocks) : 1;
