@@ -72,8 +72,10 @@ int Main() {
   std::printf("%-28s %6s %10s %8s\n", "form", "depth", "GFLOP/s", "of peak");
   volatile float sink = 0;
   for (int64_t kc : {64, 128, 256, 512}) {
-    std::vector<float> a(static_cast<size_t>(8 * kc), 0.5f), b(static_cast<size_t>(3 * kc * kNR), 0.25f),
-        c(static_cast<size_t>(8 * 3 * kNR), 0.0f);
+    constexpr int kTileRows = 48, kTilePanels = 6;  // a GEMM task's tile (gemm.cc)
+    std::vector<float> a(static_cast<size_t>(kTileRows * kc), 0.5f),
+        b(static_cast<size_t>(kTilePanels * kc * kNR), 0.25f), c(static_cast<size_t>(kTileRows * kTilePanels * kNR), 0.0f),
+        scratch(static_cast<size_t>(kc * kNR));
     const int64_t stride = kc * kNR;
     auto row = [&](const char* form, int rows, int panels, auto call) {
       const double g = BestGflops(2.0 * rows * panels * kNR * kc, call);
@@ -90,8 +92,14 @@ int Main() {
         mk.wide_by_rows[kMRWide](kc, a.data(), kc, b.data(), stride, c.data(), kWidePanels * kNR);
       });
     }
+    // A whole task tile (48 rows x 96 columns, the panels one after another), as the GEMM
+    // runs it: the micro-kernels' calls and the edges between them.
+    row("tile 48x96", kTileRows, kTilePanels, [&] {
+      mk.Run(kTileRows, kc, a.data(), kc, b.data(), kTilePanels, stride, c.data(), kTilePanels * kNR);
+    });
     // The same forms over BF16 / FP16 panels, widened in registers (batch-bf16/fp16 on
-    // CPUs without BF16/FP16 arithmetic).
+    // CPUs without BF16/FP16 arithmetic), and the tile, where a variant widens each panel
+    // once for its rows.
     const std::vector<uint16_t> h(b.size(), 0x3e80);  // 0.25 in BF16 (FP16 reads it as ~1.6)
     for (const auto& form : {std::pair<const char*, const HalfPanelKernels*>{"bf16", &mk.bf16},
                              std::pair<const char*, const HalfPanelKernels*>{"f16", &mk.f16}}) {
@@ -99,6 +107,11 @@ int Main() {
       const HalfPanelKernels* hk = form.second;
       const std::string single = std::string("single 6x16, ") + name + " B";
       row(single.c_str(), kMR, 1, [&] { hk->by_rows[kMR](kc, a.data(), kc, h.data(), c.data(), kNR); });
+      const std::string tile = std::string("tile 48x96, ") + name + " B";
+      row(tile.c_str(), kTileRows, kTilePanels, [&] {
+        hk->Run(kTileRows, kc, a.data(), kc, h.data(), kTilePanels, stride, c.data(), kTilePanels * kNR, true,
+                scratch.data());
+      });
       if (hk->has_wide()) {
         const std::string wide = std::string("wide 8x48, ") + name + " B";
         row(wide.c_str(), kMRWide, kWidePanels, [&] {

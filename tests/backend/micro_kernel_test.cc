@@ -202,15 +202,18 @@ TEST(MicroKernels, RunCoversEveryMixOfWidePairAndSinglePanels) {
 }
 
 TEST(MicroKernels, HalfPanelKernelsOfEveryVariantMatchADoubleReferenceOverWidenedPanels) {
-  // BF16 and FP16 panels, widened in registers: the same sums as FP32 panels holding the
-  // widened values, within FP32 accumulation; single panels and, where the ISA has them,
-  // wide calls, through Run's mix of both (1..7 panels, row tails of 6 and of 8).
+  // BF16 and FP16 panels, widened in registers, or (AVX2, scalar: rows past one call)
+  // widened once into the scratch (poisoned first) for the FP32 kernels: the same sums as
+  // FP32 panels holding the widened values, within FP32 accumulation; single panels and,
+  // where the ISA has them, wide calls, through Run's mix of both (1..7 panels, row tails
+  // of 6 and of 8).
   SplitMix64 rng(17);
   for (const MicroKernelVariant& v : AvailableMicroKernels()) {
     for (const bool bf16 : {true, false}) {
       const HalfPanelKernels& hk = bf16 ? v.kernels.bf16 : v.kernels.f16;
       ASSERT_NE(hk.by_rows[kMR], nullptr) << v.isa;
       EXPECT_EQ(hk.has_wide(), v.kernels.has_wide()) << v.isa;  // the FP32 forms' shapes
+      EXPECT_EQ(hk.widen != nullptr, !hk.has_wide()) << v.isa;
       for (int64_t panels = 1; panels <= 7; ++panels) {
         for (int64_t rows : {1, 5, 8, 13}) {
           for (bool accumulate : {true, false}) {
@@ -235,7 +238,8 @@ TEST(MicroKernels, HalfPanelKernelsOfEveryVariantMatchADoubleReferenceOverWidene
                 want[r * ldc + j] = acc;
               }
             }
-            hk.Run(rows, kc, a.data(), lda, b.data(), panels, stride, c.data(), ldc, accumulate);
+            std::vector<float> scratch(static_cast<size_t>(kc * kNR), std::nanf(""));
+            hk.Run(rows, kc, a.data(), lda, b.data(), panels, stride, c.data(), ldc, accumulate, scratch.data());
             for (size_t i = 0; i < c.size(); ++i) {
               ASSERT_NEAR(c[i], want[i], 1e-6 * (kc + 1))
                   << v.isa << (bf16 ? " bf16" : " f16") << " panels " << panels << " rows " << rows

@@ -33,8 +33,10 @@ constexpr int kKCDot = 256;  // the same for BF16 panels (half the bytes a value
 // F16/BF16 tasks take up to this many column blocks, so A's rows are converted once for
 // all of them (fewer where that would leave too few tasks for the workers).
 constexpr int64_t kMaxHalfGroup = 4;
-// FP32: the C tile at the right edge; F16/BF16: A's K block in FP32 and kMaxHalfGroup tiles.
-constexpr size_t kScratchFloats = kMB * kKC + kMaxHalfGroup * kMB * kNB;
+// FP32: the C tile at the right edge; F16/BF16: A's K block in FP32 and kMaxHalfGroup
+// tiles; then one 16-bit panel's K block widened to FP32 (HalfPanelKernels::Run).
+constexpr size_t kPanelScratchAt = kMB * kKC + kMaxHalfGroup * kMB * kNB;
+constexpr size_t kScratchFloats = kPanelScratchAt + kKC * kNR;
 
 class CpuPackedWeight : public PackedWeight {
  public:
@@ -141,7 +143,7 @@ void GemmTile(const GemmParams& p, int64_t mb, int64_t nb, float* scratch) {
     if (p.w_dtype != DType::kF32) {  // 16-bit panels under FP32 activations
       const HalfPanelKernels& hk = p.w_dtype == DType::kBF16 ? mk.bf16 : mk.f16;
       const auto* w16 = reinterpret_cast<const uint16_t*>(wbase) + (p0 * p.k + k0) * kNR;
-      hk.Run(rows, kc, a, lda, w16, panels, p.k * kNR, ctile, ldc, /*accumulate=*/k0 != 0);
+      hk.Run(rows, kc, a, lda, w16, panels, p.k * kNR, ctile, ldc, /*accumulate=*/k0 != 0, scratch + kPanelScratchAt);
       continue;
     }
     const float* b[kPanelsPerTask];
@@ -211,7 +213,7 @@ void GemmTileHalf(const GemmParams& p, int64_t mb, int64_t nb0, float* scratch) 
       const int64_t p0 = nb * kPanelsPerTask;
       const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
       hk.Run(rows, kc, abuf, kc, w + (p0 * p.k + k0) * kNR, panels, p.k * kNR, ctiles + (nb - nb0) * kMB * kNB,
-             kNB, /*accumulate=*/k0 != 0);
+             kNB, /*accumulate=*/k0 != 0, scratch + kPanelScratchAt);
     }
   }
   for (int64_t nb = nb0; nb < nb1; ++nb) {

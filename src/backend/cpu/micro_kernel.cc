@@ -182,16 +182,32 @@ void MicroKernelScalar(int64_t kc, const float* a, int64_t lda, const typename P
   {nullptr, K<P, 1, ACC>, K<P, 2, ACC>, K<P, 3, ACC>, K<P, 4, ACC>, K<P, 5, ACC>, K<P, 6, ACC>, K<P, 7, ACC>, \
    K<P, 8, ACC>}
 
-// The 16-bit-panel kernels of one variant: its single-panel form, and its wide one where
-// it has one.
+template <typename P>
+__attribute__((target("avx2,fma,f16c"))) void WidenAvx2(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, Load8<P>(src + i));
+  for (; i < n; ++i) dst[i] = LoadOne<P>(src + i);
+}
+
+template <typename P>
+void WidenScalar(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = LoadOne<P>(src + i);
+}
+
+// The 16-bit-panel kernels of one variant: its single-panel form, its wide one where it
+// has one, else the widening of a panel for its FP32 kernels.
 template <typename P>
 HalfPanelKernels HalfPanels(const std::string& isa) {
   if (isa == "avx512f") {
     return {TS_KERNELS(MicroKernelAvx512, P, true), TS_KERNELS(MicroKernelAvx512, P, false),
             TS_WIDE_KERNELS(MicroKernelAvx512Wide, P, true), TS_WIDE_KERNELS(MicroKernelAvx512Wide, P, false)};
   }
-  if (isa == "avx2+fma") return {TS_KERNELS(MicroKernelAvx2, P, true), TS_KERNELS(MicroKernelAvx2, P, false)};
-  return {TS_KERNELS(MicroKernelScalar, P, true), TS_KERNELS(MicroKernelScalar, P, false)};
+  if (isa == "avx2+fma") {
+    return {TS_KERNELS(MicroKernelAvx2, P, true), TS_KERNELS(MicroKernelAvx2, P, false), {}, {}, WidenAvx2<P>,
+            TS_KERNELS(MicroKernelAvx2, F32Panel, true), TS_KERNELS(MicroKernelAvx2, F32Panel, false)};
+  }
+  return {TS_KERNELS(MicroKernelScalar, P, true), TS_KERNELS(MicroKernelScalar, P, false), {}, {}, WidenScalar<P>,
+          TS_KERNELS(MicroKernelScalar, F32Panel, true), TS_KERNELS(MicroKernelScalar, F32Panel, false)};
 }
 
 }  // namespace
