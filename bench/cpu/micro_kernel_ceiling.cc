@@ -5,7 +5,10 @@
 // the peak than its micro-kernel does here, so this bounds `tierscope kernel`'s figures.
 // Where the CPU has BF16 arithmetic, the BF16 dot kernels' forms (8 rows x 1-3 panels)
 // against the calibrated one-thread BF16 dot peak; and the INT8 kernels' forms (6 rows x 1
-// or 2 panels) against the calibrated one-thread INT8 dot peak.
+// or 2 panels) against the calibrated one-thread INT8 dot peak. Beside the forms, a whole
+// task tile at the GEMM's depths (48 rows x 6 panels, panel after panel as gemm.cc runs
+// it; its B outgrows L1, so it bounds the GEMM more closely than the forms do), over FP32
+// panels and over BF16/FP16 ones as HalfPanelKernels::Run widens them.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -74,8 +77,8 @@ int Main() {
   for (int64_t kc : {64, 128, 256, 512}) {
     constexpr int kTileRows = 48, kTilePanels = 6;  // a GEMM task's tile (gemm.cc)
     std::vector<float> a(static_cast<size_t>(kTileRows * kc), 0.5f),
-        b(static_cast<size_t>(kTilePanels * kc * kNR), 0.25f), c(static_cast<size_t>(kTileRows * kTilePanels * kNR), 0.0f),
-        scratch(static_cast<size_t>(kc * kNR));
+        b(static_cast<size_t>(kTilePanels * kc * kNR), 0.25f),
+        c(static_cast<size_t>(kTileRows * kTilePanels * kNR), 0.0f), scratch(static_cast<size_t>(kc * kNR));
     const int64_t stride = kc * kNR;
     auto row = [&](const char* form, int rows, int panels, auto call) {
       const double g = BestGflops(2.0 * rows * panels * kNR * kc, call);
@@ -92,11 +95,19 @@ int Main() {
         mk.wide_by_rows[kMRWide](kc, a.data(), kc, b.data(), stride, c.data(), kWidePanels * kNR);
       });
     }
-    // A whole task tile (48 rows x 96 columns, the panels one after another), as the GEMM
-    // runs it: the micro-kernels' calls and the edges between them.
-    row("tile 48x96", kTileRows, kTilePanels, [&] {
-      mk.Run(kTileRows, kc, a.data(), kc, b.data(), kTilePanels, stride, c.data(), kTilePanels * kNR);
-    });
+    // A whole task tile (48 rows x 96 columns) as GemmTile runs it on a variant without
+    // wide kernels: panel after panel, the rows streaming past each (depths up to kKC).
+    const bool tile = kc <= 128;
+    if (tile && !mk.has_wide()) {
+      row("tile 48x96", kTileRows, kTilePanels, [&] {
+        for (int p = 0; p < kTilePanels; ++p) {
+          for (int r0 = 0; r0 < kTileRows; r0 += kMR) {
+            float* ct = c.data() + r0 * kTilePanels * kNR + p * kNR;
+            mk.by_rows[kMR](kc, a.data() + r0 * kc, kc, b.data() + p * stride, ct, kTilePanels * kNR);
+          }
+        }
+      });
+    }
     // The same forms over BF16 / FP16 panels, widened in registers (batch-bf16/fp16 on
     // CPUs without BF16/FP16 arithmetic), and the tile, where a variant widens each panel
     // once for its rows.
@@ -107,11 +118,13 @@ int Main() {
       const HalfPanelKernels* hk = form.second;
       const std::string single = std::string("single 6x16, ") + name + " B";
       row(single.c_str(), kMR, 1, [&] { hk->by_rows[kMR](kc, a.data(), kc, h.data(), c.data(), kNR); });
-      const std::string tile = std::string("tile 48x96, ") + name + " B";
-      row(tile.c_str(), kTileRows, kTilePanels, [&] {
-        hk->Run(kTileRows, kc, a.data(), kc, h.data(), kTilePanels, stride, c.data(), kTilePanels * kNR, true,
-                scratch.data());
-      });
+      const std::string tile_form = std::string("tile 48x96, ") + name + " B";
+      if (tile) {
+        row(tile_form.c_str(), kTileRows, kTilePanels, [&] {
+          hk->Run(kTileRows, kc, a.data(), kc, h.data(), kTilePanels, stride, c.data(), kTilePanels * kNR, true,
+                  scratch.data());
+        });
+      }
       if (hk->has_wide()) {
         const std::string wide = std::string("wide 8x48, ") + name + " B";
         row(wide.c_str(), kMRWide, kWidePanels, [&] {

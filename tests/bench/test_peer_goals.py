@@ -150,3 +150,21 @@ def test_without_calibrated_peaks_a_peer_goal_claims_no_share():
     out = verdicts(goals.print_goals("all-MiniLM-L6-v2", BEST, {}, 100e6, 200e9, AMX, {}))
     assert out["batch-bf16 / torch bf16 (BF16 arithmetic here)"]["needed_peak_share"] is None
     assert "needs" not in out["batch-bf16 / torch bf16 (BF16 arithmetic here)"]["against"]
+
+
+def test_an_int8_goal_beyond_the_ratio_of_the_dot_and_fma_peaks_says_so():
+    # A Zen 1: vpmaddubsw + vpmaddwd run at about the FP32 FMA rate, so 2x is out of reach.
+    zen1 = {"features": "avx2 fma f16c", "peaks": {"bf16_dot": False, "int8_dot": "avx2", "fp32_gflops": 80.0,
+                                                    "int8_gops": 77.0}}
+    out = verdicts(goals.print_goals("tiny", BEST, {}, 100e6, 80e9, zen1, {}))
+    int8 = out["batch-int8 / batch-fp32 (INT8 dot: avx2)"]
+    assert int8["against"] == "INT8 dot peak / FP32 FMA peak = 0.96: the goal is beyond the instructions' ratio"
+    # Zen 3's 387 against 200 GOP/s is short of 2x too.
+    zen3 = dict(zen1, peaks=dict(zen1["peaks"], fp32_gflops=200.0, int8_gops=387.0))
+    int8 = verdicts(goals.print_goals("tiny", BEST, {}, 100e6, 200e9, zen3, {}))[
+        "batch-int8 / batch-fp32 (INT8 dot: avx2)"]
+    assert int8["against"] == "INT8 dot peak / FP32 FMA peak = 1.94: the goal is beyond the instructions' ratio"
+    # AVX512-VNNI, 4x the FMA rate: the ratio is shown, the 3x goal not called out of reach.
+    int8 = verdicts(goals.print_goals("tiny", BEST, {}, 100e6, 200e9, AMX_PEAKS, {}))[
+        "batch-int8 / batch-fp32 (INT8 dot: amx)"]
+    assert int8["against"] == "INT8 dot peak / FP32 FMA peak = 8.00"

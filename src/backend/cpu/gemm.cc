@@ -3,7 +3,8 @@
 // each task computes one tile of y, a row block of at most 48 rows (tile_rows.h) by 96
 // columns, with register-blocked micro-kernels (8x48 where the ISA has them, else 6x32 or
 // 6x16). F16/BF16: A's rows are converted to FP32 per K block, B's panels are widened in
-// the micro-kernels' registers (FP32 arithmetic).
+// the micro-kernels' registers (AVX-512), or once a task into scratch for the FP32 kernels
+// (AVX2, scalar: HalfPanelKernels::Run) — FP32 arithmetic either way.
 // BF16 where the CPU has BF16 arithmetic (micro_kernel_bf16.h): the panels are packed in
 // 2-deep groups [N/16][K/2][16][2] and the dot kernels read A's BF16 rows in place.
 // With the residual add and LayerNorm in the epilogue (CpuLinearAddLayerNorm), a task
@@ -187,7 +188,7 @@ void GemmTile(const GemmParams& p, int64_t mb, int64_t nb, float* scratch) {
 // F16/BF16: the tile of y at row block mb (at most 48 rows) by 96 x p.n_group columns from
 // column block nb0.
 // Each K block of A's rows is converted to FP32 once for all the task's column blocks;
-// B's 16-bit panels are widened in the micro-kernels' registers.
+// B's 16-bit panels are widened as HalfPanelKernels::Run does.
 void GemmTileHalf(const GemmParams& p, int64_t mb, int64_t nb0, float* scratch) {
   const HalfPanelKernels& hk = p.dtype == DType::kBF16 ? GetMicroKernels().bf16 : GetMicroKernels().f16;
   const int64_t m0 = p.mt.begin(mb);
@@ -368,7 +369,8 @@ void GemmTask(const GemmParams& p, int64_t mb, int64_t nb, bool dot, float* scra
 int64_t CpuGemmRowGranule() { return GetMicroKernels().has_wide() ? kMRWide : kMR; }
 
 bool CpuLinearByColumns(CpuBackend& be, int64_t rows, const PackedWeight& w) {
-  return w.dtype() != DType::kI8 && ByColumns(be, SplitTileRows(rows, kMB, CpuGemmRowGranule(), be.num_workers()).blocks, w);
+  const TileRows mt = SplitTileRows(rows, kMB, CpuGemmRowGranule(), be.num_workers());
+  return w.dtype() != DType::kI8 && ByColumns(be, mt.blocks, w);
 }
 
 Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,

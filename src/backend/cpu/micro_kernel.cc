@@ -19,7 +19,8 @@ namespace {
 
 // What a B panel holds: FP32, or BF16 / FP16 widened to FP32 in registers as it is
 // loaded (BF16: its 16 bits moved to the top of a 32-bit lane; FP16: F16C's vcvtph2ps), so
-// a 16-bit-weight GEMM reads its weights once, at half the bytes, with no conversion pass.
+// a 16-bit-weight GEMM reads its weights at half the bytes. Where a variant widens a panel
+// once for many rows (HalfPanelKernels::widen), the same loads fill its FP32 scratch.
 struct F32Panel { using T = float; };
 struct Bf16Panel { using T = uint16_t; };
 struct F16Panel { using T = uint16_t; };

@@ -53,7 +53,7 @@ struct HalfPanelKernels {
   // FP32 scratch and run on the variant's FP32 kernels (f32_by_rows / f32_overwrite), so
   // its rows share one conversion. Widening in the registers repeats it for every kMR
   // rows: on a Zen 1, whose 256-bit operations are two 128-bit halves, the conversions
-  // held the 6x16 kernel to 79% (BF16) and 70% (FP16) of the FMA peak in L1, against 97%
+  // held the 6x16 kernel to 78% (BF16) and 72% (FP16) of the FMA peak in L1, against 97%
   // over FP32 panels. AVX-512 keeps the registers (its wide kernels: 3 panels a call).
   WidenFn widen = nullptr;
   MicroKernelFn f32_by_rows[kMR + 1] = {};
