@@ -8,7 +8,7 @@
 // or 2 panels) against the calibrated one-thread INT8 dot peak. Beside the forms, a whole
 // task tile at the GEMM's depths (48 rows x 6 panels, panel after panel as gemm.cc runs
 // it; its B outgrows L1, so it bounds the GEMM more closely than the forms do), over FP32
-// panels and over BF16/FP16 ones as HalfPanelKernels::Run widens them.
+// panels and over BF16/FP16 ones as MicroKernels::RunHalf widens them.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -121,8 +121,8 @@ int Main() {
       const std::string tile_form = std::string("tile 48x96, ") + name + " B";
       if (tile) {
         row(tile_form.c_str(), kTileRows, kTilePanels, [&] {
-          hk->Run(kTileRows, kc, a.data(), kc, h.data(), kTilePanels, stride, c.data(), kTilePanels * kNR, true,
-                  scratch.data());
+          mk.RunHalf(*hk, kTileRows, kc, a.data(), kc, h.data(), kTilePanels, stride, c.data(), kTilePanels * kNR,
+                     true, scratch.data());
         });
       }
       if (hk->has_wide()) {

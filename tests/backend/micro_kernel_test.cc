@@ -239,7 +239,8 @@ TEST(MicroKernels, HalfPanelKernelsOfEveryVariantMatchADoubleReferenceOverWidene
               }
             }
             std::vector<float> scratch(static_cast<size_t>(kc * kNR), std::nanf(""));
-            hk.Run(rows, kc, a.data(), lda, b.data(), panels, stride, c.data(), ldc, accumulate, scratch.data());
+            v.kernels.RunHalf(hk, rows, kc, a.data(), lda, b.data(), panels, stride, c.data(), ldc, accumulate,
+                              scratch.data());
             for (size_t i = 0; i < c.size(); ++i) {
               ASSERT_NEAR(c[i], want[i], 1e-6 * (kc + 1))
                   << v.isa << (bf16 ? " bf16" : " f16") << " panels " << panels << " rows " << rows

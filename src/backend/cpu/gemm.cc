@@ -4,7 +4,7 @@
 // columns, with register-blocked micro-kernels (8x48 where the ISA has them, else 6x32 or
 // 6x16). F16/BF16: A's rows are converted to FP32 per K block, B's panels are widened in
 // the micro-kernels' registers (AVX-512), or once a task into scratch for the FP32 kernels
-// (AVX2, scalar: HalfPanelKernels::Run) — FP32 arithmetic either way.
+// (AVX2, scalar: MicroKernels::RunHalf) — FP32 arithmetic either way.
 // BF16 where the CPU has BF16 arithmetic (micro_kernel_bf16.h): the panels are packed in
 // 2-deep groups [N/16][K/2][16][2] and the dot kernels read A's BF16 rows in place.
 // With the residual add and LayerNorm in the epilogue (CpuLinearAddLayerNorm), a task
@@ -35,7 +35,7 @@ constexpr int kKCDot = 256;  // the same for BF16 panels (half the bytes a value
 // all of them (fewer where that would leave too few tasks for the workers).
 constexpr int64_t kMaxHalfGroup = 4;
 // FP32: the C tile at the right edge; F16/BF16: A's K block in FP32 and kMaxHalfGroup
-// tiles; then one 16-bit panel's K block widened to FP32 (HalfPanelKernels::Run).
+// tiles; then one 16-bit panel's K block widened to FP32 (MicroKernels::RunHalf).
 constexpr size_t kPanelScratchAt = kMB * kKC + kMaxHalfGroup * kMB * kNB;
 constexpr size_t kScratchFloats = kPanelScratchAt + kKC * kNR;
 
@@ -144,7 +144,8 @@ void GemmTile(const GemmParams& p, int64_t mb, int64_t nb, float* scratch) {
     if (p.w_dtype != DType::kF32) {  // 16-bit panels under FP32 activations
       const HalfPanelKernels& hk = p.w_dtype == DType::kBF16 ? mk.bf16 : mk.f16;
       const auto* w16 = reinterpret_cast<const uint16_t*>(wbase) + (p0 * p.k + k0) * kNR;
-      hk.Run(rows, kc, a, lda, w16, panels, p.k * kNR, ctile, ldc, /*accumulate=*/k0 != 0, scratch + kPanelScratchAt);
+      mk.RunHalf(hk, rows, kc, a, lda, w16, panels, p.k * kNR, ctile, ldc, /*accumulate=*/k0 != 0,
+                 scratch + kPanelScratchAt);
       continue;
     }
     const float* b[kPanelsPerTask];
@@ -188,9 +189,10 @@ void GemmTile(const GemmParams& p, int64_t mb, int64_t nb, float* scratch) {
 // F16/BF16: the tile of y at row block mb (at most 48 rows) by 96 x p.n_group columns from
 // column block nb0.
 // Each K block of A's rows is converted to FP32 once for all the task's column blocks;
-// B's 16-bit panels are widened as HalfPanelKernels::Run does.
+// B's 16-bit panels are widened as MicroKernels::RunHalf does.
 void GemmTileHalf(const GemmParams& p, int64_t mb, int64_t nb0, float* scratch) {
-  const HalfPanelKernels& hk = p.dtype == DType::kBF16 ? GetMicroKernels().bf16 : GetMicroKernels().f16;
+  const MicroKernels& mk = GetMicroKernels();
+  const HalfPanelKernels& hk = p.dtype == DType::kBF16 ? mk.bf16 : mk.f16;
   const int64_t m0 = p.mt.begin(mb);
   const int64_t rows = p.mt.rows(mb);
   const int64_t nb1 = std::min<int64_t>(nb0 + p.n_group, p.n_blocks);
@@ -213,8 +215,8 @@ void GemmTileHalf(const GemmParams& p, int64_t mb, int64_t nb0, float* scratch) 
     for (int64_t nb = nb0; nb < nb1; ++nb) {
       const int64_t p0 = nb * kPanelsPerTask;
       const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
-      hk.Run(rows, kc, abuf, kc, w + (p0 * p.k + k0) * kNR, panels, p.k * kNR, ctiles + (nb - nb0) * kMB * kNB,
-             kNB, /*accumulate=*/k0 != 0, scratch + kPanelScratchAt);
+      mk.RunHalf(hk, rows, kc, abuf, kc, w + (p0 * p.k + k0) * kNR, panels, p.k * kNR,
+                 ctiles + (nb - nb0) * kMB * kNB, kNB, /*accumulate=*/k0 != 0, scratch + kPanelScratchAt);
     }
   }
   for (int64_t nb = nb0; nb < nb1; ++nb) {

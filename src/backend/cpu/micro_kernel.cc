@@ -204,11 +204,9 @@ HalfPanelKernels HalfPanels(const std::string& isa) {
             TS_WIDE_KERNELS(MicroKernelAvx512Wide, P, true), TS_WIDE_KERNELS(MicroKernelAvx512Wide, P, false)};
   }
   if (isa == "avx2+fma") {
-    return {TS_KERNELS(MicroKernelAvx2, P, true), TS_KERNELS(MicroKernelAvx2, P, false), {}, {}, WidenAvx2<P>,
-            TS_KERNELS(MicroKernelAvx2, F32Panel, true), TS_KERNELS(MicroKernelAvx2, F32Panel, false)};
+    return {TS_KERNELS(MicroKernelAvx2, P, true), TS_KERNELS(MicroKernelAvx2, P, false), {}, {}, WidenAvx2<P>};
   }
-  return {TS_KERNELS(MicroKernelScalar, P, true), TS_KERNELS(MicroKernelScalar, P, false), {}, {}, WidenScalar<P>,
-          TS_KERNELS(MicroKernelScalar, F32Panel, true), TS_KERNELS(MicroKernelScalar, F32Panel, false)};
+  return {TS_KERNELS(MicroKernelScalar, P, true), TS_KERNELS(MicroKernelScalar, P, false), {}, {}, WidenScalar<P>};
 }
 
 }  // namespace

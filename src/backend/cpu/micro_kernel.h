@@ -50,48 +50,13 @@ struct HalfPanelKernels {
   MicroKernelWideB16Fn wide_by_rows[kMRWide + 1] = {};  // null where the ISA has none
   MicroKernelWideB16Fn wide_overwrite[kMRWide + 1] = {};
   // Where set (AVX2, scalar): a panel that more than kMR rows read is widened once into
-  // FP32 scratch and run on the variant's FP32 kernels (f32_by_rows / f32_overwrite), so
-  // its rows share one conversion. Widening in the registers repeats it for every kMR
-  // rows: on a Zen 1, whose 256-bit operations are two 128-bit halves, the conversions
-  // held the 6x16 kernel to 78% (BF16) and 72% (FP16) of the FMA peak in L1, against 97%
-  // over FP32 panels. AVX-512 keeps the registers (its wide kernels: 3 panels a call).
+  // FP32 scratch and run on the variant's FP32 kernels (MicroKernels::RunHalf), so its
+  // rows share one conversion. Widening in the registers repeats it for every kMR rows: on
+  // a Zen 1, whose 256-bit operations are two 128-bit halves, the conversions held the
+  // 6x16 kernel to 78% (BF16) and 72% (FP16) of the FMA peak in L1, against 97% over FP32
+  // panels. AVX-512 keeps the registers (its wide kernels: 3 panels a call).
   WidenFn widen = nullptr;
-  MicroKernelFn f32_by_rows[kMR + 1] = {};
-  MicroKernelFn f32_overwrite[kMR + 1] = {};
   bool has_wide() const { return wide_by_rows[1] != nullptr; }
-  // MicroKernels::Run over 16-bit panels (`panel_stride` elements apart); `panel_scratch`
-  // holds kc x 16 floats.
-  void Run(int64_t rows, int64_t kc, const float* a, int64_t lda, const uint16_t* b, int64_t panels,
-           int64_t panel_stride, float* c, int64_t ldc, bool accumulate, float* panel_scratch) const {
-    int64_t p = 0;
-    if (has_wide()) {
-      const MicroKernelWideB16Fn* wide = accumulate ? wide_by_rows : wide_overwrite;
-      for (; p + kWidePanels <= panels; p += kWidePanels) {
-        for (int64_t r0 = 0; r0 < rows; r0 += kMRWide) {
-          const int64_t mr = rows - r0 < kMRWide ? rows - r0 : kMRWide;
-          wide[mr](kc, a + r0 * lda, lda, b + p * panel_stride, panel_stride, c + r0 * ldc + p * kNR, ldc);
-        }
-      }
-    }
-    if (widen != nullptr && rows > kMR) {
-      const MicroKernelFn* fns = accumulate ? f32_by_rows : f32_overwrite;
-      for (; p < panels; ++p) {
-        widen(b + p * panel_stride, panel_scratch, kc * kNR);
-        for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
-          const int64_t mr = rows - r0 < kMR ? rows - r0 : kMR;
-          fns[mr](kc, a + r0 * lda, lda, panel_scratch, c + r0 * ldc + p * kNR, ldc);
-        }
-      }
-      return;
-    }
-    const MicroKernelB16Fn* fns = accumulate ? by_rows : overwrite;
-    for (; p < panels; ++p) {
-      for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
-        const int64_t mr = rows - r0 < kMR ? rows - r0 : kMR;
-        fns[mr](kc, a + r0 * lda, lda, b + p * panel_stride, c + r0 * ldc + p * kNR, ldc);
-      }
-    }
-  }
 };
 
 struct MicroKernels {
@@ -111,6 +76,36 @@ struct MicroKernels {
   // beside the GEMMs (LayerNorm) run 16 lanes with it, 8 with the others, so forcing a
   // variant tests theirs too.
   bool avx512() const { return has_wide(); }
+  // Run over 16-bit panels (`panel_stride` elements apart) with hk, this variant's bf16 or
+  // f16: in the registers, or each panel widened into `panel_scratch` (kc x 16 floats)
+  // and run on this variant's FP32 kernels, where hk widens and more than kMR rows read it.
+  void RunHalf(const HalfPanelKernels& hk, int64_t rows, int64_t kc, const float* a, int64_t lda, const uint16_t* b,
+               int64_t panels, int64_t panel_stride, float* c, int64_t ldc, bool accumulate,
+               float* panel_scratch) const {
+    int64_t p = 0;
+    if (hk.has_wide()) {
+      const MicroKernelWideB16Fn* wide = accumulate ? hk.wide_by_rows : hk.wide_overwrite;
+      for (; p + kWidePanels <= panels; p += kWidePanels) {
+        for (int64_t r0 = 0; r0 < rows; r0 += kMRWide) {
+          const int64_t mr = rows - r0 < kMRWide ? rows - r0 : kMRWide;
+          wide[mr](kc, a + r0 * lda, lda, b + p * panel_stride, panel_stride, c + r0 * ldc + p * kNR, ldc);
+        }
+      }
+    }
+    const bool widen = hk.widen != nullptr && rows > kMR;
+    const MicroKernelB16Fn* fns = accumulate ? hk.by_rows : hk.overwrite;
+    for (; p < panels; ++p) {
+      if (widen) {
+        hk.widen(b + p * panel_stride, panel_scratch, kc * kNR);
+        Run(rows, kc, a, lda, panel_scratch, 1, kc * kNR, c + p * kNR, ldc, accumulate);
+        continue;
+      }
+      for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
+        const int64_t mr = rows - r0 < kMR ? rows - r0 : kMR;
+        fns[mr](kc, a + r0 * lda, lda, b + p * panel_stride, c + r0 * ldc + p * kNR, ldc);
+      }
+    }
+  }
   // c[rows][cols of the panels] (+)= a[rows][kc] . panels; `panels` B panels of
   // [kc][16] each, `panel_stride` floats apart; c has row stride ldc. With
   // `accumulate` false, c is overwritten. Three panels at a time on wide kernels, then
