@@ -217,6 +217,16 @@ int64_t BertModel::linear_weight_bytes() const {
   return bytes;
 }
 
+int64_t BertModel::linear_workspace_bytes() const {
+  int64_t bytes = pooler_w_ != nullptr ? kernels_.LinearWorkspaceBytes(*pooler_w_) : 0;
+  for (const Layer& L : layers_) {
+    for (const auto* w : {L.qkv_w.get(), L.attn_out_w.get(), L.inter_w.get(), L.out_w.get()}) {
+      if (w != nullptr) bytes = std::max(bytes, kernels_.LinearWorkspaceBytes(*w));
+    }
+  }
+  return bytes;
+}
+
 StatusOr<BertModel::Inputs> BertModel::Upload(const BatchInput& in) {
   TS_RETURN_IF_ERROR(Validate(in));
   const std::vector<RowBlock> blocks = SplitRowBlocks(in, row_block_rows());

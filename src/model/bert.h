@@ -90,6 +90,8 @@ class BertModel {
   int64_t row_block_rows() const;
   // The bytes of the Linears' packed weights, which every row block reads again.
   int64_t linear_weight_bytes() const;
+  // The most workspace bytes any of its Linears keeps (Kernels::LinearWorkspaceBytes).
+  int64_t linear_workspace_bytes() const;
 
  private:
   struct Layer {

@@ -39,6 +39,7 @@ class CpuKernels : public Kernels {
   bool QuantizesInProducer() const override { return true; }
   bool Int8RunsBf16Rows() const override { return GetBf16Kernels().dot(); }
   bool FusesAddLayerNorm() const override { return true; }
+  int64_t LinearWorkspaceBytes(const PackedWeight& w) const override { return CpuLinearWorkspaceBytes(w); }
   int64_t RowBlockRows(int64_t bytes_per_row, int64_t weight_bytes) const override {
     return CpuRowBlockRows(be_.num_workers(), bytes_per_row, weight_bytes);
   }
@@ -283,6 +284,14 @@ void CpuBackend::EnsureScratch(size_t floats) {
   if (floats <= scratch_floats_) return;
   for (auto& s : scratch_) s.resize(floats);
   scratch_floats_ = floats;
+}
+
+float* CpuBackend::EnsureSharedScratch(size_t floats) {
+  if (floats > shared_scratch_.size()) {
+    accounting_.OnWorkspaceGrowth((floats - shared_scratch_.size()) * sizeof(float));
+    shared_scratch_.resize(floats);
+  }
+  return shared_scratch_.data();
 }
 
 StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(int threads) {

@@ -51,6 +51,10 @@ class CpuBackend : public Backend {
   // the launch whose tasks use it, so no task allocates.
   void EnsureScratch(size_t floats);
   float* scratch(int worker) { return scratch_[worker].data(); }
+  // One FP32 buffer of at least `floats` elements that the tasks of the next launch share
+  // (16-bit weight panels widened once a launch: widened_panels.h). Call before the launch.
+  // It is kept, and counted in the live and peak bytes (Kernels::LinearWorkspaceBytes).
+  float* EnsureSharedScratch(size_t floats);
 
  private:
   DeviceProps props_;
@@ -63,6 +67,7 @@ class CpuBackend : public Backend {
   LaunchHook* hook_ = nullptr;
   std::vector<std::vector<float>> scratch_;
   size_t scratch_floats_ = 0;
+  std::vector<float> shared_scratch_;
   std::vector<std::byte> flush_;  // FlushCaches' buffer, twice the last-level cache
   int64_t flushes_ = 0;
   MemoryAccounting accounting_;
@@ -77,6 +82,12 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
 // Whether CpuLinear over `rows` rows of float weight w has each worker take whole column
 // blocks (few row blocks, weights past a core's L2), not rows.
 bool CpuLinearByColumns(CpuBackend& be, int64_t rows, const PackedWeight& w);
+// Whether CpuLinear over `rows` rows of 16-bit weight w widens its panels to FP32 once for
+// the launch (widened_panels.h), not once a task: on variants without in-register
+// widening (AVX2, scalar), where more than one row block reads each column block.
+bool CpuLinearWidensPanelsOnce(CpuBackend& be, int64_t rows, const PackedWeight& w);
+// The shared scratch a Linear over w may grow to (its panels widened to FP32), or 0.
+int64_t CpuLinearWorkspaceBytes(const PackedWeight& w);
 StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const HostTensor& w,
                                                       DType dtype);
 // The INT8 pair (gemm_int8.cc): weights quantized per output channel; x and y FP32.

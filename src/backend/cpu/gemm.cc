@@ -4,7 +4,8 @@
 // columns, with register-blocked micro-kernels (8x48 where the ISA has them, else 6x32 or
 // 6x16). F16/BF16: A's rows are converted to FP32 per K block, B's panels are widened in
 // the micro-kernels' registers (AVX-512), or once a task into scratch for the FP32 kernels
-// (AVX2, scalar: MicroKernels::RunHalf) — FP32 arithmetic either way.
+// (AVX2, scalar: MicroKernels::RunHalf), or, where several row blocks read them, once a
+// launch into shared scratch (widened_panels.h) — FP32 arithmetic either way.
 // BF16 where the CPU has BF16 arithmetic (micro_kernel_bf16.h): the panels are packed in
 // 2-deep groups [N/16][K/2][16][2] and the dot kernels read A's BF16 rows in place.
 // With the residual add and LayerNorm in the epilogue (CpuLinearAddLayerNorm), a task
@@ -21,6 +22,7 @@
 #include "backend/cpu/micro_kernel_bf16.h"
 #include "backend/cpu/tile_rows.h"
 #include "backend/cpu/vec_math.h"
+#include "backend/cpu/widened_panels.h"
 
 namespace tierscope {
 namespace {
@@ -69,6 +71,7 @@ struct GemmParams {
   int64_t n_blocks;  // column blocks of kNB
   int64_t n_group;   // column blocks of one task (1 for FP32)
   TileRows mt;       // the tasks' row blocks, of at most kMB rows
+  WidenedPanels* widened;  // 16-bit panels widened once a launch, where on
 };
 
 // Adds the bias and applies GELU or nothing on 16 lanes in one pass (AVX-512 hosts).
@@ -135,23 +138,23 @@ void GemmTile(const GemmParams& p, int64_t mb, int64_t nb, float* scratch) {
   if (p.k == 0) {  // no K block writes it
     for (int64_t r = 0; r < rows; ++r) std::memset(ctile + r * ldc, 0, sizeof(float) * panels * kNR);
   }
-  const auto* wbase = static_cast<const std::byte*>(p.w->panels().data());
+  // This column block's FP32 panels: the weights', or 16-bit ones widened once a launch.
+  const float* f32 = p.w_dtype == DType::kF32 ? static_cast<const float*>(p.w->panels().data()) + p0 * p.k * kNR
+                                              : p.widened->Claim(nb);
 
   for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
     const int64_t kc = std::min<int64_t>(kKC, p.k - k0);
     const float* a = static_cast<const float*>(p.x) + m0 * p.x_stride + k0;
     const int64_t lda = p.x_stride;
-    if (p.w_dtype != DType::kF32) {  // 16-bit panels under FP32 activations
+    if (f32 == nullptr) {  // 16-bit panels under FP32 activations, widened by RunHalf
       const HalfPanelKernels& hk = p.w_dtype == DType::kBF16 ? mk.bf16 : mk.f16;
-      const auto* w16 = reinterpret_cast<const uint16_t*>(wbase) + (p0 * p.k + k0) * kNR;
+      const auto* w16 = static_cast<const uint16_t*>(p.w->panels().data()) + (p0 * p.k + k0) * kNR;
       mk.RunHalf(hk, rows, kc, a, lda, w16, panels, p.k * kNR, ctile, ldc, /*accumulate=*/k0 != 0,
                  scratch + kPanelScratchAt);
       continue;
     }
     const float* b[kPanelsPerTask];
-    for (int64_t pp = 0; pp < panels; ++pp) {
-      b[pp] = reinterpret_cast<const float*>(wbase) + ((p0 + pp) * p.k + k0) * kNR;
-    }
+    for (int64_t pp = 0; pp < panels; ++pp) b[pp] = f32 + (pp * p.k + k0) * kNR;
     // Panel-major: three B panels (kc x 48) where the ISA has wide kernels, else two or
     // one, stay in L1 while the rows stream past them.
     const int64_t panel_stride = p.k * kNR;
@@ -209,14 +212,21 @@ void GemmTileHalf(const GemmParams& p, int64_t mb, int64_t nb0, float* scratch) 
     const auto* yr = static_cast<const char*>(p.y) + ((m0 + r) * p.n + nb0 * kNB) * 2;
     for (int64_t off = 0; off < y_bytes; off += 64) __builtin_prefetch(yr + off, 1, 2);
   }
+  const float* f32[kMaxHalfGroup];  // the column blocks' panels widened once a launch, or null
+  for (int64_t nb = nb0; nb < nb1; ++nb) f32[nb - nb0] = p.widened->Claim(nb);
   for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
     const int64_t kc = std::min<int64_t>(kKC, p.k - k0);
     for (int64_t r = 0; r < rows; ++r) ToFloat(p.dtype, x + (m0 + r) * p.x_stride + k0, abuf + r * kc, kc);
     for (int64_t nb = nb0; nb < nb1; ++nb) {
       const int64_t p0 = nb * kPanelsPerTask;
       const int64_t panels = std::min<int64_t>(kPanelsPerTask, p.w->num_panels() - p0);
-      mk.RunHalf(hk, rows, kc, abuf, kc, w + (p0 * p.k + k0) * kNR, panels, p.k * kNR,
-                 ctiles + (nb - nb0) * kMB * kNB, kNB, /*accumulate=*/k0 != 0, scratch + kPanelScratchAt);
+      float* ctile = ctiles + (nb - nb0) * kMB * kNB;
+      if (const float* b = f32[nb - nb0]; b != nullptr) {
+        mk.Run(rows, kc, abuf, kc, b + k0 * kNR, panels, p.k * kNR, ctile, kNB, /*accumulate=*/k0 != 0);
+      } else {
+        mk.RunHalf(hk, rows, kc, abuf, kc, w + (p0 * p.k + k0) * kNR, panels, p.k * kNR, ctile, kNB,
+                   /*accumulate=*/k0 != 0, scratch + kPanelScratchAt);
+      }
     }
   }
   for (int64_t nb = nb0; nb < nb1; ++nb) {
@@ -355,6 +365,26 @@ int64_t HalfGroup(int64_t m_blocks, int64_t n_blocks, int workers) {
   return group;
 }
 
+// How a launch over m_blocks row blocks widens pw's 16-bit panels once (widened_panels.h):
+// where this variant widens them into scratch (AVX2, scalar: not in the registers) and
+// more than one row block reads each column block; else null.
+WidenFn OnceALaunchWiden(const CpuPackedWeight& pw, int64_t m_blocks) {
+  if (pw.dot_isa() != nullptr || (pw.dtype() != DType::kBF16 && pw.dtype() != DType::kF16) || m_blocks < 2) {
+    return nullptr;
+  }
+  const MicroKernels& mk = GetMicroKernels();
+  return (pw.dtype() == DType::kBF16 ? mk.bf16 : mk.f16).widen;
+}
+
+WidenedPanels LaunchWidening(CpuBackend& be, const CpuPackedWeight& pw, int64_t m_blocks) {
+  const WidenFn widen = OnceALaunchWiden(pw, m_blocks);
+  if (widen == nullptr) return {};
+  const int64_t total = pw.num_panels() * pw.k() * kNR;
+  float* dst = be.EnsureSharedScratch(static_cast<size_t>(total));
+  return WidenedPanels(widen, static_cast<const uint16_t*>(pw.panels().data()), dst, kPanelsPerTask * pw.k() * kNR,
+                       total, (pw.num_panels() + kPanelsPerTask - 1) / kPanelsPerTask);
+}
+
 // Column blocks [nb, nb + p.n_group) of row block mb, on the kernels for p's dtypes.
 void GemmTask(const GemmParams& p, int64_t mb, int64_t nb, bool dot, float* scratch) {
   if (dot) {
@@ -369,6 +399,19 @@ void GemmTask(const GemmParams& p, int64_t mb, int64_t nb, bool dot, float* scra
 }  // namespace
 
 int64_t CpuGemmRowGranule() { return GetMicroKernels().has_wide() ? kMRWide : kMR; }
+
+bool CpuLinearWidensPanelsOnce(CpuBackend& be, int64_t rows, const PackedWeight& w) {
+  if (w.dtype() == DType::kI8) return false;
+  const TileRows mt = SplitTileRows(rows, kMB, CpuGemmRowGranule(), be.num_workers());
+  return OnceALaunchWiden(static_cast<const CpuPackedWeight&>(w), mt.blocks) != nullptr;
+}
+
+int64_t CpuLinearWorkspaceBytes(const PackedWeight& w) {
+  if (w.dtype() == DType::kI8) return 0;
+  const auto& pw = static_cast<const CpuPackedWeight&>(w);
+  return OnceALaunchWiden(pw, /*m_blocks=*/2) == nullptr ? 0
+                                                         : pw.num_panels() * pw.k() * kNR * int64_t{sizeof(float)};
+}
 
 bool CpuLinearByColumns(CpuBackend& be, int64_t rows, const PackedWeight& w) {
   const TileRows mt = SplitTileRows(rows, kMB, CpuGemmRowGranule(), be.num_workers());
@@ -388,8 +431,9 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   TS_RETURN_IF_ERROR(CheckDotPacking(pw, t));
   const bool dot = pw.dot_isa() != nullptr;
   const int64_t group = t != DType::kF32 && !dot ? HalfGroup(m_blocks, n_blocks, be.num_workers()) : 1;
+  WidenedPanels widened = LaunchWidening(be, pw, m_blocks);
   GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
-               bias ? bias->data() : nullptr, epilogue, y.data(), w.dtype(), n_blocks, group, mt};
+               bias ? bias->data() : nullptr, epilogue, y.data(), w.dtype(), n_blocks, group, mt, &widened};
   const int64_t col_tasks = (n_blocks + group - 1) / group;
   LaunchDesc desc;
   desc.kernel = GemmKernelName(t, w.dtype(), bias != nullptr, epilogue, dot);
@@ -431,8 +475,9 @@ Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int6
   const bool dot = pw.dot_isa() != nullptr;
   const int64_t n_blocks = (n + kNB - 1) / kNB;
   const int64_t group = t != DType::kF32 && !dot ? std::min<int64_t>(kMaxHalfGroup, n_blocks) : 1;
+  WidenedPanels widened = LaunchWidening(be, pw, mt.blocks);
   GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
-               bias ? bias->data() : nullptr, Epilogue::kNone, out.data(), w.dtype(), n_blocks, group, mt};
+               bias ? bias->data() : nullptr, Epilogue::kNone, out.data(), w.dtype(), n_blocks, group, mt, &widened};
   LaunchDesc desc;
   desc.kernel = GemmAddLayerNormKernelName(t, w.dtype(), bias != nullptr, dot);
   desc.grid = Dim3{mt.blocks, 1, 1};

@@ -51,7 +51,8 @@ struct HalfPanelKernels {
   MicroKernelWideB16Fn wide_overwrite[kMRWide + 1] = {};
   // Where set (AVX2, scalar): a panel that more than kMR rows read is widened once into
   // FP32 scratch and run on the variant's FP32 kernels (MicroKernels::RunHalf), so its
-  // rows share one conversion. Widening in the registers repeats it for every kMR rows: on
+  // rows share one conversion; a GEMM of several row blocks widens each column block once
+  // a launch instead (widened_panels.h). Widening in the registers repeats it for every kMR rows: on
   // a Zen 1, whose 256-bit operations are two 128-bit halves, the conversions held the
   // 6x16 kernel to 78% (BF16) and 72% (FP16) of the FMA peak in L1, against 97% over FP32
   // panels. AVX-512 keeps the registers (its wide kernels: 3 panels a call).
