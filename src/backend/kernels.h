@@ -140,10 +140,10 @@ class Kernels {
   // reads again (0: the whole batch at once). A CPU's caches then hold a block's
   // activations from one op to the next; a GPU wants the whole batch.
   virtual int64_t RowBlockRows(int64_t bytes_per_row, int64_t weight_bytes) const { return 0; }
-  // The most bytes a Linear over w may keep beside its tensors, in a workspace the backend
-  // holds from then on and counts in its live bytes (the CPU's 16-bit panels widened once a
-  // launch), or 0.
-  virtual int64_t LinearWorkspaceBytes(const PackedWeight& w) const { return 0; }
+  // The most bytes a Linear (or LinearAddLayerNorm) over `rows` rows of w may still add to
+  // the live bytes, by growing a workspace the backend keeps from then on (the CPU's 16-bit
+  // panels widened once a launch), or 0.
+  virtual int64_t LinearWorkspaceGrowth(int64_t rows, const PackedWeight& w) const { return 0; }
 
   // Packed sequences (a batch without padding): B sequences back to back in T tokens.
   // Whether this backend has the two packed kernels below (else they are Unimplemented).

@@ -217,11 +217,11 @@ int64_t BertModel::linear_weight_bytes() const {
   return bytes;
 }
 
-int64_t BertModel::linear_workspace_bytes() const {
-  int64_t bytes = pooler_w_ != nullptr ? kernels_.LinearWorkspaceBytes(*pooler_w_) : 0;
+int64_t BertModel::linear_workspace_growth(int64_t rows, int64_t pooled) const {
+  int64_t bytes = pooler_w_ != nullptr && pooled > 0 ? kernels_.LinearWorkspaceGrowth(pooled, *pooler_w_) : 0;
   for (const Layer& L : layers_) {
     for (const auto* w : {L.qkv_w.get(), L.attn_out_w.get(), L.inter_w.get(), L.out_w.get()}) {
-      if (w != nullptr) bytes = std::max(bytes, kernels_.LinearWorkspaceBytes(*w));
+      if (w != nullptr) bytes = std::max(bytes, kernels_.LinearWorkspaceGrowth(rows, *w));
     }
   }
   return bytes;

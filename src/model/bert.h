@@ -90,8 +90,10 @@ class BertModel {
   int64_t row_block_rows() const;
   // The bytes of the Linears' packed weights, which every row block reads again.
   int64_t linear_weight_bytes() const;
-  // The most workspace bytes any of its Linears keeps (Kernels::LinearWorkspaceBytes).
-  int64_t linear_workspace_bytes() const;
+  // The most bytes any of its Linears, over `rows` token rows (the pooler's over `pooled`;
+  // 0: no pooler), may still add to the live bytes by growing a workspace the backend keeps
+  // (Kernels::LinearWorkspaceGrowth).
+  int64_t linear_workspace_growth(int64_t rows, int64_t pooled) const;
 
  private:
   struct Layer {

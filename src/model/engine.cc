@@ -125,8 +125,10 @@ StatusOr<MemoryNeed> BertEngine::NeedOf(double tokens, double act_tokens, int64_
   }
   need.host = tokens * (3 * 4 + host_out * (4 + es));  // staged inputs, raw + FP32 outputs
   if (options.pooler) need.device += static_cast<double>(pooled) * H * es;
-  // A workspace a Linear keeps from its first run on (the CPU's 16-bit panels widened).
-  need.device += static_cast<double>(model_->linear_workspace_bytes());
+  // A workspace a Linear keeps from its first run on (the CPU's 16-bit panels widened), as
+  // far as it is still to grow.
+  need.device += static_cast<double>(
+      model_->linear_workspace_growth(static_cast<int64_t>(act_tokens), options.pooler ? pooled : 0));
   if (!(need.device + need.host < 0x1p62)) return InvalidArgument(size + " is too large to address");
   return need;
 }

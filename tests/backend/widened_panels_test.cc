@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -174,7 +175,8 @@ TEST(WidenedPanels, ALinearWideningOnceALaunchGivesEachRowBlocksOwnLinearBitForB
 }
 
 // The shared scratch the panels are widened into is kept, and counted in the backend's live
-// and peak bytes (not as an allocation) once, at the size Kernels::LinearWorkspaceBytes says.
+// and peak bytes (not as an allocation) once, by the growth Kernels::LinearWorkspaceGrowth
+// says, which is 0 from then on; none for rows too few to widen once.
 TEST(WidenedPanels, TheWorkspaceIsCountedInLiveAndPeakBytesOnceAtTheSizeTheKernelsSay) {
   int checked = 0;
   for (const MicroKernelVariant& v : AvailableMicroKernels()) {
@@ -184,23 +186,82 @@ TEST(WidenedPanels, TheWorkspaceIsCountedInLiveAndPeakBytesOnceAtTheSizeTheKerne
     std::vector<float> w(static_cast<size_t>(n * k), 0.25f), x(static_cast<size_t>(m * k), 1.0f);
     auto packed = be.kernels().PackWeight(testing::Fp32View(w, {n, k}), DType::kF16);
     ASSERT_TRUE(packed.ok());
-    const int64_t said = be.kernels().LinearWorkspaceBytes(**packed);
+    const int64_t said = be.kernels().LinearWorkspaceGrowth(m, **packed);
     const bool once = CpuLinearWidensPanelsOnce(be, m, **packed);
     EXPECT_EQ(said, once ? (n + kNR - 1) / kNR * kNR * k * 4 : 0) << v.isa;
+    // 12 rows on 2 workers: two blocks of 6, each kernel call widening in its registers.
+    EXPECT_FALSE(CpuLinearWidensPanelsOnce(be, 12, **packed)) << v.isa;
+    EXPECT_EQ(be.kernels().LinearWorkspaceGrowth(12, **packed), 0) << v.isa;
     Tensor dx = DeviceRows(be, DType::kF32, x, 0, m, k);
     Tensor y = std::move(Tensor::Empty(be, DType::kF32, {m, n})).value();
     const MemoryStats before = be.memory_stats();
     ASSERT_TRUE(be.kernels().Linear(dx, m, k, **packed, nullptr, Epilogue::kNone, y).ok());
     const MemoryStats after = be.memory_stats();
     EXPECT_EQ(after.live_bytes - before.live_bytes, said) << v.isa;
-    EXPECT_GE(after.peak_bytes, after.live_bytes);
+    EXPECT_GE(after.peak_bytes, before.live_bytes + said) << v.isa;
     EXPECT_EQ(after.allocations, before.allocations) << v.isa;
+    EXPECT_EQ(be.kernels().LinearWorkspaceGrowth(m, **packed), 0) << v.isa << ": grown already";
     ASSERT_TRUE(be.kernels().Linear(dx, m, k, **packed, nullptr, Epilogue::kNone, y).ok());
     EXPECT_EQ(be.memory_stats().live_bytes, after.live_bytes) << v.isa << ": kept, not grown again";
     EXPECT_EQ(static_cast<const float*>(y.data())[0], 16.0f);  // 64 x 0.25
     checked += once;
   }
   EXPECT_GE(checked, 1);  // the scalar variant widens into scratch on every host
+}
+
+// A hook that runs a launch's tasks twice (as the kernel replays do), overwriting the
+// shared scratch with NaN between the runs: the second run must widen again.
+class RunTwicePoisoningTheWorkspace : public LaunchHook {
+ public:
+  explicit RunTwicePoisoningTheWorkspace(CpuBackend& be) : be_(be) {}
+  Status OnLaunch(Backend&, const LaunchDesc&, FunctionRef<StatusOr<KernelRun>()> run) override {
+    TS_RETURN_IF_ERROR(run().status());
+    const size_t floats = be_.shared_scratch_floats();
+    TS_ASSIGN_OR_RETURN(float* ws, be_.EnsureSharedScratch(floats));
+    std::fill(ws, ws + floats, std::nanf(""));
+    return run().status();
+  }
+
+ private:
+  CpuBackend& be_;
+};
+
+// Each run of a launch's tasks widens afresh: a replay reads no panels the run before it
+// widened (it times what the workload runs), and gives the same outputs, for the Linear and
+// the Linear with the residual add and LayerNorm.
+TEST(WidenedPanels, EveryRunOfALaunchWidensItsPanelsAgain) {
+  for (const MicroKernelVariant& v : AvailableMicroKernels()) {
+    ScopedMicroKernels forced(v.kernels);
+    CpuBackend be(2);
+    const int64_t m = 480, k = 96, n = 112;
+    std::mt19937 rng(3);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k)), r(static_cast<size_t>(m * n));
+    for (float& e : w) e = 0.1f * d(rng);
+    for (float& e : x) e = d(rng);
+    for (float& e : r) e = d(rng);
+    const std::vector<float> ones(static_cast<size_t>(n), 1.0f), zeros(static_cast<size_t>(n), 0.0f);
+    auto packed = be.kernels().PackWeight(testing::Fp32View(w, {n, k}), DType::kF16);
+    ASSERT_TRUE(packed.ok());
+    if (!CpuLinearWidensPanelsOnce(be, m, **packed)) continue;  // AVX-512: in the registers
+    Tensor dx = DeviceRows(be, DType::kF32, x, 0, m, k), res = DeviceRows(be, DType::kF32, r, 0, m, n);
+    Tensor g = DeviceRows(be, DType::kF32, ones, 0, 1, n), b = DeviceRows(be, DType::kF32, zeros, 0, 1, n);
+    Tensor plain = std::move(Tensor::Empty(be, DType::kF32, {m, n})).value();
+    Tensor twice = std::move(Tensor::Empty(be, DType::kF32, {m, n})).value();
+    for (const bool fused : {false, true}) {
+      auto op = [&](Tensor& y) {
+        return fused ? be.kernels().LinearAddLayerNorm(dx, m, k, **packed, nullptr, res, g, b, 1e-12f, y)
+                     : be.kernels().Linear(dx, m, k, **packed, nullptr, Epilogue::kNone, y);
+      };
+      ASSERT_TRUE(op(plain).ok());
+      RunTwicePoisoningTheWorkspace hook(be);
+      be.SetLaunchHook(&hook);
+      const Status s = op(twice);
+      be.SetLaunchHook(nullptr);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(std::memcmp(plain.data(), twice.data(), plain.bytes()), 0) << v.isa << (fused ? " fused" : "");
+    }
+  }
 }
 
 }  // namespace

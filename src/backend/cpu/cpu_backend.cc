@@ -39,7 +39,9 @@ class CpuKernels : public Kernels {
   bool QuantizesInProducer() const override { return true; }
   bool Int8RunsBf16Rows() const override { return GetBf16Kernels().dot(); }
   bool FusesAddLayerNorm() const override { return true; }
-  int64_t LinearWorkspaceBytes(const PackedWeight& w) const override { return CpuLinearWorkspaceBytes(w); }
+  int64_t LinearWorkspaceGrowth(int64_t rows, const PackedWeight& w) const override {
+    return CpuLinearWorkspaceGrowth(be_, rows, w);
+  }
   int64_t RowBlockRows(int64_t bytes_per_row, int64_t weight_bytes) const override {
     return CpuRowBlockRows(be_.num_workers(), bytes_per_row, weight_bytes);
   }
@@ -262,13 +264,21 @@ KernelRun CpuBackend::RunTimed(const LaunchDesc& desc, TaskFn fn) {
 }
 
 Status CpuBackend::Launch(const LaunchDesc& desc, TaskFn fn) {
+  return Launch(desc, fn, [] {});
+}
+
+Status CpuBackend::Launch(const LaunchDesc& desc, TaskFn fn, FunctionRef<void()> each_run) {
   int64_t tasks = desc.grid.count();
   if (tasks <= 0) {
     return InvalidArgument("launch of " + std::string(desc.kernel) + " with an empty grid");
   }
   if (hook_ != nullptr) {
-    return hook_->OnLaunch(*this, desc, [&]() -> StatusOr<KernelRun> { return RunTimed(desc, fn); });
+    return hook_->OnLaunch(*this, desc, [&]() -> StatusOr<KernelRun> {
+      each_run();
+      return RunTimed(desc, fn);
+    });
   }
+  each_run();
   if (observer_ == nullptr) {
     pool_.ParallelFor(tasks, fn);
     return OkStatus();
@@ -286,10 +296,16 @@ void CpuBackend::EnsureScratch(size_t floats) {
   scratch_floats_ = floats;
 }
 
-float* CpuBackend::EnsureSharedScratch(size_t floats) {
+StatusOr<float*> CpuBackend::EnsureSharedScratch(size_t floats) {
   if (floats > shared_scratch_.size()) {
-    accounting_.OnWorkspaceGrowth((floats - shared_scratch_.size()) * sizeof(float));
-    shared_scratch_.resize(floats);
+    const size_t growth = floats - shared_scratch_.size();
+    try {
+      shared_scratch_.resize(floats);
+    } catch (const std::bad_alloc&) {
+      return ResourceExhausted("cpu backend: cannot allocate a " + std::to_string(floats * sizeof(float)) +
+                               "-byte workspace (16-bit weights widened to FP32)");
+    }
+    accounting_.OnWorkspaceGrowth(growth * sizeof(float));
   }
   return shared_scratch_.data();
 }

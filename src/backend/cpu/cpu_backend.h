@@ -45,6 +45,9 @@ class CpuBackend : public Backend {
 
   // Runs `fn` once per task of desc.grid on the pool. Returns when all tasks are done.
   Status Launch(const LaunchDesc& desc, TaskFn fn);
+  // The same, calling `each_run` before every run of the tasks, so state they share starts
+  // afresh each time (a LaunchHook may run them more than once: the kernel replays).
+  Status Launch(const LaunchDesc& desc, TaskFn fn, FunctionRef<void()> each_run);
 
   int num_workers() const { return pool_.num_threads(); }
   // Per-worker FP32 scratch of at least `floats` elements. Call EnsureScratch before
@@ -53,8 +56,9 @@ class CpuBackend : public Backend {
   float* scratch(int worker) { return scratch_[worker].data(); }
   // One FP32 buffer of at least `floats` elements that the tasks of the next launch share
   // (16-bit weight panels widened once a launch: widened_panels.h). Call before the launch.
-  // It is kept, and counted in the live and peak bytes (Kernels::LinearWorkspaceBytes).
-  float* EnsureSharedScratch(size_t floats);
+  // It is kept, and counted in the live and peak bytes (Kernels::LinearWorkspaceGrowth).
+  StatusOr<float*> EnsureSharedScratch(size_t floats);
+  size_t shared_scratch_floats() const { return shared_scratch_.size(); }
 
  private:
   DeviceProps props_;
@@ -86,8 +90,9 @@ bool CpuLinearByColumns(CpuBackend& be, int64_t rows, const PackedWeight& w);
 // the launch (widened_panels.h), not once a task: on variants without in-register
 // widening (AVX2, scalar), where more than one row block reads each column block.
 bool CpuLinearWidensPanelsOnce(CpuBackend& be, int64_t rows, const PackedWeight& w);
-// The shared scratch a Linear over w may grow to (its panels widened to FP32), or 0.
-int64_t CpuLinearWorkspaceBytes(const PackedWeight& w);
+// The bytes a Linear (or LinearAddLayerNorm) over `rows` rows of w may still grow be's
+// shared scratch by (its panels widened to FP32, beyond what the scratch holds), or 0.
+int64_t CpuLinearWorkspaceGrowth(const CpuBackend& be, int64_t rows, const PackedWeight& w);
 StatusOr<std::unique_ptr<PackedWeight>> CpuPackWeight(CpuBackend& be, const HostTensor& w,
                                                       DType dtype);
 // The INT8 pair (gemm_int8.cc): weights quantized per output channel; x and y FP32.

@@ -365,24 +365,39 @@ int64_t HalfGroup(int64_t m_blocks, int64_t n_blocks, int workers) {
   return group;
 }
 
-// How a launch over m_blocks row blocks widens pw's 16-bit panels once (widened_panels.h):
-// where this variant widens them into scratch (AVX2, scalar: not in the registers) and
-// more than one row block reads each column block; else null.
-WidenFn OnceALaunchWiden(const CpuPackedWeight& pw, int64_t m_blocks) {
-  if (pw.dot_isa() != nullptr || (pw.dtype() != DType::kBF16 && pw.dtype() != DType::kF16) || m_blocks < 2) {
-    return nullptr;
-  }
+// How this variant widens pw's 16-bit panels into scratch for its FP32 kernels (AVX2,
+// scalar), or null: FP32 and INT8 weights, BF16 packed for the dot kernels, and AVX-512's
+// widening in the registers.
+WidenFn ScratchWiden(const CpuPackedWeight& pw) {
+  if (pw.dot_isa() != nullptr || (pw.dtype() != DType::kBF16 && pw.dtype() != DType::kF16)) return nullptr;
   const MicroKernels& mk = GetMicroKernels();
   return (pw.dtype() == DType::kBF16 ? mk.bf16 : mk.f16).widen;
 }
 
-WidenedPanels LaunchWidening(CpuBackend& be, const CpuPackedWeight& pw, int64_t m_blocks) {
-  const WidenFn widen = OnceALaunchWiden(pw, m_blocks);
-  if (widen == nullptr) return {};
-  const int64_t total = pw.num_panels() * pw.k() * kNR;
-  float* dst = be.EnsureSharedScratch(static_cast<size_t>(total));
-  return WidenedPanels(widen, static_cast<const uint16_t*>(pw.panels().data()), dst, kPanelsPerTask * pw.k() * kNR,
-                       total, (pw.num_panels() + kPanelsPerTask - 1) / kPanelsPerTask);
+// The floats of pw's panels widened to FP32: the launch's workspace.
+int64_t WidenedFloats(const CpuPackedWeight& pw) { return pw.num_panels() * pw.k() * kNR; }
+
+// Whether a launch over the row blocks mt widens pw's panels once (widened_panels.h), not
+// once a task: where the variant widens into scratch, and each column block is read by
+// row blocks of more than kMR rows (fewer: RunHalf widens in the registers, writing
+// nothing), kMinRowBlocksToWidenOnce of them at least (fewer share little, and pay for
+// the FP32 copy's bytes).
+constexpr int64_t kMinRowBlocksToWidenOnce = 4;
+bool WidensOnce(const CpuPackedWeight& pw, const TileRows& mt) {
+  return ScratchWiden(pw) != nullptr && mt.blocks >= kMinRowBlocksToWidenOnce && mt.most_rows() > kMR;
+}
+
+// The launch's shared widening, off where WidensOnce is not; its workspace's traffic (the
+// FP32 copy written, and read back at least once) is added to desc's bytes.
+StatusOr<WidenedPanels> LaunchWidening(CpuBackend& be, const CpuPackedWeight& pw, const TileRows& mt,
+                                       LaunchDesc& desc) {
+  if (!WidensOnce(pw, mt)) return WidenedPanels();
+  const int64_t total = WidenedFloats(pw);
+  TS_ASSIGN_OR_RETURN(float* dst, be.EnsureSharedScratch(static_cast<size_t>(total)));
+  desc.bytes_written += static_cast<double>(total) * sizeof(float);
+  desc.bytes_read += static_cast<double>(total) * sizeof(float);
+  return WidenedPanels(ScratchWiden(pw), static_cast<const uint16_t*>(pw.panels().data()), dst,
+                       kPanelsPerTask * pw.k() * kNR, total, (pw.num_panels() + kPanelsPerTask - 1) / kPanelsPerTask);
 }
 
 // Column blocks [nb, nb + p.n_group) of row block mb, on the kernels for p's dtypes.
@@ -403,14 +418,20 @@ int64_t CpuGemmRowGranule() { return GetMicroKernels().has_wide() ? kMRWide : kM
 bool CpuLinearWidensPanelsOnce(CpuBackend& be, int64_t rows, const PackedWeight& w) {
   if (w.dtype() == DType::kI8) return false;
   const TileRows mt = SplitTileRows(rows, kMB, CpuGemmRowGranule(), be.num_workers());
-  return OnceALaunchWiden(static_cast<const CpuPackedWeight&>(w), mt.blocks) != nullptr;
+  return WidensOnce(static_cast<const CpuPackedWeight&>(w), mt);
 }
 
-int64_t CpuLinearWorkspaceBytes(const PackedWeight& w) {
+int64_t CpuLinearWorkspaceGrowth(const CpuBackend& be, int64_t rows, const PackedWeight& w) {
   if (w.dtype() == DType::kI8) return 0;
   const auto& pw = static_cast<const CpuPackedWeight&>(w);
-  return OnceALaunchWiden(pw, /*m_blocks=*/2) == nullptr ? 0
-                                                         : pw.num_panels() * pw.k() * kNR * int64_t{sizeof(float)};
+  // The Linear's row blocks, or the fused LayerNorm's whole-row tasks.
+  const int64_t granule = CpuGemmRowGranule();
+  if (!WidensOnce(pw, SplitTileRows(rows, kMB, granule, be.num_workers())) &&
+      !WidensOnce(pw, SplitRowTasks(rows, kMB, granule, be.num_workers()))) {
+    return 0;
+  }
+  const int64_t held = static_cast<int64_t>(be.shared_scratch_floats());
+  return std::max<int64_t>(0, WidenedFloats(pw) - held) * int64_t{sizeof(float)};
 }
 
 bool CpuLinearByColumns(CpuBackend& be, int64_t rows, const PackedWeight& w) {
@@ -431,9 +452,6 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   TS_RETURN_IF_ERROR(CheckDotPacking(pw, t));
   const bool dot = pw.dot_isa() != nullptr;
   const int64_t group = t != DType::kF32 && !dot ? HalfGroup(m_blocks, n_blocks, be.num_workers()) : 1;
-  WidenedPanels widened = LaunchWidening(be, pw, m_blocks);
-  GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
-               bias ? bias->data() : nullptr, epilogue, y.data(), w.dtype(), n_blocks, group, mt, &widened};
   const int64_t col_tasks = (n_blocks + group - 1) / group;
   LaunchDesc desc;
   desc.kernel = GemmKernelName(t, w.dtype(), bias != nullptr, epilogue, dot);
@@ -442,13 +460,19 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   LinearCost(rows, n, k, bias != nullptr, epilogue, t, w.dtype()).Into(desc);
   if (dot) desc.pipe = "bf16_dot";
   desc.writes[0] = {y.data(), y.bytes()};
+  TS_ASSIGN_OR_RETURN(WidenedPanels widened, LaunchWidening(be, pw, mt, desc));
+  GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
+               bias ? bias->data() : nullptr, epilogue, y.data(), w.dtype(), n_blocks, group, mt, &widened};
   be.EnsureScratch(kScratchFloats);
   const bool by_columns = ByColumns(be, m_blocks, pw);
-  return be.Launch(desc, [&](int64_t task, int worker) {
-    const int64_t mb = by_columns ? task % m_blocks : task / col_tasks;
-    const int64_t nb = (by_columns ? task / m_blocks : task % col_tasks) * group;
-    GemmTask(p, mb, nb, dot, be.scratch(worker));
-  });
+  return be.Launch(
+      desc,
+      [&](int64_t task, int worker) {
+        const int64_t mb = by_columns ? task % m_blocks : task / col_tasks;
+        const int64_t nb = (by_columns ? task / m_blocks : task % col_tasks) * group;
+        GemmTask(p, mb, nb, dot, be.scratch(worker));
+      },
+      [&] { widened.Reset(); });
 }
 
 Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_stride,
@@ -475,9 +499,6 @@ Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int6
   const bool dot = pw.dot_isa() != nullptr;
   const int64_t n_blocks = (n + kNB - 1) / kNB;
   const int64_t group = t != DType::kF32 && !dot ? std::min<int64_t>(kMaxHalfGroup, n_blocks) : 1;
-  WidenedPanels widened = LaunchWidening(be, pw, mt.blocks);
-  GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
-               bias ? bias->data() : nullptr, Epilogue::kNone, out.data(), w.dtype(), n_blocks, group, mt, &widened};
   LaunchDesc desc;
   desc.kernel = GemmAddLayerNormKernelName(t, w.dtype(), bias != nullptr, dot);
   desc.grid = Dim3{mt.blocks, 1, 1};
@@ -485,22 +506,28 @@ Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int6
   WithAddLayerNorm(LinearCost(rows, n, k, bias != nullptr, Epilogue::kNone, t, w.dtype()), rows, n, t).Into(desc);
   if (dot) desc.pipe = "bf16_dot";
   desc.writes[0] = {out.data(), out.bytes()};
+  TS_ASSIGN_OR_RETURN(WidenedPanels widened, LaunchWidening(be, pw, mt, desc));
+  GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
+               bias ? bias->data() : nullptr, Epilogue::kNone, out.data(), w.dtype(), n_blocks, group, mt, &widened};
   const LnRows lr = DenseLnRows(t, n, ln.eps);
   const size_t es = DTypeSize(t);
   std::vector<float> affine;
   const LnAffine ab = Fp32Affine(*ln.gamma, *ln.beta, &affine);
   // The GEMM's scratch, then LayerNorm's.
   be.EnsureScratch(static_cast<size_t>(kScratchFloats + LayerNormRowScratchFloats(n)));
-  return be.Launch(desc, [&](int64_t task, int worker) {
-    float* scratch = be.scratch(worker);
-    for (int64_t nb = 0; nb < n_blocks; nb += group) GemmTask(p, task, nb, dot, scratch);
-    const int64_t m0 = mt.begin(task);
-    LnRows r = lr;
-    r.x = static_cast<const std::byte*>(out.data()) + m0 * n * es;
-    r.residual = static_cast<const std::byte*>(ln.residual->data()) + m0 * n * es;
-    r.out = static_cast<std::byte*>(out.data()) + m0 * n * es;
-    LayerNormRowRange(r, ab.gamma, ab.beta, 0, mt.rows(task), scratch + kScratchFloats);
-  });
+  return be.Launch(
+      desc,
+      [&](int64_t task, int worker) {
+        float* scratch = be.scratch(worker);
+        for (int64_t nb = 0; nb < n_blocks; nb += group) GemmTask(p, task, nb, dot, scratch);
+        const int64_t m0 = mt.begin(task);
+        LnRows r = lr;
+        r.x = static_cast<const std::byte*>(out.data()) + m0 * n * es;
+        r.residual = static_cast<const std::byte*>(ln.residual->data()) + m0 * n * es;
+        r.out = static_cast<std::byte*>(out.data()) + m0 * n * es;
+        LayerNormRowRange(r, ab.gamma, ab.beta, 0, mt.rows(task), scratch + kScratchFloats);
+      },
+      [&] { widened.Reset(); });
 }
 
 }  // namespace tierscope

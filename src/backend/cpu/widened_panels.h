@@ -22,11 +22,16 @@ class WidenedPanels {
   // `blocks` column blocks of `block_elems` elements each (the last may be short), `total`
   // elements in all, from `src` into `dst` (the same layout in FP32).
   WidenedPanels(WidenFn widen, const uint16_t* src, float* dst, int64_t block_elems, int64_t total, int64_t blocks)
-      : widen_(widen), src_(src), dst_(dst), block_elems_(block_elems), total_(total),
+      : widen_(widen), src_(src), dst_(dst), block_elems_(block_elems), total_(total), blocks_(blocks),
         state_(new std::atomic<uint8_t>[static_cast<size_t>(blocks)]) {
-    for (int64_t b = 0; b < blocks; ++b) state_[b].store(kNone, std::memory_order_relaxed);
+    Reset();
   }
   bool on() const { return widen_ != nullptr; }
+  // No block widened: before each run of a launch's tasks (CpuBackend::Launch's each_run;
+  // a kernel replay runs them again, and must widen again as the workload does).
+  void Reset() {
+    for (int64_t b = 0; b < blocks_; ++b) state_[b].store(kNone, std::memory_order_relaxed);
+  }
   // Column block b's FP32 panels, widened by this call if no task has claimed them; null
   // while another task widens them (the caller then widens its own tile's, as RunHalf
   // does: the same values, so the result does not depend on which task won).
@@ -47,7 +52,7 @@ class WidenedPanels {
   WidenFn widen_ = nullptr;
   const uint16_t* src_ = nullptr;
   float* dst_ = nullptr;
-  int64_t block_elems_ = 0, total_ = 0;
+  int64_t block_elems_ = 0, total_ = 0, blocks_ = 0;
   std::unique_ptr<std::atomic<uint8_t>[]> state_;
 };
 
