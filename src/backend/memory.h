@@ -27,14 +27,6 @@ class MemoryAccounting {
     allocations_.fetch_add(1);
     return live;
   }
-  // A workspace the backend keeps (not an allocation of a tensor) grew by `bytes`: live
-  // and peak count it, the allocation counts do not.
-  void OnWorkspaceGrowth(size_t bytes) {
-    const int64_t live = live_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
-    int64_t peak = peak_.load();
-    while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
-    }
-  }
   int64_t OnFree(size_t bytes) {
     frees_.fetch_add(1);
     return live_.fetch_sub(static_cast<int64_t>(bytes)) - static_cast<int64_t>(bytes);

@@ -29,7 +29,8 @@ inline double Es(DType t) { return static_cast<double>(DTypeSize(t)); }
 // y[rows, n] = x[rows, k] . W[n, k]^T (+ bias): 2 FLOPs per multiply-add, the bias add
 // counted in the GEMM; x, W, bias read once, y written once.
 // `w`: the weight's dtype where it differs from the activations' (16-bit weights under
-// FP32 activations, widened in registers).
+// FP32 activations, widened to FP32 by the kernels: the widened copy, where a CPU launch
+// keeps one, is not counted, as no kernel's scratch is).
 inline OpCost GemmCost(int64_t rows, int64_t n, int64_t k, bool bias, DType t, DType w) {
   const double r = static_cast<double>(rows), nn = static_cast<double>(n), kk = static_cast<double>(k);
   return {2.0 * r * nn * kk + (bias ? r * nn : 0.0), Es(t) * (r * kk + (bias ? nn : 0.0)) + Es(w) * nn * kk,

@@ -175,8 +175,8 @@ TEST(WidenedPanels, ALinearWideningOnceALaunchGivesEachRowBlocksOwnLinearBitForB
 }
 
 // The shared scratch the panels are widened into is kept, and counted in the backend's live
-// and peak bytes (not as an allocation) once, by the growth Kernels::LinearWorkspaceGrowth
-// says, which is 0 from then on; none for rows too few to widen once.
+// and peak bytes as one allocation, by the growth Kernels::LinearWorkspaceGrowth says, which
+// is 0 from then on; none for rows too few to widen once.
 TEST(WidenedPanels, TheWorkspaceIsCountedInLiveAndPeakBytesOnceAtTheSizeTheKernelsSay) {
   int checked = 0;
   for (const MicroKernelVariant& v : AvailableMicroKernels()) {
@@ -199,11 +199,24 @@ TEST(WidenedPanels, TheWorkspaceIsCountedInLiveAndPeakBytesOnceAtTheSizeTheKerne
     const MemoryStats after = be.memory_stats();
     EXPECT_EQ(after.live_bytes - before.live_bytes, said) << v.isa;
     EXPECT_GE(after.peak_bytes, before.live_bytes + said) << v.isa;
-    EXPECT_EQ(after.allocations, before.allocations) << v.isa;
+    EXPECT_EQ(after.allocations, before.allocations + (once ? 1 : 0)) << v.isa;
     EXPECT_EQ(be.kernels().LinearWorkspaceGrowth(m, **packed), 0) << v.isa << ": grown already";
     ASSERT_TRUE(be.kernels().Linear(dx, m, k, **packed, nullptr, Epilogue::kNone, y).ok());
     EXPECT_EQ(be.memory_stats().live_bytes, after.live_bytes) << v.isa << ": kept, not grown again";
     EXPECT_EQ(static_cast<const float*>(y.data())[0], 16.0f);  // 64 x 0.25
+    // A larger weight grows it: the old buffer freed first, so live bytes hold the new one.
+    std::vector<float> w2(static_cast<size_t>(3 * n * k), 0.5f);
+    auto big = be.kernels().PackWeight(testing::Fp32View(w2, {3 * n, k}), DType::kF16);
+    ASSERT_TRUE(big.ok());
+    const int64_t growth = be.kernels().LinearWorkspaceGrowth(m, **big);
+    Tensor y2 = std::move(Tensor::Empty(be, DType::kF32, {m, 3 * n})).value();
+    const MemoryStats mid = be.memory_stats();
+    ASSERT_TRUE(be.kernels().Linear(dx, m, k, **big, nullptr, Epilogue::kNone, y2).ok());
+    const MemoryStats grown = be.memory_stats();
+    EXPECT_EQ(grown.live_bytes - mid.live_bytes, growth) << v.isa;
+    EXPECT_EQ(grown.peak_bytes, std::max(mid.peak_bytes, grown.live_bytes)) << v.isa << ": never old and new at once";
+    EXPECT_EQ(grown.frees - mid.frees, once ? 1 : 0) << v.isa;
+    if (once) EXPECT_EQ(growth, ((3 * n + kNR - 1) / kNR - (n + kNR - 1) / kNR) * kNR * k * 4) << v.isa;
     checked += once;
   }
   EXPECT_GE(checked, 1);  // the scalar variant widens into scratch on every host

@@ -297,16 +297,23 @@ void CpuBackend::EnsureScratch(size_t floats) {
 }
 
 StatusOr<float*> CpuBackend::EnsureSharedScratch(size_t floats) {
-  if (floats > shared_scratch_.size()) {
-    const size_t growth = floats - shared_scratch_.size();
-    try {
-      shared_scratch_.resize(floats);
-    } catch (const std::bad_alloc&) {
-      return ResourceExhausted("cpu backend: cannot allocate a " + std::to_string(floats * sizeof(float)) +
-                               "-byte workspace (16-bit weights widened to FP32)");
-    }
-    accounting_.OnWorkspaceGrowth(growth * sizeof(float));
+  if (floats <= shared_scratch_.size()) return shared_scratch_.data();
+  if (!shared_scratch_.empty()) {  // freed first: old and new never live together
+    const auto old = reinterpret_cast<uintptr_t>(shared_scratch_.data());
+    const size_t old_bytes = shared_scratch_.size() * sizeof(float);
+    std::vector<float>().swap(shared_scratch_);
+    const int64_t live = accounting_.OnFree(old_bytes);
+    if (observer_ != nullptr) observer_->OnFree(old, old_bytes, live);
   }
+  const size_t bytes = floats * sizeof(float);
+  try {
+    shared_scratch_.resize(floats);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("cpu backend: cannot allocate a " + std::to_string(bytes) +
+                             "-byte workspace (16-bit weights widened to FP32)");
+  }
+  const int64_t live = accounting_.OnAllocate(bytes);
+  if (observer_ != nullptr) observer_->OnAllocate(reinterpret_cast<uintptr_t>(shared_scratch_.data()), bytes, live);
   return shared_scratch_.data();
 }
 

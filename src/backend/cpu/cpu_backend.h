@@ -56,7 +56,8 @@ class CpuBackend : public Backend {
   float* scratch(int worker) { return scratch_[worker].data(); }
   // One FP32 buffer of at least `floats` elements that the tasks of the next launch share
   // (16-bit weight panels widened once a launch: widened_panels.h). Call before the launch.
-  // It is kept, and counted in the live and peak bytes (Kernels::LinearWorkspaceGrowth).
+  // It is kept, counted in the live and peak bytes and told to the observer as an
+  // allocation (growing it frees the old buffer first: its contents are not kept).
   StatusOr<float*> EnsureSharedScratch(size_t floats);
   size_t shared_scratch_floats() const { return shared_scratch_.size(); }
 
@@ -88,7 +89,8 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
 bool CpuLinearByColumns(CpuBackend& be, int64_t rows, const PackedWeight& w);
 // Whether CpuLinear over `rows` rows of 16-bit weight w widens its panels to FP32 once for
 // the launch (widened_panels.h), not once a task: on variants without in-register
-// widening (AVX2, scalar), where more than one row block reads each column block.
+// widening (AVX2, scalar), where 4 row blocks or more, of more than 6 rows, read each
+// column block.
 bool CpuLinearWidensPanelsOnce(CpuBackend& be, int64_t rows, const PackedWeight& w);
 // The bytes a Linear (or LinearAddLayerNorm) over `rows` rows of w may still grow be's
 // shared scratch by (its panels widened to FP32, beyond what the scratch holds), or 0.

@@ -387,15 +387,13 @@ bool WidensOnce(const CpuPackedWeight& pw, const TileRows& mt) {
   return ScratchWiden(pw) != nullptr && mt.blocks >= kMinRowBlocksToWidenOnce && mt.most_rows() > kMR;
 }
 
-// The launch's shared widening, off where WidensOnce is not; its workspace's traffic (the
-// FP32 copy written, and read back at least once) is added to desc's bytes.
-StatusOr<WidenedPanels> LaunchWidening(CpuBackend& be, const CpuPackedWeight& pw, const TileRows& mt,
-                                       LaunchDesc& desc) {
+// The launch's shared widening, off where WidensOnce is not. The launch's bytes stay its
+// operands' (GemmCost, as on every backend and in the roofline's shape-derived rows): the
+// workspace, like the tasks' own scratch, is how this CPU runs the op, not what it reads.
+StatusOr<WidenedPanels> LaunchWidening(CpuBackend& be, const CpuPackedWeight& pw, const TileRows& mt) {
   if (!WidensOnce(pw, mt)) return WidenedPanels();
   const int64_t total = WidenedFloats(pw);
   TS_ASSIGN_OR_RETURN(float* dst, be.EnsureSharedScratch(static_cast<size_t>(total)));
-  desc.bytes_written += static_cast<double>(total) * sizeof(float);
-  desc.bytes_read += static_cast<double>(total) * sizeof(float);
   return WidenedPanels(ScratchWiden(pw), static_cast<const uint16_t*>(pw.panels().data()), dst,
                        kPanelsPerTask * pw.k() * kNR, total, (pw.num_panels() + kPanelsPerTask - 1) / kPanelsPerTask);
 }
@@ -460,7 +458,7 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   LinearCost(rows, n, k, bias != nullptr, epilogue, t, w.dtype()).Into(desc);
   if (dot) desc.pipe = "bf16_dot";
   desc.writes[0] = {y.data(), y.bytes()};
-  TS_ASSIGN_OR_RETURN(WidenedPanels widened, LaunchWidening(be, pw, mt, desc));
+  TS_ASSIGN_OR_RETURN(WidenedPanels widened, LaunchWidening(be, pw, mt));
   GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
                bias ? bias->data() : nullptr, epilogue, y.data(), w.dtype(), n_blocks, group, mt, &widened};
   be.EnsureScratch(kScratchFloats);
@@ -506,7 +504,7 @@ Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int6
   WithAddLayerNorm(LinearCost(rows, n, k, bias != nullptr, Epilogue::kNone, t, w.dtype()), rows, n, t).Into(desc);
   if (dot) desc.pipe = "bf16_dot";
   desc.writes[0] = {out.data(), out.bytes()};
-  TS_ASSIGN_OR_RETURN(WidenedPanels widened, LaunchWidening(be, pw, mt, desc));
+  TS_ASSIGN_OR_RETURN(WidenedPanels widened, LaunchWidening(be, pw, mt));
   GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
                bias ? bias->data() : nullptr, Epilogue::kNone, out.data(), w.dtype(), n_blocks, group, mt, &widened};
   const LnRows lr = DenseLnRows(t, n, ln.eps);
