@@ -383,19 +383,22 @@ int64_t WidenedFloats(const CpuPackedWeight& pw) { return pw.num_panels() * pw.k
 // nothing), kMinRowBlocksToWidenOnce of them at least (fewer share little, and pay for
 // the FP32 copy's bytes).
 constexpr int64_t kMinRowBlocksToWidenOnce = 4;
+bool RowsWidenOnce(const TileRows& mt) { return mt.blocks >= kMinRowBlocksToWidenOnce && mt.most_rows() > kMR; }
 bool WidensOnce(const CpuPackedWeight& pw, const TileRows& mt) {
-  return ScratchWiden(pw) != nullptr && mt.blocks >= kMinRowBlocksToWidenOnce && mt.most_rows() > kMR;
+  return ScratchWiden(pw) != nullptr && RowsWidenOnce(mt);
 }
 
 // The launch's shared widening, off where WidensOnce is not. The launch's bytes stay its
 // operands' (GemmCost, as on every backend and in the roofline's shape-derived rows): the
 // workspace, like the tasks' own scratch, is how this CPU runs the op, not what it reads.
-StatusOr<WidenedPanels> LaunchWidening(CpuBackend& be, const CpuPackedWeight& pw, const TileRows& mt) {
-  if (!WidensOnce(pw, mt)) return WidenedPanels();
+StatusOr<WidenedPanels> LaunchWidening(CpuBackend& be, const CpuPackedWeight& pw, const TileRows& mt,
+                                       int64_t n_blocks) {
+  const WidenFn widen = ScratchWiden(pw);
+  if (widen == nullptr || !RowsWidenOnce(mt)) return WidenedPanels();
   const int64_t total = WidenedFloats(pw);
   TS_ASSIGN_OR_RETURN(float* dst, be.EnsureSharedScratch(static_cast<size_t>(total)));
-  return WidenedPanels(ScratchWiden(pw), static_cast<const uint16_t*>(pw.panels().data()), dst,
-                       kPanelsPerTask * pw.k() * kNR, total, (pw.num_panels() + kPanelsPerTask - 1) / kPanelsPerTask);
+  return WidenedPanels(widen, static_cast<const uint16_t*>(pw.panels().data()), dst, kPanelsPerTask * pw.k() * kNR,
+                       total, n_blocks);
 }
 
 // Column blocks [nb, nb + p.n_group) of row block mb, on the kernels for p's dtypes.
@@ -458,7 +461,7 @@ Status CpuLinear(CpuBackend& be, const Tensor& x, int64_t rows, int64_t x_row_st
   LinearCost(rows, n, k, bias != nullptr, epilogue, t, w.dtype()).Into(desc);
   if (dot) desc.pipe = "bf16_dot";
   desc.writes[0] = {y.data(), y.bytes()};
-  TS_ASSIGN_OR_RETURN(WidenedPanels widened, LaunchWidening(be, pw, mt));
+  TS_ASSIGN_OR_RETURN(WidenedPanels widened, LaunchWidening(be, pw, mt, n_blocks));
   GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
                bias ? bias->data() : nullptr, epilogue, y.data(), w.dtype(), n_blocks, group, mt, &widened};
   be.EnsureScratch(kScratchFloats);
@@ -504,7 +507,7 @@ Status CpuLinearAddLayerNorm(CpuBackend& be, const Tensor& x, int64_t rows, int6
   WithAddLayerNorm(LinearCost(rows, n, k, bias != nullptr, Epilogue::kNone, t, w.dtype()), rows, n, t).Into(desc);
   if (dot) desc.pipe = "bf16_dot";
   desc.writes[0] = {out.data(), out.bytes()};
-  TS_ASSIGN_OR_RETURN(WidenedPanels widened, LaunchWidening(be, pw, mt));
+  TS_ASSIGN_OR_RETURN(WidenedPanels widened, LaunchWidening(be, pw, mt, n_blocks));
   GemmParams p{x.data(), x_row_stride, t, rows, n, k, &pw,
                bias ? bias->data() : nullptr, Epilogue::kNone, out.data(), w.dtype(), n_blocks, group, mt, &widened};
   const LnRows lr = DenseLnRows(t, n, ln.eps);
