@@ -37,7 +37,7 @@ INT8 dot product), and a batch sweep (16 to 256) of batch-fp32 and batch-int8 fo
 no-cliff goal. Every figure, with the variant it came from (attention implementation,
 ONNX model, quantization settings), goes to --json (default build/peers/peers.json).
 
-Usage: bench/peers/run.sh [--threads 2] [--iterations 10] [--models tiny,minilm] [--cliff-batches 16,...]
+Usage: bench/peers/run.sh [--threads 2] [--iterations 10] [--seconds 8] [--models tiny,minilm] [--cliff-batches 16,...]
 """
 from __future__ import annotations
 
@@ -478,7 +478,27 @@ def best_of(rows: list) -> dict:
     return best
 
 
+def model_iterations(binary: str, model_dir: str, a) -> tuple[int, float]:
+    """(iterations, seconds a batch takes) for this model: --iterations, fewer where a batch
+    takes so long that --iterations of them pass --seconds (at least MIN_ITERATIONS), from
+    one batch-fp32 iteration of `tierscope bench`. Every peer of the model then times the
+    same number of calls: all-MiniLM-L6-v2 takes ~2.7 s a batch on a 2-core AVX2 host,
+    where ten a round made the two models' run last over an hour."""
+    r = tierscope_bench(binary, model_dir, "batch-fp32", argparse.Namespace(**{**vars(a), "iterations": 1}))
+    batch_s = a.batch_size / r["samples_per_s"]
+    its = a.iterations if batch_s * a.iterations <= a.seconds else math.ceil(a.seconds / batch_s)
+    return max(min(its, a.iterations), min(MIN_ITERATIONS, a.iterations)), batch_s
+
+
+MIN_ITERATIONS = 3  # calls a timed round of a figure makes, at least (unless --iterations is lower)
+
+
 def run_model(label: str, model_dir: str, a) -> dict:
+    its, batch_s = model_iterations(a.tierscope, model_dir, a)
+    if its != a.iterations:
+        print(f"{label}: a batch takes {batch_s:.2f} s here, so each timed round is {its} calls, not "
+              f"{a.iterations} (--seconds {a.seconds:g})")
+    a = argparse.Namespace(**{**vars(a), "iterations": its})
     torch.set_num_threads(a.threads)
     from transformers import AutoConfig
 
@@ -549,7 +569,8 @@ def run_model(label: str, model_dir: str, a) -> dict:
 
     best = best_of(rows)
     base = best["tierscope/batch-fp32"]["samples_per_s"]
-    print(f"\n{label}: {model_dir}\n  batch {a.batch_size} x seq {a.seq_len}, {a.threads} threads")
+    print(f"\n{label}: {model_dir}\n  batch {a.batch_size} x seq {a.seq_len}, {a.threads} threads, "
+          f"{a.iterations} calls a timed round")
     print(f"  {'engine':30s} {'mode':11s} {'variant':32s} {'samples/s':>10s} {'vs ts batch-fp32':>17s}  "
           "output vs tierscope")
     for r in rows:
@@ -578,7 +599,7 @@ def run_model(label: str, model_dir: str, a) -> dict:
     issue_goals.print_int8_accuracy(best, acc, describe)
     sys.stdout.flush()
     return {"label": label, "model_dir": model_dir, "batch_size": a.batch_size, "seq_len": a.seq_len,
-            "threads": a.threads, "flops_per_sample": flops_per_sample, "fp32_peak_flops": peak, "rows": rows,
+            "threads": a.threads, "iterations": a.iterations, "flops_per_sample": flops_per_sample, "fp32_peak_flops": peak, "rows": rows,
             "winners": winners, "goals": goals, "batch_sweep": {m: {str(b): v for b, v in d.items()}
                                                                 for m, d in by_batch.items()},
             "accuracy_vs_fp32": {k: dict(zip(("cosine", "mean_abs", "max_abs"), v)) for k, v in acc.items()}}
@@ -608,7 +629,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--seq-len", type=int, default=128)
-    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--iterations", type=int, default=10, help="calls each timed round makes, at most")
+    ap.add_argument("--seconds", type=float, default=8.0,
+                    help="a model whose --iterations batches pass this many seconds times fewer (at least "
+                         f"{MIN_ITERATIONS}), the same for every peer")
     ap.add_argument("--models", default="tiny,minilm")
     ap.add_argument("--skip-compile", action="store_true", help="leave torch.compile out (it compiles for minutes)")
     ap.add_argument("--rounds", type=int, default=3, help="alternated rounds of tierscope's modes (best of each)")

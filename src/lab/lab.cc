@@ -624,6 +624,17 @@ class LabRun {
     } else {
       why = "a CPU without an INT8 dot instruction: FP16 only halves the bytes moved";
     }
+    if (o_.engine != "torch" && mode != "batch-fp32") {
+      // What the peaks made the candidate is the lever only if it passed validation and
+      // ran faster than FP32 here (a Zen 1's AVX2 INT8 dot is 0.9x its FP32 peak).
+      const bool valid = Valid(mode);
+      const double ratio = pooled(mode.c_str()) / fp32_sps;
+      if (!valid || !(ratio > 1.0)) {
+        why = "the measured runs: " + mode + (valid ? " ran " + Fixed(ratio, 2) + "x batch-fp32" : " failed validation") +
+              ", though the device made it the candidate as " + why;
+        mode = "batch-fp32";
+      }
+    }
     const double sps = pooled(mode.c_str());
     const std::string tag = mode.substr(mode.find('-') + 1);  // batch-fp16 -> fp16: its validation entry
     if (tag == "fp32") {
