@@ -245,7 +245,7 @@ def torch_variant(model_dir: str, attn: str | None, ids, ids_path: Path, mask, c
         for mode, serial in (("batch-fp32", False), ("serial-fp32", True)):
             try:
                 sps = torch_timed(model_dir, ids_path, a, attn, serial=serial,
-                                  iterations=max(1, a.iterations // 2) if serial else None,
+                                  iterations=serial_iterations(a) if serial else None,
                                   warmup=1 if serial else 3)["samples_per_s"]
                 rows.append(row(f"torch {ver} eager", mode, sps, check, f"torch eager/{mode}", variant,
                                 {**cfg, "dtype": "float32", "timed": "fresh process"}))
@@ -426,7 +426,7 @@ def ort_rows(eager_model, ids, check_ids, ref, cfg, a, tmp: Path, rows: list, ac
         rows.append(row(f"onnxruntime {ver}", "batch-fp32", a.batch_size / t, check_o, "onnxruntime/batch-fp32",
                         "fused", fcfg))
         small = [feed(ids[i:i + 1]) for i in range(a.batch_size)]
-        t = timed(lambda: [sess.run(None, x) for x in small], max(1, a.iterations // 2), 1)
+        t = timed(lambda: [sess.run(None, x) for x in small], serial_iterations(a), 1)
         rows.append(row(f"onnxruntime {ver}", "serial-fp32", a.batch_size / t, check_o, "onnxruntime/serial-fp32",
                         "fused", fcfg))
         del sess
@@ -485,12 +485,22 @@ def model_iterations(binary: str, model_dir: str, a) -> tuple[int, float]:
     same number of calls: all-MiniLM-L6-v2 takes ~2.7 s a batch on a 2-core AVX2 host,
     where ten a round made the two models' run last over an hour."""
     r = tierscope_bench(binary, model_dir, "batch-fp32", argparse.Namespace(**{**vars(a), "iterations": 1}))
-    batch_s = a.batch_size / r["samples_per_s"]
-    its = a.iterations if batch_s * a.iterations <= a.seconds else math.ceil(a.seconds / batch_s)
+    sps = r.get("samples_per_s")
+    if not isinstance(sps, (int, float)) or not math.isfinite(sps) or sps <= 0:
+        sys.exit(f"{model_dir}: the calibrating batch-fp32 run reported {sps!r} samples/s: no timing to fit")
+    batch_s = a.batch_size / sps
+    its = a.iterations if batch_s * a.iterations <= a.seconds else math.floor(a.seconds / batch_s)
     return max(min(its, a.iterations), min(MIN_ITERATIONS, a.iterations)), batch_s
 
 
 MIN_ITERATIONS = 3  # calls a timed round of a figure makes, at least (unless --iterations is lower)
+
+
+def serial_iterations(a) -> int:
+    """Calls a timed round of a serial peer makes (each call a loop over the batch's samples):
+    half of --iterations, at least MIN_ITERATIONS (unless --iterations is lower), as many
+    as tierscope's serial-fp32 makes once a slow model has cut the count."""
+    return max(min(a.iterations, MIN_ITERATIONS), a.iterations // 2)
 
 
 def run_model(label: str, model_dir: str, a) -> dict:

@@ -3,6 +3,7 @@
 #define TIERSCOPE_CORE_TEXT_H_
 
 #include <cctype>
+#include <cstdio>
 #include <cstdint>
 #include <ctime>
 #include <initializer_list>
@@ -13,6 +14,13 @@
 #include "tierscope/status.h"
 
 namespace tierscope {
+
+// `v` with `digits` digits after the point ("%.*f": 0.953 at 2 -> "0.95").
+inline std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
 
 // Whether `s` is one of `options` ("aten::add", "aten::mul", ...).
 inline bool OneOf(std::string_view s, std::initializer_list<std::string_view> options) {

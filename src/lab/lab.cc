@@ -24,6 +24,7 @@
 #include "inspect/calibration.h"
 #include "inspect/kernel_run.h"
 #include "lab/lab_runs.h"
+#include "lab/precision_lever.h"
 #include "lab/profiler_steps.h"
 #include "lab/report_html.h"
 #include "lab/study_reference.h"
@@ -87,12 +88,6 @@ nlohmann::json UnitStrip(const TraceAnalysis& a) {
                                 static_cast<double>(e.dur_ns) / 1e3, it->second});
   }
   return strip;
-}
-
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
-  return buf;
 }
 
 std::string Count(size_t n, const std::string& noun) {
@@ -529,7 +524,7 @@ class LabRun {
                       {"baseline_memory_mb", baseline_["serial-fp32"]["max_memory_mb"]},
                       {"final_memory_mb", fin["max_memory_mb"]},
                       {"fp16_cosine", val_.json["fp16"]["cosine"]},
-                      {"precision_lever", PrecisionLever(pooled)},
+                      {"precision_lever", PrecisionLeverJson(pooled)},
                       {"validation_pass", val_.pass}};
     // Measured by step 4's runs alone: made after the predictions.
     AddMeasured(s_["predictions"], [&](const std::string& lever) {
@@ -557,84 +552,21 @@ class LabRun {
     }
   }
 
-  // The precision lever that pays on this device, and why, from the calibrated peaks and
-  // the pooled runs: FP16 on a GPU (tensor cores); on a CPU INT8 where it has an INT8 dot
-  // instruction and the engine's FP16 and BF16 GEMMs convert to FP32 before each FMA; where
-  // the engine computes BF16 in BF16 too (AVX512_BF16), the faster of the two measured
-  // here that passed validation.
-  nlohmann::json PrecisionLever(const std::function<double(const char*)>& pooled) const {
+  // The precision lever that pays on this device, and why (precision_lever.h): the
+  // candidates from the calibrated peaks, the verdict from the pooled runs and validation.
+  nlohmann::json PrecisionLeverJson(const std::function<double(const char*)>& pooled) {
+    LeverInputs in;
+    in.engine = o_.engine;
+    in.device = o_.device;
+    in.peaks = peaks_;
+    in.bf16_arithmetic = bf16_arithmetic_;
+    in.modes = LabModes(o_.device);
+    in.valid = [this](const std::string& m) { return Valid(m); };
+    in.pooled = [&pooled](const std::string& m) { return pooled(m.c_str()); };
+    lever_ = ChoosePrecisionLever(in);
+    const std::string& mode = lever_.mode;
+    const std::string& why = lever_.why;
     const double fp32_sps = pooled("batch-fp32");
-    const double fp32_peak = peaks_.value("fp32_gflops", 0.0);
-    const std::string int8_dot = peaks_.value("int8_dot", std::string());
-    std::string mode = "batch-fp16", why;
-    if (o_.engine == "torch") {
-      // PyTorch's kernels are its own (BF16 on AVX512_BF16 or AMX, FP16 on tensor cores):
-      // the lever is what measured fastest here.
-      std::vector<std::string> levers = {"batch-fp16", "batch-bf16"};
-      if (o_.device == "cpu") levers.push_back("batch-int8");
-      std::string passed, failed;
-      mode = "batch-fp32";  // a lower precision is the lever only if it passed and beat FP32
-      for (const std::string& m : levers) {
-        std::string& list = Valid(m) ? passed : failed;
-        list += (list.empty() ? "" : ", ") + m;
-        if (Valid(m) && pooled(m.c_str()) > pooled(mode.c_str())) mode = m;
-      }
-      const std::string where = o_.device == "cpu" ? "CPU" : "device";
-      const std::string left_out = failed.empty() ? "" : "; " + failed + " left out: outside its tolerance of FP32";
-      why = mode == "batch-fp32" ? "none: no lower precision that passed validation (" +
-                                       (passed.empty() ? std::string("none did") : passed) +
-                                       ") ran faster than FP32 through PyTorch on this " + where + left_out
-                                 : "PyTorch's fastest lower precision measured on this " + where + " (of " + passed +
-                                       left_out + ")";
-    } else if (o_.device != "cpu") {
-      const double f16 = peaks_.value("fp16_tensor_gflops", 0.0);
-      why = f16 > 0 && fp32_peak > 0 ? "a GPU: FP16 runs on the tensor cores, calibrated at " + Fixed(f16, 0) +
-                                           " GFLOP/s, " + Fixed(f16 / fp32_peak, 1) + "x the FP32 peak"
-                                     : "a GPU: FP16 runs on the tensor cores (no tensor-core peak calibrated here)";
-    } else if (const bool bf16_math = peaks_.value("bf16_dot", false) && bf16_arithmetic_;
-               !int8_dot.empty() && bf16_math) {
-      const double i8 = peaks_.value("int8_gops", 0.0), b16 = peaks_.value("bf16_gflops", 0.0);
-      const double int8_sps = pooled("batch-int8"), bf16_sps = pooled("batch-bf16");
-      const bool int8_ok = Valid("batch-int8"), bf16_ok = Valid("batch-bf16");
-      const std::string both = "a CPU with an INT8 dot (" + int8_dot + ", calibrated at " + Fixed(i8, 0) + " GOP/s, " +
-                               Fixed(i8 / fp32_peak, 1) + "x the FP32 peak) and BF16 arithmetic (AVX512_BF16, " +
-                               Fixed(b16, 0) + " GFLOP/s, " + Fixed(b16 / fp32_peak, 1) + "x): ";
-      if (int8_ok && bf16_ok) {
-        mode = bf16_sps > int8_sps ? "batch-bf16" : "batch-int8";
-        why = both + mode + " measured faster here (" + Fixed(std::max(bf16_sps, int8_sps), 0) +
-              " samples/s against " + Fixed(std::min(bf16_sps, int8_sps), 0) + ")";
-      } else if (int8_ok || bf16_ok) {
-        mode = int8_ok ? "batch-int8" : "batch-bf16";
-        why = both + mode + ", the one of the two within its tolerance of FP32 (" +
-              (int8_ok ? "batch-bf16" : "batch-int8") + " failed validation)";
-      } else {
-        mode = "batch-fp32";
-        why = both + "neither passed validation against FP32";
-      }
-    } else if (!int8_dot.empty() && !Valid("batch-int8")) {
-      mode = "batch-fp32";
-      why = "a CPU whose engine has no BF16 arithmetic in force and whose INT8 run (on " + int8_dot +
-            ") failed validation against FP32";
-    } else if (!int8_dot.empty()) {
-      mode = "batch-int8";
-      const double i8 = peaks_.value("int8_gops", 0.0);
-      why = "a CPU: the engine's FP16 and BF16 GEMMs convert to FP32 before every FMA here (storage formats that "
-            "save bytes, not arithmetic: no BF16 arithmetic in force), while INT8 runs on " + int8_dot + ", calibrated at " +
-            Fixed(i8, 0) + " GOP/s, " + Fixed(i8 / fp32_peak, 1) + "x the FP32 peak";
-    } else {
-      why = "a CPU without an INT8 dot instruction: FP16 only halves the bytes moved";
-    }
-    if (o_.engine != "torch" && mode != "batch-fp32") {
-      // What the peaks made the candidate is the lever only if it passed validation and
-      // ran faster than FP32 here (a Zen 1's AVX2 INT8 dot is 0.9x its FP32 peak).
-      const bool valid = Valid(mode);
-      const double ratio = pooled(mode.c_str()) / fp32_sps;
-      if (!valid || !(ratio > 1.0)) {
-        why = "the measured runs: " + mode + (valid ? " ran " + Fixed(ratio, 2) + "x batch-fp32" : " failed validation") +
-              ", though the device made it the candidate as " + why;
-        mode = "batch-fp32";
-      }
-    }
     const double sps = pooled(mode.c_str());
     const std::string tag = mode.substr(mode.find('-') + 1);  // batch-fp16 -> fp16: its validation entry
     if (tag == "fp32") {
@@ -700,12 +632,7 @@ class LabRun {
       if (!trend.empty()) chain.push_back("Sweep (" + best_mode_ + "): " + trend + ".");
     }
     const nlohmann::json& lever = s_["headline"]["precision_lever"];
-    const std::string why = lever["why"];
-    chain.push_back((lever["mode"] == "batch-fp32"
-                         ? "Precision: no lower precision pays here (" + why.substr(why.find(": ") + 2) + ")"
-                         : "Precision: the lever for this device is " + lever["mode"].get<std::string>() +
-                               ", because it is " + why) +
-                    ". Measured: " + Fixed(lever["samples_per_s"].get<double>(), 1) +
+    chain.push_back(lever_.diagnosis + ". Measured: " + Fixed(lever["samples_per_s"].get<double>(), 1) +
                     " samples/s, " + Fixed(lever["speedup_over_batch"].get<double>(), 2) + "x batch-fp32 (batch-fp16: " +
                     Fixed(lever["fp16_speedup_over_batch"].get<double>(), 2) + "x), output cosine " +
                     Fixed(lever["cosine"].get<double>(), 8) + " vs FP32.");
@@ -735,6 +662,7 @@ class LabRun {
   AnalysisOptions ao_;
   nlohmann::json s_, commands_ = nlohmann::json::array(), baseline_, peaks_, tier1_, tier2_, tier3_;
   std::string best_mode_ = "batch-fp32";
+  PrecisionLever lever_;  // the precision step's verdict (PrecisionLeverJson)
   bool bf16_arithmetic_ = false;  // the device's engine computes BF16 runs in BF16 (DeviceProps)
   std::map<std::string, Trace> traces_;           // node-based: analyses_ point into it
   std::map<std::string, TraceAnalysis> analyses_;

@@ -113,12 +113,6 @@ json CountJson(double v) {
   return v;
 }
 
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
-  return buf;
-}
-
 // A number, or "-" for null/missing.
 std::string Num(const json& j, const char* key, int digits) {
   if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return "-";

@@ -1,6 +1,7 @@
 """bench/peers/peers.py's calls per timed round: --iterations where that many batches fit in
---seconds, fewer (never below 3, nor above --iterations) where a batch is slow, from one
-calibrating batch-fp32 iteration; the same count then holds for every peer of the model."""
+--seconds, else as many as fit (never below 3, nor above --iterations), from one
+calibrating batch-fp32 iteration; the same count then holds for every peer of the model,
+serial peers included."""
 import argparse
 import sys
 from pathlib import Path
@@ -34,8 +35,10 @@ def test_a_fast_model_keeps_the_requested_iterations(monkeypatch):
 def test_a_slow_model_times_just_enough_calls_to_fill_the_seconds(monkeypatch):
     its, _ = calibrated(monkeypatch, 32.0, args())  # 2 s a batch: 4 fill 8 s
     assert its == 4
-    its, _ = calibrated(monkeypatch, 22.0, args())  # 2.9 s a batch: ceil(8 / 2.9) = 3
+    its, _ = calibrated(monkeypatch, 25.6, args())  # 2.5 s a batch: 3 fit in 8 s, not 4
     assert its == 3
+    its, _ = calibrated(monkeypatch, 40.0, args())  # 1.6 s a batch: 5 fill 8 s
+    assert its == 5
 
 
 def test_a_very_slow_model_still_times_three_calls(monkeypatch):
@@ -46,3 +49,20 @@ def test_a_very_slow_model_still_times_three_calls(monkeypatch):
 def test_fewer_requested_iterations_than_the_minimum_are_kept(monkeypatch):
     its, _ = calibrated(monkeypatch, 2.0, args(iterations=2))
     assert its == 2
+
+
+def test_a_calibration_that_measured_nothing_stops_the_run(monkeypatch):
+    for bad in (0.0, float("nan"), None):
+        monkeypatch.setattr(peers, "tierscope_bench", lambda *x, **k: {"samples_per_s": bad})
+        try:
+            peers.model_iterations("tierscope", "model", args())
+        except SystemExit as e:
+            assert "calibrating batch-fp32 run reported" in str(e)
+        else:
+            raise AssertionError(f"{bad!r} samples/s went unnoticed")
+
+
+def test_serial_peers_time_as_many_calls_as_tierscope_serial_once_the_count_is_cut():
+    assert peers.serial_iterations(args(iterations=10)) == 5
+    assert peers.serial_iterations(args(iterations=3)) == 3
+    assert peers.serial_iterations(args(iterations=2)) == 2

@@ -1,0 +1,108 @@
+// The lab's precision step: candidates from the device's peaks, the verdict from the runs.
+#include "lab/precision_lever.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/text.h"
+
+namespace tierscope {
+namespace {
+
+// The candidates the device's peaks name, in order of preference on a tie, and why.
+std::vector<std::string> Candidates(const LeverInputs& in, std::string* reason) {
+  const double fp32_peak = in.peaks.value("fp32_gflops", 0.0);
+  const auto times_fp32 = [&](double peak) {
+    return fp32_peak > 0 ? ", " + Fixed(peak / fp32_peak, 1) + "x the FP32 peak" : std::string();
+  };
+  const std::string int8_dot = in.peaks.value("int8_dot", std::string());
+  if (in.engine == "torch") {
+    // PyTorch's kernels are its own (BF16 on AVX512_BF16 or AMX, FP16 on tensor cores).
+    *reason = "PyTorch's fastest lower precision measured on this " +
+              std::string(in.device == "cpu" ? "CPU" : "device");
+    if (in.device == "cpu") return {"batch-fp16", "batch-bf16", "batch-int8"};
+    return {"batch-fp16", "batch-bf16"};
+  }
+  if (in.device != "cpu") {
+    const double f16 = in.peaks.value("fp16_tensor_gflops", 0.0);
+    *reason = f16 > 0 ? "a GPU: FP16 runs on the tensor cores, calibrated at " + Fixed(f16, 0) + " GFLOP/s" +
+                            times_fp32(f16)
+                      : "a GPU: FP16 runs on the tensor cores (no tensor-core peak calibrated here)";
+    return {"batch-fp16"};
+  }
+  const double i8 = in.peaks.value("int8_gops", 0.0);
+  if (!int8_dot.empty() && in.peaks.value("bf16_dot", false) && in.bf16_arithmetic) {
+    const double b16 = in.peaks.value("bf16_gflops", 0.0);
+    *reason = "a CPU with an INT8 dot (" + int8_dot + ", calibrated at " + Fixed(i8, 0) + " GOP/s" + times_fp32(i8) +
+              ") and BF16 arithmetic (AVX512_BF16, " + Fixed(b16, 0) + " GFLOP/s" + times_fp32(b16) +
+              "): the faster of the two";
+    return {"batch-int8", "batch-bf16"};
+  }
+  if (!int8_dot.empty()) {
+    *reason = "a CPU: the engine's FP16 and BF16 GEMMs convert to FP32 before every FMA here (storage formats "
+              "that save bytes, not arithmetic: no BF16 arithmetic in force), while INT8 runs on " + int8_dot +
+              ", calibrated at " + Fixed(i8, 0) + " GOP/s" + times_fp32(i8);
+    return {"batch-int8"};
+  }
+  *reason = "a CPU without an INT8 dot instruction: FP16 only halves the bytes moved";
+  return {"batch-fp16"};
+}
+
+}  // namespace
+
+PrecisionLever ChoosePrecisionLever(const LeverInputs& in) {
+  const double fp32_sps = in.pooled("batch-fp32");
+  const auto ratio = [&](const std::string& m) { return in.pooled(m) / fp32_sps; };
+  const auto pays = [&](const std::string& m) {
+    const double r = ratio(m);
+    return in.valid(m) && std::isfinite(r) && r >= kMinLeverGain;
+  };
+  const auto measured = [&](const std::string& m) {
+    if (!in.valid(m)) return m + " failed validation";
+    const double r = ratio(m);
+    return m + " ran " + (std::isfinite(r) ? Fixed(r, 3) + "x" : std::string("an unmeasured share of")) +
+           " batch-fp32";
+  };
+  const auto fastest_paying = [&](const std::vector<std::string>& modes) {
+    std::string best;
+    for (const std::string& m : modes) {
+      if (pays(m) && (best.empty() || in.pooled(m) > in.pooled(best))) best = m;
+    }
+    return best;
+  };
+  std::string reason;
+  const std::vector<std::string> candidates = Candidates(in, &reason);
+  std::string runs;
+  for (const std::string& c : candidates) runs += (runs.empty() ? "" : ", ") + measured(c);
+  const std::string gain = "passes validation and runs at least " + Fixed(kMinLeverGain, 2) + "x batch-fp32";
+
+  PrecisionLever lever;
+  lever.mode = fastest_paying(candidates);
+  if (!lever.mode.empty()) {
+    lever.why = reason + " (measured: " + runs + ")";
+  } else if (in.engine != "torch") {
+    std::vector<std::string> others;  // every other lower precision the lab measured
+    for (const std::string& m : in.modes) {
+      if (m.rfind("batch-", 0) == 0 && m != "batch-fp32" &&
+          std::find(candidates.begin(), candidates.end(), m) == candidates.end()) {
+        others.push_back(m);
+      }
+    }
+    lever.mode = fastest_paying(others);
+    if (!lever.mode.empty()) {
+      lever.why = "the fastest other lower precision that " + gain + " (" + measured(lever.mode) +
+                  "), where the device's candidate did not (" + runs + "; the candidate as " + reason + ")";
+    }
+  }
+  if (lever.mode.empty()) {
+    lever.mode = "batch-fp32";
+    lever.why = "none pays: " + runs + "; a lever " + gain +
+                (in.engine == "torch" ? "" : "; the candidate as " + reason);
+    lever.diagnosis = "Precision: no lower precision pays here (" + lever.why.substr(11) + ")";
+  } else {
+    lever.diagnosis = "Precision: the lever for this device is " + lever.mode + ", because it is " + lever.why;
+  }
+  return lever;
+}
+
+}  // namespace tierscope
