@@ -498,8 +498,9 @@ MIN_ITERATIONS = 3  # calls a timed round of a figure makes, at least (unless --
 
 def serial_iterations(a) -> int:
     """Calls a timed round of a serial peer makes (each call a loop over the batch's samples):
-    half of --iterations, at least MIN_ITERATIONS (unless --iterations is lower), as many
-    as tierscope's serial-fp32 makes once a slow model has cut the count."""
+    half of the model's count, but at least MIN_ITERATIONS (unless the count is lower), so a
+    count cut for a slow model never leaves a serial peer one call a round. tierscope's
+    serial-fp32 makes the model's full count (its three alternated rounds, the best kept)."""
     return max(min(a.iterations, MIN_ITERATIONS), a.iterations // 2)
 
 

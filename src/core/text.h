@@ -3,8 +3,8 @@
 #define TIERSCOPE_CORE_TEXT_H_
 
 #include <cctype>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <ctime>
 #include <initializer_list>
 #include <string>

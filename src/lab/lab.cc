@@ -510,6 +510,7 @@ class LabRun {
     const auto pooled = [&](const char* mode) { return PooledMedian(baseline_, final_modes, mode); };
     const double serial_sps = pooled("serial-fp32"), batch_sps = pooled("batch-fp32");
     const double fp16_sps = pooled("batch-fp16");
+    lever_ = ChooseLever(pooled);  // the headline's lever and the diagnosis's line
     s_["headline"] = {{"baseline_mode", "serial-fp32"},
                       {"baseline_samples_per_s", serial_sps},
                       {"batch_samples_per_s", batch_sps},
@@ -554,7 +555,7 @@ class LabRun {
 
   // The precision lever that pays on this device, and why (precision_lever.h): the
   // candidates from the calibrated peaks, the verdict from the pooled runs and validation.
-  nlohmann::json PrecisionLeverJson(const std::function<double(const char*)>& pooled) {
+  PrecisionLever ChooseLever(const std::function<double(const char*)>& pooled) const {
     LeverInputs in;
     in.engine = o_.engine;
     in.device = o_.device;
@@ -563,7 +564,11 @@ class LabRun {
     in.modes = LabModes(o_.device);
     in.valid = [this](const std::string& m) { return Valid(m); };
     in.pooled = [&pooled](const std::string& m) { return pooled(m.c_str()); };
-    lever_ = ChoosePrecisionLever(in);
+    return ChoosePrecisionLever(in);
+  }
+
+  // lever_ as the summary's precision_lever: its figures pooled, its validation's cosine.
+  nlohmann::json PrecisionLeverJson(const std::function<double(const char*)>& pooled) const {
     const std::string& mode = lever_.mode;
     const std::string& why = lever_.why;
     const double fp32_sps = pooled("batch-fp32");
@@ -632,10 +637,13 @@ class LabRun {
       if (!trend.empty()) chain.push_back("Sweep (" + best_mode_ + "): " + trend + ".");
     }
     const nlohmann::json& lever = s_["headline"]["precision_lever"];
-    chain.push_back(lever_.diagnosis + ". Measured: " + Fixed(lever["samples_per_s"].get<double>(), 1) +
-                    " samples/s, " + Fixed(lever["speedup_over_batch"].get<double>(), 2) + "x batch-fp32 (batch-fp16: " +
-                    Fixed(lever["fp16_speedup_over_batch"].get<double>(), 2) + "x), output cosine " +
-                    Fixed(lever["cosine"].get<double>(), 8) + " vs FP32.");
+    chain.push_back(lever_.mode == "batch-fp32"
+                        ? lever_.diagnosis + ": batch-fp32 stays, at " + Fixed(lever["samples_per_s"].get<double>(), 1) +
+                              " samples/s."
+                        : lever_.diagnosis + ". Measured: " + Fixed(lever["samples_per_s"].get<double>(), 1) +
+                              " samples/s, " + Fixed(lever["speedup_over_batch"].get<double>(), 2) +
+                              "x batch-fp32 (batch-fp16: " + Fixed(lever["fp16_speedup_over_batch"].get<double>(), 2) +
+                              "x), output cosine " + Fixed(lever["cosine"].get<double>(), 8) + " vs FP32.");
     const double best_sps = fin["samples_per_s"];
     const nlohmann::json& diff = fin["serial_vs_batch_max_abs"];
     chain.push_back("Step 4: " + fin["mode"].get<std::string>() + " at batch " +
@@ -662,7 +670,7 @@ class LabRun {
   AnalysisOptions ao_;
   nlohmann::json s_, commands_ = nlohmann::json::array(), baseline_, peaks_, tier1_, tier2_, tier3_;
   std::string best_mode_ = "batch-fp32";
-  PrecisionLever lever_;  // the precision step's verdict (PrecisionLeverJson)
+  PrecisionLever lever_;  // the precision step's verdict (ChooseLever, in Summarize)
   bool bf16_arithmetic_ = false;  // the device's engine computes BF16 runs in BF16 (DeviceProps)
   std::map<std::string, Trace> traces_;           // node-based: analyses_ point into it
   std::map<std::string, TraceAnalysis> analyses_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "core/text.h"
 
@@ -18,7 +19,7 @@ std::vector<std::string> Candidates(const LeverInputs& in, std::string* reason) 
   const std::string int8_dot = in.peaks.value("int8_dot", std::string());
   if (in.engine == "torch") {
     // PyTorch's kernels are its own (BF16 on AVX512_BF16 or AMX, FP16 on tensor cores).
-    *reason = "PyTorch's fastest lower precision measured on this " +
+    *reason = "PyTorch's fastest lower precision that passed validation on this " +
               std::string(in.device == "cpu" ? "CPU" : "device");
     if (in.device == "cpu") return {"batch-fp16", "batch-bf16", "batch-int8"};
     return {"batch-fp16", "batch-bf16"};
@@ -27,7 +28,7 @@ std::vector<std::string> Candidates(const LeverInputs& in, std::string* reason) 
     const double f16 = in.peaks.value("fp16_tensor_gflops", 0.0);
     *reason = f16 > 0 ? "a GPU: FP16 runs on the tensor cores, calibrated at " + Fixed(f16, 0) + " GFLOP/s" +
                             times_fp32(f16)
-                      : "a GPU: FP16 runs on the tensor cores (no tensor-core peak calibrated here)";
+                      : "a GPU: FP16 runs on the tensor cores, whose peak was not calibrated here";
     return {"batch-fp16"};
   }
   const double i8 = in.peaks.value("int8_gops", 0.0);
@@ -35,7 +36,7 @@ std::vector<std::string> Candidates(const LeverInputs& in, std::string* reason) 
     const double b16 = in.peaks.value("bf16_gflops", 0.0);
     *reason = "a CPU with an INT8 dot (" + int8_dot + ", calibrated at " + Fixed(i8, 0) + " GOP/s" + times_fp32(i8) +
               ") and BF16 arithmetic (AVX512_BF16, " + Fixed(b16, 0) + " GFLOP/s" + times_fp32(b16) +
-              "): the faster of the two";
+              "): the faster of the two that pays";
     return {"batch-int8", "batch-bf16"};
   }
   if (!int8_dot.empty()) {
@@ -57,11 +58,16 @@ PrecisionLever ChoosePrecisionLever(const LeverInputs& in) {
     const double r = ratio(m);
     return in.valid(m) && std::isfinite(r) && r >= kMinLeverGain;
   };
-  const auto measured = [&](const std::string& m) {
-    if (!in.valid(m)) return m + " failed validation";
-    const double r = ratio(m);
-    return m + " ran " + (std::isfinite(r) ? Fixed(r, 3) + "x" : std::string("an unmeasured share of")) +
-           " batch-fp32";
+  const auto measured = [&](const std::vector<std::string>& modes) {
+    std::string text;
+    for (const std::string& m : modes) {
+      const double r = ratio(m);
+      text += (text.empty() ? "" : ", ") + m +
+              (!in.valid(m)          ? " failed validation"
+               : std::isfinite(r) ? " ran " + Fixed(r, 3) + "x batch-fp32"
+                                  : " was not measured");
+    }
+    return text;
   };
   const auto fastest_paying = [&](const std::vector<std::string>& modes) {
     std::string best;
@@ -72,33 +78,35 @@ PrecisionLever ChoosePrecisionLever(const LeverInputs& in) {
   };
   std::string reason;
   const std::vector<std::string> candidates = Candidates(in, &reason);
-  std::string runs;
-  for (const std::string& c : candidates) runs += (runs.empty() ? "" : ", ") + measured(c);
-  const std::string gain = "passes validation and runs at least " + Fixed(kMinLeverGain, 2) + "x batch-fp32";
+  std::vector<std::string> others;  // every other lower precision the lab measured
+  for (const std::string& m : in.modes) {
+    if (m.rfind("batch-", 0) == 0 && m != "batch-fp32" &&
+        std::find(candidates.begin(), candidates.end(), m) == candidates.end()) {
+      others.push_back(m);
+    }
+  }
+  const std::string gain = "pass validation and run at least " + Fixed(kMinLeverGain, 2) + "x batch-fp32";
+  const std::string because = candidates.size() > 1 ? "they were the candidates because this is "
+                                                     : "it was the candidate because this is ";
 
   PrecisionLever lever;
   lever.mode = fastest_paying(candidates);
   if (!lever.mode.empty()) {
-    lever.why = reason + " (measured: " + runs + ")";
-  } else if (in.engine != "torch") {
-    std::vector<std::string> others;  // every other lower precision the lab measured
-    for (const std::string& m : in.modes) {
-      if (m.rfind("batch-", 0) == 0 && m != "batch-fp32" &&
-          std::find(candidates.begin(), candidates.end(), m) == candidates.end()) {
-        others.push_back(m);
-      }
-    }
-    lever.mode = fastest_paying(others);
-    if (!lever.mode.empty()) {
-      lever.why = "the fastest other lower precision that " + gain + " (" + measured(lever.mode) +
-                  "), where the device's candidate did not (" + runs + "; the candidate as " + reason + ")";
-    }
+    // One candidate: its ratio is the diagnosis's "Measured"; several: each one's.
+    lever.why = reason + (candidates.size() > 1 ? " (measured: " + measured(candidates) + ")" : "");
+  } else if (in.engine != "torch" && !(lever.mode = fastest_paying(others)).empty()) {
+    lever.why = "the fastest other lower precision to " + gain + " (" + measured({lever.mode}) +
+                "), where the device's " + (candidates.size() > 1 ? "candidates" : "candidate") +
+                " did not: " + measured(candidates) + "; " + because + reason;
   }
   if (lever.mode.empty()) {
     lever.mode = "batch-fp32";
-    lever.why = "none pays: " + runs + "; a lever " + gain +
-                (in.engine == "torch" ? "" : "; the candidate as " + reason);
-    lever.diagnosis = "Precision: no lower precision pays here (" + lever.why.substr(11) + ")";
+    std::vector<std::string> all = candidates;
+    if (in.engine != "torch") all.insert(all.end(), others.begin(), others.end());
+    lever.why = std::string(kNoLeverPrefix) + measured(all) + "; a lever must " + gain +
+                (in.engine == "torch" ? "" : "; " + because + reason);
+    lever.diagnosis = "Precision: no lower precision pays here (" +
+                      lever.why.substr(std::string_view(kNoLeverPrefix).size()) + ")";
   } else {
     lever.diagnosis = "Precision: the lever for this device is " + lever.mode + ", because it is " + lever.why;
   }

@@ -18,6 +18,9 @@ namespace tierscope {
 // lower precision within run-to-run noise of FP32 is no lever.
 inline constexpr double kMinLeverGain = 1.02;
 
+// How a `why` opens where no lower precision pays (the lever is batch-fp32).
+inline constexpr char kNoLeverPrefix[] = "none pays: ";
+
 struct LeverInputs {
   std::string engine = "native";  // "native" or "torch"
   std::string device = "cpu";
@@ -30,7 +33,7 @@ struct LeverInputs {
 
 struct PrecisionLever {
   std::string mode;       // "batch-fp32" where no lower precision pays
-  std::string why;        // a lever: read after "because it is "; none: starts "none pays: "
+  std::string why;        // a lever: read after "because it is "; none: opens with kNoLeverPrefix
   std::string diagnosis;  // the diagnosis line's opening ("Precision: ...")
 };
 

@@ -1,7 +1,7 @@
 """bench/peers/peers.py's calls per timed round: --iterations where that many batches fit in
 --seconds, else as many as fit (never below 3, nor above --iterations), from one
-calibrating batch-fp32 iteration; the same count then holds for every peer of the model,
-serial peers included."""
+calibrating batch-fp32 iteration; the same count then holds for every peer of the model
+(serial peers time half of it, at least 3)."""
 import argparse
 import sys
 from pathlib import Path
@@ -62,7 +62,8 @@ def test_a_calibration_that_measured_nothing_stops_the_run(monkeypatch):
             raise AssertionError(f"{bad!r} samples/s went unnoticed")
 
 
-def test_serial_peers_time_as_many_calls_as_tierscope_serial_once_the_count_is_cut():
+def test_serial_peers_time_half_the_calls_but_never_fewer_than_three():
     assert peers.serial_iterations(args(iterations=10)) == 5
+    assert peers.serial_iterations(args(iterations=5)) == 3
     assert peers.serial_iterations(args(iterations=3)) == 3
     assert peers.serial_iterations(args(iterations=2)) == 2

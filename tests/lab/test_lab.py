@@ -213,24 +213,26 @@ def test_step_4_runs_the_recommendation_and_never_falls_below_its_neighbours(res
     # else none (a Zen 1's AVX2 INT8 runs ~0.95x batch-fp32).
     lever = head["precision_lever"]
     bf16_math = os.environ.get("TIERSCOPE_BF16_KERNELS") or bf16_variants[0]
-    with_bf16 = bool(s["machine"]["peaks"].get("bf16_dot")) and bf16_math != "fp32"
+    peaks = s["machine"]["peaks"]
+    with_bf16 = bool(peaks.get("bf16_dot")) and bool(peaks.get("int8_dot")) and bf16_math != "fp32"
     candidates = ["batch-int8", "batch-bf16"] if with_bf16 else ["batch-int8"]
 
-    def pays(m):
-        return s["validation"][m.split("-")[1]]["pass"] and pooled(m) >= 1.02 * pooled("batch-fp32")
+    def pays(m):  # the lab's own arithmetic: the ratio, then the floor
+        return s["validation"][m.split("-")[1]]["pass"] and pooled(m) / pooled("batch-fp32") >= 1.02
 
     paying = [m for m in candidates if pays(m)] or \
         [m for m in ("batch-fp16", "batch-bf16", "batch-int8") if m not in candidates and pays(m)]
     want = max(paying, key=pooled) if paying else "batch-fp32"  # a tie goes to the first, as in the lab
     assert lever["mode"] == want, lever
     assert ("BF16 arithmetic (AVX512_BF16" if with_bf16 else "INT8 runs on") in lever["why"], lever
-    for m in candidates:  # what each candidate ran, in words
+    for m in candidates:  # what each candidate ran, in words (a lone one that paid: the diagnosis's ratio)
         v = s["validation"][m.split("-")[1]]
         said = f"{m} failed validation" if not v["pass"] else f"{m} ran {pooled(m) / pooled('batch-fp32'):.3f}x"
-        assert said in lever["why"], (said, lever)
+        assert said in lever["why"] or candidates == [want], (said, lever)
     if want == "batch-fp32":
         assert lever["why"].startswith("none pays: "), lever
-        assert f"Precision: no lower precision pays here ({lever['why'][11:]})." in " ".join(s["diagnosis"])
+        assert f"Precision: no lower precision pays here ({lever['why'][11:]}): batch-fp32 stays, at " \
+            in " ".join(s["diagnosis"])
     mode = lever["mode"]
     assert lever["samples_per_s"] == pytest.approx(pooled(mode))
     assert lever["speedup_over_batch"] == pytest.approx(pooled(mode) / pooled("batch-fp32"))
