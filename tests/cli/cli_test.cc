@@ -142,5 +142,23 @@ TEST_F(CliTest, RunRejectsIdsOutsideTheVocabulary) {
   EXPECT_TRUE(Contains(r.out, "input_ids[0][1] = 99999")) << r.out;
 }
 
+TEST(Cli, DeviceSaysTheInt8DotPeakAsAMultipleOfTheFp32One) {
+  Result j = RunCli("device --format json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  const size_t open = j.out.find('{');  // stderr may precede the document (a calibration's progress)
+  ASSERT_NE(open, std::string::npos) << j.out;
+  const nlohmann::json peaks = nlohmann::json::parse(j.out.substr(open, j.out.rfind('}') + 1 - open))["peaks"];
+  Result t = RunCli("device");  // the same cached peaks
+  ASSERT_EQ(t.code, 0) << t.out;
+  if (peaks.value("int8_dot", std::string()).empty()) {
+    EXPECT_NE(t.out.find("INT8 dot        not available"), std::string::npos) << t.out;
+    return;
+  }
+  char want[64];
+  std::snprintf(want, sizeof(want), "; %.2fx the FP32 FMA peak)",
+                peaks["int8_gops"].get<double>() / peaks["fp32_gflops"].get<double>());
+  EXPECT_NE(t.out.find(want), std::string::npos) << want << "\n" << t.out;
+}
+
 }  // namespace
 }  // namespace tierscope
