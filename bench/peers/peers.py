@@ -610,7 +610,8 @@ def run_model(label: str, model_dir: str, a) -> dict:
     issue_goals.print_int8_accuracy(best, acc, describe)
     sys.stdout.flush()
     return {"label": label, "model_dir": model_dir, "batch_size": a.batch_size, "seq_len": a.seq_len,
-            "threads": a.threads, "iterations": a.iterations, "flops_per_sample": flops_per_sample, "fp32_peak_flops": peak, "rows": rows,
+            "threads": a.threads, "iterations": a.iterations, "flops_per_sample": flops_per_sample,
+            "fp32_peak_flops": peak, "rows": rows,
             "winners": winners, "goals": goals, "batch_sweep": {m: {str(b): v for b, v in d.items()}
                                                                 for m, d in by_batch.items()},
             "accuracy_vs_fp32": {k: dict(zip(("cosine", "mean_abs", "max_abs"), v)) for k, v in acc.items()}}

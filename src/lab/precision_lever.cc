@@ -10,19 +10,19 @@
 namespace tierscope {
 namespace {
 
-// The candidates the device's peaks name, in order of preference on a tie, and why.
-std::vector<std::string> Candidates(const LeverInputs& in, std::string* reason) {
+// The candidates the device's peaks name, in order of preference on a tie, and why; through
+// PyTorch, whose kernels are its own, every lower precision the lab measured (`lower`).
+std::vector<std::string> Candidates(const LeverInputs& in, const std::vector<std::string>& lower,
+                                    std::string* reason) {
   const double fp32_peak = in.peaks.value("fp32_gflops", 0.0);
   const auto times_fp32 = [&](double peak) {
     return fp32_peak > 0 ? ", " + Fixed(peak / fp32_peak, 1) + "x the FP32 peak" : std::string();
   };
   const std::string int8_dot = in.peaks.value("int8_dot", std::string());
   if (in.engine == "torch") {
-    // PyTorch's kernels are its own (BF16 on AVX512_BF16 or AMX, FP16 on tensor cores).
     *reason = "PyTorch's fastest lower precision that passed validation on this " +
               std::string(in.device == "cpu" ? "CPU" : "device");
-    if (in.device == "cpu") return {"batch-fp16", "batch-bf16", "batch-int8"};
-    return {"batch-fp16", "batch-bf16"};
+    return lower;
   }
   if (in.device != "cpu") {
     const double f16 = in.peaks.value("fp16_tensor_gflops", 0.0);
@@ -76,14 +76,15 @@ PrecisionLever ChoosePrecisionLever(const LeverInputs& in) {
     }
     return best;
   };
-  std::string reason;
-  const std::vector<std::string> candidates = Candidates(in, &reason);
-  std::vector<std::string> others;  // every other lower precision the lab measured
+  std::vector<std::string> lower;  // every lower precision the lab measured
   for (const std::string& m : in.modes) {
-    if (m.rfind("batch-", 0) == 0 && m != "batch-fp32" &&
-        std::find(candidates.begin(), candidates.end(), m) == candidates.end()) {
-      others.push_back(m);
-    }
+    if (m.rfind("batch-", 0) == 0 && m != "batch-fp32") lower.push_back(m);
+  }
+  std::string reason;
+  const std::vector<std::string> candidates = Candidates(in, lower, &reason);
+  std::vector<std::string> others;  // the lower precisions that are not candidates (none through PyTorch)
+  for (const std::string& m : lower) {
+    if (std::find(candidates.begin(), candidates.end(), m) == candidates.end()) others.push_back(m);
   }
   const std::string gain = "pass validation and run at least " + Fixed(kMinLeverGain, 2) + "x batch-fp32";
   const std::string because = candidates.size() > 1 ? "they were the candidates because this is "
@@ -94,7 +95,7 @@ PrecisionLever ChoosePrecisionLever(const LeverInputs& in) {
   if (!lever.mode.empty()) {
     // One candidate: its ratio is the diagnosis's "Measured"; several: each one's.
     lever.why = reason + (candidates.size() > 1 ? " (measured: " + measured(candidates) + ")" : "");
-  } else if (in.engine != "torch" && !(lever.mode = fastest_paying(others)).empty()) {
+  } else if (!(lever.mode = fastest_paying(others)).empty()) {
     lever.why = "the fastest other lower precision to " + gain + " (" + measured({lever.mode}) +
                 "), where the device's " + (candidates.size() > 1 ? "candidates" : "candidate") +
                 " did not: " + measured(candidates) + "; " + because + reason;
@@ -102,7 +103,7 @@ PrecisionLever ChoosePrecisionLever(const LeverInputs& in) {
   if (lever.mode.empty()) {
     lever.mode = "batch-fp32";
     std::vector<std::string> all = candidates;
-    if (in.engine != "torch") all.insert(all.end(), others.begin(), others.end());
+    all.insert(all.end(), others.begin(), others.end());
     lever.why = std::string(kNoLeverPrefix) + measured(all) + "; a lever must " + gain +
                 (in.engine == "torch" ? "" : "; " + because + reason);
     lever.diagnosis = "Precision: no lower precision pays here (" +

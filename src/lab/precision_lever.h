@@ -39,7 +39,8 @@ struct PrecisionLever {
 
 // The lever and why, from the peaks (the candidates) and the measured runs (the verdict):
 // the fastest candidate that pays; where none does, the fastest other measured lower
-// precision that pays (native engine); else batch-fp32, saying what each candidate ran.
+// precision that pays (through PyTorch all are candidates); else batch-fp32, saying what
+// each lower precision ran.
 PrecisionLever ChoosePrecisionLever(const LeverInputs& in);
 
 }  // namespace tierscope

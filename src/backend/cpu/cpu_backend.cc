@@ -158,6 +158,7 @@ CpuBackend::CpuBackend(int threads)
 }
 
 CpuBackend::~CpuBackend() {
+  std::free(shared_scratch_);  // the backend's end: nothing left to count or tell
   cache_.ReleaseAll([](void* p) { std::free(p); });
 }
 
@@ -297,24 +298,18 @@ void CpuBackend::EnsureScratch(size_t floats) {
 }
 
 StatusOr<float*> CpuBackend::EnsureSharedScratch(size_t floats) {
-  if (floats <= shared_scratch_.size()) return shared_scratch_.data();
-  if (!shared_scratch_.empty()) {  // freed first: old and new never live together
-    const auto old = reinterpret_cast<uintptr_t>(shared_scratch_.data());
-    const size_t old_bytes = shared_scratch_.size() * sizeof(float);
-    std::vector<float>().swap(shared_scratch_);
-    const int64_t live = accounting_.OnFree(old_bytes);
-    if (observer_ != nullptr) observer_->OnFree(old, old_bytes, live);
-  }
-  const size_t bytes = floats * sizeof(float);
-  try {
-    shared_scratch_.resize(floats);
-  } catch (const std::bad_alloc&) {
-    return ResourceExhausted("cpu backend: cannot allocate a " + std::to_string(bytes) +
+  if (floats <= shared_scratch_floats_) return shared_scratch_;
+  Deallocate(shared_scratch_, shared_scratch_floats_ * sizeof(float));  // first: old and new never live together
+  shared_scratch_ = nullptr;
+  shared_scratch_floats_ = 0;
+  StatusOr<void*> p = Allocate(floats * sizeof(float));
+  if (!p.ok()) {
+    return ResourceExhausted("cpu backend: cannot allocate a " + std::to_string(floats * sizeof(float)) +
                              "-byte workspace (16-bit weights widened to FP32)");
   }
-  const int64_t live = accounting_.OnAllocate(bytes);
-  if (observer_ != nullptr) observer_->OnAllocate(reinterpret_cast<uintptr_t>(shared_scratch_.data()), bytes, live);
-  return shared_scratch_.data();
+  shared_scratch_ = static_cast<float*>(*p);
+  shared_scratch_floats_ = floats;
+  return shared_scratch_;
 }
 
 StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(int threads) {

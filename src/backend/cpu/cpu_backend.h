@@ -56,10 +56,10 @@ class CpuBackend : public Backend {
   float* scratch(int worker) { return scratch_[worker].data(); }
   // One FP32 buffer of at least `floats` elements that the tasks of the next launch share
   // (16-bit weight panels widened once a launch: widened_panels.h). Call before the launch.
-  // It is kept, counted in the live and peak bytes and told to the observer as an
-  // allocation (growing it frees the old buffer first: its contents are not kept).
+  // It is kept, an Allocate like a tensor's (counted in the live and peak bytes, told to
+  // the observer); growing it Deallocates the old buffer first: its contents are not kept.
   StatusOr<float*> EnsureSharedScratch(size_t floats);
-  size_t shared_scratch_floats() const { return shared_scratch_.size(); }
+  size_t shared_scratch_floats() const { return shared_scratch_floats_; }
 
  private:
   DeviceProps props_;
@@ -72,7 +72,8 @@ class CpuBackend : public Backend {
   LaunchHook* hook_ = nullptr;
   std::vector<std::vector<float>> scratch_;
   size_t scratch_floats_ = 0;
-  std::vector<float> shared_scratch_;
+  float* shared_scratch_ = nullptr;  // from Allocate (EnsureSharedScratch)
+  size_t shared_scratch_floats_ = 0;
   std::vector<std::byte> flush_;  // FlushCaches' buffer, twice the last-level cache
   int64_t flushes_ = 0;
   MemoryAccounting accounting_;
