@@ -39,8 +39,8 @@ std::string VariantsLine(const char* family, const std::vector<std::string>& isa
 // The INT8 dot peak as a multiple of the FP32 FMA peak ("; 0.93x the FP32 FMA peak"): at
 // most that much faster can the INT8 GEMMs run than the FP32 ones (on a Zen 1, under 1).
 std::string Int8OverFp32(const MachinePeaks& peaks) {
-  if (!(peaks.fp32_flops > 0) || !(peaks.int8_ops > 0)) return "";
-  return "; " + Fixed(peaks.int8_ops / peaks.fp32_flops, 2) + "x the FP32 FMA peak";
+  const std::string times = TimesFp32Peak(peaks.int8_ops, peaks.fp32_flops);
+  return times.empty() ? "" : "; " + times;
 }
 
 StatusOr<std::string> DeviceReport(const std::string& device, int threads, bool recalibrate,

@@ -459,6 +459,11 @@ MachinePeaks PeaksKey(int threads) {
 
 }  // namespace
 
+std::string TimesFp32Peak(double peak, double fp32_peak) {
+  if (!(peak > 0) || !(fp32_peak > 0) || !std::isfinite(peak) || !std::isfinite(fp32_peak)) return "";
+  return Fixed(peak / fp32_peak, 2) + "x the FP32 FMA peak";
+}
+
 StatusOr<MachinePeaks> LoadOrMeasurePeaks(int threads, bool recalibrate, const PeakMeter& meter) {
   if (threads < 0) return InvalidArgument("threads must be >= 0");
   const MachinePeaks key = PeaksKey(threads == 0 ? ThreadPool::HardwareThreads() : threads);

@@ -107,6 +107,11 @@ struct PeakMeter {
 };
 const PeakMeter& DefaultPeakMeter();
 
+// `peak` as a multiple of the FP32 FMA peak, the one wording every report gives it in
+// ("0.95x the FP32 FMA peak": at most that much faster than FP32 can work at `peak` run);
+// "" when either peak is unknown.
+std::string TimesFp32Peak(double peak, double fp32_peak);
+
 // Measures the peaks with `threads` threads (0: all hardware threads): an untimed
 // warm-up, then the best of several trials, with their spread; measured again (up to
 // twice) while the spread says other work shared the cores. Takes a few seconds.

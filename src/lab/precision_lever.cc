@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/text.h"
+#include "inspect/calibration.h"
 
 namespace tierscope {
 namespace {
@@ -16,7 +17,8 @@ std::vector<std::string> Candidates(const LeverInputs& in, const std::vector<std
                                     std::string* reason) {
   const double fp32_peak = in.peaks.value("fp32_gflops", 0.0);
   const auto times_fp32 = [&](double peak) {
-    return fp32_peak > 0 ? ", " + Fixed(peak / fp32_peak, 1) + "x the FP32 peak" : std::string();
+    const std::string times = TimesFp32Peak(peak, fp32_peak);
+    return times.empty() ? times : ", " + times;
   };
   const std::string int8_dot = in.peaks.value("int8_dot", std::string());
   if (in.engine == "torch") {

@@ -32,6 +32,7 @@ int64_t Batcher::Capacity(int64_t bucket) const {
 }
 
 bool Batcher::Full(size_t q) const {
+  if (q == alone_queue()) return !queues_[q].empty();
   if (q == packed_queue()) {
     return static_cast<int64_t>(queues_[q].size()) >= options_.max_batch_size ||
            packed_tokens_ >= options_.max_batch_tokens;
@@ -39,7 +40,7 @@ bool Batcher::Full(size_t q) const {
   return static_cast<int64_t>(queues_[q].size()) >= Capacity(options_.bucket_edges[q]);
 }
 
-Status Batcher::Add(uint64_t id, int64_t length, int64_t now_us, bool packable) {
+Status Batcher::Add(uint64_t id, int64_t length, int64_t now_us, bool packable, bool alone) {
   if (length < 1) return InvalidArgument("a request needs at least one token");
   const int64_t bucket = BucketFor(length);
   if (bucket < 0) {
@@ -52,8 +53,10 @@ Status Batcher::Add(uint64_t id, int64_t length, int64_t now_us, bool packable) 
   size_t q = static_cast<size_t>(std::find(options_.bucket_edges.begin(), options_.bucket_edges.end(), bucket) -
                                  options_.bucket_edges.begin());
   if (options_.packed && packable) {
-    q = packed_queue();
+    q = packed_queue();  // packed, it is attended over its own length alone anyway
     packed_tokens_ += length;
+  } else if (alone) {
+    q = alone_queue();
   }
   queues_[q].push_back({id, length, now_us});
   ++queued_;
@@ -61,12 +64,14 @@ Status Batcher::Add(uint64_t id, int64_t length, int64_t now_us, bool packable) 
 }
 
 Batch Batcher::Take(size_t q, const char* reason) {
-  const bool packed = q == packed_queue();
+  const bool packed = q == packed_queue(), alone = q == alone_queue();
   Batch batch;
-  batch.bucket = packed ? options_.bucket_edges.back() : options_.bucket_edges[q];
+  batch.bucket = packed ? options_.bucket_edges.back()
+                 : alone ? BucketFor(queues_[q].front().length)
+                         : options_.bucket_edges[q];
   batch.packed = packed;
   batch.reason = reason;
-  const int64_t count = packed ? options_.max_batch_size : Capacity(batch.bucket);
+  const int64_t count = packed ? options_.max_batch_size : alone ? 1 : Capacity(batch.bucket);
   auto& waiting = queues_[q];
   for (int64_t i = 0; i < count && !waiting.empty(); ++i) {
     // Packed: up to max_batch_tokens real tokens (always at least one request).

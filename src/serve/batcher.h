@@ -5,8 +5,11 @@
 // packable request waits in one queue of every length, its batches counted in real tokens
 // (the engine runs them back to back: no padding to pay for), leaving on the same rules;
 // a request that is not packable (it wants BERT's pooler, which reads padded rows) waits
-// in its bucket as above. Time is passed in, so the
-// logic is tested with a fake clock; the server's dispatcher is the only caller.
+// in its bucket as above. A request that must not share a padded batch (its attention
+// mask is all zeros: its attention averages over every position, which padding would
+// stretch to the batch's longest) leaves at once as a batch of its own, padded to nothing.
+// Time is passed in, so the logic is tested with a fake clock; the server's dispatcher is
+// the only caller.
 #ifndef TIERSCOPE_SERVE_BATCHER_H_
 #define TIERSCOPE_SERVE_BATCHER_H_
 
@@ -46,9 +49,10 @@ class Batcher {
   static StatusOr<Batcher> Create(const BatcherOptions& options);
 
   // Queues request `id` of `length` tokens at `now_us`: in the packed queue when
-  // options.packed and `packable`, else in its bucket. OutOfRange when it is longer than
-  // the largest bucket; ResourceExhausted when the queue is full.
-  Status Add(uint64_t id, int64_t length, int64_t now_us, bool packable = true);
+  // options.packed and `packable`, else in its bucket, or, `alone` (it may not share a
+  // padded batch), as the next batch of its own. OutOfRange when it is longer than the
+  // largest bucket; ResourceExhausted when the queue is full.
+  Status Add(uint64_t id, int64_t length, int64_t now_us, bool packable = true, bool alone = false);
   // The next batch that may leave at `now_us`: a full bucket first (the one whose
   // oldest request is oldest), else the bucket whose oldest request has waited longest,
   // if that is at least the delay.
@@ -73,14 +77,15 @@ class Batcher {
     int64_t length;
     int64_t enqueued_us;
   };
-  explicit Batcher(const BatcherOptions& o) : options_(o), queues_(o.bucket_edges.size() + 1) {}
-  // The packed queue's index, after the buckets'.
+  explicit Batcher(const BatcherOptions& o) : options_(o), queues_(o.bucket_edges.size() + 2) {}
+  // The packed queue's index, after the buckets', then the queue of batches of one.
   size_t packed_queue() const { return options_.bucket_edges.size(); }
+  size_t alone_queue() const { return options_.bucket_edges.size() + 1; }
   bool Full(size_t queue) const;
   Batch Take(size_t queue, const char* reason);
 
   BatcherOptions options_;
-  std::vector<std::deque<Waiting>> queues_;  // one FIFO per bucket, then the packed one
+  std::vector<std::deque<Waiting>> queues_;  // one FIFO per bucket, the packed one, the alone one
   size_t queued_ = 0;
   int64_t packed_tokens_ = 0;  // tokens waiting in the packed queue
 };

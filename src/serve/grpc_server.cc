@@ -204,6 +204,16 @@ class GrpcFrontend::Impl final : public inference::GRPCInferenceService::Callbac
     for (InferReactor* r : waiting) Abandon(r, grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
   }
 
+  // The service is about to be destroyed: calls parsed from now on are refused, and those
+  // waiting are finished; none can join calls_ afterwards, so nothing touches the service.
+  void Detach(const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      detached_ = true;
+    }
+    AbandonAll(why);
+  }
+
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> in_flight_{0};
   std::unique_ptr<grpc::Server> server_;
@@ -228,7 +238,8 @@ class GrpcFrontend::Impl final : public inference::GRPCInferenceService::Callbac
   ServerMetrics& metrics_;
   const std::string model_;
   const ApiLimits limits_;
-  std::mutex mu_;  // calls_; taken before the service's own lock, never after
+  std::mutex mu_;  // calls_ and detached_; taken before the service's own lock, never after
+  bool detached_ = false;  // Detach ran: the service is going away
   std::map<uint64_t, InferReactor*> calls_;
 };
 
@@ -259,6 +270,14 @@ grpc::ServerUnaryReactor* GrpcFrontend::Impl::ModelInfer(grpc::CallbackServerCon
   }
   auto* reactor = new InferReactor(this);
   std::unique_lock<std::mutex> lock(mu_);  // held until the call is in calls_: its callback waits
+  if (detached_) {  // the service is going away: a call parsed past the drain never reaches it
+    metrics_.CountRequest("grpc:ModelInfer", 503);
+    metrics_.AddGrpcInFlight(-1);
+    in_flight_.fetch_sub(1);
+    lock.unlock();
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+    return reactor;
+  }
   StatusOr<uint64_t> id = service_.Submit(std::move(request), [this, reactor, resp, call](ServeResult r) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -320,6 +339,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(const std::string& h
 int GrpcFrontend::port() const { return impl_->port_; }
 void GrpcFrontend::BeginDrain() { impl_->draining_.store(true); }
 void GrpcFrontend::AbandonWaiting(const std::string& why) { impl_->AbandonAll(why); }
+void GrpcFrontend::Detach(const std::string& why) { impl_->Detach(why); }
 int64_t GrpcFrontend::in_flight() const { return impl_->in_flight_.load(); }
 
 void GrpcFrontend::Shutdown(double deadline_s) {

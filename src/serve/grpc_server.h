@@ -48,6 +48,10 @@ class GrpcFrontend {
   // `why`, taking it out of the queue (a drain that timed out, a second signal). A client
   // that cancels has its call taken out the same way, at once.
   void AbandonWaiting(const std::string& why);
+  // Before the inference service is destroyed: calls still being parsed are refused with
+  // UNAVAILABLE instead of reaching it, and any still waiting there are finished with `why`;
+  // afterwards the frontend never touches the service.
+  void Detach(const std::string& why);
   // Stops the server: waits up to `deadline_s` for calls still running, then cancels them.
   void Shutdown(double deadline_s);
 

@@ -779,6 +779,7 @@ Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
   // posts to the context (and is then dropped with it), and while the gRPC server does:
   // its calls still waiting are finished by the dispatcher's drain. Then gRPC stops.
   Status result = server.result;
+  if (grpc) grpc->Detach("the server stopped before this request ran");
   service.reset();
   // A drain that ran out of time, or a second signal, waits for no gRPC call.
   if (grpc) grpc->Shutdown(server.interrupted || !result.ok() ? 0 : options.drain_timeout_s);

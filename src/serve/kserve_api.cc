@@ -43,6 +43,28 @@ std::optional<ApiError> FlattenInts(const json& data, const std::string& name, s
                  " values; its datatype is integer");
 }
 
+// Nested `data` is [batch][seq_len] as the shape says, every row seq_len values: a ragged
+// or half-nested list would otherwise flatten into other rows than the client wrote.
+std::optional<ApiError> CheckNesting(const json& data, const std::string& name, int64_t batch, int64_t seq_len,
+                                     const std::string& shape_text) {
+  if (!data.is_array() || std::none_of(data.begin(), data.end(), [](const json& v) { return v.is_array(); })) {
+    return std::nullopt;  // flat: its count is checked against the shape
+  }
+  if (static_cast<int64_t>(data.size()) != batch) {
+    return Invalid("input `" + name + "` has " + std::to_string(data.size()) + " nested rows; its shape " +
+                   shape_text + " needs " + std::to_string(batch));
+  }
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (!data[i].is_array() || static_cast<int64_t>(data[i].size()) != seq_len) {
+      return Invalid("input `" + name + "` row [" + std::to_string(i) + "] is " +
+                     (data[i].is_array() ? "a list of " + std::to_string(data[i].size()) + " values"
+                                         : std::string("not a list")) +
+                     "; its shape " + shape_text + " needs rows of " + std::to_string(seq_len));
+    }
+  }
+  return std::nullopt;
+}
+
 // A tensor parameter: absent (nullopt), or a non-negative integer / a boolean.
 std::optional<ApiError> Parameter(const json& t, const char* key, const std::string& what, int64_t* out,
                                   bool* present) {
@@ -145,6 +167,7 @@ std::optional<ApiError> ParseInput(const json& t, const ApiLimits& limits, Binar
     return std::nullopt;
   }
   if (data == t.end()) return Invalid("input `" + *n + "` has no `data` (nor a binary_data_size)");
+  if (auto e = CheckNesting(*data, *n, (*s)[0], (*s)[1], shape_text)) return e;
   if (auto e = FlattenInts(*data, *n, values)) return e;
   if (static_cast<int64_t>(values->size()) != count) {
     return Invalid("input `" + *n + "` has " + std::to_string(values->size()) + " values; its shape " +

@@ -114,8 +114,13 @@ StatusOr<uint64_t> InferenceService::Submit(ServeRequest request, ServeCallback 
     const uint64_t input = next_input_++;
     // Cannot fail: lengths and room were checked above, under the lock.
     // A pooler request is not packable: BERT's pooler reads each input's row of a padded batch.
-    Status s = batcher_.Add(input, static_cast<int64_t>(p.request.inputs[i].ids.size()), now,
-                            /*packable=*/!p.request.want_pooler);
+    // An input whose mask is all zeros attends uniformly over every position of its row: it
+    // is not padded with others' lengths (its output would change with its batch).
+    const ServeInput& in = p.request.inputs[i];
+    const bool all_masked =
+        !in.mask.empty() && std::all_of(in.mask.begin(), in.mask.end(), [](int32_t m) { return m == 0; });
+    Status s = batcher_.Add(input, static_cast<int64_t>(in.ids.size()), now,
+                            /*packable=*/!p.request.want_pooler, /*alone=*/all_masked);
     if (!s.ok()) {  // roll back, so nothing of the request stays behind
       lock.unlock();
       Cancel(id);

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -159,6 +161,15 @@ TEST_F(RemeasureTest, AMeasurementAgainKeepsTheBestInt8Peak) {
   ASSERT_TRUE(cached.ok());
   EXPECT_TRUE(cached->from_cache);
   EXPECT_DOUBLE_EQ(cached->int8_ops, 400e9);
+}
+
+TEST(TimesFp32Peak, OnePeakAsAMultipleOfTheFp32FmaOneOrNothingWhenEitherIsUnknown) {
+  EXPECT_EQ(TimesFp32Peak(86.0, 92.8), "0.93x the FP32 FMA peak");
+  EXPECT_EQ(TimesFp32Peak(1600.0, 420.0), "3.81x the FP32 FMA peak");
+  EXPECT_EQ(TimesFp32Peak(86.0, 0.0), "");
+  EXPECT_EQ(TimesFp32Peak(0.0, 92.8), "");
+  EXPECT_EQ(TimesFp32Peak(std::nan(""), 92.8), "");
+  EXPECT_EQ(TimesFp32Peak(86.0, std::numeric_limits<double>::infinity()), "");
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ TEST(PrecisionLever, IntEightIsTheLeverWhereItsDotPays) {
 }
 
 TEST(PrecisionLever, NoLeverWhereTheCandidateRanSlowerThanFp32) {
-  Host h;  // a Zen 1: its AVX2 INT8 dot is 0.93x the FP32 peak
+  Host h;  // a Zen 1: its AVX2 INT8 dot is 0.93x the FP32 FMA peak
   h.sps = {{"batch-fp32", 524}, {"batch-fp16", 518}, {"batch-bf16", 519}, {"batch-int8", 500}};
   const PrecisionLever l = ChoosePrecisionLever(Inputs(kZen1, h));
   EXPECT_EQ(l.mode, "batch-fp32");
@@ -93,7 +93,7 @@ TEST(PrecisionLever, WithBf16ArithmeticTheFasterOfIntEightAndBf16Wins) {
   h.sps = {{"batch-fp32", 2000}, {"batch-fp16", 1500}, {"batch-bf16", 3600}, {"batch-int8", 3300}};
   PrecisionLever l = ChoosePrecisionLever(Inputs(kSapphire, h, "cpu", "native", true));
   EXPECT_EQ(l.mode, "batch-bf16");
-  EXPECT_NE(l.why.find("BF16 arithmetic (AVX512_BF16, 1600 GFLOP/s, 3.8x the FP32 peak): the faster of the two "
+  EXPECT_NE(l.why.find("BF16 arithmetic (AVX512_BF16, 1600 GFLOP/s, 3.81x the FP32 FMA peak): the faster of the two "
                        "that pays (measured: batch-int8 ran 1.650x batch-fp32, batch-bf16 ran 1.800x batch-fp32)"),
             std::string::npos) << l.why;
   h.failed = {"batch-bf16"};
@@ -121,7 +121,7 @@ TEST(PrecisionLever, AGpuWeighsFp16OnItsTensorCores) {
   const nlohmann::json h100 = {{"fp32_gflops", 51000.0}, {"fp16_tensor_gflops", 600000.0}};
   PrecisionLever l = ChoosePrecisionLever(Inputs(h100, h, "cuda"));
   EXPECT_EQ(l.mode, "batch-fp16");
-  EXPECT_NE(l.why.find("a GPU: FP16 runs on the tensor cores, calibrated at 600000 GFLOP/s, 11.8x"),
+  EXPECT_NE(l.why.find("a GPU: FP16 runs on the tensor cores, calibrated at 600000 GFLOP/s, 11.76x the FP32 FMA peak"),
             std::string::npos) << l.why;
   h.failed = {"batch-fp16"};
   l = ChoosePrecisionLever(Inputs(h100, h, "cuda"));

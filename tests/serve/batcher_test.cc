@@ -204,5 +204,50 @@ TEST(PackedBatcher, AnUnpackableRequestWaitsInItsBucketBesideThePackedQueue) {
   EXPECT_EQ(b.queued(), 0u);
 }
 
+TEST(Batcher, AnInputThatMayNotSharePaddingLeavesAtOnceAsABatchOfItsOwn) {
+  BatcherOptions o = Small();
+  Batcher b = Make(o);
+  ASSERT_TRUE(b.Add(1, 10, 0).ok());
+  ASSERT_TRUE(b.Add(2, 5, 0, /*packable=*/true, /*alone=*/true).ok());
+  ASSERT_TRUE(b.Add(3, 12, 0).ok());
+  ASSERT_TRUE(b.Add(4, 40, 0, /*packable=*/true, /*alone=*/true).ok());
+  EXPECT_EQ(b.queued(), 4u);
+  std::optional<Batch> first = b.Next(0);  // before any delay: it need not wait for others
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->ids, (std::vector<uint64_t>{2}));
+  EXPECT_EQ(first->pad_len, 5);  // padded to nothing
+  EXPECT_EQ(first->bucket, 16);
+  EXPECT_FALSE(first->packed);
+  EXPECT_TRUE(b.Cancel(4));  // a client that left takes it out
+  EXPECT_FALSE(b.Next(0).has_value());  // bucket 16's two wait for the delay, together
+  std::optional<Batch> rest = b.Next(o.max_queue_delay_us);
+  ASSERT_TRUE(rest.has_value());
+  EXPECT_EQ(rest->ids, (std::vector<uint64_t>{1, 3}));
+  EXPECT_EQ(b.queued(), 0u);
+  // Draining takes it too.
+  ASSERT_TRUE(b.Add(5, 7, 0, true, true).ok());
+  std::vector<Batch> drained = b.Drain();
+  ASSERT_EQ(drained.size(), 1u);
+  EXPECT_EQ(drained[0].ids, (std::vector<uint64_t>{5}));
+}
+
+TEST(PackedBatcher, APackableInputThatMayNotSharePaddingIsPackedForItKeepsItsOwnLength) {
+  BatcherOptions o = Small();
+  o.packed = true;
+  Batcher b = Make(o);
+  ASSERT_TRUE(b.Add(1, 10, 0).ok());
+  ASSERT_TRUE(b.Add(2, 5, 0, /*packable=*/true, /*alone=*/true).ok());
+  ASSERT_TRUE(b.Add(3, 100, 0, /*packable=*/false, /*alone=*/true).ok());  // padded: alone
+  std::optional<Batch> first = b.Next(0);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->ids, (std::vector<uint64_t>{3}));
+  EXPECT_EQ(first->bucket, 128);
+  EXPECT_EQ(first->pad_len, 100);
+  std::optional<Batch> packed = b.Next(o.max_queue_delay_us);
+  ASSERT_TRUE(packed.has_value());
+  EXPECT_TRUE(packed->packed);
+  EXPECT_EQ(packed->ids, (std::vector<uint64_t>{1, 2}));
+}
+
 }  // namespace
 }  // namespace tierscope

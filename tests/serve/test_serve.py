@@ -114,6 +114,28 @@ def test_kserve_infer_matches_offline_run_whatever_the_batch(serve, tierscope_bi
                                    ref["pooler_output"], atol=1e-5)
 
 
+def test_an_all_masked_input_gives_the_same_output_alone_or_beside_a_longer_one(serve):
+    """An input whose attention mask is all zeros attends uniformly over its own positions
+    (as Hugging Face does for it alone); padded beside a longer input it would average the
+    padding too, and its output would depend on its neighbours: it is served alone."""
+    for batching in ("buckets", "packed"):
+        s = serve("--threads", "1", "--model-name", "m", "--max-queue-delay-ms", "400", "--batching", batching)
+        masked = infer_body([[101, 2000, 2001, 102]], [[0, 0, 0, 0]], outputs=["last_hidden_state"])
+        longer = infer_body([list(range(1000, 1014))], [[1] * 14], outputs=["last_hidden_state"])
+        alone = s.post("/v2/models/m/infer", masked)
+        assert alone.status == 200, alone.body
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(s.post, "/v2/models/m/infer", longer)
+            time.sleep(0.05)
+            beside = pool.submit(s.post, "/v2/models/m/infer", masked).result()
+            assert first.result().status == 200
+        assert beside.status == 200, beside.body
+        a = np.array(alone.json()["outputs"][0]["data"])
+        b = np.array(beside.json()["outputs"][0]["data"])
+        assert np.isfinite(a).all() and a.size == 4 * 128
+        np.testing.assert_allclose(b, a, atol=1e-5, err_msg=batching)
+
+
 def test_kserve_infer_accepts_nested_data_int32_and_output_selection(serve):
     s = serve("--threads", "1", "--model-name", "m")
     ids = [[101, 2000, 2001, 102], [101, 3000, 102, 0]]
@@ -125,6 +147,14 @@ def test_kserve_infer_accepts_nested_data_int32_and_output_selection(serve):
     assert r.status == 200, r.body
     outs = r.json()["outputs"]
     assert [o["name"] for o in outs] == ["pooler_output"] and outs[0]["shape"] == [2, 128]
+    # Nested rows are the shape's: ragged, half-nested or too many rows are refused, naming
+    # the row, never flattened into rows the client did not write.
+    for data, fragment in (([[101, 2000, 102], [102]], "row [0] is a list of 3 values"),
+                           ([[101, 2000], 102], "row [1] is not a list"),
+                           ([[101, 2000], [102, 102], [1, 2]], "has 3 nested rows; its shape [2,2] needs 2")):
+        body = {"inputs": [{"name": "input_ids", "shape": [2, 2], "datatype": "INT64", "data": data}]}
+        r = s.post("/v2/models/m/infer", body)
+        assert r.status == 422 and fragment in r.json()["error"], r.body
 
 
 def test_metrics_expose_counts_queue_and_histograms(serve):
