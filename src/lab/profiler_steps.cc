@@ -39,10 +39,6 @@ KernelRanking RankKernels(const TraceAnalysis& a) {
   return r;
 }
 
-// The profiled run and the Kineto run are two runs: timings drift up to this much between
-// them, so two kernels whose times are this close are a tie for the top.
-constexpr double kRunToRunDrift = 0.2;
-
 nlohmann::json Failed(nlohmann::json record, const std::string& why) {
   record["status"] = "failed";
   record["note"] = why;
@@ -50,6 +46,22 @@ nlohmann::json Failed(nlohmann::json record, const std::string& why) {
 }
 
 }  // namespace
+
+TopComparison CompareTops(const std::string& their_top, const std::map<std::string, double>& theirs,
+                          const std::string& our_top, const std::map<std::string, double>& ours) {
+  // `kernel`'s time in `times` over that run's top's (0 when either is not there).
+  const auto share = [](const std::map<std::string, double>& times, const std::string& kernel,
+                        const std::string& top) {
+    const auto it = times.find(kernel), at = times.find(top);
+    return it == times.end() || at == times.end() || !(at->second > 0) ? 0.0 : it->second / at->second;
+  };
+  TopComparison c;
+  if (their_top.empty() || our_top.empty()) return c;
+  c.in_ours = share(ours, their_top, our_top);
+  c.in_theirs = share(theirs, our_top, their_top);
+  c.agree = their_top == our_top || (c.in_ours >= 1 - kRunToRunDrift && c.in_theirs >= 1 - kRunToRunDrift);
+  return c;
+}
 
 std::string ResolveProfiler(const std::string& choice, const std::string& device, const std::string& engine,
                             bool system) {
@@ -96,22 +108,12 @@ nlohmann::json SystemProfilerStep(const ProfilerRun& run, const TraceAnalysis& k
   r["hottest"] = theirs.empty() ? "" : theirs.front();
   r["kineto_hottest"] = ours.empty() ? "" : ours.front();
   r["kineto_kernels_missing"] = missing;
-  // The export's hottest against the Kineto trace's: the same kernel, or one the Kineto trace
-  // timed within run-to-run drift of its own top (a tie the two runs may break either way).
-  // Both ways: each run times the other's top within drift of its own.
-  bool same_top = false;
+  const TopComparison tops = CompareTops(theirs.empty() ? "" : theirs.front(), their_times,
+                                         ours.empty() ? "" : ours.front(), our_times);
+  const bool same_top = tops.agree;
   if (!theirs.empty() && !ours.empty()) {
-    const auto share = [](const std::map<std::string, double>& times, const std::string& kernel,
-                          const std::string& top) {
-      const auto it = times.find(kernel);
-      const double t = times.at(top);
-      return it == times.end() || t <= 0 ? 0.0 : it->second / t;
-    };
-    const double in_kineto = share(our_times, theirs.front(), ours.front());
-    const double in_export = share(their_times, ours.front(), theirs.front());
-    r["hottest_vs_kineto_top"] = in_kineto;
-    r["kineto_top_vs_hottest"] = in_export;
-    same_top = theirs.front() == ours.front() || (in_kineto >= 1 - kRunToRunDrift && in_export >= 1 - kRunToRunDrift);
+    r["hottest_vs_kineto_top"] = tops.in_ours;
+    r["kineto_top_vs_hottest"] = tops.in_theirs;
   }
   // Totals: the profiled command ran run.units work units, the Kineto trace counted its own:
   // each kernel's instances in the export are run.units times its count a unit.

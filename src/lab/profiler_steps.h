@@ -5,6 +5,7 @@
 #ifndef TIERSCOPE_LAB_PROFILER_STEPS_H_
 #define TIERSCOPE_LAB_PROFILER_STEPS_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,20 @@ struct ProfilerRun {
 // replay), "none" none, a name that one.
 std::string ResolveProfiler(const std::string& choice, const std::string& device, const std::string& engine,
                             bool system);
+
+// Two runs' hottest kernels compared: the profiler's export (`theirs`, its top
+// `their_top`) and the Kineto trace (`ours`, `our_top`), each kernel's total time by name
+// ("" for a run with no kernels). The two runs' timings drift by up to kRunToRunDrift:
+// they agree when both put the same kernel on top, or when each times the other's top
+// within that of its own (a tie the two runs may break either way).
+inline constexpr double kRunToRunDrift = 0.2;
+struct TopComparison {
+  double in_ours = 0;    // the Kineto trace's time for the export's top / its own top's
+  double in_theirs = 0;  // the export's time for the Kineto trace's top / its own top's
+  bool agree = false;
+};
+TopComparison CompareTops(const std::string& their_top, const std::map<std::string, double>& theirs,
+                          const std::string& our_top, const std::map<std::string, double>& ours);
 
 // Runs the system profiler and its export, imports the SQLite and compares its kernels
 // with the Kineto trace's: a JSON record of what ran and what it found ("status": ok,

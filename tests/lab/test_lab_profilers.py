@@ -49,10 +49,28 @@ out, rep = args[args.index("-o") + 1], args[args.index("-o") + 2]
 if faithful:  # the export: tierscope's nsys-schema SQLite of that trace
     code = subprocess.run([os.environ["TIERSCOPE_BIN_FOR_STANDIN"], "export",
                            rep[:-len(".nsys-rep")] + ".json.gz", out]).returncode
-    if code == 0 and os.environ.get("STANDIN_STRETCH") == "1":  # the briefest kernel made 1000x longer
-        import sqlite3
-        db = sqlite3.connect(out)
-        k = "CUPTI_ACTIVITY_KIND_KERNEL"
+    if code != 0:
+        sys.exit(code)
+    import gzip, sqlite3
+    db = sqlite3.connect(out)
+    k = "CUPTI_ACTIVITY_KIND_KERNEL"
+    # A profiler that times each kernel as the lab's Kineto run did (the mean of its
+    # launches there): two runs' timings drift apart on a busy machine, and which of two
+    # close kernels tops a run is then chance; here the profiled run's top is the Kineto
+    # run's by construction (the tie rule is CompareTops's, tested on its own).
+    system_dir, run_name = os.path.split(rep[:-len(".nsys-rep")])
+    kineto = json.load(gzip.open(os.path.join(os.path.dirname(system_dir), "traces", run_name + ".json.gz")))
+    total, count = {}, {}
+    for e in kineto["traceEvents"]:
+        if e.get("cat") == "kernel":
+            total[e["name"]] = total.get(e["name"], 0.0) + 1000 * e["dur"]
+            count[e["name"]] = count.get(e["name"], 0) + 1
+    for sid, name in db.execute("SELECT id, value FROM StringIds").fetchall():
+        if name in total:
+            db.execute(f"UPDATE {k} SET end = start + ? WHERE demangledName = ?",
+                       (max(1, round(total[name] / count[name])), sid))
+    db.commit()
+    if os.environ.get("STANDIN_STRETCH") == "1":  # the briefest kernel made 1000x longer
         name = db.execute(f"SELECT demangledName FROM {k} GROUP BY demangledName ORDER BY SUM(end - start) "
                           "LIMIT 1").fetchone()[0]
         db.execute(f"UPDATE {k} SET end = start + (end - start) * 1000 WHERE demangledName = ?", (name,))
@@ -208,9 +226,9 @@ def test_moore_threads_profilers_run_the_same_way(tierscope_bin, standins, tmp_p
 
 def test_a_system_profile_of_the_same_kernels_checks_out(tierscope_bin, standins, tmp_path):
     # A stand-in nsys that records what the run really launched (the engine's own trace of
-    # the profiled run, exported to nsys's schema): every kernel of the Kineto trace is in
-    # it and both put the same one on top, or two that each run times within run-to-run drift
-    # (20%) of its own top — the check's "ok".
+    # the profiled run, exported to nsys's schema, timed as the Kineto run timed each
+    # kernel): every kernel of the Kineto trace is in it, 4 units' worth, and both put the
+    # same one on top — the check's "ok".
     env, _ = standins
     env = dict(env, STANDIN_FAITHFUL="1", TIERSCOPE_BIN_FOR_STANDIN=str(tierscope_bin))
     s = run_lab(tierscope_bin, tmp_path / "results", env, kernel="none")
@@ -219,9 +237,9 @@ def test_a_system_profile_of_the_same_kernels_checks_out(tierscope_bin, standins
     for st in system:
         assert st["status"] == "ok", st
         assert st["kineto_kernels_missing"] == 0, st
-        assert st["hottest"] == st["kineto_hottest"] or min(st["hottest_vs_kineto_top"],
-                                                            st["kineto_top_vs_hottest"]) >= 0.8, st
-        assert ("both put" in st["note"]) == (st["hottest"] == st["kineto_hottest"]), st
+        assert st["hottest"] == st["kineto_hottest"], st
+        assert st["hottest_vs_kineto_top"] == st["kineto_top_vs_hottest"] == 1, st
+        assert f"both put {st['hottest']} on top" in st["note"], st
         assert st["units_profiled"] == 4 and st["kernel_counts_off"] == 0, st
 
 
