@@ -50,6 +50,8 @@ const std::string& CommandLine();
 // A CLI11 check: a finite number in [lo, hi] (`unit` after the range), else the parse
 // fails with "--flag: must be in [lo, hi], got X" (status 2).
 CLI::Validator InRange(double lo, double hi, const std::string& unit = "");
+// A seed: a whole number from 0 to 2^64 - 1, written in digits (no sign: -1 does not wrap).
+CLI::Validator Seed();
 
 // The workload flags `bench`, `kernel` and `sweep` share.
 void AddWorkloadOptions(CLI::App* c, BenchOptions& bench);

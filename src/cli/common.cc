@@ -1,6 +1,7 @@
 // What every command shares: the exit status of a failure, and the workload flags.
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +69,20 @@ CLI::Validator InRange(double lo, double hi, const std::string& unit) {
       "in " + range);
 }
 
+CLI::Validator Seed() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [at, ec] = std::from_chars(text.data(), end, v);
+        if (text.empty() || text[0] < '0' || text[0] > '9' || ec != std::errc() || at != end) {
+          return "must be a whole number from 0 to 18446744073709551615, got " + text;
+        }
+        return "";
+      },
+      "0 to 2^64-1");
+}
+
 StatusOr<int64_t> ParseByteSize(const std::string& text) {
   size_t used = 0;
   double v = 0;
@@ -126,7 +141,7 @@ void AddWorkloadOptions(CLI::App* c, BenchOptions& bench) {
   c->add_option("--seq-len", bench.seq_len, "tokens per sample")->capture_default_str();
   c->add_option("--warmup", bench.warmup, "untimed work units first")->capture_default_str();
   c->add_option("--iterations", bench.iterations, "timed work units")->capture_default_str();
-  c->add_option("--seed", bench.seed, "input generator seed")->capture_default_str();
+  c->add_option("--seed", bench.seed, "input generator seed")->capture_default_str()->check(Seed());
   c->add_option("--pre-delay", bench.pre_delay_s, "seconds to sleep after loading, before warmup")
       ->capture_default_str();
   c->add_option("--threads", bench.threads, "worker threads (0: all cores)")->capture_default_str();

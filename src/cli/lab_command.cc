@@ -27,7 +27,7 @@ void RegisterLab(CLI::App& app, std::vector<Command>* out) {
       ->check(CLI::Range(0.0, 1e7));
   lb->add_option("--batch-size", lab->batch_size, "samples per work unit")->capture_default_str();
   lb->add_option("--seq-len", lab->seq_len, "tokens per sample")->capture_default_str();
-  lb->add_option("--seed", lab->seed, "input generator seed")->capture_default_str();
+  lb->add_option("--seed", lab->seed, "input generator seed")->capture_default_str()->check(Seed());
   lb->add_option("--repeats", lab->repeats, "benchmark repeats per mode (0: 3, or 1 with --quick)")
       ->capture_default_str();
   lb->add_option("--system-profiler", lab->system_profiler,

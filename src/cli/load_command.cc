@@ -8,6 +8,31 @@
 #include "loadgen/load_gen.h"
 
 namespace tierscope::cli {
+namespace {
+
+// " (the most frequent error: 422, 100 times: {...})" from a load report's error counts and
+// samples, on one line and clipped; "" when it recorded none.
+std::string MostFrequentError(const nlohmann::json& report) {
+  const auto errors = report.find("errors");
+  if (errors == report.end() || !errors->is_object()) return "";
+  std::string kind;
+  int64_t most = 0;
+  for (auto it = errors->begin(); it != errors->end(); ++it) {
+    if (it->is_number_integer() && it->get<int64_t>() > most) kind = it.key(), most = it->get<int64_t>();
+  }
+  if (most == 0) return "";
+  std::string sample;
+  if (const auto samples = report.find("error_samples"); samples != report.end() && samples->contains(kind) &&
+                                                         (*samples)[kind].is_string()) {
+    sample = (*samples)[kind].get<std::string>();
+  }
+  for (char& c : sample) c = (c == '\n' || c == '\r') ? ' ' : c;
+  if (sample.size() > 200) sample = sample.substr(0, 200) + "...";
+  return " (the most frequent error: " + kind + ", " + std::to_string(most) + " times" +
+         (sample.empty() ? "" : ": " + sample) + ")";
+}
+
+}  // namespace
 
 void RegisterLoad(CLI::App& app, std::vector<Command>* out) {
   auto load = std::make_shared<LoadOptions>();
@@ -35,7 +60,7 @@ void RegisterLoad(CLI::App& app, std::vector<Command>* out) {
       ->capture_default_str();
   ld->add_option("--timeout", load->timeout_s, "seconds per request and for stragglers")
       ->capture_default_str();
-  ld->add_option("--seed", load->seed, "arrival and text seed")->capture_default_str();
+  ld->add_option("--seed", load->seed, "arrival and text seed")->capture_default_str()->check(Seed());
   ld->add_flag("--allow-remote", load->allow_remote, "allow a non-loopback server");
   ld->add_option("--json", *json, "also write the report as JSON to this file");
   out->push_back({ld, [load, json] {
@@ -47,7 +72,7 @@ void RegisterLoad(CLI::App& app, std::vector<Command>* out) {
                     }
                     std::cout << FormatLoadReport(*report);
                     if ((*report)["ok"].get<int64_t>() == 0) {
-                      std::cerr << "tierscope: error: no request succeeded\n";
+                      std::cerr << "tierscope: error: no request succeeded" << MostFrequentError(*report) << "\n";
                       return 1;
                     }
                     return 0;

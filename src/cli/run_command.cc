@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "core/json_text.h"
 #include "core/npy.h"
 #include "core/paths.h"
 #include "workload/bench.h"
@@ -45,11 +46,13 @@ Status ReadMatrix(const json& j, const char* key, const std::string& src, bool r
                              " (all rows must have equal length)");
     }
     for (size_t c = 0; c < row.size(); ++c) {
-      if (!row[c].is_number_integer()) {
-        return InvalidArgument(src + ": '" + key + "'[" + std::to_string(r) + "][" +
-                               std::to_string(c) + "] is not an integer: " + row[c].dump());
+      int64_t v = 0;
+      if (!row[c].is_number_integer() || !JsonWholeNumber(row[c], &v)) {
+        return InvalidArgument(src + ": '" + key + "'[" + std::to_string(r) + "][" + std::to_string(c) + "] is " +
+                               (row[c].is_number() ? "not an integer within 64 bits: " : "not an integer: ") +
+                               JsonExcerpt(row[c]));
       }
-      out->push_back(row[c].get<int64_t>());
+      out->push_back(v);
     }
   }
   return OkStatus();

@@ -16,7 +16,7 @@ void RegisterValidate(CLI::App& app, std::vector<Command>* out) {
   va->add_option("--model", val->model_dir, "Hugging Face model directory (default: the built-in model)");
   va->add_option("--batch-size", val->batch_size, "samples")->capture_default_str();
   va->add_option("--seq-len", val->seq_len, "tokens per sample")->capture_default_str();
-  va->add_option("--seed", val->seed, "input generator seed")->capture_default_str();
+  va->add_option("--seed", val->seed, "input generator seed")->capture_default_str()->check(Seed());
   va->add_option("--threads", val->threads, "worker threads (0: all cores)")->capture_default_str();
   va->add_option("--device", val->device, "cpu | cuda | cuda:N")->capture_default_str();
   va->add_option("--engine", val->engine, "native | torch (each precision through PyTorch)")->capture_default_str();

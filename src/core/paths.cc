@@ -57,13 +57,18 @@ StatusOr<std::string> ReadFile(const std::string& path) {
 Status WriteFileAtomic(const std::string& path, const std::string& contents) {
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   {
+    errno = 0;
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return FailedPrecondition(tmp + ": cannot create");
+    if (!out) {  // named as the user wrote it, with the reason (a missing directory, no permission)
+      return FailedPrecondition(path + ": cannot create" + (errno != 0 ? std::string(": ") + std::strerror(errno) : ""));
+    }
     out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    errno = 0;
     out.close();
     if (!out) {
+      const int err = errno;
       std::remove(tmp.c_str());
-      return DataLoss(tmp + ": write failed");
+      return DataLoss(path + ": write failed" + (err != 0 ? std::string(": ") + std::strerror(err) : ""));
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {

@@ -113,6 +113,12 @@ void LabProgress::Detail(const std::string& text) {
   }
 }
 
+void LabProgress::Warn(const std::string& text) {
+  if (tty_) std::cerr << "\r\033[K";
+  std::cerr << "[lab " << step_ + 1 << "/7] warning: " << text << "\n";
+  if (tty_) std::cerr << "[lab " << step_ + 1 << "/7] " << title_ << std::flush;
+}
+
 void LabProgress::Done(const std::string& text) {
   if (tty_) std::cerr << "\r\033[K";
   std::cerr << text << "\n";
@@ -342,9 +348,18 @@ class LabRun {
       if (tool.empty()) break;
       progress_.Detail(std::string(name) + " through " + tool);
       const nlohmann::json step = SystemProfilerStep(Profiled(tool, name, mode), analyses_.at(name));
+      WarnUnlessOk(step);
       s_["profilers"]["steps"].push_back(step);  // its command lines are in the step (not tierscope's)
     }
     return OkStatus();
+  }
+
+  // A profiler step that failed or disagrees is said on the terminal too, not only in the
+  // summary and the report.
+  void WarnUnlessOk(const nlohmann::json& step) {
+    if (step.value("status", "") == "ok") return;
+    progress_.Warn(step.value("tool", "") + " (" + step.value("run", "") + " run) " + step.value("status", "") + ": " +
+                   step.value("note", ""));
   }
 
   // Tier 3: the hottest kernel of each run, replayed against the peaks.
@@ -362,6 +377,7 @@ class LabRun {
       if (const std::string tool = s_["profilers"]["kernel"]; !tool.empty()) {
         KernelCommandResult kr;
         nlohmann::json step = KernelProfilerStep(Profiled(tool, name, mode), hottest_[name], &kr);
+        WarnUnlessOk(step);
         const bool ok = step["status"] == "ok";
         s_["profilers"]["steps"].push_back(std::move(step));
         if (ok) {
@@ -686,7 +702,9 @@ class LabRun {
 StatusOr<nlohmann::json> RunLab(const LabOptions& o, LabProgress& progress) {
   if (o.batch_size < 1 || o.seq_len < 1) return InvalidArgument("--batch-size and --seq-len must be >= 1");
   if (o.threads < 0) return InvalidArgument("--threads must be >= 0");
-  if (o.repeats < 0) return InvalidArgument("--repeats must be >= 0");
+  if (o.repeats < 0 || o.repeats > 1000) {
+    return InvalidArgument("--repeats must be between 0 and 1000, got " + std::to_string(o.repeats));
+  }
   if (o.out_dir.empty()) return InvalidArgument("--out must name a directory");
   if (o.engine != "native" && o.engine != "torch") {
     return InvalidArgument("--engine must be native or torch, got '" + o.engine + "'");

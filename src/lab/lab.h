@@ -45,6 +45,8 @@ class LabProgress {
   explicit LabProgress(bool tty);
   void Step(int index, const std::string& title);  // index 0..6
   void Detail(const std::string& text);
+  // A line that stays on screen: something the user asked for did not happen.
+  void Warn(const std::string& text);
   void Done(const std::string& text);
 
  private:

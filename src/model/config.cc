@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "core/paths.h"
 #include "tierscope/engine.h"
 
@@ -15,10 +16,10 @@ Status ReadInt(const json& j, const char* key, const std::string& src, int64_t m
                int64_t* out) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return OkStatus();
-  if (!it->is_number_integer() && !(it->is_number_float() && it->get<double>() == std::floor(it->get<double>()))) {
-    return InvalidArgument(src + ": field '" + key + "' must be an integer, got " + it->dump());
+  int64_t v = 0;
+  if (!JsonWholeNumber(*it, &v)) {
+    return InvalidArgument(src + ": field '" + key + "' must be an integer within 64 bits, got " + JsonExcerpt(*it));
   }
-  int64_t v = it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
   if (v < min_value) {
     return InvalidArgument(src + ": field '" + key + "' must be >= " + std::to_string(min_value) +
                            ", got " + std::to_string(v));
@@ -31,7 +32,7 @@ Status ReadString(const json& j, const char* key, const std::string& src, std::s
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return OkStatus();
   if (!it->is_string()) {
-    return InvalidArgument(src + ": field '" + key + "' must be a string, got " + it->dump());
+    return InvalidArgument(src + ": field '" + key + "' must be a string, got " + JsonExcerpt(*it));
   }
   *out = it->get<std::string>();
   return OkStatus();
@@ -61,7 +62,7 @@ StatusOr<BertConfig> ParseBertConfig(const std::string& text, const std::string&
   TS_RETURN_IF_ERROR(ReadString(j, "position_embedding_type", src, &c.position_embedding_type));
   if (auto it = j.find("layer_norm_eps"); it != j.end() && !it->is_null()) {
     if (!it->is_number()) {
-      return InvalidArgument(src + ": field 'layer_norm_eps' must be a number, got " + it->dump());
+      return InvalidArgument(src + ": field 'layer_norm_eps' must be a number, got " + JsonExcerpt(*it));
     }
     c.layer_norm_eps = it->get<double>();
     if (!(c.layer_norm_eps > 0)) return InvalidArgument(src + ": layer_norm_eps must be > 0");

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "core/paths.h"
 #include "model/bert.h"
 
@@ -20,11 +21,10 @@ StatusOr<int64_t> FirstInt(const json& j, std::initializer_list<const char*> nam
   for (const char* name : names) {
     const auto it = j.find(name);
     if (it == j.end() || it->is_null()) continue;
-    const bool whole = it->is_number_integer() ||
-                       (it->is_number_float() && std::isfinite(it->get<double>()) &&
-                        it->get<double>() == std::floor(it->get<double>()) && std::fabs(it->get<double>()) < 9e15);
-    if (!whole) return InvalidArgument(src + ": field '" + name + "' must be an integer, got " + it->dump());
-    const int64_t v = it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
+    int64_t v = 0;
+    if (!JsonWholeNumber(*it, &v)) {
+      return InvalidArgument(src + ": field '" + name + "' must be an integer, got " + JsonExcerpt(*it));
+    }
     constexpr int64_t kLimit = int64_t{1} << 27;
     if (v < 1 || v > kLimit) {
       return InvalidArgument(src + ": field '" + name + "' is " + std::to_string(v) + ", outside 1.." +
@@ -86,10 +86,9 @@ StatusOr<EncoderShape> ParseEncoderShape(const std::string& json_text, const std
     // pad_token_id may be 0; Hugging Face's default for the family is 1.
     int64_t pad = 1;
     if (const auto it = j.find("pad_token_id"); it != j.end() && !it->is_null()) {
-      if (!it->is_number_integer() || it->get<int64_t>() < 0) {
-        return InvalidArgument(source + ": field 'pad_token_id' must be an integer >= 0, got " + it->dump());
+      if (!JsonWholeNumber(*it, &pad) || pad < 0) {
+        return InvalidArgument(source + ": field 'pad_token_id' must be an integer >= 0, got " + JsonExcerpt(*it));
       }
-      pad = it->get<int64_t>();
     }
     s.positions = std::max<int64_t>(0, s.positions - pad - 1);
   }

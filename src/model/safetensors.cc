@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
+
 namespace tierscope {
 namespace {
 
@@ -129,17 +131,17 @@ StatusOr<TensorMap> LoadSafetensors(const std::string& path) {
     uint64_t numel = 1;
     for (const auto& d : *sh) {
       uint64_t v;
-      if (!GetCount(d, &v)) return DataLoss(where + ": bad dimension " + d.dump());
+      if (!GetCount(d, &v)) return DataLoss(where + ": bad dimension " + JsonExcerpt(d));
       t.shape.push_back(static_cast<int64_t>(v));
       if (v != 0 && numel > (uint64_t{1} << 62) / v) return DataLoss(where + ": shape too large");
       numel *= v;
     }
     uint64_t begin, end;
     if (!GetCount((*off)[0], &begin) || !GetCount((*off)[1], &end) || begin > end) {
-      return DataLoss(where + ": bad data_offsets " + off->dump());
+      return DataLoss(where + ": bad data_offsets " + JsonExcerpt(*off));
     }
     if (end > data_size) {
-      return DataLoss(where + ": data_offsets " + off->dump() + " run past the end of the data (" +
+      return DataLoss(where + ": data_offsets " + JsonExcerpt(*off) + " run past the end of the data (" +
                       std::to_string(data_size) + " bytes)");
     }
     uint64_t expected = 0;

@@ -2,11 +2,14 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -87,6 +90,53 @@ TEST_F(CliTest, AbsurdSizesEndInOneLineNeverAnAbort) {
     EXPECT_EQ(r.out.find("tierscope: error: "), at) << args << ": " << r.out;
     EXPECT_EQ(r.out.find('\n', at), r.out.size() - 1) << args << ": " << r.out;
   }
+}
+
+TEST_F(CliTest, AbsurdCountsAndSeedsAreRefusedBeforeAnyWork) {
+  // Each once ran (for days, an out-of-memory, or a wrapped seed) instead of being refused.
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"bench --iterations 2000000000", "--iterations must be between 1 and 1000000, got 2000000000"},
+           {"bench --warmup 2000000000", "--warmup must be between 0 and 1000000, got 2000000000"},
+           {"bench --iterations 99999999999", "--iterations must be between 1 and 1000000"},
+           {"lab --quick --repeats 1000000000 --out /tmp/never", "--repeats must be between 0 and 1000, got 1000000000"},
+           {"bench --seed -1", "--seed: must be a whole number from 0 to 18446744073709551615, got -1"},
+           {"bench --seed 99999999999999999999", "got 99999999999999999999"},
+           {"load --url http://127.0.0.1:9 --seed 1.5", "--seed: must be a whole number"}}) {
+    Result r = RunCli(args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    EXPECT_TRUE(Contains(r.out, "tierscope: error: ")) << args << ": " << r.out;
+    EXPECT_TRUE(Contains(r.out, says)) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
+  }
+}
+
+TEST_F(CliTest, DeepHugeAndOutOfRangeJsonValuesAreQuotedShortNeverCrash) {
+  testing::TempDir dir;
+  // 100,000 levels deep: quoting it in full once overflowed the stack (a segfault).
+  testing::WriteBytes(dir.file("deep.json"),
+                      "{\"input_ids\":" + std::string(100000, '[') + std::string(100000, ']') + "}");
+  Result r = RunCli("run --inputs " + dir.file("deep.json") + " --output " + dir.file("o.json"));
+  EXPECT_EQ(r.code, 2) << r.out.substr(0, 300);
+  EXPECT_TRUE(Contains(r.out, "is not an integer: [[[[...]]]]")) << r.out.substr(0, 300);
+  EXPECT_LT(r.out.size(), 300u);
+  // Past int64: named as such, never wrapped or called a non-integer.
+  testing::WriteBytes(dir.file("big.json"), R"({"input_ids": [[101, 99999999999999999999, 102]]})");
+  r = RunCli("run --inputs " + dir.file("big.json") + " --output " + dir.file("o.json"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(Contains(r.out, "'input_ids'[0][1] is not an integer within 64 bits: 1e+20")) << r.out;
+  // An output whose directory is missing is named as given, with the reason.
+  testing::WriteBytes(dir.file("in.json"), R"({"input_ids": [[101, 2000, 102]]})");
+  r = RunCli("run --inputs " + dir.file("in.json") + " --output " + dir.file("no/such/dir/o.json"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, dir.file("no/such/dir/o.json") + ": cannot create: No such file or directory")) << r.out;
+}
+
+TEST_F(CliTest, LoadThatGotNoAnswerSaysWhyOnTheErrorLine) {
+  // Port 9 (discard) on loopback: nothing listens; every connection is refused.
+  Result r = RunCli("load --url http://127.0.0.1:9 --duration 0.5 --warmup 0 --concurrency 2");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(Contains(r.out, "tierscope: error: no request succeeded (the most frequent error: connect, ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "Connection refused)")) << r.out;
 }
 
 TEST_F(CliTest, VersionAndHelpExitZero) {

@@ -117,11 +117,14 @@ def standins(tmp_path):
     return env, log
 
 
-def run_lab(tierscope_bin, out, env, system="nsys", kernel="ncu"):
+def run_lab(tierscope_bin, out, env, system="nsys", kernel="ncu", stderr=None):
+    """The lab's summary.json; `stderr`, a list, gets its stderr lines."""
     run = subprocess.run([str(tierscope_bin), "lab", "--quick", "--threads", "2", "--batch-size", "16", "--seq-len",
                           "32", "--out", str(out), "--system-profiler", system, "--kernel-profiler", kernel],
                          capture_output=True, text=True, timeout=900, env=env, stdin=subprocess.DEVNULL)
     assert run.returncode == 0, run.stdout + run.stderr[-4000:]
+    if stderr is not None:
+        stderr += run.stderr.splitlines()
     return json.loads((out / "summary.json").read_text())
 
 
@@ -188,9 +191,15 @@ def test_a_failing_profiler_is_a_reported_step_not_an_abort(tierscope_bin, stand
     jsonschema.validate(s, SCHEMA, cls=jsonschema.Draft202012Validator)
     # A profiler that is not installed at all is a reported failure too.
     missing = str(tmp_path / "not-installed" / "msys")
-    s = run_lab(tierscope_bin, tmp_path / "results2", env, system=missing, kernel="none")
+    err = []
+    s = run_lab(tierscope_bin, tmp_path / "results2", env, system=missing, kernel="none", stderr=err)
     msys = s["profilers"]["steps"]
     assert msys and all(st["status"] == "failed" and f"cannot run {missing}" in st["note"] for st in msys), msys
+    # Said on the terminal as well, once a run, not only in the summary and the report.
+    warned = [l for l in err if "warning: " in l]
+    assert [l.split("warning: ", 1)[1] for l in warned] == [
+        f"{missing} (serial run) failed: cannot run {missing}: No such file or directory",
+        f"{missing} (batch run) failed: cannot run {missing}: No such file or directory"], err
 
 
 @pytest.mark.parametrize("flag,value,names", [("--system-profiler", "perf", "nsys or msys"),

@@ -1,6 +1,8 @@
 // config.json parsing: Hugging Face defaults and clear errors.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "tierscope/engine.h"
 #include "test_util.h"
 
@@ -55,6 +57,14 @@ TEST(ConfigTest, WrongTypesAndValuesNameTheField) {
   EXPECT_TRUE(Contains(c.status().message(), "not a multiple"));
   auto d = ParseBertConfig("{not json", "c.json");
   EXPECT_TRUE(Contains(d.status().message(), "not valid JSON"));
+  // A whole float past int64 once read as INT64_MIN ("must be >= 1, got -9223372036854775808").
+  auto e = ParseBertConfig(R"({"model_type": "bert", "hidden_size": 1e300})", "c.json");
+  EXPECT_EQ(e.status().message(), "c.json: field 'hidden_size' must be an integer within 64 bits, got 1e+300");
+  // A value nested 200,000 deep is quoted short (its full text once overflowed the stack).
+  auto f = ParseBertConfig(R"({"model_type": "bert", "hidden_act": )" + std::string(200000, '[') +
+                               std::string(200000, ']') + "}",
+                           "c.json");
+  EXPECT_EQ(f.status().message(), "c.json: field 'hidden_act' must be a string, got [[[[...]]]]");
 }
 
 TEST(ConfigTest, MissingFileIsNotFound) {
