@@ -81,6 +81,12 @@ StatusOr<BatchInput> ParseInputsJson(const std::string& text, const std::string&
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument(src + ": not valid JSON");
   if (!j.is_object()) return InvalidArgument(src + ": expected a JSON object with 'input_ids'");
+  for (auto it = j.begin(); it != j.end(); ++it) {  // a misspelt mask would otherwise be ignored
+    if (it.key() != "input_ids" && it.key() != "attention_mask" && it.key() != "token_type_ids") {
+      return InvalidArgument(src + ": unknown key " + JsonExcerpt(json(it.key())) +
+                             " (the keys are input_ids, attention_mask and token_type_ids)");
+    }
+  }
   BatchInput in;
   int64_t rows = -1, cols = -1;
   TS_RETURN_IF_ERROR(ReadMatrix(j, "input_ids", src, true, &rows, &cols, &in.input_ids));

@@ -78,6 +78,7 @@ StatusOr<const HostTensor*> Checkpoint::Get(const std::string& canonical,
   if (it == names_.end()) {
     return NotFound(map_.source + ": missing tensor '" + canonical + "'");
   }
+  used_.insert(canonical);
   const HostTensor& t = map_.tensors.at(it->second);
   if (t.dtype != DType::kF32 && t.dtype != DType::kF16 && t.dtype != DType::kBF16) {
     return InvalidArgument(map_.source + ": tensor '" + it->second + "' has dtype " +
@@ -89,6 +90,14 @@ StatusOr<const HostTensor*> Checkpoint::Get(const std::string& canonical,
                            ShapeToString(t.shape) + ", expected " + ShapeToString(shape));
   }
   return &t;
+}
+
+std::vector<std::string> Checkpoint::Unused() const {
+  std::vector<std::string> out;
+  for (const auto& [canonical, key] : names_) {
+    if (used_.count(canonical) == 0) out.push_back(key);
+  }
+  return out;
 }
 
 }  // namespace tierscope

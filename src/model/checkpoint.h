@@ -5,6 +5,7 @@
 #define TIERSCOPE_MODEL_CHECKPOINT_H_
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,11 +29,15 @@ class Checkpoint {
                                   const std::vector<int64_t>& shape) const;
   // Keys in the file that the encoder does not use (heads, buffers, unknown).
   const std::vector<std::string>& ignored() const { return ignored_; }
+  // Keys in the file that name encoder or pooler weights no Get asked for (a config with
+  // fewer layers than its checkpoint), in the file's order of names.
+  std::vector<std::string> Unused() const;
 
  private:
   TensorMap map_;
   std::map<std::string, std::string> names_;  // canonical -> key in the file
   std::vector<std::string> ignored_;
+  mutable std::set<std::string> used_;  // canonical names Get was asked for
 };
 
 // The canonical name for a stored key, or "" when the key is not part of BertModel's

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 
 #include "backend/backend.h"
@@ -27,6 +28,12 @@ StatusOr<std::unique_ptr<BertEngine>> BertEngine::Load(const std::string& model_
   e->model_dir_ = model_dir;
   TS_ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.device, options.threads));
   TS_ASSIGN_OR_RETURN(e->model_, BertModel::Create(*e->backend_, config, ck, options.dtype));
+  if (const std::vector<std::string> unused = ck.Unused(); !unused.empty()) {
+    // As Hugging Face's from_pretrained does: it runs, and says what it left out.
+    std::cerr << "tierscope: warning: " << ck.source() << ": " << unused.size()
+              << " encoder weight(s) are not used by config.json's model (" << config.num_hidden_layers
+              << " layers), e.g. '" << unused.front() << "'\n";
+  }
   // The option, else TIERSCOPE_ROW_BLOCK, else the backend's choice.
   const char* env = std::getenv("TIERSCOPE_ROW_BLOCK");
   const bool option = !options.row_block.empty();

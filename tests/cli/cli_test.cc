@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "tierscope/engine.h"
 
 namespace tierscope {
 namespace {
@@ -129,6 +130,28 @@ TEST_F(CliTest, DeepHugeAndOutOfRangeJsonValuesAreQuotedShortNeverCrash) {
   r = RunCli("run --inputs " + dir.file("in.json") + " --output " + dir.file("no/such/dir/o.json"));
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_TRUE(Contains(r.out, dir.file("no/such/dir/o.json") + ": cannot create: No such file or directory")) << r.out;
+}
+
+TEST_F(CliTest, AConfigWithFewerLayersThanItsCheckpointRunsAndSaysWhatItLeftOut) {
+  // As Hugging Face's from_pretrained: the first layers run, the rest are named as unused.
+  Result first = RunCli("bench --batch-size 1 --seq-len 8 --warmup 0 --iterations 1");
+  ASSERT_EQ(first.code, 0) << first.out;
+  EXPECT_FALSE(Contains(first.out, "warning")) << first.out;  // the built-in model uses every weight
+  testing::TempDir dir;
+  const StatusOr<std::string> built_in = EnsureDefaultModel();
+  ASSERT_TRUE(built_in.ok()) << built_in.status().ToString();
+  const std::string& model = *built_in;
+  for (const char* f : {"model.safetensors", "vocab.txt"}) {
+    testing::WriteBytes(dir.file(f), testing::ReadBytes(model + "/" + f));
+  }
+  auto config = nlohmann::json::parse(testing::ReadBytes(model + "/config.json"));
+  config["num_hidden_layers"] = 1;
+  testing::WriteBytes(dir.file("config.json"), config.dump());
+  Result r = RunCli("bench --model " + dir.path() + " --batch-size 1 --seq-len 8 --warmup 0 --iterations 1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "tierscope: warning: " + dir.file("model.safetensors") +
+                                  ": 16 encoder weight(s) are not used by config.json's model (1 layers), "
+                                  "e.g. 'encoder.layer.1.")) << r.out;
 }
 
 TEST_F(CliTest, LoadThatGotNoAnswerSaysWhyOnTheErrorLine) {

@@ -42,6 +42,9 @@ TEST(RunInputsTest, MalformedInputsNameTheFieldAndPosition) {
   EXPECT_TRUE(Contains(msg(R"({"input_ids": [[1, 2]], "token_type_ids": [[0]]})"), "'token_type_ids'[0]"));
   EXPECT_TRUE(Contains(msg(R"({"input_ids": []})"), "non-empty"));
   EXPECT_TRUE(Contains(msg("[1, 2"), "not valid JSON"));
+  // A misspelt key was ignored: the batch ran unmasked.
+  EXPECT_EQ(msg(R"({"input_ids": [[1, 2]], "attention_masks": [[1, 0]]})"),
+            "in.json: unknown key \"attention_masks\" (the keys are input_ids, attention_mask and token_type_ids)");
 }
 
 }  // namespace

@@ -71,6 +71,22 @@ TEST(CheckpointTest, WrongShapeNamesTheStoredKeyAndBothShapes) {
   EXPECT_TRUE(Contains(t.status().message(), "expected [4, 4]"));
 }
 
+TEST(CheckpointTest, EncoderWeightsNoOneAskedForAreListedAsStored) {
+  // A config of one layer over a two-layer checkpoint: layer 1 is left out, and said.
+  auto c = Checkpoint::FromTensorMap(MapWith({{"bert.encoder.layer.0.output.dense.bias", {4}},
+                                              {"bert.encoder.layer.1.output.dense.bias", {4}},
+                                              {"bert.encoder.layer.1.output.LayerNorm.gamma", {4}},
+                                              {"cls.predictions.bias", {4}}}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->Unused().size(), 3u);  // nothing asked for yet; the head is ignored, not unused
+  ASSERT_TRUE(c->Get("encoder.layer.0.output.dense.bias", {4}).ok());
+  EXPECT_EQ(c->Unused(), (std::vector<std::string>{"bert.encoder.layer.1.output.LayerNorm.gamma",
+                                                   "bert.encoder.layer.1.output.dense.bias"}));
+  ASSERT_TRUE(c->Get("encoder.layer.1.output.dense.bias", {4}).ok());
+  ASSERT_TRUE(c->Get("encoder.layer.1.output.LayerNorm.weight", {4}).ok());
+  EXPECT_TRUE(c->Unused().empty());
+}
+
 TEST(CheckpointTest, DirectoryWithoutWeightsIsNotFound) {
   testing::TempDir dir;
   auto c = Checkpoint::Open(dir.path());
