@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "core/paths.h"
 #include "core/text.h"
 
@@ -204,7 +205,7 @@ StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& json_text, const std::st
     if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0 ||
         it->get<double>() > 1e6) {
       return InvalidArgument(source + ": '" + key + "' must be a number from 0 to 1e6 (TFLOP/s, TB/s or GB/s), got " +
-                             it->dump());
+                             JsonExcerpt(*it));
     }
     *out = it->get<double>();
   }

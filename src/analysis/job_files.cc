@@ -642,6 +642,20 @@ StatusOr<RankAssignment> AssignRanks(const std::vector<std::string>& files,
   return a;
 }
 
+TraceWindow WindowOf(const Trace& t) {
+  TraceWindow w;
+  w.trace_rank = t.rank;
+  if (t.events.empty()) return w;
+  int64_t begin = t.events.front().ts_ns, end = begin;
+  for (const Event& e : t.events) {
+    begin = std::min(begin, e.ts_ns);
+    end = std::max(end, e.ts_ns + e.dur_ns);
+  }
+  w.begin_ns = t.base_time_ns + begin;
+  w.end_ns = t.base_time_ns + end;
+  return w;
+}
+
 StatusOr<RankAssignment> AssignRankWindows(const std::vector<std::string>& files,
                                            const std::vector<TraceWindow>& windows) {
   if (windows.size() != files.size()) {

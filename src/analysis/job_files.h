@@ -115,6 +115,8 @@ struct TraceWindow {
   int trace_rank = -1;
   int64_t begin_ns = 0, end_ns = 0;
 };
+// A loaded trace's window: its distributedInfo rank and the wall-clock span of its events.
+TraceWindow WindowOf(const Trace& t);
 // As AssignRanks, but several files may be one rank: successive windows of it (one file
 // per profiler cycle), ordered by time, when no two of them overlap by more than a tenth
 // of the shorter; else InvalidArgument naming both (two runs' traces claiming one rank).

@@ -48,9 +48,11 @@ Status ReadMatrix(const json& j, const char* key, const std::string& src, bool r
     for (size_t c = 0; c < row.size(); ++c) {
       int64_t v = 0;
       if (!row[c].is_number_integer() || !JsonWholeNumber(row[c], &v)) {
-        return InvalidArgument(src + ": '" + key + "'[" + std::to_string(r) + "][" + std::to_string(c) + "] is " +
-                               (row[c].is_number() ? "not an integer within 64 bits: " : "not an integer: ") +
-                               JsonExcerpt(row[c]));
+        const std::string why = row[c].is_number_integer() ? " (beyond 64 bits)"
+                                : row[c].is_number()       ? " (ids are written without a decimal point or exponent)"
+                                                           : "";
+        return InvalidArgument(src + ": '" + key + "'[" + std::to_string(r) + "][" + std::to_string(c) +
+                               "] is not an integer: " + JsonExcerpt(row[c]) + why);
       }
       out->push_back(v);
     }

@@ -76,4 +76,12 @@ bool JsonWholeNumber(const json& v, int64_t* out) {
   return true;
 }
 
+std::string NotWholeBecause(const json& v) {
+  if (!v.is_number()) return "is not a number";
+  if (v.is_number_integer()) return "is beyond 64 bits";
+  const double d = v.get<double>();
+  if (std::isfinite(d) && d != std::floor(d)) return "has a fraction";
+  return "is beyond 2^53, where a JSON float stops holding every integer";
+}
+
 }  // namespace tierscope

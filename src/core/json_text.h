@@ -18,6 +18,10 @@ std::string JsonExcerpt(const nlohmann::json& v);
 // `v` as an int64 when it is a whole number: an integer within int64, or a float with no
 // fraction below 2^53 in magnitude (1e300 and 2^64 are not); false otherwise.
 bool JsonWholeNumber(const nlohmann::json& v, int64_t* out);
+// Why JsonWholeNumber refused `v`, for an error message: "has a fraction", "is beyond
+// 2^53, where a JSON float stops holding every integer" (floats), "is beyond 64 bits"
+// (integers), "is not a number".
+std::string NotWholeBecause(const nlohmann::json& v);
 
 }  // namespace tierscope
 

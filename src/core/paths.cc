@@ -62,18 +62,23 @@ Status WriteFileAtomic(const std::string& path, const std::string& contents) {
     if (!out) {  // named as the user wrote it, with the reason (a missing directory, no permission)
       return FailedPrecondition(path + ": cannot create" + (errno != 0 ? std::string(": ") + std::strerror(errno) : ""));
     }
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
     errno = 0;
-    out.close();
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    int err = errno;  // a full disk fails the write itself, for large contents
+    if (out) {
+      errno = 0;
+      out.close();
+      err = errno;
+    }
     if (!out) {
-      const int err = errno;
       std::remove(tmp.c_str());
       return DataLoss(path + ": write failed" + (err != 0 ? std::string(": ") + std::strerror(err) : ""));
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;  // before remove() can change it
     std::remove(tmp.c_str());
-    return FailedPrecondition("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+    return FailedPrecondition("cannot rename " + tmp + " to " + path + ": " + std::strerror(err));
   }
   return OkStatus();
 }

@@ -18,7 +18,8 @@ Status ReadInt(const json& j, const char* key, const std::string& src, int64_t m
   if (it == j.end() || it->is_null()) return OkStatus();
   int64_t v = 0;
   if (!JsonWholeNumber(*it, &v)) {
-    return InvalidArgument(src + ": field '" + key + "' must be an integer within 64 bits, got " + JsonExcerpt(*it));
+    return InvalidArgument(src + ": field '" + key + "' must be a whole number, got " + JsonExcerpt(*it) + ", which " +
+                           NotWholeBecause(*it));
   }
   if (v < min_value) {
     return InvalidArgument(src + ": field '" + key + "' must be >= " + std::to_string(min_value) +

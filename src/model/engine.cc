@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "backend/backend.h"
@@ -29,10 +31,16 @@ StatusOr<std::unique_ptr<BertEngine>> BertEngine::Load(const std::string& model_
   TS_ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.device, options.threads));
   TS_ASSIGN_OR_RETURN(e->model_, BertModel::Create(*e->backend_, config, ck, options.dtype));
   if (const std::vector<std::string> unused = ck.Unused(); !unused.empty()) {
-    // As Hugging Face's from_pretrained does: it runs, and says what it left out.
-    std::cerr << "tierscope: warning: " << ck.source() << ": " << unused.size()
-              << " encoder weight(s) are not used by config.json's model (" << config.num_hidden_layers
-              << " layers), e.g. '" << unused.front() << "'\n";
+    // As Hugging Face's from_pretrained does: it runs, and says what it left out (once a
+    // checkpoint in this process: the lab and the sweep load one many times).
+    static std::mutex mu;
+    static std::set<std::string> said;
+    std::lock_guard<std::mutex> lock(mu);
+    if (said.insert(ck.source()).second) {
+      std::cerr << "tierscope: warning: " << ck.source() << ": " << unused.size()
+                << " weight(s) of the checkpoint are not used by config.json's model, e.g. '" << unused.front()
+                << "'\n";
+    }
   }
   // The option, else TIERSCOPE_ROW_BLOCK, else the backend's choice.
   const char* env = std::getenv("TIERSCOPE_ROW_BLOCK");

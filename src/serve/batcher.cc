@@ -32,7 +32,7 @@ int64_t Batcher::Capacity(int64_t bucket) const {
 }
 
 bool Batcher::Full(size_t q) const {
-  if (q == alone_queue()) return !queues_[q].empty();
+  if (q == alone_queue()) return false;  // due at once instead (Next): never ahead of a full bucket
   if (q == packed_queue()) {
     return static_cast<int64_t>(queues_[q].size()) >= options_.max_batch_size ||
            packed_tokens_ >= options_.max_batch_tokens;
@@ -64,14 +64,13 @@ Status Batcher::Add(uint64_t id, int64_t length, int64_t now_us, bool packable, 
 }
 
 Batch Batcher::Take(size_t q, const char* reason) {
-  const bool packed = q == packed_queue(), alone = q == alone_queue();
+  const bool packed = q == packed_queue();
+  if (q == alone_queue()) return TakeAlone(reason);
   Batch batch;
-  batch.bucket = packed ? options_.bucket_edges.back()
-                 : alone ? BucketFor(queues_[q].front().length)
-                         : options_.bucket_edges[q];
+  batch.bucket = packed ? options_.bucket_edges.back() : options_.bucket_edges[q];
   batch.packed = packed;
   batch.reason = reason;
-  const int64_t count = packed ? options_.max_batch_size : alone ? 1 : Capacity(batch.bucket);
+  const int64_t count = packed ? options_.max_batch_size : Capacity(batch.bucket);
   auto& waiting = queues_[q];
   for (int64_t i = 0; i < count && !waiting.empty(); ++i) {
     // Packed: up to max_batch_tokens real tokens (always at least one request).
@@ -86,13 +85,36 @@ Batch Batcher::Take(size_t q, const char* reason) {
   return batch;
 }
 
+Batch Batcher::TakeAlone(const char* reason) {
+  // The oldest, and those of its very length behind it: padded to nothing, together.
+  auto& waiting = queues_[alone_queue()];
+  const int64_t length = waiting.front().length;
+  Batch batch;
+  batch.bucket = BucketFor(length);
+  batch.pad_len = length;
+  batch.reason = std::string(reason) == "drain" ? reason : "alone";
+  const int64_t count = Capacity(batch.bucket);
+  for (auto it = waiting.begin(); it != waiting.end() && static_cast<int64_t>(batch.ids.size()) < count;) {
+    if (it->length != length) {
+      ++it;
+      continue;
+    }
+    batch.ids.push_back(it->id);
+    batch.tokens += length;
+    it = waiting.erase(it);
+    --queued_;
+  }
+  return batch;
+}
+
 std::optional<Batch> Batcher::Next(int64_t now_us) {
   std::optional<size_t> full, due;
   for (size_t q = 0; q < queues_.size(); ++q) {
     if (queues_[q].empty()) continue;
     const int64_t oldest = queues_[q].front().enqueued_us;
     if (Full(q) && (!full || oldest < queues_[*full].front().enqueued_us)) full = q;
-    if (now_us - oldest >= options_.max_queue_delay_us && (!due || oldest < queues_[*due].front().enqueued_us)) {
+    const bool is_due = q == alone_queue() || now_us - oldest >= options_.max_queue_delay_us;
+    if (is_due && (!due || oldest < queues_[*due].front().enqueued_us)) {
       due = q;
     }
   }
@@ -103,9 +125,10 @@ std::optional<Batch> Batcher::Next(int64_t now_us) {
 
 std::optional<int64_t> Batcher::NextDeadline() const {
   std::optional<int64_t> at;
-  for (const auto& q : queues_) {
+  for (size_t i = 0; i < queues_.size(); ++i) {
+    const auto& q = queues_[i];
     if (q.empty()) continue;
-    const int64_t t = q.front().enqueued_us + options_.max_queue_delay_us;
+    const int64_t t = q.front().enqueued_us + (i == alone_queue() ? 0 : options_.max_queue_delay_us);
     if (!at || t < *at) at = t;
   }
   return at;

@@ -5,9 +5,9 @@
 // packable request waits in one queue of every length, its batches counted in real tokens
 // (the engine runs them back to back: no padding to pay for), leaving on the same rules;
 // a request that is not packable (it wants BERT's pooler, which reads padded rows) waits
-// in its bucket as above. A request that must not share a padded batch (its attention
-// mask is all zeros: its attention averages over every position, which padding would
-// stretch to the batch's longest) leaves at once as a batch of its own, padded to nothing.
+// in its bucket as above. A request that must not be padded (its attention mask is all
+// zeros: its attention averages over every position, which padding would stretch to the
+// batch's longest) is due at once, in a batch of those of its very length ("alone").
 // Time is passed in, so the logic is tested with a fake clock; the server's dispatcher is
 // the only caller.
 #ifndef TIERSCOPE_SERVE_BATCHER_H_
@@ -40,7 +40,7 @@ struct Batch {
   int64_t tokens = 0;     // the requests' own tokens, summed
   bool packed = false;    // from the packed queue: run back to back, unpadded
   std::vector<uint64_t> ids;
-  std::string reason;     // "full", "delay" or "drain"
+  std::string reason;     // "full", "delay", "alone" (unpadded, due at once) or "drain"
 };
 
 class Batcher {
@@ -49,8 +49,8 @@ class Batcher {
   static StatusOr<Batcher> Create(const BatcherOptions& options);
 
   // Queues request `id` of `length` tokens at `now_us`: in the packed queue when
-  // options.packed and `packable`, else in its bucket, or, `alone` (it may not share a
-  // padded batch), as the next batch of its own. OutOfRange when it is longer than the
+  // options.packed and `packable`, else in its bucket, or, `alone` (it may not be padded),
+  // due at once with those of its very length. OutOfRange when it is longer than the
   // largest bucket; ResourceExhausted when the queue is full.
   Status Add(uint64_t id, int64_t length, int64_t now_us, bool packable = true, bool alone = false);
   // The next batch that may leave at `now_us`: a full bucket first (the one whose
@@ -83,6 +83,7 @@ class Batcher {
   size_t alone_queue() const { return options_.bucket_edges.size() + 1; }
   bool Full(size_t queue) const;
   Batch Take(size_t queue, const char* reason);
+  Batch TakeAlone(const char* reason);
 
   BatcherOptions options_;
   std::vector<std::deque<Waiting>> queues_;  // one FIFO per bucket, the packed one, the alone one

@@ -204,14 +204,12 @@ class GrpcFrontend::Impl final : public inference::GRPCInferenceService::Callbac
     for (InferReactor* r : waiting) Abandon(r, grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
   }
 
-  // The service is about to be destroyed: calls parsed from now on are refused, and those
-  // waiting are finished; none can join calls_ afterwards, so nothing touches the service.
-  void Detach(const std::string& why) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      detached_ = true;
-    }
-    AbandonAll(why);
+  // The service is about to be destroyed: calls parsed from now on are refused. Those
+  // already in it are delivered by its destructor's drain (or were abandoned), leaving
+  // calls_; a later cancel finds none there, so nothing touches the service afterwards.
+  void Detach() {
+    std::lock_guard<std::mutex> lock(mu_);
+    detached_ = true;
   }
 
   std::atomic<bool> draining_{false};
@@ -339,7 +337,7 @@ StatusOr<std::unique_ptr<GrpcFrontend>> GrpcFrontend::Start(const std::string& h
 int GrpcFrontend::port() const { return impl_->port_; }
 void GrpcFrontend::BeginDrain() { impl_->draining_.store(true); }
 void GrpcFrontend::AbandonWaiting(const std::string& why) { impl_->AbandonAll(why); }
-void GrpcFrontend::Detach(const std::string& why) { impl_->Detach(why); }
+void GrpcFrontend::Detach() { impl_->Detach(); }
 int64_t GrpcFrontend::in_flight() const { return impl_->in_flight_.load(); }
 
 void GrpcFrontend::Shutdown(double deadline_s) {

@@ -49,9 +49,9 @@ class GrpcFrontend {
   // that cancels has its call taken out the same way, at once.
   void AbandonWaiting(const std::string& why);
   // Before the inference service is destroyed: calls still being parsed are refused with
-  // UNAVAILABLE instead of reaching it, and any still waiting there are finished with `why`;
-  // afterwards the frontend never touches the service.
-  void Detach(const std::string& why);
+  // UNAVAILABLE instead of reaching it (the calls already in it are the service's to
+  // deliver as it drains); afterwards the frontend never touches the service.
+  void Detach();
   // Stops the server: waits up to `deadline_s` for calls still running, then cancels them.
   void Shutdown(double deadline_s);
 

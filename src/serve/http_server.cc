@@ -777,9 +777,10 @@ Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
   if (server.pool) server.pool->join();
   // Join the dispatcher while the io context still exists: a callback it is delivering
   // posts to the context (and is then dropped with it), and while the gRPC server does:
-  // its calls still waiting are finished by the dispatcher's drain. Then gRPC stops.
+  // its calls still waiting are finished by the dispatcher's drain, and a call still being
+  // parsed is refused (Detach) rather than submitted to a service going away. Then gRPC stops.
   Status result = server.result;
-  if (grpc) grpc->Detach("the server stopped before this request ran");
+  if (grpc) grpc->Detach();
   service.reset();
   // A drain that ran out of time, or a second signal, waits for no gRPC call.
   if (grpc) grpc->Shutdown(server.interrupted || !result.ok() ? 0 : options.drain_timeout_s);

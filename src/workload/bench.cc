@@ -48,10 +48,12 @@ Status ValidateBenchOptions(const BenchOptions& o) {
   // A million units is days of work for a real model: more is a typo, refused before it runs.
   constexpr int64_t kMaxUnits = 1'000'000;
   if (o.warmup < 0 || o.warmup > kMaxUnits) {
-    return InvalidArgument("--warmup must be between 0 and 1000000, got " + std::to_string(o.warmup));
+    return InvalidArgument("--warmup must be between 0 and " + std::to_string(kMaxUnits) + ", got " +
+                           std::to_string(o.warmup));
   }
   if (o.iterations < 1 || o.iterations > kMaxUnits) {
-    return InvalidArgument("--iterations must be between 1 and 1000000, got " + std::to_string(o.iterations));
+    return InvalidArgument("--iterations must be between 1 and " + std::to_string(kMaxUnits) + ", got " +
+                           std::to_string(o.iterations));
   }
   if (o.threads < 0) return InvalidArgument("--threads must be >= 0, got " + std::to_string(o.threads));
   if (!(o.pre_delay_s >= 0) || o.pre_delay_s > 86400) {
@@ -63,8 +65,8 @@ Status ValidateBenchOptions(const BenchOptions& o) {
   }
   if (o.profile_skip > kMaxUnits || o.profile_units > kMaxUnits || o.profile_delay_s > 86400 ||
       o.profile_duration_s > 86400) {
-    return InvalidArgument("--profile-skip and --profile-units must be at most 1000000, --profile-delay and "
-                           "--profile-duration at most 86400 seconds");
+    return InvalidArgument("--profile-skip and --profile-units must be at most " + std::to_string(kMaxUnits) +
+                           ", --profile-delay and --profile-duration at most 86400 seconds");
   }
   if (!o.trace_path.empty() && !o.profile) return InvalidArgument("--trace needs --profile");
   if (o.table_rows < 0) return InvalidArgument("--table-rows must be >= 0");

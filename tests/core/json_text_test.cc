@@ -53,6 +53,10 @@ TEST(JsonWholeNumber, IntegersWithinInt64AndFloatsWithoutAFractionBelow2To53) {
   EXPECT_FALSE(JsonWholeNumber(json("12"), &v));
   EXPECT_FALSE(JsonWholeNumber(json(true), &v));
   EXPECT_EQ(v, INT64_MAX);  // untouched when false
+  EXPECT_EQ(NotWholeBecause(json(1.5)), "has a fraction");
+  EXPECT_EQ(NotWholeBecause(json(1e300)), "is beyond 2^53, where a JSON float stops holding every integer");
+  EXPECT_EQ(NotWholeBecause(json(uint64_t{9223372036854775808ULL})), "is beyond 64 bits");
+  EXPECT_EQ(NotWholeBecause(json("12")), "is not a number");
 }
 
 }  // namespace

@@ -59,7 +59,10 @@ TEST(ConfigTest, WrongTypesAndValuesNameTheField) {
   EXPECT_TRUE(Contains(d.status().message(), "not valid JSON"));
   // A whole float past int64 once read as INT64_MIN ("must be >= 1, got -9223372036854775808").
   auto e = ParseBertConfig(R"({"model_type": "bert", "hidden_size": 1e300})", "c.json");
-  EXPECT_EQ(e.status().message(), "c.json: field 'hidden_size' must be an integer within 64 bits, got 1e+300");
+  EXPECT_EQ(e.status().message(), "c.json: field 'hidden_size' must be a whole number, got 1e+300, which is beyond "
+                                  "2^53, where a JSON float stops holding every integer");
+  auto g = ParseBertConfig(R"({"model_type": "bert", "hidden_size": 128.5})", "c.json");
+  EXPECT_EQ(g.status().message(), "c.json: field 'hidden_size' must be a whole number, got 128.5, which has a fraction");
   // A value nested 200,000 deep is quoted short (its full text once overflowed the stack).
   auto f = ParseBertConfig(R"({"model_type": "bert", "hidden_act": )" + std::string(200000, '[') +
                                std::string(200000, ']') + "}",

@@ -218,6 +218,7 @@ TEST(Batcher, AnInputThatMayNotSharePaddingLeavesAtOnceAsABatchOfItsOwn) {
   EXPECT_EQ(first->pad_len, 5);  // padded to nothing
   EXPECT_EQ(first->bucket, 16);
   EXPECT_FALSE(first->packed);
+  EXPECT_EQ(first->reason, "alone");
   EXPECT_TRUE(b.Cancel(4));  // a client that left takes it out
   EXPECT_FALSE(b.Next(0).has_value());  // bucket 16's two wait for the delay, together
   std::optional<Batch> rest = b.Next(o.max_queue_delay_us);
@@ -229,6 +230,30 @@ TEST(Batcher, AnInputThatMayNotSharePaddingLeavesAtOnceAsABatchOfItsOwn) {
   std::vector<Batch> drained = b.Drain();
   ASSERT_EQ(drained.size(), 1u);
   EXPECT_EQ(drained[0].ids, (std::vector<uint64_t>{5}));
+}
+
+TEST(Batcher, InputsThatMayNotBePaddedShareABatchOfTheirVeryLengthAndNeverJumpOlderDueOnes) {
+  BatcherOptions o = Small();
+  Batcher b = Make(o);
+  ASSERT_TRUE(b.Add(1, 10, 0).ok());  // due at the delay
+  for (uint64_t id = 2; id <= 7; ++id) {  // lengths 5, 6, 5, 6, 5, 6 arriving after it
+    ASSERT_TRUE(b.Add(id, id % 2 == 0 ? 5 : 6, 10, true, /*alone=*/true).ok());
+  }
+  std::optional<Batch> first = b.Next(o.max_queue_delay_us);  // bucket 16's request is older
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->ids, (std::vector<uint64_t>{1}));
+  std::optional<Batch> fives = b.Next(o.max_queue_delay_us);
+  ASSERT_TRUE(fives.has_value());
+  EXPECT_EQ(fives->ids, (std::vector<uint64_t>{2, 4, 6}));  // one batch, capacity 4, of length 5 only
+  EXPECT_EQ(fives->pad_len, 5);
+  EXPECT_EQ(fives->tokens, 15);
+  std::optional<Batch> sixes = b.Next(o.max_queue_delay_us);
+  ASSERT_TRUE(sixes.has_value());
+  EXPECT_EQ(sixes->ids, (std::vector<uint64_t>{3, 5, 7}));
+  EXPECT_EQ(b.queued(), 0u);
+  // Due at once: the dispatcher's next deadline is the arrival itself.
+  ASSERT_TRUE(b.Add(8, 5, 50, true, true).ok());
+  EXPECT_EQ(b.NextDeadline(), std::optional<int64_t>(50));
 }
 
 TEST(PackedBatcher, APackableInputThatMayNotSharePaddingIsPackedForItKeepsItsOwnLength) {

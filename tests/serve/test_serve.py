@@ -117,7 +117,9 @@ def test_kserve_infer_matches_offline_run_whatever_the_batch(serve, tierscope_bi
 def test_an_all_masked_input_gives_the_same_output_alone_or_beside_a_longer_one(serve):
     """An input whose attention mask is all zeros attends uniformly over its own positions
     (as Hugging Face does for it alone); padded beside a longer input it would average the
-    padding too, and its output would depend on its neighbours: it is served alone."""
+    padding too, and its output would depend on its neighbours: it is never padded. The
+    buckets half failed before that (both land in bucket 16 within the 400 ms delay); the
+    packed half, where each sequence keeps its own length anyway, guards the packed queue."""
     for batching in ("buckets", "packed"):
         s = serve("--threads", "1", "--model-name", "m", "--max-queue-delay-ms", "400", "--batching", batching)
         masked = infer_body([[101, 2000, 2001, 102]], [[0, 0, 0, 0]], outputs=["last_hidden_state"])
