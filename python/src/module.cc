@@ -6,6 +6,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
@@ -256,10 +257,21 @@ std::vector<std::string> ListJobFiles(const std::vector<std::string>& inputs) {
   return *files;
 }
 
-std::vector<int> Ranks(const std::vector<std::string>& files, const std::vector<int>& trace_ranks) {
-  StatusOr<RankAssignment> a = AssignRanks(files, trace_ranks);
+// Each file's rank and its window of that rank (1-based, in time order) of how many:
+// several files of one rank are its profiler cycles (AssignRankWindows).
+std::vector<std::tuple<int, int, int>> RankWindows(const std::vector<std::string>& files,
+                                                  const std::vector<std::tuple<int, int64_t, int64_t>>& spans) {
+  std::vector<TraceWindow> windows;
+  for (const auto& [rank, begin, end] : spans) windows.push_back({rank, begin, end});
+  StatusOr<RankAssignment> a = AssignRankWindows(files, windows);
   if (!a.ok()) Raise(a.status());
-  return a->rank;
+  std::vector<std::tuple<int, int, int>> out(files.size());
+  for (const std::vector<size_t>& group : a->windows) {
+    for (size_t w = 0; w < group.size(); ++w) {
+      out[group[w]] = {a->rank[group[w]], static_cast<int>(w) + 1, static_cast<int>(group.size())};
+    }
+  }
+  return out;
 }
 
 std::string ExportSqlite(PyTrace& p, const std::string& out) {
@@ -300,6 +312,11 @@ NB_MODULE(_tierscope, m) {
       .def_prop_ro("source", [](const PyTrace& p) { return p.trace().source; })
       .def_prop_ro("format", [](const PyTrace& p) { return p.trace().format; })
       .def_prop_ro("rank", [](const PyTrace& p) { return p.trace().rank; })
+      .def_prop_ro("window",
+                   [](const PyTrace& p) {
+                     const tierscope::TraceWindow w = tierscope::WindowOf(p.trace());
+                     return std::make_tuple(w.trace_rank, w.begin_ns, w.end_ns);
+                   })
       .def_prop_ro("world_size", [](const PyTrace& p) { return p.trace().world_size; })
       .def_prop_ro("device_name", [](const PyTrace& p) { return p.trace().device_name; })
       .def_prop_ro("events", [](const PyTrace& p) { return p.trace().events.size(); })
@@ -336,7 +353,7 @@ NB_MODULE(_tierscope, m) {
   m.def("job_from_summaries", &tierscope::JobFromSummaries, nb::arg("files"), nb::arg("summaries"),
         nb::arg("workers"));
   m.def("job_files", &tierscope::ListJobFiles, nb::arg("inputs"));
-  m.def("assign_ranks", &tierscope::Ranks, nb::arg("files"), nb::arg("trace_ranks"));
+  m.def("assign_rank_windows", &tierscope::RankWindows, nb::arg("files"), nb::arg("windows"));
   m.def("report_names", [] {
     std::vector<std::string> names;
     for (const auto& [name, title] : tierscope::ReportCatalog()) names.push_back(name);

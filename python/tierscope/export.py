@@ -4,7 +4,11 @@ Spark and Dask read directly, and the nsys SQLite schema (the CLI's `tierscope e
     OUT/kernels/rank=0/part-0.parquet, OUT/kernels/rank=1/..., OUT/runtime/..., ...
 
 Each table is read_trace's DataFrame of that kind (names as strings), with a `rank`
-column as the partition."""
+column as the partition. A job whose ranks were profiled in several windows (one file per
+profiler cycle, as users' rank_N/ folders hold them) has one part a window, part-<n> in
+time order from 1, each table with a `window_number` column (n; WINDOW is an SQL
+keyword), the same schema for every rank; a job of one file a rank has part-0 and no
+such column."""
 from __future__ import annotations
 
 import os
@@ -39,11 +43,11 @@ def export_parquet(paths: Union[str, "os.PathLike[str]", Iterable[Union[str, "os
     staging = out / ".staging"
     shutil.rmtree(staging, ignore_errors=True)
     rows: Dict[str, int] = {}
-    trace_ranks = []
+    windows = []
     try:
         for i, f in enumerate(files):
             trace = read_trace(f)
-            trace_ranks.append(trace.rank)
+            windows.append(tuple(trace._native.window))
             for name in TABLES:
                 df = trace.table(name)
                 table = pa.Table.from_pandas(df, preserve_index=False)
@@ -52,12 +56,19 @@ def export_parquet(paths: Union[str, "os.PathLike[str]", Iterable[Union[str, "os
                 pq.write_table(table, part / "part-0.parquet")
                 rows[name] = rows.get(name, 0) + len(df)
             del trace
-        ranks = _tierscope.assign_ranks(files, trace_ranks)
+        ranks = _tierscope.assign_rank_windows(files, windows)
+        windowed = any(count > 1 for _, _, count in ranks)
         for name in TABLES:
-            for i, rank in enumerate(ranks):
+            for i, (rank, window, count) in enumerate(ranks):
+                part = staging / name / str(i) / "part-0.parquet"
                 dest = out / name / f"rank={rank}"
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                (staging / name / str(i)).rename(dest)
+                dest.mkdir(parents=True, exist_ok=True)
+                if not windowed:
+                    part.rename(dest / "part-0.parquet")
+                    continue
+                table = pq.read_table(part)
+                table = table.append_column("window_number", pa.array([window] * table.num_rows, pa.int32()))
+                pq.write_table(table, dest / f"part-{window}.parquet")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return rows

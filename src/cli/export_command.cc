@@ -15,6 +15,7 @@
 #include "analysis/job_files.h"
 #include "cli/command.h"
 #include "trace/nsys_export.h"
+#include "workload/torch_bench.h"
 
 extern char** environ;
 
@@ -75,7 +76,7 @@ int ExportSqlite(const ExportFlags& f) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("report_", 0) == 0 && name.ends_with(".sqlite")) std::filesystem::remove(entry.path(), ec);
   }
-  std::vector<int> trace_ranks;
+  std::vector<TraceWindow> windows;
   std::vector<std::string> staged, summary;
   struct Unstage {  // a failure leaves no half-written export behind
     std::vector<std::string>* files;
@@ -87,27 +88,37 @@ int ExportSqlite(const ExportFlags& f) {
   for (size_t i = 0; i < files->size(); ++i) {
     auto t = LoadTrace((*files)[i]);
     if (!t.ok()) return Fail(t.status());
-    trace_ranks.push_back(t->rank);
+    windows.push_back(WindowOf(*t));
     staged.push_back((std::filesystem::path(f.out) / (".staged-" + std::to_string(i) + ".sqlite")).string());
     auto n = ExportNsysSqlite(*t, staged.back());
     if (!n.ok()) return Fail(n.status());
     summary.push_back(Counts(*n));
   }
-  auto a = AssignRanks(*files, trace_ranks);
+  // A rank profiled in several windows (one file per profiler cycle, as users' rank_N/
+  // folders hold them) is several reports, numbered in time order as nsys numbers the
+  // reports of a repeated capture range: report_<rank>.<n>.sqlite.
+  auto a = AssignRankWindows(*files, windows);
   if (!a.ok()) return Fail(a.status());
-  for (size_t i = 0; i < staged.size(); ++i) {
-    const std::string out = (std::filesystem::path(f.out) / ("report_" + std::to_string(a->rank[i]) + ".sqlite")).string();
-    std::filesystem::rename(staged[i], out, ec);
-    if (ec) return Fail(FailedPrecondition(out + ": cannot write: " + ec.message()));
-    std::cout << "export: rank " << a->rank[i] << " (" << (*files)[i] << ") -> " << out << ": " << summary[i] << "\n";
+  for (const std::vector<size_t>& group : a->windows) {
+    for (size_t w = 0; w < group.size(); ++w) {
+      const size_t i = group[w];
+      const std::string name = "report_" + std::to_string(a->rank[i]) +
+                               (group.size() > 1 ? "." + std::to_string(w + 1) : std::string()) + ".sqlite";
+      const std::string out = (std::filesystem::path(f.out) / name).string();
+      std::filesystem::rename(staged[i], out, ec);
+      if (ec) return Fail(FailedPrecondition(out + ": cannot write: " + ec.message()));
+      std::cout << "export: rank " << a->rank[i]
+                << (group.size() > 1 ? ", window " + std::to_string(w + 1) + " of " + std::to_string(group.size())
+                                     : std::string())
+                << " (" << (*files)[i] << ") -> " << out << ": " << summary[i] << "\n";
+    }
   }
   return 0;
 }
 
 // Parquet comes from the Python package (pyarrow): run `python3 -m tierscope export`.
 int ExportParquet(const ExportFlags& f) {
-  const char* py = std::getenv("TIERSCOPE_PYTHON");
-  const std::string python = py != nullptr && *py != '\0' ? py : "python3";
+  const std::string python = TorchPython("");  // TIERSCOPE_PYTHON, else the test venv's, else python3
   std::vector<std::string> args = {python, "-m", "tierscope", "export", f.input, f.out, "--format", "parquet"};
   if (f.force) args.push_back("--force");
   std::vector<char*> argv;

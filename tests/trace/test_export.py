@@ -126,6 +126,34 @@ def test_a_job_exports_one_file_per_rank(tierscope_bin, tmp_path):
         assert ra[name]["rows"] == rb[name]["rows"], name
 
 
+T4_JOB = TRACES / "vendors" / "t4_p2p_job"
+
+
+def test_a_job_of_rank_folders_with_a_file_per_profiler_cycle_exports_every_window(tierscope_bin, tmp_path):
+    # The real 4-rank T4 job as users have it: rank_N/ folders of 3 profiler cycles each
+    # ("two traces are rank 0" once refused it). Every window is a report, numbered in
+    # time order, and the export reads back as the same job.
+    need(T4_JOB)
+    p = run(tierscope_bin, "export", T4_JOB, tmp_path / "out")
+    assert sorted(os.listdir(tmp_path / "out")) == [f"report_{r}.{w}.sqlite" for r in range(4) for w in (1, 2, 3)]
+    assert "rank 0, window 1 of 3" in p.stdout
+    a = json.loads(run(tierscope_bin, "analyze", T4_JOB, "--format", "json").stdout)
+    b = json.loads(run(tierscope_bin, "analyze", tmp_path / "out", "--format", "json").stdout)
+    assert [(r["rank"], r["windows"]) for r in b["ranks"]] == [(r["rank"], r["windows"]) for r in a["ranks"]] == \
+        [(r, 3) for r in range(4)]
+    # Window n of a rank is the n-th of its files in time order: each report's calls end
+    # before the next one's begin (the exports keep the traces' wall clock).
+    for r in range(4):
+        spans = []
+        for w in (1, 2, 3):
+            con = sqlite3.connect(f"file:{tmp_path / 'out' / f'report_{r}.{w}.sqlite'}?mode=ro", uri=True)
+            try:
+                spans.append(con.execute("SELECT min(start), max(end) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone())
+            finally:
+                con.close()
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), (r, spans)
+
+
 def test_bad_input_is_one_line_and_writes_nothing(tierscope_bin, tmp_path):
     out = tmp_path / "t.sqlite"
     p = run(tierscope_bin, "export", tmp_path / "missing.json", out, ok=False)
@@ -158,3 +186,20 @@ def test_parquet_tables_are_read_by_duckdb_with_the_kernel_totals(tierscope_bin,
                               "json").stdout)
         want = {r["Name"]: (r["Instances"], r["Total Time (ns)"]) for r in kern["reports"][0]["rows"]}
         assert {n: (c, int(t)) for r, n, c, t in got if int(r) == rank} == want, rank
+
+
+def test_parquet_of_a_job_of_profiler_cycles_keeps_each_window(tierscope_bin, tmp_path):
+    need(T4_JOB)
+    duckdb = pytest.importorskip("duckdb")
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("tierscope")
+    run(tierscope_bin, "export", T4_JOB, tmp_path / "pq", "--format", "parquet")
+    assert sorted(os.listdir(tmp_path / "pq" / "runtime")) == [f"rank={r}" for r in range(4)]
+    assert sorted(os.listdir(tmp_path / "pq" / "runtime" / "rank=0")) == [f"part-{w}.parquet" for w in (1, 2, 3)]
+    got = duckdb.connect().execute(
+        f"SELECT rank, window_number, count(*) FROM read_parquet('{tmp_path}/pq/runtime/*/*.parquet', hive_partitioning = true) "
+        "GROUP BY rank, window_number ORDER BY rank, window_number").fetchall()
+    assert [(int(r), w) for r, w, _ in got] == [(r, w) for r in range(4) for w in (1, 2, 3)]
+    # Each window's rows are its file's: the job's runtime calls, window by window.
+    job = json.loads(run(tierscope_bin, "analyze", T4_JOB, "--format", "json").stdout)
+    assert sum(n for _, _, n in got) > 0 and len(job["ranks"]) == 4
