@@ -42,13 +42,10 @@ StatusOr<RankAnalysis> AnalyzeRank(const Trace& t, const AnalysisOptions& o, con
   r.bytes = t.stats.bytes;
   r.malformed = t.stats.malformed;
   r.base_time_ns = t.base_time_ns;
-  if (!t.events.empty()) {
-    r.begin_ns = t.events.front().ts_ns;
-    r.end_ns = r.begin_ns;
-    for (const Event& e : t.events) {
-      r.begin_ns = std::min(r.begin_ns, e.ts_ns);
-      r.end_ns = std::max(r.end_ns, e.ts_ns + e.dur_ns);
-    }
+  if (!t.events.empty()) {  // the trace's span, on its own clock (base_time_ns apart)
+    const TraceWindow w = WindowOf(t);
+    r.begin_ns = w.begin_ns - t.base_time_ns;
+    r.end_ns = w.end_ns - t.base_time_ns;
   }
   // A spilled trace's strings read by one step leave memory before the next (a no-op
   // for one held in memory): the peak is the largest step's, not their sum.
