@@ -197,6 +197,13 @@ class Importer {
     TS_RETURN_IF_ERROR(ImportMemsets());
     TS_RETURN_IF_ERROR(ImportSyncs());
     TS_RETURN_IF_ERROR(ImportNvtx());
+    // A name that could not be read is a damaged export, not an unnamed event.
+    TS_RETURN_IF_ERROR(string_error_);
+    if (names_without_table_ > 0) {
+      return InvalidArgument(path_ + ": " + std::to_string(names_without_table_) +
+                             " names are StringIds references, but the export has no StringIds table "
+                             "(a damaged or partial export)");
+    }
     QualifyCorrelations();
     FillMetadata();
     TS_RETURN_IF_ERROR(LoadDeviceInfo());
@@ -319,13 +326,15 @@ class Importer {
     auto it = string_cache_.find(id);
     if (it != string_cache_.end()) return it->second ? &*it->second : nullptr;
     std::optional<std::string> value;
-    if (HasTable("StringIds")) {
+    if (!HasTable("StringIds")) ++names_without_table_;
+    if (HasTable("StringIds") && string_error_.ok()) {
       if (!string_stmt_) {
         sqlite3_stmt* raw = nullptr;
         if (sqlite3_prepare_v2(db_, "SELECT value FROM StringIds WHERE id = ?1", -1, &raw, nullptr) ==
             SQLITE_OK) {
           string_stmt_.reset(raw);
         } else {
+          string_error_ = SqlError("reading StringIds");
           sqlite3_finalize(raw);
         }
       }
@@ -333,9 +342,12 @@ class Importer {
         sqlite3_stmt* s = string_stmt_.get();
         sqlite3_reset(s);
         sqlite3_bind_int64(s, 1, id);
-        if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL) {
+        const int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL) {
           const char* p = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
           value.emplace(p ? p : "", static_cast<size_t>(sqlite3_column_bytes(s, 0)));
+        } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {  // a corrupt page: said, never "unknown"
+          string_error_ = SqlError("reading StringIds");
         }
         sqlite3_reset(s);
       }
@@ -420,14 +432,15 @@ class Importer {
       std::string args = "\"device\": " + std::to_string(device);
       if (auto ctx = r.Optional(4)) args += ", \"context\": " + std::to_string(*ctx);
       args += ", \"stream\": " + std::to_string(stream);
-      auto dims = [&](int first) {
-        return "[" + std::to_string(r.OptionalOr(first, 0)) + ", " +
-               std::to_string(r.OptionalOr(first + 1, 0)) + ", " +
-               std::to_string(r.OptionalOr(first + 2, 0)) + "]";
+      // A launch size is three positive dimensions, or not known: a column the export lacks
+      // or NULL, or 0 x 0 x 0 (a tierscope export of a trace without it), is never a 0 in it.
+      auto dims = [&](int first) -> std::optional<std::string> {
+        const std::optional<int64_t> x = r.Optional(first), y = r.Optional(first + 1), z = r.Optional(first + 2);
+        if (!x || !y || !z || *x < 1 || *y < 1 || *z < 1) return std::nullopt;
+        return "[" + std::to_string(*x) + ", " + std::to_string(*y) + ", " + std::to_string(*z) + "]";
       };
-      // 0 x 0 x 0: the launch size is not known (a tierscope export of a trace without it).
-      if (r.OptionalOr(10, 0) != 0 || r.OptionalOr(13, 0) != 0) {
-        args += ", \"grid\": " + dims(10) + ", \"block\": " + dims(13);
+      if (const auto grid = dims(10), block = dims(13); grid && block) {
+        args += ", \"grid\": " + *grid + ", \"block\": " + *block;
       }
       if (auto regs = r.Optional(16)) args += ", \"registers per thread\": " + std::to_string(*regs);
       const std::optional<int64_t> smem_static = r.Optional(17), smem_dynamic = r.Optional(18);
@@ -683,6 +696,8 @@ class Importer {
   std::map<std::string, std::set<std::string>> tables_;  // lower-case table -> columns
   std::unordered_map<int64_t, std::optional<std::string>> string_cache_;
   Stmt string_stmt_;
+  Status string_error_;              // the first failure reading StringIds
+  int64_t names_without_table_ = 0;  // StringIds references read with no StringIds table
   std::set<int32_t> streams_;
   std::vector<int32_t> process_;  // per event: host pid owning its correlation id, or -1
   std::map<int32_t, int64_t> runtime_pids_, kernel_pids_;

@@ -61,6 +61,34 @@ def test_kernels_runtime_and_memcpy_match_sqlite(db, tierscope_bin):
         assert sum(row["Total Time (ns)"] for row in rows) == total, report
 
 
+def test_a_damaged_export_is_an_error_and_a_missing_launch_size_is_none(db, tierscope_bin, tmp_path):
+    # Each once read as a whole export: names as "<unknown string N>", calls split by id,
+    # launches unmatched, a grid of [0, 1, 1] (exit 0, no word of it).
+    flip = tmp_path / "flip.sqlite"
+    data = bytearray(EXPORT.read_bytes())
+    data[4096] ^= 0xFF  # the root page of StringIds in this file
+    flip.write_bytes(bytes(data))
+    nostr = tmp_path / "nostr.sqlite"
+    shutil.copyfile(EXPORT, nostr)
+    nogrid = tmp_path / "nogrid.sqlite"
+    shutil.copyfile(EXPORT, nogrid)
+    for path, sql in ((nostr, "DROP TABLE StringIds"), (nogrid, "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN gridX")):
+        con = sqlite3.connect(path)
+        con.execute(sql)
+        con.commit()
+        con.close()
+    for path, code, says in ((flip, 1, "flip.sqlite: reading StringIds: database disk image is malformed"),
+                             (nostr, 2, "nostr.sqlite: 18 names are StringIds references, but the export has no "
+                                        "StringIds table")):
+        p = subprocess.run([str(tierscope_bin), "analyze", str(path)], capture_output=True, text=True, timeout=120)
+        assert p.returncode == code and len(p.stderr.strip().splitlines()) == 1 and says in p.stderr, p.stderr
+    p = subprocess.run([str(tierscope_bin), "stats", str(nogrid), "--report", "hot_kernels", "--format", "json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)["reports"][0]["rows"]
+    assert rows and all(r["Grid"] in (None, "-", "") for r in rows), rows
+
+
 def test_every_nvtx_range_is_in_nvtx_sum(db, tierscope_bin):
     names = dict(db.execute("SELECT id, value FROM StringIds").fetchall())
     want = {}
