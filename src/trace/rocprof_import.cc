@@ -49,17 +49,19 @@ class Importer {
       : t_(*t), host_pid_(host_pid), devices_(*devices) {}
 
   Status Run(dom::element tool) {
-    Agents(tool);
-    Kinds(tool);
-    Symbols(tool);
-    Markers(tool);
+    TS_RETURN_IF_ERROR(Agents(tool));
+    TS_RETURN_IF_ERROR(Kinds(tool));
+    TS_RETURN_IF_ERROR(Symbols(tool));
+    TS_RETURN_IF_ERROR(Markers(tool));
     dom::object records;
     if (tool["buffer_records"].get_object().get(records) != simdjson::SUCCESS) {
       return InvalidArgument(t_.source + ": a rocprofv3 result without buffer_records");
     }
     for (auto [kind, list] : records) {
       dom::array a;
-      if (list.get_array().get(a) != simdjson::SUCCESS) continue;
+      if (list.get_array().get(a) != simdjson::SUCCESS) {  // never read as no events of that kind
+        return InvalidArgument(t_.source + ": buffer_records." + std::string(kind) + " is not an array");
+      }
       for (dom::element r : a) Record(kind, r);
     }
     Finish();
@@ -67,14 +69,24 @@ class Importer {
   }
 
  private:
+  // `parent`[`key`] as an array in *out: absent is fine (false, nothing to read), another
+  // type is an error naming `what` (a table read as empty would be a wrong answer).
+  StatusOr<bool> ArrayAt(dom::element parent, const char* key, const std::string& what, dom::array* out) {
+    dom::element v;
+    if (parent[key].get(v) != simdjson::SUCCESS) return false;
+    if (v.get_array().get(*out) != simdjson::SUCCESS) return InvalidArgument(t_.source + ": " + what + " is not an array");
+    return true;
+  }
+
   void Malformed(const char* reason) {
     ++t_.stats.malformed;
     ++t_.stats.malformed_reasons[reason];
   }
 
-  void Agents(dom::element tool) {
+  Status Agents(dom::element tool) {
     dom::array agents;
-    if (tool["agents"].get_array().get(agents) != simdjson::SUCCESS) return;
+    TS_ASSIGN_OR_RETURN(const bool present, ArrayAt(tool, "agents", "agents", &agents));
+    if (!present) return OkStatus();
     int32_t gpu = 0;
     for (dom::element a : agents) {
       if (Int(a, "type") != 2) continue;  // 1: CPU, 2: GPU
@@ -83,12 +95,16 @@ class Importer {
       if (name.empty()) name = Text(a, "name");
       gpus_[id] = {gpu++, name, Int(a, "cu_count", 0)};
     }
+    return OkStatus();
   }
 
   // strings.buffer_records: each kind's name and operation names, at the kind's number.
-  void Kinds(dom::element tool) {
+  Status Kinds(dom::element tool) {
     dom::array kinds;
-    if (tool["strings"]["buffer_records"].get_array().get(kinds) != simdjson::SUCCESS) return;
+    dom::element strings;
+    if (tool["strings"].get(strings) != simdjson::SUCCESS) return OkStatus();
+    TS_ASSIGN_OR_RETURN(const bool present, ArrayAt(strings, "buffer_records", "strings.buffer_records", &kinds));
+    if (!present) return OkStatus();
     for (dom::element k : kinds) {
       std::vector<std::string> ops;
       dom::array a;
@@ -100,27 +116,34 @@ class Importer {
       }
       operations_.push_back(std::move(ops));
     }
+    return OkStatus();
   }
 
-  void Symbols(dom::element tool) {
+  Status Symbols(dom::element tool) {
     dom::array symbols;
-    if (tool["kernel_symbols"].get_array().get(symbols) != simdjson::SUCCESS) return;
+    TS_ASSIGN_OR_RETURN(const bool present, ArrayAt(tool, "kernel_symbols", "kernel_symbols", &symbols));
+    if (!present) return OkStatus();
     for (dom::element s : symbols) {
       std::string_view name = Text(s, "formatted_kernel_name");
       if (name.empty()) name = Text(s, "kernel_name");
       kernels_[Int(s, "kernel_id")] = t_.strings.Intern(name);
     }
+    return OkStatus();
   }
 
   // roctx messages, by the marker call's correlation id.
-  void Markers(dom::element tool) {
+  Status Markers(dom::element tool) {
     dom::array markers;
-    if (tool["strings"]["marker_api"].get_array().get(markers) != simdjson::SUCCESS) return;
+    dom::element strings;
+    if (tool["strings"].get(strings) != simdjson::SUCCESS) return OkStatus();
+    TS_ASSIGN_OR_RETURN(const bool present, ArrayAt(strings, "marker_api", "strings.marker_api", &markers));
+    if (!present) return OkStatus();
     for (dom::element m : markers) {
       const int64_t key = Int(m, "key");
       const std::string_view value = Text(m, "value");
       if (key >= 0 && !value.empty()) messages_[key] = std::string(value);
     }
+    return OkStatus();
   }
 
   // Name of operation `op` of kind `kind`, or "" when the tables do not have it.

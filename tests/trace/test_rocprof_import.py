@@ -111,3 +111,24 @@ def test_a_truncated_result_is_a_one_line_error(tierscope_bin, tmp_path):
     other.write_text('{"rocprofiler-sdk-tool": {"not": "a list"}}')
     p = run(tierscope_bin, "analyze", other, check=False)
     assert p.returncode != 0 and "not a rocprofv3 result" in p.stderr
+
+
+@pytest.mark.parametrize("where,value,says", [
+    (("buffer_records", "kernel_dispatch"), {"a": 1}, "buffer_records.kernel_dispatch is not an array"),
+    (("kernel_symbols",), "x", "kernel_symbols is not an array"),
+    (("agents",), 7, "agents is not an array"),
+    (("strings", "buffer_records"), {}, "strings.buffer_records is not an array")])
+def test_a_table_of_the_wrong_type_is_an_error_never_an_empty_result(tierscope_bin, tmp_path, where, value, says):
+    # kernel_dispatch as an object once read as no dispatches at all ("events: 0", "no
+    # problem found"); kernel_symbols as a string as every dispatch of an unknown kernel.
+    doc = json.loads(SMALL.read_text())
+    tool = doc["rocprofiler-sdk-tool"][0]
+    node = tool
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    p = run(tierscope_bin, "analyze", bad, check=False)
+    assert p.returncode == 2, (p.returncode, p.stdout[-500:])
+    assert p.stderr.strip().splitlines() == [f"tierscope: error: {bad}: {says}"], p.stderr
