@@ -92,14 +92,25 @@ StatusOr<ExecutionTrace> ReadExecutionTrace(const std::string& path) {
     node.name = std::string(name);
     // Schema 1.0.x: input_shapes / input_types on the node; 1.1 (Chakra, PyTorch 2.3 on):
     // inputs.shapes / inputs.types.
+    // Shapes and types are lists; another value is left out and counted, never joined
+    // as shapes an operator report cannot read.
     simdjson::dom::element v;
     if (n["input_shapes"].get(v) == simdjson::SUCCESS || n.at_pointer("/inputs/shapes").get(v) == simdjson::SUCCESS) {
-      node.input_shapes = Minified(v);
+      if (v.is_array()) {
+        node.input_shapes = Minified(v);
+      } else {
+        ++et.bad_shapes;
+      }
     }
-    simdjson::dom::array types;
-    if (n["input_types"].get(types) == simdjson::SUCCESS ||
-        n.at_pointer("/inputs/types").get(types) == simdjson::SUCCESS) {
-      node.input_types = KinetoTypes(types);
+    simdjson::dom::element t;
+    if (n["input_types"].get(t) == simdjson::SUCCESS || n.at_pointer("/inputs/types").get(t) == simdjson::SUCCESS) {
+      simdjson::dom::array types;
+      if (t.get_array().get(types) == simdjson::SUCCESS) {
+        node.input_types = KinetoTypes(types);
+      } else if (!node.input_shapes.empty()) {
+        ++et.bad_shapes;
+        node.input_shapes.clear();  // shapes without their types are not joined either
+      }
     }
     ++et.nodes;
     et.min_record_id = first ? rf : std::min(et.min_record_id, rf);
@@ -158,6 +169,10 @@ Status JoinExecutionTrace(Trace& t, const ExecutionTrace& et) {
     e.args = t.strings.Append(more);
     e.arg_keys = 0;
     ++j.shapes_added;
+  }
+  if (et.bad_shapes > 0) {
+    j.note = std::to_string(et.bad_shapes) + " of " + et.source +
+             "'s nodes have input shapes or types that are not lists: their operators were given none";
   }
   if (j.joined == 0 && j.ops > 0) {
     const std::string source = j.source;

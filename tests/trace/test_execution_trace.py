@@ -103,6 +103,25 @@ def test_an_execution_trace_alone_or_of_another_run_says_so(tierscope_bin, tmp_p
     assert any("no execution trace joined" in n and "not the same run" in n for n in notes), notes
 
 
+def test_shapes_that_are_not_lists_are_left_out_and_said_never_counted_as_given(tierscope_bin, tmp_path):
+    # Strings for shapes were once "given" to 36 operators whose Input Shapes then read "-".
+    with gzip.open(ET, "rt") as f:
+        doc = json.load(f)
+    for node in doc["nodes"]:
+        if "input_shapes" in node:
+            node["input_shapes"] = "oops"
+        elif isinstance(node.get("inputs"), dict) and "shapes" in node["inputs"]:
+            node["inputs"]["shapes"] = "oops"
+    bad = tmp_path / "bad_et.json"
+    bad.write_text(json.dumps(doc))
+    rows, out = import_stats(tierscope_bin, KINETO, bad)
+    given = [v for k, v in rows.items() if "given input shapes" in k]
+    assert given == [0], rows
+    notes = out["reports"][0].get("notes", [])
+    assert any(n.endswith("nodes have input shapes or types that are not lists: their operators were given none")
+               for n in notes), notes
+
+
 def test_the_python_package_joins_the_same(tmp_path):
     tierscope = pytest.importorskip("tierscope")
     _, joined, nodes = python_join()
