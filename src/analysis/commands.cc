@@ -68,16 +68,8 @@ std::string Header(const Trace& t, const TraceIndex& x) {
 // the reasons: analysing nothing would pass for a trace with nothing in it.
 Status CheckTimeline(const Trace& t) {
   if (!t.events.empty() || t.stats.malformed == 0) return OkStatus();
-  std::string why;
-  for (const auto& [reason, n] : t.stats.malformed_reasons) {
-    if (!why.empty()) why += ", ";
-    why += std::to_string(n);
-    why += ' ';
-    why += reason;
-  }
-  return InvalidArgument(t.source + ": no timeline events: " + std::to_string(t.stats.malformed) +
-                         " of its " + std::to_string(t.stats.events_read) +
-                         " entries were malformed and skipped (" + why + ")");
+  const std::string skipped = SkippedEntries(t);
+  return InvalidArgument(t.source + ": no timeline events: " + skipped.substr(t.source.size() + 2));
 }
 
 StatusOr<Trace> LoadAnyTrace(const std::string& path) {
@@ -102,6 +94,19 @@ StatusOr<Trace> LoadAnyTrace(const std::string& path) {
 }
 
 }  // namespace
+
+std::string SkippedEntries(const Trace& t) {
+  if (t.stats.malformed == 0) return "";
+  std::string why;
+  for (const auto& [reason, n] : t.stats.malformed_reasons) {
+    if (!why.empty()) why += ", ";
+    why += std::to_string(n);
+    why += ' ';
+    why += reason;
+  }
+  return t.source + ": " + std::to_string(t.stats.malformed) + " of its " + std::to_string(t.stats.events_read) +
+         " entries were malformed and skipped (" + why + ")";
+}
 
 StatusOr<Trace> LoadTrace(const std::string& path, const std::vector<std::string>& execution_traces) {
   TS_ASSIGN_OR_RETURN(Trace t, LoadAnyTrace(path));

@@ -27,6 +27,11 @@ namespace tierscope {
 // beside it; the first of the same run joins).
 StatusOr<Trace> LoadTrace(const std::string& path, const std::vector<std::string>& execution_traces = {});
 
+// "" when every entry of `t` was read; else "<source>: N of its M entries were malformed
+// and skipped (reasons)": what a command that is not `analyze` (whose import_stats shows
+// it) says beside its result, so a total is never read as the whole trace's.
+std::string SkippedEntries(const Trace& t);
+
 // True when `path` holds Nsight Compute CSV (`ncu --csv`) rather than a timeline; reads
 // at most the first 16 KiB.
 bool IsNcuCsv(const std::string& path);

@@ -147,6 +147,8 @@ int Run(const AnalyzeFlags& flags, Which which) {
     if (!base.ok()) return Fail(base.status());
     auto next = LoadTrace(flags.new_path);
     if (!next.ok()) return Fail(next.status());
+    NoteSkipped(*base);  // a count that changed because entries were skipped is no change
+    NoteSkipped(*next);
     if (!flags.html.empty()) {
       return WriteAnalysisPage(flags.html, DiffTraceReport(*base, *next, o, OutputFormat::kJson));
     }
@@ -187,6 +189,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
     if (!std::cout.flush()) return Fail(DataLoss("the report could not be written to standard output"));
     return 0;
   }
+  NoteSkipped(*trace);
   auto out = TraceStats(*trace, SplitList(flags.reports), o, f);
   if (!out.ok()) return Fail(out.status());
   std::cout << *out;

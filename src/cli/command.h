@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tierscope/status.h"
+#include "trace/trace.h"
 #include "workload/bench.h"
 
 namespace tierscope::cli {
@@ -50,6 +51,9 @@ const std::string& CommandLine();
 // A CLI11 check: a finite number in [lo, hi] (`unit` after the range), else the parse
 // fails with "--flag: must be in [lo, hi], got X" (status 2).
 CLI::Validator InRange(double lo, double hi, const std::string& unit = "");
+// Says on stderr what `t`'s import skipped ("tierscope: note: ..."), when it skipped any.
+void NoteSkipped(const Trace& t);
+
 // A seed: a whole number from 0 to 2^64 - 1, written in digits (no sign: -1 does not wrap).
 CLI::Validator Seed();
 

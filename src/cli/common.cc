@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "analysis/analysis_html.h"
+#include "analysis/commands.h"
 #include "cli/command.h"
 #include "core/paths.h"
 #include "core/spill_file.h"
@@ -67,6 +68,12 @@ CLI::Validator InRange(double lo, double hi, const std::string& unit) {
         return "";
       },
       "in " + range);
+}
+
+void NoteSkipped(const Trace& t) {
+  if (const std::string skipped = SkippedEntries(t); !skipped.empty()) {
+    std::cerr << "tierscope: note: " << skipped << "\n";
+  }
 }
 
 CLI::Validator Seed() {

@@ -59,6 +59,7 @@ int ExportSqlite(const ExportFlags& f) {
     if (Status s = CheckOut(f, false); !s.ok()) return Fail(s);
     auto t = LoadTrace(f.input);
     if (!t.ok()) return Fail(t.status());
+    NoteSkipped(*t);
     auto n = ExportNsysSqlite(*t, f.out);
     if (!n.ok()) return Fail(n.status());
     std::cout << "export: " << f.out << ": " << Counts(*n) << "\n";
@@ -88,6 +89,7 @@ int ExportSqlite(const ExportFlags& f) {
   for (size_t i = 0; i < files->size(); ++i) {
     auto t = LoadTrace((*files)[i]);
     if (!t.ok()) return Fail(t.status());
+    NoteSkipped(*t);
     windows.push_back(WindowOf(*t));
     staged.push_back((std::filesystem::path(f.out) / (".staged-" + std::to_string(i) + ".sqlite")).string());
     auto n = ExportNsysSqlite(*t, staged.back());

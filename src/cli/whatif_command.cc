@@ -98,6 +98,7 @@ int Run(const WhatIfFlags& flags) {
   }
   auto trace = LoadTrace(flags.traces.front());
   if (!trace.ok()) return Fail(trace.status());
+  NoteSkipped(*trace);
   o.device_spec = SpecForTrace(*trace, o.device_spec);
   const TraceAnalysis a = Analyze(*trace, ao);
   StatusOr<WhatIfResult> r = WhatIf(a.index, o);

@@ -47,6 +47,7 @@ StatusOr<KernelCommandResult> FromOtherTool(const KernelCommandOptions& o,
   KernelCommandResult r;
   r.json["tool"] = "tierscope kernel";
   r.json["version"] = TIERSCOPE_VERSION;
+  std::string skipped;  // what the trace's import skipped, said with the result
   if (!o.inspector.filter.name.empty()) {  // -c, -s and --replay-passes as for a workload
     TS_RETURN_IF_ERROR(KernelInspector::Create(o.inspector).status());
   }
@@ -56,6 +57,7 @@ StatusOr<KernelCommandResult> FromOtherTool(const KernelCommandOptions& o,
     std::optional<Trace> trace;  // the same workload's tier-2 trace, when given beside the CSV
     if (!o.trace.empty()) {
       TS_ASSIGN_OR_RETURN(Trace t, LoadTrace(o.trace));
+      skipped = SkippedEntries(t);
       trace = std::move(t);
     }
     std::vector<std::string> names;
@@ -85,9 +87,14 @@ StatusOr<KernelCommandResult> FromOtherTool(const KernelCommandOptions& o,
     TS_ASSIGN_OR_RETURN(KernelEvidence e, EvidenceFromTrace(t, o.inspector.filter.name));
     r.reports.push_back(BuildKernelReport(e, sections));
     r.json["source"] = o.trace;
+    skipped = SkippedEntries(t);
   }
   r.json["reports"] = KernelReportsToJson(r.reports);
   r.text = RenderKernelReports(r.reports);
+  if (!skipped.empty()) {  // the launches it read are not all of the trace's
+    r.json["input_note"] = skipped;
+    r.text = "note: " + skipped + "\n" + r.text;
+  }
   return r;
 }
 

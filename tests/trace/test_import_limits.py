@@ -182,3 +182,31 @@ def test_the_real_ascend_job_imports_every_event(tierscope_bin):
         stats = {r["Item"]: r["Count"] for r in json.loads(out)["reports"][0]["rows"]}
         assert stats["timeline events kept"] == events
         assert stats["malformed entries skipped"] == 0
+
+
+def test_every_command_says_when_entries_were_skipped(tierscope_bin, tmp_path):
+    # `analyze` shows skipped entries in its import_stats; stats, whatif, diff, export and
+    # kernel --from-trace once said nothing, and diff read "kernels 79 -> 69" as a change.
+    src = REPO_ROOT.parent / "shared" / "corpus" / "traces" / "benchmark_result_2869224_1695835535_trace.json.gz"
+    if not src.is_file():
+        pytest.skip(f"{src} is missing")
+    doc = json.loads(gzip.open(src).read())
+    cut = 0
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "kernel" and cut < 10:
+            del e["ts"]
+            cut += 1
+    bad = tmp_path / "kern_nots.json"
+    bad.write_text(json.dumps(doc))
+    note = f"tierscope: note: {bad}: 10 of its "
+    for args in (("stats", bad, "--report", "hot_kernels"), ("whatif", bad, "--change", "gemm=0.5"),
+                 ("diff", src, bad), ("export", bad, tmp_path / "x.sqlite")):
+        code, out, err = run(tierscope_bin, *args)
+        assert code == 0, err
+        lines = [l for l in err.splitlines() if l.startswith("tierscope: note: ")]
+        assert len(lines) == 1 and lines[0].startswith(note) and lines[0].endswith("(10 missing ts)"), (args, err)
+    code, out, err = run(tierscope_bin, "stats", bad, "--report", "hot_kernels", "--format", "json")
+    hot = json.loads(out)["reports"][0]["rows"][0]["Name"]
+    code, out, err = run(tierscope_bin, "kernel", "--from-trace", bad, "-k", hot)
+    assert code == 0, err
+    assert out.startswith(f"note: {bad}: 10 of its "), out[:300]
