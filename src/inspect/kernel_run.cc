@@ -47,17 +47,23 @@ StatusOr<KernelCommandResult> FromOtherTool(const KernelCommandOptions& o,
   KernelCommandResult r;
   r.json["tool"] = "tierscope kernel";
   r.json["version"] = TIERSCOPE_VERSION;
-  std::string skipped;  // what the trace's import skipped, said with the result
+  std::vector<std::string> skipped;  // what the CSV's or the trace's import skipped, said with the result
   if (!o.inspector.filter.name.empty()) {  // -c, -s and --replay-passes as for a workload
     TS_RETURN_IF_ERROR(KernelInspector::Create(o.inspector).status());
   }
   if (!o.ncu_csv.empty()) {
     TS_ASSIGN_OR_RETURN(const KernelNameMatcher matcher, KernelNameMatcher::Create(o.inspector.filter.name));
     TS_ASSIGN_OR_RETURN(NcuReport csv, ImportNcuCsv(o.ncu_csv));
+    if (csv.malformed > 0) {  // a kernel or a value it left out is not in the report below
+      const auto first = std::find_if(csv.notes.begin(), csv.notes.end(),
+                                      [](const std::string& n) { return n.rfind("line ", 0) == 0; });
+      skipped.push_back(o.ncu_csv + ": " + std::to_string(csv.malformed) + " malformed row(s) skipped" +
+                        (first == csv.notes.end() ? std::string() : " (first: " + *first + ")"));
+    }
     std::optional<Trace> trace;  // the same workload's tier-2 trace, when given beside the CSV
     if (!o.trace.empty()) {
       TS_ASSIGN_OR_RETURN(Trace t, LoadTrace(o.trace));
-      skipped = SkippedEntries(t);
+      if (std::string n = SkippedEntries(t); !n.empty()) skipped.push_back(std::move(n));
       trace = std::move(t);
     }
     std::vector<std::string> names;
@@ -87,14 +93,12 @@ StatusOr<KernelCommandResult> FromOtherTool(const KernelCommandOptions& o,
     TS_ASSIGN_OR_RETURN(KernelEvidence e, EvidenceFromTrace(t, o.inspector.filter.name));
     r.reports.push_back(BuildKernelReport(e, sections));
     r.json["source"] = o.trace;
-    skipped = SkippedEntries(t);
+    if (std::string n = SkippedEntries(t); !n.empty()) skipped.push_back(std::move(n));
   }
   r.json["reports"] = KernelReportsToJson(r.reports);
   r.text = RenderKernelReports(r.reports);
-  if (!skipped.empty()) {  // the launches it read are not all of the trace's
-    r.json["input_note"] = skipped;
-    r.text = "note: " + skipped + "\n" + r.text;
-  }
+  for (auto it = skipped.rbegin(); it != skipped.rend(); ++it) r.text = "note: " + *it + "\n" + r.text;
+  if (!skipped.empty()) r.json["input_notes"] = skipped;  // what it read is not all the input held
   return r;
 }
 

@@ -25,6 +25,10 @@
 namespace tierscope {
 namespace {
 
+// ncu rounds a share near its ceiling to two decimals: up to this is 100% read as printed.
+constexpr double kMaxPercent = 100.5;
+
+
 constexpr size_t kMaxMalformedNotes = 10;
 
 std::string_view Trim(std::string_view s) {
@@ -262,6 +266,7 @@ class Parser {
       m.unit = Field(f, cols_.unit);
       m.raw = Field(f, cols_.value);
       m.has_value = ParseNcuNumber(m.raw, &m.value);
+      Plausible(m, line_no);
     } else {
       NcuRule& r = k->rules.emplace_back();
       r.section = Field(f, cols_.section);
@@ -293,7 +298,38 @@ class Parser {
       m.unit = i < units_.size() ? units_[i] : std::string();
       m.raw = f[i];
       m.has_value = ParseNcuNumber(m.raw, &m.value);
+      Plausible(m, line_no);
     }
+  }
+
+  // A value no counter can take (a share past 100%, a negative time or size, NaN) is left
+  // out and counted as malformed, never reported as measured.
+  void Plausible(NcuMetric& m, int64_t line_no) {
+    const std::string unit(Trim(m.unit));
+    const std::string raw(Trim(m.raw));
+    std::string lower;
+    for (char c : raw) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string why;
+    if (lower == "nan" || lower == "-nan" || lower == "inf" || lower == "-inf") {
+      why = "not a number";
+    } else if (!m.has_value) {
+      return;
+    } else if (unit == "%" && (m.value < 0 || m.value > kMaxPercent)) {
+      why = "a share outside 0-100%";
+    } else if (m.value < 0 && (IsTimeUnit(unit) || unit.find("byte") != std::string::npos ||
+                               unit.find("cycle") != std::string::npos)) {
+      why = "a negative " + unit + " value";
+    } else {
+      return;
+    }
+    Malformed(line_no, m.name + " = " + raw + (unit.empty() ? "" : " " + unit) + ": " + why + ", left out");
+    m.has_value = false;
+    m.raw.clear();
+  }
+
+  static bool IsTimeUnit(const std::string& unit) {
+    return unit == "second" || unit == "msecond" || unit == "usecond" || unit == "nsecond" || unit == "s" ||
+           unit == "ms" || unit == "us" || unit == "ns";
   }
 
   CsvReader reader_;

@@ -99,6 +99,15 @@ TEST_F(KernelCliTest, NcuCsvGivesTheSameSectionsAndSaysWhatIsMissing) {
   auto bad = RunCli("kernel --ncu-csv " + dir.file("r.csv") + " -k nope -o " + dir.file("k.json"));
   EXPECT_EQ(bad.code, 2);
   EXPECT_TRUE(Contains(bad.out, "sgemm_1x1")) << bad.out;
+  // A CSV cut short: what it read is reported, and that rows were skipped is said first.
+  const std::string csv = kNcuCsv;
+  testing::WriteBytes(dir.file("cut.csv"), csv.substr(0, csv.rfind("\n\"", csv.size() - 2) + 6));  // inside a field
+  auto cut = RunCli("kernel --ncu-csv " + dir.file("cut.csv") + " -o " + dir.file("k.json"));
+  ASSERT_EQ(cut.code, 0) << cut.out;
+  EXPECT_EQ(cut.out.rfind("note: " + dir.file("cut.csv") + ": 1 malformed row(s) skipped (first: line ", 0), 0u)
+      << cut.out;
+  const auto cj = nlohmann::json::parse(testing::ReadBytes(dir.file("k.json")));
+  EXPECT_EQ(cj["input_notes"].size(), 1u) << cj.dump();
 }
 
 TEST_F(KernelCliTest, ATierTwoTraceFeedsLaunchStatsFromItsKernelArgs) {
