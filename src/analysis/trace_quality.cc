@@ -202,6 +202,42 @@ QualityCheck Duplicates(const Trace& t) {
 
 // Fields the reports need: operator shapes (the roofline), launch sizes (granularity), and
 // the import's skipped entries.
+// An event that lasts far longer than the whole capture (ten times the span of every
+// event's start, and over a minute) did not run that long: a profiler records an end only
+// while it is recording. Totals, shares and findings that count it would rest on it.
+QualityCheck EndlessEvents(const TraceIndex& x) {
+  const Trace& t = *x.trace;
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const Event& e : t.events) {
+    first = std::min(first, e.ts_ns);
+    last = std::max(last, e.ts_ns);
+  }
+  constexpr int64_t kMinute = int64_t{60} * 1'000'000'000;
+  const double span = t.events.empty() ? 0.0 : static_cast<double>(last - first);
+  const double limit = std::max(10 * span, static_cast<double>(kMinute));
+  int64_t endless = 0;
+  std::string detail;
+  std::vector<size_t> events;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    if (static_cast<double>(t.events[i].dur_ns) <= limit) continue;
+    if (endless++ == 0) {
+      char buf[160];
+      std::snprintf(buf, sizeof(buf), ": %.3f s, where every event starts within %.3f s",
+                    static_cast<double>(t.events[i].dur_ns) / 1e9, span / 1e9);
+      detail = Example(x, i) + buf;
+    }
+    events.push_back(i);
+  }
+  QualityCheck c = Check("endless_events", endless, static_cast<int64_t>(t.events.size()), CheckStatus::kFail,
+                         "events lasting far longer than the whole capture: totals and shares that count them are wrong",
+                         {"in_use", "temporal_breakdown", "cuda_gpu_kern_sum", "op_sum", "hot_kernels", "idle_time",
+                          "kernel_type_breakdown", "cuda_api_sum"},
+                         {"gpu_util_low", "gaps_large", "launch_bound", "hot_kernel", "granularity", "comm_dominant"});
+  c.detail = detail;
+  c.events = std::move(events);
+  return c;
+}
+
 void FieldChecks(const TraceIndex& x, TraceQuality* q) {
   const Trace& t = *x.trace;
   int64_t ops = 0, shapeless = 0, gridless = 0;
@@ -458,6 +494,7 @@ TraceQuality CheckTraceQuality(const TraceIndex& x) {
   q.checks.push_back(m);
 
   q.checks.push_back(Duplicates(t));
+  q.checks.push_back(EndlessEvents(x));
 
   FieldChecks(x, &q);
 

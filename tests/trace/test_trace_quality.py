@@ -83,6 +83,29 @@ def test_a_kernel_overrunning_the_next_on_its_stream(tierscope_bin, tmp_path):
     assert failures(quality(tierscope_bin, doc, tmp_path)) == {"stream_overlap": ("FAIL", 21)}
 
 
+def test_an_event_far_longer_than_the_whole_capture_fails_and_no_finding_rests_on_it(tierscope_bin, tmp_path):
+    # The last kernel made 1e12 us (11.6 days) long in a capture of seconds: once read as
+    # "in use 99.999%" with a finding that "explains 1000000.000 s".
+    doc = load(CLEAN)
+    ks = sorted(kernels(doc), key=lambda k: k["ts"])
+    starts = [e["ts"] for e in doc["traceEvents"] if e.get("ph") == "X" and "ts" in e]
+    span_s = (max(starts) - min(starts)) / 1e6
+    ks[-1]["dur"] = 1e12
+    assert failures(quality(tierscope_bin, doc, tmp_path)).get("endless_events") == ("FAIL", 1)
+    # Ten times the span of the starts (and a minute) is still a duration some event may have.
+    ks[-1]["dur"] = max(9 * span_s, 59) * 1e6
+    assert "endless_events" not in failures(quality(tierscope_bin, doc, tmp_path))
+    ks[-1]["dur"] = 1e12
+    path = tmp_path / "endless.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(doc, f)
+    run = subprocess.run([str(tierscope_bin), "analyze", str(path), "--format", "json"], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    findings = json.loads(run.stdout).get("findings", [])
+    assert not any(f.get("rule") in ("hot_kernel", "gpu_util_low", "gaps_large") for f in findings), findings
+
+
 def test_clocks_that_disagree(tierscope_bin, tmp_path):
     doc = load(CLEAN)
     launch = {e["args"]["correlation"]: e for e in doc["traceEvents"] if e.get("cat") == "cuda_runtime"
@@ -177,7 +200,7 @@ def test_analyze_leads_with_the_verdict_and_withholds_what_rests_on_a_failure(ti
     with gzip.open(path, "wt") as f:
         json.dump(doc, f)
     text = subprocess.run([str(tierscope_bin), "analyze", str(path)], capture_output=True, text=True, timeout=120).stdout
-    assert text.splitlines()[4].startswith("trace quality: 13 of 14 checks passed; FAILED: graph_kernels_missing 1")
+    assert text.splitlines()[4].startswith("trace quality: 14 of 15 checks passed; FAILED: graph_kernels_missing 1")
     out = json.loads(subprocess.run([str(tierscope_bin), "analyze", str(path), "--format", "json"],
                                     capture_output=True, text=True, timeout=120).stdout)
     rules = [f["rule"] for f in out["findings"]]
@@ -206,8 +229,8 @@ def test_a_jobs_ranks_each_get_their_verdict(tierscope_bin, tmp_path):
     out = json.loads(subprocess.run([str(tierscope_bin), "analyze", str(job), "--format", "json"],
                                     capture_output=True, text=True, timeout=120).stdout)
     ranks = {r["rank"]: r for r in out["ranks"]}
-    assert ranks[0]["quality"] == "trace quality: 14 of 14 checks passed"
-    assert ranks[1]["quality"].startswith("trace quality: 12 of 14 checks passed; FAILED: stream_overlap 3, duplicates 3")
+    assert ranks[0]["quality"] == "trace quality: 15 of 15 checks passed"
+    assert ranks[1]["quality"].startswith("trace quality: 13 of 15 checks passed; FAILED: stream_overlap 3, duplicates 3")
     assert ranks[1]["findings"][0]["rule"] == "trace_quality"
     assert "launch_bound" not in [f["rule"] for f in ranks[1]["findings"]]
     assert "launch_bound" in [f["rule"] for f in ranks[0]["findings"]]
