@@ -187,7 +187,10 @@ std::optional<DeviceSpec> FindDeviceSpec(std::string_view device_name, int32_t u
 
 StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& json_text, const std::string& source) {
   const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgument(source + ": not a JSON object");
+  if (j.is_discarded()) {
+    return InvalidArgument(source + ": not valid JSON (a syntax error, or a number beyond a double's range)");
+  }
+  if (!j.is_object()) return InvalidArgument(source + ": not a JSON object");
   DeviceSpec d;
   const auto name = j.find("name");
   if (name == j.end() || !name->is_string() || name->get<std::string>().empty()) {

@@ -119,8 +119,11 @@ StatusOr<ExecutionTrace> ReadExecutionTrace(const std::string& path) {
     et.by_record_id.emplace(rf, std::move(node));
   }
   if (et.nodes == 0) {
-    return InvalidArgument(path + ": an execution trace without an operator node that has a record id (rf_id)" +
-                           (et.malformed > 0 ? ": " + std::to_string(et.malformed) + " node(s) without one" : ""));
+    return InvalidArgument(path + ": an execution trace without an operator node that has a name and a record id "
+                           "(rf_id)" +
+                           (et.malformed > 0 ? ": " + std::to_string(et.malformed) +
+                                                   " node(s) without a string name or a record id"
+                                             : ""));
   }
   return et;
 }

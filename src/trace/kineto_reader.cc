@@ -19,6 +19,28 @@ using simdjson::SUCCESS;
 
 namespace {
 
+// JSON number syntax (-?digits(.digits)?([eE][+-]?digits)?), whatever its magnitude.
+bool NumberSyntax(std::string_view t) {
+  size_t i = 0;
+  const auto digits = [&] {
+    const size_t from = i;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+    return i > from;
+  };
+  if (i < t.size() && t[i] == '-') ++i;
+  if (!digits()) return false;
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == t.size();
+}
+
 // ---------------------------------------------------------------------------------------
 // The readers.
 
@@ -430,13 +452,14 @@ bool Reader::ReadEvent(od::value v) {
   if (!ev.pid_ok) return Malformed("pid not a number or string");
   if (!ev.tid_ok) return Malformed("tid not a number or string");
   Event e;
+  // A number too large for int64 ns is out of range, not "not a number".
   if (ev.got_ts == Got::kBad || !kineto::MicrosToNs(ev.ts, &e.ts_ns)) {
-    return Malformed("ts not a number");
+    return Malformed(ev.got_ts != Got::kBad && NumberSyntax(ev.ts) ? "time out of range" : "ts not a number");
   }
   if (ph == 'X') {
     if (ev.got_dur == Got::kAbsent) return Malformed("missing dur");
     if (ev.got_dur == Got::kBad || !kineto::MicrosToNs(ev.dur, &e.dur_ns)) {
-      return Malformed("dur not a number");
+      return Malformed(ev.got_dur != Got::kBad && NumberSyntax(ev.dur) ? "time out of range" : "dur not a number");
     }
     if (e.dur_ns < 0) return Malformed("negative dur");
   }

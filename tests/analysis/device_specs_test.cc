@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace tierscope {
 namespace {
 
@@ -73,6 +75,15 @@ TEST(DeviceSpecs, ASpecFileIsCheckedFieldByField) {
     EXPECT_FALSE(ParseDeviceSpec(bad, "s.json").ok()) << bad;
   }
   EXPECT_FALSE(LoadDeviceSpec("/nonexistent.json").ok());
+  // Each says what is wrong: a number past a double once read as "not a JSON object", and a
+  // value nested deep is quoted short.
+  EXPECT_EQ(ParseDeviceSpec(R"({"name": "x", "fp32": 1, "memory_tbps": 1e400})", "s.json").status().message(),
+            "s.json: not valid JSON (a syntax error, or a number beyond a double's range)");
+  EXPECT_EQ(ParseDeviceSpec("[]", "s.json").status().message(), "s.json: not a JSON object");
+  const std::string deep = R"({"name": "x", "memory_tbps": 1, "fp32": )" + std::string(100000, '[') +
+                           std::string(100000, ']') + "}";
+  EXPECT_EQ(ParseDeviceSpec(deep, "s.json").status().message(),
+            "s.json: 'fp32' must be a number from 0 to 1e6 (TFLOP/s, TB/s or GB/s), got [[[[...]]]]");
 }
 
 }  // namespace
