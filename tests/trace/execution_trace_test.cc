@@ -82,7 +82,7 @@ TEST(ExecutionTrace, TheChakraSchemaOfNewerPyTorchJoinsToo) {
   WriteBytes(dir.file("none.json"), R"json({"schema": "1.1.1", "nodes": [{"id": 1, "name": "x", "attrs": []}]})json");
   const Status none = ReadExecutionTrace(dir.file("none.json")).status();
   EXPECT_EQ(none.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(none.message().find("1 node(s) without one"), std::string::npos) << none.message();
+  EXPECT_NE(none.message().find("1 node(s) without a string name or a record id"), std::string::npos) << none.message();
 }
 
 TEST(ExecutionTrace, AnotherRunsTraceIsRefusedNamingBoth) {
