@@ -164,6 +164,10 @@ StatusOr<std::string> AnalyzeNcuCsv(const std::string& path, const RenderOptions
     row.push_back(k.name);
     t.AddRow(std::move(row));
   }
+  if (r.implausible > 0) {
+    t.notes.push_back(std::to_string(r.implausible) + " value(s) outside what the counter can take: shown as written, "
+                      "not concluded from");
+  }
   t.notes.push_back("rows read: " + std::to_string(r.rows) + ", malformed rows skipped: " +
                     std::to_string(r.malformed));
   for (const auto& n : r.notes) t.notes.push_back(n);

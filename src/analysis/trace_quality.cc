@@ -203,8 +203,10 @@ QualityCheck Duplicates(const Trace& t) {
 // Fields the reports need: operator shapes (the roofline), launch sizes (granularity), and
 // the import's skipped entries.
 // An event that lasts far longer than the whole capture (ten times the span of every
-// event's start, and over a minute) did not run that long: a profiler records an end only
-// while it is recording. Totals, shares and findings that count it would rest on it.
+// event's start, and over a minute) with nothing else ending near its end did not run that
+// long: a profiler records an end only while it records, and a real long kernel (a
+// collective stuck on a slow rank) ends with its synchronisation and its step around it.
+// Totals, shares and findings that count such an event would rest on it.
 QualityCheck EndlessEvents(const TraceIndex& x) {
   const Trace& t = *x.trace;
   int64_t first = INT64_MAX, last = INT64_MIN;
@@ -215,15 +217,30 @@ QualityCheck EndlessEvents(const TraceIndex& x) {
   constexpr int64_t kMinute = int64_t{60} * 1'000'000'000;
   const double span = t.events.empty() ? 0.0 : static_cast<double>(last - first);
   const double limit = std::max(10 * span, static_cast<double>(kMinute));
+  std::vector<size_t> long_events;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    if (static_cast<double>(t.events[i].dur_ns) > limit) long_events.push_back(i);
+  }
+  std::vector<int64_t> ends;  // every event's end, sorted: a partner's is near a real one's
+  if (!long_events.empty()) {
+    ends.reserve(t.events.size());
+    for (const Event& e : t.events) ends.push_back(e.ts_ns + e.dur_ns);
+    std::sort(ends.begin(), ends.end());
+  }
   int64_t endless = 0;
   std::string detail;
   std::vector<size_t> events;
-  for (size_t i = 0; i < t.events.size(); ++i) {
-    if (static_cast<double>(t.events[i].dur_ns) <= limit) continue;
+  for (size_t i : long_events) {
+    const Event& e = t.events[i];
+    const int64_t end = e.ts_ns + e.dur_ns;
+    const int64_t near = std::max<int64_t>(1'000'000'000, e.dur_ns / 100);  // 1 s, or 1% of it
+    const auto lo = std::lower_bound(ends.begin(), ends.end(), end - near);
+    const auto hi = std::upper_bound(ends.begin(), ends.end(), end + near);
+    if (hi - lo > 1) continue;  // another event ends with it (itself is one of them)
     if (endless++ == 0) {
       char buf[160];
-      std::snprintf(buf, sizeof(buf), ": %.3f s, where every event starts within %.3f s",
-                    static_cast<double>(t.events[i].dur_ns) / 1e9, span / 1e9);
+      std::snprintf(buf, sizeof(buf), ": %.3f s, where every event starts within %.3f s and none ends near it",
+                    static_cast<double>(e.dur_ns) / 1e9, span / 1e9);
       detail = Example(x, i) + buf;
     }
     events.push_back(i);

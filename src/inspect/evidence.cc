@@ -116,6 +116,9 @@ KernelEvidence EvidenceFromNcu(const NcuKernel& k, const std::string& source) {
   KernelEvidence e;
   e.source = "ncu CSV " + source;
   e.missing = "(not in this CSV)";
+  for (const NcuMetric& m : k.metrics) {
+    if (m.set_aside) e.missing = "(not in this CSV, or set aside: see the note)";
+  }
   e.kernel = k.name;
   e.device = k.device;
   e.id = k.id;

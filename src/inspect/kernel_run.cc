@@ -54,11 +54,16 @@ StatusOr<KernelCommandResult> FromOtherTool(const KernelCommandOptions& o,
   if (!o.ncu_csv.empty()) {
     TS_ASSIGN_OR_RETURN(const KernelNameMatcher matcher, KernelNameMatcher::Create(o.inspector.filter.name));
     TS_ASSIGN_OR_RETURN(NcuReport csv, ImportNcuCsv(o.ncu_csv));
-    if (csv.malformed > 0) {  // a kernel or a value it left out is not in the report below
+    if (csv.malformed > 0 || csv.implausible > 0) {  // what it left out or set aside is said first
       const auto first = std::find_if(csv.notes.begin(), csv.notes.end(),
                                       [](const std::string& n) { return n.rfind("line ", 0) == 0; });
-      skipped.push_back(o.ncu_csv + ": " + std::to_string(csv.malformed) + " malformed row(s) skipped" +
-                        (first == csv.notes.end() ? std::string() : " (first: " + *first + ")"));
+      std::string what;
+      if (csv.malformed > 0) what = std::to_string(csv.malformed) + " malformed row(s) skipped";
+      if (csv.implausible > 0) {
+        what += (what.empty() ? "" : ", ") + std::to_string(csv.implausible) +
+                " value(s) outside what the counter can take, not concluded from";
+      }
+      skipped.push_back(o.ncu_csv + ": " + what + (first == csv.notes.end() ? std::string() : " (first: " + *first + ")"));
     }
     std::optional<Trace> trace;  // the same workload's tier-2 trace, when given beside the CSV
     if (!o.trace.empty()) {

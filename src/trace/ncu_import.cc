@@ -302,8 +302,10 @@ class Parser {
     }
   }
 
-  // A value no counter can take (a share past 100%, a negative time or size, NaN) is left
-  // out and counted as malformed, never reported as measured.
+  // A value no counter can take (NaN, a negative time, size or cycle count), or outside its
+  // logical range (a share past 100%, which ncu's guide says it does not clamp: counters
+  // of different replay passes), is shown as written but never concluded from: counted
+  // and noted, its row kept.
   void Plausible(NcuMetric& m, int64_t line_no) {
     const std::string unit(Trim(m.unit));
     const std::string raw(Trim(m.raw));
@@ -315,16 +317,20 @@ class Parser {
     } else if (!m.has_value) {
       return;
     } else if (unit == "%" && (m.value < 0 || m.value > kMaxPercent)) {
-      why = "a share outside 0-100%";
+      why = "a share outside 0-100% (ncu does not clamp)";
     } else if (m.value < 0 && (IsTimeUnit(unit) || unit.find("byte") != std::string::npos ||
                                unit.find("cycle") != std::string::npos)) {
       why = "a negative " + unit + " value";
     } else {
       return;
     }
-    Malformed(line_no, m.name + " = " + raw + (unit.empty() ? "" : " " + unit) + ": " + why + ", left out");
+    ++report_.implausible;
+    if (report_.implausible <= static_cast<int64_t>(kMaxMalformedNotes)) {
+      report_.notes.push_back("line " + std::to_string(line_no) + ": " + m.name + " = " + raw +
+                              (unit.empty() ? "" : " " + unit) + ": " + why + ", shown but not concluded from");
+    }
     m.has_value = false;
-    m.raw.clear();
+    m.set_aside = true;
   }
 
   static bool IsTimeUnit(const std::string& unit) {

@@ -21,6 +21,7 @@ struct NcuMetric {
   std::string section, name, unit, raw;
   double value = 0;
   bool has_value = false;
+  bool set_aside = false;  // a number outside what the counter can take (NcuReport::implausible)
 };
 
 // A rule result row (Rule Name / Rule Type / Rule Description), e.g. SOLBottleneck.
@@ -54,7 +55,11 @@ struct NcuReport {
   std::vector<NcuKernel> kernels;  // in order of first appearance
   int64_t rows = 0;                // data rows read (log lines and blank lines excluded)
   int64_t malformed = 0;           // rows skipped
-  std::vector<std::string> notes;  // why rows were skipped (first few), layout remarks
+  // Values no counter can take (NaN, a negative time, size or cycle count) or outside
+  // their logical range (a share past 100%: ncu does not clamp): kept as written for
+  // display, has_value false, so nothing is concluded from them.
+  int64_t implausible = 0;
+  std::vector<std::string> notes;  // why rows were skipped or values set aside (first few), layout remarks
 
   const NcuKernel* FindKernel(int64_t id) const;
 };

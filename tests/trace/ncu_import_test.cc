@@ -232,8 +232,10 @@ TEST(NcuImportTest, UnclosedQuoteAtTheEndIsMalformed) {
   EXPECT_TRUE(Contains(r->notes[0], "line 3: a quoted field is not closed"));
 }
 
-TEST(NcuImportTest, ValuesNoCounterCanTakeAreLeftOutAndCounted) {
-  // Once printed as measured: "Duration us -14.05", a 9127% throughput, "nan".
+TEST(NcuImportTest, ValuesNoCounterCanTakeAreShownButNeverConcludedFrom) {
+  // Once taken as measured: "Duration us -14.05", a 9127% throughput, "nan". ncu does not
+  // clamp a share past 100% (counters of different replay passes): it stays as written,
+  // its row kept, and nothing is concluded from it.
   auto r = ParseNcuCsv(
       "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
       "\"0\",\"k\",\"Duration\",\"usecond\",\"-14.05\"\n"
@@ -246,17 +248,21 @@ TEST(NcuImportTest, ValuesNoCounterCanTakeAreLeftOutAndCounted) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->kernels.size(), 1u);
   const NcuKernel& k = r->kernels[0];
-  EXPECT_EQ(r->malformed, 4);
+  EXPECT_EQ(r->malformed, 0);  // every row read
+  EXPECT_EQ(r->implausible, 4);
   EXPECT_FALSE(k.Value("Duration").has_value());
   EXPECT_FALSE(k.Value("Memory Throughput").has_value());
+  EXPECT_EQ(k.Find("Memory Throughput")->raw, "9127");  // shown as written
   EXPECT_FALSE(k.Value("DRAM Throughput").has_value());
   EXPECT_FALSE(k.Value("Elapsed Cycles").has_value());
   EXPECT_EQ(k.Value("Compute (SM) Throughput"), std::optional<double>(100.02));  // ncu's rounding at the top
   ASSERT_GE(r->notes.size(), 4u);
-  EXPECT_EQ(r->notes[0], "line 2: Duration = -14.05 usecond: a negative usecond value, left out");
-  EXPECT_EQ(r->notes[1], "line 3: Memory Throughput = 9127 %: a share outside 0-100%, left out");
-  EXPECT_EQ(r->notes[2], "line 4: DRAM Throughput = nan %: not a number, left out");
-  EXPECT_EQ(r->notes[3], "line 6: Elapsed Cycles = -3 cycle: a negative cycle value, left out");
+  EXPECT_EQ(r->notes[0], "line 2: Duration = -14.05 usecond: a negative usecond value, shown but not concluded from");
+  EXPECT_EQ(r->notes[1],
+            "line 3: Memory Throughput = 9127 %: a share outside 0-100% (ncu does not clamp), shown but not concluded "
+            "from");
+  EXPECT_EQ(r->notes[2], "line 4: DRAM Throughput = nan %: not a number, shown but not concluded from");
+  EXPECT_EQ(r->notes[3], "line 6: Elapsed Cycles = -3 cycle: a negative cycle value, shown but not concluded from");
 }
 
 TEST(NcuImportTest, ImportsFromFile) {
