@@ -99,14 +99,19 @@ int ExportSqlite(const ExportFlags& f) {
   // A rank profiled in several windows (one file per profiler cycle, as users' rank_N/
   // folders hold them) is several reports, numbered in time order as nsys numbers the
   // reports of a repeated capture range: report_<rank>.<n>.sqlite.
+  // The window suffix is the job's (as the Parquet export's): every rank's reports are named
+  // alike. Each report records its assigned rank, so it reads back as that rank.
   auto a = AssignRankWindows(*files, windows);
   if (!a.ok()) return Fail(a.status());
+  bool windowed = false;
+  for (const std::vector<size_t>& group : a->windows) windowed = windowed || group.size() > 1;
   for (const std::vector<size_t>& group : a->windows) {
     for (size_t w = 0; w < group.size(); ++w) {
       const size_t i = group[w];
       const std::string name = "report_" + std::to_string(a->rank[i]) +
-                               (group.size() > 1 ? "." + std::to_string(w + 1) : std::string()) + ".sqlite";
+                               (windowed ? "." + std::to_string(w + 1) : std::string()) + ".sqlite";
       const std::string out = (std::filesystem::path(f.out) / name).string();
+      if (Status s = SetExportedRank(staged[i], a->rank[i]); !s.ok()) return Fail(s);
       std::filesystem::rename(staged[i], out, ec);
       if (ec) return Fail(FailedPrecondition(out + ": cannot write: " + ec.message()));
       std::cout << "export: rank " << a->rank[i]

@@ -528,4 +528,20 @@ StatusOr<NsysExportStats> ExportNsysSqlite(const Trace& trace, const std::string
   return n;
 }
 
+Status SetExportedRank(const std::string& path, int rank) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
+  const std::unique_ptr<sqlite3, int (*)(sqlite3*)> db(raw, sqlite3_close);
+  if (rc != SQLITE_OK) return FailedPrecondition(path + ": cannot open: " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+  const std::string sql =
+      "UPDATE EXPORT_META_DATA SET value = '" + std::to_string(rank) + "' WHERE name = 'TIERSCOPE_RANK'";
+  char* err = nullptr;
+  if (sqlite3_exec(db.get(), sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    const std::string why = err != nullptr ? err : "unknown error";
+    sqlite3_free(err);
+    return DataLoss(path + ": writing its rank: " + why);
+  }
+  return OkStatus();
+}
+
 }  // namespace tierscope

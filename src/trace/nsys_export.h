@@ -46,6 +46,11 @@ struct NsysExportStats {
 // Writes `out` whole or not at all: into `out`.tmp first, renamed over `out` when done.
 StatusOr<NsysExportStats> ExportNsysSqlite(const Trace& trace, const std::string& out);
 
+// Records `rank` as the export's rank (EXPORT_META_DATA's TIERSCOPE_RANK): a job's rank as
+// assigned from its folders or names, which the trace itself did not carry, so the export
+// reads back as the same rank whatever its file is called.
+Status SetExportedRank(const std::string& path, int rank);
+
 }  // namespace tierscope
 
 #endif  // TIERSCOPE_TRACE_NSYS_EXPORT_H_

@@ -154,6 +154,28 @@ def test_a_job_of_rank_folders_with_a_file_per_profiler_cycle_exports_every_wind
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), (r, spans)
 
 
+def test_windows_of_ranks_known_only_by_their_folders_read_back_as_those_ranks(tierscope_bin, tmp_path):
+    # The T4 job without distributedInfo: ranks come from the rank_N/ folders alone. Each
+    # report records the rank it was given, so report_<r>.<n> reads back as rank r (by
+    # name alone, report_0.2 and report_0.3 would both say 0, and the job became 12 ranks).
+    need(T4_JOB)
+    import gzip
+    job = tmp_path / "job"
+    for f in T4_JOB.glob("rank_*/*.json.gz"):
+        doc = json.loads(gzip.open(f).read())
+        doc.pop("distributedInfo", None)
+        (job / f.parent.name).mkdir(parents=True, exist_ok=True)
+        with gzip.open(job / f.parent.name / f.name, "wt") as out:
+            json.dump(doc, out)
+    a = json.loads(run(tierscope_bin, "analyze", job, "--format", "json").stdout)
+    assert [(r["rank"], r["rank_from"], r["windows"]) for r in a["ranks"]] == [(r, "directory name", 3) for r in range(4)]
+    run(tierscope_bin, "export", job, tmp_path / "out")
+    b = json.loads(run(tierscope_bin, "analyze", tmp_path / "out", "--format", "json").stdout)
+    assert [(r["rank"], r["windows"]) for r in b["ranks"]] == [(r, 3) for r in range(4)]
+    for r in b["ranks"]:
+        assert all(f"report_{r['rank']}." in p for p in r["files"]), r["files"]
+
+
 def test_bad_input_is_one_line_and_writes_nothing(tierscope_bin, tmp_path):
     out = tmp_path / "t.sqlite"
     p = run(tierscope_bin, "export", tmp_path / "missing.json", out, ok=False)
@@ -200,6 +222,20 @@ def test_parquet_of_a_job_of_profiler_cycles_keeps_each_window(tierscope_bin, tm
         f"SELECT rank, window_number, count(*) FROM read_parquet('{tmp_path}/pq/runtime/*/*.parquet', hive_partitioning = true) "
         "GROUP BY rank, window_number ORDER BY rank, window_number").fetchall()
     assert [(int(r), w) for r, w, _ in got] == [(r, w) for r in range(4) for w in (1, 2, 3)]
-    # Each window's rows are its file's: the job's runtime calls, window by window.
-    job = json.loads(run(tierscope_bin, "analyze", T4_JOB, "--format", "json").stdout)
-    assert sum(n for _, _, n in got) > 0 and len(job["ranks"]) == 4
+    # Window n of rank r holds what report_<r>.<n>.sqlite holds: both exports number the
+    # windows alike (kernels, copies and sets, window by window).
+    run(tierscope_bin, "export", T4_JOB, tmp_path / "sq")
+    for table, sql in (("kernels", "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"),
+                       ("memops", "SELECT (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY) + "
+                                  "(SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET)")):
+        pq_counts = {(int(r), w): n for r, w, n in duckdb.connect().execute(
+            f"SELECT rank, window_number, count(*) FROM read_parquet('{tmp_path}/pq/{table}/*/*.parquet', "
+            "hive_partitioning = true) GROUP BY rank, window_number").fetchall()}
+        for r in range(4):
+            for w in (1, 2, 3):
+                con = sqlite3.connect(f"file:{tmp_path / 'sq' / f'report_{r}.{w}.sqlite'}?mode=ro", uri=True)
+                try:
+                    assert con.execute(sql).fetchone()[0] == pq_counts.get((r, w), 0), (table, r, w)
+                finally:
+                    con.close()
+        assert sum(pq_counts.values()) > 0, table
