@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -78,6 +79,14 @@ class Importer {
     return true;
   }
 
+  // The tool's "strings" object: absent (nullopt) or an object; another type is an error.
+  StatusOr<std::optional<dom::element>> Strings(dom::element tool) {
+    dom::element v;
+    if (tool["strings"].get(v) != simdjson::SUCCESS) return std::optional<dom::element>();
+    if (!v.is_object()) return InvalidArgument(t_.source + ": strings is not an object");
+    return std::optional<dom::element>(v);
+  }
+
   void Malformed(const char* reason) {
     ++t_.stats.malformed;
     ++t_.stats.malformed_reasons[reason];
@@ -101,13 +110,17 @@ class Importer {
   // strings.buffer_records: each kind's name and operation names, at the kind's number.
   Status Kinds(dom::element tool) {
     dom::array kinds;
-    dom::element strings;
-    if (tool["strings"].get(strings) != simdjson::SUCCESS) return OkStatus();
-    TS_ASSIGN_OR_RETURN(const bool present, ArrayAt(strings, "buffer_records", "strings.buffer_records", &kinds));
+    TS_ASSIGN_OR_RETURN(const std::optional<dom::element> strings, Strings(tool));
+    if (!strings) return OkStatus();
+    TS_ASSIGN_OR_RETURN(const bool present, ArrayAt(*strings, "buffer_records", "strings.buffer_records", &kinds));
     if (!present) return OkStatus();
     for (dom::element k : kinds) {
       std::vector<std::string> ops;
       dom::array a;
+      dom::element v;
+      if (k["operations"].get(v) == simdjson::SUCCESS && v.get_array().get(a) != simdjson::SUCCESS) {
+        return InvalidArgument(t_.source + ": strings.buffer_records[].operations is not an array");
+      }
       if (k["operations"].get_array().get(a) == simdjson::SUCCESS) {
         for (dom::element o : a) {
           std::string_view s;
@@ -134,9 +147,9 @@ class Importer {
   // roctx messages, by the marker call's correlation id.
   Status Markers(dom::element tool) {
     dom::array markers;
-    dom::element strings;
-    if (tool["strings"].get(strings) != simdjson::SUCCESS) return OkStatus();
-    TS_ASSIGN_OR_RETURN(const bool present, ArrayAt(strings, "marker_api", "strings.marker_api", &markers));
+    TS_ASSIGN_OR_RETURN(const std::optional<dom::element> strings, Strings(tool));
+    if (!strings) return OkStatus();
+    TS_ASSIGN_OR_RETURN(const bool present, ArrayAt(*strings, "marker_api", "strings.marker_api", &markers));
     if (!present) return OkStatus();
     for (dom::element m : markers) {
       const int64_t key = Int(m, "key");

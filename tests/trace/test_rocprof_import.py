@@ -117,7 +117,10 @@ def test_a_truncated_result_is_a_one_line_error(tierscope_bin, tmp_path):
     (("buffer_records", "kernel_dispatch"), {"a": 1}, "buffer_records.kernel_dispatch is not an array"),
     (("kernel_symbols",), "x", "kernel_symbols is not an array"),
     (("agents",), 7, "agents is not an array"),
-    (("strings", "buffer_records"), {}, "strings.buffer_records is not an array")])
+    (("strings", "buffer_records"), {}, "strings.buffer_records is not an array"),
+    (("strings",), 7, "strings is not an object"),
+    (("strings", "marker_api"), "x", "strings.marker_api is not an array"),
+    (("strings", "buffer_records", 0, "operations"), "x", "strings.buffer_records[].operations is not an array")])
 def test_a_table_of_the_wrong_type_is_an_error_never_an_empty_result(tierscope_bin, tmp_path, where, value, says):
     # kernel_dispatch as an object once read as no dispatches at all ("events: 0", "no
     # problem found"); kernel_symbols as a string as every dispatch of an unknown kernel.
