@@ -321,6 +321,7 @@ NB_MODULE(_tierscope, m) {
       .def_prop_ro("device_name", [](const PyTrace& p) { return p.trace().device_name; })
       .def_prop_ro("events", [](const PyTrace& p) { return p.trace().events.size(); })
       .def_prop_ro("malformed", [](const PyTrace& p) { return p.trace().stats.malformed; })
+      .def_prop_ro("skipped", [](const PyTrace& p) { return tierscope::SkippedEntries(p.trace()); })
       .def_prop_ro("execution_trace",
                    [](const PyTrace& p) {
                      const tierscope::Trace::ExecutionTraceJoin& j = p.trace().execution_trace;

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from typing import Dict, Iterable, List, Optional, Union
 
 import numpy as np
@@ -85,6 +86,11 @@ class Trace:
         return self._native.format
 
     @property
+    def skipped(self) -> str:
+        """Empty when every entry was read; else what the import skipped as malformed."""
+        return self._native.skipped
+
+    @property
     def rank(self) -> int:
         """distributedInfo.rank, or -1 when the trace does not say."""
         return self._native.rank
@@ -142,9 +148,13 @@ class Trace:
 def read_trace(path: PathLike, execution_trace: Optional[PathLike] = None) -> Trace:
     """Reads a Kineto trace (.json, .json.gz) or an nsys SQLite export. A PyTorch execution
     trace of the same run (`execution_trace`, else one beside the trace) is joined to its
-    operators: they gain the shapes the trace lacks (Trace.execution_trace says how many)."""
+    operators: they gain the shapes the trace lacks (Trace.execution_trace says how many).
+    Entries the import skipped as malformed are said in a warning (and Trace.skipped)."""
     ets = [os.fspath(execution_trace)] if execution_trace is not None else []
-    return Trace(_tierscope.read_trace(os.fspath(path), ets))
+    trace = Trace(_tierscope.read_trace(os.fspath(path), ets))
+    if trace.skipped:
+        warnings.warn(trace.skipped, stacklevel=2)
+    return trace
 
 
 def _table_frame(table: dict) -> pd.DataFrame:

@@ -629,6 +629,19 @@ std::string RenderJobDiff(const JobAnalysis& base, const JobAnalysis& next, cons
     }
     ranks.AddRow(std::move(row));
   }
+  // What either job's reading skipped (files that are not traces, malformed entries): a
+  // count that changed because of it is not a change in the run.
+  for (const auto& [side, job] : {std::pair{"base", &base}, {"new", &next}}) {
+    for (const std::string& n : job->notes) {
+      if (n.rfind("Skipped", 0) == 0) ranks.notes.push_back(std::string(side) + ": " + n);
+    }
+    for (const RankAnalysis& r : job->ranks) {
+      if (r.malformed > 0) {
+        ranks.notes.push_back(std::string(side) + " rank " + std::to_string(r.rank) + ": " +
+                              std::to_string(r.malformed) + " malformed entries skipped: its figures leave them out");
+      }
+    }
+  }
   // Kernel types and kernels summed over ranks.
   std::array<int64_t, kKernelTypes> types_base{}, types_new{};
   std::map<std::string, std::pair<int64_t, int64_t>> kernels;

@@ -195,3 +195,20 @@ def test_html_is_the_page_analyze_html_writes(tierscope_bin, tmp_path):
     assert tierscope.html(trace).html == tierscope.html(PAIR[0]).html
     with pytest.raises(ValueError, match="names no step of this trace"):
         tierscope.html(trace, step="ProfilerStep#123456")
+
+
+def test_entries_the_import_skipped_are_a_warning_and_a_property(tmp_path):
+    need(DDP)
+    doc = json.loads(gzip.open(DDP).read())
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    cut = 0
+    for e in events:
+        if e.get("ph") == "X" and "ts" in e and cut < 3:
+            del e["ts"]
+            cut += 1
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    with pytest.warns(UserWarning, match=r"3 of its \d+ entries were malformed and skipped \(3 missing ts\)"):
+        t = tierscope.read_trace(bad)
+    assert t.skipped.startswith(f"{bad}: 3 of its ")
+    assert tierscope.read_trace(DDP).skipped == ""

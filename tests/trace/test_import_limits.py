@@ -210,3 +210,22 @@ def test_every_command_says_when_entries_were_skipped(tierscope_bin, tmp_path):
     code, out, err = run(tierscope_bin, "kernel", "--from-trace", bad, "-k", hot)
     assert code == 0, err
     assert out.startswith(f"note: {bad}: 10 of its "), out[:300]
+
+
+def test_a_diff_of_two_jobs_says_what_either_reading_skipped(tierscope_bin, tmp_path):
+    # A rank file emptied in the new job once changed its figures without a word.
+    import shutil
+    job = REPO_ROOT.parent / "shared" / "corpus" / "traces" / "vendors" / "t4_p2p_job"
+    if not job.is_dir():
+        pytest.skip(f"{job} is missing")
+    base, new = tmp_path / "base", tmp_path / "new"
+    shutil.copytree(job, base)
+    shutil.copytree(job, new)
+    emptied = sorted((new / "rank_3").glob("*.json.gz"))[0]
+    emptied.chmod(0o644)
+    emptied.write_bytes(b"")
+    code, out, err = run(tierscope_bin, "diff", base, new, "--format", "json")
+    assert code == 0, err
+    notes = json.loads(out)["reports"][0].get("notes", [])
+    assert any(n.startswith("new: Skipped, not traces (empty files): rank_3/" + emptied.name) for n in notes), notes
+    assert not any(n.startswith("base: Skipped, not traces (empty") for n in notes), notes
