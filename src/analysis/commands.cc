@@ -64,12 +64,24 @@ std::string Header(const Trace& t, const TraceIndex& x) {
   return h;
 }
 
+// "N of its M entries were malformed and skipped (reasons)".
+std::string SkippedWhy(const Trace& t) {
+  std::string why;
+  for (const auto& [reason, n] : t.stats.malformed_reasons) {
+    if (!why.empty()) why += ", ";
+    why += std::to_string(n);
+    why += ' ';
+    why += reason;
+  }
+  return std::to_string(t.stats.malformed) + " of its " + std::to_string(t.stats.events_read) +
+         " entries were malformed and skipped (" + why + ")";
+}
+
 // A trace that yields no timeline event while entries were skipped is refused, naming
 // the reasons: analysing nothing would pass for a trace with nothing in it.
 Status CheckTimeline(const Trace& t) {
   if (!t.events.empty() || t.stats.malformed == 0) return OkStatus();
-  const std::string skipped = SkippedEntries(t);
-  return InvalidArgument(t.source + ": no timeline events: " + skipped.substr(t.source.size() + 2));
+  return InvalidArgument(t.source + ": no timeline events: " + SkippedWhy(t));
 }
 
 StatusOr<Trace> LoadAnyTrace(const std::string& path) {
@@ -95,18 +107,7 @@ StatusOr<Trace> LoadAnyTrace(const std::string& path) {
 
 }  // namespace
 
-std::string SkippedEntries(const Trace& t) {
-  if (t.stats.malformed == 0) return "";
-  std::string why;
-  for (const auto& [reason, n] : t.stats.malformed_reasons) {
-    if (!why.empty()) why += ", ";
-    why += std::to_string(n);
-    why += ' ';
-    why += reason;
-  }
-  return t.source + ": " + std::to_string(t.stats.malformed) + " of its " + std::to_string(t.stats.events_read) +
-         " entries were malformed and skipped (" + why + ")";
-}
+std::string SkippedEntries(const Trace& t) { return t.stats.malformed == 0 ? "" : t.source + ": " + SkippedWhy(t); }
 
 StatusOr<Trace> LoadTrace(const std::string& path, const std::vector<std::string>& execution_traces) {
   TS_ASSIGN_OR_RETURN(Trace t, LoadAnyTrace(path));

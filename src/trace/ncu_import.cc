@@ -28,7 +28,6 @@ namespace {
 // ncu rounds a share near its ceiling to two decimals: up to this is 100% read as printed.
 constexpr double kMaxPercent = 100.5;
 
-
 constexpr size_t kMaxMalformedNotes = 10;
 
 std::string_view Trim(std::string_view s) {
@@ -307,33 +306,35 @@ class Parser {
   // of different replay passes), is shown as written but never concluded from: counted
   // and noted, its row kept.
   void Plausible(NcuMetric& m, int64_t line_no) {
-    const std::string unit(Trim(m.unit));
-    const std::string raw(Trim(m.raw));
-    std::string lower;
-    for (char c : raw) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string_view unit = Trim(m.unit), raw = Trim(m.raw);
+    const auto is = [raw](std::string_view word) {  // case-insensitive, only for unparsed values
+      return raw.size() == word.size() && std::equal(raw.begin(), raw.end(), word.begin(), [](char a, char b) {
+               return std::tolower(static_cast<unsigned char>(a)) == b;
+             });
+    };
     std::string why;
-    if (lower == "nan" || lower == "-nan" || lower == "inf" || lower == "-inf") {
+    if (!m.has_value) {
+      if (!is("nan") && !is("-nan") && !is("inf") && !is("-inf")) return;
       why = "not a number";
-    } else if (!m.has_value) {
-      return;
     } else if (unit == "%" && (m.value < 0 || m.value > kMaxPercent)) {
       why = "a share outside 0-100% (ncu does not clamp)";
-    } else if (m.value < 0 && (IsTimeUnit(unit) || unit.find("byte") != std::string::npos ||
-                               unit.find("cycle") != std::string::npos)) {
-      why = "a negative " + unit + " value";
+    } else if (m.value < 0 && (IsTimeUnit(unit) || unit.find("byte") != std::string_view::npos ||
+                               unit.find("cycle") != std::string_view::npos)) {
+      why = "a negative " + std::string(unit) + " value";
     } else {
       return;
     }
     ++report_.implausible;
     if (report_.implausible <= static_cast<int64_t>(kMaxMalformedNotes)) {
-      report_.notes.push_back("line " + std::to_string(line_no) + ": " + m.name + " = " + raw +
-                              (unit.empty() ? "" : " " + unit) + ": " + why + ", shown but not concluded from");
+      report_.notes.push_back("line " + std::to_string(line_no) + ": " + m.name + " = " + std::string(raw) +
+                              (unit.empty() ? "" : " " + std::string(unit)) + ": " + why +
+                              ", shown but not concluded from");
     }
     m.has_value = false;
     m.set_aside = true;
   }
 
-  static bool IsTimeUnit(const std::string& unit) {
+  static bool IsTimeUnit(std::string_view unit) {
     return unit == "second" || unit == "msecond" || unit == "usecond" || unit == "nsecond" || unit == "s" ||
            unit == "ms" || unit == "us" || unit == "ns";
   }
