@@ -9,10 +9,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
 
+#include "core/json_text.h"
 #include "core/paths.h"
 #include "trace/ascend_layout.h"
 #include "trace/csv_reader.h"
@@ -144,19 +146,42 @@ void AttachAscendOutputs(Trace& t, const std::string& trace_path) {
     if (!s.ok()) t.import_notes.push_back("kernel_details.csv not joined: " + s.message());
   }
   if (t.rank >= 0) return;
-  // ../profiler_info_N.json (torch_npu names it for the rank; "rank_id" inside).
+  // ../profiler_info_N.json (torch_npu names it for the rank; "rank_id" inside, -1 for a
+  // run that was not distributed). A file that says nothing usable is named in a note when
+  // no other file gives the rank.
   std::set<int64_t> ranks;
+  std::vector<std::string> unusable;
   for (fs::directory_iterator it(path.parent_path().parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
     const std::string n = it->path().filename().string();
     if (!n.starts_with("profiler_info") || !n.ends_with(".json") || !it->is_regular_file(ec)) continue;
-    if (it->file_size(ec) > (uintmax_t{1} << 20)) continue;
-    StatusOr<std::string> text = ReadFile(it->path().string());
-    if (!text.ok()) continue;
-    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("rank_id") && j["rank_id"].is_number_integer()) {
-      const int64_t r = j["rank_id"].get<int64_t>();
-      if (r >= 0 && r < (int64_t{1} << 20)) ranks.insert(r);
+    if (it->file_size(ec) > (uintmax_t{1} << 20)) {
+      unusable.push_back(n + " is over 1 MiB");
+      continue;
     }
+    StatusOr<std::string> text = ReadFile(it->path().string());
+    if (!text.ok()) {
+      unusable.push_back(text.status().message());
+      continue;
+    }
+    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      unusable.push_back(n + " is not valid JSON");
+    } else if (!j.is_object()) {
+      unusable.push_back(n + " is not a JSON object");
+    } else if (!j.contains("rank_id")) {
+      unusable.push_back(n + " has no rank_id");
+    } else if (!j["rank_id"].is_number_integer()) {
+      unusable.push_back(n + "'s rank_id is " + JsonExcerpt(j["rank_id"]) + ", not a whole number");
+    } else if (const int64_t r = j["rank_id"].get<int64_t>(); r >= 0 && r < (int64_t{1} << 20)) {
+      ranks.insert(r);
+    } else if (r != -1) {
+      unusable.push_back(n + "'s rank_id " + std::to_string(r) + " is out of range");
+    }
+  }
+  if (ranks.empty() && !unusable.empty()) {
+    std::string note = "the rank is left unknown: ";
+    for (size_t i = 0; i < unusable.size(); ++i) note += (i > 0 ? "; " : "") + unusable[i];
+    t.import_notes.push_back(std::move(note));
   }
   if (ranks.size() == 1) {
     t.rank = static_cast<int32_t>(*ranks.begin());

@@ -64,7 +64,8 @@ std::string KinetoTypes(simdjson::dom::array types) {
 }  // namespace
 
 StatusOr<ExecutionTrace> ReadExecutionTrace(const std::string& path) {
-  TS_ASSIGN_OR_RETURN(PaddedBuffer buf, ReadJsonInput(path));
+  std::string ignored;
+  TS_ASSIGN_OR_RETURN(PaddedBuffer buf, ReadJsonInput(path, &ignored));
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (const auto err = parser.parse(buf.data(), buf.size(), false).get(doc)) {
@@ -76,6 +77,7 @@ StatusOr<ExecutionTrace> ReadExecutionTrace(const std::string& path) {
   }
   ExecutionTrace et;
   et.source = path;
+  et.ignored = std::move(ignored);
   int64_t pid = -1;
   if (doc["pid"].get(pid) == simdjson::SUCCESS) et.pid = pid;
   bool first = true;
@@ -177,6 +179,7 @@ Status JoinExecutionTrace(Trace& t, const ExecutionTrace& et) {
     j.note = std::to_string(et.bad_shapes) + " of " + et.source +
              "'s nodes have input shapes or types that are not lists: their operators were given none";
   }
+  if (!et.ignored.empty()) j.note += (j.note.empty() ? "" : "; ") + et.source + ": " + et.ignored;
   if (j.joined == 0 && j.ops > 0) {
     const std::string source = j.source;
     const int64_t ops = j.ops;

@@ -31,6 +31,7 @@ struct ExecutionTrace {
   int64_t min_record_id = 0, max_record_id = 0;
   int64_t malformed = 0;  // nodes without a usable rf_id or name
   int64_t bad_shapes = 0;  // nodes whose input shapes or types are not lists (left out, said)
+  std::string ignored;  // bytes after its gzip data that were ignored (ReadJsonInput's note), or ""
 };
 
 // Reads one (plain or gzip; schema 1.0.x's node fields, or 1.1's inputs/attrs).

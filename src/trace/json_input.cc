@@ -138,11 +138,28 @@ bool PlausibleIsize(size_t isize, size_t file_size) {
   return isize >= file_size / 2 && isize <= file_size * 256 + 65536;
 }
 
+// What follows the last gzip member: "" when nothing does or only zeros (padding, which
+// gzip and Python's gzip pass over too), else a note of the bytes ignored, as gzip warns of
+// them ("trailing garbage ignored"). `pending` holds what was read already; the rest of `f`
+// is read to its end.
+std::string IgnoredTail(FILE* f, const unsigned char* pending, size_t pending_bytes) {
+  size_t total = pending_bytes;
+  bool zeros = std::all_of(pending, pending + pending_bytes, [](unsigned char c) { return c == 0; });
+  std::vector<unsigned char> rest(size_t{1} << 16);
+  for (size_t n; f != nullptr && (n = std::fread(rest.data(), 1, rest.size(), f)) > 0;) {
+    total += n;
+    zeros = zeros && std::all_of(rest.begin(), rest.begin() + static_cast<ptrdiff_t>(n), [](unsigned char c) { return c == 0; });
+  }
+  if (total == 0 || zeros) return "";
+  return std::to_string(total) + " bytes after its gzip data were ignored: they are not a gzip member (gzip, too, "
+         "ignores them and warns)";
+}
+
 // zlib, streaming, from byte `offset` of the file (a gzip member's start) to the end,
 // appended to `buf` and grown as it goes, so each byte is decompressed once: the path for
 // inputs libdeflate cannot take in one pass, and for a truncated or corrupt stream, which
 // it reports with where it broke. Refuses as soon as the output passes 4 GiB.
-Status ReadGzipStream(FILE* f, const std::string& path, size_t file_size, size_t offset,
+Status ReadGzipStream(FILE* f, const std::string& path, size_t file_size, size_t offset, std::string& ignored,
                       PaddedBuffer& buf) {
   if (buf.size() == 0) {
     // The trailer holds the uncompressed size mod 2^32: the first allocation, unless it
@@ -183,7 +200,7 @@ Status ReadGzipStream(FILE* f, const std::string& path, size_t file_size, size_t
     buf.Grow(room - zs.avail_out);
     if (rc == Z_OK || (rc == Z_BUF_ERROR && !(zs.avail_in == 0 && eof))) continue;
     if (rc == Z_STREAM_END) {
-      // Another gzip member may follow (concatenated .gz); anything else is ignored.
+      // Another gzip member may follow (concatenated .gz); anything else is ignored and said.
       refill();
       if (zs.avail_in == 1 && !eof) {  // a member's magic split across two reads
         in[0] = *zs.next_in;
@@ -193,7 +210,10 @@ Status ReadGzipStream(FILE* f, const std::string& path, size_t file_size, size_t
         compressed += n;
         eof = n == 0;
       }
-      if (zs.avail_in < 2 || zs.next_in[0] != 0x1f || zs.next_in[1] != 0x8b) break;
+      if (zs.avail_in < 2 || zs.next_in[0] != 0x1f || zs.next_in[1] != 0x8b) {
+        ignored = IgnoredTail(f, zs.next_in, zs.avail_in);
+        break;
+      }
       inflateReset(&zs);
       continue;
     }
@@ -217,18 +237,18 @@ Status ReadGzipStream(FILE* f, const std::string& path, size_t file_size, size_t
 // whole file when the trailer was short (a multi-member file whose last member is the
 // smallest, or JSON past 4 GiB, the trailer being mod 2^32), implausible, or the data
 // bad (zlib says where). No buffer is ever doubled and decompressed into again.
-Status ReadGzip(FILE* f, const std::string& path, size_t file_size, PaddedBuffer& buf) {
+Status ReadGzip(FILE* f, const std::string& path, size_t file_size, std::string& ignored, PaddedBuffer& buf) {
   unsigned char t[4];
   const bool trailer = file_size >= 18 && file_size <= kMaxJsonBytes &&
                        std::fseek(f, -4, SEEK_END) == 0 && std::fread(t, 1, 4, f) == 4;
   const size_t isize = trailer ? LittleEndian32(t) : 0;
   if (std::fseek(f, 0, SEEK_SET) != 0) return DataLoss(path + ": cannot seek");
   if (!trailer || !PlausibleIsize(isize, file_size)) {
-    return ReadGzipStream(f, path, file_size, 0, buf);
+    return ReadGzipStream(f, path, file_size, 0, ignored, buf);
   }
   std::vector<unsigned char> in(file_size);
   if (std::fread(in.data(), 1, file_size, f) != file_size || std::fgetc(f) != EOF) {
-    return ReadGzipStream(f, path, file_size, 0, buf);  // not what stat said: being written
+    return ReadGzipStream(f, path, file_size, 0, ignored, buf);  // not what stat said: being written
   }
   // Pages are allocated up front only for a typical JSON ratio.
   if (!buf.Reserve(isize + 1, /*populate=*/isize <= file_size * 32)) {
@@ -244,14 +264,15 @@ Status ReadGzip(FILE* f, const std::string& path, size_t file_size, PaddedBuffer
   d.reset();
   if (r != LIBDEFLATE_SUCCESS) {  // the allocation is kept for zlib
     buf.Truncate(0);
-    return ReadGzipStream(f, path, file_size, 0, buf);
+    return ReadGzipStream(f, path, file_size, 0, ignored, buf);
   }
   buf.Grow(got);
   const bool more = used + 2 <= in.size() && in[used] == 0x1f && in[used + 1] == 0x8b;
-  in = std::vector<unsigned char>();
   // Another member follows (concatenated .gz); anything else after the first is ignored,
-  // as gzip does.
-  if (more) return ReadGzipStream(f, path, file_size, used, buf);
+  // as gzip does, and said.
+  if (!more) ignored = IgnoredTail(nullptr, in.data() + used, in.size() - used);
+  in = std::vector<unsigned char>();
+  if (more) return ReadGzipStream(f, path, file_size, used, ignored, buf);
   return CheckSize(buf, path);
 }
 
@@ -377,7 +398,7 @@ StatusOr<size_t> JsonStream::Read(char* out, size_t n) {
     const int rc = inflate(zs_, Z_NO_FLUSH);
     if (rc == Z_OK || (rc == Z_BUF_ERROR && !(zs_->avail_in == 0 && eof_))) continue;
     if (rc == Z_STREAM_END) {
-      refill();  // another gzip member may follow; anything else is ignored, as gzip does
+      refill();  // another gzip member may follow; anything else is ignored, as gzip does, and said
       if (zs_->avail_in == 1 && !eof_) {  // a member's magic split across two reads
         in_[0] = *zs_->next_in;
         const size_t got = std::fread(in_.get() + 1, 1, kStreamInBytes - 1, file_);
@@ -387,6 +408,7 @@ StatusOr<size_t> JsonStream::Read(char* out, size_t n) {
         eof_ = got == 0;
       }
       if (zs_->avail_in < 2 || zs_->next_in[0] != 0x1f || zs_->next_in[1] != 0x8b) {
+        ignored_ = IgnoredTail(file_, zs_->next_in, zs_->avail_in);
         ended_ = true;
         break;
       }
@@ -406,7 +428,7 @@ StatusOr<size_t> JsonStream::Read(char* out, size_t n) {
   return got;
 }
 
-StatusOr<PaddedBuffer> ReadJsonInput(const std::string& path) {
+StatusOr<PaddedBuffer> ReadJsonInput(const std::string& path, std::string* ignored) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT || errno == ENOTDIR) return NotFound(path + ": no such file");
@@ -424,7 +446,9 @@ StatusOr<PaddedBuffer> ReadJsonInput(const std::string& path) {
   const size_t file_size = S_ISREG(st.st_mode) ? static_cast<size_t>(st.st_size) : 0;
   PaddedBuffer buf;
   if (gz) {
-    TS_RETURN_IF_ERROR(ReadGzip(f.get(), path, file_size, buf));
+    std::string tail;
+    TS_RETURN_IF_ERROR(ReadGzip(f.get(), path, file_size, tail, buf));
+    if (ignored != nullptr) *ignored = std::move(tail);
   } else if (file_size > kMaxJsonBytes) {
     return TooLarge(path, file_size);  // refused from its size, before reading a byte
   } else {

@@ -63,8 +63,10 @@ class PaddedBuffer {
 // file; DataLoss for a truncated or corrupt gzip stream; ResourceExhausted past 4 GiB: a
 // plain file from its size, before anything is read or allocated; gzip as soon as the
 // output passes the limit. Gzip is decompressed once, into a buffer sized by its trailer
-// (mod 2^32, so only a hint) and grown while zlib streams when that was short.
-StatusOr<PaddedBuffer> ReadJsonInput(const std::string& path);
+// (mod 2^32, so only a hint) and grown while zlib streams when that was short. Bytes after
+// the last gzip member that are neither another member nor zero padding are ignored, as
+// gzip ignores them, and said in `*ignored` (left as it is otherwise).
+StatusOr<PaddedBuffer> ReadJsonInput(const std::string& path, std::string* ignored = nullptr);
 
 // Whether `status` is ReadJsonInput's refusal of JSON past 4 GiB (the streaming importer
 // reads such files).
@@ -90,6 +92,9 @@ class JsonStream {
   // Up to `n` bytes into `out`; 0 only at the end of the input.
   StatusOr<size_t> Read(char* out, size_t n);
   bool gzip() const { return zs_ != nullptr; }
+  // At the end of a gzip input: the note of bytes after its last member that were ignored
+  // (ReadJsonInput's), or "".
+  const std::string& ignored() const { return ignored_; }
   int fd() const { return file_ != nullptr ? fileno(file_) : -1; }  // the open file's
 
  private:
@@ -98,6 +103,7 @@ class JsonStream {
   std::FILE* file_ = nullptr;
   ::z_stream_s* zs_ = nullptr;
   std::unique_ptr<unsigned char[]> in_;
+  std::string ignored_;
   bool eof_ = false, ended_ = false;
   size_t compressed_ = 0, produced_ = 0;
   int64_t advised_ = 0;  // the file offset up to which read-ahead was asked for, halfway

@@ -158,15 +158,17 @@ bool RocprofFile(const std::string& path) {
 
 StatusOr<Trace> ImportKinetoTrace(const std::string& path, int threads) {
   if (ShouldStream(path) && !RocprofFile(path)) return ImportKinetoStream(path, StreamWindowBytes(), threads);
-  StatusOr<PaddedBuffer> read = ReadJsonInput(path);
+  std::string ignored;
+  StatusOr<PaddedBuffer> read = ReadJsonInput(path, &ignored);
   if (!read.ok() && IsOverJsonLimit(read.status())) return ImportKinetoStream(path, StreamWindowBytes(), threads);
   if (!read.ok()) return read.status();
   PaddedBuffer buf = std::move(*read);
   // AMD's rocprofv3 writes JSON too, of its own shape.
-  if (LooksLikeRocprofJson(std::string_view(buf.data(), std::min<size_t>(buf.size(), 256)))) {
-    return ImportRocprofJson(std::string_view(buf.data(), buf.size()), path);
-  }
-  return Import(buf, path, threads);
+  StatusOr<Trace> trace = LooksLikeRocprofJson(std::string_view(buf.data(), std::min<size_t>(buf.size(), 256)))
+                              ? ImportRocprofJson(std::string_view(buf.data(), buf.size()), path)
+                              : Import(buf, path, threads);
+  if (trace.ok() && !ignored.empty()) trace->import_notes.push_back(std::move(ignored));
+  return trace;
 }
 
 }  // namespace tierscope

@@ -541,7 +541,16 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
   trace.strings.FinishSpilling();
   trace.strings.ReleaseSpilled();
   if (spill != nullptr && !spill->error().empty()) spill_note = "some of its args kept in memory: " + spill->error();
+  // A budget that not even a streamed read fits (--memory-budget 1) is not met silently.
+  const int64_t budget = MemoryBudget();
+  const bool spilled = spill != nullptr && spill->error().empty();
+  if (const int64_t need = StreamedTraceBytes(input_bytes, spilled); spill_note.empty() && budget > 0 && need > budget) {
+    spill_note = "read past the memory budget of " + FormatBytes(static_cast<double>(budget)) +
+                 ": streamed, the least any read of it takes, it needs about " + FormatBytes(static_cast<double>(need)) +
+                 (spilled ? " with its args spilled to disk" : "");
+  }
   if (!spill_note.empty()) trace.import_notes.push_back(std::move(spill_note));
+  if (!in->ignored().empty()) trace.import_notes.push_back(in->ignored());
   return trace;
 }
 

@@ -9,8 +9,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "test_util.h"
 #include "trace/args.h"
@@ -165,6 +168,42 @@ TEST(AscendDetails, KernelDetailsRowsAddTheirColumnsAndGridToTheNearestKernelOfT
   const Status bad = ascend::JoinKernelDetails(t, "a,b\n1,2\n", "k.csv");
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("k.csv: not torch_npu's kernel_details.csv"), std::string::npos) << bad.message();
+}
+
+// The rank from ../profiler_info_N.json: a whole rank_id is the rank, -1 (a run that was not
+// distributed) leaves it unknown without a word, and a file that says nothing usable is
+// named in a note.
+TEST(AscendDetails, ProfilerInfoGivesTheRankOrANoteNamingWhatWasWrong) {
+  const auto rank_from = [](const std::string& info, std::vector<std::string>* notes) {
+    testing::TempDir dir;
+    std::filesystem::create_directories(dir.file("rank_ascend_pt/ASCEND_PROFILER_OUTPUT"));
+    if (!info.empty()) std::ofstream(dir.file("rank_ascend_pt/profiler_info_3.json")) << info;
+    auto r = ImportKinetoJson(kAscend, "trace_view.json");
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok()) return -2;
+    ascend::AttachAscendOutputs(*r, dir.file("rank_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json"));
+    *notes = r->import_notes;
+    return static_cast<int>(r->rank);
+  };
+  std::vector<std::string> notes;
+  EXPECT_EQ(rank_from(R"({"rank_id": 3})", &notes), 3);
+  EXPECT_TRUE(notes.empty());
+  EXPECT_EQ(rank_from(R"({"rank_id": -1})", &notes), -1);
+  EXPECT_TRUE(notes.empty());
+  EXPECT_EQ(rank_from("", &notes), -1);
+  EXPECT_TRUE(notes.empty());
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"rank_id": "3"})", "profiler_info_3.json's rank_id is \"3\", not a whole number"},
+      {R"({"rank_id": 2.5})", "profiler_info_3.json's rank_id is 2.5, not a whole number"},
+      {R"({"rank_id": 99999999})", "profiler_info_3.json's rank_id 99999999 is out of range"},
+      {R"({"config": {}})", "profiler_info_3.json has no rank_id"},
+      {R"([3])", "profiler_info_3.json is not a JSON object"},
+      {R"({"rank_id": 3)", "profiler_info_3.json is not valid JSON"}};
+  for (const auto& [info, why] : bad) {
+    EXPECT_EQ(rank_from(info, &notes), -1) << info;
+    ASSERT_EQ(notes.size(), 1u) << info;
+    EXPECT_EQ(notes[0], std::string("the rank is left unknown: ") + why);
+  }
 }
 
 // The real job: each rank's tasks, collectives and kernel_details rows (counts from

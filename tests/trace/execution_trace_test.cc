@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include <string>
 
@@ -58,6 +59,27 @@ TEST(ExecutionTrace, OperatorsGainTheNodesShapesByRecordId) {
   EXPECT_EQ(ArgValue(args(1), "Input type"), R"(["float", "float", "Scalar"])");
   EXPECT_EQ(ArgValue(args(2), "Input Dims"), "[[5]]");
   EXPECT_EQ(ArgValue(args(3), "Input Dims"), "");
+}
+
+// A gzip execution trace with bytes after its data joins as the plain one did, and the
+// join's note says what was ignored.
+TEST(ExecutionTrace, BytesAfterItsGzipDataAreSaidInTheJoinsNote) {
+  TempDir dir;
+  const std::string path = dir.file("et.json.gz");
+  gzFile f = gzopen(path.c_str(), "wb9");
+  ASSERT_NE(f, nullptr);
+  ASSERT_GT(gzputs(f, kEt), 0);
+  gzclose(f);
+  WriteBytes(path, testing::ReadBytes(path) + "trailing");
+  auto et = ReadExecutionTrace(path);
+  ASSERT_TRUE(et.ok()) << et.status().ToString();
+  auto t = ImportKinetoJson(Kineto(77), "k.json", 1);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(JoinExecutionTrace(*t, *et).ok());
+  EXPECT_EQ(t->execution_trace.joined, 3);
+  EXPECT_EQ(t->execution_trace.note,
+            path + ": 8 bytes after its gzip data were ignored: they are not a gzip member (gzip, too, ignores them "
+                   "and warns)");
 }
 
 // PyTorch 2.3 on (Chakra schema 1.1): the record id among the attrs, shapes and types

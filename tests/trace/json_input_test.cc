@@ -16,6 +16,7 @@
 
 #include "test_util.h"
 #include "trace/kineto_import.h"
+#include "trace/kineto_stream.h"
 
 namespace tierscope {
 namespace {
@@ -93,6 +94,49 @@ TEST(JsonInput, GzipLargerThanItsTrailerSaysIsReadWhole) {
   ASSERT_EQ(buf->size(), head.size() + tail.size());
   EXPECT_TRUE(std::string(buf->data(), buf->size()) == head + tail);
   ExpectEvents(path, n1 + n2);
+}
+
+// Bytes after the last member: zeros (padding) pass without a word, as gzip and Python's
+// gzip pass them; anything else is ignored, as gzip ignores it, and said: read whole (by
+// libdeflate when what ends the file still reads as a plausible trailer, else by zlib) and
+// streamed, with the same events.
+TEST(JsonInput, BytesAfterTheLastGzipMemberAreIgnoredAndSaidUnlessZeros) {
+  TempDir dir;
+  const int n = 500;
+  std::string json = "{\"traceEvents\": [\n" + Events(0, n, true);
+  json.resize(json.size() - 2);
+  json += "\n]}\n";
+  const std::string path = dir.file("t.json.gz");
+  AppendGzipMember(path, json);
+  const std::string gz = ReadBytes(path);
+  const std::string trailer = gz.substr(gz.size() - 4);  // a plausible size: libdeflate reads it
+  const struct {
+    std::string tail, note;
+  } cases[] = {
+      {"", ""},
+      {std::string(4096, '\0'), ""},
+      {"garbage\n", "8 bytes after its gzip data were ignored: they are not a gzip member"},
+      {"junk" + trailer, "8 bytes after its gzip data were ignored: they are not a gzip member"},
+      {std::string(3, '\0') + "\x1f", "4 bytes after its gzip data were ignored: they are not a gzip member"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::to_string(c.tail.size()) + " bytes after");
+    WriteBytes(path, gz + c.tail);
+    std::string ignored;
+    auto buf = ReadJsonInput(path, &ignored);
+    ASSERT_TRUE(buf.ok()) << buf.status().ToString();
+    EXPECT_EQ(std::string(buf->data(), buf->size()), json);
+    EXPECT_EQ(ignored.substr(0, c.note.size()), c.note);
+    EXPECT_EQ(ignored.empty(), c.note.empty()) << ignored;
+    auto whole = ImportKinetoTrace(path);
+    auto streamed = ImportKinetoStream(path, 4096, 2);
+    for (const auto* t : {&whole, &streamed}) {
+      ASSERT_TRUE(t->ok()) << t->status().ToString();
+      EXPECT_EQ(static_cast<int>((*t)->events.size()), n);
+      ASSERT_EQ((*t)->import_notes.size(), c.note.empty() ? 0u : 1u);
+      if (!c.note.empty()) EXPECT_EQ((*t)->import_notes[0], ignored);
+    }
+  }
 }
 
 // A ratio past any plausible trailer (~1000x): the trailer is ignored, the first guess (8x

@@ -185,6 +185,13 @@ TEST(KinetoStream, ThePathFollowsTheSizeAndTheBudget) {
   auto whole = ImportKinetoTrace(dir.file("t.json"));
   ASSERT_TRUE(streamed.ok() && whole.ok());
   ExpectSameTrace(*whole, *streamed);
+  // A budget not even a streamed read fits is said not to have been met.
+  EXPECT_TRUE(whole->import_notes.empty());
+  ASSERT_EQ(streamed->import_notes.size(), 1u);
+  EXPECT_EQ(streamed->import_notes[0].find("read past the memory budget of 1000 B: streamed, the least any read of it "
+                                           "takes, it needs about 64."),
+            0u)
+      << streamed->import_notes[0];
 }
 
 // Enough args for many 1 MiB spill blocks on each of two readers.
