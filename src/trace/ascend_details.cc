@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -129,6 +131,87 @@ Status JoinKernelDetails(Trace& t, std::string_view csv, const std::string& sour
   return OkStatus();
 }
 
+namespace {
+
+// The rank a torch_npu profiler_info file gives: its "rank_id" (a whole number, or a
+// string of one: newer torch_npu copies the RANK variable; -1 for a run that was not
+// distributed), else the N of its name profiler_info_N.json (older torch_npu left the file
+// empty). Where it gives none, `*why` says what was wrong (a single device's
+// profiler_info.json, which needs no rank, excepted); where its rank_id is bad or disagrees
+// with its name, `*why` says which was used.
+std::optional<int64_t> RankFromProfilerInfo(const fs::path& file, std::string* why) {
+  constexpr int64_t kMaxRank = int64_t{1} << 20;
+  const std::string n = file.filename().string();
+  const auto whole = [](std::string_view text) -> std::optional<int64_t> {
+    int64_t v = 0;
+    const auto [at, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || at != text.data() + text.size()) return std::nullopt;
+    return v;
+  };
+  const std::string_view stem = std::string_view(n).substr(0, n.size() - 5);  // less ".json"
+  std::optional<int64_t> named;
+  if (stem.starts_with("profiler_info_")) named = whole(stem.substr(14));
+  if (named && (*named < 0 || *named >= kMaxRank)) named.reset();
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(file, ec);
+  std::string problem;
+  std::optional<int64_t> said;
+  bool single = false;  // rank_id -1: not distributed
+  bool quiet = true;    // no problem, or one older torch_npu's files have
+  if (ec) {
+    problem = n + ": cannot read its size: " + ec.message();
+  } else if (size > (uintmax_t{1} << 20)) {
+    problem = n + " is over 1 MiB";
+  } else if (StatusOr<std::string> text = ReadFile(file.string()); !text.ok()) {
+    problem = text.status().message();
+  } else if (text->find_first_not_of(" \t\r\n") == std::string::npos) {
+    problem = n + " is empty";
+  } else {
+    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      problem = n + " is not valid JSON";
+      quiet = false;
+    } else if (!j.is_object()) {
+      problem = n + " is not a JSON object";
+      quiet = false;
+    } else if (!j.contains("rank_id")) {
+      problem = n + " has no rank_id";
+    } else {
+      const nlohmann::json& id = j["rank_id"];
+      said = id.is_number_integer() ? std::optional<int64_t>(id.get<int64_t>())
+             : id.is_string()       ? whole(id.get<std::string>())
+                                    : std::nullopt;
+      single = said == -1;
+      if (!said) {
+        problem = n + "'s rank_id is " + JsonExcerpt(id) + ", not an integer";
+      } else if (!single && (*said < 0 || *said >= kMaxRank)) {
+        problem = n + "'s rank_id " + std::to_string(*said) + " is out of range";
+      }
+      quiet = problem.empty();
+      if (!problem.empty() || single) said.reset();
+    }
+  }
+  if (said) {
+    if (named && *named != *said) *why = n + "'s rank_id is " + std::to_string(*said) + ": that is the rank read";
+    return said;
+  }
+  if (named) {
+    // An empty file or one without a rank_id is what older torch_npu wrote: nothing to say.
+    if (!quiet) *why = problem + ": the rank is read from its name";
+    return named;
+  }
+  if (!single && stem.starts_with("profiler_info_")) *why = std::move(problem);
+  return std::nullopt;
+}
+
+std::string Joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
+}  // namespace
+
 void AttachAscendOutputs(Trace& t, const std::string& trace_path) {
   const fs::path path(trace_path);
   const std::string file = path.filename().string();
@@ -146,43 +229,20 @@ void AttachAscendOutputs(Trace& t, const std::string& trace_path) {
     if (!s.ok()) t.import_notes.push_back("kernel_details.csv not joined: " + s.message());
   }
   if (t.rank >= 0) return;
-  // ../profiler_info_N.json (torch_npu names it for the rank; "rank_id" inside, -1 for a
-  // run that was not distributed). A file that says nothing usable is named in a note when
-  // no other file gives the rank.
+  // ../profiler_info_N.json: see RankFromProfilerInfo. A file that says nothing usable is
+  // named in a note when no other file gives the rank.
   std::set<int64_t> ranks;
-  std::vector<std::string> unusable;
+  std::vector<std::string> unusable, disagree;
   for (fs::directory_iterator it(path.parent_path().parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
     const std::string n = it->path().filename().string();
     if (!n.starts_with("profiler_info") || !n.ends_with(".json") || !it->is_regular_file(ec)) continue;
-    if (it->file_size(ec) > (uintmax_t{1} << 20)) {
-      unusable.push_back(n + " is over 1 MiB");
-      continue;
-    }
-    StatusOr<std::string> text = ReadFile(it->path().string());
-    if (!text.ok()) {
-      unusable.push_back(text.status().message());
-      continue;
-    }
-    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) {
-      unusable.push_back(n + " is not valid JSON");
-    } else if (!j.is_object()) {
-      unusable.push_back(n + " is not a JSON object");
-    } else if (!j.contains("rank_id")) {
-      unusable.push_back(n + " has no rank_id");
-    } else if (!j["rank_id"].is_number_integer()) {
-      unusable.push_back(n + "'s rank_id is " + JsonExcerpt(j["rank_id"]) + ", not a whole number");
-    } else if (const int64_t r = j["rank_id"].get<int64_t>(); r >= 0 && r < (int64_t{1} << 20)) {
-      ranks.insert(r);
-    } else if (r != -1) {
-      unusable.push_back(n + "'s rank_id " + std::to_string(r) + " is out of range");
-    }
+    std::string why;
+    const std::optional<int64_t> r = RankFromProfilerInfo(it->path(), &why);
+    if (r) ranks.insert(*r);
+    if (!why.empty()) (r ? disagree : unusable).push_back(std::move(why));
   }
-  if (ranks.empty() && !unusable.empty()) {
-    std::string note = "the rank is left unknown: ";
-    for (size_t i = 0; i < unusable.size(); ++i) note += (i > 0 ? "; " : "") + unusable[i];
-    t.import_notes.push_back(std::move(note));
-  }
+  if (ranks.empty() && !unusable.empty()) t.import_notes.push_back("the rank is left unknown: " + Joined(unusable));
+  if (!disagree.empty()) t.import_notes.push_back(Joined(disagree));
   if (ranks.size() == 1) {
     t.rank = static_cast<int32_t>(*ranks.begin());
   } else if (ranks.size() > 1) {

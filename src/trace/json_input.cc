@@ -143,16 +143,20 @@ bool PlausibleIsize(size_t isize, size_t file_size) {
 // them ("trailing garbage ignored"). `pending` holds what was read already; the rest of `f`
 // is read to its end.
 std::string IgnoredTail(FILE* f, const unsigned char* pending, size_t pending_bytes) {
+  const auto zero = [](unsigned char c) { return c == 0; };
   size_t total = pending_bytes;
-  bool zeros = std::all_of(pending, pending + pending_bytes, [](unsigned char c) { return c == 0; });
+  bool zeros = std::all_of(pending, pending + pending_bytes, zero);
   std::vector<unsigned char> rest(size_t{1} << 16);
   for (size_t n; f != nullptr && (n = std::fread(rest.data(), 1, rest.size(), f)) > 0;) {
     total += n;
-    zeros = zeros && std::all_of(rest.begin(), rest.begin() + static_cast<ptrdiff_t>(n), [](unsigned char c) { return c == 0; });
+    zeros = zeros && std::all_of(rest.data(), rest.data() + n, zero);
   }
-  if (total == 0 || zeros) return "";
-  return std::to_string(total) + " bytes after its gzip data were ignored: they are not a gzip member (gzip, too, "
-         "ignores them and warns)";
+  const std::string failed =
+      f != nullptr && std::ferror(f) ? std::string(" (reading them failed: ") + std::strerror(errno) + ")" : "";
+  if (failed.empty() && (total == 0 || zeros)) return "";
+  return "ignored " + std::to_string(total) +
+         (total == 1 ? " byte after its gzip data that is" : " bytes after its gzip data that are") +
+         " not a gzip member (gzip, too, ignores such bytes, with a warning)" + failed;
 }
 
 // zlib, streaming, from byte `offset` of the file (a gzip member's start) to the end,

@@ -65,7 +65,7 @@ class PaddedBuffer {
 // output passes the limit. Gzip is decompressed once, into a buffer sized by its trailer
 // (mod 2^32, so only a hint) and grown while zlib streams when that was short. Bytes after
 // the last gzip member that are neither another member nor zero padding are ignored, as
-// gzip ignores them, and said in `*ignored` (left as it is otherwise).
+// gzip ignores them, and said in `*ignored` (set for gzip: "" when nothing was ignored).
 StatusOr<PaddedBuffer> ReadJsonInput(const std::string& path, std::string* ignored = nullptr);
 
 // Whether `status` is ReadJsonInput's refusal of JSON past 4 GiB (the streaming importer

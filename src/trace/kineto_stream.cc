@@ -512,7 +512,8 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
   // memory past the budget, or the file fills, the trace says so.
   std::string spill_note;
   std::shared_ptr<SpillFile> spill;
-  const bool over_budget = MemoryBudget() > 0 && StreamedTraceBytes(input_bytes, false) > MemoryBudget();
+  const int64_t budget = MemoryBudget();  // once: the default (half of what is available) falls as this reads
+  const bool over_budget = budget > 0 && StreamedTraceBytes(input_bytes, false) > budget;
   const std::string dir = SpillDirectory();
   if (SpillsStrings()) {
     StatusOr<std::shared_ptr<SpillFile>> file = SpillFile::Create(dir);
@@ -542,12 +543,13 @@ StatusOr<Trace> Stream(const std::string& path, size_t window_bytes, int threads
   trace.strings.ReleaseSpilled();
   if (spill != nullptr && !spill->error().empty()) spill_note = "some of its args kept in memory: " + spill->error();
   // A budget that not even a streamed read fits (--memory-budget 1) is not met silently.
-  const int64_t budget = MemoryBudget();
   const bool spilled = spill != nullptr && spill->error().empty();
-  if (const int64_t need = StreamedTraceBytes(input_bytes, spilled); spill_note.empty() && budget > 0 && need > budget) {
+  const int64_t need = StreamedTraceBytes(input_bytes, spilled);
+  if (spill_note.empty() && budget > 0 && need > budget) {
     spill_note = "read past the memory budget of " + FormatBytes(static_cast<double>(budget)) +
-                 ": streamed, the least any read of it takes, it needs about " + FormatBytes(static_cast<double>(need)) +
-                 (spilled ? " with its args spilled to disk" : "");
+                 " (--memory-budget; by default half of what is available): streamed, the least any read of it "
+                 "takes, it needs about " +
+                 FormatBytes(static_cast<double>(need)) + (spilled ? " with its args spilled to disk" : "");
   }
   if (!spill_note.empty()) trace.import_notes.push_back(std::move(spill_note));
   if (!in->ignored().empty()) trace.import_notes.push_back(in->ignored());
@@ -581,8 +583,9 @@ int64_t MemoryBudget() {
 
 int64_t StreamedTraceBytes(int64_t json_bytes, bool spilled) {
   const double per_byte = spilled ? kSpilledTraceBytesPerJsonByte : kStreamedTraceBytesPerJsonByte;
-  return static_cast<int64_t>(per_byte * static_cast<double>(std::max<int64_t>(0, json_bytes))) +
-         static_cast<int64_t>(kStreamWindowBytes);
+  const int64_t json = std::max<int64_t>(0, json_bytes);
+  return static_cast<int64_t>(per_byte * static_cast<double>(json)) +
+         std::min(json, static_cast<int64_t>(kStreamWindowBytes));  // a window fills no further than the file
 }
 
 bool SpillsStrings() {

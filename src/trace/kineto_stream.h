@@ -50,7 +50,8 @@ bool ShouldStream(const std::string& path);
 
 // What a streamed trace keeps resident per byte of its JSON (its events, names, index and
 // reports, and its args unless they are spilled; bench/job/big_job_bench.sh: 5 GB and
-// 1 GB ranks of a DDP trace), and that in bytes with the window.
+// 1 GB ranks of a DDP trace), and that in bytes with the window (which fills no further
+// than the JSON).
 inline constexpr double kStreamedTraceBytesPerJsonByte = 0.95;
 inline constexpr double kSpilledTraceBytesPerJsonByte = 0.62;
 int64_t StreamedTraceBytes(int64_t json_bytes, bool spilled);

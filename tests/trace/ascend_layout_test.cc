@@ -12,8 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "test_util.h"
 #include "trace/args.h"
@@ -170,39 +168,49 @@ TEST(AscendDetails, KernelDetailsRowsAddTheirColumnsAndGridToTheNearestKernelOfT
   EXPECT_NE(bad.message().find("k.csv: not torch_npu's kernel_details.csv"), std::string::npos) << bad.message();
 }
 
-// The rank from ../profiler_info_N.json: a whole rank_id is the rank, -1 (a run that was not
-// distributed) leaves it unknown without a word, and a file that says nothing usable is
-// named in a note.
+// The rank from ../profiler_info*.json: its rank_id (a whole number or a string of one),
+// else the N of profiler_info_N.json (older torch_npu left it empty); -1 (a run that was
+// not distributed) or a single device's profiler_info.json leaves it unknown without a
+// word; a file that says nothing usable, or contradicts its name, is named in a note.
 TEST(AscendDetails, ProfilerInfoGivesTheRankOrANoteNamingWhatWasWrong) {
-  const auto rank_from = [](const std::string& info, std::vector<std::string>* notes) {
+  struct Case {
+    const char* file;
+    const char* info;
+    int rank;
+    const char* note;
+  };
+  const Case cases[] = {
+      {"profiler_info_3.json", R"({"rank_id": 3})", 3, ""},
+      {"profiler_info_3.json", R"({"rank_id": "3"})", 3, ""},
+      {"profiler_info_3.json", "", 3, ""},
+      {"profiler_info_3.json", R"({"config": {}})", 3, ""},
+      {"profiler_info.json", R"({"rank_id": -1})", -1, ""},
+      {"profiler_info.json", R"({"config": {}})", -1, ""},
+      {"profiler_info_3.json", R"({"rank_id": 2})", 2, "profiler_info_3.json's rank_id is 2: that is the rank read"},
+      {"profiler_info_3.json", R"({"rank_id": [3]})", 3,
+       "profiler_info_3.json's rank_id is [3], not an integer: the rank is read from its name"},
+      {"profiler_info_3.json", R"({"rank_id": 3)", 3,
+       "profiler_info_3.json is not valid JSON: the rank is read from its name"},
+      {"profiler_info_x.json", R"({"rank_id": "x"})", -1,
+       "the rank is left unknown: profiler_info_x.json's rank_id is \"x\", not an integer"},
+      {"profiler_info_x.json", R"({"rank_id": 2.5})", -1,
+       "the rank is left unknown: profiler_info_x.json's rank_id is 2.5, not an integer"},
+      {"profiler_info_x.json", R"({"rank_id": 99999999})", -1,
+       "the rank is left unknown: profiler_info_x.json's rank_id 99999999 is out of range"},
+      {"profiler_info_x.json", R"([3])", -1, "the rank is left unknown: profiler_info_x.json is not a JSON object"},
+      {"profiler_info_x.json", "", -1, "the rank is left unknown: profiler_info_x.json is empty"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.file) + ": " + c.info);
     testing::TempDir dir;
     std::filesystem::create_directories(dir.file("rank_ascend_pt/ASCEND_PROFILER_OUTPUT"));
-    if (!info.empty()) std::ofstream(dir.file("rank_ascend_pt/profiler_info_3.json")) << info;
+    std::ofstream(dir.file(std::string("rank_ascend_pt/") + c.file)) << c.info;
     auto r = ImportKinetoJson(kAscend, "trace_view.json");
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    if (!r.ok()) return -2;
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
     ascend::AttachAscendOutputs(*r, dir.file("rank_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json"));
-    *notes = r->import_notes;
-    return static_cast<int>(r->rank);
-  };
-  std::vector<std::string> notes;
-  EXPECT_EQ(rank_from(R"({"rank_id": 3})", &notes), 3);
-  EXPECT_TRUE(notes.empty());
-  EXPECT_EQ(rank_from(R"({"rank_id": -1})", &notes), -1);
-  EXPECT_TRUE(notes.empty());
-  EXPECT_EQ(rank_from("", &notes), -1);
-  EXPECT_TRUE(notes.empty());
-  const std::pair<const char*, const char*> bad[] = {
-      {R"({"rank_id": "3"})", "profiler_info_3.json's rank_id is \"3\", not a whole number"},
-      {R"({"rank_id": 2.5})", "profiler_info_3.json's rank_id is 2.5, not a whole number"},
-      {R"({"rank_id": 99999999})", "profiler_info_3.json's rank_id 99999999 is out of range"},
-      {R"({"config": {}})", "profiler_info_3.json has no rank_id"},
-      {R"([3])", "profiler_info_3.json is not a JSON object"},
-      {R"({"rank_id": 3)", "profiler_info_3.json is not valid JSON"}};
-  for (const auto& [info, why] : bad) {
-    EXPECT_EQ(rank_from(info, &notes), -1) << info;
-    ASSERT_EQ(notes.size(), 1u) << info;
-    EXPECT_EQ(notes[0], std::string("the rank is left unknown: ") + why);
+    EXPECT_EQ(r->rank, c.rank);
+    ASSERT_EQ(r->import_notes.size(), std::string(c.note).empty() ? 0u : 1u);
+    if (!r->import_notes.empty()) EXPECT_EQ(r->import_notes[0], c.note);
   }
 }
 

@@ -78,8 +78,8 @@ TEST(ExecutionTrace, BytesAfterItsGzipDataAreSaidInTheJoinsNote) {
   ASSERT_TRUE(JoinExecutionTrace(*t, *et).ok());
   EXPECT_EQ(t->execution_trace.joined, 3);
   EXPECT_EQ(t->execution_trace.note,
-            path + ": 8 bytes after its gzip data were ignored: they are not a gzip member (gzip, too, ignores them "
-                   "and warns)");
+            path + ": ignored 8 bytes after its gzip data that are not a gzip member (gzip, too, ignores such bytes, "
+                   "with a warning)");
 }
 
 // PyTorch 2.3 on (Chakra schema 1.1): the record id among the attrs, shapes and types

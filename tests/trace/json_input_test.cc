@@ -99,7 +99,8 @@ TEST(JsonInput, GzipLargerThanItsTrailerSaysIsReadWhole) {
 // Bytes after the last member: zeros (padding) pass without a word, as gzip and Python's
 // gzip pass them; anything else is ignored, as gzip ignores it, and said: read whole (by
 // libdeflate when what ends the file still reads as a plausible trailer, else by zlib) and
-// streamed, with the same events.
+// streamed, with the same events; after one member or two, and past the 256 KiB the
+// readers take at a time.
 TEST(JsonInput, BytesAfterTheLastGzipMemberAreIgnoredAndSaidUnlessZeros) {
   TempDir dir;
   const int n = 500;
@@ -108,33 +109,43 @@ TEST(JsonInput, BytesAfterTheLastGzipMemberAreIgnoredAndSaidUnlessZeros) {
   json += "\n]}\n";
   const std::string path = dir.file("t.json.gz");
   AppendGzipMember(path, json);
-  const std::string gz = ReadBytes(path);
-  const std::string trailer = gz.substr(gz.size() - 4);  // a plausible size: libdeflate reads it
+  const std::string one = ReadBytes(path);
+  WriteBytes(path, "");
+  AppendGzipMember(path, json.substr(0, json.size() / 2));
+  AppendGzipMember(path, json.substr(json.size() / 2));
+  const std::string two = ReadBytes(path);
+  const std::string trailer = one.substr(one.size() - 4);  // a plausible size: libdeflate reads it
+  const std::string big = std::string(size_t{300} << 10, '\0') + "x";
   const struct {
     std::string tail, note;
   } cases[] = {
       {"", ""},
       {std::string(4096, '\0'), ""},
-      {"garbage\n", "8 bytes after its gzip data were ignored: they are not a gzip member"},
-      {"junk" + trailer, "8 bytes after its gzip data were ignored: they are not a gzip member"},
-      {std::string(3, '\0') + "\x1f", "4 bytes after its gzip data were ignored: they are not a gzip member"},
+      {std::string(size_t{300} << 10, '\0'), ""},
+      {"x", "ignored 1 byte after its gzip data that is not a gzip member"},
+      {"garbage\n", "ignored 8 bytes after its gzip data that are not a gzip member"},
+      {"junk" + trailer, "ignored 8 bytes after its gzip data that are not a gzip member"},
+      {std::string(3, '\0') + "\x1f", "ignored 4 bytes after its gzip data that are not a gzip member"},
+      {big, "ignored " + std::to_string(big.size()) + " bytes after its gzip data that are not a gzip member"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(std::to_string(c.tail.size()) + " bytes after");
-    WriteBytes(path, gz + c.tail);
-    std::string ignored;
-    auto buf = ReadJsonInput(path, &ignored);
-    ASSERT_TRUE(buf.ok()) << buf.status().ToString();
-    EXPECT_EQ(std::string(buf->data(), buf->size()), json);
-    EXPECT_EQ(ignored.substr(0, c.note.size()), c.note);
-    EXPECT_EQ(ignored.empty(), c.note.empty()) << ignored;
-    auto whole = ImportKinetoTrace(path);
-    auto streamed = ImportKinetoStream(path, 4096, 2);
-    for (const auto* t : {&whole, &streamed}) {
-      ASSERT_TRUE(t->ok()) << t->status().ToString();
-      EXPECT_EQ(static_cast<int>((*t)->events.size()), n);
-      ASSERT_EQ((*t)->import_notes.size(), c.note.empty() ? 0u : 1u);
-      if (!c.note.empty()) EXPECT_EQ((*t)->import_notes[0], ignored);
+  for (const std::string& gz : {one, two}) {
+    for (const auto& c : cases) {
+      SCOPED_TRACE(std::to_string(c.tail.size()) + " bytes after " + (gz == one ? "one member" : "two"));
+      WriteBytes(path, gz + c.tail);
+      std::string ignored = "unset";
+      auto buf = ReadJsonInput(path, &ignored);
+      ASSERT_TRUE(buf.ok()) << buf.status().ToString();
+      EXPECT_EQ(std::string(buf->data(), buf->size()), json);
+      EXPECT_EQ(ignored.substr(0, c.note.size()), c.note);
+      EXPECT_EQ(ignored.empty(), c.note.empty()) << ignored;
+      auto whole = ImportKinetoTrace(path);
+      auto streamed = ImportKinetoStream(path, 4096, 2);
+      for (const auto* t : {&whole, &streamed}) {
+        ASSERT_TRUE(t->ok()) << t->status().ToString();
+        EXPECT_EQ(static_cast<int>((*t)->events.size()), n);
+        ASSERT_EQ((*t)->import_notes.size(), c.note.empty() ? 0u : 1u);
+        if (!c.note.empty()) EXPECT_EQ((*t)->import_notes[0], ignored);
+      }
     }
   }
 }
