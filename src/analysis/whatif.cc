@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "analysis/critical_path_graph.h"
@@ -50,7 +51,53 @@ struct WindowFacts {
   std::vector<bool> waited;       // by node: a host node a recorded sync ends
   std::vector<PathCause> causes;  // by edge
   double launch_delay = 0, device_gap = 0;
+  // A blocking call with no recorded sync (PyTorch records them only with
+  // enable_cuda_sync_events), by its end node -> the end node of the device event it is
+  // taken to have waited for: of those launched before it, the last to end while it ran.
+  std::unordered_map<uint32_t, uint32_t> awaited;
 };
+
+// Whether edge `e` is a blocking call's own span, ending at its end node, with no recorded
+// sync to end it.
+bool UnsyncedBlockingSpan(const TraceIndex& x, const PathGraph& g, const std::vector<bool>& waited,
+                          const PathGraph::Edge& e) {
+  return e.type == PathEdgeType::kSpan && e.event >= 0 && x.E(static_cast<size_t>(e.event)).kind == EventKind::kRuntime &&
+         !waited[e.to] && g.node_event[e.to] == static_cast<size_t>(e.event) && !g.node_is_start[e.to] &&
+         IsBlockingCall(x.Name(static_cast<size_t>(e.event)));
+}
+
+// FactsOf's `awaited`: each unsynced blocking call's device event, where one ended while
+// the call ran (else the call waited for nothing the trace shows, and keeps its time).
+void InferWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
+  struct Device {
+    int64_t end_ts, launched_ts;
+    uint32_t end;
+  };
+  std::vector<Device> device;  // by end time
+  for (const PathGraph::Edge& e : g.edges) {
+    if (e.type != PathEdgeType::kSpan || e.event < 0 || !g.node_is_start[e.from] ||
+        !IsDeviceWork(x.E(static_cast<size_t>(e.event)).kind)) {
+      continue;
+    }
+    const auto call = g.launch_call.find(e.from);
+    if (call != g.launch_call.end()) device.push_back({g.node_ts[e.to], g.node_ts[call->second], e.to});
+  }
+  std::sort(device.begin(), device.end(), [](const Device& a, const Device& b) { return a.end_ts < b.end_ts; });
+  constexpr int kMaxLook = 4096;  // device events ended during the call but launched after it
+  for (const PathGraph::Edge& e : g.edges) {
+    if (!UnsyncedBlockingSpan(x, g, f.waited, e)) continue;
+    const int64_t start = x.E(static_cast<size_t>(e.event)).ts_ns, end = g.node_ts[e.to];
+    auto it = std::upper_bound(device.begin(), device.end(), end, [](int64_t t, const Device& d) { return t < d.end_ts; });
+    for (int looked = 0; it != device.begin() && looked < kMaxLook; ++looked) {
+      --it;
+      if (it->end_ts < start) break;
+      if (it->launched_ts <= start) {
+        f.awaited[e.to] = it->end;
+        break;
+      }
+    }
+  }
+}
 
 WindowFacts FactsOf(const TraceIndex& x, const PathGraph& g) {
   WindowFacts f;
@@ -74,6 +121,7 @@ WindowFacts FactsOf(const TraceIndex& x, const PathGraph& g) {
   }
   f.launch_delay = static_cast<double>(Median(delays));
   f.device_gap = static_cast<double>(Median(queued_gaps));
+  InferWaits(x, g, f);
   return f;
 }
 
@@ -97,12 +145,21 @@ std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const W
         if (e.event >= 0 && IsDeviceWork(ev.kind)) {
           w = static_cast<double>(e.weight) * factor[static_cast<size_t>(e.event)];
           if (l.comm_overlap && cause == PathCause::kGpuCommunication) w = 0;
-        } else if (e.event >= 0 && ev.kind == EventKind::kRuntime && !waited[e.to] &&
-                   g.node_event[e.to] == static_cast<size_t>(e.event) && !g.node_is_start[e.to] &&
-                   IsBlockingCall(x.Name(static_cast<size_t>(e.event)))) {
-          // A blocking call with no recorded sync (PyTorch records them only with
-          // enable_cuda_sync_events): its wait as measured, unless the host no longer waits.
-          w = l.sync_off ? 0 : w0 * l.per_launch;
+        } else if (UnsyncedBlockingSpan(x, g, waited, e)) {
+          // A blocking call with no recorded sync: as a recorded one, when the device event
+          // it waited for is known (its return after that event's end: the edge below);
+          // else its wait as measured. Nothing when the host no longer waits.
+          const auto d = facts.awaited.find(e.to);
+          if (l.sync_off) {
+            w = 0;
+          } else if (d == facts.awaited.end()) {
+            w = w0 * l.per_launch;
+          } else {
+            const int64_t call_start = x.E(static_cast<size_t>(e.event)).ts_ns;
+            const double tail = static_cast<double>(
+                std::max<int64_t>(0, g.node_ts[e.to] - std::max(g.node_ts[d->second], call_start)));
+            out.push_back({d->second, e.to, tail * l.per_launch, PathCause::kCpu, -1});
+          }
         } else {
           w = static_cast<double>(e.weight) * l.cpu * l.per_launch;
           if (l.launch_ns && e.event >= 0 && launch_calls.count(static_cast<size_t>(e.event)) != 0) {
@@ -181,6 +238,7 @@ void ChangeNotes::Merge(const ChangeNotes& o) {
   no_grid += o.no_grid;
   no_dtype += o.no_dtype;
   no_spec = no_spec || o.no_spec;
+  inferred_waits += o.inferred_waits;
   std::vector<std::string> both;
   for (const std::string& u : unmatched) {
     if (std::find(o.unmatched.begin(), o.unmatched.end(), u) != o.unmatched.end()) both.push_back(u);
@@ -201,6 +259,11 @@ std::vector<std::string> ChangeNoteLines(const ChangeNotes& n, const std::vector
   if (n.no_dtype > 0) {
     notes.push_back(std::to_string(n.no_dtype) + " kernel(s) have no dtype in their name or no recorded "
                     "work: precision leaves their time as it was");
+  }
+  if (n.inferred_waits > 0) {
+    notes.push_back(std::to_string(n.inferred_waits) + " blocking call(s) with no recorded sync (traced without "
+                    "enable_cuda_sync_events) are taken to wait for the device event that ended last while they ran, "
+                    "launched before them");
   }
   for (const WhatIfChange& c : changes) {
     if (c.kind == WhatIfChange::Kind::kBatch && n.no_spec) {
@@ -239,6 +302,7 @@ Status ForEachWhatIfStep(const TraceIndex& x, const RankCollectives* collectives
   for (const WorkUnit& w : PathWindows(x)) {
     const PathGraph g = BuildPathGraph(x, context, w.begin_ns, w.end_ns);
     const WindowFacts facts = FactsOf(x, g);
+    for (ChangeNotes& n : *notes) n.inferred_waits += static_cast<int64_t>(facts.awaited.size());
     RankStepGraph s = StepGraphOf(w, ordinal++, g);
     s.sets.push_back(SimEdges(x, g, facts, unchanged, Levers{}, launch_calls));
     s.release_scale.push_back(1.0);

@@ -76,6 +76,7 @@ struct ChangeNotes {
   int64_t no_dtype = 0;  // kernels whose dtype or work is unknown: precision leaves them
   std::vector<std::string> unmatched;  // kernel selectors that matched no kernel
   bool no_spec = false;  // no peaks for the device
+  int64_t inferred_waits = 0;  // blocking calls without a recorded sync, taken to wait for a device event
   // Another trace's (a window or rank of one job): counts added, a selector unmatched only
   // where it matched nothing in either.
   void Merge(const ChangeNotes& other);

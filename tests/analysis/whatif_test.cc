@@ -223,9 +223,10 @@ TEST(WhatIf, TheEngineOpsWaitForTheirKernels) {
   EXPECT_EQ(r->steps[0].predicted_ns, 130 - 34);
 }
 
-TEST(WhatIf, ABlockingCallWithNoRecordedSyncKeepsItsWaitUntilSyncsAreOff) {
-  // PyTorch's default: no sync events. The host blocks in cudaStreamSynchronize 20..1020 with
-  // nothing to tie it to the kernel (100..1000); the replay keeps the call's 1000.
+TEST(WhatIf, ABlockingCallWithNoRecordedSyncWaitsForTheKernelThatEndedWhileItRan) {
+  // PyTorch's default: no sync events. The host blocks in cudaStreamSynchronize 20..1020; the
+  // kernel launched before it (100..1000) is the last to end while it ran: the call returns
+  // 20 after it, however fast the kernel gets.
   Builder b;
   b.Unit("ProfilerStep#1", 0, 1100);
   b.Op("aten::mm", 0, 20, 1);
@@ -236,7 +237,26 @@ TEST(WhatIf, ABlockingCallWithNoRecordedSyncKeepsItsWaitUntilSyncsAreOff) {
   EXPECT_EQ(s.replay_ns, 1080);
   // Without the wait the host runs on (add at 20 + 10); the kernel ends at 1000.
   EXPECT_EQ(s.predicted_ns, 1000);
-  EXPECT_EQ(OnlyStep(b.trace(), {"cpu=0.5"}).predicted_ns, 10 + 1000 + 10 + 25);  // the wait is not host work
+  // A faster kernel: the call returns at 550 + 20, add runs 580..630 (it read 1080, the wait
+  // as measured, before the wait was tied to the kernel).
+  EXPECT_EQ(OnlyStep(b.trace(), {"gemm=0.5"}).predicted_ns, 630);
+  // Faster host code: the launch at 2.5, the kernel 97.5..997.5 (its launch delay kept),
+  // the call's return after it not host work: 1017.5, then the gap 10 and add's 25.
+  EXPECT_EQ(OnlyStep(b.trace(), {"cpu=0.5"}).predicted_ns, 1053);
+  const StatusOr<WhatIfResult> r = RunWhatIf(b.trace(), {"gemm=0.5"}, std::nullopt);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(std::any_of(r->notes.begin(), r->notes.end(), [](const std::string& n) {
+    return n.starts_with("1 blocking call(s) with no recorded sync");
+  }));
+  // A blocking call while the device is idle waited for nothing the trace shows: its time
+  // as measured, and no note.
+  Builder idle;
+  idle.Unit("ProfilerStep#1", 0, 1100);
+  idle.Op("aten::mm", 0, 20, 1);
+  idle.Launch("cudaLaunchKernel", "gemm_kernel", 5, 5, 100, 100, 1);
+  idle.Api("cudaStreamSynchronize", 300, 500);
+  idle.Op("aten::add", 810, 50, 2);
+  EXPECT_EQ(OnlyStep(idle.trace(), {"gemm=0.5"}).predicted_ns, 860);
 }
 
 TEST(WhatIf, BatchAndUnitsTogetherRunTheMergedBlocksOnTheNewUnits) {
