@@ -130,9 +130,14 @@ class Trace:
             raise KeyError(f"no table {name!r} (tables: {', '.join(sorted(self._tables))})")
         return self._tables[name]
 
-    def export_sqlite(self, out: PathLike) -> str:
-        """Writes the trace as an nsys SQLite export (`tierscope export TRACE OUT.sqlite`)."""
-        return self._native.export_sqlite(os.fspath(out))
+    def export_sqlite(self, out: PathLike, force: bool = False) -> str:
+        """Writes the trace as an nsys SQLite export (`tierscope export TRACE OUT.sqlite`).
+        An existing OUT is kept (FileExistsError) unless `force`, as the command keeps it;
+        the trace itself, or a file that is not a regular one, is never replaced."""
+        out = os.fspath(out)
+        if os.path.lexists(out) and not force:
+            raise FileExistsError(f"{out}: exists (pass force=True, or --force, to replace it)")
+        return self._native.export_sqlite(out)
 
     kernels = property(lambda self: self.table("kernels"))
     ops = property(lambda self: self.table("ops"))

@@ -18,12 +18,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     try:
         if a.format == "sqlite":
-            import os
             from . import read_trace
-            if os.path.exists(a.out) and not a.force:
-                print(f"tierscope: error: {a.out}: exists (pass --force to replace)", file=sys.stderr)
-                return 2
-            print("export: " + a.out + ": " + read_trace(a.input).export_sqlite(a.out))
+            print("export: " + a.out + ": " + read_trace(a.input).export_sqlite(a.out, force=a.force))
             return 0
         from .export import export_parquet
         rows = export_parquet(a.input, a.out, force=a.force)

@@ -29,6 +29,13 @@ struct AnalyzeFlags {
   int threads = 0;
 };
 
+// Every file the command reads, which its --html must not replace.
+std::vector<std::string> InputsOf(const AnalyzeFlags& f) {
+  std::vector<std::string> in = f.inputs;
+  in.insert(in.end(), {f.base_path, f.new_path, f.trace_path, f.device_spec});
+  return in;
+}
+
 bool IsDirectory(const std::string& path) {
   std::error_code ec;
   return std::filesystem::is_directory(path, ec);
@@ -62,7 +69,7 @@ int RunJob(const std::vector<std::string>& inputs, const AnalysisOptions& o, con
   render.timings = flags.timings;
   if (!flags.html.empty()) {
     render.format = OutputFormat::kJson;
-    return WriteAnalysisPage(flags.html, RenderJob(*job, render));
+    return WriteAnalysisPage(flags.html, RenderJob(*job, render), InputsOf(flags));
   }
   std::cout << RenderJob(*job, render);
   return 0;
@@ -112,7 +119,9 @@ int Run(const AnalyzeFlags& flags, Which which) {
     if (!base.ok()) return Fail(base.status());
     auto next = AnalyzeJob({flags.new_path}, o, flags.threads, Progress());
     if (!next.ok()) return Fail(next.status());
-    if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderJobDiff(*base, *next, OutputFormat::kJson));
+    if (!flags.html.empty()) {
+      return WriteAnalysisPage(flags.html, RenderJobDiff(*base, *next, OutputFormat::kJson), InputsOf(flags));
+    }
     std::cout << RenderJobDiff(*base, *next, f);
     return 0;
   }
@@ -150,7 +159,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
     NoteSkipped(*base);  // a count that changed because entries were skipped is no change
     NoteSkipped(*next);
     if (!flags.html.empty()) {
-      return WriteAnalysisPage(flags.html, DiffTraceReport(*base, *next, o, OutputFormat::kJson));
+      return WriteAnalysisPage(flags.html, DiffTraceReport(*base, *next, o, OutputFormat::kJson), InputsOf(flags));
     }
     std::cout << DiffTraceReport(*base, *next, o, f);
     return 0;
@@ -171,6 +180,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
     if (Status s = CheckStep(*trace, o); !s.ok()) return Fail(s);
     if (!flags.overlay.empty()) {
       if (Status s = CanOverlay(*trace); !s.ok()) return Fail(s);
+      if (Status s = RefuseInputAsOutput(flags.overlay, InputsOf(flags)); !s.ok()) return Fail(s.WithContext("--overlay"));
     }
     if (!flags.html.empty() || !flags.overlay.empty()) {
       // One analysis for the page, the overlay and (without a page) the report.
@@ -179,7 +189,9 @@ int Run(const AnalyzeFlags& flags, Which which) {
         if (Status s = WriteOverlay(trace_path, a.index, a.findings, o.step, flags.overlay); !s.ok()) return Fail(s);
         std::fprintf(stderr, "overlay trace: %s (open it in Perfetto UI or chrome://tracing)\n", flags.overlay.c_str());
       }
-      if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderAnalysis(a, RenderOptions(OutputFormat::kJson)));
+      if (!flags.html.empty()) {
+        return WriteAnalysisPage(flags.html, RenderAnalysis(a, RenderOptions(OutputFormat::kJson)), InputsOf(flags));
+      }
       std::cout << RenderAnalysis(a, f);
       return std::cout.flush() ? 0 : Fail(DataLoss("the report could not be written to standard output"));
     }

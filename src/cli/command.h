@@ -42,7 +42,7 @@ int Fail(const Status& s);
 
 // Writes the analysis page of `json` (analyze's, diff's or whatif's JSON document;
 // analysis/analysis_html.h) to `path` and its size to stderr; the exit status.
-int WriteAnalysisPage(const std::string& path, const std::string& json);
+int WriteAnalysisPage(const std::string& path, const std::string& json, const std::vector<std::string>& inputs);
 
 // The command line as invoked (main records it; the lab writes it into summary.json).
 void SetCommandLine(int argc, char** argv);

@@ -35,7 +35,8 @@ void SetCommandLine(int argc, char** argv) {
 
 const std::string& CommandLine() { return CommandLineStorage(); }
 
-int WriteAnalysisPage(const std::string& path, const std::string& json) {
+int WriteAnalysisPage(const std::string& path, const std::string& json, const std::vector<std::string>& inputs) {
+  if (Status s = RefuseInputAsOutput(path, inputs); !s.ok()) return Fail(s.WithContext("--html"));
   const std::string page = RenderAnalysisPage(json);
   if (Status s = WriteFileAtomic(path, page); !s.ok()) return Fail(s.WithContext("--html"));
   std::fprintf(stderr, "analysis page: %s (%.2f MB)\n", path.c_str(), static_cast<double>(page.size()) / 1e6);

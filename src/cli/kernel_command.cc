@@ -33,6 +33,7 @@ int Run(KernelFlags& f) {
         "name the kernel with -k NAME (or -k regex:PATTERN); a run without -k lists the "
         "kernels only with --ncu-csv or --from-trace"));
   }
+  if (Status s = RefuseInputAsOutput(f.report_path, {f.kern.trace, f.kern.ncu_csv}); !s.ok()) return Fail(s);
   auto result = RunKernelCommand(f.kern);
   if (!result.ok()) return Fail(result.status());
   Status written = WriteFileAtomic(f.report_path, result->json.dump(2) + "\n");

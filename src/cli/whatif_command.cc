@@ -24,6 +24,13 @@ struct WhatIfFlags {
   int threads = 0;
 };
 
+// Every file the command reads, which its --html must not replace.
+std::vector<std::string> InputsOf(const WhatIfFlags& f) {
+  std::vector<std::string> in = f.traces;
+  in.push_back(f.device_spec);
+  return in;
+}
+
 // The peaks a trace's kernels are held to: those given, else tierscope's own CPU trace from
 // this machine against its cached calibration (`tierscope device` measures it; an analysis
 // never does), else none (the trace's device from the built-in table).
@@ -68,7 +75,7 @@ int RunJob(const WhatIfFlags& flags, const WhatIfOptions& o, const AnalysisOptio
                          std::to_string(job->stragglers.p2p_paired / 2) + " send/recv pair(s); " + job->stragglers.alignment);
   Table t = WhatIfTable(result, o);
   t.title += " (a job of " + std::to_string(job->ranks.size()) + " ranks)";
-  if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderTable(t, OutputFormat::kJson));
+  if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderTable(t, OutputFormat::kJson), InputsOf(flags));
   std::cout << RenderTable(t, f);
   return 0;
 }
@@ -103,7 +110,9 @@ int Run(const WhatIfFlags& flags) {
   const TraceAnalysis a = Analyze(*trace, ao);
   StatusOr<WhatIfResult> r = WhatIf(a.index, o);
   if (!r.ok()) return Fail(r.status());
-  if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderTable(WhatIfTable(*r, o), OutputFormat::kJson));
+  if (!flags.html.empty()) {
+    return WriteAnalysisPage(flags.html, RenderTable(WhatIfTable(*r, o), OutputFormat::kJson), InputsOf(flags));
+  }
   std::cout << RenderTable(WhatIfTable(*r, o), render);
   return 0;
 }

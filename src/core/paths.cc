@@ -7,8 +7,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 namespace tierscope {
 
@@ -54,7 +56,28 @@ StatusOr<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
+Status RefuseInputAsOutput(const std::string& out, const std::vector<std::string>& inputs) {
+  std::error_code ec;
+  if (out.empty() || !std::filesystem::exists(out, ec)) return OkStatus();
+  for (const std::string& in : inputs) {
+    if (!in.empty() && std::filesystem::equivalent(in, out, ec)) {
+      return InvalidArgument(out + ": is " + (in == out ? std::string("an input") : "the input " + in) +
+                             " of this command; write somewhere else");
+    }
+  }
+  return OkStatus();
+}
+
+Status CheckReplaceable(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return FailedPrecondition(path + (S_ISDIR(st.st_mode) ? ": is a directory" : ": exists and is not a regular file"));
+  }
+  return OkStatus();
+}
+
 Status WriteFileAtomic(const std::string& path, const std::string& contents) {
+  TS_RETURN_IF_ERROR(CheckReplaceable(path));
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   {
     errno = 0;

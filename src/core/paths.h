@@ -3,10 +3,20 @@
 #define TIERSCOPE_CORE_PATHS_H_
 
 #include <string>
+#include <vector>
 
 #include "tierscope/status.h"
 
 namespace tierscope {
+
+// FailedPrecondition when `path` exists and is not a regular file (a directory, a device,
+// a FIFO): what a write by rename would replace, or fail on with a temporary file's name.
+Status CheckReplaceable(const std::string& path);
+
+// InvalidArgument naming both when `out` is (the same file as) one of `inputs`: a command's
+// output never replaces what it read. Inputs that do not exist, and `out` when it does not,
+// pass.
+Status RefuseInputAsOutput(const std::string& out, const std::vector<std::string>& inputs);
 
 // $TIERSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/tierscope, else $HOME/.cache/tierscope.
 StatusOr<std::string> CacheDir();

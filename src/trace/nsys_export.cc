@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/paths.h"
 #include "trace/args.h"
 
 namespace tierscope {
@@ -497,6 +498,8 @@ class Writer {
 }  // namespace
 
 StatusOr<NsysExportStats> ExportNsysSqlite(const Trace& trace, const std::string& out) {
+  TS_RETURN_IF_ERROR(CheckReplaceable(out));
+  TS_RETURN_IF_ERROR(RefuseInputAsOutput(out, {trace.source}));
   const std::string tmp = out + ".tmp";
   std::error_code ec;
   std::filesystem::remove(tmp, ec);
