@@ -23,6 +23,7 @@
 #include "trace/ascend_details.h"
 #include "trace/kineto_import.h"
 #include "trace/ncu_import.h"
+#include "trace/units.h"
 #include "trace/nsys_import.h"
 #include "trace/rocpd_import.h"
 #include "trace/rocprof_csv.h"
@@ -119,6 +120,15 @@ StatusOr<Trace> LoadTrace(const std::string& path, const std::vector<std::string
     ascend::AttachAscendOutputs(t, path);  // torch_npu's kernel_details.csv and rank
   }
   return t;
+}
+
+Status CheckUnitFound(const Trace& t, const std::string& unit) {
+  std::string name;
+  if (unit.empty() || !FindWorkUnits(t, unit, &name).empty()) return OkStatus();
+  std::string found;
+  FindWorkUnits(t, "", &found);
+  return InvalidArgument("--unit '" + unit + "': no annotation of that name in " + t.source +
+                         (found.empty() ? " (it has no ProfilerStep#N either)" : " (its units: " + found + ")"));
 }
 
 bool IsNcuCsv(const std::string& path) {

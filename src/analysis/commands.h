@@ -27,6 +27,10 @@ namespace tierscope {
 // beside it; the first of the same run joins).
 StatusOr<Trace> LoadTrace(const std::string& path, const std::vector<std::string>& execution_traces = {});
 
+// InvalidArgument when `unit` (--unit) is given and no annotation of `t` has that name: the
+// analysis would otherwise fall back to the whole trace without a word.
+Status CheckUnitFound(const Trace& t, const std::string& unit);
+
 // "" when every entry of `t` was read; else "<source>: N of its M entries were malformed
 // and skipped (reasons)": what a command that is not `analyze` (whose import_stats shows
 // it) says beside its result, so a total is never read as the whole trace's.

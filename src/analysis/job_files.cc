@@ -264,6 +264,16 @@ StatusOr<JobFileList> FindJobFiles(const std::vector<std::string>& inputs) {
     for (auto& [place, path] : found) out.files.push_back(std::move(path));
   }
   if (out.files.empty()) return InvalidArgument("no trace files given");
+  // A path given twice (./t.json and t.json, or a directory and a file in it) is not two
+  // ranks. Two names of one file (links) are taken as given: a job built of links on purpose.
+  std::map<fs::path, const std::string*> seen;
+  for (const std::string& f : out.files) {
+    std::error_code ec;
+    const auto [at, fresh] = seen.try_emplace(fs::absolute(f, ec).lexically_normal(), &f);
+    if (!fresh) {
+      return InvalidArgument(*at->second + " and " + f + " are the same file: a job takes each rank's trace once");
+    }
+  }
   std::sort(out.skipped.begin(), out.skipped.end(),
             [](const SkippedFile& a, const SkippedFile& b) { return NaturalLess(a.path, b.path); });
   return out;

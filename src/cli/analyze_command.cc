@@ -2,6 +2,7 @@
 // .json/.json.gz, nsys SQLite; analyze also takes an Nsight Compute CSV).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -156,6 +157,9 @@ int Run(const AnalyzeFlags& flags, Which which) {
     if (!base.ok()) return Fail(base.status());
     auto next = LoadTrace(flags.new_path);
     if (!next.ok()) return Fail(next.status());
+    for (const Trace* t : {&*base, &*next}) {
+      if (Status s = CheckUnitFound(*t, o.unit); !s.ok()) return Fail(s);
+    }
     NoteSkipped(*base);  // a count that changed because entries were skipped is no change
     NoteSkipped(*next);
     if (!flags.html.empty()) {
@@ -176,6 +180,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
   }
   auto trace = LoadTrace(trace_path, execution_traces);
   if (!trace.ok()) return Fail(trace.status());
+  if (Status s = CheckUnitFound(*trace, o.unit); !s.ok()) return Fail(s);
   if (which == Which::kAnalyze) {
     if (Status s = CheckStep(*trace, o); !s.ok()) return Fail(s);
     if (!flags.overlay.empty()) {
@@ -201,8 +206,10 @@ int Run(const AnalyzeFlags& flags, Which which) {
     if (!std::cout.flush()) return Fail(DataLoss("the report could not be written to standard output"));
     return 0;
   }
-  NoteSkipped(*trace);
-  auto out = TraceStats(*trace, SplitList(flags.reports), o, f);
+  const std::vector<std::string> reports = SplitList(flags.reports);
+  if (reports.empty()) return Fail(InvalidArgument("--report '" + flags.reports + "' names no report"));
+  NoteSkipped(*trace, std::find(reports.begin(), reports.end(), "import_stats") == reports.end());
+  auto out = TraceStats(*trace, reports, o, f);
   if (!out.ok()) return Fail(out.status());
   std::cout << *out;
   return 0;

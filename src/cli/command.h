@@ -51,8 +51,10 @@ const std::string& CommandLine();
 // A CLI11 check: a finite number in [lo, hi] (`unit` after the range), else the parse
 // fails with "--flag: must be in [lo, hi], got X" (status 2).
 CLI::Validator InRange(double lo, double hi, const std::string& unit = "");
-// Says on stderr what `t`'s import skipped ("tierscope: note: ..."), when it skipped any.
-void NoteSkipped(const Trace& t);
+// Says on stderr what `t`'s import skipped ("tierscope: note: ..."), when it skipped any,
+// and with `import_notes` what else its import noted (for a command whose output does not
+// carry them, as import_stats does).
+void NoteSkipped(const Trace& t, bool import_notes = true);
 
 // A seed: a whole number from 0 to 2^64 - 1, written in digits (no sign: -1 does not wrap).
 CLI::Validator Seed();

@@ -71,10 +71,13 @@ CLI::Validator InRange(double lo, double hi, const std::string& unit) {
       "in " + range);
 }
 
-void NoteSkipped(const Trace& t) {
+void NoteSkipped(const Trace& t, bool import_notes) {
   if (const std::string skipped = SkippedEntries(t); !skipped.empty()) {
     std::cerr << "tierscope: note: " << skipped << "\n";
   }
+  if (!import_notes) return;
+  if (!t.execution_trace.note.empty()) std::cerr << "tierscope: note: " << t.execution_trace.note << "\n";
+  for (const std::string& note : t.import_notes) std::cerr << "tierscope: note: " << t.source << ": " << note << "\n";
 }
 
 CLI::Validator Seed() {

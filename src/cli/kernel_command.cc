@@ -54,23 +54,27 @@ void RegisterKernel(CLI::App& app, std::vector<Command>* out) {
   AddWorkloadOptions(k, kern.bench);
   k->add_option("-k,--kernel-name", kern.inspector.filter.name,
                 "kernel to profile: an exact name, or regex:PATTERN");
-  k->add_option("-s,--launch-skip", kern.inspector.filter.skip,
-                "matching launches to let run first")->capture_default_str();
-  k->add_option("-c,--launch-count", kern.inspector.filter.count, "matching launches to profile")
-      ->capture_default_str();
+  auto* skip = k->add_option("-s,--launch-skip", kern.inspector.filter.skip, "matching launches to let run first")
+                   ->capture_default_str();
+  auto* count = k->add_option("-c,--launch-count", kern.inspector.filter.count, "matching launches to profile")
+                    ->capture_default_str();
   k->add_option("--section,--sections", kern.sections,
                 "sections, comma-separated (default: all; see --list-sections)");
   k->add_flag("--list-sections", f->list_sections, "list the sections and exit");
-  k->add_option("--replay-passes", kern.inspector.passes, "replay passes per profiled launch")
-      ->capture_default_str();
+  auto* passes = k->add_option("--replay-passes", kern.inspector.passes, "replay passes per profiled launch")
+                     ->capture_default_str();
   k->add_option("--cache-control", f->cache_control,
                 "all: flush the caches before each pass (as ncu does); none: keep them")
       ->capture_default_str();
-  k->add_option("--ncu-csv", kern.ncu_csv,
-                "instead of a workload: the kernels of an Nsight Compute CSV (ncu --csv --page details)");
-  k->add_option("--from-trace", kern.trace,
-                "instead of a workload: a kernel of a tier-2 trace (default: the hottest); with --ncu-csv, "
-                "the same workload's trace, for the kernel's share of time and duration spread");
+  auto* ncu = k->add_option("--ncu-csv", kern.ncu_csv,
+                            "instead of a workload: the kernels of an Nsight Compute CSV (ncu --csv --page details)");
+  auto* from_trace = k->add_option(
+      "--from-trace", kern.trace,
+      "instead of a workload: a kernel of a tier-2 trace (default: the hottest); with --ncu-csv, "
+      "the same workload's trace, for the kernel's share of time and duration spread");
+  // Which launches to replay, and how often, is a workload run's choice: a CSV or a trace
+  // was measured already.
+  for (CLI::Option* replay : {skip, count, passes}) replay->excludes(ncu)->excludes(from_trace);
   k->add_option("-o,--export", f->report_path, "the JSON report file")->capture_default_str();
   k->add_flag("--recalibrate", kern.recalibrate, "measure the machine's peaks again");
   out->push_back({k, [f] { return Run(*f); }});

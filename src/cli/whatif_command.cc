@@ -105,6 +105,7 @@ int Run(const WhatIfFlags& flags) {
   }
   auto trace = LoadTrace(flags.traces.front());
   if (!trace.ok()) return Fail(trace.status());
+  if (Status s = CheckUnitFound(*trace, ao.unit); !s.ok()) return Fail(s);
   NoteSkipped(*trace);
   o.device_spec = SpecForTrace(*trace, o.device_spec);
   const TraceAnalysis a = Analyze(*trace, ao);

@@ -2,6 +2,7 @@
 #include "lab/sweep.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <functional>
@@ -144,8 +145,11 @@ StatusOr<SweepResult> RunSweep(const SweepOptions& o,
                            o.bench.mode);
   }
   if (o.batch_sizes.empty()) return InvalidArgument("--batch-sizes: empty list");
-  if (o.slo_ms < 0 || o.memory_budget_mb < 0) {
-    return InvalidArgument("--slo-ms and --memory-budget-mb must be >= 0");
+  if (!(o.slo_ms >= 0 && std::isfinite(o.slo_ms)) || !(o.memory_budget_mb >= 0 && std::isfinite(o.memory_budget_mb))) {
+    char got[96];
+    std::snprintf(got, sizeof(got), "%g and %g", o.slo_ms, o.memory_budget_mb);
+    return InvalidArgument(std::string("--slo-ms and --memory-budget-mb must be finite and >= 0 (0: no limit), got ") +
+                           got);
   }
   const std::vector<int64_t> seq_lens =
       o.seq_lens.empty() ? std::vector<int64_t>{o.bench.seq_len} : o.seq_lens;

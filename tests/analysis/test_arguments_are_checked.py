@@ -1,0 +1,56 @@
+"""Arguments the analyzer cannot honour are refused in one line rather than run as
+something else: a --unit no annotation has (it read the whole trace), a --report list
+naming nothing (it printed nothing), -s/-c/--replay-passes beside a CSV or trace they do
+not apply to (ignored), one file given twice as a job (two ranks), a NaN limit to sweep.
+And what an import noted reaches the terminal of commands whose output does not carry it."""
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+
+import pytest
+
+from test_outputs_keep_inputs import TRACE
+
+
+@pytest.fixture()
+def trace(tmp_path):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(TRACE))
+    return p
+
+
+def run(bin_path, *args):
+    return subprocess.run([str(bin_path), *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args, says", [
+    (("whatif", "{t}", "--change", "gemm=0.5", "--unit", "nosuch"), "--unit 'nosuch': no annotation of that name"),
+    (("stats", "{t}", "--report", "critical_path", "--unit", "nosuch"), "--unit 'nosuch': no annotation of that name"),
+    (("diff", "{t}", "{t}", "--unit", "nosuch"), "--unit 'nosuch': no annotation of that name"),
+    (("stats", "{t}", "--report", ","), "--report ',' names no report"),
+    (("kernel", "--from-trace", "{t}", "-s", "100"), "--launch-skip excludes --from-trace"),
+    (("kernel", "--from-trace", "{t}", "--replay-passes", "3"), "--replay-passes excludes --from-trace"),
+    (("analyze", "{t}", "{t}"), "are the same file: a job takes each rank's trace once"),
+    (("sweep", "--slo-ms", "nan"), "--slo-ms and --memory-budget-mb must be finite and >= 0"),
+], ids=lambda a: " ".join(a) if isinstance(a, tuple) else "")
+def test_an_argument_that_cannot_be_honoured_is_one_line(tierscope_bin, trace, args, says):
+    p = run(tierscope_bin, *[a.format(t=trace) for a in args])
+    assert p.returncode == 2, p.stdout + p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], p.stderr
+
+
+def test_import_notes_reach_the_terminal_of_stats_and_whatif(tierscope_bin, trace, tmp_path):
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(gzip.compress(trace.read_bytes()) + b"garbage")
+    for args in (("stats", gz, "--report", "cuda_gpu_kern_sum"), ("whatif", gz, "--change", "gemm=0.5")):
+        p = run(tierscope_bin, *args)
+        assert p.returncode == 0, p.stderr
+        assert f"tierscope: note: {gz}: ignored 7 bytes after its gzip data that are not a gzip member" in p.stderr
+    p = run(tierscope_bin, "stats", trace, "--report", "cuda_gpu_kern_sum", "--memory-budget", "1")
+    assert p.returncode == 0 and "read past the memory budget of 1 B" in p.stderr, p.stderr
+    # import_stats carries the notes itself: not said twice.
+    p = run(tierscope_bin, "stats", gz, "--report", "import_stats")
+    assert p.returncode == 0 and p.stderr.count("ignored 7 bytes") == 0 and p.stdout.count("ignored 7 bytes") == 1
