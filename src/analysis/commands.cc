@@ -20,6 +20,7 @@
 #include "analysis/timeline.h"
 #include "core/function_ref.h"
 #include "core/paths.h"
+#include "core/text.h"
 #include "trace/ascend_details.h"
 #include "trace/kineto_import.h"
 #include "trace/ncu_import.h"
@@ -55,12 +56,13 @@ nlohmann::json TraceInfo(const Trace& t) {
 }
 
 std::string Header(const Trace& t, const TraceIndex& x) {
-  std::string h = "trace: " + t.source + "\nformat: " + t.format + ", runtime: " +
-                  (t.runtime.empty() ? "unknown" : t.runtime) + ", device: " +
-                  (t.device_name.empty() ? "unknown" : t.device_name);
+  std::string h = "trace: " + Printable(t.source) + "\nformat: " + t.format + ", runtime: " +
+                  (t.runtime.empty() ? "unknown" : Printable(t.runtime)) + ", device: " +
+                  (t.device_name.empty() ? "unknown" : Printable(t.device_name));
   if (t.device_units > 0) h += " (" + std::to_string(t.device_units) + " compute units)";
   h += "\nevents: " + std::to_string(t.events.size()) + "; work units: " +
-       (x.unit_name.empty() ? std::string("none found") : std::to_string(x.units.size()) + " x '" + x.unit_name + "'") +
+       (x.unit_name.empty() ? std::string("none found")
+                            : std::to_string(x.units.size()) + " x '" + Printable(x.unit_name) + "'") +
        "\n\n";
   return h;
 }

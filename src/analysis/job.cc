@@ -394,6 +394,12 @@ StatusOr<JobAnalysis> AnalyzeJob(const std::vector<std::string>& inputs, const A
         if (progress) progress(done, total, path, static_cast<double>(MonotonicNs() - t0) / 1e9);
       }));
   const double read_s = static_cast<double>(MonotonicNs() - t0) / 1e9;
+  // As CheckUnitFound for one trace: a --unit no rank has would read every rank whole.
+  if (!options.unit.empty() &&
+      std::all_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.units == 0; })) {
+    return InvalidArgument("--unit '" + options.unit + "': no annotation of that name in any of the job's " +
+                           std::to_string(ranks.size()) + " traces");
+  }
   StatusOr<JobAnalysis> job = JobFromRanks(std::move(ranks), files, plan, SkippedNotes(list.skipped));
   if (job.ok()) job->seconds.insert(job->seconds.begin(), {"ranks read and analysed", read_s});
   return job;

@@ -15,6 +15,7 @@
 #include "analysis/table.h"
 #include "core/int_map.h"
 #include "core/sort.h"
+#include "core/text.h"
 #include "trace/args.h"
 
 namespace tierscope {
@@ -290,12 +291,13 @@ std::string RenderFindings(const std::vector<Finding>& findings) {
   std::string out = "Diagnosis (ranked by the time each finding explains):\n";
   int n = 1;
   for (const Finding& f : findings) {
-    out += "\n" + std::to_string(n++) + ". [" + f.rule + "] " + f.title + "  (explains " +
+    // One line each, whatever the trace named (Printable).
+    out += "\n" + std::to_string(n++) + ". [" + f.rule + "] " + Printable(f.title) + "  (explains " +
            FormatNs(f.explained_ns) + ")\n";
-    for (const auto& e : f.evidence) out += "   evidence: " + e + "\n";
-    out += "   threshold: " + f.threshold + "\n";
-    for (size_t i = 0; i < f.examples.size() && i < 5; ++i) out += "   event: " + f.examples[i] + "\n";
-    out += "   next step: " + f.next_step + "\n";
+    for (const auto& e : f.evidence) out += "   evidence: " + Printable(e) + "\n";
+    out += "   threshold: " + Printable(f.threshold) + "\n";
+    for (size_t i = 0; i < f.examples.size() && i < 5; ++i) out += "   event: " + Printable(f.examples[i]) + "\n";
+    out += "   next step: " + Printable(f.next_step) + "\n";
   }
   return out;
 }

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/text.h"
+
 namespace tierscope {
 
 std::string CellText(const Cell& c) {
@@ -72,11 +74,7 @@ void Table::NoteCount(int64_t count, const std::string& what) {
 
 void Table::AddRow(std::vector<Cell> row) {
   for (Cell& c : row) {
-    if (auto* s = std::get_if<std::string>(&c)) {
-      for (char& ch : *s) {
-        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
-      }
-    }
+    if (auto* s = std::get_if<std::string>(&c)) *s = Printable(*s);
   }
   rows.push_back(std::move(row));
 }
@@ -124,7 +122,7 @@ void WriteText(std::ostream& os, const Table& t, bool wide) {
       cells.back().push_back(std::move(text));
     }
   }
-  if (!t.title.empty()) os << t.title << "\n\n";
+  if (!t.title.empty()) os << Printable(t.title) << "\n\n";
   auto line = [&](const std::vector<std::string>& v, const std::vector<Cell>* row) {
     std::string l;
     for (size_t c = 0; c < v.size(); ++c) {
@@ -149,7 +147,7 @@ void WriteText(std::ostream& os, const Table& t, bool wide) {
     std::vector<std::string>().swap(cells[r]);  // written: its text goes as the next is made
   }
   if (t.rows.empty()) os << "(no rows)\n";
-  for (const auto& n : t.notes) os << n << "\n";
+  for (const auto& n : t.notes) os << Printable(n) << "\n";  // one line each, whatever a trace named
 }
 
 std::string RenderText(const Table& t, bool wide) {

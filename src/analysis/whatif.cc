@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -52,9 +53,9 @@ struct WindowFacts {
   std::vector<PathCause> causes;  // by edge
   double launch_delay = 0, device_gap = 0;
   // A blocking call with no recorded sync (PyTorch records them only with
-  // enable_cuda_sync_events), by its end node -> the end node of the device event it is
-  // taken to have waited for: of those launched before it, the last to end while it ran.
-  std::unordered_map<uint32_t, uint32_t> awaited;
+  // enable_cuda_sync_events), by its end node -> the end nodes of the device events it is
+  // taken to have waited for (InferWaits), the last to end first.
+  std::unordered_map<uint32_t, std::vector<uint32_t>> awaited;
 };
 
 // Whether edge `e` is a blocking call's own span, ending at its end node, with no recorded
@@ -66,11 +67,29 @@ bool UnsyncedBlockingSpan(const TraceIndex& x, const PathGraph& g, const std::ve
          IsBlockingCall(x.Name(static_cast<size_t>(e.event)));
 }
 
-// FactsOf's `awaited`: each unsynced blocking call's device event, where one ended while
-// the call ran (else the call waited for nothing the trace shows, and keeps its time).
+// What a blocking call with no recorded sync is taken to wait for: of the device events its
+// process launched before it and that ended while it ran, every one (a device sync), the
+// last (a stream or event sync, a synchronous copy: the work ahead of it, then its copy),
+// only its own copy (an async copy, which blocks only for pageable memory), or none (an
+// event query never waits).
+enum class WaitsFor { kNothing, kOwnCopy, kLast, kEvery };
+WaitsFor WaitsForOf(std::string_view name) {
+  for (std::string_view p : {"cuda", "hip", "musa"}) {
+    if (!name.starts_with(p)) continue;
+    const std::string_view rest = name.substr(p.size());
+    if (rest == "DeviceSynchronize") return WaitsFor::kEvery;
+    if (rest == "StreamSynchronize" || rest == "EventSynchronize" || rest == "Memcpy") return WaitsFor::kLast;
+    if (rest == "MemcpyAsync") return WaitsFor::kOwnCopy;
+  }
+  return WaitsFor::kNothing;
+}
+
+// FactsOf's `awaited`, where a device event ended while the call ran (else the call waited
+// for nothing the trace shows, and keeps its time).
 void InferWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
   struct Device {
     int64_t end_ts, launched_ts;
+    size_t launch;  // the launch call's event
     uint32_t end;
   };
   std::vector<Device> device;  // by end time
@@ -80,22 +99,30 @@ void InferWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
       continue;
     }
     const auto call = g.launch_call.find(e.from);
-    if (call != g.launch_call.end()) device.push_back({g.node_ts[e.to], g.node_ts[call->second], e.to});
+    if (call == g.launch_call.end()) continue;
+    device.push_back({g.node_ts[e.to], g.node_ts[call->second], g.node_event[call->second], e.to});
   }
   std::sort(device.begin(), device.end(), [](const Device& a, const Device& b) { return a.end_ts < b.end_ts; });
-  constexpr int kMaxLook = 4096;  // device events ended during the call but launched after it
+  constexpr int kMaxLook = 4096;  // device events looked at a call
   for (const PathGraph::Edge& e : g.edges) {
     if (!UnsyncedBlockingSpan(x, g, f.waited, e)) continue;
-    const int64_t start = x.E(static_cast<size_t>(e.event)).ts_ns, end = g.node_ts[e.to];
+    const size_t blocking = static_cast<size_t>(e.event);
+    const WaitsFor what = WaitsForOf(x.Name(blocking));
+    if (what == WaitsFor::kNothing) continue;
+    const Event& call = x.E(blocking);
+    const int64_t start = call.ts_ns, end = g.node_ts[e.to];
     auto it = std::upper_bound(device.begin(), device.end(), end, [](int64_t t, const Device& d) { return t < d.end_ts; });
+    std::vector<uint32_t> ends;
     for (int looked = 0; it != device.begin() && looked < kMaxLook; ++looked) {
       --it;
       if (it->end_ts < start) break;
-      if (it->launched_ts <= start) {
-        f.awaited[e.to] = it->end;
-        break;
-      }
+      const bool ours = what == WaitsFor::kOwnCopy ? it->launch == blocking
+                                                   : it->launched_ts <= start && x.E(it->launch).pid == call.pid;
+      if (!ours) continue;
+      ends.push_back(it->end);
+      if (what != WaitsFor::kEvery) break;
     }
+    if (!ends.empty()) f.awaited[e.to] = std::move(ends);
   }
 }
 
@@ -149,16 +176,19 @@ std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const W
           // A blocking call with no recorded sync: as a recorded one, when the device event
           // it waited for is known (its return after that event's end: the edge below);
           // else its wait as measured. Nothing when the host no longer waits.
-          const auto d = facts.awaited.find(e.to);
+          const auto awaited = facts.awaited.find(e.to);
           if (l.sync_off) {
             w = 0;
-          } else if (d == facts.awaited.end()) {
+          } else if (awaited == facts.awaited.end()) {
             w = w0 * l.per_launch;
           } else {
+            // The call returned this long after the last of them ended; after each, at the
+            // earliest, as long.
             const int64_t call_start = x.E(static_cast<size_t>(e.event)).ts_ns;
-            const double tail = static_cast<double>(
-                std::max<int64_t>(0, g.node_ts[e.to] - std::max(g.node_ts[d->second], call_start)));
-            out.push_back({d->second, e.to, tail * l.per_launch, PathCause::kCpu, -1});
+            const uint32_t last = awaited->second.front();
+            const double tail =
+                static_cast<double>(std::max<int64_t>(0, g.node_ts[e.to] - std::max(g.node_ts[last], call_start)));
+            for (const uint32_t d : awaited->second) out.push_back({d, e.to, tail * l.per_launch, PathCause::kCpu, -1});
           }
         } else {
           w = static_cast<double>(e.weight) * l.cpu * l.per_launch;
@@ -262,8 +292,8 @@ std::vector<std::string> ChangeNoteLines(const ChangeNotes& n, const std::vector
   }
   if (n.inferred_waits > 0) {
     notes.push_back(std::to_string(n.inferred_waits) + " blocking call(s) with no recorded sync (traced without "
-                    "enable_cuda_sync_events) are taken to wait for the device event that ended last while they ran, "
-                    "launched before them");
+                    "enable_cuda_sync_events) are taken to wait for the device work their process launched before "
+                    "them that ended while they ran (a device sync: all of it; a stream sync or copy: the last)");
   }
   for (const WhatIfChange& c : changes) {
     if (c.kind == WhatIfChange::Kind::kBatch && n.no_spec) {
@@ -302,7 +332,9 @@ Status ForEachWhatIfStep(const TraceIndex& x, const RankCollectives* collectives
   for (const WorkUnit& w : PathWindows(x)) {
     const PathGraph g = BuildPathGraph(x, context, w.begin_ns, w.end_ns);
     const WindowFacts facts = FactsOf(x, g);
-    for (ChangeNotes& n : *notes) n.inferred_waits += static_cast<int64_t>(facts.awaited.size());
+    for (size_t i = 0; i < scenarios.size(); ++i) {
+      if (!levers[i].sync_off) (*notes)[i].inferred_waits += static_cast<int64_t>(facts.awaited.size());
+    }
     RankStepGraph s = StepGraphOf(w, ordinal++, g);
     s.sets.push_back(SimEdges(x, g, facts, unchanged, Levers{}, launch_calls));
     s.release_scale.push_back(1.0);

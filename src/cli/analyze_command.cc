@@ -33,7 +33,9 @@ struct AnalyzeFlags {
 // Every file the command reads, which its --html must not replace.
 std::vector<std::string> InputsOf(const AnalyzeFlags& f) {
   std::vector<std::string> in = f.inputs;
-  in.insert(in.end(), {f.base_path, f.new_path, f.trace_path, f.device_spec});
+  in.insert(in.end(), {f.base_path, f.new_path, f.trace_path});
+  in = FilesRead(in);
+  in.push_back(f.device_spec);
   return in;
 }
 
@@ -102,6 +104,9 @@ int Run(const AnalyzeFlags& flags, Which which) {
     return Fail(InvalidArgument("--step chooses the step that --timeline, --html and --overlay show: give one of them"));
   }
   if (!(flags.short_us > 0)) return Fail(InvalidArgument("--short-kernel-us must be > 0"));
+  if (Status s = CheckOutputs({{"--html", flags.html}, {"--overlay", flags.overlay}}, InputsOf(flags)); !s.ok()) {
+    return Fail(s);
+  }
   AnalysisOptions o;
   o.unit = flags.unit;
   o.short_kernel_ns = flags.short_us * 1000.0;
@@ -208,7 +213,10 @@ int Run(const AnalyzeFlags& flags, Which which) {
   }
   const std::vector<std::string> reports = SplitList(flags.reports);
   if (reports.empty()) return Fail(InvalidArgument("--report '" + flags.reports + "' names no report"));
-  NoteSkipped(*trace, std::find(reports.begin(), reports.end(), "import_stats") == reports.end());
+  // import_stats carries the notes, but not as CSV (a table's notes are not rows).
+  const bool carried = format != OutputFormat::kCsv &&
+                       std::find(reports.begin(), reports.end(), "import_stats") != reports.end();
+  NoteSkipped(*trace, !carried);
   auto out = TraceStats(*trace, reports, o, f);
   if (!out.ok()) return Fail(out.status());
   std::cout << *out;

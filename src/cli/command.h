@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -43,6 +44,13 @@ int Fail(const Status& s);
 // Writes the analysis page of `json` (analyze's, diff's or whatif's JSON document;
 // analysis/analysis_html.h) to `path` and its size to stderr; the exit status.
 int WriteAnalysisPage(const std::string& path, const std::string& json, const std::vector<std::string>& inputs);
+// The files a command given `paths` reads: a directory's job files (traces and execution
+// traces), a file and the execution traces beside it. What its outputs must not replace.
+std::vector<std::string> FilesRead(const std::vector<std::string>& paths);
+// Outputs (--html, --overlay: "" when not asked for) checked before any work: none may be
+// an input (FilesRead), and no two may be one file.
+Status CheckOutputs(const std::vector<std::pair<std::string, std::string>>& outputs,
+                    const std::vector<std::string>& inputs);
 
 // The command line as invoked (main records it; the lab writes it into summary.json).
 void SetCommandLine(int argc, char** argv);

@@ -13,6 +13,7 @@
 
 #include "analysis/analysis_html.h"
 #include "analysis/commands.h"
+#include "analysis/job_files.h"
 #include "cli/command.h"
 #include "core/paths.h"
 #include "core/spill_file.h"
@@ -34,6 +35,41 @@ void SetCommandLine(int argc, char** argv) {
 }
 
 const std::string& CommandLine() { return CommandLineStorage(); }
+
+std::vector<std::string> FilesRead(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& p : paths) {
+    if (p.empty()) continue;
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+      if (StatusOr<JobFileList> job = FindJobFiles({p}); job.ok()) {
+        out.insert(out.end(), job->files.begin(), job->files.end());
+        out.insert(out.end(), job->execution_traces.begin(), job->execution_traces.end());
+      }
+      continue;
+    }
+    out.push_back(p);
+    for (std::string& et : ExecutionTracesBeside(p)) out.push_back(std::move(et));
+  }
+  return out;
+}
+
+Status CheckOutputs(const std::vector<std::pair<std::string, std::string>>& outputs,
+                    const std::vector<std::string>& inputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [flag, path] = outputs[i];
+    if (path.empty()) continue;
+    TS_RETURN_IF_ERROR(RefuseInputAsOutput(path, inputs).WithContext(flag));
+    for (size_t j = 0; j < i; ++j) {
+      std::error_code ec;
+      if (path == outputs[j].second || (std::filesystem::exists(path, ec) &&
+                                        std::filesystem::equivalent(path, outputs[j].second, ec))) {
+        return InvalidArgument(flag + " and " + outputs[j].first + " are both " + path + ": give each its own file");
+      }
+    }
+  }
+  return OkStatus();
+}
 
 int WriteAnalysisPage(const std::string& path, const std::string& json, const std::vector<std::string>& inputs) {
   if (Status s = RefuseInputAsOutput(path, inputs); !s.ok()) return Fail(s.WithContext("--html"));

@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "core/paths.h"
+#include "core/text.h"
 #include "inspect/kernel_run.h"
 #include "inspect/sections.h"
 
@@ -38,7 +39,7 @@ int Run(KernelFlags& f) {
   if (!result.ok()) return Fail(result.status());
   Status written = WriteFileAtomic(f.report_path, result->json.dump(2) + "\n");
   if (!written.ok()) return Fail(written);
-  std::cout << result->text << "==TIERSCOPE== report: " << f.report_path << std::endl;
+  std::cout << TerminalSafe(result->text) << "==TIERSCOPE== report: " << f.report_path << std::endl;
   return 0;
 }
 

@@ -26,7 +26,7 @@ struct WhatIfFlags {
 
 // Every file the command reads, which its --html must not replace.
 std::vector<std::string> InputsOf(const WhatIfFlags& f) {
-  std::vector<std::string> in = f.traces;
+  std::vector<std::string> in = FilesRead(f.traces);
   in.push_back(f.device_spec);
   return in;
 }
@@ -96,6 +96,7 @@ int Run(const WhatIfFlags& flags) {
     if (!spec.ok()) return Fail(spec.status().WithContext("--device-spec"));
     o.device_spec = std::move(*spec);
   }
+  if (Status s = CheckOutputs({{"--html", flags.html}}, InputsOf(flags)); !s.ok()) return Fail(s);
   AnalysisOptions ao;
   ao.unit = flags.unit;
   const RenderOptions render(format, flags.wide);

@@ -47,6 +47,26 @@ inline bool ContainsIgnoreCase(std::string_view s, std::string_view word) {
   return false;
 }
 
+// `s` with every control character (a terminal's escapes, a newline) as a space: text
+// from a trace, shown on one line of a terminal.
+inline std::string Printable(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
+  }
+  return out;
+}
+
+// `text` of several lines with every other control character as a space: a report that
+// quotes a trace's names, written to a terminal.
+inline std::string TerminalSafe(std::string_view text) {
+  std::string out(text);
+  for (char& ch : out) {
+    if ((static_cast<unsigned char>(ch) < 0x20 && ch != '\n') || ch == 0x7f) ch = ' ';
+  }
+  return out;
+}
+
 // "a, b,,c " -> {"a", "b", "c"}: split at commas, spaces trimmed, empty items dropped.
 inline std::vector<std::string> SplitList(const std::string& list) {
   std::vector<std::string> out;

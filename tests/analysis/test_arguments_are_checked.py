@@ -42,6 +42,16 @@ def test_an_argument_that_cannot_be_honoured_is_one_line(tierscope_bin, trace, a
     assert len(lines) == 1 and says in lines[0], p.stderr
 
 
+def test_a_unit_no_rank_of_a_job_has_is_refused(tierscope_bin, tmp_path):
+    job = tmp_path / "job"
+    job.mkdir()
+    for rank in (0, 1):
+        (job / f"rank{rank}.json").write_text(json.dumps({**TRACE, "distributedInfo": {"rank": rank, "world_size": 2}}))
+    for args in (("analyze", job, "--unit", "nosuch"), ("whatif", job, "--change", "gemm=0.5", "--unit", "nosuch")):
+        p = run(tierscope_bin, *args)
+        assert p.returncode == 2 and "--unit 'nosuch': no annotation of that name in any of the job's 2 traces" in p.stderr
+
+
 def test_import_notes_reach_the_terminal_of_stats_and_whatif(tierscope_bin, trace, tmp_path):
     gz = tmp_path / "t.json.gz"
     gz.write_bytes(gzip.compress(trace.read_bytes()) + b"garbage")
@@ -54,3 +64,6 @@ def test_import_notes_reach_the_terminal_of_stats_and_whatif(tierscope_bin, trac
     # import_stats carries the notes itself: not said twice.
     p = run(tierscope_bin, "stats", gz, "--report", "import_stats")
     assert p.returncode == 0 and p.stderr.count("ignored 7 bytes") == 0 and p.stdout.count("ignored 7 bytes") == 1
+    # ... but not as CSV, whose rows have no place for a note: then the terminal has it.
+    p = run(tierscope_bin, "stats", gz, "--report", "import_stats", "--format", "csv")
+    assert p.returncode == 0 and p.stderr.count("ignored 7 bytes") == 1, p.stderr

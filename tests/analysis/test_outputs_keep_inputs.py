@@ -54,6 +54,24 @@ def test_an_output_named_as_an_input_is_refused_and_the_input_kept(tierscope_bin
     assert (a.read_bytes(), b.read_bytes()) == before
 
 
+def test_a_page_is_never_written_over_a_rank_of_a_job_or_over_another_output(tierscope_bin, tmp_path):
+    job = tmp_path / "job"
+    job.mkdir()
+    for rank in (0, 1):
+        (job / f"rank{rank}.json").write_text(json.dumps({**TRACE, "distributedInfo": {"rank": rank, "world_size": 2}}))
+    before = (job / "rank0.json").read_bytes()
+    for args in (("analyze", job, "--html", job / "rank0.json"),
+                 ("whatif", job, "--change", "gemm=0.5", "--html", job / "rank0.json"),
+                 ("diff", job, job, "--html", job / "rank0.json")):
+        line = refused(tierscope_bin, *args)
+        assert "rank0.json: is the input" in line or "is an input" in line, line
+    assert (job / "rank0.json").read_bytes() == before
+    out = tmp_path / "page.html"
+    line = refused(tierscope_bin, "analyze", job / "rank0.json", "--html", out, "--overlay", out)
+    assert "--overlay and --html are both" in line, line
+    assert not out.exists()
+
+
 def test_an_output_that_is_not_a_regular_file_is_refused(tierscope_bin, traces, tmp_path):
     a, _ = traces
     fifo = tmp_path / "fifo"

@@ -259,6 +259,35 @@ TEST(WhatIf, ABlockingCallWithNoRecordedSyncWaitsForTheKernelThatEndedWhileItRan
   EXPECT_EQ(OnlyStep(idle.trace(), {"gemm=0.5"}).predicted_ns, 860);
 }
 
+TEST(WhatIf, ADeviceSyncWaitsForEveryStreamAndAnEventQueryForNothing) {
+  // Two streams: gemm 100..1000 on 7, other 100..600 on 8; cudaDeviceSynchronize 20..1020.
+  // Halving gemm ends it at 550: the sync still waits for the other stream's 600, then its
+  // 20 of return: add at 630 + 10.
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 1100);
+  b.Op("aten::mm", 0, 20, 1);
+  b.Launch("cudaLaunchKernel", "gemm_kernel", 5, 3, 100, 900, 1);
+  b.Launch("cudaLaunchKernel", "other_kernel", 10, 3, 100, 500, 2, nullptr, EventKind::kKernel, 8);
+  b.Api("cudaDeviceSynchronize", 20, 1000);
+  b.Op("aten::add", 1030, 50, 2);
+  EXPECT_EQ(OnlyStep(b.trace(), {"cpu=1"}).replay_ns, 1080);
+  EXPECT_EQ(OnlyStep(b.trace(), {"gemm=0.5"}).predicted_ns, 600 + 20 + 10 + 50);
+  // cudaEventQuery returns at once whatever the device does: a kernel that ends while it
+  // runs is not its wait, and a slower kernel does not hold the host.
+  Builder q;
+  q.Unit("ProfilerStep#1", 0, 1100);
+  q.Op("aten::mm", 0, 20, 1);
+  q.Launch("cudaLaunchKernel", "gemm_kernel", 5, 5, 100, 100, 1);
+  q.Api("cudaEventQuery", 198, 4);
+  q.Op("aten::add", 210, 50, 2);
+  const StatusOr<WhatIfResult> r = RunWhatIf(q.trace(), {"gemm=4"}, std::nullopt);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->steps.size(), 1u);
+  EXPECT_EQ(r->steps[0].predicted_ns, 100 + 400);  // the kernel's own end, not the host's
+  EXPECT_TRUE(std::none_of(r->notes.begin(), r->notes.end(),
+                           [](const std::string& n) { return n.find("blocking call(s)") != std::string::npos; }));
+}
+
 TEST(WhatIf, BatchAndUnitsTogetherRunTheMergedBlocksOnTheNewUnits) {
   // 4 blocks on 56 units, batch=8 on 2 units: 32 blocks in 16 waves, against 1 wave today; per
   // sample 16/8 = 2x the kernel.
