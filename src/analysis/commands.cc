@@ -444,8 +444,8 @@ std::string RenderDiff(const TraceDiff& d, const Trace& base, const Trace& next,
     return ReportJsonText(j);
   }
   if (f.format == OutputFormat::kCsv) return Render(tables, f);
-  std::string out = "base: " + base.source + "\nnew:  " + next.source + "\n\n";
-  for (const auto& h : d.headline) out += "  " + h + "\n";
+  std::string out = "base: " + Printable(base.source) + "\nnew:  " + Printable(next.source) + "\n\n";
+  for (const auto& h : d.headline) out += "  " + Printable(h) + "\n";  // names from the traces
   return out + "\n" + Render(tables, f);
 }
 

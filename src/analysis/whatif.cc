@@ -293,7 +293,9 @@ std::vector<std::string> ChangeNoteLines(const ChangeNotes& n, const std::vector
   if (n.inferred_waits > 0) {
     notes.push_back(std::to_string(n.inferred_waits) + " blocking call(s) with no recorded sync (traced without "
                     "enable_cuda_sync_events) are taken to wait for the device work their process launched before "
-                    "them that ended while they ran (a device sync: all of it; a stream sync or copy: the last)");
+                    "them that ended while they ran: a device sync for all of it; a stream or event sync, or a copy, "
+                    "for the last of it, on whichever stream (the trace does not say which it synced); an async "
+                    "copy for its own copy");
   }
   for (const WhatIfChange& c : changes) {
     if (c.kind == WhatIfChange::Kind::kBatch && n.no_spec) {

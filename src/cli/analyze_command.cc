@@ -104,8 +104,10 @@ int Run(const AnalyzeFlags& flags, Which which) {
     return Fail(InvalidArgument("--step chooses the step that --timeline, --html and --overlay show: give one of them"));
   }
   if (!(flags.short_us > 0)) return Fail(InvalidArgument("--short-kernel-us must be > 0"));
-  if (Status s = CheckOutputs({{"--html", flags.html}, {"--overlay", flags.overlay}}, InputsOf(flags)); !s.ok()) {
-    return Fail(s);
+  if (!flags.html.empty() || !flags.overlay.empty()) {  // before any work; the inputs listed only then
+    if (Status s = CheckOutputs({{"--html", flags.html}, {"--overlay", flags.overlay}}, InputsOf(flags)); !s.ok()) {
+      return Fail(s);
+    }
   }
   AnalysisOptions o;
   o.unit = flags.unit;

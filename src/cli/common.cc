@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "core/paths.h"
 #include "core/spill_file.h"
+#include "core/text.h"
 #include "trace/kineto_stream.h"
 
 namespace tierscope::cli {
@@ -62,8 +63,10 @@ Status CheckOutputs(const std::vector<std::pair<std::string, std::string>>& outp
     TS_RETURN_IF_ERROR(RefuseInputAsOutput(path, inputs).WithContext(flag));
     for (size_t j = 0; j < i; ++j) {
       std::error_code ec;
-      if (path == outputs[j].second || (std::filesystem::exists(path, ec) &&
-                                        std::filesystem::equivalent(path, outputs[j].second, ec))) {
+      const auto normal = [&ec](const std::string& p) { return std::filesystem::absolute(p, ec).lexically_normal(); };
+      if (outputs[j].second.empty()) continue;
+      if (normal(path) == normal(outputs[j].second) ||
+          (std::filesystem::exists(path, ec) && std::filesystem::equivalent(path, outputs[j].second, ec))) {
         return InvalidArgument(flag + " and " + outputs[j].first + " are both " + path + ": give each its own file");
       }
     }
@@ -112,8 +115,10 @@ void NoteSkipped(const Trace& t, bool import_notes) {
     std::cerr << "tierscope: note: " << skipped << "\n";
   }
   if (!import_notes) return;
-  if (!t.execution_trace.note.empty()) std::cerr << "tierscope: note: " << t.execution_trace.note << "\n";
-  for (const std::string& note : t.import_notes) std::cerr << "tierscope: note: " << t.source << ": " << note << "\n";
+  if (!t.execution_trace.note.empty()) std::cerr << "tierscope: note: " << Printable(t.execution_trace.note) << "\n";
+  for (const std::string& note : t.import_notes) {
+    std::cerr << "tierscope: note: " << Printable(t.source + ": " + note) << "\n";
+  }
 }
 
 CLI::Validator Seed() {

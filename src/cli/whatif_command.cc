@@ -96,7 +96,9 @@ int Run(const WhatIfFlags& flags) {
     if (!spec.ok()) return Fail(spec.status().WithContext("--device-spec"));
     o.device_spec = std::move(*spec);
   }
-  if (Status s = CheckOutputs({{"--html", flags.html}}, InputsOf(flags)); !s.ok()) return Fail(s);
+  if (!flags.html.empty()) {  // before any work; the inputs listed only then
+    if (Status s = CheckOutputs({{"--html", flags.html}}, InputsOf(flags)); !s.ok()) return Fail(s);
+  }
   AnalysisOptions ao;
   ao.unit = flags.unit;
   const RenderOptions render(format, flags.wide);
