@@ -72,7 +72,7 @@ int RunJob(const std::vector<std::string>& inputs, const AnalysisOptions& o, con
   render.timings = flags.timings;
   if (!flags.html.empty()) {
     render.format = OutputFormat::kJson;
-    return WriteAnalysisPage(flags.html, RenderJob(*job, render), InputsOf(flags));
+    return WriteAnalysisPage(flags.html, RenderJob(*job, render));
   }
   std::cout << RenderJob(*job, render);
   return 0;
@@ -128,7 +128,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
     auto next = AnalyzeJob({flags.new_path}, o, flags.threads, Progress());
     if (!next.ok()) return Fail(next.status());
     if (!flags.html.empty()) {
-      return WriteAnalysisPage(flags.html, RenderJobDiff(*base, *next, OutputFormat::kJson), InputsOf(flags));
+      return WriteAnalysisPage(flags.html, RenderJobDiff(*base, *next, OutputFormat::kJson));
     }
     std::cout << RenderJobDiff(*base, *next, f);
     return 0;
@@ -170,7 +170,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
     NoteSkipped(*base);  // a count that changed because entries were skipped is no change
     NoteSkipped(*next);
     if (!flags.html.empty()) {
-      return WriteAnalysisPage(flags.html, DiffTraceReport(*base, *next, o, OutputFormat::kJson), InputsOf(flags));
+      return WriteAnalysisPage(flags.html, DiffTraceReport(*base, *next, o, OutputFormat::kJson));
     }
     std::cout << DiffTraceReport(*base, *next, o, f);
     return 0;
@@ -192,7 +192,6 @@ int Run(const AnalyzeFlags& flags, Which which) {
     if (Status s = CheckStep(*trace, o); !s.ok()) return Fail(s);
     if (!flags.overlay.empty()) {
       if (Status s = CanOverlay(*trace); !s.ok()) return Fail(s);
-      if (Status s = RefuseInputAsOutput(flags.overlay, InputsOf(flags)); !s.ok()) return Fail(s.WithContext("--overlay"));
     }
     if (!flags.html.empty() || !flags.overlay.empty()) {
       // One analysis for the page, the overlay and (without a page) the report.
@@ -202,7 +201,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
         std::fprintf(stderr, "overlay trace: %s (open it in Perfetto UI or chrome://tracing)\n", flags.overlay.c_str());
       }
       if (!flags.html.empty()) {
-        return WriteAnalysisPage(flags.html, RenderAnalysis(a, RenderOptions(OutputFormat::kJson)), InputsOf(flags));
+        return WriteAnalysisPage(flags.html, RenderAnalysis(a, RenderOptions(OutputFormat::kJson)));
       }
       std::cout << RenderAnalysis(a, f);
       return std::cout.flush() ? 0 : Fail(DataLoss("the report could not be written to standard output"));

@@ -43,7 +43,8 @@ int Fail(const Status& s);
 
 // Writes the analysis page of `json` (analyze's, diff's or whatif's JSON document;
 // analysis/analysis_html.h) to `path` and its size to stderr; the exit status.
-int WriteAnalysisPage(const std::string& path, const std::string& json, const std::vector<std::string>& inputs);
+// Writes the analysis page; its path was checked before any work (CheckOutputs).
+int WriteAnalysisPage(const std::string& path, const std::string& json);
 // The files a command given `paths` reads: a directory's job files (traces and execution
 // traces), a file and the execution traces beside it. What its outputs must not replace.
 std::vector<std::string> FilesRead(const std::vector<std::string>& paths);

@@ -74,8 +74,7 @@ Status CheckOutputs(const std::vector<std::pair<std::string, std::string>>& outp
   return OkStatus();
 }
 
-int WriteAnalysisPage(const std::string& path, const std::string& json, const std::vector<std::string>& inputs) {
-  if (Status s = RefuseInputAsOutput(path, inputs); !s.ok()) return Fail(s.WithContext("--html"));
+int WriteAnalysisPage(const std::string& path, const std::string& json) {
   const std::string page = RenderAnalysisPage(json);
   if (Status s = WriteFileAtomic(path, page); !s.ok()) return Fail(s.WithContext("--html"));
   std::fprintf(stderr, "analysis page: %s (%.2f MB)\n", path.c_str(), static_cast<double>(page.size()) / 1e6);

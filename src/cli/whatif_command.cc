@@ -75,7 +75,7 @@ int RunJob(const WhatIfFlags& flags, const WhatIfOptions& o, const AnalysisOptio
                          std::to_string(job->stragglers.p2p_paired / 2) + " send/recv pair(s); " + job->stragglers.alignment);
   Table t = WhatIfTable(result, o);
   t.title += " (a job of " + std::to_string(job->ranks.size()) + " ranks)";
-  if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderTable(t, OutputFormat::kJson), InputsOf(flags));
+  if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderTable(t, OutputFormat::kJson));
   std::cout << RenderTable(t, f);
   return 0;
 }
@@ -115,7 +115,7 @@ int Run(const WhatIfFlags& flags) {
   StatusOr<WhatIfResult> r = WhatIf(a.index, o);
   if (!r.ok()) return Fail(r.status());
   if (!flags.html.empty()) {
-    return WriteAnalysisPage(flags.html, RenderTable(WhatIfTable(*r, o), OutputFormat::kJson), InputsOf(flags));
+    return WriteAnalysisPage(flags.html, RenderTable(WhatIfTable(*r, o), OutputFormat::kJson));
   }
   std::cout << RenderTable(WhatIfTable(*r, o), render);
   return 0;
