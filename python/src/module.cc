@@ -299,6 +299,9 @@ std::string DiffJobs(const std::vector<std::string>& a, const std::vector<std::s
 }
 
 std::string Diff(PyTrace& a, PyTrace& b) {
+  for (const PyTrace* p : {&a, &b}) {
+    if (Status s = CheckComparable(p->trace()); !s.ok()) Raise(s);
+  }
   return DiffTraceReport(a.trace(), b.trace(), a.options(), OutputFormat::kJson);
 }
 

@@ -153,7 +153,8 @@ class Trace:
 def read_trace(path: PathLike, execution_trace: Optional[PathLike] = None) -> Trace:
     """Reads a Kineto trace (.json, .json.gz) or an nsys SQLite export. A PyTorch execution
     trace of the same run (`execution_trace`, else one beside the trace) is joined to its
-    operators: they gain the shapes the trace lacks (Trace.execution_trace says how many).
+    operators: they gain the shapes the trace lacks (Trace.execution_trace says how many);
+    a named one that is missing raises FileNotFoundError, one of another run ValueError.
     Entries the import skipped as malformed are said in a warning (and Trace.skipped)."""
     ets = [os.fspath(execution_trace)] if execution_trace is not None else []
     trace = Trace(_tierscope.read_trace(os.fspath(path), ets))

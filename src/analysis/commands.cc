@@ -1,23 +1,21 @@
 // analyze / stats / diff.
 #include "analysis/commands.h"
 
-#include "analysis/job_files.h"
-
-#include "analysis/critical_path.h"
-#include "analysis/op_roofline.h"
-#include "analysis/trace_quality.h"
-
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string_view>
 
+#include "analysis/critical_path.h"
 #include "analysis/diff.h"
+#include "analysis/job_files.h"
 #include "analysis/op_roofline.h"
 #include "analysis/rules.h"
 #include "analysis/timeline.h"
+#include "analysis/trace_quality.h"
 #include "core/function_ref.h"
 #include "core/paths.h"
 #include "core/text.h"
@@ -113,6 +111,13 @@ StatusOr<Trace> LoadAnyTrace(const std::string& path) {
 std::string SkippedEntries(const Trace& t) { return t.stats.malformed == 0 ? "" : t.source + ": " + SkippedWhy(t); }
 
 StatusOr<Trace> LoadTrace(const std::string& path, const std::vector<std::string>& execution_traces) {
+  for (const std::string& et : execution_traces) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(et, ec)) {
+      return NotFound(et + (std::filesystem::exists(et, ec) ? ": not a file" : ": no such file") +
+                      " (the execution trace to join)");
+    }
+  }
   TS_ASSIGN_OR_RETURN(Trace t, LoadAnyTrace(path));
   TS_RETURN_IF_ERROR(CheckTimeline(t));
   // A PyTorch execution trace of the same run, given or beside it, adds the operators'
@@ -120,6 +125,13 @@ StatusOr<Trace> LoadTrace(const std::string& path, const std::vector<std::string
   if (t.format == "kineto") {
     AttachExecutionTraces(t, execution_traces.empty() ? ExecutionTracesBeside(path) : execution_traces);
     ascend::AttachAscendOutputs(t, path);  // torch_npu's kernel_details.csv and rank
+  }
+  // One found beside it that does not join is noted; one the user named is an error: the
+  // shapes asked for would be missing from every report.
+  if (!execution_traces.empty() && t.execution_trace.source.empty()) {
+    return InvalidArgument(t.format == "kineto" ? t.execution_trace.note
+                                                : "an execution trace joins a Kineto trace only, and " + path +
+                                                      " is " + t.format);
   }
   return t;
 }
@@ -131,6 +143,12 @@ Status CheckUnitFound(const Trace& t, const std::string& unit) {
   FindWorkUnits(t, "", &found);
   return InvalidArgument("--unit '" + unit + "': no annotation of that name in " + t.source +
                          (found.empty() ? " (it has no ProfilerStep#N either)" : " (its units: " + found + ")"));
+}
+
+Status CheckComparable(const Trace& t) {
+  if (!t.events.empty()) return OkStatus();
+  return InvalidArgument(t.source + ": the trace holds no timeline event (" + std::to_string(t.stats.events_read) +
+                         " entries read): nothing to compare");
 }
 
 bool IsNcuCsv(const std::string& path) {
@@ -343,7 +361,9 @@ class AnalysisWriter {
            << ",\n  \"unit\": " << JsonAt(a.index.unit_name, 1) << ",\n  \"units\": " << JsonAt(a.index.units.size(), 1)
            << "\n}\n";
     } else if (f_.format == OutputFormat::kText) {
-      out_ << RenderFindings(a.findings);
+      // No rule can fire on nothing: that is no diagnosis, not a clean bill.
+      out_ << (a.index.trace->events.empty() ? "Diagnosis: none: the trace holds no timeline event.\n"
+                                             : RenderFindings(a.findings));
     }
   }
 

@@ -24,12 +24,17 @@ namespace tierscope {
 // Systems SQLite export, deciding by content. A trace that yields no timeline event while
 // entries were skipped as malformed is InvalidArgument, the message naming the reasons.
 // `execution_traces`: PyTorch execution traces to join to its operators (default: those
-// beside it; the first of the same run joins).
+// beside it; the first of the same run joins). Named ones none of which joins are
+// InvalidArgument, saying why each did not; those found beside it leave a note.
 StatusOr<Trace> LoadTrace(const std::string& path, const std::vector<std::string>& execution_traces = {});
 
 // InvalidArgument when `unit` (--unit) is given and no annotation of `t` has that name: the
 // analysis would otherwise fall back to the whole trace without a word.
 Status CheckUnitFound(const Trace& t, const std::string& unit);
+
+// InvalidArgument when `t` holds no timeline event: a diff against it would read as every
+// count falling to zero, which is no change the run made.
+Status CheckComparable(const Trace& t);
 
 // "" when every entry of `t` was read; else "<source>: N of its M entries were malformed
 // and skipped (reasons)": what a command that is not `analyze` (whose import_stats shows

@@ -82,7 +82,11 @@ Table DiffExplainedTable(const TraceIndex& base, const TraceIndex& next) {
   t.columns = {"Predicted change (ns)", "Of measured (%)", "Difference"};
   const UnitCounts &a = base.counts, &b = next.counts;
   const double kernels_a = a.PerUnit(static_cast<double>(a.kernels)), kernels_b = b.PerUnit(static_cast<double>(b.kernels));
-  if (kernels_a <= 0 || std::fabs(kernels_b - kernels_a) > 0.1 * kernels_a) {
+  if (kernels_a <= 0) {
+    t.notes.push_back("the baseline has no kernels: there is no per-kernel change to explain");
+    return t;
+  }
+  if (std::fabs(kernels_b - kernels_a) > 0.1 * kernels_a) {
     t.notes.push_back("the traces launch different numbers of kernels per step (" + std::to_string(std::llround(kernels_a)) +
                       " vs " + std::to_string(std::llround(kernels_b)) +
                       "): the work was restructured (batching, fusion), so a per-kernel explanation does not "

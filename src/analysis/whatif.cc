@@ -403,6 +403,8 @@ void StepSimulator::Add(const std::vector<const RankStepGraph*>& step, const std
 std::vector<WhatIfResult> StepSimulator::Finish() {
   for (size_t i = 0; i < results_.size(); ++i) {
     std::vector<std::string>& notes = results_[i].notes;
+    results_[i].cyclic = cyclic_[i];
+    results_[i].out_of_range = out_of_range_[i];
     if (cyclic_[i] > 0) notes.push_back(std::to_string(cyclic_[i]) + " step(s) have a cycle in their graph: no prediction");
     if (out_of_range_[i] > 0) {
       notes.push_back(std::to_string(out_of_range_[i]) + " step(s) re-time beyond 2^62 ns: no prediction, left out");
@@ -426,9 +428,25 @@ StatusOr<std::vector<WhatIfResult>> WhatIfEach(const TraceIndex& x,
   return results;
 }
 
+Status CheckSomethingRetimed(const WhatIfResult& r, const std::string& what) {
+  for (const WhatIfStep& s : r.steps) {
+    if (s.replay_ns > 0) return OkStatus();
+  }
+  if (r.cyclic + r.out_of_range > 0) {
+    return InvalidArgument(what + ": no prediction: every step was left out (" + std::to_string(r.cyclic) +
+                           " with a cycle in its graph, " + std::to_string(r.out_of_range) +
+                           " re-timing beyond 2^62 ns)");
+  }
+  return InvalidArgument(what + ": nothing to re-time: " +
+                         (r.steps.empty() ? std::string("no step with host ops, runtime calls or device work")
+                                          : std::to_string(r.steps.size()) +
+                                                " step(s), none with a host op, runtime call or device work"));
+}
+
 StatusOr<WhatIfResult> WhatIf(const TraceIndex& x, const WhatIfOptions& o) {
   StatusOr<std::vector<WhatIfResult>> r = WhatIfEach(x, {o.changes}, o.device_spec);
   if (!r.ok()) return r.status();
+  TS_RETURN_IF_ERROR(CheckSomethingRetimed(r->front(), x.trace->source));
   return std::move(r->front());
 }
 

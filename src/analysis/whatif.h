@@ -61,8 +61,12 @@ struct WhatIfStep {
 struct WhatIfResult {
   std::vector<WhatIfStep> steps;
   std::vector<std::string> notes;  // what a change could not model, counted
+  int64_t cyclic = 0, out_of_range = 0;  // steps left out: a cycle in the graph, a time past 2^62 ns
 };
 
+// An error (naming `what`, the trace or job) when no step of `result` had anything to re-time.
+Status CheckSomethingRetimed(const WhatIfResult& result, const std::string& what);
+// Refuses a trace with nothing to re-time (CheckSomethingRetimed).
 StatusOr<WhatIfResult> WhatIf(const TraceIndex& index, const WhatIfOptions& options);
 // The same for several sets of changes at once, each re-timing the same graphs (built, and
 // replayed unchanged, once per step): one result per set, in order.

@@ -30,14 +30,9 @@ std::string FormatNumber(double v) {
 }
 
 StatusOr<double> Number(const std::string& text, const std::string& value, double lo, double hi) {
-  double v = 0;
-  size_t used = 0;
-  try {
-    v = std::stod(value, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (used != value.size() || !std::isfinite(v) || v < lo || v > hi) {
+  const std::optional<double> parsed = ParseDecimal(value);
+  const double v = parsed.value_or(0);
+  if (!parsed || v < lo || v > hi) {
     return InvalidArgument("--change '" + text + "': '" + value + "' must be a number in [" + FormatNumber(lo) + ", " +
                            FormatNumber(hi) + "]");
   }
@@ -175,8 +170,10 @@ StatusOr<std::vector<double>> DeviceFactors(const TraceIndex& x, const std::vect
                              "record (deviceProperties numSms)");
     }
     if (c.kind == K::kPrecision && !spec) {
-      return InvalidArgument("--change '" + c.text + "' needs the device's peaks: the trace's device '" +
-                             x.trace->device_name + "' is not in the table (give --device-spec FILE)");
+      const std::string why = x.trace->device_name.empty()
+                                  ? "the trace names no device"
+                                  : "the trace's device '" + Printable(x.trace->device_name) + "' is not in the table";
+      return InvalidArgument("--change '" + c.text + "' needs the device's peaks: " + why + " (give --device-spec FILE)");
     }
     if (c.kind == K::kBatch) k *= c.value;
     if (c.kind == K::kUnits) new_units = c.value;

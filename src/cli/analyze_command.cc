@@ -85,6 +85,7 @@ void AddCommon(CLI::App* c, AnalyzeFlags& f) {
                 "work-unit annotation (default: ProfilerStep#N, serial_bert_forward or "
                 "batched_bert_forward, whichever the trace has)");
   c->add_option("--short-kernel-us", f.short_us, "kernels shorter than this are short")
+      ->check(InRange(0.001, 1e9, " us"))
       ->capture_default_str();
   c->add_flag("--wide", f.wide, "text: long names and shapes whole (else shortened in the middle)");
   c->add_option("--device-spec", f.device_spec,
@@ -103,7 +104,6 @@ int Run(const AnalyzeFlags& flags, Which which) {
   if (!flags.step.empty() && !flags.timeline && flags.html.empty() && flags.overlay.empty()) {
     return Fail(InvalidArgument("--step chooses the step that --timeline, --html and --overlay show: give one of them"));
   }
-  if (!(flags.short_us > 0)) return Fail(InvalidArgument("--short-kernel-us must be > 0"));
   if (!flags.html.empty() || !flags.overlay.empty()) {  // before any work; the inputs listed only then
     if (Status s = CheckOutputs({{"--html", flags.html}, {"--overlay", flags.overlay}}, InputsOf(flags)); !s.ok()) {
       return Fail(s);
@@ -165,6 +165,7 @@ int Run(const AnalyzeFlags& flags, Which which) {
     auto next = LoadTrace(flags.new_path);
     if (!next.ok()) return Fail(next.status());
     for (const Trace* t : {&*base, &*next}) {
+      if (Status s = CheckComparable(*t); !s.ok()) return Fail(s);
       if (Status s = CheckUnitFound(*t, o.unit); !s.ok()) return Fail(s);
     }
     NoteSkipped(*base);  // a count that changed because entries were skipped is no change

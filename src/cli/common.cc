@@ -98,12 +98,9 @@ CLI::Validator InRange(double lo, double hi, const std::string& unit) {
   const std::string range = "[" + show(lo) + ", " + show(hi) + "]" + unit;
   return CLI::Validator(
       [lo, hi, range](std::string& text) -> std::string {
-        errno = 0;
-        char* end = nullptr;
-        const double v = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) {
-          return "must be in " + range + ", got " + text;
-        }
+        const std::optional<double> v = ParseDecimal(text);
+        if (!v) return "must be a decimal number in " + range + ", got " + text;
+        if (*v < lo || *v > hi) return "must be in " + range + ", got " + text;
         return "";
       },
       "in " + range);
@@ -135,13 +132,12 @@ CLI::Validator Seed() {
 }
 
 StatusOr<int64_t> ParseByteSize(const std::string& text) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (...) {
-    return InvalidArgument("--memory-budget: '" + text + "' is not a size (e.g. 12G, 512MiB, 4000000000)");
-  }
+  // The number, then its unit: the trailing letters ("12G", "1.5e3MiB").
+  size_t used = text.size();
+  while (used > 0 && std::isalpha(static_cast<unsigned char>(text[used - 1]))) --used;
+  const std::optional<double> number = ParseDecimal(std::string_view(text).substr(0, used));
+  if (!number) return InvalidArgument("--memory-budget: '" + text + "' is not a size (e.g. 12G, 512MiB, 4000000000)");
+  const double v = *number;
   std::string unit = text.substr(used);
   for (char& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   // One flat table: a nested initializer_list's inner arrays would not outlive the loop's

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "core/exceptions.h"
+#include "core/text.h"
 #include "tierscope/version.h"
 
 namespace {
@@ -26,6 +27,20 @@ int Main(int argc, char** argv) {
                    tierscope::cli::RegisterServe, tierscope::cli::RegisterLoad,
                    tierscope::cli::RegisterDevice}) {
     reg(app, &commands);
+  }
+  // A first word that is no command: CLI11 would say only that a subcommand is required.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const Command& c : commands) {
+      known = known || c.app->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + c.app->get_name();
+    }
+    if (!known) {
+      std::cerr << "tierscope: error: '" << tierscope::Printable(argv[1]) << "' is not a command (the commands: "
+                << names << "; tierscope --help says what each does)\n";
+      return 2;
+    }
   }
   try {
     app.parse(argc, argv);

@@ -67,6 +67,9 @@ int RunJob(const WhatIfFlags& flags, const WhatIfOptions& o, const AnalysisOptio
   }
   std::vector<WhatIfResult> results = sim.Finish();
   WhatIfResult& result = results.front();
+  if (Status s = CheckSomethingRetimed(result, "the job of " + std::to_string(job->ranks.size()) + " rank(s)"); !s.ok()) {
+    return Fail(s);
+  }
   ChangeNotes notes = job->ranks.front().whatif_notes;
   for (size_t r = 1; r < job->ranks.size(); ++r) notes.Merge(job->ranks[r].whatif_notes);
   for (std::string& n : ChangeNoteLines(notes, o.changes, /*job=*/true)) result.notes.push_back(std::move(n));

@@ -48,6 +48,8 @@ bool IsRegularFile(const std::string& path) {
 }
 
 StatusOr<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return InvalidArgument(path + ": a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path + ": cannot open");
   std::stringstream ss;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,6 +106,10 @@ inline int64_t ParseUtcIso8601(const std::string& text) {
 // "1,4,16" -> {1, 4, 16}: sorted, without repeats, each in [1, 1e6]; `flag` names the
 // option in errors.
 StatusOr<std::vector<int64_t>> ParseSizeList(const std::string& list, const std::string& flag);
+
+// A finite decimal number written whole ("0.5", "-2", "1e-3"): no hex ("0x10"), no inf or
+// nan, no leading blank or trailing text; nullopt otherwise.
+std::optional<double> ParseDecimal(std::string_view text);
 
 }  // namespace tierscope
 

@@ -59,5 +59,18 @@ TEST(DiffExplained, HalfTheKernelsGoneIsARestructuringNotExplainedKernelByKernel
   EXPECT_NE(t.notes[0].find("different numbers of kernels"), std::string::npos) << t.notes[0];
 }
 
+TEST(DiffExplained, ABaselineWithoutKernelsIsNotCalledRestructured) {
+  // Host work only on both sides: 0 kernels against 0 is no restructuring.
+  Builder a, b;
+  for (Builder* t : {&a, &b}) {
+    t->Unit("ProfilerStep#1", 0, 1000);
+    t->Op("aten::add", 0, 20, 1);
+  }
+  const Table t = Explain(a.trace(), b.trace());
+  EXPECT_TRUE(t.rows.empty()) << RenderText(t);
+  ASSERT_EQ(t.notes.size(), 1u);
+  EXPECT_EQ(t.notes[0], "the baseline has no kernels: there is no per-kernel change to explain");
+}
+
 }  // namespace
 }  // namespace tierscope

@@ -1,7 +1,9 @@
 """Arguments the analyzer cannot honour are refused in one line rather than run as
 something else: a --unit no annotation has (it read the whole trace), a --report list
 naming nothing (it printed nothing), -s/-c/--replay-passes beside a CSV or trace they do
-not apply to (ignored), one file given twice as a job (two ranks), a NaN limit to sweep.
+not apply to (ignored), one file given twice as a job (two ranks), a NaN limit to sweep; and
+the refusal names what was wrong (an unknown command, a hex or infinite number, a directory
+for a file, a size above the cap, a device the trace does not name).
 And what an import noted reaches the terminal of commands whose output does not carry it."""
 from __future__ import annotations
 
@@ -34,9 +36,25 @@ def run(bin_path, *args):
     (("kernel", "--from-trace", "{t}", "--replay-passes", "3"), "--replay-passes excludes --from-trace"),
     (("analyze", "{t}", "{t}"), "are the same file: a job takes each rank's trace once"),
     (("sweep", "--slo-ms", "nan"), "--slo-ms and --memory-budget-mb must be finite and >= 0"),
+    # Each says what was wrong, not something near it.
+    (("frobnicate", "{t}"), "'frobnicate' is not a command (the commands: bench, "),
+    (("whatif", "{t}", "--change", "gemm=0x1p-1"), "'0x1p-1' must be a number in [0, "),
+    (("whatif", "{t}", "--change", "gemm=inf"), "'inf' must be a number in [0, "),
+    (("analyze", "{t}", "--short-kernel-us", "inf"), "must be a decimal number in [0.001, 1000000000] us, got inf"),
+    (("analyze", "{t}", "--short-kernel-us", "0"), "must be in [0.001, 1000000000] us, got 0"),
+    (("analyze", "{t}", "--device-spec", "{d}"), "--device-spec: {d}: a directory, not a file"),
+    (("analyze", "{t}", "--memory-budget", "0x10G"), "--memory-budget: '0x10G' is not a size"),
+    (("sweep", "--batch-sizes", "99999999999999999999"), "'99999999999999999999' is above 1000000, the most it takes"),
+    (("sweep", "--batch-sizes", "2000000"), "'2000000' is above 1000000, the most it takes"),
+    (("sweep", "--batch-sizes", "-3"), "'-3' is not a positive integer"),
+    (("whatif", "{n}", "--change", "precision=bf16"), "needs the device's peaks: the trace names no device"),
 ], ids=lambda a: " ".join(a) if isinstance(a, tuple) else "")
-def test_an_argument_that_cannot_be_honoured_is_one_line(tierscope_bin, trace, args, says):
-    p = run(tierscope_bin, *[a.format(t=trace) for a in args])
+def test_an_argument_that_cannot_be_honoured_is_one_line(tierscope_bin, trace, tmp_path, args, says):
+    nameless = tmp_path / "nameless.json"  # the same trace with no device named
+    nameless.write_text(json.dumps({k: v for k, v in TRACE.items() if k != "deviceProperties"}))
+    fill = {"t": trace, "d": tmp_path, "n": nameless}
+    p = run(tierscope_bin, *[a.format(**fill) for a in args])
+    says = says.format(**fill)
     assert p.returncode == 2, p.stdout + p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], p.stderr

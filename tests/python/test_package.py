@@ -129,6 +129,14 @@ def test_analyze_one_trace_a_job_and_a_diff_equal_the_cli(tierscope_bin):
     assert set(d["reports"]) == {r["name"] for r in cli.get("reports", [])}
 
 
+def test_a_diff_against_an_empty_trace_raises_as_the_cli_refuses(tmp_path):
+    need(*PAIR)
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"traceEvents": []}')
+    with pytest.raises(ValueError, match="empty.json: the trace holds no timeline event"):
+        tierscope.diff(PAIR[0], empty)
+
+
 def test_a_diff_of_two_jobs_is_the_clis(tierscope_bin, tmp_path):
     need(*PAIR)
     for name in ("a", "b"):

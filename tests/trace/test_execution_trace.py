@@ -3,7 +3,8 @@ corpus's real pair (HTA's test data): `analyze` finds the execution trace beside
 or takes it as a second input, and joins exactly the operators Python's json joins by
 record id and name (HTA's correlate_execution_trace, plus the name check); the joined
 operators gain their shapes, so the roofline can read them; an execution trace alone, or of
-another run, is a one-line error or a note, never a silent empty result. The Python
+another run, is a one-line error when named (a note when found beside the trace), never a
+silent empty result. The Python
 package reads the same."""
 from __future__ import annotations
 
@@ -97,7 +98,18 @@ def test_an_execution_trace_alone_or_of_another_run_says_so(tierscope_bin, tmp_p
         doc = json.load(f)
     doc["pid"] = doc["pid"] + 1
     other.write_text(json.dumps(doc))
-    rows, doc = import_stats(tierscope_bin, KINETO, other)
+    # Named, it is an error: the shapes asked for would be missing from every report.
+    p = run(tierscope_bin, "analyze", KINETO, other)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "no execution trace joined" in p.stderr and "not the same run" in p.stderr, p.stderr
+    missing = run(tierscope_bin, "analyze", tmp_path / "absent_et.json", KINETO)
+    assert missing.returncode == 2 and "absent_et.json" in missing.stderr, missing.stderr
+    # Found beside the trace, it is a note, and the trace is analysed without it.
+    beside = tmp_path / "beside"
+    beside.mkdir()
+    shutil.copy(KINETO, beside / KINETO.name)
+    shutil.copy(other, beside / other.name)
+    rows, doc = import_stats(tierscope_bin, beside / KINETO.name)
     assert not joined_rows(rows)
     notes = doc["reports"][0].get("notes", [])
     assert any("no execution trace joined" in n and "not the same run" in n for n in notes), notes
@@ -131,3 +143,5 @@ def test_the_python_package_joins_the_same(tmp_path):
     assert tierscope.read_trace(tmp_path / KINETO.name).execution_trace["source"] == ""
     given = tierscope.read_trace(tmp_path / KINETO.name, execution_trace=ET).execution_trace
     assert given["joined"] == joined and given["shapes_added"] == joined
+    with pytest.raises(FileNotFoundError, match="absent_et.json"):  # named and missing: never only a note
+        tierscope.read_trace(tmp_path / KINETO.name, execution_trace=tmp_path / "absent_et.json")

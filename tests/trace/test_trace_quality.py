@@ -195,6 +195,27 @@ def test_an_empty_trace_is_not_said_to_pass_its_checks(tierscope_bin, tmp_path):
     assert lines.count(verdict) == 2 and "checks passed" not in run.stdout
     q = quality(tierscope_bin, path, tmp_path)
     assert q and all(status == "n/a" for status, _ in q.values()), q
+    # No rule ran, so no clean bill either.
+    assert run.stdout.rstrip().endswith("Diagnosis: none: the trace holds no timeline event."), run.stdout[-300:]
+    assert "no problem found" not in run.stdout
+
+
+def test_an_empty_trace_is_nothing_to_predict_or_compare(tierscope_bin, tmp_path):
+    empty, other = tmp_path / "empty.json", tmp_path / "empty2.json"
+    for path in (empty, other):
+        path.write_text('{"traceEvents": []}')
+    if not CLEAN.exists():
+        pytest.skip(f"corpus trace missing: {CLEAN}")
+    cases = [  # (arguments, what the one line says, the input it names)
+        (("whatif", empty, "--change", "gemm=0.5"), "nothing to re-time", str(empty)),
+        (("diff", empty, CLEAN), "holds no timeline event", str(empty)),
+        (("diff", CLEAN, empty), "holds no timeline event", str(empty)),
+        (("whatif", empty, other, "--change", "gemm=0.5"), "nothing to re-time", "job of 2 rank"),
+    ]
+    for args, why, names in cases:
+        p = subprocess.run([str(tierscope_bin), *map(str, args)], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1, (args, p.stdout[-500:], p.stderr)
+        assert why in p.stderr and names in p.stderr, (args, p.stderr)
 
 
 def test_analyze_leads_with_the_verdict_and_withholds_what_rests_on_a_failure(tierscope_bin, tmp_path):
