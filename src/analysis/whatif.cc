@@ -160,9 +160,10 @@ std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const W
   const double device_gap = facts.device_gap;
   std::vector<TimedEdge> out;
   out.reserve(g.edges.size() + g.launch_call.size());
-  std::vector<bool> has_launch(g.node_ts.size(), false);
+  std::vector<bool> has_launch(g.node_ts.size(), false), has_in(g.node_ts.size(), false);
   for (size_t i = 0; i < g.edges.size(); ++i) {
     const PathGraph::Edge& e = g.edges[i];
+    has_in[e.to] = true;
     const double w0 = static_cast<double>(std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from]));
     const PathCause cause = facts.causes[i];
     double w = 0;
@@ -222,8 +223,17 @@ std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const W
     }
     out.push_back({e.from, e.to, w, e.type == PathEdgeType::kDependency ? PathCause::kCpu : cause, -1});
   }
+  // Every device event after its launch call. One that nothing in the window explains (no
+  // launch edge, nothing before it on its stream, no wait) waited for work from before the
+  // window, or for something the trace does not record: it keeps that wait beyond the
+  // typical launch delay (the replay is then its measured start), counted as a gap of the
+  // device's queue rather than launch overhead.
   for (const auto& [kernel, call] : g.launch_call) {
-    if (!has_launch[kernel]) out.push_back({call, kernel, launch_delay * l.per_launch, PathCause::kLaunchOverhead, -1});
+    if (has_launch[kernel]) continue;
+    const double unexplained =
+        has_in[kernel] ? 0 : std::max(0.0, static_cast<double>(g.node_ts[kernel] - g.node_ts[call]) - facts.launch_delay);
+    out.push_back({call, kernel, (unexplained + launch_delay) * l.per_launch,
+                   unexplained > launch_delay ? PathCause::kKernelGap : PathCause::kLaunchOverhead, -1});
   }
   return out;
 }

@@ -274,6 +274,29 @@ TEST(WhatIf, ABlockingCallWithNoRecordedSyncWaitsForTheKernelThatEndedWhileItRan
   EXPECT_EQ(OnlyStep(idle.trace(), {"gemm=0.5"}).predicted_ns, 860);
 }
 
+TEST(WhatIf, AKernelQueuedBehindWorkFromBeforeTheStepKeepsItsWait) {
+  // Two kernels launched in the step before hold stream 7 (20..3020, then 3022..3026): the
+  // step's gemm, launched at 1005 behind the second, starts at 3030, and nothing in the
+  // step's window explains its wait. The host blocks in cudaStreamSynchronize (no recorded
+  // sync) until 10 after gemm's end.
+  Builder b;
+  b.Launch("cudaLaunchKernel", "prev_kernel", 10, 5, 20, 3000, 9);
+  b.Launch("cudaLaunchKernel", "prev_kernel", 16, 5, 3022, 4, 9);
+  b.Unit("ProfilerStep#1", 1000, 3200);
+  b.Op("aten::mm", 1000, 20, 1);
+  b.Launch("cudaLaunchKernel", "gemm_kernel", 1005, 5, 3030, 900, 1);
+  b.Api("cudaStreamSynchronize", 1020, 2920);
+  b.Op("aten::add", 4000, 50, 2);
+  b.Launch("cudaLaunchKernel", "add_kernel", 4005, 5, 4015, 100, 2);
+  // The replay is the step as measured (gemm once started 10 after its launch, the typical
+  // delay, which took 2015 off the step).
+  const WhatIfStep s = OnlyStep(b.trace(), {"gemm=0.5"});
+  EXPECT_EQ(s.measured_ns, 4115 - 1000);
+  EXPECT_EQ(s.replay_ns, s.measured_ns);
+  // Halved, gemm ends at 3480 and the host's return, gap and add follow 450 earlier.
+  EXPECT_EQ(s.predicted_ns, s.measured_ns - 450);
+}
+
 TEST(WhatIf, ADeviceSyncWaitsForEveryStreamAndAnEventQueryForNothing) {
   // Two streams: gemm 100..1000 on 7, other 100..600 on 8; cudaDeviceSynchronize 20..1020.
   // Halving gemm ends it at 550: the sync still waits for the other stream's 600, then its
