@@ -66,6 +66,7 @@ CriticalPath PathOf(const TraceIndex& x, PathContext& context, int64_t begin_ns,
   p.edges = static_cast<int64_t>(g.edges.size());
   p.negative_edges = g.negative;
   p.graph_kernels = g.graph_kernels;
+  p.device_only = context.device_only;
   if (!g.node_ts.empty()) {
     p.span_ns = *std::max_element(g.node_ts.begin(), g.node_ts.end()) -
                 *std::min_element(g.node_ts.begin(), g.node_ts.end());
@@ -121,6 +122,7 @@ Table CriticalPathTable(const std::vector<CriticalPath>& paths) {
   t.columns = {"Length (ns)", "Span (ns)", "Window (ns)", "CPU (%)", "GPU compute (%)", "GPU comm (%)", "Launch overhead (%)",
                "Kernel gaps (%)", "Nodes", "Edges", "Step"};
   int64_t negative = 0, graph = 0, empty = 0, cyclic = 0;
+  bool device_only = false;
   for (const CriticalPath& p : paths) {
     const auto share = [&](PathCause c) { return Cell(Percent(p.by_cause[static_cast<size_t>(c)], p.length_ns)); };
     t.AddRow({p.length_ns, p.span_ns, p.end_ns - p.begin_ns, share(PathCause::kCpu), share(PathCause::kGpuCompute),
@@ -130,12 +132,14 @@ Table CriticalPathTable(const std::vector<CriticalPath>& paths) {
     graph += p.graph_kernels;
     empty += p.nodes == 0 ? 1 : 0;
     cyclic += p.cyclic_nodes > 0 ? 1 : 0;
+    device_only = device_only || p.device_only;
   }
   t.notes.push_back("the longest path through host ops in program order and nesting, launches to kernels, stream "
                     "order and the host's and streams' waits; time waiting in a blocking call and dependency edges "
                     "weigh nothing, so the length is at most the span (from the step's first host event to the end "
                     "of the last work it launched, which can run past the step's window) unless edges backwards in "
                     "time were weighed 0 (below)");
+  if (device_only) t.notes.push_back(kDeviceOnlyNote);
   t.NoteCount(cyclic,
               "step(s) have a cycle in their graph (device clocks that disagree "
               "across GPUs, or a malformed trace): no path is claimed for them (length 0)");

@@ -46,6 +46,7 @@ struct CriticalPath {
   int64_t negative_edges = 0;  // edges whose end precedes their start (a clock), weighed 0
   int64_t cyclic_nodes = 0;    // nodes a cycle kept out of order: no path then
   int64_t graph_kernels = 0;   // kernels a graph replayed, in the graph
+  bool device_only = false;    // the trace launches none of its device work (PathContext)
 };
 
 // The windows a trace's steps are: its work units (ProfilerStep#N, or --unit), else one

@@ -25,6 +25,12 @@ bool IsBlockingCall(std::string_view n) {
     return OneOf(rest, {"DeviceSynchronize", "StreamSynchronize", "EventQuery", "EventSynchronize", "Memcpy",
                         "MemcpyAsync"});
   }
+  if (n.starts_with(kAscendRuntime)) {  // CANN's: aclrtSynchronizeStream and its kin
+    const std::string_view rest = n.substr(kAscendRuntime.size());
+    return OneOf(rest, {"SynchronizeDevice", "SynchronizeDeviceWithTimeout", "SynchronizeStream",
+                        "SynchronizeStreamWithTimeout", "SynchronizeEvent", "SynchronizeEventWithTimeout",
+                        "QueryEventStatus", "Memcpy", "MemcpyAsync"});
+  }
   return false;
 }
 
@@ -196,6 +202,11 @@ class Builder {
     const auto first = std::lower_bound(c_.device.begin(), c_.device.end(), std::make_pair(begin_, size_t{0}));
     for (auto it = first; it != c_.device.end() && it->first <= end_; ++it) {
       const Event& d = x_.E(it->second);
+      if (c_.device_only) {  // no launch to wait for
+        device_.push_back(it->second);
+        AddNodes(it->second);
+        continue;
+      }
       if (c_.end_of[x_.runtime_by_corr.at(d.correlation)] == PathContext::kNone) continue;  // no duration
       device_.push_back(it->second);
       if (d.kind != EventKind::kSync) AddNodes(it->second);
@@ -303,9 +314,11 @@ class Builder {
       for (auto it = last.lower_bound({e.pid, INT32_MIN}); it != last.end() && it->first.first == e.pid; ++it) {
         AddEdge(it->second, call_end, PathEdgeType::kSync);
       }
-    } else if (auto it = last.find({e.pid, e.tid}); it != last.end()) {
-      AddEdge(it->second, call_end, PathEdgeType::kSync);
+    } else if (name == "Stream Sync") {
+      if (auto it = last.find({e.pid, e.tid}); it != last.end()) AddEdge(it->second, call_end, PathEdgeType::kSync);
     }
+    // Anything else (an Ascend stream's EVENT_RECORD or EVENT_WAIT task, an unknown sync) is
+    // the device's, not a wait of the host's: a stream's wait stays in its order's gaps.
   }
 
   // Device events in start order (waits at their end): each its span; after the kernel
@@ -329,6 +342,14 @@ class Builder {
         continue;
       }
       const Stream stream{d.pid, d.tid};
+      if (c_.device_only) {  // after the one before it on its stream, the gap as it was
+        AddEdge(c_.start_of[i], c_.end_of[i], PathEdgeType::kSpan);
+        if (const auto prev = last.find(stream); prev != last.end()) {
+          AddEdge(prev->second, c_.start_of[i], PathEdgeType::kKernelKernel);
+        }
+        last[stream] = c_.end_of[i];
+        continue;
+      }
       const size_t call = x_.runtime_by_corr.at(d.correlation);
       const int64_t call_ts = x_.E(call).ts_ns;
       const uint32_t start = c_.start_of[i], end = c_.end_of[i];
@@ -405,6 +426,14 @@ PathContext BuildPathContext(const TraceIndex& x) {
       const Event& d = x.E(i);
       const auto r = d.correlation != 0 ? x.runtime_by_corr.find(d.correlation) : x.runtime_by_corr.end();
       if (r != x.runtime_by_corr.end()) c.device.emplace_back(x.E(r->second).ts_ns, i);
+    }
+  }
+  c.device_only = c.device.empty();
+  if (c.device_only) {
+    for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
+      for (size_t i : *list) {
+        if (HasDuration(x.E(i))) c.device.emplace_back(x.E(i).ts_ns, i);
+      }
     }
   }
   std::sort(c.device.begin(), c.device.end());

@@ -33,6 +33,10 @@ struct PathContext {
   std::vector<size_t> host;         // operators and runtime calls with a duration, by start
   std::vector<size_t> nesting;      // annotations and other host frames with a duration, by start
   std::vector<std::pair<int64_t, size_t>> device;  // (launch call's start, device event), by it
+  // No device event has a launch call in the trace (a device-only trace: rocprofv3 without
+  // API tracing, a GPU-only Kineto capture): `device` holds each by its own start, and each
+  // stream's events follow one another with the gaps they had.
+  bool device_only = false;
   std::vector<int32_t> queue_at_launch, queue_at_start;  // by event
   // A launch onto a stream: its call, and the first and last device events it made there (a
   // graph launch's replay; one event otherwise).
@@ -48,6 +52,10 @@ struct PathContext {
   std::vector<uint32_t> start_of, end_of;        // event -> node in the current window, or kNone
 };
 PathContext BuildPathContext(const TraceIndex& index);
+// What a device-only trace's path and re-timing rest on, in a report's notes.
+inline constexpr const char* kDeviceOnlyNote =
+    "no device event has its launch call in the trace (a device-only capture): each stream's work follows the "
+    "work before it on its stream with the gap it had, and the host behind those gaps is not known";
 
 struct PathGraph {
   std::vector<int64_t> node_ts;
@@ -68,7 +76,8 @@ struct PathGraph {
 };
 
 // Calls that block the host until the device catches up: their wait is not host work
-// (HTA's BLOCKING_SYNC_CALLS, and HIP's and MUSA's).
+// (HTA's BLOCKING_SYNC_CALLS, and HIP's, MUSA's and CANN's: AscendCL@aclrt...).
+inline constexpr std::string_view kAscendRuntime = "AscendCL@aclrt";
 bool IsBlockingCall(std::string_view name);
 
 // What an edge's time is spent on: a kernel-kernel gap, a launch's delay, a device event's

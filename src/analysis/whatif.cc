@@ -81,6 +81,13 @@ WaitsFor WaitsForOf(std::string_view name) {
     if (rest == "StreamSynchronize" || rest == "EventSynchronize" || rest == "Memcpy") return WaitsFor::kLast;
     if (rest == "MemcpyAsync") return WaitsFor::kOwnCopy;
   }
+  if (name.starts_with(kAscendRuntime)) {  // CANN's, with or without a timeout
+    std::string_view rest = name.substr(kAscendRuntime.size());
+    if (rest.ends_with("WithTimeout")) rest.remove_suffix(std::string_view("WithTimeout").size());
+    if (rest == "SynchronizeDevice") return WaitsFor::kEvery;
+    if (rest == "SynchronizeStream" || rest == "SynchronizeEvent" || rest == "Memcpy") return WaitsFor::kLast;
+    if (rest == "MemcpyAsync") return WaitsFor::kOwnCopy;
+  }
   return WaitsFor::kNothing;
 }
 
@@ -205,9 +212,11 @@ std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const W
         has_launch[e.to] = true;
         break;
       case PathEdgeType::kKernelKernel: {
+        // A wait for the launch is the launch's; with no launch in the window (a device-only
+        // trace), the gap is the device's, kept.
         const auto call = g.launch_call.find(e.to);
-        const bool queued = call != g.launch_call.end() && g.node_ts[call->second] < g.node_ts[e.from];
-        w = (queued ? w0 : std::min(w0, device_gap)) * l.per_launch;  // a wait for the launch is the launch's
+        const bool queued = call == g.launch_call.end() || g.node_ts[call->second] < g.node_ts[e.from];
+        w = (queued ? w0 : std::min(w0, device_gap)) * l.per_launch;
         break;
       }
       case PathEdgeType::kSync: {
@@ -279,6 +288,7 @@ void ChangeNotes::Merge(const ChangeNotes& o) {
   no_dtype += o.no_dtype;
   no_spec = no_spec || o.no_spec;
   inferred_waits += o.inferred_waits;
+  device_only = device_only || o.device_only;
   std::vector<std::string> both;
   for (const std::string& u : unmatched) {
     if (std::find(o.unmatched.begin(), o.unmatched.end(), u) != o.unmatched.end()) both.push_back(u);
@@ -300,9 +310,10 @@ std::vector<std::string> ChangeNoteLines(const ChangeNotes& n, const std::vector
     notes.push_back(std::to_string(n.no_dtype) + " kernel(s) have no dtype in their name or no recorded "
                     "work: precision leaves their time as it was");
   }
+  if (n.device_only) notes.push_back(kDeviceOnlyNote);
   if (n.inferred_waits > 0) {
-    notes.push_back(std::to_string(n.inferred_waits) + " blocking call(s) with no recorded sync (traced without "
-                    "enable_cuda_sync_events) are taken to wait for the device work their process launched before "
+    notes.push_back(std::to_string(n.inferred_waits) + " blocking call(s) with no recorded sync (Kineto records "
+                    "one only with enable_cuda_sync_events) are taken to wait for the device work their process launched before "
                     "them that ended while they ran: a device sync for all of it; a stream or event sync, or a copy, "
                     "for the last of it, on whichever stream (the trace does not say which it synced); an async "
                     "copy for its own copy");
@@ -340,6 +351,7 @@ Status ForEachWhatIfStep(const TraceIndex& x, const RankCollectives* collectives
   const std::vector<double> unchanged(x.trace->events.size(), 1.0);
   const std::unordered_set<size_t> launch_calls(x.launches.begin(), x.launches.end());
   PathContext context = BuildPathContext(x);
+  for (ChangeNotes& n : *notes) n.device_only = context.device_only;
   int64_t ordinal = 0;
   for (const WorkUnit& w : PathWindows(x)) {
     const PathGraph g = BuildPathGraph(x, context, w.begin_ns, w.end_ns);

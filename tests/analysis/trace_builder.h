@@ -43,6 +43,12 @@ class Builder {
     e.tid = stream;
   }
   void Api(const char* name, int64_t ts, int64_t dur) { Host(EventKind::kRuntime, name, ts, dur, 0, 1); }
+  // A kernel with no launch call (a device-only capture) on `stream`.
+  void DeviceOnly(const char* kernel, int64_t ts, int64_t dur, int32_t stream = 7) {
+    Event& e = t_.Add(EventKind::kKernel, kernel, ts, dur);
+    e.pid = 0;
+    e.tid = stream;
+  }
   Trace& trace() { return t_; }
 
  private:

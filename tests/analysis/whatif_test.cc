@@ -4,8 +4,12 @@
 #include "analysis/whatif.h"
 #include "analysis/whatif_changes.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
+#include "analysis/critical_path.h"
+#include "analysis/critical_path_graph.h"
 #include "trace_builder.h"
 
 namespace tierscope {
@@ -295,6 +299,63 @@ TEST(WhatIf, AKernelQueuedBehindWorkFromBeforeTheStepKeepsItsWait) {
   EXPECT_EQ(s.replay_ns, s.measured_ns);
   // Halved, gemm ends at 3480 and the host's return, gap and add follow 450 earlier.
   EXPECT_EQ(s.predicted_ns, s.measured_ns - 450);
+}
+
+TEST(WhatIf, AnAscendEventRecordIsTheStreamsNotAWaitOfTheHost) {
+  // torch_npu's EVENT_RECORD task (from aclrtRecordEvent) sits on stream 7 behind a long
+  // kernel (100..5000); the host called it at 30 and went on. It was once read as the host
+  // waiting for that kernel: the replay ran 4960 long.
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 5100);
+  b.Op("aten::mm", 0, 20, 1);
+  b.Launch("AscendCL@aclrtLaunchKernel", "long_kernel", 5, 5, 100, 4900, 1);
+  b.Launch("AscendCL@aclrtRecordEvent", "EVENT_RECORD", 30, 10, 5000, 1, 0, nullptr, EventKind::kSync);
+  b.Op("aten::add", 50, 50, 2);
+  const WhatIfStep s = OnlyStep(b.trace(), {"kernel:long_kernel=0.5"});
+  EXPECT_EQ(s.replay_ns, s.measured_ns);
+  EXPECT_EQ(s.measured_ns, 5000);
+  EXPECT_EQ(s.predicted_ns, 100 + 2450);
+}
+
+TEST(WhatIf, AnAscendStreamSynchronizeWaitsForTheKernelAsCudasDoes) {
+  // As ABlockingCallWithNoRecordedSyncWaitsForTheKernelThatEndedWhileItRan, with CANN's
+  // names: the call returns 20 after the halved kernel's end.
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 1100);
+  b.Op("aten::mm", 0, 20, 1);
+  b.Launch("AscendCL@aclrtLaunchKernel", "gemm_kernel", 5, 5, 100, 900, 1);
+  b.Api("AscendCL@aclrtSynchronizeStreamWithTimeout", 20, 1000);
+  b.Op("aten::add", 1030, 50, 2);
+  EXPECT_EQ(OnlyStep(b.trace(), {"gemm=0.5"}).predicted_ns, 630);
+  for (Event& e : b.trace().events) {  // a query never blocks
+    if (b.trace().strings.Get(e.name) == "AscendCL@aclrtSynchronizeStreamWithTimeout") {
+      e.name = b.trace().strings.Intern("AscendCL@aclrtQueryEventStatus");
+    }
+  }
+  EXPECT_EQ(OnlyStep(b.trace(), {"gemm=0.5"}).predicted_ns, 1080);
+}
+
+TEST(WhatIf, ADeviceOnlyTraceIsRetimedInStreamOrderWithItsGaps) {
+  // rocprofv3 without API tracing: kernels and nothing that launched them. gemm 0..1000,
+  // a gap of 200, add 1200..1300 on stream 7; other 0..500 on stream 8. Once "nothing to
+  // re-time".
+  Builder b;
+  b.DeviceOnly("gemm_kernel", 0, 1000);
+  b.DeviceOnly("add_kernel", 1200, 100);
+  b.DeviceOnly("other_kernel", 0, 500, 8);
+  const StatusOr<WhatIfResult> r = RunWhatIf(b.trace(), {"gemm=0.5"});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->steps.size(), 1u);
+  EXPECT_EQ(r->steps[0].measured_ns, 1300);
+  EXPECT_EQ(r->steps[0].replay_ns, 1300);
+  EXPECT_EQ(r->steps[0].predicted_ns, 1300 - 500);  // add follows gemm's new end by its gap
+  EXPECT_TRUE(std::any_of(r->notes.begin(), r->notes.end(),
+                          [](const std::string& n) { return n == kDeviceOnlyNote; }));
+  const TraceIndex x = BuildIndex(b.trace(), AnalysisOptions{});
+  const std::vector<CriticalPath> paths = AnalyzeCriticalPaths(x);
+  ASSERT_EQ(paths.size(), 1u);
+  EXPECT_EQ(paths[0].length_ns, 1300);  // gemm, the gap, add
+  EXPECT_EQ(paths[0].by_cause[static_cast<size_t>(PathCause::kKernelGap)], 200);
 }
 
 TEST(WhatIf, ADeviceSyncWaitsForEveryStreamAndAnEventQueryForNothing) {
