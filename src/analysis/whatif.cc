@@ -15,15 +15,10 @@
 #include "analysis/critical_path_graph.h"
 #include "analysis/gpu_time.h"
 #include "analysis/whatif_changes.h"
+#include "analysis/whatif_facts.h"
 
 namespace tierscope {
 namespace {
-
-int64_t Median(std::vector<int64_t> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 struct Levers {
   double cpu = 1, per_launch = 1;  // host time x cpu; per-launch costs x per_launch (1/K under batch)
@@ -46,119 +41,6 @@ Levers LeversOf(const std::vector<WhatIfChange>& changes) {
 
 // The simulation's edges: the graph's, weighed as the levers say, plus each kernel held
 // after its launch call by the trace's typical launch delay.
-// What a window's graph says whatever the changes, found once: which host nodes a recorded
-// sync ends, each edge's cause, the typical idle launch delay and queued kernels' gap.
-struct WindowFacts {
-  std::vector<bool> waited;       // by node: a host node a recorded sync ends
-  std::vector<PathCause> causes;  // by edge
-  double launch_delay = 0, device_gap = 0;
-  // A blocking call with no recorded sync (PyTorch records them only with
-  // enable_cuda_sync_events), by its end node -> the end nodes of the device events it is
-  // taken to have waited for (InferWaits), the last to end first.
-  std::unordered_map<uint32_t, std::vector<uint32_t>> awaited;
-};
-
-// Whether edge `e` is a blocking call's own span, ending at its end node, with no recorded
-// sync to end it.
-bool UnsyncedBlockingSpan(const TraceIndex& x, const PathGraph& g, const std::vector<bool>& waited,
-                          const PathGraph::Edge& e) {
-  return e.type == PathEdgeType::kSpan && e.event >= 0 && x.E(static_cast<size_t>(e.event)).kind == EventKind::kRuntime &&
-         !waited[e.to] && g.node_event[e.to] == static_cast<size_t>(e.event) && !g.node_is_start[e.to] &&
-         IsBlockingCall(x.Name(static_cast<size_t>(e.event)));
-}
-
-// What a blocking call with no recorded sync is taken to wait for: of the device events its
-// process launched before it and that ended while it ran, every one (a device sync), the
-// last (a stream or event sync, a synchronous copy: the work ahead of it, then its copy),
-// only its own copy (an async copy, which blocks only for pageable memory), or none (an
-// event query never waits).
-enum class WaitsFor { kNothing, kOwnCopy, kLast, kEvery };
-WaitsFor WaitsForOf(std::string_view name) {
-  for (std::string_view p : {"cuda", "hip", "musa"}) {
-    if (!name.starts_with(p)) continue;
-    const std::string_view rest = name.substr(p.size());
-    if (rest == "DeviceSynchronize") return WaitsFor::kEvery;
-    if (rest == "StreamSynchronize" || rest == "EventSynchronize" || rest == "Memcpy") return WaitsFor::kLast;
-    if (rest == "MemcpyAsync") return WaitsFor::kOwnCopy;
-  }
-  if (name.starts_with(kAscendRuntime)) {  // CANN's, with or without a timeout
-    std::string_view rest = name.substr(kAscendRuntime.size());
-    if (rest.ends_with("WithTimeout")) rest.remove_suffix(std::string_view("WithTimeout").size());
-    if (rest == "SynchronizeDevice") return WaitsFor::kEvery;
-    if (rest == "SynchronizeStream" || rest == "SynchronizeEvent" || rest == "Memcpy") return WaitsFor::kLast;
-    if (rest == "MemcpyAsync") return WaitsFor::kOwnCopy;
-  }
-  return WaitsFor::kNothing;
-}
-
-// FactsOf's `awaited`, where a device event ended while the call ran (else the call waited
-// for nothing the trace shows, and keeps its time).
-void InferWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
-  struct Device {
-    int64_t end_ts, launched_ts;
-    size_t launch;  // the launch call's event
-    uint32_t end;
-  };
-  std::vector<Device> device;  // by end time
-  for (const PathGraph::Edge& e : g.edges) {
-    if (e.type != PathEdgeType::kSpan || e.event < 0 || !g.node_is_start[e.from] ||
-        !IsDeviceWork(x.E(static_cast<size_t>(e.event)).kind)) {
-      continue;
-    }
-    const auto call = g.launch_call.find(e.from);
-    if (call == g.launch_call.end()) continue;
-    device.push_back({g.node_ts[e.to], g.node_ts[call->second], g.node_event[call->second], e.to});
-  }
-  std::sort(device.begin(), device.end(), [](const Device& a, const Device& b) { return a.end_ts < b.end_ts; });
-  constexpr int kMaxLook = 4096;  // device events looked at a call
-  for (const PathGraph::Edge& e : g.edges) {
-    if (!UnsyncedBlockingSpan(x, g, f.waited, e)) continue;
-    const size_t blocking = static_cast<size_t>(e.event);
-    const WaitsFor what = WaitsForOf(x.Name(blocking));
-    if (what == WaitsFor::kNothing) continue;
-    const Event& call = x.E(blocking);
-    const int64_t start = call.ts_ns, end = g.node_ts[e.to];
-    auto it = std::upper_bound(device.begin(), device.end(), end, [](int64_t t, const Device& d) { return t < d.end_ts; });
-    std::vector<uint32_t> ends;
-    for (int looked = 0; it != device.begin() && looked < kMaxLook; ++looked) {
-      --it;
-      if (it->end_ts < start) break;
-      const bool ours = what == WaitsFor::kOwnCopy ? it->launch == blocking
-                                                   : it->launched_ts <= start && x.E(it->launch).pid == call.pid;
-      if (!ours) continue;
-      ends.push_back(it->end);
-      if (what != WaitsFor::kEvery) break;
-    }
-    if (!ends.empty()) f.awaited[e.to] = std::move(ends);
-  }
-}
-
-WindowFacts FactsOf(const TraceIndex& x, const PathGraph& g) {
-  WindowFacts f;
-  f.waited.assign(g.node_ts.size(), false);
-  f.causes.reserve(g.edges.size());
-  std::vector<int64_t> delays, queued_gaps;
-  for (const PathGraph::Edge& e : g.edges) {
-    f.causes.push_back(EdgeCause(x, e));
-    if (e.type == PathEdgeType::kSync && !IsDeviceWork(x.E(g.node_event[e.to]).kind)) f.waited[e.to] = true;
-    const int64_t w = std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from]);
-    if (e.type == PathEdgeType::kLaunch) delays.push_back(w);
-    if (e.type == PathEdgeType::kKernelKernel) {
-      const auto call = g.launch_call.find(e.to);
-      if (call != g.launch_call.end() && g.node_ts[call->second] < g.node_ts[e.from]) queued_gaps.push_back(w);
-    }
-  }
-  if (delays.empty()) {
-    for (const auto& [kernel, call] : g.launch_call) delays.push_back(std::max<int64_t>(0, g.node_ts[kernel] - g.node_ts[call]));
-    const int64_t least = delays.empty() ? 0 : *std::min_element(delays.begin(), delays.end());
-    delays.assign(1, least);
-  }
-  f.launch_delay = static_cast<double>(Median(delays));
-  f.device_gap = static_cast<double>(Median(queued_gaps));
-  InferWaits(x, g, f);
-  return f;
-}
-
 std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const WindowFacts& facts,
                               const std::vector<double>& factor, const Levers& l,
                               const std::unordered_set<size_t>& launch_calls) {
@@ -212,11 +94,12 @@ std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const W
         has_launch[e.to] = true;
         break;
       case PathEdgeType::kKernelKernel: {
-        // A wait for the launch is the launch's; with no launch in the window (a device-only
-        // trace), the gap is the device's, kept.
+        // A wait for the launch is the launch's, a wait for another stream that stream's (the
+        // edge below); with no launch in the window (a device-only trace), the gap is the
+        // device's, kept.
         const auto call = g.launch_call.find(e.to);
         const bool queued = call == g.launch_call.end() || g.node_ts[call->second] < g.node_ts[e.from];
-        w = (queued ? w0 : std::min(w0, device_gap)) * l.per_launch;
+        w = (queued && facts.stream_waits.count(e.to) == 0 ? w0 : std::min(w0, device_gap)) * l.per_launch;
         break;
       }
       case PathEdgeType::kSync: {
@@ -232,16 +115,25 @@ std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const W
     }
     out.push_back({e.from, e.to, w, e.type == PathEdgeType::kDependency ? PathCause::kCpu : cause, -1});
   }
-  // Every device event after its launch call. One that nothing in the window explains (no
+  // A stream's wait for another's work: after it, by as long as the event took to reach it.
+  for (const auto& [start, awaited] : facts.stream_waits) {
+    has_in[start] = true;
+    const double reach = static_cast<double>(std::max<int64_t>(0, g.node_ts[start] - g.node_ts[awaited]));
+    out.push_back({awaited, start, reach * l.per_launch, PathCause::kKernelGap, -1});
+  }
+  // Every device event after its launch call: at least the typical launch delay (never more
+  // than its own, so the replay is as measured). One that nothing in the window explains (no
   // launch edge, nothing before it on its stream, no wait) waited for work from before the
-  // window, or for something the trace does not record: it keeps that wait beyond the
-  // typical launch delay (the replay is then its measured start), counted as a gap of the
-  // device's queue rather than launch overhead.
+  // window, or for something the trace does not record, or for less than the typical delay:
+  // it keeps its measured delay, less the typical one, plus the typical one as the levers set
+  // it; a wait beyond the typical delay is counted as a gap of the device's queue, not as
+  // launch overhead.
   for (const auto& [kernel, call] : g.launch_call) {
     if (has_launch[kernel]) continue;
-    const double unexplained =
-        has_in[kernel] ? 0 : std::max(0.0, static_cast<double>(g.node_ts[kernel] - g.node_ts[call]) - facts.launch_delay);
-    out.push_back({call, kernel, (unexplained + launch_delay) * l.per_launch,
+    const double measured = static_cast<double>(std::max<int64_t>(0, g.node_ts[kernel] - g.node_ts[call]));
+    const double unexplained = has_in[kernel] ? 0 : measured - facts.launch_delay;
+    const double w = has_in[kernel] ? std::min(measured, launch_delay) : std::max(0.0, unexplained + launch_delay);
+    out.push_back({call, kernel, w * l.per_launch,
                    unexplained > launch_delay ? PathCause::kKernelGap : PathCause::kLaunchOverhead, -1});
   }
   return out;
@@ -289,6 +181,7 @@ void ChangeNotes::Merge(const ChangeNotes& o) {
   no_spec = no_spec || o.no_spec;
   inferred_waits += o.inferred_waits;
   device_only = device_only || o.device_only;
+  stream_waits += o.stream_waits;
   std::vector<std::string> both;
   for (const std::string& u : unmatched) {
     if (std::find(o.unmatched.begin(), o.unmatched.end(), u) != o.unmatched.end()) both.push_back(u);
@@ -311,6 +204,11 @@ std::vector<std::string> ChangeNoteLines(const ChangeNotes& n, const std::vector
                     "work: precision leaves their time as it was");
   }
   if (n.device_only) notes.push_back(kDeviceOnlyNote);
+  if (n.stream_waits > 0) {
+    notes.push_back(std::to_string(n.stream_waits) + " kernel(s) launched after a StreamWaitEvent call, with no "
+                    "recorded sync, started late just after another stream's work ended: each is taken to wait "
+                    "for that work (an event recorded after it), and moves as it moves");
+  }
   if (n.inferred_waits > 0) {
     notes.push_back(std::to_string(n.inferred_waits) + " blocking call(s) with no recorded sync (Kineto records "
                     "one only with enable_cuda_sync_events) are taken to wait for the device work their process launched before "
@@ -358,6 +256,7 @@ Status ForEachWhatIfStep(const TraceIndex& x, const RankCollectives* collectives
     const WindowFacts facts = FactsOf(x, g);
     for (size_t i = 0; i < scenarios.size(); ++i) {
       if (!levers[i].sync_off) (*notes)[i].inferred_waits += static_cast<int64_t>(facts.awaited.size());
+      (*notes)[i].stream_waits += static_cast<int64_t>(facts.stream_waits.size());
     }
     RankStepGraph s = StepGraphOf(w, ordinal++, g);
     s.sets.push_back(SimEdges(x, g, facts, unchanged, Levers{}, launch_calls));

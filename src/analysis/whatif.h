@@ -82,6 +82,7 @@ struct ChangeNotes {
   bool no_spec = false;  // no peaks for the device
   int64_t inferred_waits = 0;  // blocking calls without a recorded sync, taken to wait for a device event
   bool device_only = false;    // no launch in the trace (PathContext::device_only)
+  int64_t stream_waits = 0;    // device events taken to wait for another stream's work (no recorded sync)
   // Another trace's (a window or rank of one job): counts added, a selector unmatched only
   // where it matched nothing in either.
   void Merge(const ChangeNotes& other);

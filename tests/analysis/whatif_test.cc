@@ -358,6 +358,42 @@ TEST(WhatIf, ADeviceOnlyTraceIsRetimedInStreamOrderWithItsGaps) {
   EXPECT_EQ(paths[0].by_cause[static_cast<size_t>(PathCause::kKernelGap)], 200);
 }
 
+// Stream 7 runs k1..k3 (50..354 us, 2 us apart); stream 8 a collective 60..1000 us. The host
+// calls cudaStreamWaitEvent (when `wait`), then launches gemm onto stream 7: it starts at
+// 1003 us, 3 us after the collective's end, 649 us after k3's; cudaDeviceSynchronize returns
+// at 1510 us.
+Trace StreamWait(bool wait) {
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 1600'000);
+  b.Op("aten::mm", 0, 46'000, 1);
+  b.Launch("cudaLaunchKernel", "k1", 10'000, 1'000, 50'000, 100'000, 1);
+  b.Launch("cudaLaunchKernel", "k2", 12'000, 1'000, 152'000, 100'000, 1);
+  b.Launch("cudaLaunchKernel", "k3", 14'000, 1'000, 254'000, 100'000, 1);
+  b.Launch("cudaLaunchKernel", "ncclDevKernel_AllReduce", 16'000, 1'000, 60'000, 940'000, 1, nullptr,
+           EventKind::kKernel, 8);
+  if (wait) b.Api("cudaStreamWaitEvent", 30'000, 2'000);
+  b.Launch("cudaLaunchKernel", "gemm_kernel", 40'000, 5'000, 1003'000, 500'000, 1);
+  b.Api("cudaDeviceSynchronize", 50'000, 1460'000);
+  return std::move(b.trace());
+}
+
+TEST(WhatIf, AKernelLaunchedAfterAStreamWaitMovesWithTheWorkItWaitedFor) {
+  const StatusOr<WhatIfResult> r = RunWhatIf(StreamWait(true), {"communication=0"});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->steps.size(), 1u);
+  EXPECT_EQ(r->steps[0].replay_ns, r->steps[0].measured_ns);
+  // Without the collective gemm follows k3 by the queued gap (2 us): 356..856 us, and the
+  // sync returns 7 us after it.
+  EXPECT_EQ(r->steps[0].predicted_ns, 863'000);
+  EXPECT_TRUE(std::any_of(r->notes.begin(), r->notes.end(), [](const std::string& n) {
+    return n.starts_with("1 kernel(s) launched after a StreamWaitEvent call");
+  }));
+  // No stream-wait call: nothing says gemm waited for stream 8, and its gap stays.
+  const WhatIfStep unsaid = OnlyStep(StreamWait(false), {"communication=0"});
+  EXPECT_EQ(unsaid.replay_ns, unsaid.measured_ns);
+  EXPECT_EQ(unsaid.predicted_ns, 1510'000);
+}
+
 TEST(WhatIf, ADeviceSyncWaitsForEveryStreamAndAnEventQueryForNothing) {
   // Two streams: gemm 100..1000 on 7, other 100..600 on 8; cudaDeviceSynchronize 20..1020.
   // Halving gemm ends it at 550: the sync still waits for the other stream's 600, then its

@@ -1,0 +1,196 @@
+// whatif_facts.h: what a window's graph says whatever the changes, found once per window.
+#include "analysis/whatif_facts.h"
+
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+
+#include "analysis/gpu_time.h"
+#include "core/stats.h"
+
+namespace tierscope {
+
+// Whether edge `e` is a blocking call's own span, ending at its end node, with no recorded
+// sync to end it.
+bool UnsyncedBlockingSpan(const TraceIndex& x, const PathGraph& g, const std::vector<bool>& waited,
+                          const PathGraph::Edge& e) {
+  return e.type == PathEdgeType::kSpan && e.event >= 0 && x.E(static_cast<size_t>(e.event)).kind == EventKind::kRuntime &&
+         !waited[e.to] && g.node_event[e.to] == static_cast<size_t>(e.event) && !g.node_is_start[e.to] &&
+         IsBlockingCall(x.Name(static_cast<size_t>(e.event)));
+}
+
+namespace {
+
+// What a blocking call with no recorded sync is taken to wait for: of the device events its
+// process launched before it and that ended while it ran, every one (a device sync), the
+// last (a stream or event sync, a synchronous copy: the work ahead of it, then its copy),
+// only its own copy (an async copy, which blocks only for pageable memory), or none (an
+// event query never waits).
+enum class WaitsFor { kNothing, kOwnCopy, kLast, kEvery };
+WaitsFor WaitsForOf(std::string_view name) {
+  for (std::string_view p : {"cuda", "hip", "musa"}) {
+    if (!name.starts_with(p)) continue;
+    const std::string_view rest = name.substr(p.size());
+    if (rest == "DeviceSynchronize") return WaitsFor::kEvery;
+    if (rest == "StreamSynchronize" || rest == "EventSynchronize" || rest == "Memcpy") return WaitsFor::kLast;
+    if (rest == "MemcpyAsync") return WaitsFor::kOwnCopy;
+  }
+  if (name.starts_with(kAscendRuntime)) {  // CANN's, with or without a timeout
+    std::string_view rest = name.substr(kAscendRuntime.size());
+    if (rest.ends_with("WithTimeout")) rest.remove_suffix(std::string_view("WithTimeout").size());
+    if (rest == "SynchronizeDevice") return WaitsFor::kEvery;
+    if (rest == "SynchronizeStream" || rest == "SynchronizeEvent" || rest == "Memcpy") return WaitsFor::kLast;
+    if (rest == "MemcpyAsync") return WaitsFor::kOwnCopy;
+  }
+  return WaitsFor::kNothing;
+}
+
+// FactsOf's `awaited`, where a device event ended while the call ran (else the call waited
+// for nothing the trace shows, and keeps its time).
+void InferWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
+  struct Device {
+    int64_t end_ts, launched_ts;
+    size_t launch;  // the launch call's event
+    uint32_t end;
+  };
+  std::vector<Device> device;  // by end time
+  for (const PathGraph::Edge& e : g.edges) {
+    if (e.type != PathEdgeType::kSpan || e.event < 0 || !g.node_is_start[e.from] ||
+        !IsDeviceWork(x.E(static_cast<size_t>(e.event)).kind)) {
+      continue;
+    }
+    const auto call = g.launch_call.find(e.from);
+    if (call == g.launch_call.end()) continue;
+    device.push_back({g.node_ts[e.to], g.node_ts[call->second], g.node_event[call->second], e.to});
+  }
+  std::sort(device.begin(), device.end(), [](const Device& a, const Device& b) { return a.end_ts < b.end_ts; });
+  constexpr int kMaxLook = 4096;  // device events looked at a call
+  for (const PathGraph::Edge& e : g.edges) {
+    if (!UnsyncedBlockingSpan(x, g, f.waited, e)) continue;
+    const size_t blocking = static_cast<size_t>(e.event);
+    const WaitsFor what = WaitsForOf(x.Name(blocking));
+    if (what == WaitsFor::kNothing) continue;
+    const Event& call = x.E(blocking);
+    const int64_t start = call.ts_ns, end = g.node_ts[e.to];
+    auto it = std::upper_bound(device.begin(), device.end(), end, [](int64_t t, const Device& d) { return t < d.end_ts; });
+    std::vector<uint32_t> ends;
+    for (int looked = 0; it != device.begin() && looked < kMaxLook; ++looked) {
+      --it;
+      if (it->end_ts < start) break;
+      const bool ours = what == WaitsFor::kOwnCopy ? it->launch == blocking
+                                                   : it->launched_ts <= start && x.E(it->launch).pid == call.pid;
+      if (!ours) continue;
+      ends.push_back(it->end);
+      if (what != WaitsFor::kEvery) break;
+    }
+    if (!ends.empty()) f.awaited[e.to] = std::move(ends);
+  }
+}
+
+// Whether `name` makes a stream wait for an event another stream records (CUDA's, HIP's,
+// MUSA's cudaStreamWaitEvent, CANN's aclrtStreamWaitEvent).
+bool IsStreamWaitCall(std::string_view name) { return name.ends_with("StreamWaitEvent"); }
+
+// FactsOf's `stream_waits`: a device event D launched by a thread that called a stream wait
+// since its last launch onto D's stream, that started later than both its launch and the
+// work before it on its stream explain, and that another stream's work (O, same device) ended
+// just before — within the slack an event takes to reach a stream — is taken to have waited
+// for O. Where the trace records the wait (sync events), the graph holds it already.
+void InferStreamWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
+  using Thread = std::pair<int32_t, int32_t>;
+  std::map<Thread, std::vector<int64_t>> wait_calls;  // a thread's stream-wait calls' starts, sorted
+  for (size_t v = 0; v < g.node_ts.size(); ++v) {
+    const Event& e = x.E(g.node_event[v]);
+    if (g.node_is_start[v] && e.kind == EventKind::kRuntime && IsStreamWaitCall(x.Name(g.node_event[v]))) {
+      wait_calls[{e.pid, e.tid}].push_back(e.ts_ns);
+    }
+  }
+  if (wait_calls.empty()) return;
+  for (auto& [thread, calls] : wait_calls) std::sort(calls.begin(), calls.end());
+  std::unordered_map<uint32_t, uint32_t> before;  // a device start node -> the end node before it on its stream
+  std::unordered_set<uint32_t> synced;            // device start nodes a recorded wait holds
+  for (const PathGraph::Edge& e : g.edges) {
+    if (e.type == PathEdgeType::kKernelKernel) before[e.to] = e.from;
+    if (e.type == PathEdgeType::kSync) synced.insert(e.to);
+  }
+  struct End {
+    int64_t ts;
+    uint32_t node;
+    int32_t device, stream;
+  };
+  std::vector<End> ends;  // device events' ends, by time
+  for (size_t v = 0; v < g.node_ts.size(); ++v) {
+    const Event& e = x.E(g.node_event[v]);
+    if (!g.node_is_start[v] && IsDeviceWork(e.kind)) ends.push_back({g.node_ts[v], static_cast<uint32_t>(v), e.pid, e.tid});
+  }
+  std::sort(ends.begin(), ends.end(), [](const End& a, const End& b) { return a.ts < b.ts; });
+  // An event reaches a waiting stream within a few of the device's queued gaps.
+  const double slack = 20'000 + 4 * f.device_gap;
+  constexpr int kMaxLook = 64;  // ends looked at for another stream's
+  for (const auto& [start, call] : g.launch_call) {
+    if (synced.count(start) != 0) continue;
+    const Event& d = x.E(g.node_event[start]);
+    const Event& c = x.E(g.node_event[call]);
+    const int64_t ts = g.node_ts[start];
+    const auto prev = before.find(start);
+    // The wait call must come after the launch of the work before it on its stream.
+    int64_t since = INT64_MIN;
+    if (prev != before.end()) {
+      // AddNodes makes an event's end node right after its start node.
+      const auto prev_call = g.launch_call.find(static_cast<uint32_t>(prev->second - 1));
+      if (prev_call != g.launch_call.end()) since = g.node_ts[prev_call->second];
+    }
+    const auto calls = wait_calls.find({c.pid, c.tid});
+    if (calls == wait_calls.end()) continue;
+    const auto wait = std::lower_bound(calls->second.begin(), calls->second.end(), g.node_ts[call]);
+    if (wait == calls->second.begin() || *std::prev(wait) <= since) continue;
+    // Late: past what its launch and the work before it explain by more than the slack.
+    const double ready = std::max(static_cast<double>(g.node_ts[call]) + f.launch_delay,
+                                  prev != before.end() ? static_cast<double>(g.node_ts[prev->second]) + f.device_gap : 0.0);
+    if (static_cast<double>(ts) - ready <= slack) continue;
+    auto it = std::upper_bound(ends.begin(), ends.end(), ts, [](int64_t t, const End& e) { return t < e.ts; });
+    for (int looked = 0; it != ends.begin() && looked < kMaxLook; ++looked) {
+      --it;
+      if (static_cast<double>(ts - it->ts) > slack) break;
+      if (it->device == d.pid && it->stream != d.tid) {
+        f.stream_waits[start] = it->node;
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+WindowFacts FactsOf(const TraceIndex& x, const PathGraph& g) {
+  WindowFacts f;
+  f.waited.assign(g.node_ts.size(), false);
+  f.causes.reserve(g.edges.size());
+  std::vector<double> delays, queued_gaps;
+  for (const PathGraph::Edge& e : g.edges) {
+    f.causes.push_back(EdgeCause(x, e));
+    if (e.type == PathEdgeType::kSync && !IsDeviceWork(x.E(g.node_event[e.to]).kind)) f.waited[e.to] = true;
+    const double w = static_cast<double>(std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from]));
+    if (e.type == PathEdgeType::kLaunch) delays.push_back(w);
+    if (e.type == PathEdgeType::kKernelKernel) {
+      const auto call = g.launch_call.find(e.to);
+      if (call != g.launch_call.end() && g.node_ts[call->second] < g.node_ts[e.from]) queued_gaps.push_back(w);
+    }
+  }
+  if (delays.empty()) {
+    for (const auto& [kernel, call] : g.launch_call) {
+      delays.push_back(static_cast<double>(std::max<int64_t>(0, g.node_ts[kernel] - g.node_ts[call])));
+    }
+    const double least = delays.empty() ? 0 : *std::min_element(delays.begin(), delays.end());
+    delays.assign(1, least);
+  }
+  f.launch_delay = Median(delays);
+  f.device_gap = queued_gaps.empty() ? 0 : Median(queued_gaps);
+  InferWaits(x, g, f);
+  InferStreamWaits(x, g, f);
+  return f;
+}
+
+}  // namespace tierscope
