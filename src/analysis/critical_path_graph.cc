@@ -428,7 +428,7 @@ PathContext BuildPathContext(const TraceIndex& x) {
       if (r != x.runtime_by_corr.end()) c.device.emplace_back(x.E(r->second).ts_ns, i);
     }
   }
-  c.device_only = c.device.empty();
+  c.device_only = c.device.empty() && (!x.kernels.empty() || !x.memops.empty());
   if (c.device_only) {
     for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
       for (size_t i : *list) {

@@ -90,7 +90,12 @@ std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const W
       }
       case PathEdgeType::kDependency: w = w0 * l.per_launch; break;  // the host's gap, kept
       case PathEdgeType::kLaunch:
-        w = (l.launch_ns ? *l.launch_ns : w0) * l.per_launch;
+        // A kernel that waited for another stream's work holds that wait on the edge from
+        // it (below): its launch, at most the typical delay.
+        w = (l.launch_ns                               ? *l.launch_ns
+             : facts.stream_waits.count(e.to) != 0 ? std::min(w0, facts.launch_delay)
+                                                       : w0) *
+            l.per_launch;
         has_launch[e.to] = true;
         break;
       case PathEdgeType::kKernelKernel: {

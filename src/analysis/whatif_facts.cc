@@ -94,10 +94,11 @@ void InferWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
 bool IsStreamWaitCall(std::string_view name) { return name.ends_with("StreamWaitEvent"); }
 
 // FactsOf's `stream_waits`: a device event D launched by a thread that called a stream wait
-// since its last launch onto D's stream, that started later than both its launch and the
-// work before it on its stream explain, and that another stream's work (O, same device) ended
-// just before — within the slack an event takes to reach a stream — is taken to have waited
-// for O. Where the trace records the wait (sync events), the graph holds it already.
+// since the launch of the work before it on D's stream, that started later than both its
+// launch and that work explain, and that another stream's work (O, same device, launched
+// before the wait call) ended just before — within the slack an event takes to reach a
+// stream — is taken to have waited for O. Where the trace records the wait (sync events),
+// the graph holds it already.
 void InferStreamWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
   using Thread = std::pair<int32_t, int32_t>;
   std::map<Thread, std::vector<int64_t>> wait_calls;  // a thread's stream-wait calls' starts, sorted
@@ -146,6 +147,7 @@ void InferStreamWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
     if (calls == wait_calls.end()) continue;
     const auto wait = std::lower_bound(calls->second.begin(), calls->second.end(), g.node_ts[call]);
     if (wait == calls->second.begin() || *std::prev(wait) <= since) continue;
+    const int64_t waited_at = *std::prev(wait);
     // Late: past what its launch and the work before it explain by more than the slack.
     const double ready = std::max(static_cast<double>(g.node_ts[call]) + f.launch_delay,
                                   prev != before.end() ? static_cast<double>(g.node_ts[prev->second]) + f.device_gap : 0.0);
@@ -154,10 +156,13 @@ void InferStreamWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
     for (int looked = 0; it != ends.begin() && looked < kMaxLook; ++looked) {
       --it;
       if (static_cast<double>(ts - it->ts) > slack) break;
-      if (it->device == d.pid && it->stream != d.tid) {
-        f.stream_waits[start] = it->node;
-        break;
-      }
+      if (it->device != d.pid || it->stream == d.tid) continue;
+      // An event records only work launched before the wait call (work launched before the
+      // window was).
+      const auto its_call = g.launch_call.find(it->node - 1);  // its start node (AddNodes)
+      if (its_call != g.launch_call.end() && g.node_ts[its_call->second] > waited_at) continue;
+      f.stream_waits[start] = it->node;
+      break;
     }
   }
 }
@@ -190,6 +195,15 @@ WindowFacts FactsOf(const TraceIndex& x, const PathGraph& g) {
   f.device_gap = queued_gaps.empty() ? 0 : Median(queued_gaps);
   InferWaits(x, g, f);
   InferStreamWaits(x, g, f);
+  if (!f.stream_waits.empty()) {  // the typical launch delay without those waits in it
+    std::vector<double> idle;
+    for (const PathGraph::Edge& e : g.edges) {
+      if (e.type == PathEdgeType::kLaunch && f.stream_waits.count(e.to) == 0) {
+        idle.push_back(static_cast<double>(std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from])));
+      }
+    }
+    if (!idle.empty()) f.launch_delay = Median(idle);
+  }
   return f;
 }
 

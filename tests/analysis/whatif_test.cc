@@ -242,27 +242,32 @@ TEST(WhatIf, TheEngineOpsWaitForTheirKernels) {
   EXPECT_EQ(r->steps[0].predicted_ns, 130 - 34);
 }
 
-TEST(WhatIf, ABlockingCallWithNoRecordedSyncWaitsForTheKernelThatEndedWhileItRan) {
-  // PyTorch's default: no sync events. The host blocks in cudaStreamSynchronize 20..1020; the
-  // kernel launched before it (100..1000) is the last to end while it ran: the call returns
-  // 20 after it, however fast the kernel gets.
+// PyTorch's default: no sync events. The host blocks in `blocking` 20..1020; the kernel
+// `launch` made before it (100..1000) is the last to end while it ran.
+Trace BlockedOnKernel(const char* launch, const char* blocking) {
   Builder b;
   b.Unit("ProfilerStep#1", 0, 1100);
   b.Op("aten::mm", 0, 20, 1);
-  b.Launch("cudaLaunchKernel", "gemm_kernel", 5, 5, 100, 900, 1);
-  b.Api("cudaStreamSynchronize", 20, 1000);
+  b.Launch(launch, "gemm_kernel", 5, 5, 100, 900, 1);
+  b.Api(blocking, 20, 1000);
   b.Op("aten::add", 1030, 50, 2);
-  const WhatIfStep s = OnlyStep(b.trace(), {"sync=off"});
+  return std::move(b.trace());
+}
+
+TEST(WhatIf, ABlockingCallWithNoRecordedSyncWaitsForTheKernelThatEndedWhileItRan) {
+  // The call returns 20 after the kernel, however fast the kernel gets.
+  const Trace t = BlockedOnKernel("cudaLaunchKernel", "cudaStreamSynchronize");
+  const WhatIfStep s = OnlyStep(t, {"sync=off"});
   EXPECT_EQ(s.replay_ns, 1080);
   // Without the wait the host runs on (add at 20 + 10); the kernel ends at 1000.
   EXPECT_EQ(s.predicted_ns, 1000);
   // A faster kernel: the call returns at 550 + 20, add runs 580..630 (it read 1080, the wait
   // as measured, before the wait was tied to the kernel).
-  EXPECT_EQ(OnlyStep(b.trace(), {"gemm=0.5"}).predicted_ns, 630);
+  EXPECT_EQ(OnlyStep(t, {"gemm=0.5"}).predicted_ns, 630);
   // Faster host code: the launch at 2.5, the kernel 97.5..997.5 (its launch delay kept),
   // the call's return after it not host work: 1017.5, then the gap 10 and add's 25.
-  EXPECT_EQ(OnlyStep(b.trace(), {"cpu=0.5"}).predicted_ns, 1053);
-  const StatusOr<WhatIfResult> r = RunWhatIf(b.trace(), {"gemm=0.5"}, std::nullopt);
+  EXPECT_EQ(OnlyStep(t, {"cpu=0.5"}).predicted_ns, 1053);
+  const StatusOr<WhatIfResult> r = RunWhatIf(t, {"gemm=0.5"}, std::nullopt);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(std::any_of(r->notes.begin(), r->notes.end(), [](const std::string& n) {
     return n.starts_with("1 blocking call(s) with no recorded sync");
@@ -319,20 +324,11 @@ TEST(WhatIf, AnAscendEventRecordIsTheStreamsNotAWaitOfTheHost) {
 
 TEST(WhatIf, AnAscendStreamSynchronizeWaitsForTheKernelAsCudasDoes) {
   // As ABlockingCallWithNoRecordedSyncWaitsForTheKernelThatEndedWhileItRan, with CANN's
-  // names: the call returns 20 after the halved kernel's end.
-  Builder b;
-  b.Unit("ProfilerStep#1", 0, 1100);
-  b.Op("aten::mm", 0, 20, 1);
-  b.Launch("AscendCL@aclrtLaunchKernel", "gemm_kernel", 5, 5, 100, 900, 1);
-  b.Api("AscendCL@aclrtSynchronizeStreamWithTimeout", 20, 1000);
-  b.Op("aten::add", 1030, 50, 2);
-  EXPECT_EQ(OnlyStep(b.trace(), {"gemm=0.5"}).predicted_ns, 630);
-  for (Event& e : b.trace().events) {  // a query never blocks
-    if (b.trace().strings.Get(e.name) == "AscendCL@aclrtSynchronizeStreamWithTimeout") {
-      e.name = b.trace().strings.Intern("AscendCL@aclrtQueryEventStatus");
-    }
-  }
-  EXPECT_EQ(OnlyStep(b.trace(), {"gemm=0.5"}).predicted_ns, 1080);
+  // names: the call returns 20 after the halved kernel's end; a query never blocks.
+  const Trace sync = BlockedOnKernel("AscendCL@aclrtLaunchKernel", "AscendCL@aclrtSynchronizeStreamWithTimeout");
+  EXPECT_EQ(OnlyStep(sync, {"gemm=0.5"}).predicted_ns, 630);
+  const Trace query = BlockedOnKernel("AscendCL@aclrtLaunchKernel", "AscendCL@aclrtQueryEventStatus");
+  EXPECT_EQ(OnlyStep(query, {"gemm=0.5"}).predicted_ns, 1080);
 }
 
 TEST(WhatIf, ADeviceOnlyTraceIsRetimedInStreamOrderWithItsGaps) {
@@ -356,6 +352,14 @@ TEST(WhatIf, ADeviceOnlyTraceIsRetimedInStreamOrderWithItsGaps) {
   ASSERT_EQ(paths.size(), 1u);
   EXPECT_EQ(paths[0].length_ns, 1300);  // gemm, the gap, add
   EXPECT_EQ(paths[0].by_cause[static_cast<size_t>(PathCause::kKernelGap)], 200);
+  // Host work and no device work at all is not a device-only capture.
+  Builder host;
+  host.Unit("ProfilerStep#1", 0, 100);
+  host.Op("aten::add", 0, 50, 1);
+  const StatusOr<WhatIfResult> h = RunWhatIf(host.trace(), {"cpu=0.5"});
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_TRUE(std::none_of(h->notes.begin(), h->notes.end(), [](const std::string& n) { return n == kDeviceOnlyNote; }));
+  EXPECT_FALSE(AnalyzeCriticalPaths(BuildIndex(host.trace(), AnalysisOptions{}))[0].device_only);
 }
 
 // Stream 7 runs k1..k3 (50..354 us, 2 us apart); stream 8 a collective 60..1000 us. The host
@@ -392,6 +396,43 @@ TEST(WhatIf, AKernelLaunchedAfterAStreamWaitMovesWithTheWorkItWaitedFor) {
   const WhatIfStep unsaid = OnlyStep(StreamWait(false), {"communication=0"});
   EXPECT_EQ(unsaid.replay_ns, unsaid.measured_ns);
   EXPECT_EQ(unsaid.predicted_ns, 1510'000);
+}
+
+// gemm on stream 7 (20..1000 us), cudaEventRecord and cudaStreamWaitEvent, then an
+// all-reduce launched onto idle stream 13 starting 15 us after gemm's end; with `other`, an
+// elementwise kernel on stream 20 launched after the wait call ends 3 us before it.
+// cudaDeviceSynchronize returns 5 us after the all-reduce.
+Trace CollectiveAfterGemm(bool other) {
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 2000'000);
+  b.Op("aten::mm", 1'000, 8'000, 1);
+  b.Launch("cudaLaunchKernel", "ampere_sgemm_128x64_nn", 2'000, 5'000, 20'000, 980'000, 1);
+  b.Api("cudaEventRecord", 10'000, 2'000);
+  b.Api("cudaStreamWaitEvent", 13'000, 2'000);
+  b.Op("nccl:all_reduce", 16'000, 8'000, 2);
+  b.Launch("cudaLaunchKernel", "ncclKernel_AllReduce_RING_LL_Sum_float", 17'000, 5'000, 1015'000, 300'000, 2,
+           nullptr, EventKind::kKernel, 13);
+  if (other) {
+    b.Launch("cudaLaunchKernel", "elementwise_kernel", 25'000, 3'000, 30'000, 982'000, 3, nullptr,
+             EventKind::kKernel, 20);
+  }
+  b.Api("cudaDeviceSynchronize", 40'000, 1280'000);
+  return std::move(b.trace());
+}
+
+TEST(WhatIf, AKernelOnAnIdleStreamThatWaitedMovesEarlierAndOnlyWithWorkLaunchedBeforeTheWait) {
+  for (bool other : {false, true}) {
+    const Trace t = CollectiveAfterGemm(other);
+    const WhatIfStep same = OnlyStep(t, {"cpu=1"});
+    EXPECT_EQ(same.replay_ns, same.measured_ns) << other;
+    // Halved, gemm ends at 510 us: the all-reduce follows 15 us later (its launch edge no
+    // longer holds the wait: it once read Factor 1), the sync 5 us after it (after the
+    // elementwise kernel's 1012 with it). Doubled, gemm ends at 1980 and the all-reduce
+    // follows it, not the elementwise kernel launched after the wait call (it once did).
+    EXPECT_EQ(OnlyStep(t, {"kernel:sgemm=0.5"}).predicted_ns, (other ? 1012'000 : 510'000 + 15'000 + 300'000) + 5'000 - 1'000)
+        << other;
+    EXPECT_EQ(OnlyStep(t, {"kernel:sgemm=2"}).predicted_ns, 1980'000 + 15'000 + 300'000 + 5'000 - 1'000) << other;
+  }
 }
 
 TEST(WhatIf, ADeviceSyncWaitsForEveryStreamAndAnEventQueryForNothing) {
