@@ -428,13 +428,13 @@ PathContext BuildPathContext(const TraceIndex& x) {
       if (r != x.runtime_by_corr.end()) c.device.emplace_back(x.E(r->second).ts_ns, i);
     }
   }
-  c.device_only = c.device.empty() && (!x.kernels.empty() || !x.memops.empty());
-  if (c.device_only) {
+  if (c.device.empty()) {  // device-only, if any device work has a duration
     for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
       for (size_t i : *list) {
         if (HasDuration(x.E(i))) c.device.emplace_back(x.E(i).ts_ns, i);
       }
     }
+    c.device_only = !c.device.empty();
   }
   std::sort(c.device.begin(), c.device.end());
   Queues(x, c);

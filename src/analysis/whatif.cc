@@ -49,7 +49,10 @@ std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const W
   const double device_gap = facts.device_gap;
   std::vector<TimedEdge> out;
   out.reserve(g.edges.size() + g.launch_call.size());
-  std::vector<bool> has_launch(g.node_ts.size(), false), has_in(g.node_ts.size(), false);
+  // has_launch: a launch edge; launch_placed: a kernel-kernel edge where the stream waited
+  // for the launch (the launch, as measured, places the kernel then too).
+  std::vector<bool> has_launch(g.node_ts.size(), false), has_in(g.node_ts.size(), false),
+      launch_placed(g.node_ts.size(), false);
   for (size_t i = 0; i < g.edges.size(); ++i) {
     const PathGraph::Edge& e = g.edges[i];
     has_in[e.to] = true;
@@ -105,6 +108,7 @@ std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const W
         const auto call = g.launch_call.find(e.to);
         const bool queued = call == g.launch_call.end() || g.node_ts[call->second] < g.node_ts[e.from];
         w = (queued && facts.stream_waits.count(e.to) == 0 ? w0 : std::min(w0, device_gap)) * l.per_launch;
+        if (!queued) launch_placed[e.to] = true;
         break;
       }
       case PathEdgeType::kSync: {
@@ -136,6 +140,10 @@ std::vector<TimedEdge> SimEdges(const TraceIndex& x, const PathGraph& g, const W
   for (const auto& [kernel, call] : g.launch_call) {
     if (has_launch[kernel]) continue;
     const double measured = static_cast<double>(std::max<int64_t>(0, g.node_ts[kernel] - g.node_ts[call]));
+    if (launch_placed[kernel] && facts.stream_waits.count(kernel) == 0) {  // as a launch edge would
+      out.push_back({call, kernel, (l.launch_ns ? *l.launch_ns : measured) * l.per_launch, PathCause::kLaunchOverhead, -1});
+      continue;
+    }
     const double unexplained = has_in[kernel] ? 0 : measured - facts.launch_delay;
     const double w = has_in[kernel] ? std::min(measured, launch_delay) : std::max(0.0, unexplained + launch_delay);
     out.push_back({call, kernel, w * l.per_launch,

@@ -98,7 +98,8 @@ bool IsStreamWaitCall(std::string_view name) { return name.ends_with("StreamWait
 // launch and that work explain, and that another stream's work (O, same device, launched
 // before the wait call) ended just before — within the slack an event takes to reach a
 // stream — is taken to have waited for O. Where the trace records the wait (sync events),
-// the graph holds it already.
+// the graph holds it already. The typical launch delay is then taken without the delays of
+// kernels launched after a wait call.
 void InferStreamWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
   using Thread = std::pair<int32_t, int32_t>;
   std::map<Thread, std::vector<int64_t>> wait_calls;  // a thread's stream-wait calls' starts, sorted
@@ -127,18 +128,14 @@ void InferStreamWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
     if (!g.node_is_start[v] && IsDeviceWork(e.kind)) ends.push_back({g.node_ts[v], static_cast<uint32_t>(v), e.pid, e.tid});
   }
   std::sort(ends.begin(), ends.end(), [](const End& a, const End& b) { return a.ts < b.ts; });
-  // An event reaches a waiting stream within a few of the device's queued gaps.
-  const double slack = 20'000 + 4 * f.device_gap;
-  constexpr int kMaxLook = 64;  // ends looked at for another stream's
+  // The kernels a wait call precedes (since the launch of the work before it on its stream),
+  // with that call's time.
+  std::unordered_map<uint32_t, int64_t> after_wait;
   for (const auto& [start, call] : g.launch_call) {
     if (synced.count(start) != 0) continue;
-    const Event& d = x.E(g.node_event[start]);
     const Event& c = x.E(g.node_event[call]);
-    const int64_t ts = g.node_ts[start];
-    const auto prev = before.find(start);
-    // The wait call must come after the launch of the work before it on its stream.
     int64_t since = INT64_MIN;
-    if (prev != before.end()) {
+    if (const auto prev = before.find(start); prev != before.end()) {
       // AddNodes makes an event's end node right after its start node.
       const auto prev_call = g.launch_call.find(static_cast<uint32_t>(prev->second - 1));
       if (prev_call != g.launch_call.end()) since = g.node_ts[prev_call->second];
@@ -146,11 +143,36 @@ void InferStreamWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
     const auto calls = wait_calls.find({c.pid, c.tid});
     if (calls == wait_calls.end()) continue;
     const auto wait = std::lower_bound(calls->second.begin(), calls->second.end(), g.node_ts[call]);
-    if (wait == calls->second.begin() || *std::prev(wait) <= since) continue;
-    const int64_t waited_at = *std::prev(wait);
+    if (wait != calls->second.begin() && *std::prev(wait) > since) after_wait[start] = *std::prev(wait);
+  }
+  if (after_wait.empty()) return;
+  // The typical launch delay without theirs, which may hold the waits (the least delay when
+  // every idle launch is theirs): what a launch explains.
+  std::vector<double> delays, least;
+  for (const PathGraph::Edge& e : g.edges) {
+    if (e.type == PathEdgeType::kLaunch && after_wait.count(e.to) == 0) {
+      delays.push_back(static_cast<double>(std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from])));
+    }
+  }
+  for (const auto& [start, call] : g.launch_call) {
+    if (after_wait.count(start) == 0) least.push_back(static_cast<double>(std::max<int64_t>(0, g.node_ts[start] - g.node_ts[call])));
+  }
+  if (!delays.empty()) {
+    f.launch_delay = Median(delays);
+  } else if (!least.empty()) {
+    f.launch_delay = *std::min_element(least.begin(), least.end());
+  }
+  // An event reaches a waiting stream within a few of the device's queued gaps.
+  const double slack = 20'000 + 4 * f.device_gap;
+  constexpr int kMaxLook = 64;  // ends looked at for another stream's
+  for (const auto& [start, waited_at] : after_wait) {
+    const Event& d = x.E(g.node_event[start]);
+    const int64_t ts = g.node_ts[start];
+    const auto prev = before.find(start);
     // Late: past what its launch and the work before it explain by more than the slack.
-    const double ready = std::max(static_cast<double>(g.node_ts[call]) + f.launch_delay,
-                                  prev != before.end() ? static_cast<double>(g.node_ts[prev->second]) + f.device_gap : 0.0);
+    const double ready =
+        std::max(static_cast<double>(g.node_ts[g.launch_call.at(start)]) + f.launch_delay,
+                 prev != before.end() ? static_cast<double>(g.node_ts[prev->second]) + f.device_gap : 0.0);
     if (static_cast<double>(ts) - ready <= slack) continue;
     auto it = std::upper_bound(ends.begin(), ends.end(), ts, [](int64_t t, const End& e) { return t < e.ts; });
     for (int looked = 0; it != ends.begin() && looked < kMaxLook; ++looked) {
@@ -194,16 +216,7 @@ WindowFacts FactsOf(const TraceIndex& x, const PathGraph& g) {
   f.launch_delay = Median(delays);
   f.device_gap = queued_gaps.empty() ? 0 : Median(queued_gaps);
   InferWaits(x, g, f);
-  InferStreamWaits(x, g, f);
-  if (!f.stream_waits.empty()) {  // the typical launch delay without those waits in it
-    std::vector<double> idle;
-    for (const PathGraph::Edge& e : g.edges) {
-      if (e.type == PathEdgeType::kLaunch && f.stream_waits.count(e.to) == 0) {
-        idle.push_back(static_cast<double>(std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from])));
-      }
-    }
-    if (!idle.empty()) f.launch_delay = Median(idle);
-  }
+  InferStreamWaits(x, g, f);  // sets the typical launch delay anew where waits may be in it
   return f;
 }
 

@@ -435,6 +435,41 @@ TEST(WhatIf, AKernelOnAnIdleStreamThatWaitedMovesEarlierAndOnlyWithWorkLaunchedB
   }
 }
 
+TEST(WhatIf, TheTypicalLaunchDelayLeavesOutTheWaitsAndPlacesNoKernelEarly) {
+  // gemm on stream 7 (52..1000 us), a stream wait, an all-reduce on stream 13 that waited
+  // 998 us for it; on stream 9, k2 launched after k1 ended (at 50, started at 90: the launch
+  // placed it) and k3 queued behind it. Taking the wait out of the typical launch delay once
+  // started k2 at its launch + 27.5 us: the replay ran 12.5 us short.
+  Builder b;
+  b.Unit("ProfilerStep#1", 0, 3000'000);
+  b.Op("aten::mm", 1'000, 8'000, 1);
+  b.Launch("cudaLaunchKernel", "ampere_sgemm_128x64_nn", 2'000, 5'000, 52'000, 948'000, 1);
+  b.Api("cudaEventRecord", 10'000, 2'000);
+  b.Api("cudaStreamWaitEvent", 13'000, 2'000);
+  b.Launch("cudaLaunchKernel", "ncclKernel_AllReduce_RING_LL_Sum_float", 17'000, 5'000, 1015'000, 300'000, 2,
+           nullptr, EventKind::kKernel, 13);
+  b.Launch("cudaLaunchKernel", "k1_elementwise", 30'000, 3'000, 35'000, 5'000, 3, nullptr, EventKind::kKernel, 9);
+  b.Launch("cudaLaunchKernel", "k2_elementwise", 50'000, 3'000, 90'000, 1310'000, 4, nullptr, EventKind::kKernel, 9);
+  b.Launch("cudaLaunchKernel", "k3_elementwise", 60'000, 3'000, 1402'000, 98'000, 5, nullptr, EventKind::kKernel, 9);
+  b.Api("cudaDeviceSynchronize", 70'000, 1435'000);
+  const WhatIfStep s = OnlyStep(b.trace(), {"cpu=1"});
+  EXPECT_EQ(s.replay_ns, s.measured_ns);
+  // The all-reduce's launch edge is the only one, and its delay holds the wait: the wait is
+  // still found against the least other launch delay (it once read Factor 1). Halved, gemm
+  // ends at 505 us, the all-reduce runs 520..820, the sync returns 5 us after.
+  Builder only;
+  only.Unit("ProfilerStep#1", 0, 2000'000);
+  only.Op("aten::mm", 1'000, 12'000, 1);
+  only.Launch("cudaLaunchKernel", "k0_elementwise", 2'000, 1'000, 5'000, 3'000, 1);
+  only.Launch("cudaLaunchKernel", "ampere_sgemm_128x64_nn", 4'000, 1'000, 10'000, 990'000, 1);
+  only.Api("cudaEventRecord", 10'000, 2'000);
+  only.Api("cudaStreamWaitEvent", 13'000, 2'000);
+  only.Launch("cudaLaunchKernel", "ncclKernel_AllReduce_RING_LL_Sum_float", 17'000, 5'000, 1015'000, 300'000, 2,
+              nullptr, EventKind::kKernel, 13);
+  only.Api("cudaDeviceSynchronize", 40'000, 1280'000);
+  EXPECT_EQ(OnlyStep(only.trace(), {"kernel:sgemm=0.5"}).predicted_ns, 825'000 - 1'000);
+}
+
 TEST(WhatIf, ADeviceSyncWaitsForEveryStreamAndAnEventQueryForNothing) {
   // Two streams: gemm 100..1000 on 7, other 100..600 on 8; cudaDeviceSynchronize 20..1020.
   // Halving gemm ends it at 550: the sync still waits for the other stream's 600, then its
