@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <string_view>
+#include <tuple>
 #include <unordered_set>
 #include <utility>
 
@@ -47,25 +48,38 @@ WaitsFor WaitsForOf(std::string_view name) {
   return WaitsFor::kNothing;
 }
 
+// A device event's end, with what the inferences ask of it.
+struct DeviceEnd {
+  int64_t ts;
+  uint32_t end, start;
+  uint32_t launch;  // its launch call's start node, or PathContext::kNone (launched before the window)
+  int32_t device, stream;
+};
+
+// The window's device events by end time (then node), from their spans.
+std::vector<DeviceEnd> DeviceEnds(const TraceIndex& x, const PathGraph& g) {
+  std::vector<DeviceEnd> out;
+  for (const PathGraph::Edge& e : g.edges) {
+    if (e.type != PathEdgeType::kSpan || e.event < 0 || !g.node_is_start[e.from]) continue;
+    const Event& d = x.E(static_cast<size_t>(e.event));
+    if (!IsDeviceWork(d.kind)) continue;
+    const auto call = g.launch_call.find(e.from);
+    out.push_back({g.node_ts[e.to], e.to, e.from, call == g.launch_call.end() ? PathContext::kNone : call->second,
+                   d.pid, d.tid});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const DeviceEnd& a, const DeviceEnd& b) { return std::tie(a.ts, a.end) < std::tie(b.ts, b.end); });
+  return out;
+}
+
+// The first of `ends` (by time) ending after `ts`.
+std::vector<DeviceEnd>::const_iterator EndAfter(const std::vector<DeviceEnd>& ends, int64_t ts) {
+  return std::upper_bound(ends.begin(), ends.end(), ts, [](int64_t t, const DeviceEnd& e) { return t < e.ts; });
+}
+
 // FactsOf's `awaited`, where a device event ended while the call ran (else the call waited
 // for nothing the trace shows, and keeps its time).
-void InferWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
-  struct Device {
-    int64_t end_ts, launched_ts;
-    size_t launch;  // the launch call's event
-    uint32_t end;
-  };
-  std::vector<Device> device;  // by end time
-  for (const PathGraph::Edge& e : g.edges) {
-    if (e.type != PathEdgeType::kSpan || e.event < 0 || !g.node_is_start[e.from] ||
-        !IsDeviceWork(x.E(static_cast<size_t>(e.event)).kind)) {
-      continue;
-    }
-    const auto call = g.launch_call.find(e.from);
-    if (call == g.launch_call.end()) continue;
-    device.push_back({g.node_ts[e.to], g.node_ts[call->second], g.node_event[call->second], e.to});
-  }
-  std::sort(device.begin(), device.end(), [](const Device& a, const Device& b) { return a.end_ts < b.end_ts; });
+void InferWaits(const TraceIndex& x, const PathGraph& g, const std::vector<DeviceEnd>& device, WindowFacts& f) {
   constexpr int kMaxLook = 4096;  // device events looked at a call
   for (const PathGraph::Edge& e : g.edges) {
     if (!UnsyncedBlockingSpan(x, g, f.waited, e)) continue;
@@ -74,13 +88,15 @@ void InferWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
     if (what == WaitsFor::kNothing) continue;
     const Event& call = x.E(blocking);
     const int64_t start = call.ts_ns, end = g.node_ts[e.to];
-    auto it = std::upper_bound(device.begin(), device.end(), end, [](int64_t t, const Device& d) { return t < d.end_ts; });
+    auto it = EndAfter(device, end);
     std::vector<uint32_t> ends;
     for (int looked = 0; it != device.begin() && looked < kMaxLook; ++looked) {
       --it;
-      if (it->end_ts < start) break;
-      const bool ours = what == WaitsFor::kOwnCopy ? it->launch == blocking
-                                                   : it->launched_ts <= start && x.E(it->launch).pid == call.pid;
+      if (it->ts < start) break;
+      if (it->launch == PathContext::kNone) continue;  // launched before the window, not by it
+      const size_t launch = g.node_event[it->launch];
+      const bool ours = what == WaitsFor::kOwnCopy ? launch == blocking
+                                                   : g.node_ts[it->launch] <= start && x.E(launch).pid == call.pid;
       if (!ours) continue;
       ends.push_back(it->end);
       if (what != WaitsFor::kEvery) break;
@@ -93,14 +109,16 @@ void InferWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
 // MUSA's cudaStreamWaitEvent, CANN's aclrtStreamWaitEvent).
 bool IsStreamWaitCall(std::string_view name) { return name.ends_with("StreamWaitEvent"); }
 
-// FactsOf's `stream_waits`: a device event D launched by a thread that called a stream wait
-// since the launch of the work before it on D's stream, that started later than both its
-// launch and that work explain, and that another stream's work (O, same device, launched
-// before the wait call) ended just before — within the slack an event takes to reach a
-// stream — is taken to have waited for O. Where the trace records the wait (sync events),
-// the graph holds it already. The typical launch delay is then taken without the delays of
-// kernels launched after a wait call.
-void InferStreamWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
+// The kernels a stream-wait call of their launching thread precedes (since the launch of
+// the work before them on their stream), with that call's time, and the end node of the
+// work before each on its stream. Kernels a recorded wait holds are left out: the graph has
+// their wait.
+struct AfterWaitCalls {
+  std::unordered_map<uint32_t, int64_t> waited_at;  // start node -> the wait call's time
+  std::unordered_map<uint32_t, uint32_t> before;    // start node -> the end node before it on its stream
+};
+AfterWaitCalls KernelsAfterWaitCalls(const TraceIndex& x, const PathGraph& g) {
+  AfterWaitCalls out;
   using Thread = std::pair<int32_t, int32_t>;
   std::map<Thread, std::vector<int64_t>> wait_calls;  // a thread's stream-wait calls' starts, sorted
   for (size_t v = 0; v < g.node_ts.size(); ++v) {
@@ -109,33 +127,18 @@ void InferStreamWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
       wait_calls[{e.pid, e.tid}].push_back(e.ts_ns);
     }
   }
-  if (wait_calls.empty()) return;
+  if (wait_calls.empty()) return out;
   for (auto& [thread, calls] : wait_calls) std::sort(calls.begin(), calls.end());
-  std::unordered_map<uint32_t, uint32_t> before;  // a device start node -> the end node before it on its stream
-  std::unordered_set<uint32_t> synced;            // device start nodes a recorded wait holds
+  std::unordered_set<uint32_t> synced;  // device start nodes a recorded wait holds
   for (const PathGraph::Edge& e : g.edges) {
-    if (e.type == PathEdgeType::kKernelKernel) before[e.to] = e.from;
+    if (e.type == PathEdgeType::kKernelKernel) out.before[e.to] = e.from;
     if (e.type == PathEdgeType::kSync) synced.insert(e.to);
   }
-  struct End {
-    int64_t ts;
-    uint32_t node;
-    int32_t device, stream;
-  };
-  std::vector<End> ends;  // device events' ends, by time
-  for (size_t v = 0; v < g.node_ts.size(); ++v) {
-    const Event& e = x.E(g.node_event[v]);
-    if (!g.node_is_start[v] && IsDeviceWork(e.kind)) ends.push_back({g.node_ts[v], static_cast<uint32_t>(v), e.pid, e.tid});
-  }
-  std::sort(ends.begin(), ends.end(), [](const End& a, const End& b) { return a.ts < b.ts; });
-  // The kernels a wait call precedes (since the launch of the work before it on its stream),
-  // with that call's time.
-  std::unordered_map<uint32_t, int64_t> after_wait;
   for (const auto& [start, call] : g.launch_call) {
     if (synced.count(start) != 0) continue;
     const Event& c = x.E(g.node_event[call]);
     int64_t since = INT64_MIN;
-    if (const auto prev = before.find(start); prev != before.end()) {
+    if (const auto prev = out.before.find(start); prev != out.before.end()) {
       // AddNodes makes an event's end node right after its start node.
       const auto prev_call = g.launch_call.find(static_cast<uint32_t>(prev->second - 1));
       if (prev_call != g.launch_call.end()) since = g.node_ts[prev_call->second];
@@ -143,47 +146,56 @@ void InferStreamWaits(const TraceIndex& x, const PathGraph& g, WindowFacts& f) {
     const auto calls = wait_calls.find({c.pid, c.tid});
     if (calls == wait_calls.end()) continue;
     const auto wait = std::lower_bound(calls->second.begin(), calls->second.end(), g.node_ts[call]);
-    if (wait != calls->second.begin() && *std::prev(wait) > since) after_wait[start] = *std::prev(wait);
+    if (wait != calls->second.begin() && *std::prev(wait) > since) out.waited_at[start] = *std::prev(wait);
   }
-  if (after_wait.empty()) return;
-  // The typical launch delay without theirs, which may hold the waits (the least delay when
-  // every idle launch is theirs): what a launch explains.
+  return out;
+}
+
+// The typical launch delay: the median of the launch edges' delays, else the least
+// launch-to-start time; the kernels in `left_out` (launched after a wait call: their delay
+// may hold the wait) left out, unless nothing else is left.
+double TypicalLaunchDelay(const PathGraph& g, const std::unordered_map<uint32_t, int64_t>& left_out) {
   std::vector<double> delays, least;
   for (const PathGraph::Edge& e : g.edges) {
-    if (e.type == PathEdgeType::kLaunch && after_wait.count(e.to) == 0) {
+    if (e.type == PathEdgeType::kLaunch && left_out.count(e.to) == 0) {
       delays.push_back(static_cast<double>(std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from])));
     }
   }
+  if (!delays.empty()) return Median(delays);
   for (const auto& [start, call] : g.launch_call) {
-    if (after_wait.count(start) == 0) least.push_back(static_cast<double>(std::max<int64_t>(0, g.node_ts[start] - g.node_ts[call])));
+    if (left_out.count(start) == 0) least.push_back(static_cast<double>(std::max<int64_t>(0, g.node_ts[start] - g.node_ts[call])));
   }
-  if (!delays.empty()) {
-    f.launch_delay = Median(delays);
-  } else if (!least.empty()) {
-    f.launch_delay = *std::min_element(least.begin(), least.end());
-  }
+  if (!least.empty()) return *std::min_element(least.begin(), least.end());
+  return left_out.empty() ? 0 : TypicalLaunchDelay(g, {});
+}
+
+// FactsOf's `stream_waits`: a kernel launched after a wait call (KernelsAfterWaitCalls) that
+// started later than both its launch and the work before it on its stream explain, and that
+// another stream's work (O, same device, launched before the wait call) ended just before —
+// within the slack an event takes to reach a stream — is taken to have waited for O.
+void InferStreamWaits(const TraceIndex& x, const PathGraph& g, const AfterWaitCalls& candidates,
+                      const std::vector<DeviceEnd>& ends, WindowFacts& f) {
   // An event reaches a waiting stream within a few of the device's queued gaps.
   const double slack = 20'000 + 4 * f.device_gap;
   constexpr int kMaxLook = 64;  // ends looked at for another stream's
-  for (const auto& [start, waited_at] : after_wait) {
+  for (const auto& [start, waited_at] : candidates.waited_at) {
     const Event& d = x.E(g.node_event[start]);
     const int64_t ts = g.node_ts[start];
-    const auto prev = before.find(start);
+    const auto prev = candidates.before.find(start);
     // Late: past what its launch and the work before it explain by more than the slack.
     const double ready =
         std::max(static_cast<double>(g.node_ts[g.launch_call.at(start)]) + f.launch_delay,
-                 prev != before.end() ? static_cast<double>(g.node_ts[prev->second]) + f.device_gap : 0.0);
+                 prev != candidates.before.end() ? static_cast<double>(g.node_ts[prev->second]) + f.device_gap : 0.0);
     if (static_cast<double>(ts) - ready <= slack) continue;
-    auto it = std::upper_bound(ends.begin(), ends.end(), ts, [](int64_t t, const End& e) { return t < e.ts; });
+    auto it = EndAfter(ends, ts);
     for (int looked = 0; it != ends.begin() && looked < kMaxLook; ++looked) {
       --it;
       if (static_cast<double>(ts - it->ts) > slack) break;
       if (it->device != d.pid || it->stream == d.tid) continue;
       // An event records only work launched before the wait call (work launched before the
       // window was).
-      const auto its_call = g.launch_call.find(it->node - 1);  // its start node (AddNodes)
-      if (its_call != g.launch_call.end() && g.node_ts[its_call->second] > waited_at) continue;
-      f.stream_waits[start] = it->node;
+      if (it->launch != PathContext::kNone && g.node_ts[it->launch] > waited_at) continue;
+      f.stream_waits[start] = it->end;
       break;
     }
   }
@@ -195,28 +207,23 @@ WindowFacts FactsOf(const TraceIndex& x, const PathGraph& g) {
   WindowFacts f;
   f.waited.assign(g.node_ts.size(), false);
   f.causes.reserve(g.edges.size());
-  std::vector<double> delays, queued_gaps;
+  std::vector<double> queued_gaps;
   for (const PathGraph::Edge& e : g.edges) {
     f.causes.push_back(EdgeCause(x, e));
     if (e.type == PathEdgeType::kSync && !IsDeviceWork(x.E(g.node_event[e.to]).kind)) f.waited[e.to] = true;
-    const double w = static_cast<double>(std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from]));
-    if (e.type == PathEdgeType::kLaunch) delays.push_back(w);
     if (e.type == PathEdgeType::kKernelKernel) {
       const auto call = g.launch_call.find(e.to);
-      if (call != g.launch_call.end() && g.node_ts[call->second] < g.node_ts[e.from]) queued_gaps.push_back(w);
+      if (call != g.launch_call.end() && g.node_ts[call->second] < g.node_ts[e.from]) {
+        queued_gaps.push_back(static_cast<double>(std::max<int64_t>(0, g.node_ts[e.to] - g.node_ts[e.from])));
+      }
     }
   }
-  if (delays.empty()) {
-    for (const auto& [kernel, call] : g.launch_call) {
-      delays.push_back(static_cast<double>(std::max<int64_t>(0, g.node_ts[kernel] - g.node_ts[call])));
-    }
-    const double least = delays.empty() ? 0 : *std::min_element(delays.begin(), delays.end());
-    delays.assign(1, least);
-  }
-  f.launch_delay = Median(delays);
+  const AfterWaitCalls after_wait = KernelsAfterWaitCalls(x, g);
+  f.launch_delay = TypicalLaunchDelay(g, after_wait.waited_at);
   f.device_gap = queued_gaps.empty() ? 0 : Median(queued_gaps);
-  InferWaits(x, g, f);
-  InferStreamWaits(x, g, f);  // sets the typical launch delay anew where waits may be in it
+  const std::vector<DeviceEnd> ends = DeviceEnds(x, g);
+  InferWaits(x, g, ends, f);
+  InferStreamWaits(x, g, after_wait, ends, f);
   return f;
 }
 

@@ -398,6 +398,15 @@ TEST(WhatIf, AKernelLaunchedAfterAStreamWaitMovesWithTheWorkItWaitedFor) {
   EXPECT_EQ(unsaid.predicted_ns, 1510'000);
 }
 
+// An event recorded and waited for at 10 and 13 us, then an all-reduce launched at 17 us onto
+// idle stream 13 that starts at 1015 us, for 300 us.
+void WaitThenAllReduce(Builder& b) {
+  b.Api("cudaEventRecord", 10'000, 2'000);
+  b.Api("cudaStreamWaitEvent", 13'000, 2'000);
+  b.Launch("cudaLaunchKernel", "ncclKernel_AllReduce_RING_LL_Sum_float", 17'000, 5'000, 1015'000, 300'000, 2,
+           nullptr, EventKind::kKernel, 13);
+}
+
 // gemm on stream 7 (20..1000 us), cudaEventRecord and cudaStreamWaitEvent, then an
 // all-reduce launched onto idle stream 13 starting 15 us after gemm's end; with `other`, an
 // elementwise kernel on stream 20 launched after the wait call ends 3 us before it.
@@ -444,10 +453,7 @@ TEST(WhatIf, TheTypicalLaunchDelayLeavesOutTheWaitsAndPlacesNoKernelEarly) {
   b.Unit("ProfilerStep#1", 0, 3000'000);
   b.Op("aten::mm", 1'000, 8'000, 1);
   b.Launch("cudaLaunchKernel", "ampere_sgemm_128x64_nn", 2'000, 5'000, 52'000, 948'000, 1);
-  b.Api("cudaEventRecord", 10'000, 2'000);
-  b.Api("cudaStreamWaitEvent", 13'000, 2'000);
-  b.Launch("cudaLaunchKernel", "ncclKernel_AllReduce_RING_LL_Sum_float", 17'000, 5'000, 1015'000, 300'000, 2,
-           nullptr, EventKind::kKernel, 13);
+  WaitThenAllReduce(b);
   b.Launch("cudaLaunchKernel", "k1_elementwise", 30'000, 3'000, 35'000, 5'000, 3, nullptr, EventKind::kKernel, 9);
   b.Launch("cudaLaunchKernel", "k2_elementwise", 50'000, 3'000, 90'000, 1310'000, 4, nullptr, EventKind::kKernel, 9);
   b.Launch("cudaLaunchKernel", "k3_elementwise", 60'000, 3'000, 1402'000, 98'000, 5, nullptr, EventKind::kKernel, 9);
@@ -462,10 +468,7 @@ TEST(WhatIf, TheTypicalLaunchDelayLeavesOutTheWaitsAndPlacesNoKernelEarly) {
   only.Op("aten::mm", 1'000, 12'000, 1);
   only.Launch("cudaLaunchKernel", "k0_elementwise", 2'000, 1'000, 5'000, 3'000, 1);
   only.Launch("cudaLaunchKernel", "ampere_sgemm_128x64_nn", 4'000, 1'000, 10'000, 990'000, 1);
-  only.Api("cudaEventRecord", 10'000, 2'000);
-  only.Api("cudaStreamWaitEvent", 13'000, 2'000);
-  only.Launch("cudaLaunchKernel", "ncclKernel_AllReduce_RING_LL_Sum_float", 17'000, 5'000, 1015'000, 300'000, 2,
-              nullptr, EventKind::kKernel, 13);
+  WaitThenAllReduce(only);
   only.Api("cudaDeviceSynchronize", 40'000, 1280'000);
   EXPECT_EQ(OnlyStep(only.trace(), {"kernel:sgemm=0.5"}).predicted_ns, 825'000 - 1'000);
 }
