@@ -72,11 +72,23 @@ OpWork RecordedWork(std::string_view kernel, double flops, double bytes) {
   return w;
 }
 
-// A row of device work no modelled op accounts for, named by what its kernels' names say.
-void NameByKernel(const std::optional<KernelName>& k, OpRooflineRow& row) {
-  if (!k) return;
-  row.category = k->category;
-  row.params = "kernel name: " + k->Label() + " (no shape recorded)";
+// A row of device work no modelled op accounts for: its category from its op's name when
+// that names a family (a convolution whose top kernel is an implicit GEMM stays a
+// convolution), else from what its top kernel's name says — a vendor GEMM, convolution or
+// attention, or ATen's own elementwise, reduction and multi-tensor kernels (TraceLens's rule).
+void NameByKernel(std::string_view op, const std::optional<KernelName>& k, OpRooflineRow& row) {
+  const std::string_view by_name = OpCategory(op);
+  if (!by_name.empty()) row.category = std::string(by_name);
+  if (k) {
+    if (by_name.empty()) row.category = k->category;
+    row.params = "kernel name: " + k->Label() + " (no shape recorded)";
+    return;
+  }
+  const std::string_view top = row.top_kernel;
+  if (!by_name.empty() || !top.starts_with("void at::native")) return;
+  const auto has = [&](std::string_view s) { return top.find(s) != std::string_view::npos; };
+  row.category = has("elementwise") ? "elementwise" : has("reduce") ? "reduce"
+               : has("multi_tensor_apply") ? "multi_tensor_apply" : row.category;
 }
 
 std::string DeviceNote(const std::optional<DeviceSpec>& d, const std::string& device_name) {
@@ -157,7 +169,7 @@ void AddUnattributedRows(const ByLaunch& by_launch, KernelNames& names, OpRoofli
     row.calls = static_cast<int64_t>(launched.calls.size());
     row.kernel_ns = launched.ns;
     row.top_kernel = TopKernel(launched.kernels);
-    if (!label.empty()) NameByKernel(names.Of(row.top_kernel), row);
+    if (!label.empty() || !IsGraphLaunch(call)) NameByKernel({}, names.Of(row.top_kernel), row);
     if (!call.empty()) r.attributed_ns += launched.ns;
     r.rows.push_back(std::move(row));
   }
@@ -294,7 +306,7 @@ OpRoofline AnalyzeOpRoofline(const TraceIndex& x, const std::optional<DeviceSpec
       row.bytes = g.work->bytes;
     } else {
       row.category = "other";
-      NameByKernel(names.Of(row.top_kernel), row);
+      NameByKernel(row.name, names.Of(row.top_kernel), row);
     }
     // A row with copies or sets (a host copy's link, not HBM; no kernel to profile) gets no roof.
     if (r.device && row.modelled && row.kernel_ns > 0 && row.bytes > 0 && g.copy_ns == 0) {
@@ -346,9 +358,10 @@ Table OpRooflineTable(const OpRoofline& r) {
                     "Save@80% is its time less its time at 80% of the roof (never below 2 us a call: launch and "
                     "tail latency)");
   t.NoteCount(by_name,
-              "row(s) with no recorded shape are named from their top kernel's name "
-              "(library, operation, dtype, tile): a kernel's name carries the tile it was built for, never the "
-              "problem's M, N and K, so these rows have a category but no FLOPs and no roof");
+              "row(s) with no recorded shape are described by their top kernel's name "
+              "(library, operation, dtype, tile), their category the op's family where its name has one: a "
+              "kernel's name carries the tile it was built for, never the problem's M, N and K, so these rows "
+              "have a category but no FLOPs and no roof");
   t.NoteCount(impossible,
               "row(s) above 100% of the roof are IMPOSSIBLE figures (a wrong "
               "peak or a wrong shape): no conclusion is drawn from them");

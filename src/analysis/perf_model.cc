@@ -101,4 +101,11 @@ std::optional<OpWork> ModelOp(std::string_view name, const OpInputs& in) {
   return std::nullopt;
 }
 
+std::string_view OpCategory(std::string_view name) {
+  for (const auto& family : {GemmCategory, AttentionCategory, ConvCategory, PointwiseCategory}) {
+    if (const std::string_view c = family(name); !c.empty()) return c;
+  }
+  return {};
+}
+
 }  // namespace tierscope

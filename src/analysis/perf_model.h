@@ -42,6 +42,12 @@ struct OpWork {
 // not fit the op: a malformed trace gets no number rather than a wrong one).
 std::optional<OpWork> ModelOp(std::string_view name, const OpInputs& in);
 
+// The category of operator `name` from its name alone, as TraceLens settles it: the
+// family ModelOp would give it (GEMM, SDPA_fwd/_bwd, CONV_fwd/_bwd, NORM_fwd/_bwd,
+// softmax, embedding, elementwise, reduce), for an op whose shapes were not recorded; ""
+// when the name is of no family.
+std::string_view OpCategory(std::string_view name);
+
 }  // namespace tierscope
 
 #endif  // TIERSCOPE_ANALYSIS_PERF_MODEL_H_

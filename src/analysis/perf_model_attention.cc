@@ -86,6 +86,12 @@ bool SplitVarlen(const OpInputs& in, const AttentionOp& op, Shape& q, Shape& k, 
 
 }  // namespace
 
+std::string_view AttentionCategory(std::string_view name) {
+  const AttentionOp* op = FindOp(kOps, name);
+  if (op == nullptr) return "";
+  return op->backward ? "SDPA_bwd" : "SDPA_fwd";
+}
+
 // Forward: Q·Kᵀ and P·V, 2·N_Q·N_KV·d each a head (half when causal, for square attention);
 // bytes: Q, K, V read and O written once (the flash kernels' traffic). Backward:
 // torch.utils.flop_counter's count, five products (the scores recomputed, dP, dV, dQ, dK:

@@ -77,6 +77,12 @@ std::string Params(const ConvGeometry& c) {
 
 }  // namespace
 
+std::string_view ConvCategory(std::string_view name) {
+  const ConvArgs* op = FindOp(kConvOps, name);
+  if (op == nullptr) return "";
+  return op->output_mask >= 0 ? "CONV_bwd" : "CONV_fwd";
+}
+
 // Forward: 2 FLOPs a multiply-add of each output element over its C/groups x kernel window
 // (+1 for the bias); bytes input, weight, bias and output once. Backward: each gradient
 // output_mask asks for costs the forward's multiply-adds again (the input's from the output

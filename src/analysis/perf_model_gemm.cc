@@ -22,6 +22,13 @@ OpWork Gemm(double b, double m, double n, double k, bool bias, double es_a, doub
 
 }  // namespace
 
+std::string_view GemmCategory(std::string_view name) {
+  return OneOf(name, {"aten::mm", "aten::_scaled_mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::linear",
+                      "vllm::rocm_unquantized_gemm", "aten::matmul", "aten::_grouped_mm", "aten::_scaled_grouped_mm"})
+             ? "GEMM"
+             : "";
+}
+
 std::optional<OpWork> ModelGemm(std::string_view name, const OpInputs& in) {
   const auto es = [&](size_t i) { return i < in.types.size() ? ElementBytes(in.types[i]) : 0.0; };
   if (name == "aten::mm" || name == "aten::_scaled_mm") {

@@ -50,6 +50,13 @@ std::optional<OpWork> ModelReduce(std::string_view name, const OpInputs& in);   
 std::optional<OpWork> ModelSoftmax(std::string_view name, const OpInputs& in);      // perf_model_pointwise.cc
 std::optional<OpWork> ModelEmbedding(std::string_view name, const OpInputs& in);    // perf_model_pointwise.cc
 
+// Each family's category of an op from its name alone (the ops its model covers, and
+// their relatives it does not model, such as a norm's backward); "" when not its op.
+std::string_view GemmCategory(std::string_view name);       // perf_model_gemm.cc
+std::string_view AttentionCategory(std::string_view name);  // perf_model_attention.cc
+std::string_view ConvCategory(std::string_view name);       // perf_model_conv.cc
+std::string_view PointwiseCategory(std::string_view name);  // perf_model_pointwise.cc
+
 }  // namespace tierscope::perf_model_internal
 
 #endif  // TIERSCOPE_ANALYSIS_PERF_MODEL_INTERNAL_H_

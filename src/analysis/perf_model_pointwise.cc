@@ -6,16 +6,70 @@
 #include "analysis/perf_model_internal.h"
 
 namespace tierscope::perf_model_internal {
+namespace {
+
+// The ops each model covers, by name (also their category without shapes).
+constexpr std::string_view kLayerNorms[] = {"aten::layer_norm", "aten::native_layer_norm"};
+constexpr std::string_view kRmsNorms[] = {"aten::rms_norm", "aten::_fused_rms_norm"};
+constexpr std::string_view kGroupNorms[] = {"aten::group_norm", "aten::native_group_norm"};
+// batch_norm(input, weight, bias, running_mean, running_var, training, ...): cuDNN's and
+// MIOpen's record the same arguments in the same order.
+constexpr std::string_view kBatchNorms[] = {"aten::batch_norm", "aten::native_batch_norm", "aten::cudnn_batch_norm",
+                                            "aten::miopen_batch_norm"};
+constexpr std::string_view kBinary[] = {"aten::add", "aten::add_", "aten::sub",     "aten::sub_",    "aten::mul",
+                                        "aten::mul_", "aten::div", "aten::div_",     "aten::maximum", "aten::minimum",
+                                        "aten::rsub"};
+constexpr std::string_view kUnary[] = {"aten::copy_", "aten::neg",     "aten::abs",   "aten::exp",   "aten::log",
+                                       "aten::sqrt",  "aten::rsqrt",   "aten::sigmoid", "aten::tanh", "aten::relu",
+                                       "aten::relu_", "aten::gelu",    "aten::silu",  "aten::silu_", "aten::clone"};
+constexpr std::string_view kReductions[] = {"aten::sum",  "aten::mean",   "aten::max",    "aten::min",   "aten::amax",
+                                            "aten::amin", "aten::prod",   "aten::argmax", "aten::argmin"};
+constexpr std::string_view kScans[] = {"aten::cumsum", "aten::cumprod"};
+constexpr std::string_view kSoftmaxes[] = {"aten::_softmax", "aten::softmax", "aten::_log_softmax",
+                                           "aten::log_softmax"};
+// Relatives no model covers (backward passes, in-place and masked variants): a category only.
+constexpr std::string_view kNormBackward[] = {
+    "aten::native_layer_norm_backward", "aten::native_batch_norm_backward", "aten::cudnn_batch_norm_backward",
+    "aten::miopen_batch_norm_backward", "aten::native_group_norm_backward", "aten::_fused_rms_norm_backward"};
+constexpr std::string_view kOtherElementwise[] = {
+    "aten::threshold_backward", "aten::gelu_backward", "aten::silu_backward", "aten::sigmoid_backward",
+    "aten::tanh_backward",      "aten::clamp",         "aten::clamp_",        "aten::clamp_min",
+    "aten::clamp_min_",         "aten::fill_",         "aten::zero_",         "aten::where",
+    "aten::masked_fill",        "aten::masked_fill_",  "aten::pow",           "aten::addcmul_",
+    "aten::addcdiv_",           "aten::lerp_"};
+constexpr std::string_view kOtherSoftmax[] = {"aten::_softmax_backward_data", "aten::_log_softmax_backward_data"};
+
+template <size_t N>
+bool In(const std::string_view (&names)[N], std::string_view name) {
+  for (std::string_view n : names) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view PointwiseCategory(std::string_view name) {
+  if (In(kLayerNorms, name) || In(kRmsNorms, name) || In(kGroupNorms, name) || In(kBatchNorms, name)) {
+    return "NORM_fwd";
+  }
+  if (In(kNormBackward, name)) return "NORM_bwd";
+  if (In(kBinary, name) || In(kUnary, name) || In(kOtherElementwise, name)) return "elementwise";
+  if (In(kReductions, name) || In(kScans, name)) return "reduce";
+  if (In(kSoftmaxes, name) || In(kOtherSoftmax, name)) return "softmax";
+  if (name == "aten::embedding" || name == "aten::index_select" || name == "aten::embedding_dense_backward") {
+    return "embedding";
+  }
+  return "";
+}
 
 // Normalization over the last C elements (LayerNorm, RMSNorm) or per channel (GroupNorm,
 // BatchNorm), TraceLens's counts: LayerNorm 5 FLOPs an element + 6 a channel, bytes the
 // input and output once and six channel vectors (weight, bias, and the training-mode
 // statistics its model assumes); RMSNorm 2C + 2 a row plus 1 or 2 an element.
 std::optional<OpWork> ModelNorm(std::string_view name, const OpInputs& in) {
-  const bool layer = name == "aten::layer_norm" || name == "aten::native_layer_norm";
-  const bool rms = name == "aten::rms_norm" || name == "aten::_fused_rms_norm";
-  const bool group = name == "aten::group_norm" || name == "aten::native_group_norm";
-  const bool batch = name == "aten::batch_norm" || name == "aten::native_batch_norm";
+  const bool layer = In(kLayerNorms, name), rms = In(kRmsNorms, name), group = In(kGroupNorms, name);
+  const bool batch = In(kBatchNorms, name);
   if (!(layer || rms || group || batch) || !IsTensor(in, 0)) return std::nullopt;
   const double es = ElementBytes(in.types[0]), n = Numel(in.dims[0]);
   double c = 0;
@@ -52,11 +106,7 @@ std::optional<OpWork> ModelNorm(std::string_view name, const OpInputs& in) {
 // Elementwise: a FLOP an output element (TraceLens's count, a copy included); bytes each
 // tensor input read and the output written once. A scalar operand is no traffic.
 std::optional<OpWork> ModelElementwise(std::string_view name, const OpInputs& in) {
-  const bool binary = OneOf(name, {"aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::mul", "aten::mul_",
-                                   "aten::div", "aten::div_", "aten::maximum", "aten::minimum", "aten::rsub"});
-  const bool unary = OneOf(name, {"aten::copy_", "aten::neg", "aten::abs", "aten::exp", "aten::log", "aten::sqrt",
-                                  "aten::rsqrt", "aten::sigmoid", "aten::tanh", "aten::relu", "aten::relu_",
-                                  "aten::gelu", "aten::silu", "aten::silu_", "aten::clone"});
+  const bool binary = In(kBinary, name), unary = In(kUnary, name);
   if (!(binary || unary) || !IsTensor(in, 0)) return std::nullopt;
   OpWork w;
   w.dtype = in.types[0];
@@ -91,11 +141,8 @@ std::optional<OpWork> ModelElementwise(std::string_view name, const OpInputs& in
 // Reductions: a FLOP an input element; bytes the input read and the output written, the
 // output's size from the reduced dims in the Concrete Inputs (all of them when none).
 std::optional<OpWork> ModelReduce(std::string_view name, const OpInputs& in) {
-  const bool scan = OneOf(name, {"aten::cumsum", "aten::cumprod"});
-  if (!scan && !OneOf(name, {"aten::sum", "aten::mean", "aten::max", "aten::min", "aten::amax", "aten::amin",
-                             "aten::prod", "aten::argmax", "aten::argmin"})) {
-    return std::nullopt;
-  }
+  const bool scan = In(kScans, name);
+  if (!scan && !In(kReductions, name)) return std::nullopt;
   if (in.dims.empty() || in.types.empty() || ElementBytes(in.types[0]) == 0) return std::nullopt;
   const Dims& shape = in.dims[0];
   const double n = Numel(shape), es = ElementBytes(in.types[0]);
@@ -134,10 +181,7 @@ std::optional<OpWork> ModelReduce(std::string_view name, const OpInputs& in) {
 // Softmax: max, subtract, exp, sum and divide, 5 FLOPs an element; the input read and
 // the output written once.
 std::optional<OpWork> ModelSoftmax(std::string_view name, const OpInputs& in) {
-  if (!OneOf(name, {"aten::_softmax", "aten::softmax", "aten::_log_softmax", "aten::log_softmax"}) ||
-      !IsTensor(in, 0)) {
-    return std::nullopt;
-  }
+  if (!In(kSoftmaxes, name) || !IsTensor(in, 0)) return std::nullopt;
   const double n = Numel(in.dims[0]), es = ElementBytes(in.types[0]);
   // _softmax(x, dim, half_to_float): a half input may come out in float.
   const double es_out = name.starts_with("aten::_") && ConcreteTrue(in, 2) ? 4 : es;

@@ -174,5 +174,34 @@ TEST(OpRoofline, SplitWorkIsNotLiftedToTheOpAroundIt) {
   EXPECT_DOUBLE_EQ(r.attributed_ns, r.kernel_ns);
 }
 
+TEST(OpRoofline, AnOpsNameSettlesItsCategoryBeforeItsTopKernelDoes) {
+  // No shapes recorded (HTA's NCCL trace): a cuDNN convolution whose top kernel is a
+  // CUTLASS implicit GEMM stays a convolution, a batch norm's backward is a norm's, and an
+  // op no family names takes its category from ATen's own elementwise kernel.
+  Builder b;
+  b.trace().device_name = "NVIDIA A100-SXM4-40GB";
+  b.Op("aten::cudnn_convolution", 0, 100, 1);
+  b.Launch("cudaLaunchKernel", "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1", 10,
+           5, 1000, 40'000, 1);
+  b.Op("aten::cudnn_batch_norm_backward", 200, 100, 2);
+  b.Launch("cudaLaunchKernel", "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>", 210, 5,
+           50'000, 30'000, 2);
+  b.Op("aten::hardtanh_", 400, 100, 3);
+  b.Launch("cudaLaunchKernel", "void at::native::vectorized_elementwise_kernel<4, at::native::hardtanh_functor>",
+           410, 5, 90'000, 20'000, 3);
+  b.Op("aten::max_pool2d_with_indices", 600, 100, 4);
+  b.Launch("cudaLaunchKernel", "void at::native::max_pool_forward_nchw<float, float>", 610, 5, 120'000, 10'000, 4);
+  const Trace t = std::move(b.trace());
+  const OpRoofline r = AnalyzeOpRoofline(BuildIndex(t, AnalysisOptions{}), std::nullopt);
+  ASSERT_EQ(r.rows.size(), 4u);
+  EXPECT_EQ(r.rows[0].name, "aten::cudnn_convolution");
+  EXPECT_EQ(r.rows[0].category, "CONV_fwd");
+  EXPECT_NE(r.rows[0].params.find("kernel name:"), std::string::npos) << r.rows[0].params;  // still described
+  EXPECT_EQ(r.rows[1].category, "NORM_bwd");
+  EXPECT_EQ(r.rows[2].category, "elementwise");
+  EXPECT_EQ(r.rows[3].category, "other");  // ATen's, but neither elementwise nor a reduction
+  for (const OpRooflineRow& row : r.rows) EXPECT_FALSE(row.modelled) << row.name;
+}
+
 }  // namespace
 }  // namespace tierscope

@@ -207,5 +207,33 @@ TEST(PerfModel, ConvolutionBackwardCountsEachGradientItsMaskAsksFor) {
   EXPECT_FALSE(ModelOp("aten::convolution_backward", In(conv_bwd("[True]"))));
 }
 
+TEST(PerfModel, AnOpsCategoryFollowsFromItsNameAloneAsItsModelWouldGiveIt) {
+  // Each family's own name: the category ModelOp gives the op with shapes.
+  EXPECT_EQ(OpCategory("aten::addmm"), "GEMM");
+  EXPECT_EQ(OpCategory("aten::_grouped_mm"), "GEMM");
+  EXPECT_EQ(OpCategory("aten::_flash_attention_forward"), "SDPA_fwd");
+  EXPECT_EQ(OpCategory("flash_attn::_flash_attn_varlen_backward"), "SDPA_bwd");
+  EXPECT_EQ(OpCategory("aten::cudnn_convolution"), "CONV_fwd");
+  EXPECT_EQ(OpCategory("aten::convolution_backward"), "CONV_bwd");
+  EXPECT_EQ(OpCategory("aten::native_layer_norm"), "NORM_fwd");
+  EXPECT_EQ(OpCategory("aten::cudnn_batch_norm"), "NORM_fwd");
+  EXPECT_EQ(OpCategory("aten::native_layer_norm_backward"), "NORM_bwd");
+  EXPECT_EQ(OpCategory("aten::add_"), "elementwise");
+  EXPECT_EQ(OpCategory("aten::threshold_backward"), "elementwise");
+  EXPECT_EQ(OpCategory("aten::cumsum"), "reduce");
+  EXPECT_EQ(OpCategory("aten::_log_softmax"), "softmax");
+  EXPECT_EQ(OpCategory("aten::embedding"), "embedding");
+  EXPECT_EQ(OpCategory("aten::max_pool2d_with_indices"), "");
+  EXPECT_EQ(OpCategory("my::custom_op"), "");
+  // The model agrees where shapes are there: cuDNN's batch norm (training) is modelled too.
+  OpInputs in;
+  in.dims = {{8, 64, 32, 32}, {64}, {64}, {64}, {64}, {}, {}, {}};
+  in.types = {"float", "float", "float", "float", "float", "Scalar", "Scalar", "Scalar"};
+  in.concrete = {"", "", "", "", "", "True", "0.1", "1e-05"};
+  const std::optional<OpWork> w = ModelOp("aten::cudnn_batch_norm", in);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->category, OpCategory("aten::cudnn_batch_norm"));
+}
+
 }  // namespace
 }  // namespace tierscope
