@@ -86,6 +86,7 @@ Status CheckTimeline(const Trace& t) {
 }
 
 StatusOr<Trace> LoadAnyTrace(const std::string& path) {
+  TS_RETURN_IF_ERROR(CheckReadableFile(path));  // a FIFO would block the open
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path + ": cannot open");
   char magic[16] = {};
@@ -155,6 +156,7 @@ bool IsNcuCsv(const std::string& path) {
   if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0) return !IsRocprofCsv(path);
   // Sniffed from the first 16 KiB only, line by line: a minified JSON trace or any file
   // without newlines is one line, and must not be read whole to look at its start.
+  if (!CheckReadableFile(path).ok()) return false;  // refused as a trace, with the reason
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
   if (f == nullptr) return false;
   std::string head(16 << 10, '\0');

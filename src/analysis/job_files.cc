@@ -18,6 +18,7 @@
 #include "core/allocator.h"
 #include "core/cpu_info.h"
 #include "core/exceptions.h"
+#include "core/paths.h"
 #include "trace/execution_trace.h"
 #include "trace/json_input.h"
 #include "trace/kineto_scan.h"
@@ -127,6 +128,7 @@ JsonKind ClassifyJson(std::string_view s, bool whole) {
 constexpr int kSniffBytes = 64 << 10;
 
 JsonKind SniffJson(const std::string& path) {
+  if (!IsRegularFile(path)) return JsonKind::kTrace;  // a FIFO would block; the importer refuses it
   gzFile f = gzopen(path.c_str(), "rb");  // reads plain files as they are
   if (f == nullptr) return JsonKind::kTrace;
   std::string buf(kSniffBytes + 1, '\0');
@@ -303,6 +305,7 @@ std::vector<std::string> ExecutionTracesBeside(const std::string& trace_path) {
 
 // The "pid" an execution trace's first 64 KiB give, or -1.
 int64_t ExecutionTracePid(const std::string& path) {
+  if (!IsRegularFile(path)) return -1;
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) return -1;
   std::string buf(kSniffBytes, '\0');

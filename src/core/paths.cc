@@ -47,9 +47,23 @@ bool IsRegularFile(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+Status CheckReadableFile(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return NotFound(path + ": no such file");
+    return FailedPrecondition(path + ": cannot open: " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) return InvalidArgument(path + ": a directory, not a file");
+  if (!S_ISREG(st.st_mode)) {
+    return InvalidArgument(path + ": not a regular file (" +
+                           (S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device") +
+                           "); give the file itself");
+  }
+  return OkStatus();
+}
+
 StatusOr<std::string> ReadFile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return InvalidArgument(path + ": a directory, not a file");
+  TS_RETURN_IF_ERROR(CheckReadableFile(path));
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path + ": cannot open");
   std::stringstream ss;

@@ -24,6 +24,10 @@ StatusOr<std::string> CacheDir();
 Status MakeDirs(const std::string& path);
 bool IsDirectory(const std::string& path);
 bool IsRegularFile(const std::string& path);
+// OK when `path` is a regular file (or a link to one) to read; else NotFound (no such
+// file) or InvalidArgument naming what it is: a directory, or a FIFO, socket or device —
+// which an open would block on, or read without end.
+Status CheckReadableFile(const std::string& path);
 // Reads a whole file.
 StatusOr<std::string> ReadFile(const std::string& path);
 // Writes a whole file (via a temporary and a rename, so readers never see half a file).

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_text.h"
+#include "core/paths.h"
 
 namespace tierscope {
 namespace {
@@ -75,6 +76,7 @@ bool GetCount(const json& v, uint64_t* out) {
 }  // namespace
 
 StatusOr<TensorMap> LoadSafetensors(const std::string& path) {
+  TS_RETURN_IF_ERROR(CheckReadableFile(path));  // a FIFO would block the open
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NotFound(path + ": cannot open: " + std::strerror(errno));
   struct stat st;

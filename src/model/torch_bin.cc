@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/paths.h"
 #include "model/pickle.h"
 
 namespace tierscope {
@@ -45,6 +46,7 @@ class ZipReader {
   }
 
   Status Open() {
+    TS_RETURN_IF_ERROR(CheckReadableFile(path_));
     std::FILE* f = std::fopen(path_.c_str(), "rb");
     if (f == nullptr) return NotFound(path_ + ": cannot open file: " + std::strerror(errno));
     char magic[4] = {};

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include "core/paths.h"
+
 namespace tierscope {
 namespace {
 
@@ -201,6 +203,7 @@ int64_t CodePoints(std::string_view text) {
 }
 
 StatusOr<WordPieceTokenizer> WordPieceTokenizer::Load(const std::string& vocab_path, bool lower_case) {
+  TS_RETURN_IF_ERROR(CheckReadableFile(vocab_path));
   std::ifstream in(vocab_path, std::ios::binary);
   if (!in) return NotFound(vocab_path + ": cannot open the vocabulary");
   std::vector<std::string> tokens;

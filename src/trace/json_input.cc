@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/paths.h"
+
 namespace tierscope {
 
 #define TS_JSON_NAME_OF(x) #x
@@ -345,6 +347,7 @@ StatusOr<std::unique_ptr<JsonStream>> JsonStream::Open(const std::string& path) 
     return FailedPrecondition(path + ": cannot open: " + std::strerror(errno));
   }
   if (S_ISDIR(st.st_mode)) return InvalidArgument(path + ": is a directory, not a trace");
+  if (!S_ISREG(st.st_mode)) return CheckReadableFile(path);  // a FIFO, socket or device
   std::unique_ptr<JsonStream> s(new JsonStream());
   s->path_ = path;
   s->file_ = std::fopen(path.c_str(), "rb");
@@ -439,6 +442,7 @@ StatusOr<PaddedBuffer> ReadJsonInput(const std::string& path, std::string* ignor
     return FailedPrecondition(path + ": cannot open: " + std::strerror(errno));
   }
   if (S_ISDIR(st.st_mode)) return InvalidArgument(path + ": is a directory, not a trace");
+  if (!S_ISREG(st.st_mode)) return CheckReadableFile(path);  // a FIFO, socket or device
   struct Close {
     void operator()(FILE* f) const { std::fclose(f); }
   };

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/paths.h"
 #include "trace/csv_reader.h"
 
 namespace tierscope {
@@ -426,8 +427,7 @@ StatusOr<NcuReport> ParseNcuCsv(std::string_view text, const std::string& source
 }
 
 StatusOr<NcuReport> ImportNcuCsv(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return InvalidArgument(path + ": is a directory");
+  TS_RETURN_IF_ERROR(CheckReadableFile(path));
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
   if (f == nullptr) return NotFound(path + ": cannot open");
   // Read once into a string sized from stat (not a stream's buffer and then its copy),

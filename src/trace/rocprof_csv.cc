@@ -307,7 +307,7 @@ class Importer {
 
 bool IsRocprofCsv(const std::string& path) {
   const std::string suffix = SuffixOf(fs::path(path).filename().string());
-  if (suffix.empty()) return false;
+  if (suffix.empty() || !IsRegularFile(path)) return false;
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
   if (f == nullptr) return false;
   char head[512] = {};

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 
 import pytest
@@ -58,6 +59,26 @@ def test_an_argument_that_cannot_be_honoured_is_one_line(tierscope_bin, trace, t
     assert p.returncode == 2, p.stdout + p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], p.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("analyze", "{f}"), ("stats", "{f}", "--report", "op_sum"), ("diff", "{t}", "{f}"),
+    ("whatif", "{f}", "--change", "gemm=0.5"), ("export", "{f}", "{o}"), ("kernel", "--ncu-csv", "{f}"),
+    ("analyze", "{t}", "--device-spec", "{f}"), ("analyze", "{t}", "{f}"),
+    ("analyze", "/dev/zero"),
+], ids=lambda a: " ".join(a))
+def test_a_fifo_or_device_is_refused_at_once_not_waited_on(tierscope_bin, trace, tmp_path, args):
+    # Opening a FIFO blocks until a writer comes (every command hung); a device such as
+    # /dev/zero reads without end. Neither is a file to analyse.
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    fill = {"f": fifo, "t": trace, "o": tmp_path / "out.sqlite"}
+    p = subprocess.run([str(tierscope_bin), *[a.format(**fill) for a in args]], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2, p.stdout + p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not a regular file" in lines[0], p.stderr
+    assert not (tmp_path / "out.sqlite").exists()
 
 
 def test_a_unit_no_rank_of_a_job_has_is_refused(tierscope_bin, tmp_path):
