@@ -28,6 +28,34 @@ __all__ = ["Trace", "read_trace", "report", "report_names", "analyze", "diff", "
 
 PathLike = Union[str, "os.PathLike[str]"]
 
+
+def _fs(path) -> str:
+    """A path as the library takes it: UTF-8 text. A name that is not UTF-8 (os.listdir's
+    surrogate escapes, or bytes) is refused naming it, rather than failing deep inside."""
+    p = os.fspath(path)
+    if isinstance(p, bytes):
+        try:
+            return p.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"{p!r}: the file name is not UTF-8, which the tierscope library cannot "
+                             "take; rename the file (the tierscope CLI reads it as it is)") from None
+    try:
+        p.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{ascii(p)}: the file name is not UTF-8, which the tierscope library cannot take; "
+                         "rename the file (the tierscope CLI reads it as it is)") from None
+    return p
+
+
+def _job_files(paths) -> List[str]:
+    """The traces of a job's inputs (files, or directories of them), as the CLI lists them."""
+    inputs = [_fs(p) for p in paths]
+    try:
+        return list(_tierscope.job_files(inputs))
+    except UnicodeDecodeError:
+        raise ValueError(f"{', '.join(inputs)}: holds a trace whose file name is not UTF-8, which the tierscope "
+                         "library cannot take; rename it (the tierscope CLI reads it as it is)") from None
+
 # Columns a table keeps (the rest are the same for every row of that table's kind).
 _DEVICE_TABLES = {"kernels", "memops", "syncs"}
 
@@ -134,7 +162,7 @@ class Trace:
         """Writes the trace as an nsys SQLite export (`tierscope export TRACE OUT.sqlite`).
         An existing OUT is kept (FileExistsError) unless `force`, as the command keeps it;
         the trace itself, or a file that is not a regular one, is never replaced."""
-        out = os.fspath(out)
+        out = _fs(out)
         if os.path.lexists(out) and not force:
             raise FileExistsError(f"{out}: exists (pass force=True, or --force, to replace it)")
         return self._native.export_sqlite(out)
@@ -156,8 +184,8 @@ def read_trace(path: PathLike, execution_trace: Optional[PathLike] = None) -> Tr
     operators: they gain the shapes the trace lacks (Trace.execution_trace says how many);
     a named one that is missing raises FileNotFoundError, one of another run ValueError.
     Entries the import skipped as malformed are said in a warning (and Trace.skipped)."""
-    ets = [os.fspath(execution_trace)] if execution_trace is not None else []
-    trace = Trace(_tierscope.read_trace(os.fspath(path), ets))
+    ets = [_fs(execution_trace)] if execution_trace is not None else []
+    trace = Trace(_tierscope.read_trace(_fs(path), ets))
     if trace.skipped:
         warnings.warn(trace.skipped, stacklevel=2)
     return trace
@@ -210,7 +238,7 @@ def analyze(paths: Union[Trace, PathLike, Iterable[PathLike]], threads: int = 0)
         return _result(json.loads(paths._native.analyze()))
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    files = [os.fspath(p) for p in paths]
+    files = [_fs(p) for p in paths]
     if len(files) == 1 and not os.path.isdir(files[0]):
         return _result(json.loads(read_trace(files[0])._native.analyze()))
     return _result(json.loads(_tierscope.analyze_files(files, threads)))
@@ -247,7 +275,7 @@ def html(trace_or_job: Union[Trace, PathLike, Iterable[PathLike]], step: str = "
         return Page(trace_or_job._native.page(step))
     if isinstance(trace_or_job, (str, os.PathLike)):
         trace_or_job = [trace_or_job]
-    files = [os.fspath(p) for p in trace_or_job]
+    files = [_fs(p) for p in trace_or_job]
     if len(files) == 1 and not os.path.isdir(files[0]):
         return Page(read_trace(files[0])._native.page(step))
     return Page(_tierscope.page_of_job(files, threads, step))
@@ -257,7 +285,7 @@ def diff(base: Union[Trace, PathLike], new: Union[Trace, PathLike]) -> dict:
     """`tierscope diff BASE NEW`: of two traces, or of two jobs (directories)."""
     if not isinstance(base, Trace) and not isinstance(new, Trace) and (
             os.path.isdir(os.fspath(base)) or os.path.isdir(os.fspath(new))):
-        return _result(json.loads(_tierscope.diff_jobs([os.fspath(base)], [os.fspath(new)])))
+        return _result(json.loads(_tierscope.diff_jobs([_fs(base)], [_fs(new)])))
     a = base if isinstance(base, Trace) else read_trace(base)
     b = new if isinstance(new, Trace) else read_trace(new)
     return _result(json.loads(_tierscope.diff(a._native, b._native)))

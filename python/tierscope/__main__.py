@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 
 def main(argv=None) -> int:
@@ -16,6 +17,8 @@ def main(argv=None) -> int:
     ex.add_argument("--format", default="parquet", choices=["parquet", "sqlite"])
     ex.add_argument("--force", action="store_true", help="replace an existing OUT's tables")
     a = ap.parse_args(argv)
+    # What an import notes (entries skipped) is one line on stderr, as the CLI says it.
+    warnings.showwarning = lambda message, *_args, **_kw: print(f"tierscope: note: {message}", file=sys.stderr)
     try:
         if a.format == "sqlite":
             from . import read_trace

@@ -22,7 +22,7 @@ import json
 import os
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Union
 
-from . import _result, _tierscope
+from . import _fs, _job_files, _result, _tierscope
 
 __all__ = ["analyze_job", "rank_summary", "estimated_bytes", "run_within_memory"]
 
@@ -55,7 +55,7 @@ def estimated_bytes(path: str) -> int:
     """The bytes `path` holds once read, as the CLI budgets them (EstimatedInputBytes): its
     size, or for gzip what its trailer claims, unless the stream's first MiB shows the
     trailer wrapped past 4 GiB. OSError when it cannot be read."""
-    n = _tierscope.estimated_bytes(os.fspath(path))
+    n = _tierscope.estimated_bytes(_fs(path))
     if n < 0:
         raise OSError(f"{path}: cannot read it")
     return n
@@ -154,7 +154,7 @@ def analyze_job(paths: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.Pa
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     # Absolute: a worker's working directory is its own.
-    files = [os.path.abspath(f) for f in _tierscope.job_files([os.fspath(p) for p in paths])]
+    files = [os.path.abspath(f) for f in _job_files(paths)]
     sizes = [estimated_bytes(f) for f in files]
     own = client is None
     cluster = None

@@ -44,6 +44,13 @@ Status CheckOut(const ExportFlags& f, bool directory) {
   return OkStatus();
 }
 
+// A trace with no timeline event would export as empty tables that pass for a quiet run.
+Status CheckExportable(const Trace& t) {
+  if (!t.events.empty()) return OkStatus();
+  return InvalidArgument(t.source + ": the trace holds no timeline event (" + std::to_string(t.stats.events_read) +
+                         " entries read): nothing to export");
+}
+
 std::string Counts(const NsysExportStats& n) {
   return std::to_string(n.kernels) + " kernels, " + std::to_string(n.runtime) + " runtime calls, " +
          std::to_string(n.memcpys) + " memcpys, " + std::to_string(n.memsets) + " memsets, " + std::to_string(n.syncs) +
@@ -59,6 +66,7 @@ int ExportSqlite(const ExportFlags& f) {
     if (Status s = CheckOut(f, false); !s.ok()) return Fail(s);
     auto t = LoadTrace(f.input);
     if (!t.ok()) return Fail(t.status());
+    if (Status s = CheckExportable(*t); !s.ok()) return Fail(s);
     NoteSkipped(*t);
     auto n = ExportNsysSqlite(*t, f.out);
     if (!n.ok()) return Fail(n.status());
@@ -73,10 +81,6 @@ int ExportSqlite(const ExportFlags& f) {
   if (!files.ok()) return Fail(files.status());
   std::filesystem::create_directories(f.out, ec);
   if (ec) return Fail(FailedPrecondition(f.out + ": cannot create: " + ec.message()));
-  for (const auto& entry : std::filesystem::directory_iterator(f.out, ec)) {  // --force: the old export
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("report_", 0) == 0 && name.ends_with(".sqlite")) std::filesystem::remove(entry.path(), ec);
-  }
   std::vector<TraceWindow> windows;
   std::vector<std::string> staged, summary;
   struct Unstage {  // a failure leaves no half-written export behind
@@ -89,6 +93,7 @@ int ExportSqlite(const ExportFlags& f) {
   for (size_t i = 0; i < files->size(); ++i) {
     auto t = LoadTrace((*files)[i]);
     if (!t.ok()) return Fail(t.status());
+    if (Status s = CheckExportable(*t); !s.ok()) return Fail(s);
     NoteSkipped(*t);
     windows.push_back(WindowOf(*t));
     staged.push_back((std::filesystem::path(f.out) / (".staged-" + std::to_string(i) + ".sqlite")).string());
@@ -103,6 +108,13 @@ int ExportSqlite(const ExportFlags& f) {
   // alike. Each report records its assigned rank, so it reads back as that rank.
   auto a = AssignRankWindows(*files, windows);
   if (!a.ok()) return Fail(a.status());
+  // --force: the old export's reports go only now, once every rank of the new one is written.
+  for (const auto& entry : std::filesystem::directory_iterator(f.out, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("report_", 0) == 0 && name.ends_with(".sqlite") && entry.is_regular_file(ec)) {
+      std::filesystem::remove(entry.path(), ec);
+    }
+  }
   bool windowed = false;
   for (const std::vector<size_t>& group : a->windows) windowed = windowed || group.size() > 1;
   for (const std::vector<size_t>& group : a->windows) {

@@ -220,3 +220,28 @@ def test_entries_the_import_skipped_are_a_warning_and_a_property(tmp_path):
         t = tierscope.read_trace(bad)
     assert t.skipped.startswith(f"{bad}: 3 of its ")
     assert tierscope.read_trace(DDP).skipped == ""
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_naming_it(tierscope_bin, tmp_path):
+    # os.listdir gives such a name with surrogate escapes, which the library's string
+    # arguments refuse: read_trace raised a TypeError about incompatible arguments, and
+    # the Parquet export of its folder a bare codec error.
+    trace = DDP
+    need(trace)
+    folder = tmp_path / "job"
+    folder.mkdir()
+    import os
+    with open(os.path.join(os.fsencode(folder), b"r\xffx.json.gz"), "wb") as f:
+        f.write(trace.read_bytes())
+    [name] = os.listdir(folder)
+    with pytest.raises(ValueError, match="not UTF-8"):
+        tierscope.read_trace(folder / name)
+    with pytest.raises(ValueError, match="not UTF-8"):
+        tierscope.read_trace(os.fsencode(folder / name))
+    import sys
+    for target in (folder / name, folder):
+        p = subprocess.run([str(tierscope_bin), "export", str(target).encode("utf-8", "surrogateescape"),
+                            str(tmp_path / "pq"), "--format", "parquet"], capture_output=True, text=True,
+                           timeout=300, env={**os.environ, "TIERSCOPE_PYTHON": sys.executable})
+        assert p.returncode == 2 and "not UTF-8" in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr

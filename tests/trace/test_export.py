@@ -185,6 +185,47 @@ def test_bad_input_is_one_line_and_writes_nothing(tierscope_bin, tmp_path):
     assert p.returncode == 2 and "--format" in p.stderr
 
 
+def test_a_forced_parquet_export_replaces_only_its_own_parts_and_only_once_written(tierscope_bin, tmp_path):
+    # --force once deleted OUT/<table>/ whole before reading anything: an input kept there
+    # was lost, a user's file beside the parts went with it, and a failed export left the
+    # old tables deleted.
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("tierscope")
+    trace = TRACES / "df_index_resolver.json.gz"
+    need(trace)
+    inside = tmp_path / "p" / "kernels" / "x.json.gz"
+    inside.parent.mkdir(parents=True)
+    inside.write_bytes(trace.read_bytes())
+    for out in (tmp_path / "p", tmp_path / "p" / "kernels"):
+        p = run(tierscope_bin, "export", inside, out, "--format", "parquet", "--force", ok=False)
+        assert p.returncode == 2 and "is, or holds, the input" in p.stderr, p.stderr
+        assert inside.read_bytes() == trace.read_bytes()
+    out = tmp_path / "pq"
+    run(tierscope_bin, "export", trace, out, "--format", "parquet")
+    [rank] = os.listdir(out / "kernels")  # the trace's own rank
+    (out / "kernels" / "notes.txt").write_text("mine")
+    old = (out / "kernels" / rank / "part-0.parquet").read_bytes()
+    truncated = tmp_path / "cut.json.gz"
+    truncated.write_bytes(trace.read_bytes()[:2000])
+    p = run(tierscope_bin, "export", truncated, out, "--format", "parquet", "--force", ok=False)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert (out / "kernels" / rank / "part-0.parquet").read_bytes() == old  # the old export stands
+    run(tierscope_bin, "export", trace, out, "--format", "parquet", "--force")
+    assert (out / "kernels" / "notes.txt").read_text() == "mine"
+    assert sorted(os.listdir(out / "kernels")) == ["notes.txt", rank]
+    assert not [n for n in os.listdir(out) if n.startswith(".")]  # no staging left behind
+
+
+def test_a_trace_with_no_timeline_event_is_not_exported_as_empty_tables(tierscope_bin, tmp_path):
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps({"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "x"}}]}))
+    for args, out in (((), tmp_path / "m.sqlite"), (("--format", "parquet"), tmp_path / "m")):
+        p = run(tierscope_bin, "export", meta, out, *args, ok=False)
+        assert p.returncode == 2 and "holds no timeline event" in p.stderr and "nothing to export" in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1
+        assert not out.exists()
+
+
 def test_parquet_tables_are_read_by_duckdb_with_the_kernel_totals(tierscope_bin, tmp_path):
     need(*PAIR)
     duckdb = pytest.importorskip("duckdb")
