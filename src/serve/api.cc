@@ -67,10 +67,22 @@ std::vector<WordPieceTokenizer::Piece> EncodeAtMost(const WordPieceTokenizer& to
 
 ApiError InvalidRequest(std::string message) { return Invalid(std::move(message)); }
 std::optional<ApiError> ParseJsonObject(std::string_view body, json* out) {
+  // No request of any API nests deeper than a few levels ({"inputs": [[ids]]}); a body of
+  // millions of '[' would build a tree of ~90 bytes a byte before its end was seen.
+  constexpr int kMaxDepth = 32;
+  struct TooDeep {};
+  const json::parser_callback_t cb = [](int depth, json::parse_event_t event, json&) {
+    if (depth > kMaxDepth && (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start)) {
+      throw TooDeep{};
+    }
+    return true;
+  };
   try {
-    *out = json::parse(body.begin(), body.end());
+    *out = json::parse(body.begin(), body.end(), cb);
   } catch (const json::exception& e) {  // parse errors, and numbers out of double's range
     return Invalid("invalid JSON: " + std::string(e.what()));
+  } catch (const TooDeep&) {
+    return Invalid("the JSON nests deeper than " + std::to_string(kMaxDepth) + " levels; no request needs more");
   }
   if (!out->is_object()) return Invalid("the body must be a JSON object");
   return std::nullopt;

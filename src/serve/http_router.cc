@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -106,7 +107,44 @@ RouteDecision RouteGet(const RouteContext& ctx, const std::string& path) {
                          .dump());  // /v2
 }
 
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
 }  // namespace
+
+std::optional<ApiError> CheckFraming(const http::request_header<>& h) {
+  if (h.method() == http::verb::unknown) {
+    return ApiError{501, "method " + std::string(h.method_string()) + " is not implemented", "Validation"};
+  }
+  if (h.version() == 11 && h.find(http::field::host) == h.end()) {
+    return ApiError{400, "an HTTP/1.1 request needs a Host header", "Validation"};
+  }
+  std::string codings;  // every Transfer-Encoding line, in order
+  for (auto it = h.find(http::field::transfer_encoding); it != h.end() && it->name() == http::field::transfer_encoding;
+       ++it) {
+    codings += (codings.empty() ? "" : ",") + std::string(it->value());
+  }
+  if (codings.empty()) return std::nullopt;
+  std::vector<std::string_view> list;
+  for (std::string_view rest = codings; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    const std::string_view c = Trim(rest.substr(0, comma));
+    if (!c.empty()) list.push_back(c);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  if (list.empty() || !boost::beast::iequals(boost::beast::string_view(list.back().data(), list.back().size()), "chunked")) {
+    return ApiError{400, "Transfer-Encoding '" + codings + "': the last coding must be chunked (a body's end is "
+                         "otherwise unknown)", "Validation"};
+  }
+  if (list.size() > 1) {
+    return ApiError{501, "Transfer-Encoding " + std::string(list.front()) + " is not supported; send the body "
+                         "with chunked alone", "Validation"};
+  }
+  return std::nullopt;
+}
 
 RouteDecision RouteRequest(const RouteContext& ctx, const http::request<http::string_body>& req) {
   std::string path(req.target());
@@ -128,6 +166,9 @@ RouteDecision RouteRequest(const RouteContext& ctx, const http::request<http::st
     d = RouteGet(ctx, path);
   } else if (ctx.draining) {  // every inference route, /tokenize too
     d = Refuse({503, "the server is draining (shutting down); send this request elsewhere", "Unhealthy"}, true);
+  } else if (auto enc = req[http::field::content_encoding]; !enc.empty() && enc != "identity") {
+    d = Refuse({415, "Content-Encoding " + std::string(enc) + " is not supported; send the body uncompressed",
+                "Validation"});
   } else if (embed) {
     if (ctx.tokenizer == nullptr) {
       d = NoVocabulary("text cannot be tokenized; use /v2/models/" + ctx.model_name + "/infer with token ids");

@@ -59,6 +59,13 @@ struct RouteDecision {
 
 RouteDecision RouteRequest(const RouteContext& ctx, const boost::beast::http::request<boost::beast::http::string_body>& req);
 
+// A request's framing, judged from its header before any body is read (RFC 9112): a
+// Transfer-Encoding whose last coding is not chunked is 400 (its body's end is unknown: a
+// proxy before us may frame it otherwise), a coding besides chunked (gzip, chunked) 501,
+// an HTTP/1.1 request with no Host 400, an unknown method 501. Every such answer closes
+// the connection, its body unread.
+std::optional<ApiError> CheckFraming(const boost::beast::http::request_header<>& h);
+
 }  // namespace tierscope
 
 #endif  // TIERSCOPE_SERVE_HTTP_ROUTER_H_

@@ -193,6 +193,14 @@ void Session::OnHeader(beast::error_code ec) {
   if (ec || closed_) return OnRead(ec);
   header_read_ = true;
   header_since_ = Clock::now();
+  if (std::optional<ApiError> e = CheckFraming(parser_->get())) {  // answered before any body is read
+    BeginRequest();
+    endpoint_ = "other";
+    req_ = {};
+    req_.version(parser_->get().version());
+    req_.keep_alive(false);
+    return Error(*e);
+  }
   // The body's bytes come out of the server's budget before they are read: a declared
   // length, the whole limit for a chunked body, nothing when there is none (a GET).
   const int64_t limit = server_.options.max_body_bytes;
@@ -251,6 +259,10 @@ void Session::OnRead(beast::error_code ec) {
     endpoint_ = "other";
     req_ = {};
     req_.keep_alive(false);
+    if (ec == http::error::header_limit) {
+      return Error({431, "the request's header is larger than the server takes", "Validation"});
+    }
+    if (ec == http::error::bad_version) return Error({505, "bad HTTP request: HTTP/1.0 and 1.1 only", "Validation"});
     return Error({400, "bad HTTP request: " + ec.message(), "Validation"});
   }
   req_ = parser_->release();
@@ -438,7 +450,9 @@ void Session::Respond(int code, std::string body, const char* content_type, size
                            endpoint_ == "/v1/embeddings" || endpoint_ == "/v2/models/{name}/infer";
     res->set(http::field::allow, post_only ? "POST" : "GET");
   }
-  res->keep_alive(req_.keep_alive() && !server_.draining && code != 400 && code != 413);
+  // A refusal of a request read whole keeps the connection (a pipelined request behind it
+  // is answered); malformed framing and unread bodies set keep_alive(false) where found.
+  res->keep_alive(req_.keep_alive() && !server_.draining);
   if (req_.method() == http::verb::head) {
     res->content_length(body.size());  // what a GET would carry, and no body
   } else {

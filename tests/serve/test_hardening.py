@@ -445,3 +445,78 @@ def test_info_names_the_model_without_its_path(serve, tmp_path):
     assert info.json()["model_id"]
     assert b"/work" not in info.body and b"/tmp" not in info.body and b"/home" not in info.body, info.body
 
+
+
+# ------------------------------------------------------------------ framing
+
+
+def raw_exchange(port: int, data: bytes, timeout: float = 10) -> bytes:
+    """Sends `data` on one connection and reads until the server closes it (or times out)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as c:
+        c.sendall(data)
+        out = b""
+        try:
+            while True:
+                chunk = c.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+        except socket.timeout:
+            pass
+        return out
+
+
+def statuses(reply: bytes) -> list[int]:
+    return [int(m) for m in re.findall(rb"HTTP/1\.1 (\d{3}) ", reply)]
+
+
+@pytest.mark.parametrize("head, code", [
+    # The body's end is unknown: what follows must never be read as the next request.
+    (b"POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400),
+    (b"POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n", 400),
+    (b"POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
+    (b"POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n", 501),
+    (b"POST /embed HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", 400),  # HTTP/1.1 needs a Host
+    (b"BREW /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 501),
+    (b"GET /health HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+    (b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (64 << 10) + b"\r\n\r\n", 431),
+], ids=["te-gzip", "te-chunked-not-last", "te-gzip-chunked", "te-two-lines", "no-host", "unknown-method",
+        "http2-version", "huge-header"])
+def test_a_request_framed_badly_is_refused_and_its_connection_closed(serve, head, code):
+    s = serve("--threads", "1")
+    smuggled = b"GET /info HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    reply = raw_exchange(s.port, head + smuggled)
+    assert statuses(reply) == [code], reply[:300]  # and /info behind it is never answered
+    assert b"Connection: close" in reply or b"connection: close" in reply.lower()
+    assert health_answers(s)
+
+
+def test_a_refused_request_read_whole_keeps_its_connection_for_the_next(serve):
+    # A validation error (OpenAI answers it 400) once closed the connection, and a
+    # pipelined request behind it went unanswered.
+    s = serve("--threads", "1", "--model-name", "m")
+    bad = json.dumps({"input": "hello", "model": "m", "dimensions": 64}).encode()
+    good = json.dumps({"input": "hello", "model": "m"}).encode()
+
+    def post(path: bytes, body: bytes, last: bool = False) -> bytes:
+        return (b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + (b"Connection: close\r\n" if last else b"") + b"Content-Length: " + str(len(body)).encode()
+                + b"\r\n\r\n" + body)
+
+    reply = raw_exchange(s.port, post(b"/v1/embeddings", bad) + post(b"/embed", b'{"inputs": []}')
+                         + post(b"/v1/embeddings", good, last=True), timeout=60)
+    assert statuses(reply) == [400, 422, 200], reply[:600]
+    gz = b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}"
+    reply = raw_exchange(s.port, gz)
+    assert statuses(reply) == [415] and b"Content-Encoding gzip is not supported" in reply, reply[:300]
+
+
+def test_json_nested_past_any_request_is_refused_before_it_is_built(serve):
+    # 4 MB of '[' once built a tree of ~90 bytes a byte (several at once took 1.2 GB).
+    s = serve("--threads", "1", "--model-name", "m", "--max-body-bytes", str(16 << 20))
+    deep = b'{"inputs":' + b"[" * (4 << 20) + b"]" * (4 << 20) + b"}"
+    for path in ("/embed", "/v1/embeddings", "/v2/models/m/infer", "/tokenize"):
+        r = s.request("POST", path, body=deep, headers={"Content-Type": "application/json"}, timeout=60)
+        assert r.status in (400, 422) and "nests deeper than 32 levels" in r.body.decode(), (path, r.body[:200])
+    assert s.post("/embed", {"inputs": "hello"}).status == 200
+    assert health_answers(s)
