@@ -103,7 +103,8 @@ void AppendFloats(const std::vector<float>& v, std::string* out) {
 
 std::optional<ApiError> EncodeInput(const WordPieceTokenizer& tokenizer, std::string_view text,
                                     const ApiLimits& limits, bool truncate, size_t index,
-                                    std::vector<int32_t>* ids, std::vector<std::pair<int64_t, int64_t>>* offsets) {
+                                    std::vector<int32_t>* ids, std::vector<std::pair<int64_t, int64_t>>* offsets,
+                                    bool can_truncate) {
   bool whole = true;
   std::vector<WordPieceTokenizer::Piece> pieces = EncodeAtMost(tokenizer, text, limits.max_input_length, &whole);
   const int64_t n = static_cast<int64_t>(pieces.size()) + 2;  // with [CLS] and [SEP]
@@ -111,7 +112,8 @@ std::optional<ApiError> EncodeInput(const WordPieceTokenizer& tokenizer, std::st
     if (!truncate) {
       return Invalid("input " + std::to_string(index) + " has " + (whole ? "" : "at least ") +
                      std::to_string(n) + " tokens, more than the maximum of " +
-                     std::to_string(limits.max_input_length) + "; shorten it or send \"truncate\": true");
+                     std::to_string(limits.max_input_length) +
+                     (can_truncate ? "; shorten it or send \"truncate\": true" : "; shorten it"));
     }
     // As Hugging Face truncates: keep the first max-1 tokens, end with [SEP].
     pieces.resize(static_cast<size_t>(std::max<int64_t>(limits.max_input_length - 2, 0)));

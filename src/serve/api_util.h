@@ -27,10 +27,12 @@ std::string DumpJson(const nlohmann::json& j);
 // input is an error naming input `index`, or with `truncate` cut as Hugging Face does
 // (the first max-1 tokens, then [SEP]).
 // With `offsets`, each id's code points of the text as well ({-1, -1} for [CLS], [SEP]).
+// `can_truncate`: the API has a "truncate" field, which the error then offers (OpenAI's has none).
 std::optional<ApiError> EncodeInput(const WordPieceTokenizer& tokenizer, std::string_view text,
                                     const ApiLimits& limits, bool truncate, size_t index,
                                     std::vector<int32_t>* ids,
-                                    std::vector<std::pair<int64_t, int64_t>>* offsets = nullptr);
+                                    std::vector<std::pair<int64_t, int64_t>>* offsets = nullptr,
+                                    bool can_truncate = true);
 // [v0,v1,...] with each float as AppendFloat writes it.
 void AppendFloats(const std::vector<float>& v, std::string* out);
 

@@ -35,6 +35,38 @@ grpc::StatusCode GrpcCode(int http) {
   }
 }
 
+// The values input i carries against its shape, in gRPC's own terms (int64_contents,
+// raw_input_contents[i]); the extension's parser would name its binary_data_size.
+// Shapes it cannot count (a negative or huge dim) are left to that parser's message.
+std::optional<ApiError> CheckValueCount(const inference::ModelInferRequest& req, int i) {
+  const auto& in = req.inputs(i);
+  const bool int64 = in.datatype() == "INT64";
+  if (!int64 && in.datatype() != "INT32") return std::nullopt;
+  double want = 1;
+  std::string shape;
+  for (int64_t d : in.shape()) {
+    if (d < 0) return std::nullopt;
+    want *= static_cast<double>(d);
+    if (!shape.empty()) shape += ',';
+    shape += std::to_string(d);
+  }
+  if (want > 1e12) return std::nullopt;
+  const auto need = static_cast<int64_t>(want);
+  const std::string of = "input `" + in.name() + "`'s shape [" + shape + "] of " + in.datatype() + " needs ";
+  if (req.raw_input_contents_size() > 0) {
+    const int64_t have = static_cast<int64_t>(req.raw_input_contents(i).size());
+    const int64_t bytes = need * (int64 ? 8 : 4);
+    if (have == bytes) return std::nullopt;
+    return ApiError{400, "raw_input_contents[" + std::to_string(i) + "] has " + std::to_string(have) + " bytes; " +
+                             of + std::to_string(bytes), "Validation"};
+  }
+  const int64_t have = int64 ? in.contents().int64_contents_size() : in.contents().int_contents_size();
+  if (have == need) return std::nullopt;
+  return ApiError{400, "input `" + in.name() + "` has " + std::to_string(have) + " values in " +
+                           (int64 ? "int64_contents" : "int_contents") + "; its shape [" + shape + "] needs " +
+                           std::to_string(need), "Validation"};
+}
+
 // The request as the HTTP binary tensor extension sees one: a JSON header with each
 // input's shape and byte count (every output asked for as binary), then the inputs' bytes:
 // raw_input_contents, or the typed contents written out little-endian.
@@ -64,6 +96,9 @@ std::optional<ApiError> ToExtensionBody(const inference::ModelInferRequest& req,
       return ApiError{400, "INT32 input `" + in.name() + "` has its data in int64_contents; INT32 data goes in int_contents",
                       "Validation"};
     }
+  }
+  for (int i = 0; i < req.inputs_size(); ++i) {
+    if (auto e = CheckValueCount(req, i)) return e;
   }
   json header{{"inputs", json::array()}, {"parameters", {{"binary_data_output", true}}}};
   if (!req.id().empty()) header["id"] = req.id();
@@ -151,6 +186,9 @@ class GrpcFrontend::Impl final : public inference::GRPCInferenceService::Callbac
   }
   grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* ctx, const inference::ModelReadyRequest* req,
                                        inference::ModelReadyResponse* resp) override {
+    if (req->name() == model_ && !req->version().empty() && req->version() != "1") {
+      return Done(ctx, UnknownVersion(req->version()));
+    }
     resp->set_ready(req->name() == model_ && !draining_.load());
     return Done(ctx, grpc::Status::OK);
   }
@@ -163,6 +201,7 @@ class GrpcFrontend::Impl final : public inference::GRPCInferenceService::Callbac
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* ctx, const inference::ModelMetadataRequest* req,
                                           inference::ModelMetadataResponse* resp) override {
     if (req->name() != model_) return Done(ctx, UnknownModel(req->name()));
+    if (!req->version().empty() && req->version() != "1") return Done(ctx, UnknownVersion(req->version()));
     const json meta = json::parse(tierscope::ModelMetadata(model_, engine_.config(), engine_.model().has_pooler()));
     resp->set_name(model_);
     resp->add_versions("1");
@@ -222,6 +261,9 @@ class GrpcFrontend::Impl final : public inference::GRPCInferenceService::Callbac
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(s);
     return reactor;
+  }
+  grpc::Status UnknownVersion(const std::string& version) const {
+    return {grpc::StatusCode::NOT_FOUND, "model '" + model_ + "' has version 1 only, not '" + version + "'"};
   }
   grpc::Status UnknownModel(const std::string& name) const {
     return {grpc::StatusCode::NOT_FOUND, "unknown model '" + name + "'; this server has '" + model_ + "'"};

@@ -56,6 +56,10 @@ Status CheckServerOptions(const ServerOptions& o) {
   TS_RETURN_IF_ERROR(InRange("--grpc-port", o.grpc_port));
   TS_RETURN_IF_ERROR(InRange("--max-client-batch-size", static_cast<double>(o.max_client_batch_size)));
   TS_RETURN_IF_ERROR(InRange("--max-input-length", static_cast<double>(o.max_input_length)));
+  if (o.max_input_length == 1 || o.max_input_length == 2) {
+    return InvalidArgument("--max-input-length " + std::to_string(o.max_input_length) +
+                           " leaves no token between [CLS] and [SEP]: give at least 3, or 0 for the model's");
+  }
   TS_RETURN_IF_ERROR(InRange("--max-body-bytes", static_cast<double>(o.max_body_bytes)));
   TS_RETURN_IF_ERROR(InRange("--drain-timeout", o.drain_timeout_s));
   TS_RETURN_IF_ERROR(InRange("--idle-timeout", o.idle_timeout_s));

@@ -66,7 +66,8 @@ std::optional<ApiError> CollectInputs(const json& input, const ApiLimits& limits
       if (tokenizer == nullptr) {
         return BadRequest("this model directory has no vocab.txt: send token arrays, not text");
       }
-      if (auto e = EncodeInput(*tokenizer, items[i]->get<std::string>(), limits, false, i, &in.ids)) {
+      if (auto e = EncodeInput(*tokenizer, items[i]->get<std::string>(), limits, false, i, &in.ids, nullptr,
+                               /*can_truncate=*/false)) {
         return BadRequest(e->message);
       }
     } else if (items[i]->is_array()) {

@@ -74,6 +74,11 @@ def test_openai_token_arrays_equal_text_and_bad_requests_are_openai_errors(serve
     assert "input" in err["message"]
     models = s.get("/v1/models").json()
     assert [m["id"] for m in models["data"]] == ["tiny"]
+    # OpenAI's request has no "truncate": a too-long input is told to shorten, and nothing else.
+    r = s.post("/v1/embeddings", {"model": "tiny", "input": "word " * 5000})
+    assert r.status == 400
+    message = r.json()["error"]["message"]
+    assert "more than the maximum" in message and message.endswith("; shorten it"), message
 
 
 def hf_client(hub, monkeypatch, s):
@@ -350,3 +355,24 @@ def test_grpc_calls_a_client_abandons_leave_the_queue_and_bad_contents_are_refus
     with pytest.raises(grpc.RpcError) as e:
         stub.ModelInfer(ok)
     assert e.value.code() == grpc.StatusCode.NOT_FOUND and "version 1 only" in e.value.details()
+    # A count that does not fill the shape is said in gRPC's own fields, not the HTTP
+    # extension's binary_data_size.
+    short = service_pb2.ModelInferRequest(model_name="tiny")
+    short.inputs.add(name="input_ids", datatype="INT64", shape=[1, 3]).contents.int64_contents.extend([101, 102])
+    with pytest.raises(grpc.RpcError) as e:
+        stub.ModelInfer(short)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert e.value.details() == "input `input_ids` has 2 values in int64_contents; its shape [1,3] needs 3"
+    raw = service_pb2.ModelInferRequest(model_name="tiny")
+    raw.inputs.add(name="input_ids", datatype="INT64", shape=[1, 3])
+    raw.raw_input_contents.append(np.array([101, 102], dtype=np.int64).tobytes())
+    with pytest.raises(grpc.RpcError) as e:
+        stub.ModelInfer(raw)
+    assert "raw_input_contents[0] has 16 bytes; input `input_ids`'s shape [1,3] of INT64 needs 24" in e.value.details()
+    # A version the model does not have is NOT_FOUND everywhere, as HTTP's /versions/99 is 404.
+    for call, request in ((stub.ModelReady, service_pb2.ModelReadyRequest(name="tiny", version="99")),
+                          (stub.ModelMetadata, service_pb2.ModelMetadataRequest(name="tiny", version="99"))):
+        with pytest.raises(grpc.RpcError) as e:
+            call(request)
+        assert e.value.code() == grpc.StatusCode.NOT_FOUND and "version 1 only" in e.value.details()
+    assert stub.ModelReady(service_pb2.ModelReadyRequest(name="tiny", version="1")).ready

@@ -343,6 +343,8 @@ def test_pipelined_request_then_disconnect_is_seen_as_leaving(serve):
     ("--max-connections", "-1", "[0, 1048576]"),
     ("--max-queue", "0", "[1, 1048576]"),
     ("--max-queue-delay-ms", "1e300", "[0, 60000] ms"),
+    ("--max-input-length", "1", "leaves no token between [CLS] and [SEP]"),  # once embedded [SEP] alone
+    ("--max-input-length", "2", "give at least 3, or 0 for the model's"),
 ])
 def test_serve_flags_out_of_range_exit_2_in_one_line(tierscope_bin, flag, value, fragment):
     proc = subprocess.run([str(tierscope_bin), "serve", "--port", "0", flag, value] if flag != "--port"
