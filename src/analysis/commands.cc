@@ -411,13 +411,19 @@ StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>&
   const bool indexed = std::any_of(reports.begin(), reports.end(),
                                    [](const std::string& r) { return r != "import_stats"; });
   const TraceIndex x = indexed ? BuildIndex(t, o) : TraceIndex();
+  // The reports a failed check affects are marked here as in analyze: a number stats prints
+  // is the same claim.
+  const TraceQuality quality = indexed ? CheckTraceQuality(x) : TraceQuality();
   std::optional<OpRoofline> roofline;  // once for both of its tables
   std::optional<std::vector<CriticalPath>> paths;
   // Each table written as it is made (JSON: "reports" first, as nlohmann sorts the keys).
   std::ostringstream out;
   if (f.format == OutputFormat::kJson) out << "{\n  \"reports\": [";
   ReportList list(out, f);
-  const auto write = [&](const Table& tb) { list.Add(tb); };
+  const auto write = [&](Table tb) {
+    if (tb.name != "trace_quality") Mark(quality, &tb);
+    list.Add(tb);
+  };
   for (const std::string& name : reports) {
     if (name == "import_stats") {
       write(ImportStatsTable(t));
@@ -461,12 +467,14 @@ std::string RenderDiff(const TraceDiff& d, const Trace& base, const Trace& next,
     j["new"] = TraceInfo(next);
     j["per_unit"] = d.per_unit;
     j["headline"] = d.headline;
+    j["quality"] = {{"base", d.base_quality}, {"new", d.new_quality}, {"failed", d.quality_failed}};
     j["reports"] = nlohmann::json::array();
     for (const Table& tb : tables) j["reports"].push_back(TableToJson(tb));
     return ReportJsonText(j);
   }
   if (f.format == OutputFormat::kCsv) return Render(tables, f);
-  std::string out = "base: " + Printable(base.source) + "\nnew:  " + Printable(next.source) + "\n\n";
+  std::string out = "base: " + Printable(base.source) + "\n  " + d.base_quality + "\nnew:  " +
+                    Printable(next.source) + "\n  " + d.new_quality + "\n\n";
   for (const auto& h : d.headline) out += "  " + Printable(h) + "\n";  // names from the traces
   return out + "\n" + Render(tables, f);
 }

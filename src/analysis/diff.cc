@@ -8,6 +8,7 @@
 #include <set>
 
 #include "analysis/diff_explained.h"
+#include "analysis/trace_quality.h"
 
 namespace tierscope {
 namespace {
@@ -123,6 +124,22 @@ TraceDiff DiffTraces(const TraceIndex& base, const TraceIndex& next) {
                        ", in use " + Num(a.in_use) + "% -> " + Num(b.in_use) + "%");
   if (a.hottest != b.hottest) d.headline.push_back("hottest kernel: " + a.hottest + " -> " + b.hottest);
   d.explained = DiffExplainedTable(base, next);
+  const TraceQuality qa = CheckTraceQuality(base), qb = CheckTraceQuality(next);
+  d.base_quality = qa.Line();
+  d.new_quality = qb.Line();
+  const std::string fa = FailedChecks(qa), fb = FailedChecks(qb);
+  d.quality_failed = !fa.empty() || !fb.empty();
+  if (d.quality_failed) {
+    const std::string which = !fa.empty() && !fb.empty() ? "the base (" + fa + ") and the new trace (" + fb + ")"
+                              : !fa.empty()              ? "the base (" + fa + ")"
+                                                         : "the new trace (" + fb + ")";
+    d.headline.insert(d.headline.begin(), "MARKED: checks failed on " + which +
+                                              ": the changes below may rest on wrong numbers; conclude nothing from "
+                                              "them until trace_quality (tierscope analyze) says why");
+    for (Table* t : {&d.summary, &d.operators, &d.kernels, &d.explained}) {
+      t->notes.push_back("MARKED: base " + d.base_quality + "; new " + d.new_quality);
+    }
+  }
   return d;
 }
 

@@ -19,6 +19,10 @@ struct TraceDiff {
   Table operators; // operator calls base -> new
   Table kernels;   // kernel time and count base -> new
   Table explained; // how much of the measured change each difference explains (diff_explained.h)
+  // Each trace's verdict (trace_quality.h's one line), and whether a check failed on either:
+  // then the headline says first that its changes rest on numbers not to be concluded from.
+  std::string base_quality, new_quality;
+  bool quality_failed = false;
 };
 
 TraceDiff DiffTraces(const TraceIndex& base, const TraceIndex& next);

@@ -445,8 +445,11 @@ void DeviceLaunchChecks(const TraceIndex& x, TraceQuality* q) {
                          {"kernel_launch_stats", "queue_length", "op_sum", "op_roofline"}, {"launch_bound"});
   q->checks.push_back(n);
   QualityCheck k = Check("clock_skew", early, device_events - no_launch, CheckStatus::kFail,
-                         "device work starting before its launch: clocks disagree, launch delays are wrong",
-                         {"kernel_launch_stats", "idle_time", "queue_length"}, {"launch_bound"});
+                         "device work starting before its launch: clocks disagree, launch delays are wrong, and "
+                         "the device's window (in-use, gaps, idle shares) may stretch to where no work was",
+                         {"kernel_launch_stats", "idle_time", "queue_length", "in_use", "gaps", "temporal_breakdown",
+                          "idle_time_breakdown"},
+                         {"launch_bound", "gpu_util_low", "gaps_large"});
   k.detail = first_early;
   k.events = std::move(early_events);
   q->checks.push_back(k);

@@ -9,6 +9,7 @@
 
 #include "analysis/commands.h"
 #include "analysis/job.h"
+#include "analysis/trace_quality.h"
 #include "analysis/whatif.h"
 #include "cli/command.h"
 #include "inspect/calibrated_spec.h"
@@ -47,6 +48,13 @@ std::optional<DeviceSpec> SpecForTrace(const Trace& trace, const std::optional<D
 
 // A job: each rank's step graphs kept as it is read, then the steps joined across ranks
 // and re-timed as one.
+// A prediction re-times the measured graph: from a trace that failed a check it inherits
+// the wrong numbers, and says so.
+std::string MarkedNote(const std::string& failed) {
+  return "MARKED: trace quality checks failed (" + failed + "): the measured steps, and so the predictions, may "
+         "rest on wrong numbers; conclude nothing from them until trace_quality (tierscope analyze) says why";
+}
+
 int RunJob(const WhatIfFlags& flags, const WhatIfOptions& o, const AnalysisOptions& ao, const RenderOptions& f) {
   const std::vector<std::vector<WhatIfChange>> scenarios = {o.changes};
   const RankHook hook = [&](const TraceIndex& x, RankAnalysis& r) -> Status {
@@ -78,6 +86,12 @@ int RunJob(const WhatIfFlags& flags, const WhatIfOptions& o, const AnalysisOptio
                          std::to_string(job->stragglers.p2p_paired / 2) + " send/recv pair(s); " + job->stragglers.alignment);
   Table t = WhatIfTable(result, o);
   t.title += " (a job of " + std::to_string(job->ranks.size()) + " ranks)";
+  std::string failed;  // the ranks whose traces failed a check, with the checks
+  for (size_t r = 0; r < job->ranks.size(); ++r) {
+    const std::string& q = job->ranks[r].quality_failed;
+    if (!q.empty()) failed += (failed.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + ": " + q;
+  }
+  if (!failed.empty()) t.notes.push_back(MarkedNote(failed));
   if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderTable(t, OutputFormat::kJson));
   std::cout << RenderTable(t, f);
   return 0;
@@ -117,10 +131,10 @@ int Run(const WhatIfFlags& flags) {
   const TraceAnalysis a = Analyze(*trace, ao);
   StatusOr<WhatIfResult> r = WhatIf(a.index, o);
   if (!r.ok()) return Fail(r.status());
-  if (!flags.html.empty()) {
-    return WriteAnalysisPage(flags.html, RenderTable(WhatIfTable(*r, o), OutputFormat::kJson));
-  }
-  std::cout << RenderTable(WhatIfTable(*r, o), render);
+  Table t = WhatIfTable(*r, o);
+  if (const std::string failed = FailedChecks(a.quality); !failed.empty()) t.notes.push_back(MarkedNote(failed));
+  if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderTable(t, OutputFormat::kJson));
+  std::cout << RenderTable(t, render);
   return 0;
 }
 

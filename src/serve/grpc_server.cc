@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <map>
@@ -165,6 +166,7 @@ class GrpcFrontend::Impl final : public inference::GRPCInferenceService::Callbac
     void OnCancel() override { impl_->Abandon(this, grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client")); }
     void OnDone() override { delete this; }
     uint64_t id = 0;  // the service's request id, set before the call is visible to OnCancel
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();  // the call read
 
    private:
     Impl* impl_;
@@ -228,7 +230,7 @@ class GrpcFrontend::Impl final : public inference::GRPCInferenceService::Callbac
       if (it == calls_.end() || !service_.Cancel(reactor->id)) return;
       calls_.erase(it);
     }
-    metrics_.CountRequest("grpc:ModelInfer", status.error_code() == grpc::StatusCode::CANCELLED ? 499 : 503);
+    Answered(status.error_code() == grpc::StatusCode::CANCELLED ? 499 : 503, reactor->t0);
     metrics_.AddGrpcInFlight(-1);
     in_flight_.fetch_sub(1);
     reactor->Finish(status);
@@ -268,9 +270,15 @@ class GrpcFrontend::Impl final : public inference::GRPCInferenceService::Callbac
   grpc::Status UnknownModel(const std::string& name) const {
     return {grpc::StatusCode::NOT_FOUND, "unknown model '" + name + "'; this server has '" + model_ + "'"};
   }
-  grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx, const ApiError& e) {
-    metrics_.CountRequest("grpc:ModelInfer", e.code);
+  grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx, const ApiError& e,
+                                   std::chrono::steady_clock::time_point t0) {
+    Answered(e.code, t0);
     return Done(ctx, grpc::Status(GrpcCode(e.code), e.message));
+  }
+  // A ModelInfer call answered: counted by its code, and its time observed as an HTTP request's is.
+  void Answered(int code, std::chrono::steady_clock::time_point t0) {
+    metrics_.CountRequest("grpc:ModelInfer", code);
+    metrics_.ObserveTotal(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
 
   BertEngine& engine_;
@@ -288,12 +296,13 @@ grpc::ServerUnaryReactor* GrpcFrontend::Impl::ModelInfer(grpc::CallbackServerCon
                                                          inference::ModelInferResponse* resp) {
   // Counted before the drain flag is read: a drain that sees no call in flight cannot miss
   // one that is past this check (both are sequentially consistent).
+  const auto t0 = std::chrono::steady_clock::now();
   metrics_.AddGrpcInFlight(1);
   in_flight_.fetch_add(1);
   auto refuse = [&](const ApiError& e) {
     metrics_.AddGrpcInFlight(-1);
     in_flight_.fetch_sub(1);
-    return Refuse(ctx, e);
+    return Refuse(ctx, e, t0);
   };
   if (draining_.load()) return refuse({503, "the server is draining (shutting down); send this request elsewhere", "Unhealthy"});
   if (req->model_name() != model_) return refuse({404, "unknown model '" + req->model_name() + "'; this server has '" + model_ + "'", "NotFound"});
@@ -311,7 +320,7 @@ grpc::ServerUnaryReactor* GrpcFrontend::Impl::ModelInfer(grpc::CallbackServerCon
   auto* reactor = new InferReactor(this);
   std::unique_lock<std::mutex> lock(mu_);  // held until the call is in calls_: its callback waits
   if (detached_) {  // the service is going away: a call parsed past the drain never reaches it
-    metrics_.CountRequest("grpc:ModelInfer", 503);
+    Answered(503, t0);
     metrics_.AddGrpcInFlight(-1);
     in_flight_.fetch_sub(1);
     lock.unlock();
@@ -324,7 +333,7 @@ grpc::ServerUnaryReactor* GrpcFrontend::Impl::ModelInfer(grpc::CallbackServerCon
       calls_.erase(reactor->id);
     }
     if (r.status.ok()) FillResponse(model_, *call, r, resp);
-    metrics_.CountRequest("grpc:ModelInfer", r.status.ok() ? 200 : 500);
+    Answered(r.status.ok() ? 200 : 500, reactor->t0);
     metrics_.AddGrpcInFlight(-1);
     in_flight_.fetch_sub(1);  // last of this frontend's state touched, before Finish
     reactor->Finish(r.status.ok() ? grpc::Status::OK : grpc::Status(grpc::StatusCode::INTERNAL, r.status.message()));
@@ -333,7 +342,7 @@ grpc::ServerUnaryReactor* GrpcFrontend::Impl::ModelInfer(grpc::CallbackServerCon
     const int code = id.status().code() == StatusCode::kResourceExhausted   ? 429
                      : id.status().code() == StatusCode::kFailedPrecondition ? 413
                                                                              : 422;
-    metrics_.CountRequest("grpc:ModelInfer", code);
+    Answered(code, t0);
     metrics_.AddGrpcInFlight(-1);
     in_flight_.fetch_sub(1);
     lock.unlock();  // Finish may run the reactor's hooks, which take the lock

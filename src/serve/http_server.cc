@@ -249,6 +249,12 @@ void Session::OnRead(beast::error_code ec) {
     return Close();
   }
   BeginRequest();
+  if (ec == http::error::partial_message && header_read_) {
+    // The client went away mid-body: its endpoint's 499 ("client closed request"), not a
+    // 400 of no endpoint, which would read as the server refusing bad requests.
+    endpoint_ = RouteRequest(server_.route, parser_->get()).endpoint;
+    return Close();
+  }
   if (ec == http::error::body_limit) {
     endpoint_ = "other";
     req_.keep_alive(false);

@@ -75,7 +75,8 @@ void ServerMetrics::ObserveBatch(int64_t size, int64_t tokens, const std::string
 
 std::string ServerMetrics::Render(bool ready) const {
   std::string out;
-  out += "# HELP tierscope_requests_total HTTP requests answered, by endpoint and status code.\n"
+  out += "# HELP tierscope_requests_total Requests answered, by endpoint (gRPC's as grpc:METHOD) and status code "
+         "(gRPC's as its HTTP equivalent).\n"
          "# TYPE tierscope_requests_total counter\n";
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -110,7 +111,7 @@ std::string ServerMetrics::Render(bool ready) const {
   queue_s_.Write("tierscope_queue_seconds", "Time an input waited in the batcher.", &out);
   inference_s_.Write("tierscope_inference_seconds", "Engine time per batch.", &out);
   total_s_.Write("tierscope_request_seconds",
-                 "Time from a request being read to its response being written.", &out);
+                 "Time from a request being read to its response being written, HTTP and gRPC.", &out);
   return out;
 }
 

@@ -522,3 +522,30 @@ def test_json_nested_past_any_request_is_refused_before_it_is_built(serve):
         assert r.status in (400, 422) and "nests deeper than 32 levels" in r.body.decode(), (path, r.body[:200])
     assert s.post("/embed", {"inputs": "hello"}).status == 200
     assert health_answers(s)
+
+
+def test_a_client_gone_mid_body_is_its_endpoints_499_and_grpc_calls_are_timed(serve):
+    # It was counted as {endpoint="other",code="400"}: the server refusing a bad request.
+    grpcclient = pytest.importorskip("tritonclient.grpc")
+    from test_clients import grpc_port
+
+    s = serve("--threads", "1", "--model-name", "tiny", "--grpc-port", "0")
+    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
+        c.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+                  b'{"inputs":')
+        time.sleep(0.2)
+    s.wait_for(lambda: 'endpoint="/embed",code="499"' in s.get("/metrics").body.decode(), timeout=10,
+               what="the abandoned upload to be counted")
+    assert 'endpoint="other",code="400"' not in s.get("/metrics").body.decode()
+    before = s.metric("tierscope_request_seconds_count")
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port(s)}")
+    t = grpcclient.InferInput("input_ids", [1, 3], "INT64")
+    t.set_data_from_numpy(np.array([[101, 2000, 102]], dtype=np.int64))
+    client.infer("tiny", [t])
+    with pytest.raises(grpcclient.InferenceServerException):
+        client.infer("nosuch", [t])
+    # Both gRPC calls are in the latency histogram as in the request count (the /metrics GET
+    # that read `before` is in it too).
+    assert s.metric("tierscope_request_seconds_count") >= before + 3
+    text = s.get("/metrics").body.decode()
+    assert 'endpoint="grpc:ModelInfer",code="200"' in text and 'endpoint="grpc:ModelInfer",code="404"' in text

@@ -273,7 +273,10 @@ def test_hostile_bodies_get_422_and_never_kill_the_server(serve):
     deep = "[" * 50000 + "1" + "]" * 50000
     body = ('{"inputs":[{"name":"input_ids","datatype":"INT64","shape":[1,1],"data":%s}]}' % deep)
     r = s.post("/v2/models/m/infer", body)
-    assert r.status == 422 and "nested deeper" in r.json()["error"]
+    assert r.status == 422 and "nests deeper than 32 levels" in r.json()["error"]  # refused by the parser
+    body = ('{"inputs":[{"name":"input_ids","datatype":"INT64","shape":[1,1],"data":[[[[1]]]]}]}')
+    r = s.post("/v2/models/m/infer", body)
+    assert r.status == 422 and "nested deeper than [batch][seq_len]" in r.json()["error"]
     body = ('{"inputs":[{"name":"input_ids","datatype":"INT64","shape":%s,"data":[1]}]}' % deep)
     assert s.post("/v2/models/m/infer", body).status == 422
     # A shape whose product overflows int64.

@@ -124,6 +124,45 @@ def test_clocks_that_disagree(tierscope_bin, tmp_path):
     assert q["clock_skew"] == ("FAIL", moved)
 
 
+def test_stats_diff_and_whatif_mark_what_rests_on_a_failed_check(tierscope_bin, tmp_path):
+    # Only analyze marked: stats printed a 9000 s kernel as 100% of the device, diff's
+    # headline "12.5 ms -> 9000 s" and whatif's measured step with no word of the check.
+    doc = load(CLEAN)
+    kernels(doc)[-1]["dur"] = 9e9
+    path = tmp_path / "endless.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(doc, f)
+
+    def run(*args):
+        p = subprocess.run([str(tierscope_bin), *map(str, args)], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    stats = json.loads(run("stats", path, "--report", "hot_kernels,in_use,cuda_api_sum", "--format", "json"))
+    marked = {r["name"]: any(n.startswith("MARKED") for n in r.get("notes", [])) for r in stats["reports"]}
+    assert marked == {"hot_kernels": True, "in_use": True, "cuda_api_sum": True}, marked
+    hot = stats["reports"][0]["rows"][0]
+    assert hot["Failed check"] == "endless_events", hot
+    clean = json.loads(run("stats", CLEAN, "--report", "hot_kernels,in_use", "--format", "json"))
+    assert not any(n.startswith("MARKED") for r in clean["reports"] for n in r.get("notes", []))
+    d = json.loads(run("diff", CLEAN, path, "--format", "json"))
+    assert d["quality"]["failed"] and d["headline"][0].startswith("MARKED: checks failed on the new trace (endless")
+    assert not json.loads(run("diff", CLEAN, CLEAN, "--format", "json"))["quality"]["failed"]
+    text = run("diff", CLEAN, path)
+    assert "FAILED: endless_events" in text.splitlines()[3], text[:600]
+    w = json.loads(run("whatif", path, "--change", "gemm=0.5", "--format", "json"))
+    assert any(n.startswith("MARKED: trace quality checks failed (endless_events)") for n in w.get("notes", [])), w
+    # A kernel placed 11.6 days before its launch (clock_skew) stretches the device's window:
+    # in-use, gaps and the idle shares are marked, not only the launch statistics.
+    doc = load(CLEAN)
+    kernels(doc)[5]["ts"] -= 1e12
+    with gzip.open(path, "wt") as f:
+        json.dump(doc, f)
+    stats = json.loads(run("stats", path, "--report", "in_use,gaps,temporal_breakdown,kernel_launch_stats",
+                           "--format", "json"))
+    assert all(any(n.startswith("MARKED") for n in r.get("notes", [])) for r in stats["reports"]), stats["reports"]
+
+
 def test_missing_kernels_missing_launches_and_a_trace_cut_short(tierscope_bin, tmp_path):
     doc = load(CLEAN)
     events = doc["traceEvents"]
