@@ -43,11 +43,17 @@ class PyTrace {
     return *index_;
   }
   const AnalysisOptions& options() const { return options_; }
+  // Its verdict, for marking the reports a failed check affects as the CLI marks them.
+  const TraceQuality& quality() {
+    if (!quality_) quality_ = std::make_unique<TraceQuality>(CheckTraceQuality(index()));
+    return *quality_;
+  }
 
  private:
   std::unique_ptr<Trace> trace_;
   AnalysisOptions options_;
   std::unique_ptr<TraceIndex> index_;
+  std::unique_ptr<TraceQuality> quality_;
 };
 
 [[noreturn]] void Raise(const Status& s) {
@@ -184,6 +190,7 @@ std::string Report(PyTrace& p, const std::string& name) {
   const TraceIndex& x = p.index();
   StatusOr<Table> t = RunReport(x, name, p.options());
   if (!t.ok()) Raise(t.status());
+  if (t->name != "trace_quality") MarkReport(p.quality(), &*t);
   return TableToJson(*t).dump();
 }
 

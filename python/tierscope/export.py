@@ -24,44 +24,60 @@ TABLES = ("kernels", "ops", "runtime", "memops", "annotations", "syncs", "memory
 
 def _check_out(out: Path, files: List[str], inputs: List[str], force: bool) -> None:
     """Refuses an OUT this export must not write: one that is, or holds, what it reads (a
-    forced export would replace the tables beside them), a file, or a directory that is not
-    empty without `force`."""
+    forced export would replace the tables beside them), a file, a directory that is not
+    empty without `force`, or table and rank entries that are not plain folders (a link
+    would take the parts elsewhere, a file would stop the export half way)."""
     real_out = os.path.realpath(out)
     for f in list(inputs) + list(files):
         real = os.path.realpath(f)
         if real == real_out or real.startswith(real_out.rstrip(os.sep) + os.sep):
             raise ValueError(f"{out}: is, or holds, the input {f}; write the tables elsewhere")
-    if out.exists() or out.is_symlink():
-        if not out.is_dir():
-            raise ValueError(f"{out}: exists and is not a directory")
-        if any(out.iterdir()) and not force:
-            raise ValueError(f"{out}: exists and is not empty (pass --force to replace its tables)")
-        for name in TABLES:
-            if (out / name).exists() and not (out / name).is_dir():
-                raise ValueError(f"{out / name}: exists and is not a directory, where the {name} table goes")
+    if not (out.exists() or out.is_symlink()):
+        return
+    if not out.is_dir():
+        raise ValueError(f"{out}: exists and is not a directory")
+    if any(out.iterdir()) and not force:
+        raise ValueError(f"{out}: exists and is not empty (pass --force to replace its tables)")
+    for name in TABLES:
+        table = out / name
+        if table.is_symlink() or (table.exists() and not table.is_dir()):
+            raise ValueError(f"{table}: is not a plain directory, where the {name} table goes")
+        for rank in table.glob("rank=*") if table.is_dir() else []:
+            if rank.is_symlink() or not rank.is_dir():
+                raise ValueError(f"{rank}: is not a plain directory, where a rank's parts go")
 
 
 def _replace_tables(staging: Path, out: Path) -> None:
-    """Moves the new export's parts into OUT, removing only the Parquet parts an earlier
-    export wrote there (TABLE/rank=R/part-N.parquet); any other file is left as it is."""
+    """Moves the new export's parts into OUT in place of the Parquet parts an earlier
+    export wrote there (TABLE/rank=R/part-N.parquet); any other file is left as it is.
+    The new parts go in under hidden names first: until all are in, the old export is
+    whole, and a failure takes back what was moved."""
+    moved = []  # (hidden, final) names in OUT
+    try:
+        for name in TABLES:
+            for rank in sorted((staging / name).glob("rank=*")):
+                dest = out / name / rank.name
+                dest.mkdir(parents=True, exist_ok=True)
+                for part in sorted(rank.iterdir()):
+                    hidden = dest / (".new-" + part.name)
+                    part.rename(hidden)
+                    moved.append((hidden, dest / part.name))
+    except OSError:
+        for hidden, _ in moved:
+            hidden.unlink(missing_ok=True)
+        raise
     for name in TABLES:
-        table = out / name
-        if table.is_dir():
-            for rank in table.glob("rank=*"):
-                if not rank.is_dir() or rank.is_symlink():
-                    continue
-                for part in rank.glob("part-*.parquet"):
-                    if part.is_file() and not part.is_symlink():
-                        part.unlink()
-                try:
-                    rank.rmdir()  # only when nothing else is in it
-                except OSError:
-                    pass
-        for rank in sorted((staging / name).glob("rank=*")):
-            dest = table / rank.name
-            dest.mkdir(parents=True, exist_ok=True)
-            for part in sorted(rank.iterdir()):
-                part.rename(dest / part.name)
+        for rank in (out / name).glob("rank=*"):
+            for part in rank.glob("part-*.parquet"):
+                part.unlink()
+    for hidden, final in moved:
+        hidden.rename(final)
+    for name in TABLES:
+        for rank in (out / name).glob("rank=*"):
+            try:
+                rank.rmdir()  # an old rank this export has none of, when nothing else is in it
+            except OSError:
+                pass
 
 
 def export_parquet(paths: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]],

@@ -246,10 +246,7 @@ const Table* TraceAnalysis::Report(const std::string& name) const {
   return nullptr;
 }
 
-namespace {
-
-// A failed check's mark on a table it affects (trace_quality.h).
-void Mark(const TraceQuality& q, Table* table) {
+void MarkReport(const TraceQuality& q, Table* table) {
   if (q.marked_reports.count(table->name) == 0) return;
   table->notes.push_back("MARKED: " + q.Line());
   if (const int64_t rows = MarkRows(q, table); rows > 0) {
@@ -257,6 +254,8 @@ void Mark(const TraceQuality& q, Table* table) {
                            "Failed check column): their numbers are not to be concluded from");
   }
 }
+
+namespace {
 
 // Computes all of `a` but its reports; calls `head` (a's other fields are final then), then
 // hands each report, marked, to `each` in order, which may keep or drop it: the reports of
@@ -292,7 +291,7 @@ void AnalyzeEach(const Trace& t, const AnalysisOptions& o, TraceAnalysis& a, Fun
   }
   head();
   const auto hand = [&](Table table) {
-    Mark(a.quality, &table);
+    MarkReport(a.quality, &table);
     each(table);
     t.strings.ReleaseSpilled();
   };
@@ -421,7 +420,7 @@ StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>&
   if (f.format == OutputFormat::kJson) out << "{\n  \"reports\": [";
   ReportList list(out, f);
   const auto write = [&](Table tb) {
-    if (tb.name != "trace_quality") Mark(quality, &tb);
+    if (tb.name != "trace_quality") MarkReport(quality, &tb);
     list.Add(tb);
   };
   for (const std::string& name : reports) {
@@ -440,7 +439,7 @@ StatusOr<std::string> TraceStats(const Trace& t, const std::vector<std::string>&
       continue;
     }
     TS_ASSIGN_OR_RETURN(Table tb, RunReport(x, name, o));
-    write(tb);
+    write(std::move(tb));
     t.strings.ReleaseSpilled();  // a spilled trace's strings it read leave memory (trace.h)
   }
   if (f.format == OutputFormat::kJson) {

@@ -75,6 +75,11 @@ std::string RenderAnalysis(const TraceAnalysis& analysis, const RenderOptions& r
 void WriteAnalysis(std::ostream& out, const Trace& trace, const AnalysisOptions& options, const RenderOptions& render);
 // WriteAnalysis into a string.
 std::string AnalyzeTrace(const Trace& trace, const AnalysisOptions& options, const RenderOptions& render);
+// A failed check's mark on a report it affects (trace_quality.h): a note with the verdict,
+// and a Failed check column on the rows that rest on the events that failed. What analyze,
+// stats and the Python package's report() print alike.
+void MarkReport(const TraceQuality& q, Table* table);
+
 StatusOr<std::string> TraceStats(const Trace& trace, const std::vector<std::string>& reports,
                                  const AnalysisOptions& options, const RenderOptions& render);
 std::string DiffTraceReport(const Trace& base, const Trace& next, const AnalysisOptions& options,

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <tuple>
@@ -423,6 +424,7 @@ void DeviceLaunchChecks(const TraceIndex& x, TraceQuality* q) {
   const auto corr = [&](const std::vector<size_t>& list, size_t j) { return x.E(list[j]).correlation; };
   // Device events with no launch call, and ones that start before their launch did.
   int64_t device_events = 0, no_launch = 0, early = 0;
+  int64_t first_launch = INT64_MAX, earliest_early = INT64_MAX;  // a skew that reaches before every launch
   std::string first_early;
   std::vector<size_t> early_events;
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
@@ -434,8 +436,10 @@ void DeviceLaunchChecks(const TraceIndex& x, TraceQuality* q) {
         ++no_launch;
         return;
       }
+      first_launch = std::min(first_launch, x.E(it->second).ts_ns);
       if (x.E(i).ts_ns < x.E(it->second).ts_ns) {
         if (early++ == 0) first_early = Example(x, i);
+        earliest_early = std::min(earliest_early, x.E(i).ts_ns);
         early_events.push_back(i);
       }
     });
@@ -444,12 +448,19 @@ void DeviceLaunchChecks(const TraceIndex& x, TraceQuality* q) {
                          "device work with no launch call: launch statistics and operators leave it out",
                          {"kernel_launch_stats", "queue_length", "op_sum", "op_roofline"}, {"launch_bound"});
   q->checks.push_back(n);
+  // Device work that starts before the trace's first launch stretches the device's window
+  // to where no work was: then in-use, gaps and the idle shares are wrong too.
+  const bool stretched = earliest_early < first_launch;
   QualityCheck k = Check("clock_skew", early, device_events - no_launch, CheckStatus::kFail,
-                         "device work starting before its launch: clocks disagree, launch delays are wrong, and "
-                         "the device's window (in-use, gaps, idle shares) may stretch to where no work was",
-                         {"kernel_launch_stats", "idle_time", "queue_length", "in_use", "gaps", "temporal_breakdown",
-                          "idle_time_breakdown"},
-                         {"launch_bound", "gpu_util_low", "gaps_large"});
+                         stretched ? "device work starting before its launch, some before the trace's first launch: "
+                                     "clocks disagree, launch delays are wrong, and the device's window (in-use, "
+                                     "gaps, idle shares) stretches to where no work was"
+                                   : "device work starting before its launch: clocks disagree, launch delays are wrong",
+                         {"kernel_launch_stats", "idle_time", "queue_length"}, {"launch_bound"});
+  if (stretched) {
+    k.reports.insert(k.reports.end(), {"in_use", "gaps", "temporal_breakdown", "idle_time_breakdown"});
+    k.rules.insert(k.rules.end(), {"gpu_util_low", "gaps_large"});
+  }
   k.detail = first_early;
   k.events = std::move(early_events);
   q->checks.push_back(k);

@@ -108,6 +108,9 @@ int ExportSqlite(const ExportFlags& f) {
   // alike. Each report records its assigned rank, so it reads back as that rank.
   auto a = AssignRankWindows(*files, windows);
   if (!a.ok()) return Fail(a.status());
+  for (size_t i = 0; i < staged.size(); ++i) {  // each report records its rank before any old one goes
+    if (Status s = SetExportedRank(staged[i], a->rank[i]); !s.ok()) return Fail(s);
+  }
   // --force: the old export's reports go only now, once every rank of the new one is written.
   for (const auto& entry : std::filesystem::directory_iterator(f.out, ec)) {
     const std::string name = entry.path().filename().string();
@@ -123,7 +126,6 @@ int ExportSqlite(const ExportFlags& f) {
       const std::string name = "report_" + std::to_string(a->rank[i]) +
                                (windowed ? "." + std::to_string(w + 1) : std::string()) + ".sqlite";
       const std::string out = (std::filesystem::path(f.out) / name).string();
-      if (Status s = SetExportedRank(staged[i], a->rank[i]); !s.ok()) return Fail(s);
       std::filesystem::rename(staged[i], out, ec);
       if (ec) return Fail(FailedPrecondition(out + ": cannot write: " + ec.message()));
       std::cout << "export: rank " << a->rank[i]

@@ -89,7 +89,9 @@ int RunJob(const WhatIfFlags& flags, const WhatIfOptions& o, const AnalysisOptio
   std::string failed;  // the ranks whose traces failed a check, with the checks
   for (size_t r = 0; r < job->ranks.size(); ++r) {
     const std::string& q = job->ranks[r].quality_failed;
-    if (!q.empty()) failed += (failed.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + ": " + q;
+    if (!q.empty()) {
+      failed += (failed.empty() ? "" : "; ") + std::string("rank ") + std::to_string(job->ranks[r].rank) + ": " + q;
+    }
   }
   if (!failed.empty()) t.notes.push_back(MarkedNote(failed));
   if (!flags.html.empty()) return WriteAnalysisPage(flags.html, RenderTable(t, OutputFormat::kJson));

@@ -68,21 +68,30 @@ std::vector<WordPieceTokenizer::Piece> EncodeAtMost(const WordPieceTokenizer& to
 ApiError InvalidRequest(std::string message) { return Invalid(std::move(message)); }
 std::optional<ApiError> ParseJsonObject(std::string_view body, json* out) {
   // No request of any API nests deeper than a few levels ({"inputs": [[ids]]}); a body of
-  // millions of '[' would build a tree of ~90 bytes a byte before its end was seen.
+  // millions of '[' would build a tree of ~90 bytes a byte before its end was seen. One
+  // pass over the bytes counts the open containers (strings skipped) before the parse.
   constexpr int kMaxDepth = 32;
-  struct TooDeep {};
-  const json::parser_callback_t cb = [](int depth, json::parse_event_t event, json&) {
-    if (depth > kMaxDepth && (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start)) {
-      throw TooDeep{};
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') ++i;  // the escaped character is not a quote
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth) {
+        return Invalid("the JSON nests deeper than " + std::to_string(kMaxDepth) + " levels; no request needs more");
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
     }
-    return true;
-  };
+  }
   try {
-    *out = json::parse(body.begin(), body.end(), cb);
+    *out = json::parse(body.begin(), body.end());
   } catch (const json::exception& e) {  // parse errors, and numbers out of double's range
     return Invalid("invalid JSON: " + std::string(e.what()));
-  } catch (const TooDeep&) {
-    return Invalid("the JSON nests deeper than " + std::to_string(kMaxDepth) + " levels; no request needs more");
   }
   if (!out->is_object()) return Invalid("the body must be a JSON object");
   return std::nullopt;

@@ -318,6 +318,7 @@ grpc::ServerUnaryReactor* GrpcFrontend::Impl::ModelInfer(grpc::CallbackServerCon
     return refuse(*e);
   }
   auto* reactor = new InferReactor(this);
+  reactor->t0 = t0;  // from the call's arrival: its parse counts, as an HTTP request's does
   std::unique_lock<std::mutex> lock(mu_);  // held until the call is in calls_: its callback waits
   if (detached_) {  // the service is going away: a call parsed past the drain never reaches it
     Answered(503, t0);

@@ -1,11 +1,15 @@
-// The server's option ranges, its connection and buffer limits, and the log limiter.
+// The server's option ranges, its connection and buffer limits, the API's limits for its
+// engine (and the check that its largest batch fits), and the log limiter.
 #include "serve/http_limits.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
+#include "model/bert.h"
+#include "tierscope/dtype.h"
 #include "serve/http_server.h"
 
 namespace tierscope {
@@ -108,6 +112,41 @@ bool LogLimiter::Allow(int64_t* suppressed) {
   any_ = true;
   last_ = now;
   return true;
+}
+
+StatusOr<ApiLimits> ServeApiLimits(BertEngine& engine, const BatcherOptions& batcher, const ServerOptions& options) {
+  ApiLimits limits;
+  limits.max_client_batch_size = options.max_client_batch_size;
+  if (batcher.bucket_edges.empty()) return InvalidArgument("no length buckets");
+  limits.max_input_length = std::min(engine.config().max_position_embeddings, batcher.bucket_edges.back());
+  if (options.max_input_length > 0) {
+    limits.max_input_length = std::min(limits.max_input_length, options.max_input_length);
+  }
+  limits.vocab_size = engine.config().vocab_size;
+  limits.type_vocab_size = engine.config().type_vocab_size;
+  if (batcher.max_batch_size >= 1 && batcher.max_batch_tokens >= 1 && limits.max_input_length >= 1) {
+    // The largest batch the batcher may form must fit, or every big batch would fail.
+    const double tokens = std::min(static_cast<double>(batcher.max_batch_tokens),
+                                   static_cast<double>(batcher.max_batch_size) *
+                                       static_cast<double>(limits.max_input_length));
+    const int64_t rows = std::max<int64_t>(
+        1, std::min<int64_t>(batcher.max_batch_size, static_cast<int64_t>(tokens)));
+    ForwardOptions fo;
+    fo.pooler = engine.model().has_pooler();
+    // As samples of the longest input: the row blocks a batch runs in (and so the
+    // activations alive at once) are largest where its samples are longest.
+    const int64_t longest = std::max<int64_t>(1, std::min<int64_t>(limits.max_input_length, static_cast<int64_t>(tokens)));
+    const auto samples = static_cast<int64_t>(std::ceil(tokens / static_cast<double>(longest)));
+    TS_ASSIGN_OR_RETURN(MemoryNeed need, engine.ForwardMemory(samples, longest, fo));
+    if (fo.pooler && rows > samples) {  // the pooler's rows: one a request
+      need.device += static_cast<double>(rows - samples) * static_cast<double>(engine.config().hidden_size) *
+                     static_cast<double>(DTypeSize(engine.model().dtype()));
+    }
+    TS_RETURN_IF_ERROR(engine.CheckMemory(
+        need, "the largest batch (--max-batch-size " + std::to_string(batcher.max_batch_size) +
+                  ", --max-batch-tokens " + std::to_string(batcher.max_batch_tokens) + ")"));
+  }
+  return limits;
 }
 
 }  // namespace tierscope

@@ -9,6 +9,9 @@
 #include <string_view>
 
 #include "core/process_limits.h"
+#include "serve/api.h"
+#include "serve/batcher.h"
+#include "tierscope/engine.h"
 #include "tierscope/status.h"
 
 namespace tierscope {
@@ -40,6 +43,11 @@ Status CheckServerOptions(const ServerOptions& o);
 // and the sockets being refused 503 over the cap; more than it leaves is refused. --max-buffered-bytes 0: 32 request bodies of --max-body-bytes, at
 // least 64 MiB and at most 1 GiB; below one body is refused.
 StatusOr<ResolvedServerLimits> ResolveServerLimits(const ServerOptions& o, int64_t descriptor_limit);
+
+// The API's limits for `engine` under `batcher` and `o`: the longest input (the model's
+// positions, the largest bucket and --max-input-length), the vocabularies; with the check
+// that the largest batch the batcher may form fits the device's memory.
+StatusOr<ApiLimits> ServeApiLimits(BertEngine& engine, const BatcherOptions& batcher, const ServerOptions& o);
 
 // At most one line per `interval`: Allow() says whether one may be written now and how
 // many were held back since the last (to say "and N more").

@@ -67,7 +67,7 @@ std::optional<RouteDecision> RouteModel(const RouteContext& ctx, const http::req
     d = Answer(ctx.draining ? 503 : 200, "");
   } else if (ctx.draining) {
     d = Refuse({503, "the server is draining (shutting down); send this request elsewhere", "Unhealthy"}, true);
-  } else if (auto enc = req[http::field::content_encoding]; !enc.empty() && enc != "identity") {
+  } else if (auto enc = req[http::field::content_encoding]; !enc.empty() && !boost::beast::iequals(enc, "identity")) {
     d = Refuse({415, "Content-Encoding " + std::string(enc) + " is not supported; send the body uncompressed",
                 "Validation"});
   } else {
@@ -123,11 +123,14 @@ std::optional<ApiError> CheckFraming(const http::request_header<>& h) {
     return ApiError{400, "an HTTP/1.1 request needs a Host header", "Validation"};
   }
   std::string codings;  // every Transfer-Encoding line, in order
-  for (auto it = h.find(http::field::transfer_encoding); it != h.end() && it->name() == http::field::transfer_encoding;
-       ++it) {
-    codings += (codings.empty() ? "" : ",") + std::string(it->value());
+  bool present = false;
+  for (const auto& field : h) {
+    if (field.name() != http::field::transfer_encoding) continue;
+    present = true;
+    if (!codings.empty()) codings += ',';
+    codings += std::string(field.value());
   }
-  if (codings.empty()) return std::nullopt;
+  if (!present) return std::nullopt;  // an empty Transfer-Encoding is one too, and refused below
   std::vector<std::string_view> list;
   for (std::string_view rest = codings; !rest.empty();) {
     const size_t comma = rest.find(',');
@@ -166,7 +169,7 @@ RouteDecision RouteRequest(const RouteContext& ctx, const http::request<http::st
     d = RouteGet(ctx, path);
   } else if (ctx.draining) {  // every inference route, /tokenize too
     d = Refuse({503, "the server is draining (shutting down); send this request elsewhere", "Unhealthy"}, true);
-  } else if (auto enc = req[http::field::content_encoding]; !enc.empty() && enc != "identity") {
+  } else if (auto enc = req[http::field::content_encoding]; !enc.empty() && !boost::beast::iequals(enc, "identity")) {
     d = Refuse({415, "Content-Encoding " + std::string(enc) + " is not supported; send the body uncompressed",
                 "Validation"});
   } else if (embed) {

@@ -27,6 +27,7 @@
 #include "serve/http_router.h"
 #include "serve/metrics.h"
 #include "serve/openai_api.h"
+#include "serve/server_info.h"
 #include "tierscope/version.h"
 
 namespace tierscope {
@@ -100,6 +101,7 @@ struct Server {
   void WaitSignal();
   void BeginDrain(int signal);
   void CheckDrained();
+  void RefuseUnanswered();  // each session's (Session::RefuseUnanswered)
   void Stop();
   std::string Info() const;
 };
@@ -109,6 +111,9 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, Server& server) : stream_(std::move(socket)), server_(server) {}
   void Start() { DoRead(); }
   void Close();
+  // The drain ran out of time: a request read, or being read, and not yet answered is
+  // answered 503 with Retry-After now (written at once if the socket takes it), not cut off.
+  void RefuseUnanswered();
   // No request read and being answered: the session waits for one (since read_since()).
   bool WaitingForRequest() const { return !header_read_ && !active_ && !closed_; }
   // Its header is in and its body is still arriving (holding `reserved_` of the budget).
@@ -656,14 +661,60 @@ void Server::CheckDrained() {
   if (!done) {
     const int64_t grpc_calls = grpc != nullptr ? grpc->in_flight() : 0;
     if (grpc != nullptr) grpc->AbandonWaiting("the server's drain timed out before this request ran");
+    const int64_t http_calls = in_flight;
+    RefuseUnanswered();
     result = Internal("the drain timed out after " + std::to_string(options.drain_timeout_s) +
-                      " s with " + std::to_string(in_flight) + " HTTP and " + std::to_string(grpc_calls) +
+                      " s with " + std::to_string(http_calls) + " HTTP and " + std::to_string(grpc_calls) +
                       " gRPC requests in flight");
     std::cerr << "tierscope serve: error: " << result.message() << "\n";
   } else {
+    RefuseUnanswered();  // a request whose body was still arriving was never accepted: 503, not cut
     std::cerr << "tierscope serve: drained; every accepted request was answered\n";
   }
   Stop();
+}
+
+void Session::RefuseUnanswered() {
+  if (closed_ || responding_ || !(active_ || header_read_)) return;
+  if (pending_) {
+    server_.service.Cancel(pending_);  // its inputs leave the queue, or its result is dropped
+    pending_ = 0;
+  }
+  if (!active_) {  // its body was still arriving: the request as its header says
+    BeginRequest();
+    endpoint_ = RouteRequest(server_.route, parser_->get()).endpoint;
+    req_ = {};
+    req_.version(parser_->get().version());
+  }
+  const ApiError e{503, "the server's drain timed out before this request was answered; send it elsewhere",
+                   "Unhealthy"};
+  code_ = openai_target_ ? OpenAiErrorStatus(e) : e.code;
+  http::response<http::string_body> res(static_cast<http::status>(code_), req_.version() ? req_.version() : 11);
+  res.set(http::field::server, "tierscope/" TIERSCOPE_VERSION);
+  res.set(http::field::content_type, "application/json");
+  res.set(http::field::retry_after, std::to_string(server_.options.retry_after_s));
+  res.keep_alive(false);
+  res.body() = openai_target_ ? OpenAiErrorBody(e) : ErrorBody(e);
+  res.prepare_payload();
+  // A few hundred bytes, which a socket's buffer takes; a client that reads nothing and
+  // filled it gets none rather than holding the shutdown.
+  beast::error_code ec;
+  stream_.socket().non_blocking(true, ec);
+  if (!ec) http::write(stream_.socket(), res, ec);
+  if (!ec) {
+    // Bytes of the body left unread would make the close a reset, which may drop the 503.
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    char sink[4096];
+    for (int i = 0; i < 64 && stream_.socket().available(ec) > 0 && !ec; ++i) stream_.socket().read_some(net::buffer(sink), ec);
+  }
+  responding_ = true;
+  EndRequest();
+}
+
+void Server::RefuseUnanswered() {
+  for (auto& [p, weak] : sessions) {
+    if (auto s = weak.lock()) s->RefuseUnanswered();
+  }
 }
 
 void Server::Stop() {
@@ -682,45 +733,9 @@ void Server::Stop() {
   ioc.stop();
 }
 
-// The model directory's name, as TEI's model_id is the hub's: where it lies on the
-// server's disk is not the clients' business.
-std::string ModelId(std::string dir) {
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  const size_t slash = dir.find_last_of('/');
-  return slash == std::string::npos ? dir : dir.substr(slash + 1);
-}
-
 std::string Server::Info() const {
-  const BertConfig& c = engine.config();
-  const BatcherOptions& b = service.options();
-  return nlohmann::json{
-      {"model_id", ModelId(engine.model_dir())},
-      {"model_name", options.model_name},
-      {"model_type", "embedding"},
-      {"model_dtype", DTypeName(engine.dtype())},
-      {"hidden_size", c.hidden_size},
-      {"num_hidden_layers", c.num_hidden_layers},
-      {"vocab_size", c.vocab_size},
-      {"pooling", PoolingName(options.pooling)},
-      {"pooling_source", options.pooling_source},
-      {"has_pooler", engine.model().has_pooler()},
-      {"tokenizer", tokenizer != nullptr},
-      {"max_input_length", limits.max_input_length},
-      {"max_client_batch_size", options.max_client_batch_size},
-      {"max_batch_size", b.max_batch_size},
-      {"max_batch_tokens", b.max_batch_tokens},
-      {"max_queue_delay_us", b.max_queue_delay_us},
-      {"max_queue", b.max_queue},
-      {"grpc_port", grpc != nullptr ? nlohmann::json(grpc->port()) : nlohmann::json(nullptr)},
-      {"buckets", b.bucket_edges},
-      {"batching", b.packed ? "packed" : "buckets"},
-      {"threads", engine.threads()},
-      {"tokenization_workers", options.tokenization_workers},  // as resolved
-      {"max_connections", resolved.max_connections},
-      {"max_buffered_bytes", resolved.max_buffered_bytes},
-      {"device", engine.device_name()},
-      {"version", TIERSCOPE_VERSION}}
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // the dir may not be UTF-8
+  return ServerInfo(engine, options, service.options(), limits, resolved,
+                    grpc != nullptr ? std::optional<int>(grpc->port()) : std::nullopt, tokenizer != nullptr);
 }
 
 }  // namespace
@@ -728,16 +743,7 @@ std::string Server::Info() const {
 Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
                  const BatcherOptions& batcher, const ServerOptions& options) {
   TS_ASSIGN_OR_RETURN(const ResolvedServerLimits resolved, ResolveServerLimits(options, DescriptorLimit()));
-  ApiLimits limits;
-  limits.max_client_batch_size = options.max_client_batch_size;
-  if (batcher.bucket_edges.empty()) return InvalidArgument("no length buckets");
-  limits.max_input_length =
-      std::min(engine.config().max_position_embeddings, batcher.bucket_edges.back());
-  if (options.max_input_length > 0) {
-    limits.max_input_length = std::min(limits.max_input_length, options.max_input_length);
-  }
-  limits.vocab_size = engine.config().vocab_size;
-  limits.type_vocab_size = engine.config().type_vocab_size;
+  TS_ASSIGN_OR_RETURN(const ApiLimits limits, ServeApiLimits(engine, batcher, options));
   ServerOptions o = options;
   if (o.model_name.empty()) o.model_name = "bert";
   if (o.tokenization_workers < 0) {
@@ -746,28 +752,6 @@ Status RunServer(BertEngine& engine, const WordPieceTokenizer* tokenizer,
     // only the cores the engine leaves free.
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     o.tokenization_workers = std::clamp(cores - engine.threads(), 0, 4);
-  }
-  if (batcher.max_batch_size >= 1 && batcher.max_batch_tokens >= 1 && limits.max_input_length >= 1) {
-    // The largest batch the batcher may form must fit, or every big batch would fail.
-    const double tokens = std::min(static_cast<double>(batcher.max_batch_tokens),
-                                   static_cast<double>(batcher.max_batch_size) *
-                                       static_cast<double>(limits.max_input_length));
-    const int64_t rows = std::max<int64_t>(
-        1, std::min<int64_t>(batcher.max_batch_size, static_cast<int64_t>(tokens)));
-    ForwardOptions fo;
-    fo.pooler = engine.model().has_pooler();
-    // As samples of the longest input: the row blocks a batch runs in (and so the
-    // activations alive at once) are largest where its samples are longest.
-    const int64_t longest = std::max<int64_t>(1, std::min<int64_t>(limits.max_input_length, static_cast<int64_t>(tokens)));
-    const auto samples = static_cast<int64_t>(std::ceil(tokens / static_cast<double>(longest)));
-    TS_ASSIGN_OR_RETURN(MemoryNeed need, engine.ForwardMemory(samples, longest, fo));
-    if (fo.pooler && rows > samples) {  // the pooler's rows: one a request
-      need.device += static_cast<double>(rows - samples) * static_cast<double>(engine.config().hidden_size) *
-                     static_cast<double>(DTypeSize(engine.model().dtype()));
-    }
-    TS_RETURN_IF_ERROR(engine.CheckMemory(
-        need, "the largest batch (--max-batch-size " + std::to_string(batcher.max_batch_size) +
-                  ", --max-batch-tokens " + std::to_string(batcher.max_batch_tokens) + ")"));
   }
   ServerMetrics metrics;
   EngineRunner runner(engine);

@@ -54,7 +54,7 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT
   blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,
   staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL,
   localMemoryPerThread INTEGER NOT NULL, localMemoryTotal INTEGER NOT NULL, gridId INTEGER NOT NULL,
-  sharedMemoryExecuted INTEGER, graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER);
+  sharedMemoryExecuted INTEGER, graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER, tierscopeArgs TEXT);
 CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
   eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL,
   returnValue INTEGER NOT NULL, callchainId INTEGER);
@@ -283,7 +283,7 @@ class Writer {
                                                   "globalPid", "demangledName", "shortName", "registersPerThread",
                                                   "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
                                                   "staticSharedMemory", "dynamicSharedMemory", "localMemoryPerThread",
-                                                  "localMemoryTotal", "gridId", "graphNodeId"})));
+                                                  "localMemoryTotal", "gridId", "graphNodeId", "tierscopeArgs"})));
     TS_RETURN_IF_ERROR(Prepare(runtime, InsertSql("CUPTI_ACTIVITY_KIND_RUNTIME",
                                                   {"start", "end", "eventClass", "globalTid", "correlationId",
                                                    "nameId", "returnValue"})));
@@ -330,7 +330,8 @@ class Writer {
                                           ArgInt(args, "registers per thread", 0), grid[0], grid[1], grid[2], block[0],
                                           block[1], block[2], ArgInt(args, "static shared memory", smem),
                                           ArgInt(args, "dynamic shared memory", 0), 0, 0,
-                                          grid_ids[static_cast<size_t>(n.kernels)], GraphNodeId(args)}));
+                                          grid_ids[static_cast<size_t>(n.kernels)], GraphNodeId(args)},
+                                 CollectiveArgs(args), true));
           ++n.kernels;
           break;
         }
@@ -410,6 +411,22 @@ class Writer {
   static int64_t GraphNodeId(std::string_view args) {
     const int64_t id = ArgId(args, "graph node id");
     return id == 0 ? kNull : id;
+  }
+  // What PyTorch records on a collective's kernel and nsys has no column for (its name,
+  // sizes, group and, for a send or recv, the peer), as the args it came in; "" for other
+  // kernels. tierscope reads it back (tierscopeArgs), so a job's ranks match as before.
+  static std::string CollectiveArgs(std::string_view args) {
+    if (ArgValue(args, "Collective name").empty()) return {};
+    std::string out;
+    for (std::string_view key : {"Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
+                                 "In split size", "Out split size", "Process Group Name", "Process Group Description",
+                                 "Process Group Ranks", "Src Rank", "Dst Rank", "Seq"}) {
+      const std::string_view v = ArgValue(args, key);
+      if (v.empty()) continue;
+      if (!out.empty()) out += ", ";
+      out += "\"" + std::string(key) + "\": " + std::string(v);
+    }
+    return out;
   }
 
   // nsys's gridId, per kernel in event order: each launch its own, numbered from 1 in launch

@@ -23,7 +23,10 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/text.h"
+#include "trace/args.h"
 #include "trace/sqlite_db.h"
 
 namespace tierscope {
@@ -403,12 +406,24 @@ class Importer {
     return r.error().empty();
   }
 
+  // A tierscope export's tierscopeArgs (a collective's name, sizes, group and peer): taken
+  // only when it is a JSON object's members, each key not already in `args`.
+  static void AppendExportedArgs(std::string_view text, std::string& args) {
+    if (text.empty() || text.size() > 4096) return;
+    const nlohmann::json j = nlohmann::json::parse("{" + std::string(text) + "}", nullptr, false);
+    if (!j.is_object()) return;
+    for (const auto& [key, value] : j.items()) {
+      if (!ArgValue(args, key).empty()) continue;
+      args += ", " + nlohmann::json(key).dump() + ": " + value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+  }
+
   Status ImportKernels() {
     // clang-format off
     const std::vector<const char*> cols = {
         "start", "end", "deviceId", "streamId", "contextId", "correlationId", "globalPid",
         "demangledName", "shortName", "mangledName", "gridX", "gridY", "gridZ", "blockX", "blockY",
-        "blockZ", "registersPerThread", "staticSharedMemory", "dynamicSharedMemory"};
+        "blockZ", "registersPerThread", "staticSharedMemory", "dynamicSharedMemory", "tierscopeArgs"};
     // clang-format on
     return ForEachRow(kKernelTable, "kernel", cols, [&](RowReader& r) {
       const int64_t start = r.Required(0), end = r.Required(1);
@@ -453,6 +468,7 @@ class Importer {
         args += ", \"dynamic shared memory\": " + std::to_string(smem_dynamic.value_or(0));
       }
       if (auto gpid = r.Optional(6)) args += ", \"pid\": " + std::to_string(PidOf(*gpid));
+      if (r.IsText(19)) AppendExportedArgs(r.Text(19), args);
       e.args = t_.strings.Intern(args);
       if (auto gpid = r.Optional(6)) ++kernel_pids_[PidOf(*gpid)];
     });

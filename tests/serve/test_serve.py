@@ -466,6 +466,42 @@ def test_drain_of_an_idle_server_exits_at_once(serve):
     assert any("drained; every accepted request was answered" in l for l in s.stderr_lines), s.stderr_lines
 
 
+def test_a_drain_that_times_out_answers_what_it_holds_503(serve):
+    # When --drain-timeout ran out, HTTP clients saw their connection cut (gRPC's got
+    # UNAVAILABLE): requests queued, and one whose body was still arriving, get 503 with
+    # Retry-After now, in their API's shape.
+    s = serve("--threads", "1", "--model-name", "m", "--drain-timeout", "0", "--max-queue-delay-ms", "20000",
+              "--max-batch-size", "256")
+    socks = []
+    for path, body in (("/embed", {"inputs": "queued"}), ("/v1/embeddings", {"input": "queued", "model": "m"})):
+        data = json.dumps(body).encode()
+        c = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+        c.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+        socks.append(c)
+    half = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+    half.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{")
+    socks.append(half)
+    s.wait_for(lambda: s.metric("tierscope_queue_depth") == 2, timeout=10, what="both requests to queue")
+    assert s.stop(timeout=30) != 0  # the drain failed: the exit status says so
+    replies = []
+    for c in socks:
+        data = b""
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        replies.append(data)
+        c.close()
+    for reply in replies:
+        head, _, body = reply.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 503") and b"Retry-After: " in head, reply[:300]
+        assert b"drain timed out" in body, body
+    assert json.loads(replies[1].partition(b"\r\n\r\n")[2])["error"]["type"]  # OpenAI's error shape
+    assert any("drain timed out" in l for l in s.stderr_lines), s.stderr_lines
+
+
 # ------------------------------------------------------------------ MiniLM
 
 

@@ -161,6 +161,18 @@ def test_stats_diff_and_whatif_mark_what_rests_on_a_failed_check(tierscope_bin, 
     stats = json.loads(run("stats", path, "--report", "in_use,gaps,temporal_breakdown,kernel_launch_stats",
                            "--format", "json"))
     assert all(any(n.startswith("MARKED") for n in r.get("notes", [])) for r in stats["reports"]), stats["reports"]
+    # A kernel a microsecond before its launch, inside the trace's window, leaves the window
+    # as it was: only the launch statistics are marked.
+    doc = load(CLEAN)
+    launch = {e["args"]["correlation"]: e for e in doc["traceEvents"] if e.get("cat") == "cuda_runtime"
+              and "correlation" in e.get("args", {})}
+    k = kernels(doc)[30]
+    k["ts"] = launch[k["args"]["correlation"]]["ts"] - 1.0
+    with gzip.open(path, "wt") as f:
+        json.dump(doc, f)
+    stats = json.loads(run("stats", path, "--report", "in_use,kernel_launch_stats", "--format", "json"))
+    marks = [any(n.startswith("MARKED") for n in r.get("notes", [])) for r in stats["reports"]]
+    assert marks == [False, True], stats["reports"]
 
 
 def test_missing_kernels_missing_launches_and_a_trace_cut_short(tierscope_bin, tmp_path):
