@@ -25,8 +25,9 @@ TABLES = ("kernels", "ops", "runtime", "memops", "annotations", "syncs", "memory
 def _check_out(out: Path, files: List[str], inputs: List[str], force: bool) -> None:
     """Refuses an OUT this export must not write: one that is, or holds, what it reads (a
     forced export would replace the tables beside them), a file, a directory that is not
-    empty without `force`, or table and rank entries that are not plain folders (a link
-    would take the parts elsewhere, a file would stop the export half way)."""
+    empty without `force`, or table, rank and part entries that are not what an export
+    writes (a link would take the parts elsewhere; a folder named like a part, or a file
+    named like a rank, would stop the export half way)."""
     real_out = os.path.realpath(out)
     for f in list(inputs) + list(files):
         real = os.path.realpath(f)
@@ -43,15 +44,19 @@ def _check_out(out: Path, files: List[str], inputs: List[str], force: bool) -> N
         if table.is_symlink() or (table.exists() and not table.is_dir()):
             raise ValueError(f"{table}: is not a plain directory, where the {name} table goes")
         for rank in table.glob("rank=*") if table.is_dir() else []:
-            if rank.is_symlink() or not rank.is_dir():
-                raise ValueError(f"{rank}: is not a plain directory, where a rank's parts go")
+            if rank.is_symlink() or not rank.is_dir() or not os.access(rank, os.W_OK | os.X_OK):
+                raise ValueError(f"{rank}: is not a plain directory this export may write, where a rank's parts go")
+            for part in rank.glob("part-*.parquet"):
+                if part.is_symlink() or not part.is_file():
+                    raise ValueError(f"{part}: is not a plain file, where a part goes")
 
 
 def _replace_tables(staging: Path, out: Path) -> None:
     """Moves the new export's parts into OUT in place of the Parquet parts an earlier
     export wrote there (TABLE/rank=R/part-N.parquet); any other file is left as it is.
-    The new parts go in under hidden names first: until all are in, the old export is
-    whole, and a failure takes back what was moved."""
+    The new parts go in under hidden names first (a failure takes them back, the old
+    export whole); then each replaces its old namesake at once (os.replace), and the old
+    parts the new export has no namesake for go last."""
     moved = []  # (hidden, final) names in OUT
     try:
         for name in TABLES:
@@ -60,20 +65,20 @@ def _replace_tables(staging: Path, out: Path) -> None:
                 dest.mkdir(parents=True, exist_ok=True)
                 for part in sorted(rank.iterdir()):
                     hidden = dest / (".new-" + part.name)
-                    part.rename(hidden)
+                    os.replace(part, hidden)  # over a crashed run's leftover, if any
                     moved.append((hidden, dest / part.name))
     except OSError:
         for hidden, _ in moved:
             hidden.unlink(missing_ok=True)
         raise
-    for name in TABLES:
-        for rank in (out / name).glob("rank=*"):
-            for part in rank.glob("part-*.parquet"):
-                part.unlink()
     for hidden, final in moved:
-        hidden.rename(final)
+        os.replace(hidden, final)
+    new = {final for _, final in moved}
     for name in TABLES:
         for rank in (out / name).glob("rank=*"):
+            for part in list(rank.glob("part-*.parquet")) + list(rank.glob(".new-part-*.parquet")):
+                if part not in new:
+                    part.unlink()
             try:
                 rank.rmdir()  # an old rank this export has none of, when nothing else is in it
             except OSError:

@@ -425,6 +425,7 @@ void DeviceLaunchChecks(const TraceIndex& x, TraceQuality* q) {
   // Device events with no launch call, and ones that start before their launch did.
   int64_t device_events = 0, no_launch = 0, early = 0;
   int64_t first_launch = INT64_MAX, earliest_early = INT64_MAX;  // a skew that reaches before every launch
+  int64_t most_early_ns = 0;                                       // or far before its own
   std::string first_early;
   std::vector<size_t> early_events;
   for (const std::vector<size_t>* list : {&x.kernels, &x.memops}) {
@@ -440,6 +441,7 @@ void DeviceLaunchChecks(const TraceIndex& x, TraceQuality* q) {
       if (x.E(i).ts_ns < x.E(it->second).ts_ns) {
         if (early++ == 0) first_early = Example(x, i);
         earliest_early = std::min(earliest_early, x.E(i).ts_ns);
+        most_early_ns = std::max(most_early_ns, x.E(it->second).ts_ns - x.E(i).ts_ns);
         early_events.push_back(i);
       }
     });
@@ -449,12 +451,15 @@ void DeviceLaunchChecks(const TraceIndex& x, TraceQuality* q) {
                          {"kernel_launch_stats", "queue_length", "op_sum", "op_roofline"}, {"launch_bound"});
   q->checks.push_back(n);
   // Device work that starts before the trace's first launch stretches the device's window
-  // to where no work was: then in-use, gaps and the idle shares are wrong too.
-  const bool stretched = earliest_early < first_launch;
+  // to where no work was, and work a millisecond or more before its launch (no skew of a
+  // working clock is near that) lands where the device was idle: then in-use, gaps and the
+  // idle shares are wrong too.
+  constexpr int64_t kFarEarlyNs = 1'000'000;
+  const bool stretched = earliest_early < first_launch || most_early_ns >= kFarEarlyNs;
   QualityCheck k = Check("clock_skew", early, device_events - no_launch, CheckStatus::kFail,
-                         stretched ? "device work starting before its launch, some before the trace's first launch: "
-                                     "clocks disagree, launch delays are wrong, and the device's window (in-use, "
-                                     "gaps, idle shares) stretches to where no work was"
+                         stretched ? "device work starting before its launch, some far before it or before the "
+                                     "trace's first launch: clocks disagree, launch delays are wrong, and the "
+                                     "device's busy and idle time (in-use, gaps, idle shares) moves to where no work was"
                                    : "device work starting before its launch: clocks disagree, launch delays are wrong",
                          {"kernel_launch_stats", "idle_time", "queue_length"}, {"launch_bound"});
   if (stretched) {

@@ -43,6 +43,29 @@ RouteDecision NoVocabulary(const std::string& what) {
   return Refuse({422, "this model directory has no vocab.txt: " + what, "Validation"});
 }
 
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// The first Content-Encoding coding, over every such line, that is not identity; "" when none.
+std::string Encoding(const http::request<http::string_body>& req) {
+  for (const auto& field : req) {
+    if (field.name() != http::field::content_encoding) continue;
+    std::string_view rest(field.value().data(), field.value().size());
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string_view c = Trim(rest.substr(0, comma));
+      if (!c.empty() && !boost::beast::iequals(boost::beast::string_view(c.data(), c.size()), "identity")) {
+        return std::string(c);
+      }
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
+  return "";
+}
+
 // /v2/models/{name}[/versions/1][, /ready, /infer].
 std::optional<RouteDecision> RouteModel(const RouteContext& ctx, const http::request<http::string_body>& req,
                                         const std::string& path, bool get, bool post) {
@@ -67,9 +90,8 @@ std::optional<RouteDecision> RouteModel(const RouteContext& ctx, const http::req
     d = Answer(ctx.draining ? 503 : 200, "");
   } else if (ctx.draining) {
     d = Refuse({503, "the server is draining (shutting down); send this request elsewhere", "Unhealthy"}, true);
-  } else if (auto enc = req[http::field::content_encoding]; !enc.empty() && !boost::beast::iequals(enc, "identity")) {
-    d = Refuse({415, "Content-Encoding " + std::string(enc) + " is not supported; send the body uncompressed",
-                "Validation"});
+  } else if (const std::string enc = Encoding(req); !enc.empty()) {
+    d = Refuse({415, "Content-Encoding " + enc + " is not supported; send the body uncompressed", "Validation"});
   } else {
     size_t header_length = 0;
     const auto value = req["Inference-Header-Content-Length"];
@@ -105,12 +127,6 @@ RouteDecision RouteGet(const RouteContext& ctx, const std::string& path) {
                                     {"version", TIERSCOPE_VERSION},
                                     {"extensions", nlohmann::json::array()}}
                          .dump());  // /v2
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 }  // namespace
@@ -169,9 +185,8 @@ RouteDecision RouteRequest(const RouteContext& ctx, const http::request<http::st
     d = RouteGet(ctx, path);
   } else if (ctx.draining) {  // every inference route, /tokenize too
     d = Refuse({503, "the server is draining (shutting down); send this request elsewhere", "Unhealthy"}, true);
-  } else if (auto enc = req[http::field::content_encoding]; !enc.empty() && !boost::beast::iequals(enc, "identity")) {
-    d = Refuse({415, "Content-Encoding " + std::string(enc) + " is not supported; send the body uncompressed",
-                "Validation"});
+  } else if (const std::string enc = Encoding(req); !enc.empty()) {
+    d = Refuse({415, "Content-Encoding " + enc + " is not supported; send the body uncompressed", "Validation"});
   } else if (embed) {
     if (ctx.tokenizer == nullptr) {
       d = NoVocabulary("text cannot be tokenized; use /v2/models/" + ctx.model_name + "/infer with token ids");

@@ -101,7 +101,7 @@ struct Server {
   void WaitSignal();
   void BeginDrain(int signal);
   void CheckDrained();
-  void RefuseUnanswered();  // each session's (Session::RefuseUnanswered)
+  void RefuseUnanswered(const std::string& why);  // each session's (Session::RefuseUnanswered)
   void Stop();
   std::string Info() const;
 };
@@ -111,9 +111,10 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, Server& server) : stream_(std::move(socket)), server_(server) {}
   void Start() { DoRead(); }
   void Close();
-  // The drain ran out of time: a request read, or being read, and not yet answered is
-  // answered 503 with Retry-After now (written at once if the socket takes it), not cut off.
-  void RefuseUnanswered();
+  // The server is closing: a request read, or being read, and not yet answered is
+  // answered 503 with Retry-After and `why` now (written at once if the socket takes it),
+  // not cut off.
+  void RefuseUnanswered(const std::string& why);
   // No request read and being answered: the session waits for one (since read_since()).
   bool WaitingForRequest() const { return !header_read_ && !active_ && !closed_; }
   // Its header is in and its body is still arriving (holding `reserved_` of the budget).
@@ -662,19 +663,20 @@ void Server::CheckDrained() {
     const int64_t grpc_calls = grpc != nullptr ? grpc->in_flight() : 0;
     if (grpc != nullptr) grpc->AbandonWaiting("the server's drain timed out before this request ran");
     const int64_t http_calls = in_flight;
-    RefuseUnanswered();
+    RefuseUnanswered("the server's drain timed out before this request was answered");
     result = Internal("the drain timed out after " + std::to_string(options.drain_timeout_s) +
                       " s with " + std::to_string(http_calls) + " HTTP and " + std::to_string(grpc_calls) +
                       " gRPC requests in flight");
     std::cerr << "tierscope serve: error: " << result.message() << "\n";
   } else {
-    RefuseUnanswered();  // a request whose body was still arriving was never accepted: 503, not cut
+    // A request whose body was still arriving was never accepted: 503, not cut off.
+    RefuseUnanswered("the server is shutting down and this request's body had not arrived");
     std::cerr << "tierscope serve: drained; every accepted request was answered\n";
   }
   Stop();
 }
 
-void Session::RefuseUnanswered() {
+void Session::RefuseUnanswered(const std::string& why) {
   if (closed_ || responding_ || !(active_ || header_read_)) return;
   if (pending_) {
     server_.service.Cancel(pending_);  // its inputs leave the queue, or its result is dropped
@@ -686,8 +688,7 @@ void Session::RefuseUnanswered() {
     req_ = {};
     req_.version(parser_->get().version());
   }
-  const ApiError e{503, "the server's drain timed out before this request was answered; send it elsewhere",
-                   "Unhealthy"};
+  const ApiError e{503, why + "; send it elsewhere", "Unhealthy"};
   code_ = openai_target_ ? OpenAiErrorStatus(e) : e.code;
   http::response<http::string_body> res(static_cast<http::status>(code_), req_.version() ? req_.version() : 11);
   res.set(http::field::server, "tierscope/" TIERSCOPE_VERSION);
@@ -699,6 +700,7 @@ void Session::RefuseUnanswered() {
   // A few hundred bytes, which a socket's buffer takes; a client that reads nothing and
   // filled it gets none rather than holding the shutdown.
   beast::error_code ec;
+  stream_.socket().cancel(ec);  // a body still being read: its read ends (operation_aborted) first
   stream_.socket().non_blocking(true, ec);
   if (!ec) http::write(stream_.socket(), res, ec);
   if (!ec) {
@@ -711,9 +713,9 @@ void Session::RefuseUnanswered() {
   EndRequest();
 }
 
-void Server::RefuseUnanswered() {
+void Server::RefuseUnanswered(const std::string& why) {
   for (auto& [p, weak] : sessions) {
-    if (auto s = weak.lock()) s->RefuseUnanswered();
+    if (auto s = weak.lock()) s->RefuseUnanswered(why);
   }
 }
 

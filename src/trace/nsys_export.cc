@@ -418,9 +418,7 @@ class Writer {
   static std::string CollectiveArgs(std::string_view args) {
     if (ArgValue(args, "Collective name").empty()) return {};
     std::string out;
-    for (std::string_view key : {"Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
-                                 "In split size", "Out split size", "Process Group Name", "Process Group Description",
-                                 "Process Group Ranks", "Src Rank", "Dst Rank", "Seq"}) {
+    for (std::string_view key : kCollectiveArgKeys) {
       const std::string_view v = ArgValue(args, key);
       if (v.empty()) continue;
       if (!out.empty()) out += ", ";

@@ -31,11 +31,19 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "tierscope/status.h"
 #include "trace/trace.h"
 
 namespace tierscope {
+
+// The args PyTorch records on a collective's kernel that the export keeps in the kernel
+// table's tierscopeArgs column (nsys has none for them), and the importer reads back.
+inline constexpr std::string_view kCollectiveArgKeys[] = {
+    "Collective name",    "In msg nelems",       "Out msg nelems",      "Group size", "dtype",
+    "In split size",      "Out split size",      "Process Group Name",  "Process Group Description",
+    "Process Group Ranks", "Src Rank",           "Dst Rank",            "Seq"};
 
 struct NsysExportStats {
   int64_t kernels = 0, runtime = 0, memcpys = 0, memsets = 0, syncs = 0, ranges = 0;

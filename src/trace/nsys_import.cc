@@ -27,6 +27,7 @@
 
 #include "core/text.h"
 #include "trace/args.h"
+#include "trace/nsys_export.h"
 #include "trace/sqlite_db.h"
 
 namespace tierscope {
@@ -407,14 +408,17 @@ class Importer {
   }
 
   // A tierscope export's tierscopeArgs (a collective's name, sizes, group and peer): taken
-  // only when it is a JSON object's members, each key not already in `args`.
+  // when it is a JSON object's members, and of those only the keys the export writes with
+  // a string or number each, never a key already in `args` (a file is data, not a way to
+  // set a kernel's correlation).
   static void AppendExportedArgs(std::string_view text, std::string& args) {
-    if (text.empty() || text.size() > 4096) return;
+    if (text.empty() || text.size() > (1 << 20)) return;
     const nlohmann::json j = nlohmann::json::parse("{" + std::string(text) + "}", nullptr, false);
     if (!j.is_object()) return;
-    for (const auto& [key, value] : j.items()) {
-      if (!ArgValue(args, key).empty()) continue;
-      args += ", " + nlohmann::json(key).dump() + ": " + value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    for (std::string_view key : kCollectiveArgKeys) {
+      const auto it = j.find(std::string(key));
+      if (it == j.end() || !(it->is_string() || it->is_number()) || !ArgValue(args, key).empty()) continue;
+      args += ", \"" + std::string(key) + "\": " + it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
   }
 

@@ -511,6 +511,9 @@ def test_a_refused_request_read_whole_keeps_its_connection_for_the_next(serve):
     gz = b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}"
     reply = raw_exchange(s.port, gz)
     assert statuses(reply) == [415] and b"Content-Encoding gzip is not supported" in reply, reply[:300]
+    two = gz.replace(b"Content-Encoding: gzip\r\n", b"Content-Encoding: Identity\r\nContent-Encoding: br\r\n")
+    reply = raw_exchange(s.port, two)  # every line is read, identity in any case passes
+    assert statuses(reply) == [415] and b"Content-Encoding br is not supported" in reply, reply[:300]
 
 
 def test_json_nested_past_any_request_is_refused_before_it_is_built(serve):

@@ -225,6 +225,27 @@ def test_a_forced_parquet_export_replaces_only_its_own_parts_and_only_once_writt
     assert not [n for n in os.listdir(out) if n.startswith(".")]  # no staging left behind
 
 
+def test_a_forced_parquet_export_refuses_what_it_could_not_replace_and_sweeps_its_leftovers(tierscope_bin, tmp_path):
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("tierscope")
+    trace = TRACES / "df_index_resolver.json.gz"
+    need(trace)
+    out = tmp_path / "pq"
+    run(tierscope_bin, "export", trace, out, "--format", "parquet")
+    [rank] = os.listdir(out / "kernels")
+    old = (out / "kernels" / rank / "part-0.parquet").read_bytes()
+    # A folder named like a part would stop the swap half way: refused before anything moves.
+    (out / "kernels" / rank / "part-9.parquet").mkdir()
+    p = run(tierscope_bin, "export", trace, out, "--format", "parquet", "--force", ok=False)
+    assert p.returncode == 2 and "is not a plain file, where a part goes" in p.stderr, p.stderr
+    assert (out / "kernels" / rank / "part-0.parquet").read_bytes() == old
+    (out / "kernels" / rank / "part-9.parquet").rmdir()
+    # A crashed run's hidden part is swept, not left beside the new one.
+    (out / "kernels" / rank / ".new-part-0.parquet").write_bytes(b"half")
+    run(tierscope_bin, "export", trace, out, "--format", "parquet", "--force")
+    assert sorted(os.listdir(out / "kernels" / rank)) == ["part-0.parquet"]
+
+
 def test_a_trace_with_no_timeline_event_is_not_exported_as_empty_tables(tierscope_bin, tmp_path):
     meta = tmp_path / "meta.json"
     meta.write_text(json.dumps({"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "x"}}]}))
@@ -302,9 +323,20 @@ def test_exported_collective_args_read_back_and_hostile_ones_are_ignored(tiersco
     kern = json.loads(run(tierscope_bin, "stats", out, "--report", "nccl_sum", "--format", "json").stdout)
     assert [r["Collective"] for r in kern["reports"][0]["rows"]] == ["send"]
     # What a file says there is data: malformed, nested past reason or huge, it is left out.
-    for hostile in ('"Collective name": ', "[" * 3000, '"x": "' + "a" * 10000 + '"', '"Collective name": 7}, {"a": 1'):
+    for hostile in ('"Collective name": ', "[" * 3000, '"x": "' + "a" * 10000 + '"', '"Collective name": 7}, {"a": 1',
+                    '"Collective name": ' + "[" * 2000 + "]" * 2000):
         con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET tierscopeArgs = ?", (hostile,))
         con.commit()
-        p = run(tierscope_bin, "stats", out, "--report", "cuda_gpu_kern_sum", "--format", "json")
-        assert json.loads(p.stdout)["reports"][0]["rows"], hostile[:40]
+        p = run(tierscope_bin, "stats", out, "--report", "cuda_gpu_kern_sum,nccl_sum", "--format", "json")
+        reports = json.loads(p.stdout)["reports"]
+        assert reports[0]["rows"] and not reports[1]["rows"], hostile[:40]
+    # Only the keys the export writes are read back: a file does not set a kernel's correlation.
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET tierscopeArgs = ?",
+                ('"correlation": 99999, "External id": 5, ' + args,))
+    con.commit()
     con.close()
+    tierscope = pytest.importorskip("tierscope")
+    t = tierscope.read_trace(out)
+    assert list(t.kernels["correlation"]) != [99999]
+    nccl = json.loads(run(tierscope_bin, "stats", out, "--report", "nccl_sum", "--format", "json").stdout)
+    assert [r["Collective"] for r in nccl["reports"][0]["rows"]] == ["send"]

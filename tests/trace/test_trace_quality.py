@@ -173,6 +173,16 @@ def test_stats_diff_and_whatif_mark_what_rests_on_a_failed_check(tierscope_bin, 
     stats = json.loads(run("stats", path, "--report", "in_use,kernel_launch_stats", "--format", "json"))
     marks = [any(n.startswith("MARKED") for n in r.get("notes", [])) for r in stats["reports"]]
     assert marks == [False, True], stats["reports"]
+    # Work recorded a millisecond or more before its own launch (though after the trace's
+    # first) lands where the device was idle: in-use is marked again.
+    k = max((e for e in kernels(doc) if e["args"].get("correlation") in launch),
+            key=lambda e: launch[e["args"]["correlation"]]["ts"])
+    k["ts"] = launch[k["args"]["correlation"]]["ts"] - 1200.0
+    assert k["ts"] > min(e["ts"] for e in launch.values())
+    with gzip.open(path, "wt") as f:
+        json.dump(doc, f)
+    stats = json.loads(run("stats", path, "--report", "in_use", "--format", "json"))
+    assert any(n.startswith("MARKED") for n in stats["reports"][0].get("notes", [])), stats["reports"]
 
 
 def test_missing_kernels_missing_launches_and_a_trace_cut_short(tierscope_bin, tmp_path):
