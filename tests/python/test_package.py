@@ -245,3 +245,20 @@ def test_a_file_name_that_is_not_utf8_is_refused_naming_it(tierscope_bin, tmp_pa
                            timeout=300, env={**os.environ, "TIERSCOPE_PYTHON": sys.executable})
         assert p.returncode == 2 and "not UTF-8" in p.stderr, p.stderr
         assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_report_marks_what_rests_on_a_failed_check_as_stats_does(tierscope_bin, tmp_path):
+    # Python's report() gave the numbers with no mark where stats and analyze mark them.
+    need(DDP)
+    with gzip.open(DDP, "rt") as f:
+        doc = json.load(f)
+    kernel = next(e for e in doc["traceEvents"] if e.get("cat") == "kernel")
+    kernel["dur"] = 9e12  # far longer than the whole capture: endless_events fails
+    path = tmp_path / "endless.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(doc, f)
+    frame = tierscope.report(tierscope.read_trace(path), "hot_kernels")
+    cli = cli_json(tierscope_bin, "stats", path, "--report", "hot_kernels")["reports"][0]
+    assert any(n.startswith("MARKED") for n in frame.attrs["notes"]), frame.attrs
+    assert "Failed check" in frame.columns and list(frame.columns) == cli["columns"]
+    same_rows(frame, cli)

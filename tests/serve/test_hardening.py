@@ -478,11 +478,12 @@ def statuses(reply: bytes) -> list[int]:
     (b"POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n", 400),
     (b"POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
     (b"POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n", 501),
+    (b"POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \r\nContent-Length: 2\r\n\r\n{}", 400),
     (b"POST /embed HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", 400),  # HTTP/1.1 needs a Host
     (b"BREW /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 501),
     (b"GET /health HTTP/2.0\r\nHost: x\r\n\r\n", 505),
     (b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (64 << 10) + b"\r\n\r\n", 431),
-], ids=["te-gzip", "te-chunked-not-last", "te-gzip-chunked", "te-two-lines", "no-host", "unknown-method",
+], ids=["te-gzip", "te-chunked-not-last", "te-gzip-chunked", "te-two-lines", "te-empty", "no-host", "unknown-method",
         "http2-version", "huge-header"])
 def test_a_request_framed_badly_is_refused_and_its_connection_closed(serve, head, code):
     s = serve("--threads", "1")
@@ -524,6 +525,11 @@ def test_json_nested_past_any_request_is_refused_before_it_is_built(serve):
         r = s.request("POST", path, body=deep, headers={"Content-Type": "application/json"}, timeout=60)
         assert r.status in (400, 422) and "nests deeper than 32 levels" in r.body.decode(), (path, r.body[:200])
     assert s.post("/embed", {"inputs": "hello"}).status == 200
+    # 32 levels are taken (and judged by the API); 33 are not. A bracket inside a string is text.
+    for levels, refused in ((32, False), (33, True)):
+        body = '{"inputs": "[[[[", "x":' + "[" * (levels - 1) + "]" * (levels - 1) + "}"
+        r = s.request("POST", "/embed", body=body)
+        assert ("nests deeper than 32 levels" in r.body.decode()) == refused, (levels, r.body[:200])
     assert health_answers(s)
 
 

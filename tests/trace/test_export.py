@@ -240,6 +240,13 @@ def test_a_forced_parquet_export_refuses_what_it_could_not_replace_and_sweeps_it
     assert p.returncode == 2 and "is not a plain file, where a part goes" in p.stderr, p.stderr
     assert (out / "kernels" / rank / "part-0.parquet").read_bytes() == old
     (out / "kernels" / rank / "part-9.parquet").rmdir()
+    # A link where a rank's folder goes would take the parts elsewhere: refused too.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (out / "ops" / "rank=77").symlink_to(elsewhere)
+    p = run(tierscope_bin, "export", trace, out, "--format", "parquet", "--force", ok=False)
+    assert p.returncode == 2 and "rank=77: is not a plain directory" in p.stderr, p.stderr
+    (out / "ops" / "rank=77").unlink()
     # A crashed run's hidden part is swept, not left beside the new one.
     (out / "kernels" / rank / ".new-part-0.parquet").write_bytes(b"half")
     run(tierscope_bin, "export", trace, out, "--format", "parquet", "--force")
