@@ -146,10 +146,10 @@ Status CheckUnitFound(const Trace& t, const std::string& unit) {
                          (found.empty() ? " (it has no ProfilerStep#N either)" : " (its units: " + found + ")"));
 }
 
-Status CheckComparable(const Trace& t) {
+Status CheckComparable(const Trace& t, std::string_view nothing_to) {
   if (!t.events.empty()) return OkStatus();
   return InvalidArgument(t.source + ": the trace holds no timeline event (" + std::to_string(t.stats.events_read) +
-                         " entries read): nothing to compare");
+                         " entries read): nothing to " + std::string(nothing_to));
 }
 
 bool IsNcuCsv(const std::string& path) {

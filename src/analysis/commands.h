@@ -32,9 +32,10 @@ StatusOr<Trace> LoadTrace(const std::string& path, const std::vector<std::string
 // analysis would otherwise fall back to the whole trace without a word.
 Status CheckUnitFound(const Trace& t, const std::string& unit);
 
-// InvalidArgument when `t` holds no timeline event: a diff against it would read as every
-// count falling to zero, which is no change the run made.
-Status CheckComparable(const Trace& t);
+// InvalidArgument when `t` holds no timeline event ("...: nothing to <nothing_to>"): a
+// diff against it would read as every count falling to zero, which is no change the run
+// made, and an export as empty tables that pass for a quiet run.
+Status CheckComparable(const Trace& t, std::string_view nothing_to = "compare");
 
 // "" when every entry of `t` was read; else "<source>: N of its M entries were malformed
 // and skipped (reasons)": what a command that is not `analyze` (whose import_stats shows

@@ -44,13 +44,6 @@ Status CheckOut(const ExportFlags& f, bool directory) {
   return OkStatus();
 }
 
-// A trace with no timeline event would export as empty tables that pass for a quiet run.
-Status CheckExportable(const Trace& t) {
-  if (!t.events.empty()) return OkStatus();
-  return InvalidArgument(t.source + ": the trace holds no timeline event (" + std::to_string(t.stats.events_read) +
-                         " entries read): nothing to export");
-}
-
 std::string Counts(const NsysExportStats& n) {
   return std::to_string(n.kernels) + " kernels, " + std::to_string(n.runtime) + " runtime calls, " +
          std::to_string(n.memcpys) + " memcpys, " + std::to_string(n.memsets) + " memsets, " + std::to_string(n.syncs) +
@@ -66,7 +59,8 @@ int ExportSqlite(const ExportFlags& f) {
     if (Status s = CheckOut(f, false); !s.ok()) return Fail(s);
     auto t = LoadTrace(f.input);
     if (!t.ok()) return Fail(t.status());
-    if (Status s = CheckExportable(*t); !s.ok()) return Fail(s);
+    // No timeline event would export as empty tables that pass for a quiet run.
+    if (Status s = CheckComparable(*t, "export"); !s.ok()) return Fail(s);
     NoteSkipped(*t);
     auto n = ExportNsysSqlite(*t, f.out);
     if (!n.ok()) return Fail(n.status());
@@ -93,7 +87,7 @@ int ExportSqlite(const ExportFlags& f) {
   for (size_t i = 0; i < files->size(); ++i) {
     auto t = LoadTrace((*files)[i]);
     if (!t.ok()) return Fail(t.status());
-    if (Status s = CheckExportable(*t); !s.ok()) return Fail(s);
+    if (Status s = CheckComparable(*t, "export"); !s.ok()) return Fail(s);
     NoteSkipped(*t);
     windows.push_back(WindowOf(*t));
     staged.push_back((std::filesystem::path(f.out) / (".staged-" + std::to_string(i) + ".sqlite")).string());

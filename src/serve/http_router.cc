@@ -49,19 +49,33 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-// The first Content-Encoding coding, over every such line, that is not identity; "" when none.
-std::string Encoding(const http::request<http::string_body>& req) {
-  for (const auto& field : req) {
-    if (field.name() != http::field::content_encoding) continue;
-    std::string_view rest(field.value().data(), field.value().size());
-    while (!rest.empty()) {
+// The codings of every `field` line of `h`, in order ("gzip, chunked" is two); an empty
+// line adds none. Returns whether the header has the field at all.
+template <typename Header>
+bool Codings(const Header& h, http::field field, std::vector<std::string_view>* out) {
+  bool present = false;
+  for (const auto& f : h) {
+    if (f.name() != field) continue;
+    present = true;
+    for (std::string_view rest(f.value().data(), f.value().size()); !rest.empty();) {
       const size_t comma = rest.find(',');
-      const std::string_view c = Trim(rest.substr(0, comma));
-      if (!c.empty() && !boost::beast::iequals(boost::beast::string_view(c.data(), c.size()), "identity")) {
-        return std::string(c);
-      }
+      if (const std::string_view c = Trim(rest.substr(0, comma)); !c.empty()) out->push_back(c);
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
+  }
+  return present;
+}
+
+bool IEquals(std::string_view a, std::string_view b) {
+  return boost::beast::iequals(boost::beast::string_view(a.data(), a.size()), boost::beast::string_view(b.data(), b.size()));
+}
+
+// The first Content-Encoding coding, over every such line, that is not identity; "" when none.
+std::string Encoding(const http::request<http::string_body>& req) {
+  std::vector<std::string_view> codings;
+  Codings(req, http::field::content_encoding, &codings);
+  for (std::string_view c : codings) {
+    if (!IEquals(c, "identity")) return std::string(c);
   }
   return "";
 }
@@ -138,23 +152,12 @@ std::optional<ApiError> CheckFraming(const http::request_header<>& h) {
   if (h.version() == 11 && h.find(http::field::host) == h.end()) {
     return ApiError{400, "an HTTP/1.1 request needs a Host header", "Validation"};
   }
-  std::string codings;  // every Transfer-Encoding line, in order
-  bool present = false;
-  for (const auto& field : h) {
-    if (field.name() != http::field::transfer_encoding) continue;
-    present = true;
-    if (!codings.empty()) codings += ',';
-    codings += std::string(field.value());
-  }
-  if (!present) return std::nullopt;  // an empty Transfer-Encoding is one too, and refused below
   std::vector<std::string_view> list;
-  for (std::string_view rest = codings; !rest.empty();) {
-    const size_t comma = rest.find(',');
-    const std::string_view c = Trim(rest.substr(0, comma));
-    if (!c.empty()) list.push_back(c);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-  }
-  if (list.empty() || !boost::beast::iequals(boost::beast::string_view(list.back().data(), list.back().size()), "chunked")) {
+  // An empty Transfer-Encoding is one too, and refused below.
+  if (!Codings(h, http::field::transfer_encoding, &list)) return std::nullopt;
+  std::string codings;  // as the client wrote them, for the message
+  for (std::string_view c : list) codings += (codings.empty() ? "" : ", ") + std::string(c);
+  if (list.empty() || !IEquals(list.back(), "chunked")) {
     return ApiError{400, "Transfer-Encoding '" + codings + "': the last coding must be chunked (a body's end is "
                          "otherwise unknown)", "Validation"};
   }
